@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// Config configures an Engine. Every field may be left zero.
+type Config struct {
+	// Models answers llm steps. Defaults to an empty registry (flows with
+	// llm steps then fail to start).
+	Models *model.Registry
+	// Tools answers tool steps. Defaults to an empty registry.
+	Tools *tool.Registry
+	// Sink receives every event. Defaults to trace.Discard.
+	Sink trace.Sink
+	// Gate decides on every tool invocation. Defaults to safety.AllowAll.
+	Gate safety.Gate
+	// Store receives every event before the engine acts on the next.
+	// Defaults to store.Ephemeral.
+	Store store.Store
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// NewRunID defaults to UUIDv7 (time-ordered) strings.
+	NewRunID func() string
+}
+
+// Engine runs flows. It is safe for concurrent use; each Run is independent.
+type Engine struct {
+	cfg Config
+}
+
+// New returns an Engine with cfg's defaults filled in.
+func New(cfg Config) *Engine {
+	if cfg.Models == nil {
+		cfg.Models = &model.Registry{}
+	}
+	if cfg.Tools == nil {
+		cfg.Tools = &tool.Registry{}
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = trace.Discard
+	}
+	if cfg.Gate == nil {
+		cfg.Gate = safety.AllowAll
+	}
+	if cfg.Store == nil {
+		cfg.Store = store.Ephemeral
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock
+	}
+	if cfg.NewRunID == nil {
+		cfg.NewRunID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	return &Engine{cfg: cfg}
+}
+
+// RunOptions are per-run settings; a nil *RunOptions means defaults.
+type RunOptions struct {
+	// RunID fixes the run's id instead of generating one.
+	RunID string
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	RunID  string
+	Flow   string
+	Status trace.RunStatus
+	// Outputs holds the output of every step that produced one (succeeded,
+	// defaulted or fell_back), by step id.
+	Outputs map[string]any
+	Steps   map[string]*StepResult
+	// Error says why the run did not succeed; nil when it did.
+	Error    *RunError
+	Usage    Usage
+	Duration time.Duration
+}
+
+// StepResult is one step's outcome.
+type StepResult struct {
+	Status   trace.StepStatus
+	Attempts int
+	Duration time.Duration
+	// Error is the step's last failure, also when on_error let the run go on.
+	Error *RunError
+}
+
+// Usage counts what a run consumed, against its budgets.
+type Usage struct {
+	Iterations int
+	LLMCalls   int
+	TokensIn   int
+	TokensOut  int
+}
+
+// RunError is a run's or step's failure in a form fit for people and JSON.
+type RunError struct {
+	Class   fault.Class  `json:"class"`
+	Step    string       `json:"step,omitempty"`
+	Budget  string       `json:"budget,omitempty"`
+	Origin  trace.Origin `json:"origin,omitempty"`
+	Message string       `json:"message"`
+	err     error
+}
+
+// Error returns the message, prefixed with the step.
+func (e *RunError) Error() string {
+	if e.Step != "" {
+		return "step " + e.Step + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Unwrap returns the underlying error.
+func (e *RunError) Unwrap() error { return e.err }
+
+// InputError means the run input does not fit the flow; nothing ran.
+type InputError struct {
+	Flow    string
+	Problem string
+}
+
+// Error describes the problem.
+func (e *InputError) Error() string {
+	return fmt.Sprintf("input for flow %s: %s", e.Flow, e.Problem)
+}
+
+// Run executes f with input (a JSON value, usually map[string]any) and waits
+// for it to settle. The error is non-nil only when the run could not start:
+// an *InputError when the input does not fit the flow's inputs (nothing ran,
+// nothing was written), or an error naming a tool or model the engine
+// cannot resolve. A run that started always comes back as a Result, whose
+// Status and Error say how it ended; cancelling ctx cancels the run.
+func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOptions) (*Result, error) {
+	if f == nil {
+		return nil, errors.New("engine: Run needs a flow")
+	}
+	in, err := checkInput(f, input)
+	if err != nil {
+		return nil, err
+	}
+	bound, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	id := ""
+	if opts != nil {
+		id = opts.RunID
+	}
+	if id == "" {
+		id = e.cfg.NewRunID()
+	}
+	r := newRun(e, f, bound, id, in)
+	return r.execute(ctx), nil
+}
+
+// bound resolves the flow's tools and models once per run.
+type bound struct {
+	tools  []tool.Tool // by step index (nil for non-tool steps)
+	models []model.Model
+	fbTool []tool.Tool
+	fbMdl  []model.Model
+	specs  []tool.Spec
+}
+
+func (e *Engine) bind(f *flow.Flow) (*bound, error) {
+	b := &bound{tools: make([]tool.Tool, len(f.Steps)), models: make([]model.Model, len(f.Steps)),
+		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps))}
+	var problems []string
+	lookupTool := func(name, step string) tool.Tool {
+		t, ok := e.cfg.Tools.Lookup(name)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("step %s: tool %q is not registered with the engine (known: %s)", step, name, strings.Join(e.cfg.Tools.Names(), ", ")))
+		}
+		return t
+	}
+	lookupModel := func(name, step string) model.Model {
+		m, err := e.cfg.Models.Lookup(name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("step %s: %v", step, err))
+		}
+		return m
+	}
+	for i, s := range f.Steps {
+		switch s.Type {
+		case flow.Tool:
+			if b.tools[i] = lookupTool(s.Tool, s.ID); b.tools[i] != nil {
+				b.specs[i] = b.tools[i].Spec()
+			}
+		case flow.LLM:
+			b.models[i] = lookupModel(s.Model, s.ID)
+		default:
+			problems = append(problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
+		}
+		if fb := s.Fallback; fb != nil {
+			if fb.Tool != "" {
+				b.fbTool[i] = lookupTool(fb.Tool, s.ID)
+			}
+			if fb.Model != "" {
+				b.fbMdl[i] = lookupModel(fb.Model, s.ID)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(problems, "\n  "))
+	}
+	return b, nil
+}

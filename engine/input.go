@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/value"
+)
+
+// checkInput normalises the run input and checks it against the flow's
+// inputs schema, or — when the flow declares none — that it has every field
+// the flow's templates and expressions read.
+func checkInput(f *flow.Flow, input any) (any, error) {
+	if input == nil {
+		input = map[string]any{}
+	}
+	in, err := value.Normalize(input)
+	if err != nil {
+		return nil, &InputError{Flow: f.Name, Problem: err.Error()}
+	}
+	if f.Inputs != nil {
+		if err := f.Inputs.Validate(in); err != nil {
+			return nil, &InputError{Flow: f.Name, Problem: err.Error()}
+		}
+		return in, nil
+	}
+	if len(f.UndeclaredInputs) == 0 {
+		return in, nil
+	}
+	m, ok := in.(map[string]any)
+	if !ok {
+		return nil, &InputError{Flow: f.Name, Problem: fmt.Sprintf("the flow reads input fields %s, so the input must be a JSON object, not %s",
+			strings.Join(f.UndeclaredInputs, ", "), kindOf(in))}
+	}
+	var missing []string
+	for _, name := range f.UndeclaredInputs {
+		if _, ok := m[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &InputError{Flow: f.Name, Problem: fmt.Sprintf("missing field %s (the flow's templates read %s; pass it with --input FILE or --input-json)",
+			strings.Join(missing, ", "), strings.Join(f.UndeclaredInputs, ", "))}
+	}
+	return in, nil
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

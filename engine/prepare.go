@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// job is everything a worker needs to execute one step; it is built by the
+// scheduler so workers never read the run's env.
+type job struct {
+	index int
+	step  *flow.Step
+	in    unitInput
+	// items are the per-item inputs of a for_each step.
+	items []unitInput
+	// scope is a private copy of env for gate and repeat evaluation.
+	scope    map[string]any
+	inputSHA string
+	// renderErr is a failure to build the inputs; the step's on_error applies.
+	renderErr error
+}
+
+// unitInput is the rendered input of one execution: args for a tool step,
+// the prompt for an llm step.
+type unitInput struct {
+	args   any
+	prompt string
+	item   int // for_each item index, -1 otherwise
+}
+
+// prepare renders step i's inputs against the current env.
+func (r *run) prepare(i int) *job {
+	s := r.f.Steps[i]
+	j := &job{index: i, step: s, in: unitInput{item: -1}}
+	if s.Gate != nil || s.Repeat != nil || s.Fallback != nil && (s.Fallback.Args != nil || s.Fallback.Prompt != nil) {
+		j.scope = r.scope()
+	}
+	switch {
+	case s.ForEach != nil:
+		j.items, j.renderErr = r.renderItems(s)
+	case s.Repeat != nil:
+		// rounds render against their own scope (previous, iteration).
+	default:
+		j.in, j.renderErr = renderInput(s, r.env, -1, r.defaultArgs(s))
+	}
+	if j.renderErr == nil {
+		var err error
+		if s.ForEach != nil {
+			j.inputSHA, err = r.digestItems(j.items)
+		} else if s.Repeat == nil {
+			j.inputSHA, err = r.digestInput(s, j.in)
+		}
+		if err != nil {
+			j.renderErr = fault.BusinessErr(err)
+		}
+	}
+	return j
+}
+
+// defaultArgs is what a tool step without args receives: the outputs of its
+// direct requires by id, and the run input for a root step.
+func (r *run) defaultArgs(s *flow.Step) any {
+	if s.Type != flow.Tool || s.Args != nil {
+		return nil
+	}
+	m := make(map[string]any, len(s.RequireIdx)+1)
+	if len(s.RequireIdx) == 0 {
+		m["input"] = r.input
+	}
+	for _, k := range s.RequireIdx {
+		up := r.f.Steps[k]
+		m[up.ID] = r.env[up.ID]
+	}
+	return m
+}
+
+func renderInput(s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
+	in := unitInput{item: item}
+	switch s.Type {
+	case flow.LLM:
+		p, err := s.Prompt.RenderString(scope)
+		if err != nil {
+			return in, fault.BusinessErr(fmt.Errorf("prompt_template: %w", err))
+		}
+		in.prompt = p
+	case flow.Tool:
+		if s.Args == nil {
+			in.args = defaults
+			return in, nil
+		}
+		a, err := s.Args.Render(scope)
+		if err != nil {
+			return in, fault.BusinessErr(fmt.Errorf("args: %w", err))
+		}
+		in.args = a
+	}
+	return in, nil
+}
+
+// renderItems evaluates for_each and renders one input per item, with item
+// and index visible.
+func (r *run) renderItems(s *flow.Step) ([]unitInput, error) {
+	v, err := s.ForEach.Items.EvalValue(r.env)
+	if err != nil {
+		return nil, fault.BusinessErr(fmt.Errorf("for_each %q: %w", s.ForEach.Items.Source(), err))
+	}
+	list, ok := v.([]any)
+	if !ok {
+		if v == nil {
+			list = nil
+		} else {
+			return nil, fault.BusinessErr(fmt.Errorf("for_each %q gave %s, not a list", s.ForEach.Items.Source(), kindOf(v)))
+		}
+	}
+	oldItem, hadItem := r.env["item"]
+	oldIndex, hadIndex := r.env["index"]
+	defer func() {
+		restore(r.env, "item", oldItem, hadItem)
+		restore(r.env, "index", oldIndex, hadIndex)
+	}()
+	out := make([]unitInput, len(list))
+	for k, it := range list {
+		r.env["item"], r.env["index"] = it, float64(k)
+		args := any(nil)
+		if s.Type == flow.Tool && s.Args == nil {
+			args = it
+		}
+		if out[k], err = renderInput(s, r.env, k, args); err != nil {
+			return nil, fmt.Errorf("item %d: %w", k, err)
+		}
+	}
+	return out, nil
+}
+
+func restore(m map[string]any, k string, v any, had bool) {
+	if had {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
+}
+
+// digestInput hashes what the step is about to send (args or prompt).
+func (r *run) digestInput(s *flow.Step, in unitInput) (string, error) {
+	var v any = in.args
+	if s.Type == flow.LLM {
+		v = in.prompt
+	}
+	buf, err := value.AppendCanonical(r.buf[:0], v)
+	r.buf = buf
+	if err != nil {
+		return "", err
+	}
+	return value.Digest(buf), nil
+}
+
+func (r *run) digestItems(items []unitInput) (string, error) {
+	all := make([]any, len(items))
+	for k, it := range items {
+		if it.args != nil {
+			all[k] = it.args
+		} else {
+			all[k] = it.prompt
+		}
+	}
+	buf, err := value.AppendCanonical(r.buf[:0], all)
+	r.buf = buf
+	if err != nil {
+		return "", err
+	}
+	return value.Digest(buf), nil
+}
+
+// failStatus is the status of a step that failed for good.
+func (o *outcome) failStatus() trace.StepStatus {
+	if fault.ClassOf(o.err) == fault.Policy {
+		return trace.StepBlocked
+	}
+	return trace.StepFailed
+}

@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// run is one execution of a flow. The scheduler goroutine (the caller of
+// execute) owns env, steps and the ready queue; workers only read what they
+// were handed and report back on results.
+type run struct {
+	e     *Engine
+	f     *flow.Flow
+	b     *bound
+	id    string
+	input any
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+
+	// env is the scope of templates and expressions: input fields, "input",
+	// "steps" (id → {status, output}) and every settled step's output by id.
+	env      map[string]any
+	stepsNS  map[string]any
+	steps    []stepState
+	waiting  []int // requires not yet settled, by step index
+	ready    []int
+	running  int
+	results  chan *outcome
+	failure  *RunError
+	usage    counters
+	recordMu sync.Mutex
+	seq      int64
+	commitEv [1]*trace.Event
+	storeErr error
+	// buf is the scheduler's scratch buffer for canonical encodings.
+	buf []byte
+}
+
+type counters struct {
+	iterations atomic.Int64
+	llmCalls   atomic.Int64
+	tokensIn   atomic.Int64
+	tokensOut  atomic.Int64
+}
+
+type stepState struct {
+	status   trace.StepStatus
+	output   any
+	attempts int
+	started  time.Time
+	duration time.Duration
+	err      *RunError
+}
+
+func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
+	r := &run{e: e, f: f, b: b, id: id, input: input,
+		steps:   make([]stepState, len(f.Steps)),
+		waiting: make([]int, len(f.Steps)),
+		results: make(chan *outcome, len(f.Steps)),
+	}
+	r.env = make(map[string]any, len(f.Steps)+8)
+	if m, ok := input.(map[string]any); ok {
+		for k, v := range m {
+			r.env[k] = v
+		}
+	}
+	r.env["input"] = input
+	r.stepsNS = make(map[string]any, len(f.Steps))
+	r.env["steps"] = r.stepsNS
+	for i, s := range f.Steps {
+		r.steps[i].status = trace.StepPending
+		r.waiting[i] = len(s.RequireIdx)
+		r.stepsNS[s.ID] = map[string]any{"status": string(trace.StepPending), "output": nil}
+	}
+	return r
+}
+
+// execute runs the scheduler loop until every step settled or the run failed.
+func (r *run) execute(parent context.Context) *Result {
+	r.start = r.e.cfg.Clock.Now()
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if t := r.f.Budgets.Timeout; t > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
+		defer stop()
+	}
+	r.ctx, r.cancel = ctx, cancel
+	r.record(&trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	for _, i := range r.f.Order {
+		if r.waiting[i] == 0 {
+			r.ready = append(r.ready, i)
+		}
+	}
+	r.loop()
+	return r.finish(parent)
+}
+
+func (r *run) loop() {
+	for {
+		for len(r.ready) > 0 && r.failure == nil && r.running < r.f.Concurrency {
+			if r.ctx.Err() != nil {
+				r.fail(r.interruption(), "")
+				break
+			}
+			i := r.ready[0]
+			r.ready = r.ready[1:]
+			r.dispatch(i)
+		}
+		if r.running == 0 {
+			return
+		}
+		select {
+		case o := <-r.results:
+			r.running--
+			r.settle(o)
+		case <-r.ctx.Done():
+			if r.failure == nil {
+				r.fail(r.interruption(), "")
+			}
+			// in-flight workers see the same ctx and report back; keep
+			// draining so none outlives the run.
+			o := <-r.results
+			r.running--
+			r.settle(o)
+		}
+	}
+}
+
+// interruption is the error of a run whose context ended.
+func (r *run) interruption() *RunError {
+	cause := context.Cause(r.ctx)
+	return toRunError(cause, "", trace.OriginEngine)
+}
+
+// dispatch decides whether step i runs, and starts it.
+func (r *run) dispatch(i int) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	if skip, why := r.shouldSkip(s); skip {
+		if s.Mandatory {
+			r.steps[i].status = trace.StepFailed
+			err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine,
+				Message: "mandatory step cannot be skipped: " + why}
+			st.err = err
+			r.emitSettled(i, nil, nil, err)
+			r.fail(err, s.ID)
+			return
+		}
+		st.status = trace.StepSkipped
+		r.publish(i, nil)
+		r.emitSettled(i, nil, nil, nil)
+		r.release(i)
+		return
+	} else if why != "" {
+		// the when expression itself failed.
+		err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine, Message: why}
+		r.steps[i].status = trace.StepFailed
+		st.err = err
+		r.emitSettled(i, nil, nil, err)
+		r.fail(err, s.ID)
+		return
+	}
+	job := r.prepare(i)
+	st.status = trace.StepRunning
+	st.started = r.e.cfg.Clock.Now()
+	r.stepsNS[s.ID].(map[string]any)["status"] = string(trace.StepRunning)
+	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
+		Model: s.Model, Tool: s.Tool}
+	ev.InputSHA = job.inputSHA
+	r.record(&ev)
+	r.running++
+	if r.running == 1 && len(r.ready) == 0 {
+		r.results <- r.work(job) // the only thing to do: run it inline
+		return
+	}
+	go func() { r.results <- r.work(job) }()
+}
+
+// shouldSkip applies when and skip propagation. A non-empty reason with
+// skip=false means the when expression could not be evaluated.
+func (r *run) shouldSkip(s *flow.Step) (skip bool, reason string) {
+	for _, j := range s.RequireIdx {
+		up := r.f.Steps[j]
+		if r.steps[j].status == trace.StepSkipped && !s.WhenStatusOf[up.ID] {
+			return true, "upstream step " + up.ID + " was skipped"
+		}
+	}
+	if s.When == nil {
+		return false, ""
+	}
+	ok, err := s.When.Eval(r.env)
+	if err != nil {
+		return false, fmt.Sprintf("when %q could not be evaluated: %v", s.When.Source(), err)
+	}
+	if !ok {
+		return true, fmt.Sprintf("when %q was false", s.When.Source())
+	}
+	return false, ""
+}
+
+// settle records a step's outcome and releases its downstream steps.
+func (r *run) settle(o *outcome) {
+	i := o.index
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	st.attempts = o.attempts
+	st.duration = r.e.cfg.Clock.Now().Sub(st.started)
+	if o.err != nil {
+		st.status = o.failStatus()
+		st.err = toRunError(o.err, s.ID, o.origin)
+		r.stepsNS[s.ID].(map[string]any)["status"] = string(st.status)
+		r.emitSettled(i, nil, o, st.err)
+		r.fail(st.err, s.ID)
+		return
+	}
+	st.status = o.status
+	st.output = o.output
+	if o.lastErr != nil {
+		st.err = toRunError(o.lastErr, s.ID, o.origin)
+	}
+	r.publish(i, o.output)
+	r.emitSettled(i, o.output, o, st.err)
+	r.release(i)
+}
+
+// publish makes a settled step visible to templates and expressions.
+func (r *run) publish(i int, out any) {
+	s := r.f.Steps[i]
+	r.env[s.ID] = out
+	r.stepsNS[s.ID] = map[string]any{"status": string(r.steps[i].status), "output": out}
+}
+
+// release marks downstream steps whose requires are all settled as ready.
+func (r *run) release(i int) {
+	for _, j := range r.f.Steps[i].Downstream {
+		r.waiting[j]--
+		if r.waiting[j] == 0 {
+			r.ready = append(r.ready, j)
+		}
+	}
+}
+
+// fail records the run's first failure and stops in-flight work.
+func (r *run) fail(err *RunError, step string) {
+	if r.failure != nil {
+		return
+	}
+	if err.Step == "" {
+		err.Step = step
+	}
+	r.failure = err
+	if err.Class == fault.Cancelled || err.Class == fault.Budget && err.Step == "" {
+		r.cancel(err.err)
+		return
+	}
+	r.cancel(fault.Errorf(fault.Cancelled, "cancelled: the run stopped because step %s failed", err.Step))
+}
+
+func (r *run) finish(parent context.Context) *Result {
+	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: map[string]any{}, Steps: make(map[string]*StepResult, len(r.steps))}
+	for i, s := range r.f.Steps {
+		st := &r.steps[i]
+		res.Steps[s.ID] = &StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err}
+		switch st.status {
+		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
+			res.Outputs[s.ID] = st.output
+		}
+	}
+	if r.storeErr != nil && r.failure == nil {
+		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)
+	}
+	switch {
+	case r.failure == nil:
+		res.Status = trace.RunSucceeded
+	case r.failure.Class == fault.Cancelled || parent.Err() != nil && r.failure.Class != fault.Budget:
+		res.Status = trace.RunCancelled
+		r.failure.Class = fault.Cancelled
+	default:
+		res.Status = trace.RunFailed
+	}
+	res.Error = r.failure
+	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),
+		TokensIn: int(r.usage.tokensIn.Load()), TokensOut: int(r.usage.tokensOut.Load())}
+	res.Duration = r.e.cfg.Clock.Now().Sub(r.start)
+	ev := trace.Event{Kind: trace.RunSettled, Flow: r.f.Name, Status: string(res.Status), DurationMS: res.Duration.Milliseconds(),
+		TokensIn: res.Usage.TokensIn, TokensOut: res.Usage.TokensOut}
+	if f := r.failure; f != nil {
+		ev.StepID, ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = f.Step, string(f.Class), f.Message, f.Origin, f.Budget
+	}
+	r.record(&ev)
+	return res
+}
+
+// record numbers an event, stamps it, and hands it to the sink and the
+// store. Safe for concurrent use by a run's workers.
+func (r *run) record(ev *trace.Event) {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	r.seq++
+	ev.Seq = r.seq
+	ev.RunID = r.id
+	ev.Time = r.e.cfg.Clock.Now()
+	r.e.cfg.Sink.Emit(r.ctx, ev)
+	if r.storeErr != nil {
+		return
+	}
+	r.commitEv[0] = ev
+	t := store.Transition{RunID: r.id, Events: r.commitEv[:]}
+	if err := r.e.cfg.Store.Commit(context.WithoutCancel(r.ctx), &t); err != nil {
+		r.storeErr = fmt.Errorf("commit event %d of run %s: %w", ev.Seq, r.id, err)
+		r.cancel(r.storeErr)
+	}
+	r.commitEv[0] = nil
+}
+
+func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+		Attempt: st.attempts, DurationMS: st.duration.Milliseconds()}
+	if o != nil {
+		ev.OutputSHA, ev.Preview = o.outputSHA, o.preview
+	}
+	if err != nil {
+		ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = string(err.Class), err.Message, err.Origin, err.Budget
+	}
+	r.record(&ev)
+}
+
+// scope returns a private copy of env for a worker that evaluates against it.
+func (r *run) scope() map[string]any { return maps.Clone(r.env) }

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/trace"
+)
+
+// correction carries a rejected model reply into the corrective retry.
+type correction struct {
+	raw string
+	err error
+}
+
+// runUnit is one execution of a step (one for_each item, one repeat round,
+// or the step itself): attempts with the error-class policy of
+// shared/DESIGN.md §3. Transient errors are retried with backoff up to
+// retries; a format error from a model gets one corrective retry; business
+// errors are not retried unless on_error is retry; budget, policy and
+// cancellation end it at once.
+func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (any, error) {
+	s := j.step
+	if err := r.countIteration(); err != nil {
+		o.origin = trace.OriginEngine
+		return nil, err
+	}
+	retries := 0
+	var corr *correction
+	for attempt := 1; ; attempt++ {
+		o.attempts = attempt
+		out, origin, raw, err := r.attempt(ctx, j, in, attempt, corr)
+		if err == nil {
+			return out, nil
+		}
+		o.origin = origin
+		class := fault.ClassOf(err)
+		r.recordAttemptFailed(s, attempt, in.item, err, origin)
+		if ctx.Err() != nil || class == fault.Budget || class == fault.Cancelled || class == fault.Policy {
+			return nil, err
+		}
+		if class == fault.Format && s.Type == flow.LLM && corr == nil {
+			corr = &correction{raw: raw, err: err}
+			continue
+		}
+		if (class == fault.Transient || s.OnError == flow.Retry) && retries < s.Retries {
+			retries++
+			if serr := r.e.cfg.Clock.Sleep(ctx, backoffDelay(s.Backoff, r.id, s.ID, retries)); serr != nil {
+				return nil, r.ctxCause(serr)
+			}
+			continue
+		}
+		return nil, err
+	}
+}
+
+// attempt makes one call under the step's timeout and checks its gate.
+func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int, corr *correction) (out any, origin trace.Origin, raw string, err error) {
+	s := j.step
+	actx := ctx
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, s.Timeout,
+			fault.TransientErr(fmt.Errorf("timed out after %s (the step's timeout)", s.Timeout)))
+		defer cancel()
+	}
+	switch s.Type {
+	case flow.LLM:
+		origin = trace.OriginModel
+		out, raw, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt, corr)
+	default:
+		origin = trace.OriginTool
+		out, origin, err = r.callTool(actx, j, r.b.tools[j.index], in, attempt, false)
+	}
+	if err != nil {
+		if actx.Err() != nil {
+			err = withCause(err, actx)
+		}
+		return nil, origin, raw, err
+	}
+	if s.Gate != nil && s.ForEach == nil {
+		if gerr := r.checkGate(j, out); gerr != nil {
+			return nil, trace.OriginEngine, "", gerr
+		}
+	}
+	return out, origin, "", nil
+}
+
+// withCause replaces a bare context error by the context's cause (the step
+// timeout, the run budget, or the run's failure), keeping the message.
+func withCause(err error, ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return err
+	}
+	if fault.ClassOf(err) != fault.Cancelled && fault.ClassOf(err) != fault.Transient {
+		return err
+	}
+	return cause
+}
+
+// ctxCause turns a context error of the run into its cause.
+func (r *run) ctxCause(err error) error {
+	if r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		if c := context.Cause(r.ctx); c != nil {
+			return c
+		}
+	}
+	return err
+}
+
+func (r *run) countIteration() error {
+	n := r.usage.iterations.Add(1)
+	if max := r.f.MaxIterations; int(n) > max {
+		return fault.BudgetErr("max_iterations", "the run would execute more than max_iterations=%d steps", max)
+	}
+	return nil
+}
+
+func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, origin trace.Origin) {
+	msg := err.Error()
+	if item >= 0 {
+		msg = fmt.Sprintf("item %d: %s", item, msg)
+	}
+	r.record(&trace.Event{Kind: trace.AttemptFailed, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
+		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err)})
+}
+
+// toRunError converts any error into a RunError.
+func toRunError(err error, step string, origin trace.Origin) *RunError {
+	var re *RunError
+	if errors.As(err, &re) {
+		return re
+	}
+	class := fault.ClassOf(err)
+	if class == fault.Budget || class == fault.Cancelled {
+		origin = trace.OriginEngine
+	}
+	return &RunError{Class: class, Step: step, Budget: fault.BudgetOf(err), Origin: origin, Message: err.Error(), err: err}
+}

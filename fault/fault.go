@@ -1,0 +1,114 @@
+// Package fault is rein's one error vocabulary. Every error that crosses a
+// port (model, tool, store) or leaves the engine carries a Class, and the
+// class — never the model — decides what the runtime does about it.
+package fault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Class is the kind of a failure. The zero value is Unclassified, which the
+// engine treats as Business (fail fast, no retry).
+type Class string
+
+// The classes of shared/DESIGN.md §3, plus the store's conflict and not_found.
+const (
+	Unclassified Class = ""
+	// Transient failures (timeouts, 429, 5xx, connection resets, exec exit 75)
+	// are retried with exponential backoff and jitter up to a step's retries.
+	Transient Class = "transient"
+	// Format failures (model output that is not JSON or breaks its schema) get
+	// one corrective retry, then the step's on_error.
+	Format Class = "format"
+	// Business failures (the tool says the data is wrong, 4xx, a panic) are
+	// never retried unless on_error is retry.
+	Business Class = "business"
+	// Budget failures stop the run; the error names the budget that ran out.
+	Budget Class = "budget"
+	// Policy failures come from the gate in front of every tool invocation.
+	Policy Class = "policy"
+	// Conflict failures mean another writer advanced the same state first.
+	Conflict Class = "conflict"
+	// NotFound failures mean the named thing does not exist.
+	NotFound Class = "not_found"
+	// Cancelled failures mean the run's context was cancelled.
+	Cancelled Class = "cancelled"
+)
+
+// Error is an error with a class. Wrap it with fmt.Errorf("...: %w", err) as
+// usual; ClassOf finds it through any chain.
+type Error struct {
+	Class Class
+	// Budget names the budget that ran out, for Class Budget.
+	Budget string
+	Err    error
+}
+
+// Error returns the wrapped message.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return string(e.Class)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns err with class c. A nil err stays nil.
+func New(c Class, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Class: c, Err: err}
+}
+
+// Errorf formats a message and gives it class c.
+func Errorf(c Class, format string, args ...any) error {
+	return &Error{Class: c, Err: fmt.Errorf(format, args...)}
+}
+
+// TransientErr marks err as transient (retryable). Nil stays nil.
+func TransientErr(err error) error { return New(Transient, err) }
+
+// FormatErr marks err as a format error. Nil stays nil.
+func FormatErr(err error) error { return New(Format, err) }
+
+// BusinessErr marks err as a business error (not retryable). Nil stays nil.
+func BusinessErr(err error) error { return New(Business, err) }
+
+// BudgetErr reports that the named budget ran out.
+func BudgetErr(budget string, format string, args ...any) error {
+	return &Error{Class: Budget, Budget: budget, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns the class of the outermost classified error in err's chain.
+// Context cancellation is Cancelled and a deadline is Transient when nothing
+// in the chain says otherwise; anything else unclassified is Business.
+func ClassOf(err error) Class {
+	if err == nil {
+		return Unclassified
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Class != Unclassified {
+		return e.Class
+	}
+	if errors.Is(err, context.Canceled) {
+		return Cancelled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Transient
+	}
+	return Business
+}
+
+// BudgetOf returns the name of the budget that ran out, or "".
+func BudgetOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Budget
+	}
+	return ""
+}

@@ -1,0 +1,395 @@
+package flow
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+var (
+	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
+		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency"}
+	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
+		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill"}
+	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
+	backoffFields  = []string{"initial", "max", "multiplier"}
+	repeatFields   = []string{"until", "max"}
+	fallbackFields = []string{"value", "tool", "args", "model", "prompt_template"}
+
+	idPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+)
+
+// reservedNames cannot be step ids: they are namespaces in templates and
+// expressions.
+var reservedNames = map[string]bool{"input": true, "steps": true, "item": true, "index": true,
+	"previous": true, "iteration": true, "output": true}
+
+// decoder holds the state of one Parse.
+type decoder struct {
+	diags diagnostics
+	flow  *Flow
+	srcs  []*stepSrc
+	opts  *Options
+	// schema plumbing
+	schemaNodes map[string]field
+	schemas     *schemaSet
+	toolNodes   field
+	hasTools    bool
+	inputsNode  ast.Node
+}
+
+// stepSrc keeps the nodes of one step for located messages in later passes.
+type stepSrc struct {
+	step        *Step
+	node        ast.Node
+	fields      map[string]field
+	requiresSet bool
+	requiresPos []Pos
+	argsNode    ast.Node
+}
+
+func (d *decoder) decodeFlow(root ast.Node) {
+	fields, ok := fieldsOf(root)
+	if !ok {
+		d.diags.add(posOf(root), "", "a flow file must be a mapping with steps:, not %s", kindName(root))
+		return
+	}
+	f := d.flow
+	f.Enabled = true
+	f.MaxIterations = DefaultMaxIterations
+	f.Concurrency = DefaultConcurrency
+	var stepsNode ast.Node
+	seen := map[string]bool{}
+	for _, fl := range fields {
+		if seen[fl.key] {
+			d.diags.add(fl.keyPos, "", "duplicate field %q", fl.key)
+			continue
+		}
+		seen[fl.key] = true
+		switch fl.key {
+		case "name":
+			f.Name, _ = d.str(fl, "")
+		case "id":
+			f.ID, _ = d.str(fl, "")
+		case "version":
+			f.Version, _ = d.str(fl, "")
+		case "description":
+			d.str(fl, "")
+		case "schema":
+			f.Format, _ = d.str(fl, "")
+		case "enabled":
+			f.Enabled, _ = d.boolean(fl, "")
+		case "idempotency":
+			if s, ok := d.str(fl, ""); ok {
+				switch s {
+				case "input_hash", "session_workflow_input_hash", "none":
+					f.Idempotency = s
+				default:
+					d.diags.add(posOf(fl.value), "", "idempotency must be input_hash, session_workflow_input_hash or none, not %q", s)
+				}
+			}
+		case "max_iterations":
+			if n, ok := d.integer(fl, ""); ok {
+				if n < 1 || n > 1_000_000 {
+					d.diags.add(posOf(fl.value), "", "max_iterations must be between 1 and 1000000, not %d", n)
+				} else {
+					f.MaxIterations = n
+				}
+			}
+		case "concurrency":
+			if n, ok := d.integer(fl, ""); ok {
+				if n < 1 || n > 1024 {
+					d.diags.add(posOf(fl.value), "", "concurrency must be between 1 and 1024, not %d", n)
+				} else {
+					f.Concurrency = n
+				}
+			}
+		case "budgets":
+			d.decodeBudgets(fl)
+		case "inputs":
+			d.inputsNode = fl.value
+		case "schemas":
+			sf, ok := fieldsOf(fl.value)
+			if !ok {
+				d.diags.add(posOf(fl.value), "", "schemas must map names to JSON Schemas, not %s", kindName(fl.value))
+				continue
+			}
+			for _, s := range sf {
+				d.schemaNodes[s.key] = s
+			}
+		case "tools":
+			d.toolNodes, d.hasTools = fl, true
+		case "steps":
+			stepsNode = fl.value
+		default:
+			d.unknownField(fl, "", "the flow", flowFields)
+		}
+	}
+	if f.Name == "" {
+		f.Name = f.ID
+	}
+	if f.Name == "" {
+		d.diags.add(posOf(root), "", "the flow needs a name: (or an id:)")
+	}
+	seq, ok := stepsNode.(*ast.SequenceNode)
+	switch {
+	case stepsNode == nil || isNull(stepsNode):
+		d.diags.add(posOf(root), "", "the flow has no steps: add a steps: list")
+	case !ok:
+		d.diags.add(posOf(stepsNode), "", "steps must be a list, not %s", kindName(stepsNode))
+	default:
+		if len(seq.Values) == 0 {
+			d.diags.add(posOf(stepsNode), "", "steps is empty: a flow needs at least one step")
+		}
+		for i, n := range seq.Values {
+			d.decodeStep(n, i)
+		}
+	}
+}
+
+func (d *decoder) decodeBudgets(fl field) {
+	fields, ok := fieldsOf(fl.value)
+	if !ok {
+		d.diags.add(posOf(fl.value), "", "budgets must be a mapping, not %s", kindName(fl.value))
+		return
+	}
+	b := &d.flow.Budgets
+	for _, f := range fields {
+		switch f.key {
+		case "max_llm_calls", "max_tokens":
+			n, ok := d.integer(f, "")
+			if !ok {
+				continue
+			}
+			if n < 1 {
+				d.diags.add(posOf(f.value), "", "budgets.%s must be at least 1, not %d", f.key, n)
+				continue
+			}
+			if f.key == "max_llm_calls" {
+				b.MaxLLMCalls = n
+			} else {
+				b.MaxTokens = n
+			}
+		case "timeout":
+			if t, ok := d.duration(f, ""); ok {
+				if t <= 0 {
+					d.diags.add(posOf(f.value), "", "budgets.timeout must be positive")
+				} else {
+					b.Timeout = t
+				}
+			}
+		default:
+			d.unknownField(f, "", "budgets", budgetFields)
+		}
+	}
+}
+
+func (d *decoder) decodeStep(n ast.Node, index int) {
+	fields, ok := fieldsOf(n)
+	if !ok {
+		d.diags.add(posOf(n), "", "step %d must be a mapping with an id:, not %s", index+1, kindName(n))
+		return
+	}
+	s := &Step{Index: index, Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes,
+		Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: DefaultBackoffFactor}}
+	src := &stepSrc{step: s, node: n, fields: map[string]field{}}
+	for _, f := range fields {
+		if _, dup := src.fields[f.key]; dup {
+			d.diags.add(f.keyPos, "", "duplicate field %q", f.key)
+			continue
+		}
+		src.fields[f.key] = f
+		if f.key == "id" {
+			s.ID, _ = d.str(f, "")
+		}
+	}
+	label := s.ID
+	if s.ID == "" {
+		label = fmt.Sprintf("#%d", index+1)
+		if _, has := src.fields["id"]; !has {
+			d.diags.add(posOf(n), "", "step %d has no id", index+1)
+		}
+	} else if !idPattern.MatchString(s.ID) {
+		d.diags.add(posOf(src.fields["id"].value), s.ID, "id must start with a letter or _ and hold only letters, digits, _ and -")
+	} else if reservedNames[s.ID] {
+		d.diags.add(posOf(src.fields["id"].value), s.ID, "id %q is reserved (input, steps, item, index, previous, iteration and output are names in templates)", s.ID)
+	}
+	for _, f := range fields {
+		d.decodeStepField(s, src, f, label)
+	}
+	d.inferType(s, src, label)
+	d.flow.Steps = append(d.flow.Steps, s)
+	d.srcs = append(d.srcs, src)
+}
+
+func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) {
+	switch f.key {
+	case "id", "description":
+		if f.key == "description" {
+			d.str(f, label)
+		}
+	case "type":
+		if t, ok := d.str(f, label); ok {
+			s.Type = Type(t)
+		}
+	case "requires":
+		if ids, pos, ok := d.strList(f, label); ok {
+			s.Requires, src.requiresPos, src.requiresSet = ids, pos, true
+		}
+	case "when":
+		s.When = d.expr(f, label)
+	case "gate":
+		s.Gate = d.expr(f, label)
+	case "retries":
+		if n, ok := d.integer(f, label); ok {
+			if n < 0 || n > MaxRetries {
+				d.diags.add(posOf(f.value), label, "retries must be between 0 and %d, not %d", MaxRetries, n)
+			} else {
+				s.Retries = n
+			}
+		}
+	case "backoff":
+		d.decodeBackoff(s, f, label)
+	case "timeout":
+		if t, ok := d.duration(f, label); ok {
+			if t <= 0 {
+				d.diags.add(posOf(f.value), label, "timeout must be positive")
+			} else {
+				s.Timeout = t
+			}
+		}
+	case "on_error":
+		if v, ok := d.str(f, label); ok {
+			switch OnError(v) {
+			case Raise, Skip, Fallback, Retry:
+				s.OnError = OnError(v)
+			default:
+				d.diags.add(posOf(f.value), label, "on_error must be raise, skip, fallback or retry, not %q%s", v,
+					didYouMean(v, []string{"raise", "skip", "fallback", "retry"}))
+			}
+		}
+	case "fallback_value":
+		v, err := toValue(f.value)
+		if err != nil {
+			d.posErr(err, label)
+		} else {
+			s.FallbackValue, s.HasFallbackValue = v, true
+		}
+	case "fallback":
+		d.decodeFallback(s, f, label)
+	case "mandatory":
+		s.Mandatory, _ = d.boolean(f, label)
+	case "output_schema", "model", "skill", "tool":
+		// resolved in later passes; type-check now.
+		if f.key == "output_schema" {
+			return
+		}
+		if v, ok := d.str(f, label); ok {
+			switch f.key {
+			case "model":
+				s.Model = v
+			case "skill":
+				s.Skill = v
+			case "tool":
+				s.Tool = v
+			}
+		}
+	case "prompt_template":
+		if v, ok := d.str(f, label); ok {
+			s.Prompt = d.template(f.value, v, label, "prompt_template")
+		}
+	case "args":
+		src.argsNode = f.value
+		s.Args = d.args(f.value, label, "args")
+	case "for_each":
+		s.ForEach = &ForEach{Items: d.expr(f, label), Concurrency: DefaultForEachLimit}
+	case "concurrency":
+		if n, ok := d.integer(f, label); ok {
+			if n < 1 || n > 1024 {
+				d.diags.add(posOf(f.value), label, "concurrency must be between 1 and 1024, not %d", n)
+			} else if s.ForEach != nil {
+				s.ForEach.Concurrency = n
+			}
+		}
+	case "repeat":
+		d.decodeRepeat(s, f, label)
+	case "max_output_bytes":
+		if n, ok := d.integer(f, label); ok {
+			if n < 1 {
+				d.diags.add(posOf(f.value), label, "max_output_bytes must be positive")
+			} else {
+				s.MaxOutputBytes = int64(n)
+			}
+		}
+	default:
+		d.unknownField(f, label, "step", stepFields)
+	}
+}
+
+func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
+	if s.ForEach != nil {
+		if f, ok := src.fields["concurrency"]; ok {
+			if n, ok := d.integerQuiet(f); ok && n >= 1 && n <= 1024 {
+				s.ForEach.Concurrency = n
+			}
+		}
+	} else if f, ok := src.fields["concurrency"]; ok {
+		d.diags.add(f.keyPos, label, "concurrency on a step bounds its for_each fan-out: add for_each or remove it (the flow-level concurrency bounds parallel steps)")
+	}
+	if s.Type == "" {
+		switch {
+		case s.Skill != "":
+			s.Type = Submit
+		case s.Tool != "":
+			s.Type = Tool
+		case s.Prompt != nil || s.Model != "":
+			s.Type = LLM
+		}
+	}
+	pos := posOf(src.node)
+	if f, ok := src.fields["type"]; ok {
+		pos = posOf(f.value)
+	}
+	switch s.Type {
+	case LLM, Tool:
+	case "":
+		d.diags.add(pos, label, "the step needs a type: (llm or tool), or a tool: or prompt_template: to infer it from")
+	case Submit, Source, Route, Plan, Approval, Agent, SubFlow:
+		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
+			Source: "source steps arrive with the agent bridge", Route: "route steps arrive with routing",
+			Plan: "plan steps arrive with planning", Approval: "approval steps arrive with durable runs",
+			Agent: "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
+		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
+	default:
+		d.diags.add(pos, label, "unknown type %q: use llm or tool%s", s.Type,
+			didYouMean(string(s.Type), []string{"llm", "tool", "submit", "source", "route", "plan", "approval", "agent", "flow"}))
+	}
+	switch s.Type {
+	case LLM:
+		if _, has := src.fields["prompt_template"]; !has {
+			d.diags.add(pos, label, "an llm step needs a prompt_template")
+		}
+		if s.Tool != "" {
+			d.diags.add(src.fields["tool"].keyPos, label, "an llm step has no tool: (did you mean type: tool?)")
+		}
+		if s.Args != nil {
+			d.diags.add(src.fields["args"].keyPos, label, "args belong to tool steps; an llm step reads its prompt_template")
+		}
+	case Tool:
+		if s.Tool == "" {
+			d.diags.add(pos, label, "a tool step needs tool: NAME")
+		}
+		if _, hasPrompt := src.fields["prompt_template"]; hasPrompt || s.Model != "" {
+			key := "prompt_template"
+			if _, ok := src.fields[key]; !ok {
+				key = "model"
+			}
+			d.diags.add(src.fields[key].keyPos, label, "%s belongs to llm steps, not tool steps", key)
+		}
+	}
+	if s.Mandatory && s.OnError == Skip {
+		d.diags.add(posOf(src.fields["on_error"].value), label, "on_error: skip is not allowed on a mandatory step (use fallback, retry or raise)")
+	}
+}

@@ -1,0 +1,12 @@
+// Package flow defines rein's flow format (v1): a workflow written as data,
+// loaded from YAML and validated completely before anything runs.
+//
+// Load and Parse return a compiled *Flow — steps in a dependency graph with
+// their templates, expressions and schemas already compiled — or an *Error
+// listing every problem at once as file:line:col: message. Nothing in a flow
+// file can execute code: expressions run in a sandbox with a short whitelist
+// of deterministic functions, templates only read values.
+//
+// The format is documented in docs/flow-format.md; schema/flow.v1.json is its
+// JSON Schema for editors.
+package flow

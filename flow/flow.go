@@ -1,0 +1,192 @@
+package flow
+
+import (
+	"time"
+
+	"github.com/reinhq/rein/flow/expression"
+	"github.com/reinhq/rein/flow/template"
+)
+
+// Type is what a step does.
+type Type string
+
+// Step types. Only LLM and Tool run today; the others are part of the format
+// and rejected by validation with "not supported yet" until their issues land.
+const (
+	LLM      Type = "llm"
+	Tool     Type = "tool"
+	Submit   Type = "submit"
+	Source   Type = "source"
+	Route    Type = "route"
+	Plan     Type = "plan"
+	Approval Type = "approval"
+	Agent    Type = "agent"
+	SubFlow  Type = "flow"
+)
+
+// OnError is what happens once a step has finally failed.
+type OnError string
+
+// Error policies.
+const (
+	Raise    OnError = "raise"    // the run fails (default)
+	Skip     OnError = "skip"     // continue with fallback_value; the step is "defaulted"
+	Fallback OnError = "fallback" // run fallback (or take fallback_value); the step "fell_back"
+	Retry    OnError = "retry"    // retry every error class up to retries, then raise
+)
+
+// Defaults applied when a flow leaves a field out.
+const (
+	DefaultMaxIterations  = 1000
+	DefaultConcurrency    = 8
+	DefaultForEachLimit   = 4
+	DefaultMaxOutputBytes = 1 << 20
+	MaxRetries            = 10
+	MaxRepeat             = 100
+	DefaultBackoffInitial = 100 * time.Millisecond
+	DefaultBackoffMax     = 5 * time.Second
+	DefaultBackoffFactor  = 2.0
+)
+
+// Flow is a loaded, validated and compiled flow. It is immutable and safe to
+// run many times concurrently.
+type Flow struct {
+	// Name is the flow's name (or its id when it has no name).
+	Name    string
+	ID      string
+	Version string
+	// Format is the optional `schema:` tag (e.g. process.workflow.v1).
+	Format      string
+	Enabled     bool
+	Idempotency string
+	// MaxIterations bounds step executions in one run (each for_each item
+	// and each repeat round counts one). Defaults to DefaultMaxIterations.
+	MaxIterations int
+	Budgets       Budgets
+	// Concurrency bounds the steps running at once. Defaults to DefaultConcurrency.
+	Concurrency int
+	// Inputs is the JSON Schema of the run input, or nil.
+	Inputs *Schema
+	// UndeclaredInputs are the names that templates and expressions use as
+	// input fields when the flow declares no inputs; a run checks that the
+	// input has them before any step runs.
+	UndeclaredInputs []string
+	Schemas          map[string]*Schema
+	// Tools are the exec tools the flow file declares.
+	Tools map[string]*ToolDecl
+	// Steps in file order; Step.Index is the position here.
+	Steps []*Step
+	// Order is a topological order of step indexes (file order among peers).
+	Order []int
+	// File is the path the flow was loaded from ("" for Parse without one).
+	File string
+	// Dir is the folder relative paths resolve against.
+	Dir string
+	// Source is the flow text as loaded.
+	Source []byte
+	// Warnings are problems that do not stop the flow from running.
+	Warnings []Diagnostic
+}
+
+// Budgets are the run-wide limits besides MaxIterations. Zero means unlimited
+// (the run timeout) or unbounded (the counters).
+type Budgets struct {
+	MaxLLMCalls int
+	MaxTokens   int
+	Timeout     time.Duration
+}
+
+// Step is one compiled step.
+type Step struct {
+	ID    string
+	Index int
+	Type  Type
+	// Requires are the ids of the direct upstream steps; RequireIdx their indexes.
+	Requires   []string
+	RequireIdx []int
+	// Upstream holds every transitive upstream step id.
+	Upstream map[string]bool
+	// Downstream are the indexes of the steps that require this one directly.
+	Downstream []int
+	// When, Gate: compiled expressions or nil.
+	When *expression.Program
+	// WhenStatusOf lists upstream step ids whose status When reads
+	// (steps.<id>.status); a skip of those does not propagate.
+	WhenStatusOf map[string]bool
+	Gate         *expression.Program
+	Retries      int
+	Backoff      Backoff
+	// Timeout bounds one attempt; zero means none (the run's timeout still applies).
+	Timeout time.Duration
+	OnError OnError
+	// FallbackValue is used by on_error skip and fallback when HasFallbackValue.
+	FallbackValue    any
+	HasFallbackValue bool
+	Fallback         *FallbackSpec
+	Mandatory        bool
+	OutputSchema     *Schema
+	Model            string
+	Prompt           *template.Template
+	Tool             string
+	// Args are the compiled args; nil means "the outputs of the direct
+	// requires, keyed by step id" (and "input" for a root step).
+	Args    *template.Value
+	ForEach *ForEach
+	Repeat  *Repeat
+	// MaxOutputBytes bounds the canonical JSON size of the step's output.
+	MaxOutputBytes int64
+	Skill          string
+	// Pos is where the step starts in the file.
+	Pos Pos
+}
+
+// Backoff shapes the waits between retries of transient failures: the n-th
+// wait is min(Initial·Multiplier^(n-1), Max) with jitter (a deterministic
+// draw in [½, 1] of that, seeded by run, step and attempt).
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+}
+
+// FallbackSpec is what on_error: fallback runs: a value, another tool (with
+// its own args), or another model (with the step's prompt unless it has its own).
+type FallbackSpec struct {
+	Value    any
+	HasValue bool
+	Tool     string
+	Args     *template.Value
+	Model    string
+	Prompt   *template.Template
+}
+
+// ForEach runs a step once per item of a list; the items are visible to the
+// step's templates as `item` and `index`, and the step's output is the list
+// of per-item outputs in order.
+type ForEach struct {
+	Items       *expression.Program
+	Concurrency int
+}
+
+// Repeat runs a step again until Until holds on its output or Max rounds ran.
+// The previous round's output is visible as `previous`, the round (from 0) as
+// `iteration`.
+type Repeat struct {
+	Until *expression.Program
+	Max   int
+}
+
+// Pos is a position in a flow file (1-based).
+type Pos struct {
+	Line, Col int
+}
+
+// StepByID returns the step called id, or nil.
+func (f *Flow) StepByID(id string) *Step {
+	for _, s := range f.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/reinhq/rein/tool"
+)
+
+// MaxFileBytes bounds a flow file.
+const MaxFileBytes = 4 << 20
+
+// Options tell the loader what exists outside the flow file.
+type Options struct {
+	// Tools resolves tool names the flow does not declare itself: Go tools
+	// registered by the application, exec tools of a rein.yaml. Nil means none.
+	Tools func(name string) (tool.Spec, bool)
+	// Models reports whether a model name is configured. Nil means no model
+	// is configured, so every llm step fails validation with a message saying
+	// how to configure one.
+	Models func(name string) bool
+}
+
+// Load reads, validates and compiles the flow file at path. Relative paths
+// inside it (schema files, tool commands) resolve against its folder. The
+// error is an *Error listing every problem, or an I/O error.
+func Load(path string, opts *Options) (*Flow, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, opts)
+}
+
+func readLimited(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load flow: %w", err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("load flow %s: is a folder (pass the folder to rein run, or the flow.yaml inside it)", path)
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("load flow %s: file is %d bytes, more than the %d a flow may have", path, st.Size(), MaxFileBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load flow: %w", err)
+	}
+	return data, nil
+}
+
+// Parse validates and compiles a flow from YAML text. filename is used in
+// messages and as the base for relative paths ("" means the current folder).
+func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	dir := "."
+	if filename != "" {
+		dir = filepath.Dir(filename)
+	}
+	d := &decoder{
+		diags:       diagnostics{file: filename},
+		flow:        &Flow{File: filename, Dir: dir, Source: data, Schemas: map[string]*Schema{}, Tools: map[string]*ToolDecl{}},
+		opts:        opts,
+		schemaNodes: map[string]field{},
+		schemas:     &schemaSet{dir: dir, byName: map[string]*Schema{}, files: map[string]*Schema{}},
+	}
+	if len(data) > MaxFileBytes {
+		d.diags.add(Pos{1, 1}, "", "flow is %d bytes, more than the %d a flow may have", len(data), MaxFileBytes)
+		return nil, d.result()
+	}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		d.syntaxError(err)
+		return nil, d.result()
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		d.diags.add(Pos{1, 1}, "", "a flow file holds exactly one YAML document, found %d", countDocs(file.Docs))
+		return nil, d.result()
+	}
+	d.decodeFlow(file.Docs[0].Body)
+	d.resolveSchemas()
+	if d.hasTools {
+		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
+	}
+	d.checkTargets()
+	if d.buildGraph() {
+		d.checkReferences()
+	}
+	d.checkFallbacks()
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return d.flow, nil
+}
+
+func countDocs[T any](docs []T) int { return len(docs) }
+
+func (d *decoder) syntaxError(err error) {
+	var se *yaml.SyntaxError
+	if errors.As(err, &se) && se.Token != nil && se.Token.Position != nil {
+		d.diags.add(Pos{se.Token.Position.Line, se.Token.Position.Column}, "", "YAML syntax: %s", se.Message)
+		return
+	}
+	d.diags.add(Pos{1, 1}, "", "YAML syntax: %v", err)
+}
+
+// result returns the *Error for the collected problems, or nil, and keeps
+// the warnings on the flow.
+func (d *decoder) result() error {
+	errs, warns := d.diags.split()
+	d.flow.Warnings = warns
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Diagnostics: append(errs, warns...)}
+}

@@ -1,0 +1,258 @@
+package flow
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/reinhq/rein/tool"
+)
+
+var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
+	"input_schema", "output_schema", "env", "max_output_bytes"}
+
+// ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
+// The application turns it into a tool.Tool (package tool/exec); the flow
+// package only reads it.
+type ToolDecl struct {
+	Name        string
+	Description string
+	// Command is the program and its arguments. A relative program path
+	// ("./tools/x.sh") resolves against Dir; a bare name uses PATH.
+	Command       []string
+	Dir           string
+	Env           map[string]string
+	Timeout       time.Duration
+	MaxOutput     int64
+	Effect        tool.Effect
+	Reversibility tool.Reversibility
+	Idempotent    bool
+	InputSchema   *Schema
+	OutputSchema  *Schema
+	// File and Pos locate the declaration.
+	File string
+	Pos  Pos
+}
+
+// Spec returns the tool.Spec the declaration describes.
+func (t *ToolDecl) Spec() tool.Spec {
+	s := tool.Spec{Name: t.Name, Description: t.Description, Effect: t.Effect,
+		Reversibility: t.Reversibility, Idempotent: t.Idempotent}
+	if t.InputSchema != nil {
+		s.InputSchema = t.InputSchema.JSON()
+	}
+	if t.OutputSchema != nil {
+		s.OutputSchema = t.OutputSchema.JSON()
+	}
+	return s
+}
+
+// Config is a rein.yaml: what a folder of flows shares (exec tools today;
+// model providers arrive with their issue).
+type Config struct {
+	File  string
+	Tools map[string]*ToolDecl
+}
+
+// LoadConfig reads a rein.yaml. The error is an *Error with located problems,
+// or an I/O error.
+func LoadConfig(path string) (*Config, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig parses rein.yaml text; relative tool commands resolve against
+// the folder of filename.
+func ParseConfig(data []byte, filename string) (*Config, error) {
+	d := &decoder{diags: diagnostics{file: filename}, flow: &Flow{},
+		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}}}
+	cfg := &Config{File: filename, Tools: map[string]*ToolDecl{}}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		d.syntaxError(err)
+		return nil, d.result()
+	}
+	if len(file.Docs) == 0 || file.Docs[0].Body == nil {
+		return cfg, nil
+	}
+	fields, ok := fieldsOf(file.Docs[0].Body)
+	if !ok {
+		d.diags.add(posOf(file.Docs[0].Body), "", "rein.yaml must be a mapping, not %s", kindName(file.Docs[0].Body))
+		return nil, d.result()
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "tools":
+			cfg.Tools = d.decodeTools(f, filepath.Dir(filename))
+		case "models":
+			d.diags.add(f.keyPos, "", "models: is not supported yet: real providers arrive in a later release; use --script FILE for the scripted stand-in")
+		default:
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models"})
+		}
+	}
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {
+	out := map[string]*ToolDecl{}
+	entries, ok := fieldsOf(fl.value)
+	if !ok {
+		if !isNull(fl.value) {
+			d.diags.add(posOf(fl.value), "", "tools must map tool names to declarations, not %s", kindName(fl.value))
+		}
+		return out
+	}
+	for _, e := range entries {
+		if !idPattern.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
+			continue
+		}
+		if t := d.decodeTool(e, dir); t != nil {
+			out[e.key] = t
+		}
+	}
+	return out
+}
+
+func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
+	fields, ok := fieldsOf(e.value)
+	if !ok {
+		d.diags.add(posOf(e.value), "", "tool %s must be a mapping with command:, not %s", e.key, kindName(e.value))
+		return nil
+	}
+	t := &ToolDecl{Name: e.key, Dir: dir, File: d.diags.file, Pos: e.keyPos}
+	where := "tool " + e.key
+	for _, f := range fields {
+		switch f.key {
+		case "command":
+			t.Command = d.command(f, where)
+		case "description":
+			t.Description, _ = d.str(f, "")
+		case "effect":
+			if v, ok := d.str(f, ""); ok {
+				if !tool.Effect(v).Valid() {
+					d.diags.add(posOf(f.value), "", "%s: effect must be none, read, write, external or destructive, not %q", where, v)
+				}
+				t.Effect = tool.Effect(v)
+			}
+		case "reversibility":
+			if v, ok := d.str(f, ""); ok {
+				if !tool.Reversibility(v).Valid() {
+					d.diags.add(posOf(f.value), "", "%s: reversibility must be reversible, compensatable or irreversible, not %q", where, v)
+				}
+				t.Reversibility = tool.Reversibility(v)
+			}
+		case "idempotent":
+			t.Idempotent, _ = d.boolean(f, "")
+		case "timeout":
+			if v, ok := d.duration(f, ""); ok {
+				if v <= 0 {
+					d.diags.add(posOf(f.value), "", "%s: timeout must be positive", where)
+				}
+				t.Timeout = v
+			}
+		case "max_output_bytes":
+			if n, ok := d.integer(f, ""); ok {
+				if n < 1 {
+					d.diags.add(posOf(f.value), "", "%s: max_output_bytes must be positive", where)
+				}
+				t.MaxOutput = int64(n)
+			}
+		case "input_schema", "output_schema":
+			s := d.schemaField(f, where+" "+f.key)
+			if f.key == "input_schema" {
+				t.InputSchema = s
+			} else {
+				t.OutputSchema = s
+			}
+		case "env":
+			t.Env = d.env(f, where)
+		default:
+			d.unknownField(f, "", where, toolFields)
+		}
+	}
+	if _, ok := fieldByKey(fields, "effect"); !ok {
+		d.diags.add(e.keyPos, "", "%s needs effect: (none, read, write, external or destructive): an exec tool can do anything, so it must say what it does", where)
+	}
+	if t.Command == nil {
+		d.diags.add(e.keyPos, "", "%s needs command: [program, args...]", where)
+		return nil
+	}
+	return t
+}
+
+func (d *decoder) command(f field, where string) []string {
+	if s, ok := f.value.(*ast.StringNode); ok {
+		// A single string is a program without arguments; no shell splitting.
+		if strings.TrimSpace(s.Value) == "" {
+			d.diags.add(posOf(f.value), "", "%s: command is empty", where)
+			return nil
+		}
+		return []string{s.Value}
+	}
+	list, _, ok := d.strList(f, "")
+	if !ok {
+		return nil
+	}
+	if len(list) == 0 || list[0] == "" {
+		d.diags.add(posOf(f.value), "", "%s: command is empty", where)
+		return nil
+	}
+	return list
+}
+
+func (d *decoder) env(f field, where string) map[string]string {
+	fields, ok := fieldsOf(f.value)
+	if !ok {
+		d.diags.add(posOf(f.value), "", "%s: env must map names to strings", where)
+		return nil
+	}
+	out := make(map[string]string, len(fields))
+	for _, e := range fields {
+		if v, ok := d.str(e, ""); ok {
+			out[e.key] = v
+		}
+	}
+	return out
+}
+
+// schemaField reads an inline schema, a schema name or a .json path.
+func (d *decoder) schemaField(f field, name string) *Schema {
+	if _, ok := fieldsOf(f.value); ok {
+		doc, err := toValue(f.value)
+		if err != nil {
+			d.posErr(err, "")
+			return nil
+		}
+		s, err := CompileSchema(name, doc)
+		if err != nil {
+			d.diags.add(posOf(f.value), "", "%v", err)
+			return nil
+		}
+		return s
+	}
+	if b, ok := f.value.(*ast.BoolNode); ok {
+		s, _ := CompileSchema(name, b.Value)
+		return s
+	}
+	ref, ok := d.str(f, "")
+	if !ok {
+		return nil
+	}
+	s, err := d.schemas.resolve(ref)
+	if err != nil {
+		d.diags.add(posOf(f.value), "", "%s: %v", f.key, err)
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+// Package model is the port through which rein talks to language models.
+// A Model turns messages into text (usually JSON) plus token usage; errors it
+// returns are classed with package fault (transient, business, format) so the
+// engine, not the model, decides what to do about them. Adapters live in
+// subpackages: model/scripted (offline, deterministic) ships now, real
+// providers follow.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Message roles.
+const (
+	System    Role = "system"
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one call to a model.
+type Request struct {
+	// Model is the model name the step asked for (e.g. "gpt-4o-mini").
+	Model    string
+	Messages []Message
+	// Schema, when set, is the JSON Schema the answer must satisfy; adapters
+	// may pass it to the provider (structured output). The engine validates
+	// the answer either way.
+	Schema json.RawMessage
+	// RunID, StepID and Attempt identify the call; adapters may use them
+	// (the scripted model matches replies by StepID).
+	RunID   string
+	StepID  string
+	Attempt int
+	// Corrective is true for the one corrective retry after a format error.
+	Corrective bool
+}
+
+// Prompt returns the concatenated user content of the request.
+func (r *Request) Prompt() string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		if m.Role == User {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(m.Content)
+		}
+	}
+	return b.String()
+}
+
+// Usage is the token count of one call.
+type Usage struct {
+	In  int `json:"in"`
+	Out int `json:"out"`
+}
+
+// Response is a model's answer.
+type Response struct {
+	Text  string
+	Usage Usage
+	// Model is the model that actually answered, when the provider says.
+	Model string
+}
+
+// Model is the port. Generate must honour ctx (deadline and cancellation) and
+// return errors classed with package fault: transient for timeouts, 429, 5xx
+// and network errors; business for other refusals. Implementations must be
+// safe for concurrent use.
+type Model interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Func adapts a function to Model.
+type Func func(ctx context.Context, req *Request) (*Response, error)
+
+// Generate calls f.
+func (f Func) Generate(ctx context.Context, req *Request) (*Response, error) { return f(ctx, req) }
+
+// Registry maps model names to Models. A registry with a fallback answers
+// every name (the scripted stand-in registers itself that way). The zero
+// value is empty and ready to use; it is not safe for concurrent mutation,
+// so fill it before handing it to an engine.
+type Registry struct {
+	byName   map[string]Model
+	fallback Model
+}
+
+// Register binds name to m, replacing any earlier binding.
+func (r *Registry) Register(name string, m Model) {
+	if r.byName == nil {
+		r.byName = make(map[string]Model)
+	}
+	r.byName[name] = m
+}
+
+// SetFallback makes m answer every name that has no binding of its own.
+func (r *Registry) SetFallback(m Model) { r.fallback = m }
+
+// Has reports whether name resolves.
+func (r *Registry) Has(name string) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.byName[name]
+	return ok || r.fallback != nil
+}
+
+// Lookup returns the Model for name, or an error saying how to configure one.
+func (r *Registry) Lookup(name string) (Model, error) {
+	if r != nil {
+		if m, ok := r.byName[name]; ok {
+			return m, nil
+		}
+		if r.fallback != nil {
+			return r.fallback, nil
+		}
+	}
+	return nil, fmt.Errorf("model %q is not configured: pass --script FILE to answer it with the scripted stand-in (real providers arrive with rein.yaml models:)", name)
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,41 @@
+package scripted_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/scripted"
+)
+
+func ExampleParse() {
+	m, err := scripted.Parse([]byte(`replies:
+  - step: extract_info
+    output: {"name": "Zhang", "years": 8}
+  - step: extract_info
+    error: transient
+    message: upstream 503
+`), "script.yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := &model.Request{StepID: "extract_info", Messages: []model.Message{{Role: model.User, Content: "resume"}}}
+	resp, _ := m.Generate(context.Background(), req)
+	fmt.Println(resp.Text, resp.Usage.In, resp.Usage.Out)
+	_, err = m.Generate(context.Background(), req)
+	fmt.Println(fault.ClassOf(err), err)
+	// Output:
+	// {"name":"Zhang","years":8} 2 7
+	// transient scripted model: step "extract_info", replies[1]: upstream 503
+}
+
+func ExampleParse_errors() {
+	_, err := scripted.Parse([]byte("replies:\n  - step: a\n    outptu: {}\n  - raw: x\n"), "script.yaml")
+	fmt.Println(err)
+	// Output:
+	// script.yaml:2:5: replies[0]: give exactly one of output, raw or error
+	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, contains, model, output, raw, error, message, tokens, delay)
+	// script.yaml:4:5: replies[1]: missing `step:` (the step id this reply answers)
+}

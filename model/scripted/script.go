@@ -1,0 +1,91 @@
+package scripted
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+)
+
+// Reply is one canned answer of a script. Exactly one of Output, Raw and
+// Error says what the reply answers; when a Reply built in Go sets more than
+// one, Error wins over Raw and Raw over Output (a nil Output with no Raw and
+// no Error answers the JSON text "null").
+type Reply struct {
+	// Step is the step id the reply answers (model.Request.StepID).
+	Step string
+	// Contains, when not empty, must occur in the request's Prompt().
+	Contains string
+	// Model, when not empty, must equal the request's Model.
+	Model string
+	// Output is answered as compact JSON text (encoding/json, map keys
+	// sorted, HTML characters not escaped).
+	Output any
+	// Raw, when not nil, is answered as is.
+	Raw *string
+	// Error, when not empty, makes the call fail with this class; scripts
+	// may only say fault.Transient or fault.Business.
+	Error fault.Class
+	// Message is the failure's message; it defaults to "scripted <class>
+	// error".
+	Message string
+	// Tokens, when not nil, is the usage to report instead of the estimate
+	// (in = ceil(len(prompt)/4), out = ceil(len(text)/4)).
+	Tokens *model.Usage
+	// Delay is how long to wait before answering; the wait honours ctx.
+	Delay time.Duration
+}
+
+// Problem is one thing wrong with a script, at a 1-based line and column.
+type Problem struct {
+	Line    int
+	Column  int
+	Message string
+}
+
+// ParseError is every problem Parse found in one script. Its Error method
+// prints one "file:line:col: message" line per problem.
+type ParseError struct {
+	File     string
+	Problems []Problem
+}
+
+// Error lists the problems, one per line.
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: %s", e.File, p.Line, p.Column, p.Message)
+	}
+	return b.String()
+}
+
+// Parse reads a script. filename is used only in messages ("<script>" when
+// empty). Unknown fields, wrong types, a reply without a step or without
+// exactly one of output, raw and error, an error kind other than transient
+// or business, and bad tokens or delays are all rejected; the error is a
+// *ParseError listing every problem found.
+func Parse(data []byte, filename string) (*Model, error) {
+	if filename == "" {
+		filename = "<script>"
+	}
+	replies, problems := parseScript(data)
+	if len(problems) > 0 {
+		return nil, &ParseError{File: filename, Problems: problems}
+	}
+	return New(replies), nil
+}
+
+// Load reads and parses the script at path.
+func Load(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	return Parse(data, path)
+}

@@ -1,0 +1,166 @@
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+)
+
+// Model answers requests from a script. It is safe for concurrent use; which
+// reply a call gets depends only on the script and the order of calls.
+type Model struct {
+	replies []Reply // never modified after New
+
+	mu    sync.Mutex
+	used  []bool
+	calls int
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model answering with replies, in order. The slice is copied;
+// the values inside (Output, Raw, Tokens) are shared and must not be
+// modified afterwards.
+func New(replies []Reply) *Model {
+	return &Model{
+		replies: append([]Reply(nil), replies...),
+		used:    make([]bool, len(replies)),
+	}
+}
+
+// Generate answers req with the first unused reply whose Step equals
+// req.StepID, whose Model (if set) equals req.Model and whose Contains (if
+// set) occurs in req.Prompt(), and marks that reply used before waiting for
+// its Delay. Errors: a business error when no unused reply matches; the
+// reply's class for error replies (the returned Response then still carries
+// the usage); a transient error wrapping context.DeadlineExceeded or an error
+// wrapping context.Canceled when ctx ends first (a ctx already done on entry
+// consumes no reply). Response.Model is left empty.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if req == nil {
+		return nil, fault.Errorf(fault.Business, "scripted model: nil request")
+	}
+	prompt := req.Prompt()
+	m.mu.Lock()
+	m.calls++
+	if ctx.Err() != nil {
+		m.mu.Unlock()
+		return nil, ctxError(ctx, req.StepID)
+	}
+	i, err := m.pick(req, prompt)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	r := &m.replies[i]
+	if r.Delay > 0 {
+		t := time.NewTimer(r.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctxError(ctx, req.StepID)
+		}
+	}
+	return answer(r, i, req.StepID, prompt)
+}
+
+// pick finds and marks the reply for req; m.mu must be held.
+func (m *Model) pick(req *model.Request, prompt string) (int, error) {
+	var forStep, used int
+	for i := range m.replies {
+		r := &m.replies[i]
+		if r.Step != req.StepID {
+			continue
+		}
+		forStep++
+		if m.used[i] {
+			used++
+			continue
+		}
+		if (r.Model == "" || r.Model == req.Model) && (r.Contains == "" || strings.Contains(prompt, r.Contains)) {
+			m.used[i] = true
+			return i, nil
+		}
+	}
+	switch {
+	case forStep == 0:
+		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has no reply for step %q)", req.StepID, req.StepID)
+	case used == forStep:
+		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has %d replies for it, all used)", req.StepID, forStep)
+	default:
+		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has %d replies for it, %d used; the other %d want another model or prompt than model %q and this prompt)", req.StepID, forStep, used, forStep-used, req.Model)
+	}
+}
+
+// answer turns reply r (index i of the script) into a response or an error.
+func answer(r *Reply, i int, step, prompt string) (*model.Response, error) {
+	switch {
+	case r.Error != "":
+		msg := r.Message
+		if msg == "" {
+			msg = fmt.Sprintf("scripted %s error", r.Error)
+		}
+		return &model.Response{Usage: usage(r, prompt, "")}, fault.Errorf(r.Error, "scripted model: step %q, replies[%d]: %s", step, i, msg)
+	case r.Raw != nil:
+		return &model.Response{Text: *r.Raw, Usage: usage(r, prompt, *r.Raw)}, nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r.Output); err != nil {
+		return nil, fault.Errorf(fault.Business, "scripted model: step %q, replies[%d]: output is not JSON: %w", step, i, err)
+	}
+	text := strings.TrimSuffix(b.String(), "\n")
+	return &model.Response{Text: text, Usage: usage(r, prompt, text)}, nil
+}
+
+// usage is the reply's tokens, or an estimate of four bytes per token.
+func usage(r *Reply, prompt, text string) model.Usage {
+	if r.Tokens != nil {
+		return *r.Tokens
+	}
+	return model.Usage{In: (len(prompt) + 3) / 4, Out: (len(text) + 3) / 4}
+}
+
+// ctxError reports why ctx ended: a deadline is transient, a cancellation
+// wraps context.Canceled (class fault.Cancelled).
+func ctxError(ctx context.Context, step string) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	err = fmt.Errorf("scripted model: step %q: %w", step, err)
+	if ctx.Err() == context.DeadlineExceeded {
+		return fault.TransientErr(err)
+	}
+	return err
+}
+
+// Unused returns the replies no call has consumed, in script order.
+func (m *Model) Unused() []Reply {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Reply
+	for i, r := range m.replies {
+		if !m.used[i] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Calls returns how many times Generate has been called, including calls
+// that failed.
+func (m *Model) Calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}

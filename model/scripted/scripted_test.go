@@ -1,0 +1,245 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+)
+
+func req(step, mdl, prompt string) *model.Request {
+	return &model.Request{StepID: step, Model: mdl, Messages: []model.Message{
+		{Role: model.System, Content: "ignored by Prompt"},
+		{Role: model.User, Content: prompt},
+	}}
+}
+
+func TestGenerate(t *testing.T) {
+	t.Parallel()
+	const script = `replies:
+  - step: extract_info
+    output: {"name": "Zhang <Z>", "years": 8}
+  - step: score_candidate
+    raw: "not json"
+  - step: score_candidate
+    error: transient
+    message: "upstream 503"
+    tokens: {in: 120, out: 30}
+  - step: score_candidate
+    model: gpt-4o
+    output: {"score": 72}
+  - step: score_candidate
+    contains: "Zhang"
+    output: {"score": 90}
+  - step: score_candidate
+    error: business
+`
+	type want struct {
+		text  string
+		usage model.Usage
+		class fault.Class // Unclassified: success
+		msg   string      // the error's message, exactly
+	}
+	// The calls run in order against one model: each consumes a reply.
+	calls := []struct {
+		name string
+		req  *model.Request
+		want want
+	}{
+		{"output as compact JSON", req("extract_info", "m", "resume text"), want{text: `{"name":"Zhang <Z>","years":8}`, usage: model.Usage{In: 3, Out: 8}}},
+		{"raw text", req("score_candidate", "m", "abcde"), want{text: "not json", usage: model.Usage{In: 2, Out: 2}}},
+		{"transient error with tokens", req("score_candidate", "m", "p"), want{usage: model.Usage{In: 120, Out: 30}, class: fault.Transient, msg: `scripted model: step "score_candidate", replies[2]: upstream 503`}},
+		{"contains skips the model-filtered reply", req("score_candidate", "gpt-4o-mini", "about Zhang"), want{text: `{"score":90}`, usage: model.Usage{In: 3, Out: 3}}},
+		{"model filter", req("score_candidate", "gpt-4o", ""), want{text: `{"score":72}`, usage: model.Usage{In: 0, Out: 3}}},
+		{"business error, default message", req("score_candidate", "gpt-4o", ""), want{class: fault.Business, msg: `scripted model: step "score_candidate", replies[5]: scripted business error`}},
+		{"all used", req("score_candidate", "gpt-4o", ""), want{class: fault.Business, msg: `scripted model: no unused reply for step "score_candidate" (script has 5 replies for it, all used)`}},
+		{"unknown step", req("notify", "", ""), want{class: fault.Business, msg: `scripted model: no unused reply for step "notify" (script has no reply for step "notify")`}},
+		{"all used, first step", req("extract_info", "", ""), want{class: fault.Business, msg: `scripted model: no unused reply for step "extract_info" (script has 1 replies for it, all used)`}},
+	}
+	m, err := Parse([]byte(script), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		resp, err := m.Generate(context.Background(), c.req)
+		if c.want.class != fault.Unclassified {
+			if err == nil || fault.ClassOf(err) != c.want.class || err.Error() != c.want.msg {
+				t.Errorf("call %d (%s): err = %v (class %q), want %q (class %q)", i, c.name, err, fault.ClassOf(err), c.want.msg, c.want.class)
+			}
+			if resp != nil && resp.Usage != c.want.usage {
+				t.Errorf("call %d (%s): usage with error = %+v, want %+v", i, c.name, resp.Usage, c.want.usage)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("call %d (%s): %v", i, c.name, err)
+			continue
+		}
+		if resp.Text != c.want.text || resp.Usage != c.want.usage {
+			t.Errorf("call %d (%s): got %q %+v, want %q %+v", i, c.name, resp.Text, resp.Usage, c.want.text, c.want.usage)
+		}
+	}
+	if got := m.Calls(); got != len(calls) {
+		t.Errorf("Calls() = %d, want %d", got, len(calls))
+	}
+	if u := m.Unused(); len(u) != 0 {
+		t.Errorf("Unused() = %+v, want none", u)
+	}
+}
+
+func TestGenerateFilterMismatch(t *testing.T) {
+	t.Parallel()
+	m := New([]Reply{
+		{Step: "a", Raw: strp("first")},
+		{Step: "a", Model: "big", Raw: strp("big")},
+		{Step: "a", Contains: "needle", Raw: strp("needle")},
+		{Step: "b", Raw: strp("b")},
+	})
+	ctx := context.Background()
+	if resp, err := m.Generate(ctx, req("a", "small", "hay")); err != nil || resp.Text != "first" {
+		t.Fatalf("first call = %v, %v; want \"first\"", resp, err)
+	}
+	_, err := m.Generate(ctx, req("a", "small", "hay"))
+	want := `scripted model: no unused reply for step "a" (script has 3 replies for it, 1 used; the other 2 want another model or prompt than model "small" and this prompt)`
+	if err == nil || err.Error() != want || fault.ClassOf(err) != fault.Business {
+		t.Errorf("err = %v, want business %q", err, want)
+	}
+	unused := m.Unused()
+	var steps []string
+	for _, r := range unused {
+		steps = append(steps, *r.Raw)
+	}
+	if got := strings.Join(steps, ","); got != "big,needle,b" {
+		t.Errorf("Unused() = %s, want big,needle,b (script order)", got)
+	}
+}
+
+func TestGenerateNilOutputAndRequest(t *testing.T) {
+	t.Parallel()
+	m := New([]Reply{{Step: "a"}, {Step: "a", Output: func() {}}})
+	resp, err := m.Generate(context.Background(), req("a", "", ""))
+	if err != nil || resp.Text != "null" {
+		t.Errorf("nil output = %v, %v; want text null", resp, err)
+	}
+	if _, err := m.Generate(context.Background(), req("a", "", "")); fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), "replies[1]: output is not JSON") {
+		t.Errorf("unencodable output: err = %v, want a business error naming replies[1]", err)
+	}
+	if _, err := m.Generate(context.Background(), nil); fault.ClassOf(err) != fault.Business {
+		t.Errorf("nil request: err = %v, want a business error", err)
+	}
+}
+
+func TestGenerateContext(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		ctx        func() (context.Context, context.CancelFunc)
+		delay      time.Duration
+		class      fault.Class
+		is         error
+		wantUnused int // of the two replies
+	}{
+		{
+			name: "deadline during delay is transient",
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 20*time.Millisecond)
+			},
+			delay: 10 * time.Second, class: fault.Transient, is: context.DeadlineExceeded, wantUnused: 1,
+		},
+		{
+			name: "cancel during delay",
+			ctx: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(20*time.Millisecond, cancel)
+				return ctx, cancel
+			},
+			delay: 10 * time.Second, class: fault.Cancelled, is: context.Canceled, wantUnused: 1,
+		},
+		{
+			name: "done on entry consumes nothing",
+			ctx: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx, cancel
+			},
+			class: fault.Cancelled, is: context.Canceled, wantUnused: 2,
+		},
+		{
+			name: "short delay answers",
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 10*time.Second)
+			},
+			delay: time.Millisecond, wantUnused: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := New([]Reply{{Step: "a", Delay: tt.delay, Raw: strp("slow")}, {Step: "a", Raw: strp("fast")}})
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			start := time.Now()
+			resp, err := m.Generate(ctx, req("a", "", ""))
+			if time.Since(start) > 5*time.Second {
+				t.Errorf("Generate took %v: it did not honour ctx", time.Since(start))
+			}
+			if tt.is == nil {
+				if err != nil || resp.Text != "slow" {
+					t.Errorf("got %v, %v; want slow", resp, err)
+				}
+			} else if !errors.Is(err, tt.is) || fault.ClassOf(err) != tt.class {
+				t.Errorf("err = %v (class %q), want %v (class %q)", err, fault.ClassOf(err), tt.is, tt.class)
+			}
+			if got := len(m.Unused()); got != tt.wantUnused {
+				t.Errorf("unused = %d, want %d", got, tt.wantUnused)
+			}
+			if m.Calls() != 1 {
+				t.Errorf("Calls() = %d, want 1", m.Calls())
+			}
+		})
+	}
+}
+
+func TestGenerateConcurrent(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	replies := make([]Reply, n)
+	for i := range replies {
+		replies[i] = Reply{Step: "a", Output: i}
+	}
+	m := New(replies)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	for range n + 5 {
+		wg.Go(func() {
+			resp, err := m.Generate(context.Background(), req("a", "", ""))
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[resp.Text] {
+				t.Errorf("reply %s answered twice", resp.Text)
+			}
+			seen[resp.Text] = true
+		})
+	}
+	wg.Wait()
+	if len(seen) != n || len(m.Unused()) != 0 || m.Calls() != n+5 {
+		t.Errorf("answered %d distinct, %d unused, %d calls; want %d, 0, %d", len(seen), len(m.Unused()), m.Calls(), n, n+5)
+	}
+	for i := range n {
+		if !seen[fmt.Sprint(i)] {
+			t.Errorf("reply %d never answered", i)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/tool"
+)
+
+// waitDelay bounds how long Wait waits for stdout and stderr to close after
+// the process exited or was killed (a process outside the group may hold
+// them).
+const waitDelay = time.Second
+
+// stderrKeep is how much of the end of stderr an error message quotes.
+const stderrKeep = 2 << 10
+
+// errOverflow cancels a call whose stdout passed the cap.
+var errOverflow = errors.New("output too large")
+
+// Call runs the command once with args as one line of JSON on stdin and
+// returns the JSON value it printed. Errors, all naming the tool: a business error for
+// unencodable args, a command that cannot be found or run, a non-zero exit
+// other than 75 (with the tail of stderr), stdout that is not exactly one
+// JSON value, or stdout past MaxOutputBytes; a transient error for exit 75
+// and for a timeout (Config.Timeout or ctx's deadline, whichever is
+// sooner), wrapping context.DeadlineExceeded; and an error wrapping
+// context.Canceled (class fault.Cancelled) when ctx is cancelled.
+func (t *Tool) Call(ctx context.Context, args any) (any, error) {
+	input, err := json.Marshal(args)
+	if err != nil {
+		return nil, t.errorf(fault.Business, "cannot encode args as JSON: %w", err)
+	}
+	input = append(input, '\n') // so that line-oriented readers (sh's read) see a whole line
+	path, err := t.resolve()
+	if err != nil {
+		return nil, err
+	}
+	limit, limitBy := t.limit(ctx)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t.cfg.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, t.cfg.Timeout)
+		defer stop()
+	}
+
+	stdout := &cappedBuffer{max: t.cfg.MaxOutputBytes, overflow: func() { cancel(errOverflow) }}
+	stderr := &tailBuffer{keep: stderrKeep}
+	cmd := exec.CommandContext(runCtx, path, t.cfg.Command[1:]...)
+	cmd.Args[0] = t.cfg.Command[0]
+	cmd.Dir = t.cfg.Dir
+	cmd.Env = t.env(tool.CallInfoFrom(ctx))
+	cmd.Stdin = bytes.NewReader(input)
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.WaitDelay = waitDelay
+	isolate(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd.Process) }
+
+	if err := cmd.Start(); err != nil {
+		if cerr := t.ctxError(ctx, runCtx, limit, limitBy); cerr != nil {
+			return nil, cerr
+		}
+		return nil, t.startError(path, err)
+	}
+	werr := cmd.Wait()
+	_ = killGroup(cmd.Process) // stragglers of a program that exited
+	if errors.Is(werr, exec.ErrWaitDelay) {
+		werr = nil // the program succeeded; something it left behind held stdout
+	}
+
+	switch {
+	case stdout.overflowed:
+		return nil, t.errorf(fault.Business, "output exceeds %d bytes: print less, or raise the tool's max output bytes", t.cfg.MaxOutputBytes)
+	case werr != nil && runCtx.Err() != nil:
+		return nil, t.ctxError(ctx, runCtx, limit, limitBy)
+	case werr != nil:
+		return nil, t.exitError(werr, stderr.String())
+	}
+	return t.decode(stdout.buf.Bytes())
+}
+
+// limit says how long a call may take from now and what sets that limit.
+func (t *Tool) limit(ctx context.Context) (time.Duration, string) {
+	limit, by := t.cfg.Timeout, "the tool's timeout"
+	if dl, ok := ctx.Deadline(); ok {
+		if rem := time.Until(dl); limit == 0 || rem < limit {
+			limit, by = rem, "the caller's deadline"
+		}
+	}
+	return max(limit, 0).Round(time.Millisecond), by
+}
+
+// resolve finds the program: a path with a slash resolves against the
+// declaring file's folder, a bare name is looked up in PATH.
+func (t *Tool) resolve() (string, error) {
+	name := t.cfg.Command[0]
+	if !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, os.PathSeparator) {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", t.errorf(fault.Business, "command %q not found in PATH (%v); bare names are looked up in PATH, write ./%s for a program beside the file that declares the tool", name, err, name)
+		}
+		return p, nil
+	}
+	p := name
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(t.cfg.Dir, p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return "", t.errorf(fault.Business, "command %q not found: tried %s (relative paths resolve against the folder of the file that declares the tool, %s)", name, p, t.cfg.Dir)
+	case fi.IsDir():
+		return "", t.errorf(fault.Business, "command %q is a directory: tried %s (relative paths resolve against the folder of the file that declares the tool, %s)", name, p, t.cfg.Dir)
+	case fi.Mode().Perm()&0o111 == 0:
+		return "", t.errorf(fault.Business, "command %q is not executable: tried %s (chmod +x it)", name, p)
+	}
+	return p, nil
+}
+
+// env is the parent environment with PWD set to the working directory, then
+// Config.Env, then the call variables; later entries win.
+func (t *Tool) env(info tool.CallInfo) []string {
+	env := append(os.Environ(), "PWD="+t.cfg.Dir)
+	for _, k := range slices.Sorted(maps.Keys(t.cfg.Env)) {
+		env = append(env, k+"="+t.cfg.Env[k])
+	}
+	return append(env,
+		"REIN_RUN_ID="+info.RunID,
+		"REIN_STEP_ID="+info.StepID,
+		"REIN_ATTEMPT="+strconv.Itoa(info.Attempt),
+		"REIN_IDEMPOTENCY_KEY="+info.IdempotencyKey,
+	)
+}
+
+func (t *Tool) startError(path string, err error) error {
+	if errors.Is(err, syscall.ENOEXEC) {
+		return t.errorf(fault.Business, "cannot run %s: %v (does the script start with a #! line?)", path, err)
+	}
+	return t.errorf(fault.Business, "cannot start %s: %w", path, err)
+}
+
+func (t *Tool) exitError(err error, stderr string) error {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return t.errorf(fault.Business, "%w", err)
+	}
+	if stderr == "" {
+		stderr = "(nothing on stderr)"
+	}
+	switch code := ee.ExitCode(); code {
+	case -1:
+		return t.errorf(fault.Business, "terminated (%v); stderr: %s", ee, stderr)
+	case ExitTransient:
+		return t.errorf(fault.Transient, "temporary failure (exit code %d); stderr: %s", code, stderr)
+	default:
+		return t.errorf(fault.Business, "failed with exit code %d; stderr: %s", code, stderr)
+	}
+}
+
+// ctxError says why runCtx ended, or returns nil if it has not: a deadline
+// is a transient timeout, a cancellation of ctx wraps context.Canceled and
+// its cause.
+func (t *Tool) ctxError(ctx, runCtx context.Context, limit time.Duration, limitBy string) error {
+	switch {
+	case ctx.Err() == context.Canceled:
+		return t.cancelled(ctx)
+	case runCtx.Err() == context.DeadlineExceeded:
+		return t.errorf(fault.Transient, "timed out after %v (%s): %w", limit, limitBy, context.DeadlineExceeded)
+	case runCtx.Err() != nil: // cancelled by the output cap; reported by the caller
+		return t.errorf(fault.Business, "%w", context.Cause(runCtx))
+	}
+	return nil
+}
+
+func (t *Tool) cancelled(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("tool %s: call cancelled: %w: %w", t.cfg.Name, err, cause)
+	}
+	return fmt.Errorf("tool %s: call cancelled: %w", t.cfg.Name, err)
+}
+
+func (t *Tool) errorf(c fault.Class, format string, args ...any) error {
+	return fault.Errorf(c, "tool %s: "+format, append([]any{t.cfg.Name}, args...)...)
+}

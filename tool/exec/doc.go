@@ -1,0 +1,19 @@
+// Package exec runs external programs as rein tools: the command a flow file
+// declares under tools: becomes a tool.Tool.
+//
+// The protocol is small. The step's args arrive on stdin as one JSON value
+// and a newline, then stdin is closed. The environment is the parent's (with
+// PWD set to the working directory), plus Config.Env, plus REIN_RUN_ID,
+// REIN_STEP_ID, REIN_ATTEMPT and REIN_IDEMPOTENCY_KEY from
+// tool.CallInfoFrom. The program prints exactly one JSON value on stdout
+// (surrounding whitespace is fine) and exits 0. Exit code 75 (EX_TEMPFAIL)
+// is a transient failure the engine may retry; any other non-zero exit is a
+// business failure whose message carries the tail of stderr.
+//
+// Each call runs in its own process group. On a timeout, a cancellation or
+// output past the size cap, the whole group is killed with SIGKILL, so
+// children a script spawned die with it; stragglers left behind by a
+// program that exited are killed too, so no process outlives its call.
+// Process groups need a Unix system (Linux is what rein tests on); elsewhere
+// only the direct child is killed.
+package exec

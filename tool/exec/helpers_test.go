@@ -1,0 +1,97 @@
+//go:build linux
+
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/tool"
+)
+
+// writeScript writes an executable /bin/sh script under dir and returns its path.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// scriptTool builds a tool running body as a shell script in a fresh folder.
+func scriptTool(t *testing.T, body string, edit func(*Config)) *Tool {
+	t.Helper()
+	dir := t.TempDir()
+	writeScript(t, dir, "tool.sh", body)
+	cfg := Config{Name: "t", Command: []string{"./tool.sh"}, Dir: dir, Effect: tool.EffectNone}
+	if edit != nil {
+		edit(&cfg)
+	}
+	tl, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+// readPID waits for a script to write a pid into path.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		data, err := os.ReadFile(path)
+		if err == nil && bytes.HasSuffix(data, []byte("\n")) {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatalf("pid file %s: %v", path, err)
+			}
+			return pid
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// processGone reports whether pid no longer runs (a zombie waiting for a
+// reaper counts as gone: it runs no code).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
+}
+
+// waitGone fails the test unless pid is gone within two seconds.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if processGone(pid) {
+			return
+		}
+	}
+	t.Errorf("process %d still runs after the call returned", pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func writeFile(path, data string, mode os.FileMode) error {
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}

@@ -1,0 +1,180 @@
+// Package tool is the port for everything a flow can call that is not a
+// model: Go functions registered by library users, exec tools declared in
+// flow files (package tool/exec), and later MCP tools. A tool declares what it
+// does (Effect, Reversibility, Idempotent) so that the policy gate and the
+// durable store can treat side effects with care.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Effect is the strongest thing a tool does to the world.
+type Effect string
+
+// Effects, weakest first.
+const (
+	EffectNone        Effect = "none"
+	EffectRead        Effect = "read"
+	EffectWrite       Effect = "write"
+	EffectExternal    Effect = "external"
+	EffectDestructive Effect = "destructive"
+)
+
+// Valid reports whether e is one of the declared effects ("" counts as none).
+func (e Effect) Valid() bool {
+	switch e {
+	case "", EffectNone, EffectRead, EffectWrite, EffectExternal, EffectDestructive:
+		return true
+	}
+	return false
+}
+
+// Reversibility says whether a tool's effect can be undone.
+type Reversibility string
+
+// Reversibility values.
+const (
+	Reversible    Reversibility = "reversible"
+	Compensatable Reversibility = "compensatable"
+	Irreversible  Reversibility = "irreversible"
+)
+
+// Valid reports whether r is a known value ("" means undeclared).
+func (r Reversibility) Valid() bool {
+	switch r {
+	case "", Reversible, Compensatable, Irreversible:
+		return true
+	}
+	return false
+}
+
+// Spec describes a tool.
+type Spec struct {
+	Name        string
+	Description string
+	// InputSchema and OutputSchema are JSON Schemas (draft 2020-12); nil
+	// means "any JSON value". The output schema lets `rein validate` check
+	// downstream references to the tool's fields.
+	InputSchema   json.RawMessage
+	OutputSchema  json.RawMessage
+	Effect        Effect
+	Reversibility Reversibility
+	// Idempotent tools may be called again with the same idempotency key
+	// without repeating their effect; a resumed run retries them.
+	Idempotent bool
+}
+
+// Tool is the port. Call receives the step's rendered args as a JSON value
+// (nil, bool, float64, string, []any, map[string]any) and returns a JSON
+// value (or anything encoding/json can marshal). It must honour ctx and be
+// safe for concurrent use. Errors should be classed with package fault; an
+// unclassified error is a business error.
+type Tool interface {
+	Spec() Spec
+	Call(ctx context.Context, args any) (any, error)
+}
+
+// Func builds a Tool from a spec and a function.
+func Func(spec Spec, fn func(ctx context.Context, args any) (any, error)) Tool {
+	return funcTool{spec: spec, fn: fn}
+}
+
+type funcTool struct {
+	spec Spec
+	fn   func(ctx context.Context, args any) (any, error)
+}
+
+func (t funcTool) Spec() Spec                                      { return t.spec }
+func (t funcTool) Call(ctx context.Context, args any) (any, error) { return t.fn(ctx, args) }
+
+// Typed builds a Tool from a function over Go types: the args are decoded
+// into In with encoding/json (unknown fields rejected is up to In's shape)
+// and Out is returned as is. Decoding failures are business errors.
+func Typed[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	return Func(spec, func(ctx context.Context, args any) (any, error) {
+		var in In
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: encode args: %w", spec.Name, err)
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, fmt.Errorf("tool %s: args do not fit %T: %w", spec.Name, in, err)
+		}
+		return fn(ctx, in)
+	})
+}
+
+// CallInfo identifies one tool invocation. Tools find it in their context.
+type CallInfo struct {
+	RunID   string
+	StepID  string
+	Attempt int
+	// IdempotencyKey is stable for a given run, step and attempt
+	// ("run/step/attempt"); pass it to external systems that deduplicate.
+	IdempotencyKey string
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying info.
+func WithCallInfo(ctx context.Context, info *CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+// CallInfoFrom returns the invocation's info, or a zero CallInfo outside a run.
+func CallInfoFrom(ctx context.Context) CallInfo {
+	if info, ok := ctx.Value(callInfoKey{}).(*CallInfo); ok && info != nil {
+		return *info
+	}
+	return CallInfo{}
+}
+
+// Registry maps tool names to Tools. The zero value is empty and ready;
+// fill it before handing it to an engine (it is not safe for concurrent
+// mutation).
+type Registry struct {
+	byName map[string]Tool
+}
+
+// Register adds t under its Spec().Name. It returns an error if the name is
+// empty or taken.
+func (r *Registry) Register(t Tool) error {
+	name := t.Spec().Name
+	if name == "" {
+		return fmt.Errorf("register tool: empty name")
+	}
+	if r.byName == nil {
+		r.byName = make(map[string]Tool)
+	}
+	if _, dup := r.byName[name]; dup {
+		return fmt.Errorf("register tool %q: already registered", name)
+	}
+	r.byName[name] = t
+	return nil
+}
+
+// Lookup returns the tool called name.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	if r == nil {
+		return nil, false
+	}
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,145 @@
+// Package trace defines the events a run emits and the Sink port they go to.
+// Events are the run's record: the durable store persists exactly these, and
+// `rein trace` summarises them. Adapters live in subpackages (trace/jsonl,
+// trace/slogsink); the engine depends only on this package.
+package trace
+
+import (
+	"context"
+	"time"
+)
+
+// Kind names what happened.
+type Kind string
+
+// Event kinds, in the order a run emits them.
+const (
+	RunStarted    Kind = "run_started"
+	StepStarted   Kind = "step_started"   // a step execution began (once, before its first attempt)
+	AttemptFailed Kind = "attempt_failed" // one attempt failed; a retry or on_error follows
+	ModelCall     Kind = "model_call"     // one model exchange finished (tokens are here)
+	StepSettled   Kind = "step_settled"   // the step reached a final status
+	RunSettled    Kind = "run_settled"    // the run reached a final status
+	GateDecision  Kind = "gate_decision"  // the policy gate decided on a tool invocation (non-allow only)
+)
+
+// RunStatus is the state of a run (shared/DESIGN.md §3).
+type RunStatus string
+
+// Run states.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunWaiting   RunStatus = "waiting"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// StepStatus is the state of a step (shared/DESIGN.md §3).
+type StepStatus string
+
+// Step states.
+const (
+	StepPending   StepStatus = "pending"
+	StepReady     StepStatus = "ready"
+	StepRunning   StepStatus = "running"
+	StepSucceeded StepStatus = "succeeded"
+	StepDefaulted StepStatus = "defaulted" // on_error: skip used fallback_value
+	StepFellBack  StepStatus = "fell_back" // on_error: fallback produced the output
+	StepSkipped   StepStatus = "skipped"   // when was false, or an upstream was skipped
+	StepFailed    StepStatus = "failed"
+	StepWaiting   StepStatus = "waiting"
+	StepBlocked   StepStatus = "blocked"
+	StepUnknown   StepStatus = "unknown"
+)
+
+// Settled reports whether s is final.
+func (s StepStatus) Settled() bool {
+	switch s {
+	case StepSucceeded, StepDefaulted, StepFellBack, StepSkipped, StepFailed, StepBlocked, StepUnknown:
+		return true
+	}
+	return false
+}
+
+// Origin says which side a failure came from, so a trace can answer "was it
+// the model's fault or the tool's?".
+type Origin string
+
+// Failure origins.
+const (
+	OriginModel  Origin = "model"  // the model call failed or its output was rejected
+	OriginTool   Origin = "tool"   // the tool failed, returned bad output, or panicked
+	OriginEngine Origin = "engine" // a when/gate/template/budget/policy decision of the runtime
+)
+
+// Event is one entry of a run's record. Fields that do not apply are zero and
+// are left out of the JSONL encoding.
+type Event struct {
+	Seq        int64     `json:"seq"`
+	Time       time.Time `json:"time"`
+	Kind       Kind      `json:"kind"`
+	RunID      string    `json:"run_id"`
+	Flow       string    `json:"flow,omitempty"`
+	StepID     string    `json:"step_id,omitempty"`
+	StepType   string    `json:"step_type,omitempty"`
+	Attempt    int       `json:"attempt,omitempty"`
+	Status     string    `json:"status,omitempty"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	TokensIn   int       `json:"tokens_in,omitempty"`
+	TokensOut  int       `json:"tokens_out,omitempty"`
+	ErrorClass string    `json:"error_class,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Origin     Origin    `json:"origin,omitempty"`
+	Budget     string    `json:"budget,omitempty"`
+	Decision   string    `json:"decision,omitempty"`
+	InputSHA   string    `json:"input_sha256,omitempty"`
+	OutputSHA  string    `json:"output_sha256,omitempty"`
+	Preview    string    `json:"preview,omitempty"`
+}
+
+// Sink receives events. Emit is called from the run's scheduler goroutine
+// (one run never calls Emit concurrently with itself; different runs may) and
+// must not retain e past the call. Emit must not block for long: it is on the
+// hot path of every step.
+type Sink interface {
+	Emit(ctx context.Context, e *Event)
+}
+
+// Multi fans an event out to several sinks in order. Nil sinks are dropped.
+func Multi(sinks ...Sink) Sink {
+	var out multi
+	for _, s := range sinks {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return Discard
+	case 1:
+		return out[0]
+	}
+	return out
+}
+
+type multi []Sink
+
+func (m multi) Emit(ctx context.Context, e *Event) {
+	for _, s := range m {
+		s.Emit(ctx, e)
+	}
+}
+
+// Discard is a Sink that drops every event.
+var Discard Sink = discard{}
+
+type discard struct{}
+
+func (discard) Emit(context.Context, *Event) {}
+
+// PreviewBytes is the length to which Event.Preview is cut.
+const PreviewBytes = 200
