@@ -22,32 +22,29 @@ import (
 // callTool passes one invocation through the gate and calls the tool. Panics
 // become business errors; the output is normalised to JSON values and checked
 // against the step's output schema.
-func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, attempt int, fallback bool) (out any, origin trace.Origin, err error) {
+func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, attempt int, fallback bool) (any, trace.Origin, error) {
 	s := j.step
-	spec := t.Spec()
-	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: spec, Args: in.args}
-	d, err := r.e.cfg.Gate.Check(ctx, &inv)
-	if err != nil {
-		return nil, trace.OriginEngine, fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
+	spec := &r.b.specs[j.index]
+	if fallback {
+		fs := t.Spec()
+		spec = &fs
 	}
-	if d.Verdict != safety.Allow && d.Verdict != "" {
-		r.record(&trace.Event{Kind: trace.GateDecision, StepID: s.ID, Tool: spec.Name, Attempt: attempt, Decision: string(d.Verdict), Error: d.Reason})
-		msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
-		if d.Verdict != safety.Block {
-			msg += " (approvals and reviews arrive with durable runs; until then this blocks)"
-		}
-		return nil, trace.OriginEngine, fault.Errorf(fault.Policy, "%s", msg)
+	if err := r.checkPolicy(ctx, s.ID, attempt, spec, in.args); err != nil {
+		return nil, trace.OriginEngine, err
 	}
-	key := r.id + "/" + s.ID
+	var kb [96]byte
+	key := append(kb[:0], r.id...)
+	key = append(append(key, '/'), s.ID...)
 	if in.item >= 0 {
-		key += "[" + strconv.Itoa(in.item) + "]"
+		key = strconv.AppendInt(append(key, '['), int64(in.item), 10)
+		key = append(key, ']')
 	}
 	if fallback {
-		key += "/fallback"
+		key = append(key, "/fallback"...)
 	}
-	key += "/" + strconv.Itoa(attempt)
-	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: key})
-	out, err = safeCall(ctx, t, in.args)
+	key = strconv.AppendInt(append(key, '/'), int64(attempt), 10)
+	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: string(key)})
+	out, err := safeCall(ctx, t, in.args)
 	if err != nil {
 		return nil, trace.OriginTool, fmt.Errorf("tool %s: %w", spec.Name, err)
 	}
@@ -60,6 +57,28 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 		}
 	}
 	return out, trace.OriginTool, nil
+}
+
+// checkPolicy asks the gate about one invocation; anything but allow is a
+// policy error. The default gate is skipped outright.
+func (r *run) checkPolicy(ctx context.Context, step string, attempt int, spec *tool.Spec, args any) error {
+	if r.e.cfg.Gate == safety.AllowAll {
+		return nil
+	}
+	inv := safety.Invocation{RunID: r.id, StepID: step, Attempt: attempt, Tool: *spec, Args: args}
+	d, err := r.e.cfg.Gate.Check(ctx, &inv)
+	if err != nil {
+		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
+	}
+	if d.Verdict != safety.Allow && d.Verdict != "" {
+		r.record(trace.Event{Kind: trace.GateDecision, StepID: step, Tool: spec.Name, Attempt: attempt, Decision: string(d.Verdict), Error: d.Reason})
+		msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
+		if d.Verdict != safety.Block {
+			msg += " (approvals and reviews arrive with durable runs; until then this blocks)"
+		}
+		return fault.Errorf(fault.Policy, "%s", msg)
+	}
+	return nil
 }
 
 func safeCall(ctx context.Context, t tool.Tool, args any) (out any, err error) {
@@ -116,7 +135,7 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 	if err != nil {
 		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
 	}
-	r.record(&ev)
+	r.record(ev)
 	if resp != nil {
 		in := r.usage.tokensIn.Add(int64(resp.Usage.In))
 		out := r.usage.tokensOut.Add(int64(resp.Usage.Out))

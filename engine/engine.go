@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,9 @@ type Config struct {
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
 type Engine struct {
 	cfg Config
+	// bindings caches each flow's resolved tools and models (*flow.Flow →
+	// *bound); the registries do not change after New.
+	bindings sync.Map
 }
 
 // New returns an Engine with cfg's defaults filled in.
@@ -83,7 +87,7 @@ type Result struct {
 	// Outputs holds the output of every step that produced one (succeeded,
 	// defaulted or fell_back), by step id.
 	Outputs map[string]any
-	Steps   map[string]*StepResult
+	Steps   map[string]StepResult
 	// Error says why the run did not succeed; nil when it did.
 	Error    *RunError
 	Usage    Usage
@@ -178,6 +182,9 @@ type bound struct {
 }
 
 func (e *Engine) bind(f *flow.Flow) (*bound, error) {
+	if b, ok := e.bindings.Load(f); ok {
+		return b.(*bound), nil
+	}
 	b := &bound{tools: make([]tool.Tool, len(f.Steps)), models: make([]model.Model, len(f.Steps)),
 		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps))}
 	var problems []string
@@ -218,5 +225,6 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(problems, "\n  "))
 	}
+	e.bindings.Store(f, b)
 	return b, nil
 }

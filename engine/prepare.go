@@ -22,6 +22,8 @@ type job struct {
 	inputSHA string
 	// renderErr is a failure to build the inputs; the step's on_error applies.
 	renderErr error
+	// out is the worker's report, allocated with the job.
+	out outcome
 }
 
 // unitInput is the rendered input of one execution: args for a tool step,
@@ -51,6 +53,8 @@ func (r *run) prepare(i int) *job {
 		var err error
 		if s.ForEach != nil {
 			j.inputSHA, err = r.digestItems(j.items)
+		} else if sha := r.passthroughDigest(s); sha != "" {
+			j.inputSHA = sha
 		} else if s.Repeat == nil {
 			j.inputSHA, err = r.digestInput(s, j.in)
 		}
@@ -142,6 +146,24 @@ func restore(m map[string]any, k string, v any, had bool) {
 	} else {
 		delete(m, k)
 	}
+}
+
+// passthroughDigest is the input digest of a tool step whose args are one
+// upstream step's whole output: that output's digest, already computed.
+func (r *run) passthroughDigest(s *flow.Step) string {
+	if s.Type != flow.Tool {
+		return ""
+	}
+	p, ok := s.Args.Passthrough()
+	if !ok || len(p) != 1 {
+		return ""
+	}
+	for _, k := range s.RequireIdx {
+		if r.f.Steps[k].ID == p[0].Key {
+			return r.steps[k].outputSHA
+		}
+	}
+	return ""
 }
 
 // digestInput hashes what the step is about to send (args or prompt).

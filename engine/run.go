@@ -41,7 +41,12 @@ type run struct {
 	usage    counters
 	recordMu sync.Mutex
 	seq      int64
+	// event is the one being recorded (under recordMu): sinks and stores
+	// must not retain it, so it is reused instead of allocated per event.
+	event    trace.Event
 	commitEv [1]*trace.Event
+	commitTx store.Transition
+	storeCtx context.Context
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.
 	buf []byte
@@ -55,12 +60,13 @@ type counters struct {
 }
 
 type stepState struct {
-	status   trace.StepStatus
-	output   any
-	attempts int
-	started  time.Time
-	duration time.Duration
-	err      *RunError
+	status    trace.StepStatus
+	output    any
+	outputSHA string
+	attempts  int
+	started   time.Time
+	duration  time.Duration
+	err       *RunError
 }
 
 func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
@@ -76,13 +82,17 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		}
 	}
 	r.env["input"] = input
-	r.stepsNS = make(map[string]any, len(f.Steps))
-	r.env["steps"] = r.stepsNS
+	if f.ReadsSteps {
+		r.stepsNS = make(map[string]any, len(f.Steps))
+		r.env["steps"] = r.stepsNS
+	}
 	for i, s := range f.Steps {
 		r.steps[i].status = trace.StepPending
 		r.waiting[i] = len(s.RequireIdx)
-		r.stepsNS[s.ID] = map[string]any{"status": string(trace.StepPending), "output": nil}
+		r.setStatus(i, trace.StepPending)
 	}
+	r.ready = make([]int, 0, len(f.Steps))
+	r.storeCtx = context.WithoutCancel(context.Background())
 	return r
 }
 
@@ -97,7 +107,7 @@ func (r *run) execute(parent context.Context) *Result {
 		defer stop()
 	}
 	r.ctx, r.cancel = ctx, cancel
-	r.record(&trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.f.Order {
 		if r.waiting[i] == 0 {
 			r.ready = append(r.ready, i)
@@ -175,11 +185,11 @@ func (r *run) dispatch(i int) {
 	job := r.prepare(i)
 	st.status = trace.StepRunning
 	st.started = r.e.cfg.Clock.Now()
-	r.stepsNS[s.ID].(map[string]any)["status"] = string(trace.StepRunning)
+	r.setStatus(i, trace.StepRunning)
 	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
 		Model: s.Model, Tool: s.Tool}
 	ev.InputSHA = job.inputSHA
-	r.record(&ev)
+	r.record(ev)
 	r.running++
 	if r.running == 1 && len(r.ready) == 0 {
 		r.results <- r.work(job) // the only thing to do: run it inline
@@ -220,13 +230,14 @@ func (r *run) settle(o *outcome) {
 	if o.err != nil {
 		st.status = o.failStatus()
 		st.err = toRunError(o.err, s.ID, o.origin)
-		r.stepsNS[s.ID].(map[string]any)["status"] = string(st.status)
+		r.setStatus(i, st.status)
 		r.emitSettled(i, nil, o, st.err)
 		r.fail(st.err, s.ID)
 		return
 	}
 	st.status = o.status
 	st.output = o.output
+	st.outputSHA = o.outputSHA
 	if o.lastErr != nil {
 		st.err = toRunError(o.lastErr, s.ID, o.origin)
 	}
@@ -239,7 +250,23 @@ func (r *run) settle(o *outcome) {
 func (r *run) publish(i int, out any) {
 	s := r.f.Steps[i]
 	r.env[s.ID] = out
-	r.stepsNS[s.ID] = map[string]any{"status": string(r.steps[i].status), "output": out}
+	if r.stepsNS != nil {
+		r.stepsNS[s.ID] = map[string]any{"status": string(r.steps[i].status), "output": out}
+	}
+}
+
+// setStatus updates steps.<id>.status for flows that read it.
+func (r *run) setStatus(i int, st trace.StepStatus) {
+	if r.stepsNS == nil {
+		return
+	}
+	id := r.f.Steps[i].ID
+	m, _ := r.stepsNS[id].(map[string]any)
+	if m == nil {
+		m = map[string]any{"output": nil}
+		r.stepsNS[id] = m
+	}
+	m["status"] = string(st)
 }
 
 // release marks downstream steps whose requires are all settled as ready.
@@ -269,10 +296,10 @@ func (r *run) fail(err *RunError, step string) {
 }
 
 func (r *run) finish(parent context.Context) *Result {
-	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: map[string]any{}, Steps: make(map[string]*StepResult, len(r.steps))}
+	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: make(map[string]any, len(r.steps)), Steps: make(map[string]StepResult, len(r.steps))}
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
-		res.Steps[s.ID] = &StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err}
+		res.Steps[s.ID] = StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err}
 		switch st.status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output
@@ -299,15 +326,17 @@ func (r *run) finish(parent context.Context) *Result {
 	if f := r.failure; f != nil {
 		ev.StepID, ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = f.Step, string(f.Class), f.Message, f.Origin, f.Budget
 	}
-	r.record(&ev)
+	r.record(ev)
 	return res
 }
 
 // record numbers an event, stamps it, and hands it to the sink and the
 // store. Safe for concurrent use by a run's workers.
-func (r *run) record(ev *trace.Event) {
+func (r *run) record(e trace.Event) {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
+	r.event = e
+	ev := &r.event
 	r.seq++
 	ev.Seq = r.seq
 	ev.RunID = r.id
@@ -317,8 +346,8 @@ func (r *run) record(ev *trace.Event) {
 		return
 	}
 	r.commitEv[0] = ev
-	t := store.Transition{RunID: r.id, Events: r.commitEv[:]}
-	if err := r.e.cfg.Store.Commit(context.WithoutCancel(r.ctx), &t); err != nil {
+	r.commitTx = store.Transition{RunID: r.id, Events: r.commitEv[:]}
+	if err := r.e.cfg.Store.Commit(r.storeCtx, &r.commitTx); err != nil {
 		r.storeErr = fmt.Errorf("commit event %d of run %s: %w", ev.Seq, r.id, err)
 		r.cancel(r.storeErr)
 	}
@@ -336,7 +365,7 @@ func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	if err != nil {
 		ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = string(err.Class), err.Message, err.Origin, err.Budget
 	}
-	r.record(&ev)
+	r.record(ev)
 }
 
 // scope returns a private copy of env for a worker that evaluates against it.

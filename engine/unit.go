@@ -125,7 +125,7 @@ func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, or
 	if item >= 0 {
 		msg = fmt.Sprintf("item %d: %s", item, msg)
 	}
-	r.record(&trace.Event{Kind: trace.AttemptFailed, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
+	r.record(trace.Event{Kind: trace.AttemptFailed, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
 		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err)})
 }
 

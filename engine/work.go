@@ -34,7 +34,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 // output checks, then on_error. It never panics.
 func (r *run) work(j *job) (o *outcome) {
 	s := j.step
-	o = &outcome{index: j.index}
+	o = &j.out
+	o.index = j.index
 	defer func() {
 		if p := recover(); p != nil {
 			o.err = fault.Errorf(fault.Business, "engine bug: step %s panicked: %v\n%s", s.ID, p, debug.Stack())

@@ -84,6 +84,10 @@ type Flow struct {
 	Dir string
 	// Source is the flow text as loaded.
 	Source []byte
+	// ReadsSteps is true when some template or expression reads the steps.
+	// namespace (steps.<id>.status or .output); runs skip maintaining it
+	// otherwise.
+	ReadsSteps bool
 	// Warnings are problems that do not stop the flow from running.
 	Warnings []Diagnostic
 }

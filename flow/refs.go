@@ -165,6 +165,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 		}
 		return
 	case root == "steps":
+		f.ReadsSteps = true
 		d.checkStatusUse(s, u, fail)
 		return
 	}

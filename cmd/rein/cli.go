@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (shared/DESIGN.md §9).
+const (
+	exitOK          = 0
+	exitRunFailed   = 1
+	exitUsage       = 2 // bad usage, invalid flow or input: nothing ran
+	exitWaiting     = 3
+	exitInterrupted = 130
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// exitError carries an exit code out of a command; its message, if any, has
+// already been printed or is printed by Main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// streams are the command's standard files, so tests can run Main in-process.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Main runs the CLI with args and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := &streams{in: stdin, out: stdout, err: stderr}
+	root := newRoot(s)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "rein:", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors: unknown command or flag, wrong argument count.
+	fmt.Fprintln(stderr, "rein:", err)
+	fmt.Fprintln(stderr, "Run 'rein help' for usage.")
+	return exitUsage
+}
+
+func newRoot(s *streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rein",
+		Short: "rein runs LLM workflows on a deterministic rein",
+		Long: `rein runs workflows written as data: the model decides only what an llm step
+writes; step order, retries, timeouts, budgets and error policies are code.
+
+Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
+(nothing ran), 3 run waiting for a person or an agent, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newVersionCmd(s), newSchemaCmd(s))
+	return root
+}
+
+func newVersionCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print rein's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(s.out, "rein", version)
+			return nil
+		},
+	}
+}

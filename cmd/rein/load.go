@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/flow"
+)
+
+// loadFlags are the flags every command that loads a flow takes.
+type loadFlags struct {
+	script, config string
+}
+
+func (l *loadFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script answering every model (default: script.yaml in the flow's folder)")
+	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
+}
+
+// load loads a project; flow problems are printed and become exit code 2.
+func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
+	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config})
+	if err != nil {
+		return nil, loadError(s, err)
+	}
+	for _, w := range p.Flow.Warnings {
+		fmt.Fprintln(s.err, w.String())
+	}
+	return p, nil
+}
+
+// loadError prints located problems and returns the usage exit.
+func loadError(s *streams, err error) error {
+	var fe *flow.Error
+	if errors.As(err, &fe) {
+		for _, d := range fe.Diagnostics {
+			fmt.Fprintln(s.err, d.String())
+		}
+		n := 0
+		for _, d := range fe.Diagnostics {
+			if !d.Warning {
+				n++
+			}
+		}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%d %s; nothing ran", n, pluralize(n, "problem", "problems"))}
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+func pluralize(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// readInput reads the run input: --input-json, else --input FILE, else the
+// folder's input.json, else {}. "-" reads standard input.
+func readInput(s *streams, inline, file, fallback string) (any, error) {
+	var data []byte
+	var src string
+	switch {
+	case inline != "" && file != "":
+		return nil, usageErr("pass --input or --input-json, not both")
+	case inline != "":
+		data, src = []byte(inline), "--input-json"
+	case file == "-":
+		b, err := readAllLimited(s.in)
+		if err != nil {
+			return nil, usageErr("read input from stdin: %v", err)
+		}
+		data, src = b, "stdin"
+	case file != "" || fallback != "":
+		if file == "" {
+			file = fallback
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageErr("read input: %v", err)
+		}
+		data, src = b, file
+	default:
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, usageErr("input %s is not JSON: %v", src, jsonErrAt(data, err))
+	}
+	if dec.More() {
+		return nil, usageErr("input %s holds more than one JSON value", src)
+	}
+	return v, nil
+}
+
+const maxInputBytes = 64 << 20
+
+func readAllLimited(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInputBytes {
+		return nil, fmt.Errorf("input is larger than %d bytes", maxInputBytes)
+	}
+	return b, nil
+}
+
+// jsonErrAt adds line:col to a JSON syntax error.
+func jsonErrAt(data []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	line, col := 1, 1
+	for i := 0; i < int(se.Offset) && i < len(data); i++ {
+		if data[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Errorf("line %d col %d: %v", line, col, err)
+}

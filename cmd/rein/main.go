@@ -1,0 +1,17 @@
+// Command rein runs, validates, draws and traces rein flows. Run `rein help`
+// for the commands; docs/ in the repository documents the flow format.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

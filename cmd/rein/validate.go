@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/graph"
+	"github.com/reinhq/rein/schema"
+	"github.com/reinhq/rein/trace/jsonl"
+	"github.com/reinhq/rein/trace/summary"
+)
+
+func newValidateCmd(s *streams) *cobra.Command {
+	l := &loadFlags{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "validate PATH...",
+		Short: "Check flows without running anything; every problem as file:line:col",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usageErr("--output must be text or json, not %q", output)
+			}
+			type fileResult struct {
+				Path        string            `json:"path"`
+				OK          bool              `json:"ok"`
+				Diagnostics []flow.Diagnostic `json:"diagnostics"`
+				Error       string            `json:"error,omitempty"`
+			}
+			var results []fileResult
+			bad := 0
+			for _, path := range args {
+				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
+				p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config})
+				var fe *flow.Error
+				switch {
+				case err == nil:
+					r.OK, r.Diagnostics = true, append(r.Diagnostics, p.Flow.Warnings...)
+				case errors.As(err, &fe):
+					r.Diagnostics = fe.Diagnostics
+				default:
+					r.Error = err.Error()
+				}
+				if !r.OK {
+					bad++
+				}
+				results = append(results, r)
+				if output == "text" {
+					for _, d := range r.Diagnostics {
+						fmt.Fprintln(s.err, d.String())
+					}
+					if r.Error != "" {
+						fmt.Fprintln(s.err, r.Error)
+					}
+					if r.OK {
+						fmt.Fprintf(s.out, "%s: ok (%s, %d steps)\n", path, p.Flow.Name, len(p.Flow.Steps))
+					}
+				}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(s.out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(results); err != nil {
+					return err
+				}
+			}
+			if bad > 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("%d of %d %s did not validate", bad, len(args), pluralize(len(args), "flow", "flows"))}
+			}
+			return nil
+		},
+	}
+	l.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func newGraphCmd(s *streams) *cobra.Command {
+	l := &loadFlags{}
+	var format string
+	cmd := &cobra.Command{
+		Use:   "graph PATH",
+		Short: "Draw a flow's main path and failure paths (Mermaid or DOT)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := l.load(s, args[0])
+			if err != nil {
+				return err
+			}
+			if err := graph.Render(s.out, p.Flow, format); err != nil {
+				return usageErr("%v", err)
+			}
+			return nil
+		},
+	}
+	l.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	return cmd
+}
+
+func newTraceCmd(s *streams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "trace FILE",
+		Short: "Summarise a JSONL trace: slowest steps, tokens, retries, whose failure",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			events, err := jsonl.ReadFile(args[0])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			sum := summary.Summarize(events)
+			switch output {
+			case "text":
+				return sum.WriteText(s.out)
+			case "json":
+				return sum.WriteJSON(s.out)
+			}
+			return usageErr("--output must be text or json, not %q", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func newSchemaCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:       "schema [flow|config]",
+		Short:     "Print the JSON Schema of the flow format (or of rein.yaml) for editors",
+		Args:      cobra.MaximumNArgs(1),
+		ValidArgs: []string{"flow", "config"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			which := "flow"
+			if len(args) == 1 {
+				which = args[0]
+			}
+			switch which {
+			case "flow":
+				_, err := s.out.Write(schema.Flow())
+				return err
+			case "config":
+				_, err := s.out.Write(schema.Config())
+				return err
+			}
+			return usageErr("schema: unknown %q: use flow or config", which)
+		},
+	}
+}

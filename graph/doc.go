@@ -1,0 +1,9 @@
+// Package graph draws a compiled flow for `rein graph`: the main path (one
+// node per step, an edge per requires, when conditions on the edges) and the
+// failure paths (retry loops, on_error skip, fallback and raise, steps
+// skipped by when) as visibly different, dashed and coloured edges.
+//
+// Mermaid writes a Mermaid flowchart, DOT a Graphviz digraph; Render picks
+// one by name. The output depends only on the flow, in file order, so it can
+// be committed and diffed.
+package graph

@@ -1,0 +1,23 @@
+package schema
+
+import (
+	"bytes"
+	_ "embed"
+)
+
+var (
+	//go:embed flow.v1.json
+	flowJSON []byte
+	//go:embed rein.v1.json
+	configJSON []byte
+)
+
+// Flow returns the JSON Schema of the flow format (v1), as the bytes of
+// schema/flow.v1.json. Each call returns a fresh copy the caller may keep
+// or change.
+func Flow() []byte { return bytes.Clone(flowJSON) }
+
+// Config returns the JSON Schema of rein.yaml (v1), as the bytes of
+// schema/rein.v1.json. Each call returns a fresh copy the caller may keep
+// or change.
+func Config() []byte { return bytes.Clone(configJSON) }

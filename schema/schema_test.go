@@ -1,0 +1,157 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/tool"
+)
+
+func TestEmbedded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		get  func() []byte
+	}{
+		{"flow.v1.json", Flow},
+		{"rein.v1.json", Config},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := tc.get()
+			if !json.Valid(b) {
+				t.Fatal("not JSON")
+			}
+			compile(t, tc.name, b)
+			b[0] = 'x'
+			if tc.get()[0] != '{' {
+				t.Error("changing the returned bytes changed the embedded schema")
+			}
+		})
+	}
+}
+
+// TestExamples validates the DESIGN.md §2 flows (testdata/, verbatim) and
+// every example folder's flow.yaml and rein.yaml.
+func TestExamples(t *testing.T) {
+	t.Parallel()
+	flowSchema := compile(t, "flow.v1.json", Flow())
+	configSchema := compile(t, "rein.v1.json", Config())
+	flows, err := filepath.Glob("../examples/*/flow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := filepath.Glob("../examples/*/rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) == 0 {
+		t.Log("no ../examples/*/flow.yaml yet: checking the DESIGN.md examples only")
+	}
+	flows = append([]string{"testdata/resume_screen.yaml", "testdata/process.yaml"}, flows...)
+	for _, path := range flows {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			if err := validateFile(t, flowSchema, path); err != nil {
+				t.Errorf("%s breaks flow.v1.json:\n%v", path, err)
+			}
+		})
+	}
+	for _, path := range configs {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			if err := validateFile(t, configSchema, path); err != nil {
+				t.Errorf("%s breaks rein.v1.json:\n%v", path, err)
+			}
+		})
+	}
+}
+
+// TestSharedDefs checks that the definitions both schemas hold are the same.
+func TestSharedDefs(t *testing.T) {
+	t.Parallel()
+	var fl, cfg struct {
+		Defs map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(Flow(), &fl); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(Config(), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range cfg.Defs {
+		if !reflect.DeepEqual(def, fl.Defs[name]) {
+			t.Errorf("$defs/%s differs between rein.v1.json and flow.v1.json: keep them the same", name)
+		}
+	}
+	if _, ok := cfg.Defs["tool"]; !ok {
+		t.Error("rein.v1.json has no $defs/tool")
+	}
+}
+
+// loaderOptions accept every tool and model name.
+var loaderOptions = &flow.Options{
+	Tools:  func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, true },
+	Models: func(string) bool { return true },
+}
+
+// TestConfigCases checks rein.yaml documents against rein.v1.json and,
+// where the loader would read them, that flow.ParseConfig agrees.
+func TestConfigCases(t *testing.T) {
+	t.Parallel()
+	sch := compile(t, "rein.v1.json", Config())
+	tests := []struct {
+		name string
+		yaml string
+		ok   bool
+	}{
+		{"empty tools", "tools:\n", true},
+		{"string command", "tools:\n  t: { command: ./t.sh, effect: read, timeout: 5 }\n", true},
+		{"full tool", "tools:\n  send-mail:\n    command: [./m.sh, --to, x]\n    description: d\n    effect: external\n" +
+			"    reversibility: compensatable\n    idempotent: true\n    timeout: 1m\n    max_output_bytes: 100\n" +
+			"    env: { A: b, PORT: 8080 }\n    input_schema: { type: object }\n    output_schema: { type: object }\n", true},
+		{"models not supported", "models:\n  gpt: {}\n", false},
+		{"unknown top field", "tool:\n  t: { command: x }\n", false},
+		{"unknown tool field", "tools:\n  t: { command: x, effects: read }\n", false},
+		{"no command", "tools:\n  t: { effect: read }\n", false},
+		{"empty command list", "tools:\n  t: { command: [] }\n", false},
+		{"blank command", "tools:\n  t: { command: \"  \" }\n", false},
+		{"bad effect", "tools:\n  t: { command: x, effect: nuclear }\n", false},
+		{"bad reversibility", "tools:\n  t: { command: x, reversibility: maybe }\n", false},
+		{"bad tool name", "tools:\n  9t: { command: x }\n", false},
+		{"bad timeout", "tools:\n  t: { command: x, timeout: soon }\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := yamlValue([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = sch.Validate(v)
+			if got := err == nil; got != tc.ok {
+				t.Errorf("schema valid = %v, want %v (%v)", got, tc.ok, err)
+			}
+			_, lerr := flow.ParseConfig([]byte(tc.yaml), "testdata/rein.yaml")
+			if got := lerr == nil; got != tc.ok {
+				t.Errorf("the loader disagrees with the schema: ParseConfig ok = %v, want %v (%v)", got, tc.ok, lerr)
+			}
+		})
+	}
+}
+
+// TestSchemaFiles checks that the embedded bytes are the files on disk.
+func TestSchemaFiles(t *testing.T) {
+	t.Parallel()
+	for name, got := range map[string][]byte{"flow.v1.json": Flow(), "rein.v1.json": Config()} {
+		want := mustRead(t, name)
+		if !bytes.Equal(got, want) {
+			t.Errorf("embedded %s differs from the file", name)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteJSON writes s as one indented JSON document (for `--output json`).
+// Durations are integer milliseconds under duration_ms. It returns the first
+// write error.
+func (s *Summary) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("write trace summary: %w", err)
+	}
+	return nil
+}
+
+// MarshalJSON encodes r with its Duration as duration_ms.
+func (r Run) MarshalJSON() ([]byte, error) {
+	type plain Run
+	return json.Marshal(struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}{plain(r), r.Duration.Milliseconds()})
+}
+
+// MarshalJSON encodes s with its Duration as duration_ms.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type plain Step
+	return json.Marshal(struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}{plain(s), s.Duration.Milliseconds()})
+}
