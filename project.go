@@ -30,7 +30,7 @@ type LoadOptions struct {
 	// if there is one.
 	Config string
 	// Script is a scripted-model script answering every model name.
-	// Defaults to script.yaml beside the flow when the flow is a folder.
+	// Defaults to script.yaml beside the flow, if there is one.
 	Script string
 	// NoDefaults turns off picking up rein.yaml and script.yaml beside the flow.
 	NoDefaults bool
@@ -77,7 +77,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		p.ConfigPath = filepath.Join(p.Dir, ConfigFile)
 	}
 	p.ScriptPath = opts.Script
-	if p.ScriptPath == "" && isDir && !opts.NoDefaults && exists(filepath.Join(p.Dir, ScriptFile)) {
+	if p.ScriptPath == "" && !opts.NoDefaults && exists(filepath.Join(p.Dir, ScriptFile)) {
 		p.ScriptPath = filepath.Join(p.Dir, ScriptFile)
 	}
 	for name, m := range opts.Models {
@@ -129,7 +129,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	}
 	for _, d := range decls {
 		if _, taken := p.Tools.Lookup(d.Name); taken {
-			continue // a Go tool of the program wins
+			return nil, fmt.Errorf("%s:%d:%d: tool %s is declared here and also registered as a Go tool by the program: rename one of them", d.File, d.Pos.Line, d.Pos.Col, d.Name)
 		}
 		t, err := ExecTool(d)
 		if err != nil {

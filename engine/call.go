@@ -39,14 +39,27 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 		key = strconv.AppendInt(append(key, '['), int64(in.item), 10)
 		key = append(key, ']')
 	}
+	if in.round > 0 {
+		key = strconv.AppendInt(append(key, '#'), int64(in.round), 10)
+	}
 	if fallback {
 		key = append(key, "/fallback"...)
 	}
 	key = strconv.AppendInt(append(key, '/'), int64(attempt), 10)
 	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: string(key)})
+	if spec.InputSchema != nil {
+		if sch := r.b.inputSchema(j.index, fallback); sch != nil {
+			if err := sch.Validate(in.args); err != nil {
+				return nil, trace.OriginEngine, fault.BusinessErr(fmt.Errorf("args for tool %s %w", spec.Name, err))
+			}
+		}
+	}
 	out, err := safeCall(ctx, t, in.args)
 	if err != nil {
-		return nil, trace.OriginTool, fmt.Errorf("tool %s: %w", spec.Name, err)
+		if !strings.HasPrefix(err.Error(), "tool "+spec.Name+":") {
+			err = fmt.Errorf("tool %s: %w", spec.Name, err)
+		}
+		return nil, trace.OriginTool, err
 	}
 	if out, err = value.Normalize(out); err != nil {
 		return nil, trace.OriginTool, fault.BusinessErr(fmt.Errorf("tool %s returned %w", spec.Name, err))

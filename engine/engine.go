@@ -105,10 +105,10 @@ type StepResult struct {
 
 // Usage counts what a run consumed, against its budgets.
 type Usage struct {
-	Iterations int
-	LLMCalls   int
-	TokensIn   int
-	TokensOut  int
+	Iterations int `json:"iterations"`
+	LLMCalls   int `json:"llm_calls"`
+	TokensIn   int `json:"tokens_in"`
+	TokensOut  int `json:"tokens_out"`
 }
 
 // RunError is a run's or step's failure in a form fit for people and JSON.
@@ -153,7 +153,10 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 	if f == nil {
 		return nil, errors.New("engine: Run needs a flow")
 	}
-	in, err := checkInput(f, input)
+	if !f.Enabled {
+		return nil, fmt.Errorf("engine: flow %s is disabled (enabled: false in %s); nothing ran", f.Name, f.File)
+	}
+	in, err := CheckInput(f, input)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +182,16 @@ type bound struct {
 	fbTool []tool.Tool
 	fbMdl  []model.Model
 	specs  []tool.Spec
+	// inSchemas / fbInSchemas are the compiled input schemas of the tools.
+	inSchemas   []*flow.Schema
+	fbInSchemas []*flow.Schema
+}
+
+func (b *bound) inputSchema(i int, fallback bool) *flow.Schema {
+	if fallback {
+		return b.fbInSchemas[i]
+	}
+	return b.inSchemas[i]
 }
 
 func (e *Engine) bind(f *flow.Flow) (*bound, error) {
@@ -202,11 +215,23 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		}
 		return m
 	}
+	b.inSchemas, b.fbInSchemas = make([]*flow.Schema, len(f.Steps)), make([]*flow.Schema, len(f.Steps))
+	compileIn := func(t tool.Tool, step string) *flow.Schema {
+		if t == nil || len(t.Spec().InputSchema) == 0 {
+			return nil
+		}
+		sch, err := flow.CompileSchema(t.Spec().Name+" input_schema", t.Spec().InputSchema)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("step %s: %v", step, err))
+		}
+		return sch
+	}
 	for i, s := range f.Steps {
 		switch s.Type {
 		case flow.Tool:
 			if b.tools[i] = lookupTool(s.Tool, s.ID); b.tools[i] != nil {
 				b.specs[i] = b.tools[i].Spec()
+				b.inSchemas[i] = compileIn(b.tools[i], s.ID)
 			}
 		case flow.LLM:
 			b.models[i] = lookupModel(s.Model, s.ID)
@@ -216,6 +241,7 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		if fb := s.Fallback; fb != nil {
 			if fb.Tool != "" {
 				b.fbTool[i] = lookupTool(fb.Tool, s.ID)
+				b.fbInSchemas[i] = compileIn(b.fbTool[i], s.ID)
 			}
 			if fb.Model != "" {
 				b.fbMdl[i] = lookupModel(fb.Model, s.ID)

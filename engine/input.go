@@ -8,10 +8,12 @@ import (
 	"github.com/reinhq/rein/value"
 )
 
-// checkInput normalises the run input and checks it against the flow's
+// CheckInput normalises a run input and checks it against the flow's
 // inputs schema, or — when the flow declares none — that it has every field
-// the flow's templates and expressions read.
-func checkInput(f *flow.Flow, input any) (any, error) {
+// the flow's templates and expressions read. Run does this itself; callers
+// use it to reject a bad input before they set anything up. The error is an
+// *InputError.
+func CheckInput(f *flow.Flow, input any) (any, error) {
 	if input == nil {
 		input = map[string]any{}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -289,5 +290,33 @@ func TestStoreSeesEveryEventAndItsFailureStopsTheRun(t *testing.T) {
 	}
 	if res.Steps["b"].Status != trace.StepPending {
 		t.Fatalf("b = %s: nothing may run after a failed commit", res.Steps["b"].Status)
+	}
+}
+
+func TestToolInputSchemaIsEnforced(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	typed := tool.Func(tool.Spec{Name: "typed", Effect: tool.EffectNone,
+		InputSchema: []byte(`{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}`)},
+		func(context.Context, any) (any, error) { calls++; return map[string]any{}, nil })
+	fx := newFixture(t, typed)
+	res := fx.run("name: in\nsteps:\n  - {id: s, tool: typed, args: {n: \"{input.n}\"}}\n", map[string]any{"n": "three"})
+	wantStatus(t, res, trace.RunFailed)
+	wantErrorClass(t, res, fault.Business, "args for tool typed breaks schema")
+	if calls != 0 {
+		t.Fatal("a tool was called with args that break its input schema")
+	}
+	if res.Error.Origin != trace.OriginEngine {
+		t.Fatalf("origin %s: bad args are the flow's fault, not the tool's", res.Error.Origin)
+	}
+}
+
+func TestDisabledFlowDoesNotRun(t *testing.T) {
+	t.Parallel()
+	c := &counter{}
+	fx := newFixture(t, c.tool("t", 0, nil))
+	_, err := fx.engine().Run(context.Background(), fx.parse("name: off\nenabled: false\nsteps:\n  - {id: s, tool: t, args: {}}\n"), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "disabled") || c.Calls() != 0 {
+		t.Fatalf("err = %v, calls = %d", err, c.Calls())
 	}
 }

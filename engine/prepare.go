@@ -32,6 +32,7 @@ type unitInput struct {
 	args   any
 	prompt string
 	item   int // for_each item index, -1 otherwise
+	round  int // repeat round from 1, 0 otherwise
 }
 
 // prepare renders step i's inputs against the current env.

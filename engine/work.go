@@ -230,7 +230,8 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(s, scope, -1, r.defaultArgs(s))
+		in, err := renderInput(s, scope, -1, nil)
+		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine
 			return nil, err

@@ -389,6 +389,9 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 			d.diags.add(src.fields[key].keyPos, label, "%s belongs to llm steps, not tool steps", key)
 		}
 	}
+	if s.ForEach != nil && s.Repeat != nil {
+		d.diags.add(src.fields["repeat"].keyPos, label, "a step has for_each or repeat, not both: put the loop in a step of its own")
+	}
 	if s.Mandatory && s.OnError == Skip {
 		d.diags.add(posOf(src.fields["on_error"].value), label, "on_error: skip is not allowed on a mandatory step (use fallback, retry or raise)")
 	}

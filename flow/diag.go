@@ -8,12 +8,12 @@ import (
 
 // Diagnostic is one problem found in a flow, located in its file.
 type Diagnostic struct {
-	File    string
-	Line    int
-	Col     int
-	Step    string // the step id, when the problem belongs to a step
-	Message string
-	Warning bool
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Step    string `json:"step,omitempty"` // the step id, when the problem belongs to a step
+	Message string `json:"message"`
+	Warning bool   `json:"warning,omitempty"`
 }
 
 // String formats d as file:line:col: [warning: ]step ID: message.

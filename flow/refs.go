@@ -192,7 +192,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 			return // inputs leaves room for it
 		}
 		fail("{%s} is neither an upstream step nor a field of inputs (upstream: %s; inputs: %s)%s", u.path,
-			listOrNone(sortedKeys(s.Upstream)), listOrNone(sortedKeys(inputFields)), didYouMean(root, append(sortedKeys(s.Upstream), sortedKeys(inputFields)...)))
+			noneIfEmpty(sortedKeys(s.Upstream)), noneIfEmpty(sortedKeys(inputFields)), didYouMean(root, append(sortedKeys(s.Upstream), sortedKeys(inputFields)...)))
 		return
 	}
 	guessed[root] = true
@@ -272,4 +272,11 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func noneIfEmpty(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

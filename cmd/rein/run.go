@@ -55,6 +55,9 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := engine.CheckInput(p.Flow, input); err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
+	}
 	progress := newProgress(s.err, p.Flow)
 	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink

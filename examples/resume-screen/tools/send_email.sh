@@ -2,7 +2,8 @@
 # An exec tool: args arrive as JSON on stdin, the result leaves as JSON on
 # stdout. Instead of sending mail it writes the message to an outbox folder
 # ($REIN_OUTBOX, default: a folder under the system temp dir), one file per
-# idempotency key, so a retried call overwrites rather than duplicates.
+# idempotency key (run/step/attempt), so the same call replayed with the same
+# key overwrites its file instead of sending twice.
 set -eu
 outbox="${REIN_OUTBOX:-${TMPDIR:-/tmp}/rein-outbox}"
 mkdir -p "$outbox"
