@@ -45,6 +45,8 @@ type Engine struct {
 	// bindings caches each flow's resolved tools and models (*flow.Flow →
 	// *bound); the registries do not change after New.
 	bindings sync.Map
+	// runs pools finished runs' buffers.
+	runs sync.Pool
 }
 
 // New returns an Engine with cfg's defaults filled in.
@@ -172,7 +174,9 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 		id = e.cfg.NewRunID()
 	}
 	r := newRun(e, f, bound, id, in)
-	return r.execute(ctx), nil
+	res := r.execute(ctx)
+	r.recycle()
+	return res, nil
 }
 
 // bound resolves the flow's tools and models once per run.

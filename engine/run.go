@@ -65,17 +65,40 @@ type stepState struct {
 	outputSHA string
 	attempts  int
 	started   time.Time
+	settled   time.Time
 	duration  time.Duration
 	err       *RunError
 }
 
+// storeCtx is the context of commits: they must finish even when the run's
+// context is cancelled, or a transition would be acted on but not recorded.
+var storeCtx = context.WithoutCancel(context.Background())
+
+// newRun prepares a run, reusing the buffers of a finished one when the
+// engine's pool has one (a run's state never escapes into its Result).
 func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
-	r := &run{e: e, f: f, b: b, id: id, input: input,
-		steps:   make([]stepState, len(f.Steps)),
-		waiting: make([]int, len(f.Steps)),
-		results: make(chan *outcome, len(f.Steps)),
+	n := len(f.Steps)
+	r, _ := e.runs.Get().(*run)
+	if r == nil {
+		r = &run{}
 	}
-	r.env = make(map[string]any, len(f.Steps)+8)
+	env, steps, waiting, ready, results, buf := r.env, r.steps, r.waiting, r.ready, r.results, r.buf
+	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], storeCtx: storeCtx}
+	if env == nil {
+		env = make(map[string]any, n+8)
+	} else {
+		clear(env)
+	}
+	if cap(steps) < n {
+		steps, waiting, ready = make([]stepState, n), make([]int, n), make([]int, 0, n)
+	} else {
+		steps, waiting, ready = steps[:n], waiting[:n], ready[:0]
+		clear(steps)
+	}
+	if cap(results) < n {
+		results = make(chan *outcome, n)
+	}
+	r.env, r.steps, r.waiting, r.ready, r.results = env, steps, waiting, ready, results
 	if m, ok := input.(map[string]any); ok {
 		for k, v := range m {
 			r.env[k] = v
@@ -91,9 +114,19 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		r.waiting[i] = len(s.RequireIdx)
 		r.setStatus(i, trace.StepPending)
 	}
-	r.ready = make([]int, 0, len(f.Steps))
-	r.storeCtx = context.WithoutCancel(context.Background())
 	return r
+}
+
+// recycle returns a finished run's buffers to the engine's pool.
+func (r *run) recycle() {
+	if len(r.results) != 0 || r.running != 0 {
+		return // never reuse a run that still has work in flight
+	}
+	e := r.e
+	clear(r.env)
+	r.event = trace.Event{}
+	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf}
+	e.runs.Put(r)
 }
 
 // execute runs the scheduler loop until every step settled or the run failed.
@@ -187,7 +220,7 @@ func (r *run) dispatch(i int) {
 	st.started = r.e.cfg.Clock.Now()
 	r.setStatus(i, trace.StepRunning)
 	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
-		Model: s.Model, Tool: s.Tool}
+		Model: s.Model, Tool: s.Tool, Time: st.started}
 	ev.InputSHA = job.inputSHA
 	r.record(ev)
 	r.running++
@@ -226,7 +259,8 @@ func (r *run) settle(o *outcome) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	st.attempts = o.attempts
-	st.duration = r.e.cfg.Clock.Now().Sub(st.started)
+	st.settled = r.e.cfg.Clock.Now()
+	st.duration = st.settled.Sub(st.started)
 	if o.err != nil {
 		st.status = o.failStatus()
 		st.err = toRunError(o.err, s.ID, o.origin)
@@ -340,7 +374,9 @@ func (r *run) record(e trace.Event) {
 	r.seq++
 	ev.Seq = r.seq
 	ev.RunID = r.id
-	ev.Time = r.e.cfg.Clock.Now()
+	if ev.Time.IsZero() {
+		ev.Time = r.e.cfg.Clock.Now()
+	}
 	r.e.cfg.Sink.Emit(r.ctx, ev)
 	if r.storeErr != nil {
 		return
@@ -358,7 +394,7 @@ func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
-		Attempt: st.attempts, DurationMS: st.duration.Milliseconds()}
+		Attempt: st.attempts, DurationMS: st.duration.Milliseconds(), Time: st.settled}
 	if o != nil {
 		ev.OutputSHA, ev.Preview = o.outputSHA, o.preview
 	}
