@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/ref"
 	"github.com/reinhq/rein/value"
 )
 
@@ -33,7 +34,7 @@ func CheckInput(f *flow.Flow, input any) (any, error) {
 	m, ok := in.(map[string]any)
 	if !ok {
 		return nil, &InputError{Flow: f.Name, Problem: fmt.Sprintf("the flow reads input fields %s, so the input must be a JSON object, not %s",
-			strings.Join(f.UndeclaredInputs, ", "), kindOf(in))}
+			strings.Join(f.UndeclaredInputs, ", "), ref.TypeName(in))}
 	}
 	var missing []string
 	for _, name := range f.UndeclaredInputs {
@@ -46,22 +47,4 @@ func CheckInput(f *flow.Flow, input any) (any, error) {
 			strings.Join(missing, ", "), strings.Join(f.UndeclaredInputs, ", "))}
 	}
 	return in, nil
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }

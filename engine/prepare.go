@@ -5,6 +5,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/ref"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -118,7 +119,7 @@ func (r *run) renderItems(s *flow.Step) ([]unitInput, error) {
 		if v == nil {
 			list = nil
 		} else {
-			return nil, fault.BusinessErr(fmt.Errorf("for_each %q gave %s, not a list", s.ForEach.Items.Source(), kindOf(v)))
+			return nil, fault.BusinessErr(fmt.Errorf("for_each %q gave %s, not a list", s.ForEach.Items.Source(), ref.TypeName(v)))
 		}
 	}
 	oldItem, hadItem := r.env["item"]

@@ -26,7 +26,7 @@ func AppendCanonical(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, "false"...), nil
 	case string:
-		return appendString(dst, x), nil
+		return AppendString(dst, x), nil
 	case float64:
 		return appendFloat(dst, x)
 	case int:
@@ -70,7 +70,7 @@ func appendMap(dst []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = AppendCanonical(dst, m[k]); err != nil {
@@ -96,20 +96,34 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-func appendString(dst []byte, s string) []byte {
+// safe reports the ASCII bytes that appear unescaped inside a JSON string.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// AppendString appends s as a quoted JSON string, escaping it the way
+// encoding/json does with SetEscapeHTML(false).
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if safe[b] {
 				i++
 				continue
 			}
 			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':
@@ -117,21 +131,26 @@ func appendString(dst []byte, s string) []byte {
 			case '\t':
 				dst = append(dst, '\\', 't')
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}
 			i++
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
 			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

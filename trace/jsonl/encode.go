@@ -3,9 +3,9 @@ package jsonl
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
 )
 
 // appendEvent appends e as one JSON object followed by '\n'. It does not
@@ -54,64 +54,6 @@ func appendIntField(dst []byte, key string, v int64) []byte {
 	return strconv.AppendInt(append(dst, key...), v, 10)
 }
 
-const hex = "0123456789abcdef"
-
-// safe reports the ASCII bytes that appear unescaped inside a JSON string.
-var safe = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a quoted JSON string, escaping it the way
+// appendString appends s as a quoted JSON string, escaped the way
 // encoding/json does with SetEscapeHTML(false).
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if safe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func appendString(dst []byte, s string) []byte { return value.AppendString(dst, s) }
