@@ -192,7 +192,9 @@ func (d *decoder) decodeStep(n ast.Node, index int) {
 		d.diags.add(posOf(n), "", "step %d must be a mapping with an id:, not %s", index+1, kindName(n))
 		return
 	}
-	s := &Step{Index: index, Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes,
+	// Index is the position in Flow.Steps, which skips entries that are not
+	// mappings; index (the position in the YAML list) only labels messages.
+	s := &Step{Index: len(d.flow.Steps), Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes,
 		Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: DefaultBackoffFactor}}
 	src := &stepSrc{step: s, node: n, fields: map[string]field{}}
 	for _, f := range fields {

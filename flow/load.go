@@ -81,8 +81,12 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		d.syntaxError(err)
 		return nil, d.result()
 	}
-	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
-		d.diags.add(Pos{1, 1}, "", "a flow file holds exactly one YAML document, found %d", countDocs(file.Docs))
+	if docs := countDocs(file.Docs); docs != 1 || file.Docs[0].Body == nil {
+		if docs <= 1 {
+			d.diags.add(Pos{1, 1}, "", "the flow file is empty: write a mapping with name: and steps:")
+		} else {
+			d.diags.add(Pos{1, 1}, "", "a flow file holds exactly one YAML document, found %d", docs)
+		}
 		return nil, d.result()
 	}
 	d.decodeFlow(file.Docs[0].Body)

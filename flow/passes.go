@@ -31,7 +31,7 @@ func (d *decoder) resolveSchemas() {
 			d.schemas.byName[n] = s
 			continue
 		}
-		if s := d.schemaField(f, n); s != nil {
+		if s := d.schemaField(f, n, ""); s != nil {
 			d.schemas.byName[n] = s
 		}
 	}
@@ -39,11 +39,11 @@ func (d *decoder) resolveSchemas() {
 		d.flow.Schemas[n] = s
 	}
 	if d.inputsNode != nil {
-		d.flow.Inputs = d.schemaField(field{key: "inputs", value: d.inputsNode}, "inputs")
+		d.flow.Inputs = d.schemaField(field{key: "inputs", value: d.inputsNode}, "inputs", "")
 	}
 	for _, src := range d.srcs {
 		if f, ok := src.fields["output_schema"]; ok {
-			src.step.OutputSchema = d.schemaField(f, src.step.ID+" output_schema")
+			src.step.OutputSchema = d.schemaField(f, src.step.ID+" output_schema", src.step.ID)
 		}
 	}
 }

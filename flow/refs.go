@@ -155,6 +155,15 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 			}
 		}
 		return
+	case root == "item" || root == "index":
+		fail("{%s} is defined only in for_each steps (the current item and its position)", u.path)
+		return
+	case root == "previous" || root == "iteration":
+		fail("{%s} is defined only in repeat steps (the previous round's output and the round number)", u.path)
+		return
+	case root == "output":
+		fail("{%s} is the step's own output, visible only in gate and repeat.until", u.path)
+		return
 	case root == "input":
 		if f.Inputs != nil && len(rest) > 0 {
 			if msg := undeclared(f.Inputs.Doc, rest, "input"); msg != "" {

@@ -169,7 +169,7 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 				t.MaxOutput = int64(n)
 			}
 		case "input_schema", "output_schema":
-			s := d.schemaField(f, where+" "+f.key)
+			s := d.schemaField(f, where+" "+f.key, "")
 			if f.key == "input_schema" {
 				t.InputSchema = s
 			} else {
@@ -226,17 +226,18 @@ func (d *decoder) env(f field, where string) map[string]string {
 	return out
 }
 
-// schemaField reads an inline schema, a schema name or a .json path.
-func (d *decoder) schemaField(f field, name string) *Schema {
+// schemaField reads an inline schema, a schema name or a .json path;
+// problems are reported under step ("" outside steps).
+func (d *decoder) schemaField(f field, name, step string) *Schema {
 	if _, ok := fieldsOf(f.value); ok {
 		doc, err := toValue(f.value)
 		if err != nil {
-			d.posErr(err, "")
+			d.posErr(err, step)
 			return nil
 		}
 		s, err := CompileSchema(name, doc)
 		if err != nil {
-			d.diags.add(posOf(f.value), "", "%v", err)
+			d.diags.add(posOf(f.value), step, "%v", err)
 			return nil
 		}
 		return s
@@ -245,13 +246,13 @@ func (d *decoder) schemaField(f field, name string) *Schema {
 		s, _ := CompileSchema(name, b.Value)
 		return s
 	}
-	ref, ok := d.str(f, "")
+	ref, ok := d.str(f, step)
 	if !ok {
 		return nil
 	}
 	s, err := d.schemas.resolve(ref)
 	if err != nil {
-		d.diags.add(posOf(f.value), "", "%s: %v", f.key, err)
+		d.diags.add(posOf(f.value), step, "%s: %v", f.key, err)
 		return nil
 	}
 	return s

@@ -21,6 +21,18 @@ func posOf(n ast.Node) Pos {
 	if n == nil {
 		return Pos{1, 1}
 	}
+	// A block mapping's token is the ":" of its first entry; point at the
+	// first key instead, where the mapping visibly starts.
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if !m.IsFlowStyle && len(m.Values) > 0 && m.Values[0].Key != nil {
+			return posOf(m.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		if m.Key != nil {
+			return posOf(m.Key)
+		}
+	}
 	tk := n.GetToken()
 	if tk == nil || tk.Position == nil {
 		return Pos{1, 1}

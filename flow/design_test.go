@@ -1,0 +1,84 @@
+package flow_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/flow"
+)
+
+// TestDesignExamplesLoad loads the two example flows of DESIGN.md §2,
+// copied verbatim under testdata/design.
+func TestDesignExamplesLoad(t *testing.T) {
+	t.Parallel()
+	t.Run("resume_screen", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join("testdata", "design", "resume_screen", "flow.yaml")
+		f, err := flow.Load(path, testOptions())
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		if f.Name != "resume_screen" || f.MaxIterations != 10 {
+			t.Errorf("Name, MaxIterations = %q, %d; want resume_screen, 10", f.Name, f.MaxIterations)
+		}
+		if got := stepIDs(f); got != "extract_info,score_candidate,notify_result" {
+			t.Errorf("steps = %s", got)
+		}
+		ex, sc, no := f.Steps[0], f.Steps[1], f.Steps[2]
+		if ex.Type != flow.LLM || ex.Model != "gpt-4o-mini" || ex.Retries != 2 || ex.Timeout != 30*time.Second || ex.OnError != flow.Raise {
+			t.Errorf("extract_info = %+v", ex)
+		}
+		if ex.OutputSchema == nil || ex.OutputSchema.Name != "resume_schema" {
+			t.Errorf("extract_info output_schema = %v, want resume_schema from schemas/", ex.OutputSchema)
+		}
+		if sc.OnError != flow.Fallback || !sc.HasFallbackValue || sc.Timeout != 40*time.Second {
+			t.Errorf("score_candidate = %+v", sc)
+		}
+		if no.Type != flow.Tool || no.Tool != "send_email" || no.OnError != flow.Skip || no.When == nil || no.Retries != 3 {
+			t.Errorf("notify_result = %+v", no)
+		}
+		if !no.Upstream["extract_info"] || !no.Upstream["score_candidate"] {
+			t.Errorf("notify_result.Upstream = %v", no.Upstream)
+		}
+		if strings.Join(f.UndeclaredInputs, ",") != "input_text" {
+			t.Errorf("UndeclaredInputs = %v, want [input_text]", f.UndeclaredInputs)
+		}
+		if len(f.Warnings) != 1 || !strings.Contains(f.Warnings[0].Message, "{input_text}") {
+			t.Errorf("Warnings = %v, want one about {input_text}", f.Warnings)
+		}
+	})
+	t.Run("process", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join("testdata", "design", "process", "flow.yaml")
+		_, err := flow.Load(path, testOptions())
+		var fe *flow.Error
+		if !errors.As(err, &fe) {
+			t.Fatalf("Load error = %v, want a *flow.Error", err)
+		}
+		want := []struct {
+			step      string
+			line, col int
+		}{{"parse", 7, 5}, {"route", 8, 5}}
+		if len(fe.Diagnostics) != len(want) {
+			t.Fatalf("got %d diagnostics, want %d:\n%v", len(fe.Diagnostics), len(want), err)
+		}
+		for i, w := range want {
+			d := fe.Diagnostics[i]
+			if d.Step != w.step || d.Line != w.line || d.Col != w.col || d.Warning ||
+				!strings.HasPrefix(d.Message, "type submit is not supported yet") {
+				t.Errorf("diagnostic %d = %s; want %s:%d:%d: step %s: type submit is not supported yet…", i, d, path, w.line, w.col, w.step)
+			}
+		}
+	})
+}
+
+func stepIDs(f *flow.Flow) string {
+	ids := make([]string, len(f.Steps))
+	for i, s := range f.Steps {
+		ids[i] = s.ID
+	}
+	return strings.Join(ids, ",")
+}
