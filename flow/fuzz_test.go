@@ -1,0 +1,79 @@
+package flow_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+)
+
+// FuzzParse checks that Parse never panics and that every failure is a
+// *flow.Error whose diagnostics are located (line and column from 1).
+func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("testdata", "*", "*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join("testdata", "design", "*", "flow.yaml"))
+	for _, path := range append(seeds, more...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"",
+		"name: x\nsteps:\n  - {id: a, prompt_template: \"{item}\", for_each: \"[1]\"}\n",
+		"name: x\nsteps:\n  - {id: a, tool: search, args: {q: [\"{input.q}\", {n: \"{index}\"}]}}\n",
+		"name: x\nsteps:\n  - {id: a, prompt_template: a, repeat: {until: \"output.ok\", max: 3}, gate: \"previous == nil\"}\n",
+		"name: x\nsteps:\n  - {id: a, prompt_template: a, on_error: fallback, fallback: {model: m, prompt_template: \"{a}\"}}\n",
+		"name: x\ninputs: {type: object, properties: {t: {$ref: \"#/$defs/t\"}}, $defs: {t: {type: string}}}\nsteps:\n  - {id: a, prompt_template: \"{t} {input.t.x}\"}\n",
+		"? [a]\n: b\n",
+		"name: x\nsteps:\n  - ? {id: a}\n",
+		"--- \n...\n---\nname: y\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := flow.Parse(data, "", testOptions())
+		if err == nil {
+			if fl == nil {
+				t.Fatal("Parse returned neither a flow nor an error")
+			}
+			return
+		}
+		var fe *flow.Error
+		if !errors.As(err, &fe) {
+			t.Fatalf("error is %T, not *flow.Error: %v", err, err)
+		}
+		if len(fe.Diagnostics) == 0 {
+			t.Fatal("*flow.Error without diagnostics")
+		}
+		for _, d := range fe.Diagnostics {
+			if d.Line < 1 || d.Col < 1 {
+				t.Fatalf("diagnostic not located: %+v", d)
+			}
+		}
+	})
+}
+
+// BenchmarkParseResumeScreen parses the first DESIGN.md example, schema
+// files included.
+func BenchmarkParseResumeScreen(b *testing.B) {
+	path := filepath.Join("testdata", "design", "resume_screen", "flow.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := testOptions()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := flow.Parse(data, path, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
