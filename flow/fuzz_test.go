@@ -59,21 +59,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkParseResumeScreen parses the first DESIGN.md example, schema
-// files included.
-func BenchmarkParseResumeScreen(b *testing.B) {
-	path := filepath.Join("testdata", "design", "resume_screen", "flow.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := testOptions()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := flow.Parse(data, path, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -27,6 +27,9 @@ func undeclared(doc any, path ref.Path, label string) string {
 		var next []any
 		open := false
 		var have []string
+		// shaped: some node says something about seg itself; nodes that only
+		// point elsewhere ($ref, allOf, …) were expanded and are left out.
+		shaped := false
 		for _, n := range expanded {
 			m, ok := n.(map[string]any)
 			if !ok {
@@ -35,6 +38,10 @@ func undeclared(doc any, path ref.Path, label string) string {
 				}
 				continue
 			}
+			if onlyPoints(m, seg.IsIndex) {
+				continue
+			}
+			shaped = true
 			if seg.IsIndex {
 				if pre, ok := m["prefixItems"].([]any); ok && seg.Index < len(pre) {
 					next = append(next, pre[seg.Index])
@@ -72,7 +79,7 @@ func undeclared(doc any, path ref.Path, label string) string {
 				have = append(have, k)
 			}
 		}
-		if open {
+		if open || !shaped {
 			return ""
 		}
 		if len(next) == 0 {
@@ -121,6 +128,31 @@ func uniq(s []string) []string {
 	return out
 }
 
+// onlyPoints reports whether schema node m says nothing about a field
+// (or, for index, a list item) beyond the $ref or allOf/anyOf/oneOf that
+// expand has already followed.
+func onlyPoints(m map[string]any, index bool) bool {
+	points := false
+	for _, k := range []string{"$ref", "allOf", "anyOf", "oneOf"} {
+		if _, ok := m[k]; ok {
+			points = true
+		}
+	}
+	if !points {
+		return false
+	}
+	own := []string{"properties", "additionalProperties", "patternProperties"}
+	if index {
+		own = []string{"items", "prefixItems"}
+	}
+	for _, k := range own {
+		if _, ok := m[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
 func declaresType(m map[string]any, types ...string) bool {
 	switch t := m["type"].(type) {
 	case string:
@@ -165,6 +197,9 @@ func expand(root any, nodes []any) []any {
 				queue = append(queue, branches...)
 			}
 		}
+	}
+	if len(queue) > 0 {
+		out = append(out, true) // too many branches to follow: accept
 	}
 	return out
 }

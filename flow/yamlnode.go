@@ -262,7 +262,9 @@ func (d *decoder) duration(f field, step string) (time.Duration, bool) {
 			break
 		}
 		secs := x.(float64)
-		if secs > float64(math.MaxInt64/int64(time.Second)) {
+		// Both signs: converting an out-of-range float to an integer is
+		// implementation-defined in Go.
+		if math.Abs(secs) > float64(math.MaxInt64/int64(time.Second)) {
 			d.diags.add(posOf(f.value), step, "%s is out of range", f.key)
 			return 0, false
 		}
