@@ -81,7 +81,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		d.syntaxError(err)
 		return nil, d.result()
 	}
-	if docs := countDocs(file.Docs); docs != 1 || file.Docs[0].Body == nil {
+	if docs := len(file.Docs); docs != 1 || file.Docs[0].Body == nil {
 		if docs <= 1 {
 			d.diags.add(Pos{1, 1}, "", "the flow file is empty: write a mapping with name: and steps:")
 		} else {
@@ -105,7 +105,6 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	return d.flow, nil
 }
 
-func countDocs[T any](docs []T) int { return len(docs) }
 
 func (d *decoder) syntaxError(err error) {
 	var se *yaml.SyntaxError
