@@ -105,7 +105,6 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	return d.flow, nil
 }
 
-
 func (d *decoder) syntaxError(err error) {
 	var se *yaml.SyntaxError
 	if errors.As(err, &se) && se.Token != nil && se.Token.Position != nil {
