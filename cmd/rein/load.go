@@ -113,14 +113,15 @@ func readAllLimited(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// jsonErrAt adds line:col to a JSON syntax error.
+// jsonErrAt adds line:col to a JSON syntax error. The error's Offset counts
+// the bytes read including the offending one, so that byte is at Offset-1.
 func jsonErrAt(data []byte, err error) error {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
 		return err
 	}
 	line, col := 1, 1
-	for i := 0; i < int(se.Offset) && i < len(data); i++ {
+	for i := 0; i < int(se.Offset)-1 && i < len(data); i++ {
 		if data[i] == '\n' {
 			line, col = line+1, 1
 		} else {
