@@ -48,7 +48,11 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		}
 		if (class == fault.Transient || s.OnError == flow.Retry) && retries < s.Retries {
 			retries++
-			if serr := r.e.cfg.Clock.Sleep(ctx, backoffDelay(s.Backoff, r.id, s.ID, retries)); serr != nil {
+			wait := backoffDelay(s.Backoff, r.id, s.ID, retries)
+			if ra := fault.RetryAfterOf(err); ra > wait {
+				wait = ra // the provider asked for it (Retry-After)
+			}
+			if serr := r.e.cfg.Clock.Sleep(ctx, wait); serr != nil {
 				return nil, r.ctxCause(serr)
 			}
 			continue

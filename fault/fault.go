@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Class is the kind of a failure. The zero value is Unclassified, which the
@@ -111,4 +112,33 @@ func BudgetOf(err error) string {
 		return e.Budget
 	}
 	return ""
+}
+
+// retryAfter marks an error with the wait its source asked for (an HTTP
+// Retry-After header, a rate limiter's reset time).
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (r *retryAfter) Error() string { return r.err.Error() }
+func (r *retryAfter) Unwrap() error { return r.err }
+
+// WithRetryAfter attaches the wait the error's source asked for before a
+// retry; the engine waits at least that long (capped by the step's backoff
+// max) before its next attempt. A non-positive d returns err unchanged.
+func WithRetryAfter(err error, d time.Duration) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &retryAfter{err: err, after: d}
+}
+
+// RetryAfterOf returns the wait attached with WithRetryAfter, or 0.
+func RetryAfterOf(err error) time.Duration {
+	var r *retryAfter
+	if errors.As(err, &r) {
+		return r.after
+	}
+	return 0
 }
