@@ -248,9 +248,10 @@ func TestTraceEventsAreOrderedAndDigested(t *testing.T) {
 
 // memStore keeps committed events; it can be told to fail.
 type memStore struct {
-	mu     sync.Mutex
-	events []trace.Event
-	failAt int64
+	store.Store // the rest of the port: only Commit is exercised here
+	mu          sync.Mutex
+	events      []trace.Event
+	failAt      int64
 }
 
 func (m *memStore) Commit(_ context.Context, t *store.Transition) error {
@@ -269,7 +270,7 @@ func TestStoreSeesEveryEventAndItsFailureStopsTheRun(t *testing.T) {
 	t.Parallel()
 	c := &counter{}
 	fx := newFixture(t, c.tool("t", 0, nil))
-	st := &memStore{}
+	st := &memStore{Store: store.Ephemeral}
 	f := fx.parse("name: st\nsteps:\n  - {id: a, tool: t, args: {}}\n  - {id: b, tool: t, args: {}}\n")
 	res, err := engine.New(engine.Config{Tools: fx.tools, Store: st, Sink: fx.events}).Run(context.Background(), f, nil, nil)
 	if err != nil {
@@ -279,7 +280,7 @@ func TestStoreSeesEveryEventAndItsFailureStopsTheRun(t *testing.T) {
 	if !reflect.DeepEqual(st.events, fx.events.all()) {
 		t.Fatal("the store did not receive exactly the traced events")
 	}
-	failing := &memStore{failAt: 3}
+	failing := &memStore{Store: store.Ephemeral, failAt: 3}
 	res, err = engine.New(engine.Config{Tools: fx.tools, Store: failing}).Run(context.Background(), f, nil, nil)
 	if err != nil {
 		t.Fatal(err)

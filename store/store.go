@@ -1,35 +1,316 @@
-// Package store is the persistence seam of the engine. The engine reports
-// every transition of a run — the trace events it emits, in order — to a
-// Store before it acts on the next one, so a durable backend can journal
-// them transactionally. This issue ships only the seam and the in-process
-// default (nothing is persisted); the durable backends (SQLite, PostgreSQL)
-// extend the interface rather than change the scheduler.
+// Package store is the persistence port of rein (shared/DESIGN.md §7). A run
+// is an append-only journal of events plus projections — the run row, one
+// row per step, pending approvals — and every transition of a run is one
+// atomic Commit that appends its events and updates the projections, so a
+// crash loses nothing that was committed. The engine never acts on a
+// transition that was not committed.
+//
+// Backends: store/sqlite (embedded default, modernc.org/sqlite) and
+// store/postgres (pgx). Ephemeral keeps nothing. store/storetest is the
+// conformance suite every backend passes.
+//
+// Every backend maps its own errors to ErrNotFound and ErrConflict, so
+// callers test with errors.Is.
 package store
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/reinhq/rein/trace"
 )
 
-// Transition is one step of a run's history: the events that make it up, in
-// order, already numbered with their per-run sequence.
-type Transition struct {
-	RunID  string
-	Events []*trace.Event
-}
+var (
+	// ErrNotFound: the run, step, approval or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: another writer got there first — the run's version moved
+	// on, its lease is held by someone else, an approval was already
+	// decided. The loser backs off and re-reads.
+	ErrConflict = errors.New("conflict")
+)
 
-// Store receives a run's transitions. Commit must return only once the
-// transition is as durable as the backend promises; an error stops the run
-// (the engine never acts on a transition that was not committed). Commit is
-// called from the run's scheduler goroutine only.
+// JournalVersion is the version of the event records this binary writes.
+// A record with a higher version is refused with an error naming the run
+// and sequence, never guessed at.
+const JournalVersion = 1
+
+// DefaultBlobThreshold is the payload size above which outputs and inputs
+// go to the content-addressed blob table and rows refer to them by sha256.
+const DefaultBlobThreshold = 16 << 10
+
+// Store is the port. Methods are grouped by entity. Implementations are
+// safe for concurrent use by many runs; Commit for one run is called by
+// that run's scheduler only.
 type Store interface {
+	// Runs.
+	//
+	// CreateRun inserts a run. When p.IdempotencyKey is set and a run with
+	// that key exists, it returns that run and created=false instead.
+	CreateRun(ctx context.Context, p *CreateRunParams) (run *Run, created bool, err error)
+	// GetRun returns one run (ErrNotFound).
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns returns runs, newest first.
+	ListRuns(ctx context.Context, p *ListRunsParams) ([]*Run, error)
+
+	// Journal and projections.
+	//
+	// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in
+	// one transaction, on the condition that the run's version is still
+	// t.Version (ErrConflict otherwise); on success the run's version is
+	// t.Version+1 and t.Version is updated to it. It returns only once the
+	// transition is as durable as the backend promises.
 	Commit(ctx context.Context, t *Transition) error
+	// Events returns a run's events with Seq > after, in order; limit ≤ 0
+	// means all. A record that does not decode is an error naming the run
+	// and sequence.
+	Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error)
+	// Steps returns the step projection of a run, in first-started order.
+	// Outputs stored as blobs are read back transparently.
+	Steps(ctx context.Context, runID string) ([]*Step, error)
+
+	// Blobs (content-addressed, by hex sha256).
+	Blob(ctx context.Context, sha256 string) ([]byte, error)
+
+	// Approvals.
+	//
+	// Approvals lists a run's approvals (all when p.Status is empty).
+	Approvals(ctx context.Context, p *ListApprovalsParams) ([]*Approval, error)
+	// DecideApproval settles a pending approval: ErrNotFound when there is
+	// none for the step, ErrConflict when it was already decided. It bumps
+	// the run's version (an engine holding the old one must re-read).
+	DecideApproval(ctx context.Context, p *DecideApprovalParams) (*Approval, error)
+
+	// Leases.
+	//
+	// AcquireLease makes p.Owner the run's only writer until the lease
+	// expires: ErrConflict when another owner holds an unexpired lease.
+	// It bumps and returns the run's version.
+	AcquireLease(ctx context.Context, p *LeaseParams) (*Run, error)
+	// RenewLease extends a held lease (ErrConflict if it was lost).
+	RenewLease(ctx context.Context, p *LeaseParams) error
+	// ReleaseLease drops a held lease; releasing a lost lease is not an error.
+	ReleaseLease(ctx context.Context, runID, owner string) error
+	// ClaimRuns leases up to p.Limit runs that are ready to advance (status
+	// pending or running, no unexpired lease), skipping rows other
+	// claimers hold, oldest first.
+	ClaimRuns(ctx context.Context, p *ClaimParams) ([]*Run, error)
+
+	// Retention.
+	//
+	// Prune deletes finished runs (succeeded, failed, cancelled) settled
+	// before p.Before, with their events, steps, approvals and the blobs no
+	// other run refers to.
+	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
+
+	Close() error
 }
 
-// Ephemeral is the Store that keeps nothing: runs live in memory only.
-var Ephemeral Store = ephemeral{}
+// Run is the run projection.
+type Run struct {
+	ID   string `json:"id"`
+	Flow string `json:"flow"`
+	// FlowPath is where the flow was loaded from; FlowHash is the sha256 of
+	// FlowText, the exact flow file the run started with (a resume parses
+	// this text, never the file on disk).
+	FlowPath string          `json:"flow_path,omitempty"`
+	FlowHash string          `json:"flow_hash"`
+	FlowText []byte          `json:"-"`
+	Input    json.RawMessage `json:"input"`
+	// Meta holds what a resume needs besides the flow (config path, script
+	// path, model names), as the caller chose to record it.
+	Meta           json.RawMessage `json:"meta,omitempty"`
+	Status         trace.RunStatus `json:"status"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Session        string          `json:"session,omitempty"`
+	// Error is the run's failure (engine.RunError as JSON), when it failed.
+	Error json.RawMessage `json:"error,omitempty"`
+	Usage json.RawMessage `json:"usage,omitempty"`
+	// Version counts committed transitions, lease changes and decisions.
+	Version int64 `json:"version"`
+	// LastSeq is the sequence number of the run's last event.
+	LastSeq      int64     `json:"last_seq"`
+	LeaseOwner   string    `json:"lease_owner,omitempty"`
+	LeaseExpires time.Time `json:"lease_expires,omitzero"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	SettledAt    time.Time `json:"settled_at,omitzero"`
+	// Retention, when set, is how long the run is kept after it settles
+	// (the flow's retention:); Prune honours the longer of it and its own.
+	Retention time.Duration `json:"retention,omitempty"`
+}
 
-type ephemeral struct{}
+// Finished reports whether the run reached a final status.
+func (r *Run) Finished() bool {
+	switch r.Status {
+	case trace.RunSucceeded, trace.RunFailed, trace.RunCancelled:
+		return true
+	}
+	return false
+}
 
-func (ephemeral) Commit(context.Context, *Transition) error { return nil }
+// CreateRunParams describes a new run. ID is chosen by the caller.
+type CreateRunParams struct {
+	ID             string
+	Flow           string
+	FlowPath       string
+	FlowHash       string
+	FlowText       []byte
+	Input          json.RawMessage
+	Meta           json.RawMessage
+	IdempotencyKey string
+	Session        string
+	Retention      time.Duration
+	// Status is the initial status; empty means pending.
+	Status trace.RunStatus
+	// Owner, when set, creates the run leased to Owner for LeaseTTL.
+	Owner    string
+	LeaseTTL time.Duration
+}
+
+// ListRunsParams filters ListRuns; zero fields do not filter.
+type ListRunsParams struct {
+	Status trace.RunStatus
+	Flow   string
+	// Limit caps the result; ≤ 0 means 100.
+	Limit int
+}
+
+// Transition is one atomic step of a run's history.
+type Transition struct {
+	RunID string
+	// Version is the run version this transition builds on; Commit checks
+	// it and, on success, sets it to the new version.
+	Version int64
+	// Events, numbered with their per-run sequence, in order.
+	Events []*trace.Event
+	// Run, when set, updates the run projection.
+	Run *RunUpdate
+	// Steps upserts step projections (by StepID).
+	Steps []*Step
+	// Approvals inserts pending approvals.
+	Approvals []*Approval
+}
+
+// RunUpdate changes the run projection. Empty fields are left alone.
+type RunUpdate struct {
+	Status    trace.RunStatus
+	Error     json.RawMessage
+	Usage     json.RawMessage
+	SettledAt time.Time
+}
+
+// Step is the step projection: where one step of a run stands.
+type Step struct {
+	RunID  string           `json:"run_id"`
+	StepID string           `json:"step_id"`
+	Type   string           `json:"type,omitempty"`
+	Status trace.StepStatus `json:"status"`
+	// Attempt is the number of the attempt last started (1-based); a step
+	// found running after a crash was in flight with this attempt.
+	Attempt int `json:"attempt"`
+	// Output is the step's output as canonical JSON, when it settled with
+	// one. The backend moves outputs larger than its blob threshold to the
+	// blob table (OutputSHA names them) and reads them back in Steps.
+	Output    json.RawMessage `json:"output,omitempty"`
+	OutputSHA string          `json:"output_sha256,omitempty"`
+	// Input is what the step ran with (rendered prompt or tool args), for
+	// `rein runs show` and approvals.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Idempotent records whether a re-run after a crash is safe.
+	Idempotent bool            `json:"idempotent,omitempty"`
+	Error      json.RawMessage `json:"error,omitempty"`
+	StartedAt  time.Time       `json:"started_at,omitzero"`
+	SettledAt  time.Time       `json:"settled_at,omitzero"`
+}
+
+// ApprovalStatus is where an approval stands.
+type ApprovalStatus string
+
+// Approval statuses.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalRejected ApprovalStatus = "rejected"
+	// ApprovalSettled: a person recorded the step's output by hand
+	// (`rein runs settle`).
+	ApprovalSettled ApprovalStatus = "settled"
+)
+
+// ApprovalKind says why a person is asked.
+type ApprovalKind string
+
+// Approval kinds.
+const (
+	// KindApproval: a step of type approval, or a tool step with approval:
+	// required, waits before its side effect.
+	KindApproval ApprovalKind = "approval"
+	// KindUnknown: a non-idempotent step was in flight when the process
+	// died; nobody knows whether its effect happened.
+	KindUnknown ApprovalKind = "unknown"
+)
+
+// Approval is a question to a person about one step of a run.
+type Approval struct {
+	ID     string         `json:"id"`
+	RunID  string         `json:"run_id"`
+	StepID string         `json:"step_id"`
+	Kind   ApprovalKind   `json:"kind"`
+	Status ApprovalStatus `json:"status"`
+	// Tool and Args record what would run, and with which arguments.
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Message string          `json:"message,omitempty"`
+	// Output is the output recorded by a settle decision.
+	Output    json.RawMessage `json:"output,omitempty"`
+	Comment   string          `json:"comment,omitempty"`
+	DecidedBy string          `json:"decided_by,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	DecidedAt time.Time       `json:"decided_at,omitzero"`
+}
+
+// ListApprovalsParams filters Approvals. RunID empty lists every run's.
+type ListApprovalsParams struct {
+	RunID  string
+	Status ApprovalStatus
+}
+
+// DecideApprovalParams settles the pending approval of a step.
+type DecideApprovalParams struct {
+	RunID  string
+	StepID string
+	// Status is approved, rejected or settled.
+	Status    ApprovalStatus
+	Output    json.RawMessage // for settled
+	Comment   string
+	DecidedBy string
+}
+
+// LeaseParams names a lease.
+type LeaseParams struct {
+	RunID string
+	Owner string
+	TTL   time.Duration
+}
+
+// ClaimParams asks for ready runs.
+type ClaimParams struct {
+	Owner string
+	TTL   time.Duration
+	Limit int
+}
+
+// PruneParams selects runs to delete.
+type PruneParams struct {
+	// Before: runs settled before this instant.
+	Before time.Time
+	// Status, when set, restricts pruning to one final status.
+	Status trace.RunStatus
+}
+
+// PruneResult counts what Prune deleted.
+type PruneResult struct {
+	Runs  int `json:"runs"`
+	Blobs int `json:"blobs"`
+}

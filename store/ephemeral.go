@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+
+	"github.com/reinhq/rein/trace"
+)
+
+// Ephemeral is the Store that keeps nothing: runs live in memory only and
+// cannot be resumed, listed or approved. The engine uses it when no store
+// is configured, and skips the work durability needs (encoding outputs).
+var Ephemeral Store = ephemeral{}
+
+// IsEphemeral reports whether s keeps nothing.
+func IsEphemeral(s Store) bool { _, ok := s.(ephemeral); return s == nil || ok }
+
+type ephemeral struct{}
+
+func (ephemeral) CreateRun(_ context.Context, p *CreateRunParams) (*Run, bool, error) {
+	return &Run{ID: p.ID, Flow: p.Flow, Status: trace.RunPending}, true, nil
+}
+func (ephemeral) GetRun(context.Context, string) (*Run, error) { return nil, ErrNotFound }
+func (ephemeral) ListRuns(context.Context, *ListRunsParams) ([]*Run, error) {
+	return nil, nil
+}
+func (ephemeral) Commit(_ context.Context, t *Transition) error { t.Version++; return nil }
+func (ephemeral) Events(context.Context, string, int64, int) ([]*trace.Event, error) {
+	return nil, ErrNotFound
+}
+func (ephemeral) Steps(context.Context, string) ([]*Step, error) { return nil, ErrNotFound }
+func (ephemeral) Blob(context.Context, string) ([]byte, error)   { return nil, ErrNotFound }
+func (ephemeral) Approvals(context.Context, *ListApprovalsParams) ([]*Approval, error) {
+	return nil, nil
+}
+func (ephemeral) DecideApproval(context.Context, *DecideApprovalParams) (*Approval, error) {
+	return nil, ErrNotFound
+}
+func (ephemeral) AcquireLease(context.Context, *LeaseParams) (*Run, error) { return nil, ErrNotFound }
+func (ephemeral) RenewLease(context.Context, *LeaseParams) error           { return nil }
+func (ephemeral) ReleaseLease(context.Context, string, string) error       { return nil }
+func (ephemeral) ClaimRuns(context.Context, *ClaimParams) ([]*Run, error)  { return nil, nil }
+func (ephemeral) Prune(context.Context, *PruneParams) (*PruneResult, error) {
+	return &PruneResult{}, nil
+}
+func (ephemeral) Close() error { return nil }
