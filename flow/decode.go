@@ -9,10 +9,10 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency"}
+		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
-		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill"}
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill", "approval", "message"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
 	repeatFields   = []string{"until", "max"}
@@ -121,6 +121,14 @@ func (d *decoder) decodeFlow(root ast.Node) {
 			}
 		case "tools":
 			d.toolNodes, d.hasTools = fl, true
+		case "retention":
+			if t, ok := d.duration(fl, ""); ok {
+				if t <= 0 {
+					d.diags.add(posOf(fl.value), "", "retention must be positive, like 30d or 720h")
+				} else {
+					f.Retention = t
+				}
+			}
 		case "steps":
 			stepsNode = fl.value
 		default:
@@ -317,6 +325,20 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 		}
 	case "repeat":
 		d.decodeRepeat(s, f, label)
+	case "approval":
+		if v, ok := d.str(f, label); ok {
+			switch v {
+			case "required":
+				s.ApprovalRequired = true
+			case "none":
+			default:
+				d.diags.add(posOf(f.value), label, "approval must be required or none, not %q", v)
+			}
+		}
+	case "message":
+		if v, ok := d.str(f, label); ok {
+			s.Message = d.template(f.value, v, label, "message")
+		}
 	case "max_output_bytes":
 		if n, ok := d.integer(f, label); ok {
 			if n < 1 {
@@ -355,13 +377,13 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 		pos = posOf(f.value)
 	}
 	switch s.Type {
-	case LLM, Tool:
+	case LLM, Tool, Approval:
 	case "":
 		d.diags.add(pos, label, "the step needs a type: (llm or tool), or a tool: or prompt_template: to infer it from")
-	case Submit, Source, Route, Plan, Approval, Agent, SubFlow:
+	case Submit, Source, Route, Plan, Agent, SubFlow:
 		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
 			Source: "source steps arrive with the agent bridge", Route: "route steps arrive with routing",
-			Plan: "plan steps arrive with planning", Approval: "approval steps arrive with durable runs",
+			Plan:  "plan steps arrive with planning",
 			Agent: "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
 		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
 	default:
@@ -390,6 +412,18 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 			}
 			d.diags.add(src.fields[key].keyPos, label, "%s belongs to llm steps, not tool steps", key)
 		}
+	case Approval:
+		for _, k := range []string{"tool", "prompt_template", "model", "args", "for_each", "repeat", "approval"} {
+			if f, ok := src.fields[k]; ok {
+				d.diags.add(f.keyPos, label, "an approval step waits for a person; %s does not belong to it", k)
+			}
+		}
+	}
+	if s.ApprovalRequired && s.Type != Tool {
+		d.diags.add(src.fields["approval"].keyPos, label, "approval: required belongs to tool steps (use type: approval for a step that only asks a person)")
+	}
+	if _, ok := src.fields["message"]; ok && s.Type != Approval && !s.ApprovalRequired {
+		d.diags.add(src.fields["message"].keyPos, label, "message is what an approval asks: it belongs to type: approval steps and approval: required tool steps")
 	}
 	if s.ForEach != nil && s.Repeat != nil {
 		d.diags.add(src.fields["repeat"].keyPos, label, "a step has for_each or repeat, not both: put the loop in a step of its own")

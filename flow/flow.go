@@ -1,6 +1,9 @@
 package flow
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reinhq/rein/flow/expression"
@@ -56,9 +59,14 @@ type Flow struct {
 	ID      string
 	Version string
 	// Format is the optional `schema:` tag (e.g. process.workflow.v1).
-	Format      string
-	Enabled     bool
+	Format  string
+	Enabled bool
+	// Idempotency is how a start is keyed: "input_hash" (the flow and its
+	// input), "session_workflow_input_hash" (also the session id), or ""/"none".
 	Idempotency string
+	// Retention is how long a durable store keeps the run after it settles
+	// (zero: until pruned).
+	Retention time.Duration
 	// MaxIterations bounds step executions in one run (each for_each item
 	// and each repeat round counts one). Defaults to DefaultMaxIterations.
 	MaxIterations int
@@ -140,6 +148,12 @@ type Step struct {
 	// MaxOutputBytes bounds the canonical JSON size of the step's output.
 	MaxOutputBytes int64
 	Skill          string
+	// ApprovalRequired (approval: required on a tool step) makes the run
+	// wait for a person before the tool executes.
+	ApprovalRequired bool
+	// Message is what an approval asks (type: approval, or with
+	// ApprovalRequired); nil means a default naming the step and tool.
+	Message *template.Template
 	// Pos is where the step starts in the file.
 	Pos Pos
 }
@@ -193,4 +207,17 @@ func (f *Flow) StepByID(id string) *Step {
 		}
 	}
 	return nil
+}
+
+// ParseDuration reads a Go duration ("90s", "1h30m") or a whole number of
+// days ("30d"), the unit retention is usually written in.
+func ParseDuration(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" {
+		days, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }

@@ -270,9 +270,9 @@ func (d *decoder) duration(f field, step string) (time.Duration, bool) {
 		}
 		return time.Duration(secs * float64(time.Second)), true
 	case *ast.StringNode:
-		dur, err := time.ParseDuration(v.Value)
+		dur, err := ParseDuration(v.Value)
 		if err != nil {
-			d.diags.add(posOf(f.value), step, "%s: %q is not a duration: write seconds (30) or a duration string (\"30s\", \"1m30s\")", f.key, v.Value)
+			d.diags.add(posOf(f.value), step, "%s: %q is not a duration: write seconds (30) or a duration string (\"30s\", \"1m30s\", \"30d\")", f.key, v.Value)
 			return 0, false
 		}
 		return dur, true

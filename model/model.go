@@ -46,6 +46,10 @@ type Request struct {
 	Attempt int
 	// Corrective is true for the one corrective retry after a format error.
 	Corrective bool
+	// Decision says which primitive asks: "" for an llm step, "route" for
+	// the semantic router, "plan" for the planner. Adapters may ignore it;
+	// the scripted model and cassettes match on it.
+	Decision string
 }
 
 // Prompt returns the concatenated user content of the request.
