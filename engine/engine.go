@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,6 +38,12 @@ type Config struct {
 	Clock Clock
 	// NewRunID defaults to UUIDv7 (time-ordered) strings.
 	NewRunID func() string
+	// Owner names this process in run leases (durable stores only).
+	// Defaults to host/pid/random.
+	Owner string
+	// LeaseTTL is how long a lease lasts without a heartbeat; heartbeats
+	// come every third of it. Defaults to DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
@@ -72,6 +79,12 @@ func New(cfg Config) *Engine {
 	if cfg.NewRunID == nil {
 		cfg.NewRunID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
 	return &Engine{cfg: cfg}
 }
 
@@ -79,6 +92,12 @@ func New(cfg Config) *Engine {
 type RunOptions struct {
 	// RunID fixes the run's id instead of generating one.
 	RunID string
+	// Session is the session id of flows with idempotency:
+	// session_workflow_input_hash.
+	Session string
+	// Meta is stored with a durable run for whoever resumes it (package
+	// rein records the config and script paths).
+	Meta json.RawMessage
 }
 
 // Result is the outcome of a run.
@@ -91,7 +110,9 @@ type Result struct {
 	Outputs map[string]any
 	Steps   map[string]StepResult
 	// Error says why the run did not succeed; nil when it did.
-	Error    *RunError
+	Error *RunError
+	// Pending are the approvals a waiting run waits on.
+	Pending  []*store.Approval
 	Usage    Usage
 	Duration time.Duration
 }
@@ -173,7 +194,21 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 	if id == "" {
 		id = e.cfg.NewRunID()
 	}
+	durable := !store.IsEphemeral(e.cfg.Store)
+	if why := needsStore(f); why != "" && !durable {
+		return nil, fmt.Errorf("engine: flow %s cannot run in memory: %s", f.Name, why)
+	}
+	var run *store.Run
+	if durable {
+		var existing *Result
+		if run, existing, err = e.start(ctx, f, id, in, opts); err != nil || existing != nil {
+			return existing, err
+		}
+	}
 	r := newRun(e, f, bound, id, in)
+	if durable {
+		r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+	}
 	res := r.execute(ctx)
 	r.recycle()
 	return res, nil

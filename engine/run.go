@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -50,6 +51,8 @@ type run struct {
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.
 	buf []byte
+	// d is the durable part (journal batching, approvals, lease).
+	d durability
 }
 
 type counters struct {
@@ -140,6 +143,7 @@ func (r *run) execute(parent context.Context) *Result {
 		defer stop()
 	}
 	r.ctx, r.cancel = ctx, cancel
+	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.f.Order {
 		if r.waiting[i] == 0 {
@@ -164,6 +168,7 @@ func (r *run) loop() {
 		if r.running == 0 {
 			return
 		}
+		r.flush()
 		select {
 		case o := <-r.results:
 			r.running--
@@ -215,14 +220,30 @@ func (r *run) dispatch(i int) {
 		r.fail(err, s.ID)
 		return
 	}
+	if r.d.on && r.decide(i) {
+		return
+	}
 	job := r.prepare(i)
 	st.status = trace.StepRunning
 	st.started = r.e.cfg.Clock.Now()
+	st.attempts = 1
+	if n := r.d.firstAttempt[i]; n > 0 {
+		st.attempts = n
+	}
 	r.setStatus(i, trace.StepRunning)
 	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
 		Model: s.Model, Tool: s.Tool, Time: st.started}
 	ev.InputSHA = job.inputSHA
+	ev.Attempt = st.attempts
 	r.record(ev)
+	if r.d.on {
+		r.stageStep(i)
+		if r.flush(); r.storeErr != nil { // the start must be committed before the effect
+			st.status = trace.StepPending // it never ran
+			r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
+			return
+		}
+	}
 	r.running++
 	if r.running == 1 && len(r.ready) == 0 {
 		r.results <- r.work(job) // the only thing to do: run it inline
@@ -343,6 +364,9 @@ func (r *run) finish(parent context.Context) *Result {
 		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)
 	}
 	switch {
+	case r.failure == nil && len(r.d.parked) > 0:
+		res.Status = trace.RunWaiting
+		res.Pending = r.d.parked
 	case r.failure == nil:
 		res.Status = trace.RunSucceeded
 	case r.failure.Class == fault.Cancelled || parent.Err() != nil && r.failure.Class != fault.Budget:
@@ -357,10 +381,31 @@ func (r *run) finish(parent context.Context) *Result {
 	res.Duration = r.e.cfg.Clock.Now().Sub(r.start)
 	ev := trace.Event{Kind: trace.RunSettled, Flow: r.f.Name, Status: string(res.Status), DurationMS: res.Duration.Milliseconds(),
 		TokensIn: res.Usage.TokensIn, TokensOut: res.Usage.TokensOut}
+	if res.Status == trace.RunWaiting {
+		ev.Kind = trace.RunParked
+	}
 	if f := r.failure; f != nil {
 		ev.StepID, ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = f.Step, string(f.Class), f.Message, f.Origin, f.Budget
 	}
 	r.record(ev)
+	if r.d.on {
+		up := &store.RunUpdate{Status: res.Status}
+		up.Usage, _ = json.Marshal(res.Usage)
+		if res.Status != trace.RunWaiting {
+			up.SettledAt = r.e.cfg.Clock.Now()
+		}
+		if r.failure != nil {
+			up.Error, _ = json.Marshal(r.failure)
+		}
+		r.recordMu.Lock()
+		r.d.pendRun = up
+		r.recordMu.Unlock()
+		r.flush()
+		r.endLease()
+		if r.storeErr != nil && res.Error == nil {
+			res.Status, res.Error = trace.RunFailed, toRunError(r.storeErr, "", trace.OriginEngine)
+		}
+	}
 	return res
 }
 
@@ -378,6 +423,10 @@ func (r *run) record(e trace.Event) {
 		ev.Time = r.e.cfg.Clock.Now()
 	}
 	r.e.cfg.Sink.Emit(r.ctx, ev)
+	if r.d.on {
+		r.d.pendEv = append(r.d.pendEv, *ev)
+		return
+	}
 	if r.storeErr != nil {
 		return
 	}
@@ -402,6 +451,7 @@ func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 		ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = string(err.Class), err.Message, err.Origin, err.Budget
 	}
 	r.record(ev)
+	r.stageStep(i)
 }
 
 // scope returns a private copy of env for a worker that evaluates against it.

@@ -30,8 +30,15 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 	}
 	retries := 0
 	var corr *correction
-	for attempt := 1; ; attempt++ {
+	first := 1
+	if n := r.d.firstAttempt[j.index]; n > 0 {
+		first = n
+	}
+	for attempt := first; ; attempt++ {
 		o.attempts = attempt
+		if attempt > first {
+			r.beginAttempt(j, attempt)
+		}
 		out, origin, raw, err := r.attempt(ctx, j, in, attempt, corr)
 		if err == nil {
 			return out, nil

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
 )
 
 // Route is one destination a request may be routed to.
@@ -102,6 +103,8 @@ type Result struct {
 	Reason string `json:"reason"`
 	// Rule is the rule that matched, for SourceRule; nil otherwise.
 	Rule *RuleMatch `json:"rule,omitempty"`
+	// Usage is the tokens the semantic router spent, when it reports them.
+	Usage model.Usage `json:"usage,omitzero"`
 }
 
 // RuleMatch identifies the rule behind a SourceRule result.
@@ -252,7 +255,7 @@ func (r *Router) Route(ctx context.Context, req Request) (Result, error) {
 	if msg := checkChoice(c, r.byName, r.names); msg != "" {
 		return Result{}, fault.Errorf(fault.Format, "route: semantic router: %s", msg)
 	}
-	return Result{Route: c.Route, Source: SourceSemantic, Reason: strings.TrimSpace(c.Reason)}, nil
+	return Result{Route: c.Route, Source: SourceSemantic, Reason: strings.TrimSpace(c.Reason), Usage: c.Usage}, nil
 }
 
 // checkChoice returns what is wrong with a semantic choice, or "".

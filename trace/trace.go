@@ -21,6 +21,11 @@ const (
 	StepSettled   Kind = "step_settled"   // the step reached a final status
 	RunSettled    Kind = "run_settled"    // the run reached a final status
 	GateDecision  Kind = "gate_decision"  // the policy gate decided on a tool invocation (non-allow only)
+	// Durable runs (a store other than the ephemeral one).
+	ApprovalRequested Kind = "approval_requested" // a step waits for a person (approval, or unknown after a crash)
+	ApprovalDecided   Kind = "approval_decided"   // a person's decision was applied on resume
+	RunParked         Kind = "run_waiting"        // nothing can advance until a person decides; the run is parked
+	RunResumed        Kind = "run_resumed"        // a process took the run up again from its journal
 )
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

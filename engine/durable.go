@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// durability is the part of a run that exists only with a durable store:
+// the transition being assembled, the run's version, and what a person
+// decided about parked steps.
+type durability struct {
+	on      bool
+	version int64
+	// the transition being assembled until the next barrier (flush).
+	pendEv    []trace.Event
+	pendPtrs  []*trace.Event
+	pendSteps []*store.Step
+	pendRun   *store.RunUpdate
+	pendAppr  []*store.Approval
+	// decisions by step id (decided approvals found on resume).
+	decisions map[string]*store.Approval
+	// parked are the approvals the run waits on.
+	parked []*store.Approval
+	// firstAttempt by step index: a resumed in-flight step continues with
+	// the attempt it had (same idempotency key), an approved unknown one
+	// with the next.
+	firstAttempt map[int]int
+	// toPark are resumed steps found in flight that are not idempotent.
+	toPark []int
+	// lease
+	owner    string
+	stopBeat context.CancelFunc
+	beatDone chan struct{}
+}
+
+// FlowHash is the sha256 of a flow's text: the identity a durable run pins.
+func FlowHash(f *flow.Flow) string {
+	sum := sha256.Sum256(f.Source)
+	return hex.EncodeToString(sum[:])
+}
+
+// idempotencyKey derives a start key from the flow's idempotency: policy.
+func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
+	switch f.Idempotency {
+	case "", "none":
+		return "", nil
+	}
+	buf, err := value.AppendCanonical(nil, input)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(f.Name))
+	h.Write([]byte{0})
+	if f.Idempotency == "session_workflow_input_hash" {
+		if session == "" {
+			return "", errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (--session)")
+		}
+		h.Write([]byte(session))
+		h.Write([]byte{0})
+	}
+	h.Write(buf)
+	return f.Idempotency + ":" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// needsStore reports why a flow cannot run without a durable store.
+func needsStore(f *flow.Flow) string {
+	for _, s := range f.Steps {
+		if s.Type == flow.Approval || s.ApprovalRequired {
+			return "step " + s.ID + " waits for an approval, which needs a durable store (rein run --db, or engine.Config.Store)"
+		}
+	}
+	return ""
+}
+
+// stageLocked adds a step projection row to the transition being built.
+func (r *run) stageStep(i int) {
+	if !r.d.on {
+		return
+	}
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
+		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
+	if hasOutput(st.status) {
+		if b, err := value.AppendCanonical(nil, st.output); err == nil {
+			row.Output = b
+		}
+	}
+	if st.err != nil {
+		row.Error, _ = json.Marshal(st.err)
+	}
+	r.recordMu.Lock()
+	r.d.pendSteps = append(r.d.pendSteps, row)
+	r.recordMu.Unlock()
+}
+
+func hasOutput(s trace.StepStatus) bool {
+	return s == trace.StepSucceeded || s == trace.StepDefaulted || s == trace.StepFellBack
+}
+
+// idempotent reports whether step i may run again after a crash without a
+// person's say: model calls have no side effects; a tool step only when its
+// tool says idempotent: true.
+func (r *run) idempotent(i int) bool {
+	switch r.f.Steps[i].Type {
+	case flow.LLM:
+		return true
+	case flow.Tool:
+		return r.b.specs[i].Idempotent
+	}
+	return false
+}
+
+// flush commits the transition assembled so far. It is the barrier the
+// engine passes before any side effect and before it waits: nothing is
+// acted on, or acknowledged, until it is committed.
+func (r *run) flush() {
+	if !r.d.on {
+		return
+	}
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	r.flushLocked()
+}
+
+func (r *run) flushLocked() {
+	d := &r.d
+	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
+		return
+	}
+	if r.storeErr == nil {
+		d.pendPtrs = d.pendPtrs[:0]
+		for i := range d.pendEv {
+			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
+		}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr}
+		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
+			first, last := int64(0), int64(0)
+			if n := len(d.pendEv); n > 0 {
+				first, last = d.pendEv[0].Seq, d.pendEv[n-1].Seq
+			}
+			r.storeErr = fmt.Errorf("commit events %d-%d of run %s: %w", first, last, r.id, err)
+			if errors.Is(err, store.ErrConflict) {
+				r.storeErr = fault.New(fault.Conflict, fmt.Errorf("run %s was advanced by another process (events %d-%d not committed): %w", r.id, first, last, err))
+			}
+			r.cancel(r.storeErr)
+		} else {
+			d.version = t.Version
+		}
+	}
+	clear(d.pendPtrs)
+	clear(d.pendSteps)
+	clear(d.pendAppr)
+	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
+}
+
+// beginAttempt journals that attempt n of step j starts, before its call:
+// after a crash the resumed run knows which attempt (and idempotency key)
+// was in flight.
+func (r *run) beginAttempt(j *job, n int) {
+	if !r.d.on || n <= 1 && r.d.firstAttempt[j.index] == 0 {
+		return
+	}
+	s := j.step
+	row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: trace.StepRunning, Attempt: n,
+		Idempotent: r.idempotent(j.index), StartedAt: r.steps[j.index].started}
+	r.recordMu.Lock()
+	r.d.pendSteps = append(r.d.pendSteps, row)
+	r.flushLocked()
+	r.recordMu.Unlock()
+}
+
+// park makes step i wait for a person: an approval (kind approval) or a
+// decision about a step whose effect is unknown after a crash.
+func (r *run) park(i int, kind store.ApprovalKind, j *job) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	st.status = trace.StepWaiting
+	if kind == store.KindUnknown {
+		st.status = trace.StepUnknown
+	}
+	r.setStatus(i, st.status)
+	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
+		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
+	if j != nil {
+		if s.Type == flow.Tool {
+			a.Args, _ = value.AppendCanonical(nil, j.in.args)
+		}
+		if s.Message != nil {
+			a.Message, _ = s.Message.RenderString(r.env)
+		}
+	}
+	if a.Message == "" {
+		switch {
+		case kind == store.KindUnknown:
+			a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		case s.Type == flow.Tool:
+			a.Message = fmt.Sprintf("step %s wants to call tool %s", s.ID, s.Tool)
+		default:
+			a.Message = fmt.Sprintf("step %s asks for approval", s.ID)
+		}
+	}
+	r.d.parked = append(r.d.parked, a)
+	r.recordMu.Lock()
+	r.d.pendAppr = append(r.d.pendAppr, a)
+	r.recordMu.Unlock()
+	r.stageStep(i)
+	r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+		Tool: s.Tool, Decision: string(kind)})
+}
+
+// decide applies a person's decision to step i at dispatch. It reports
+// whether the step was settled (or parked) here; false means: run it.
+func (r *run) decide(i int) (handled bool) {
+	s := r.f.Steps[i]
+	a := r.d.decisions[s.ID]
+	needs := s.Type == flow.Approval || s.ApprovalRequired
+	if a == nil || a.Status == store.ApprovalPending {
+		if !needs {
+			return false
+		}
+		r.park(i, store.KindApproval, r.prepare(i))
+		return true
+	}
+	delete(r.d.decisions, s.ID)
+	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
+	st := &r.steps[i]
+	st.started = r.e.cfg.Clock.Now()
+	switch a.Status {
+	case store.ApprovalRejected:
+		msg := "rejected"
+		if a.DecidedBy != "" {
+			msg += " by " + a.DecidedBy
+		}
+		if a.Comment != "" {
+			msg += ": " + a.Comment
+		}
+		r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(errors.New(msg)), origin: trace.OriginEngine})
+		return true
+	case store.ApprovalSettled:
+		var out any
+		if err := json.Unmarshal(a.Output, &out); err != nil {
+			r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(fmt.Errorf("settled output is not JSON: %w", err)), origin: trace.OriginEngine})
+			return true
+		}
+		r.settleWith(i, out)
+		return true
+	}
+	// approved
+	if s.Type == flow.Approval {
+		r.settleWith(i, map[string]any{"approved": true, "comment": a.Comment, "decided_by": a.DecidedBy})
+		return true
+	}
+	if a.Kind == store.KindUnknown {
+		r.d.firstAttempt[i] = st.attempts + 1
+	}
+	return false
+}
+
+// settleWith settles step i with out as if it had produced it.
+func (r *run) settleWith(i int, out any) {
+	o := &outcome{index: i, status: trace.StepSucceeded, output: out, attempts: r.steps[i].attempts}
+	if err := r.finishOutput(r.f.Steps[i], out, o); err != nil {
+		o.err, o.origin = err, trace.OriginEngine
+	}
+	r.settle(o)
+}
+
+// startLease keeps the run's lease alive while it executes.
+func (r *run) startLease(ttl time.Duration) {
+	if !r.d.on || r.d.owner == "" || ttl <= 0 {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r.d.stopBeat, r.d.beatDone = stop, make(chan struct{})
+	go func() {
+		defer close(r.d.beatDone)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				err := r.e.cfg.Store.RenewLease(ctx, &store.LeaseParams{RunID: r.id, Owner: r.d.owner, TTL: ttl})
+				if errors.Is(err, store.ErrConflict) {
+					r.cancel(fault.New(fault.Conflict, fmt.Errorf("run %s: the lease was lost to another process; this one stops", r.id)))
+					return
+				}
+			}
+		}
+	}()
+}
+
+// endLease stops the heartbeat and releases the lease.
+func (r *run) endLease() {
+	if r.d.stopBeat == nil {
+		return
+	}
+	r.d.stopBeat()
+	<-r.d.beatDone
+	r.d.stopBeat = nil
+	_ = r.e.cfg.Store.ReleaseLease(r.storeCtx, r.id, r.d.owner)
+}

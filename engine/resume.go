@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// DefaultLeaseTTL is how long a run's lease lasts without a heartbeat.
+const DefaultLeaseTTL = 30 * time.Second
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+}
+
+// start creates the durable run row, or finds the one an idempotency key
+// names. existing is non-nil when the start returned an earlier run.
+func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, opts *RunOptions) (run *store.Run, existing *Result, err error) {
+	var session string
+	var meta json.RawMessage
+	if opts != nil {
+		session, meta = opts.Session, opts.Meta
+	}
+	key, err := idempotencyKey(f, input, session)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: flow %s: %w", f.Name, err)
+	}
+	in, err := value.AppendCanonical(nil, input)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: input of flow %s: %w", f.Name, err)
+	}
+	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: f.File,
+		FlowHash: FlowHash(f), FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
+		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL})
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: create run of flow %s: %w", f.Name, err)
+	}
+	if !created {
+		res, err := e.Status(ctx, run.ID)
+		return nil, res, err
+	}
+	return run, nil, nil
+}
+
+// Resume continues a durable run from its last committed transition. f
+// must be the flow the run started with (its text hashes to the pinned
+// FlowHash; package rein's Resume parses the pinned text). Steps that
+// settled are not run again; a step that was in flight when its process
+// died runs again if it is idempotent (same attempt, same idempotency
+// key) and is otherwise parked as unknown for a person to approve, reject
+// or settle. Decisions recorded with the store (approvals) are applied.
+// A finished run comes back as it is.
+func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Result, error) {
+	if store.IsEphemeral(e.cfg.Store) {
+		return nil, errors.New("engine: Resume needs a durable store (engine.Config.Store)")
+	}
+	run, err := e.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: resume run %s: %w", runID, err)
+	}
+	if run.Finished() {
+		return e.Status(ctx, runID)
+	}
+	if h := FlowHash(f); h != run.FlowHash {
+		return nil, fmt.Errorf("engine: run %s started with flow %s (sha256 %.12s), not the one given (sha256 %.12s): resume with the pinned flow text", runID, run.Flow, run.FlowHash, h)
+	}
+	b, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	held := run
+	run, err = e.cfg.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is being advanced by %s (lease until %s): wait for it, or for its lease to expire: %w", runID, held.LeaseOwner, held.LeaseExpires.Format(time.RFC3339), err))
+		}
+		return nil, fmt.Errorf("engine: lease run %s: %w", runID, err)
+	}
+	steps, err := e.cfg.Store.Steps(ctx, runID)
+	if err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: read steps of run %s: %w", runID, err)
+	}
+	approvals, err := e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: runID})
+	if err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: read approvals of run %s: %w", runID, err)
+	}
+	var input any
+	if err := json.Unmarshal(run.Input, &input); err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: input of run %s does not decode: %w", runID, err)
+	}
+	r := newRun(e, f, b, runID, input)
+	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+	r.seq = run.LastSeq
+	if err := r.restore(steps, approvals); err != nil {
+		e.release(runID)
+		return nil, err
+	}
+	res := r.resume(ctx)
+	r.recycle()
+	return res, nil
+}
+
+func (e *Engine) release(runID string) {
+	_ = e.cfg.Store.ReleaseLease(storeCtx, runID, e.cfg.Owner)
+}
+
+// restore rebuilds the scheduler's state from the step projection.
+func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
+	latest := map[string]*store.Approval{}
+	for _, a := range approvals {
+		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
+			latest[a.StepID] = a
+		}
+	}
+	settled := make([]bool, len(r.f.Steps))
+	for _, row := range rows {
+		s := r.f.StepByID(row.StepID)
+		if s == nil {
+			return fmt.Errorf("engine: run %s journals step %s, which its flow does not have", r.id, row.StepID)
+		}
+		i := s.Index
+		st := &r.steps[i]
+		st.attempts, st.started, st.settled = row.Attempt, row.StartedAt, row.SettledAt
+		st.duration = st.settled.Sub(st.started)
+		if len(row.Error) > 0 {
+			st.err = &RunError{}
+			_ = json.Unmarshal(row.Error, st.err)
+		}
+		switch row.Status {
+		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:
+			st.status, st.outputSHA = row.Status, row.OutputSHA
+			if len(row.Output) > 0 {
+				if err := json.Unmarshal(row.Output, &st.output); err != nil {
+					return fmt.Errorf("engine: output of step %s of run %s does not decode: %w", s.ID, r.id, err)
+				}
+			}
+			r.publish(i, st.output)
+			r.setStatus(i, st.status)
+			settled[i] = true
+		case trace.StepFailed, trace.StepBlocked:
+			// a run that failed is finished; a failed row in an unfinished
+			// run means the crash came between the step and the run's
+			// settlement: run the step's decision again.
+		case trace.StepRunning:
+			if row.Idempotent {
+				r.d.firstAttempt[i] = max(row.Attempt, 1)
+				break
+			}
+			r.d.toPark = append(r.d.toPark, i)
+		case trace.StepWaiting, trace.StepUnknown:
+			a := latest[s.ID]
+			if a == nil || a.Status == store.ApprovalPending {
+				st.status = row.Status
+				r.setStatus(i, st.status)
+				if a != nil {
+					r.d.parked = append(r.d.parked, a)
+				} else {
+					r.d.toPark = append(r.d.toPark, i)
+				}
+				continue
+			}
+			r.d.decisions[s.ID] = a
+		}
+	}
+	for i, s := range r.f.Steps {
+		n := 0
+		for _, k := range s.RequireIdx {
+			if !settled[k] {
+				n++
+			}
+		}
+		r.waiting[i] = n
+	}
+	for _, i := range r.f.Order {
+		st := r.steps[i].status
+		if !settled[i] && r.waiting[i] == 0 && st != trace.StepWaiting && st != trace.StepUnknown && !slices.Contains(r.d.toPark, i) {
+			r.ready = append(r.ready, i)
+		}
+	}
+	return nil
+}
+
+// resume runs the restored scheduler: like execute, without the start.
+func (r *run) resume(parent context.Context) *Result {
+	r.start = r.e.cfg.Clock.Now()
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if t := r.f.Budgets.Timeout; t > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
+		defer stop()
+	}
+	r.ctx, r.cancel = ctx, cancel
+	r.recordMu.Lock()
+	r.d.pendRun = &store.RunUpdate{Status: trace.RunRunning}
+	r.recordMu.Unlock()
+	r.record(trace.Event{Kind: trace.RunResumed, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	for _, i := range r.d.toPark {
+		// in flight when the process died, and not idempotent: nobody
+		// knows whether its effect happened, so a person decides.
+		r.park(i, store.KindUnknown, r.prepare(i))
+	}
+	r.flush()
+	r.startLease(r.e.cfg.LeaseTTL)
+	r.loop()
+	return r.finish(parent)
+}
+
+// Status reads a durable run's current state from the store: its status,
+// the outputs and states of its steps, its error and pending approvals.
+func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
+	run, err := e.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	rows, err := e.cfg.Store.Steps(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
+	for _, row := range rows {
+		sr := StepResult{Status: row.Status, Attempts: row.Attempt}
+		if !row.SettledAt.IsZero() {
+			sr.Duration = row.SettledAt.Sub(row.StartedAt)
+		}
+		if len(row.Error) > 0 {
+			sr.Error = &RunError{}
+			_ = json.Unmarshal(row.Error, sr.Error)
+		}
+		res.Steps[row.StepID] = sr
+		if hasOutput(row.Status) && len(row.Output) > 0 {
+			var v any
+			if err := json.Unmarshal(row.Output, &v); err != nil {
+				return nil, fmt.Errorf("output of step %s of run %s does not decode: %w", row.StepID, runID, err)
+			}
+			res.Outputs[row.StepID] = v
+		}
+	}
+	if len(run.Error) > 0 {
+		res.Error = &RunError{}
+		_ = json.Unmarshal(run.Error, res.Error)
+	}
+	if len(run.Usage) > 0 {
+		_ = json.Unmarshal(run.Usage, &res.Usage)
+	}
+	if !run.SettledAt.IsZero() {
+		res.Duration = run.SettledAt.Sub(run.CreatedAt)
+	}
+	if run.Status == trace.RunWaiting {
+		res.Pending, err = e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: runID, Status: store.ApprovalPending})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// Cancel stops a durable run that is not running elsewhere: it takes the
+// lease (ErrConflict-classed error when another process holds it), records
+// the cancellation and settles the run as cancelled.
+func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
+	run, err := e.cfg.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL})
+	if err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	defer e.release(runID)
+	if run.Finished() {
+		return fmt.Errorf("cancel run %s: it already %s", runID, run.Status)
+	}
+	if reason == "" {
+		reason = "cancelled by a person"
+	}
+	re := &RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Message: reason}
+	errJSON, _ := json.Marshal(re)
+	now := e.cfg.Clock.Now()
+	t := &store.Transition{RunID: runID, Version: run.Version,
+		Events: []*trace.Event{{Seq: run.LastSeq + 1, Time: now, Kind: trace.RunSettled, RunID: runID, Flow: run.Flow,
+			Status: string(trace.RunCancelled), ErrorClass: string(fault.Cancelled), Error: reason, Origin: trace.OriginEngine}},
+		Run: &store.RunUpdate{Status: trace.RunCancelled, Error: errJSON, SettledAt: now}}
+	if err := e.cfg.Store.Commit(ctx, t); err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	return nil
+}
