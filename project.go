@@ -2,6 +2,7 @@ package rein
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/exec"
 )
@@ -39,6 +41,10 @@ type LoadOptions struct {
 	Tools []tool.Tool
 	// Models binds model names to Models; a scripted Script answers the rest.
 	Models map[string]model.Model
+
+	// flowText, when set, is parsed instead of reading the flow file (a
+	// resumed run's pinned flow).
+	flowText []byte
 }
 
 // Project is a validated flow with its tools and models, ready to run.
@@ -64,9 +70,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		opts = &LoadOptions{}
 	}
 	p := &Project{Tools: &tool.Registry{}, Models: &model.Registry{}}
-	flowPath, isDir, err := resolveFlowPath(path)
-	if err != nil {
-		return nil, err
+	flowPath, isDir, err := path, false, error(nil)
+	if opts.flowText == nil {
+		if flowPath, isDir, err = resolveFlowPath(path); err != nil {
+			return nil, err
+		}
 	}
 	p.Dir = filepath.Dir(flowPath)
 	if isDir && exists(filepath.Join(p.Dir, InputFile)) {
@@ -114,7 +122,12 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		},
 		Models: p.Models.Has,
 	}
-	if p.Flow, err = flow.Load(flowPath, fopts); err != nil {
+	if opts.flowText != nil {
+		p.Flow, err = flow.Parse(opts.flowText, flowPath, fopts)
+	} else {
+		p.Flow, err = flow.Load(flowPath, fopts)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// Exec tools: the flow's own declarations win over the config's.
@@ -168,11 +181,94 @@ func (p *Project) Engine(cfg engine.Config) *engine.Engine {
 
 // Run runs the project's flow once with input on an engine with cfg.
 func (p *Project) Run(ctx context.Context, input any, cfg *engine.Config) (*engine.Result, error) {
+	return p.Start(ctx, input, cfg, nil)
+}
+
+// Start is Run with per-run options. With a durable cfg.Store it records
+// the project's config and script paths with the run (RunMeta), so that
+// LoadRun can rebuild the same tools and models to resume it.
+func (p *Project) Start(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (*engine.Result, error) {
 	var c engine.Config
 	if cfg != nil {
 		c = *cfg
 	}
-	return p.Engine(c).Run(ctx, p.Flow, input, nil)
+	o := engine.RunOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Meta == nil {
+		o.Meta = p.meta()
+	}
+	return p.Engine(c).Run(ctx, p.Flow, input, &o)
+}
+
+// Resume continues the durable run runID on an engine with cfg (whose
+// Store holds the run). The project must come from LoadRun (the pinned flow).
+func (p *Project) Resume(ctx context.Context, runID string, cfg *engine.Config) (*engine.Result, error) {
+	var c engine.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	return p.Engine(c).Resume(ctx, p.Flow, runID)
+}
+
+// RunMeta is what a durable run records about its project.
+type RunMeta struct {
+	Config string `json:"config,omitempty"`
+	Script string `json:"script,omitempty"`
+}
+
+func (p *Project) meta() json.RawMessage {
+	abs := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if a, err := filepath.Abs(s); err == nil {
+			return a
+		}
+		return s
+	}
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath)})
+	return b
+}
+
+// LoadRun rebuilds the project of a durable run from st: the flow text the
+// run pinned (never the file on disk, which may have changed), parsed as if
+// it were at its original path so its schema files resolve, with the
+// rein.yaml and script the run recorded. opts may add Go tools and models
+// (Config and Script override the recorded ones).
+func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOptions) (*Project, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	o := LoadOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	var m RunMeta
+	if len(run.Meta) > 0 {
+		if err := json.Unmarshal(run.Meta, &m); err != nil {
+			return nil, fmt.Errorf("run %s: its metadata does not decode: %w", runID, err)
+		}
+	}
+	if o.Config == "" {
+		o.Config = m.Config
+	}
+	if o.Script == "" {
+		o.Script = m.Script
+	}
+	o.NoDefaults = true
+	o.flowText = run.FlowText
+	path := run.FlowPath
+	if path == "" {
+		path = run.Flow + ".yaml"
+	}
+	p, err := Load(path, &o)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err)
+	}
+	return p, nil
 }
 
 func resolveFlowPath(path string) (string, bool, error) {
