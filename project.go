@@ -202,6 +202,23 @@ func (p *Project) Start(ctx context.Context, input any, cfg *engine.Config, opts
 	return p.Engine(c).Run(ctx, p.Flow, input, &o)
 }
 
+// Enqueue records a pending durable run of the project's flow for a
+// worker to take up, and returns its id.
+func (p *Project) Enqueue(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (string, error) {
+	var c engine.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	o := engine.RunOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Meta == nil {
+		o.Meta = p.meta()
+	}
+	return p.Engine(c).Enqueue(ctx, p.Flow, input, &o)
+}
+
 // Resume continues the durable run runID on an engine with cfg (whose
 // Store holds the run). The project must come from LoadRun (the pinned flow).
 func (p *Project) Resume(ctx context.Context, runID string, cfg *engine.Config) (*engine.Result, error) {

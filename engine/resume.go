@@ -210,7 +210,11 @@ func (r *run) resume(parent context.Context) *Result {
 	r.recordMu.Lock()
 	r.d.pendRun = &store.RunUpdate{Status: trace.RunRunning}
 	r.recordMu.Unlock()
-	r.record(trace.Event{Kind: trace.RunResumed, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	kind := trace.RunResumed
+	if r.seq == 0 {
+		kind = trace.RunStarted // an enqueued run a worker starts
+	}
+	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.d.toPark {
 		// in flight when the process died, and not idempotent: nobody
 		// knows whether its effect happened, so a person decides.
@@ -297,4 +301,43 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// Enqueue records a new durable run without running it: the run is
+// pending until a worker (rein worker, or anyone calling Resume) takes it
+// up. An idempotency key that names an existing run returns that run's id.
+func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *RunOptions) (string, error) {
+	if store.IsEphemeral(e.cfg.Store) {
+		return "", errors.New("engine: Enqueue needs a durable store (engine.Config.Store)")
+	}
+	in, err := CheckInput(f, input)
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.bind(f); err != nil {
+		return "", err
+	}
+	var session, id string
+	var meta json.RawMessage
+	if opts != nil {
+		session, meta, id = opts.Session, opts.Meta, opts.RunID
+	}
+	if id == "" {
+		id = e.cfg.NewRunID()
+	}
+	key, err := idempotencyKey(f, in, session)
+	if err != nil {
+		return "", fmt.Errorf("engine: flow %s: %w", f.Name, err)
+	}
+	raw, err := value.AppendCanonical(nil, in)
+	if err != nil {
+		return "", err
+	}
+	run, _, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: f.File,
+		FlowHash: FlowHash(f), FlowText: f.Source, Input: raw, Meta: meta, IdempotencyKey: key, Session: session,
+		Retention: f.Retention, Status: trace.RunPending})
+	if err != nil {
+		return "", fmt.Errorf("engine: enqueue a run of flow %s: %w", f.Name, err)
+	}
+	return run.ID, nil
 }

@@ -44,6 +44,9 @@ func (p Problem) String() string {
 	if p.Path == "" {
 		return p.Message
 	}
+	if p.offset >= 0 && p.field == "expr" {
+		return fmt.Sprintf("%s: %s (at byte %d of the expression)", p.Path, p.Message, p.offset)
+	}
 	return p.Path + ": " + p.Message
 }
 

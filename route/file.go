@@ -74,13 +74,14 @@ func ParseFile(path string) (*File, error) {
 }
 
 // Parse parses a routes file named name and validates it as New would
-// (with no semantic router). Every problem is reported at once in an
-// *Error whose Problems carry name and a line and column: YAML syntax,
-// unknown or duplicate fields, wrong types, a missing name or description,
-// duplicate route names, rules with no or several conditions or naming an
-// unknown route, regexps and expressions that do not compile, a fallback
-// that is not a route or is combined with model. Anchors, aliases and tags
-// are rejected: a routes file is plain data.
+// (with no semantic router). Problems are reported together in an *Error
+// whose Problems carry name, a line and a column: first those of the
+// file's shape (YAML syntax, unknown or duplicate fields, wrong types,
+// empty values, model combined with fallback); once the shape is right,
+// those New finds (a missing name or description, duplicate route names,
+// rules with no or several conditions or naming an unknown route, regexps
+// and expressions that do not compile, an unknown fallback). Anchors,
+// aliases, tags and merge keys are rejected: a routes file is plain data.
 func Parse(name string, data []byte) (f *File, err error) {
 	fp := &fileParser{name: name}
 	defer func() {

@@ -212,9 +212,11 @@ const maxNameLen = 128
 
 // names lists the route names, comma-separated, in order.
 func (r *Router) names() string {
-	names := make([]string, len(r.routes))
+	names := make([]string, 0, len(r.routes))
 	for i, rt := range r.routes {
-		names[i] = rt.Name
+		if first, ok := r.byName[rt.Name]; ok && first == i {
+			names = append(names, rt.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reinhq/rein/store"
+)
+
+// SQLSTATEs raised by rein_commit (migrations/0001_init.sql).
+const (
+	codeVersionMoved = "RE409"
+	codeNoRun        = "RE404"
+)
+
+// mapErr turns database errors into the store's vocabulary: unique
+// violations, serialization failures, deadlocks and a moved version are
+// store.ErrConflict; no rows is store.ErrNotFound. Other errors pass
+// through. what says what was being done ("commit run r1").
+func mapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case codeNoRun:
+			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrNotFound)
+		case codeVersionMoved:
+			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrConflict)
+		case "23505": // unique_violation
+			return fmt.Errorf("%s: %s (%s): %w", what, pe.Message, pe.ConstraintName, store.ErrConflict)
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrConflict)
+		}
+	}
+	return fmt.Errorf("postgres store: %s: %w", what, err)
+}
+
+// retryable reports whether err means the statement did not run to a
+// known end because the connection or server failed (lost connection,
+// server restarting, backend terminated) or because PostgreSQL aborted the
+// transaction for a retry (serialization failure, deadlock). Commit retries
+// these; its version check makes the retry safe.
+func retryable(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "40001", "40P01": // admin/crash shutdown, cannot connect now
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection exception
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "conn closed")
+}
+
+var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redact removes the passwords found in dsn (URL or key=value form) and
+// any extra secrets from text.
+func redact(text, dsn string, secrets ...string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
+		}
+		if q := u.Query().Get("password"); q != "" {
+			secrets = append(secrets, q, url.QueryEscape(q))
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
+		secrets = append(secrets, strings.Trim(m[2], "'"))
+	}
+	text = kvPassword.ReplaceAllString(text, "${1}xxxxx")
+	for _, s := range secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "xxxxx")
+		}
+	}
+	return text
+}

@@ -1,0 +1,115 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reinhq/rein/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// DefaultLeaseTTL is the lease length used when a LeaseParams, ClaimParams
+// or CreateRunParams asks for a lease with a TTL ≤ 0.
+const DefaultLeaseTTL = 30 * time.Second
+
+// Options configures Open. A nil *Options means all defaults.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds rein's tables. Open creates
+	// it when missing and sets it as the search_path of every connection.
+	// Defaults to the DSN's search_path (normally "public").
+	Schema string
+	// BlobThreshold is the size in bytes above which a step's output or
+	// input is stored once in the content-addressed blob table. Defaults to
+	// store.DefaultBlobThreshold; a negative value keeps every payload inline.
+	BlobThreshold int
+	// MaxConns caps the connection pool. Defaults to the DSN's
+	// pool_max_conns, else pgxpool's default (the larger of 4 and the
+	// number of CPUs).
+	MaxConns int32
+	// ConnectTimeout bounds how long Open waits for its first connection.
+	// Defaults to 10s.
+	ConnectTimeout time.Duration
+}
+
+// Store is the PostgreSQL store.Store. It is safe for concurrent use; any
+// number of Stores (in any number of processes) may share one database.
+type Store struct {
+	pool          *pgxpool.Pool
+	blobThreshold int
+}
+
+// Open connects to the database named by dsn, applies the embedded
+// migrations (under an advisory lock, so concurrent Opens are safe) and
+// returns the Store. It fails with a message naming host:port — never the
+// password — when the database cannot be reached, and refuses a schema
+// written by a newer rein.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = store.DefaultBlobThreshold
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, &dsnError{msg: "postgres store: invalid DSN: " + redact(err.Error(), dsn), err: err}
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	if o.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(cfg, dsn, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(cctx); err != nil {
+		pool.Close()
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %v: %w", o.ConnectTimeout, err)
+		}
+		return nil, connectErr(cfg, dsn, err)
+	}
+	if err := migrate(cctx, pool, o.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool, blobThreshold: o.BlobThreshold}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// dsnError carries a message cleaned of secrets while keeping the cause for
+// errors.Is and errors.As.
+type dsnError struct {
+	msg string
+	err error
+}
+
+func (e *dsnError) Error() string { return e.msg }
+func (e *dsnError) Unwrap() error { return e.err }
+
+func connectErr(cfg *pgxpool.Config, dsn string, err error) error {
+	c := cfg.ConnConfig
+	msg := fmt.Sprintf("postgres store: cannot connect to %s:%d (database %q, user %q): %s; check that the server is running and the DSN is right",
+		c.Host, c.Port, c.Database, c.User, redact(err.Error(), dsn, c.Password))
+	return &dsnError{msg: msg, err: err}
+}
+
