@@ -56,7 +56,31 @@ func (t *ToolDecl) Spec() tool.Spec {
 type Config struct {
 	File  string
 	Tools map[string]*ToolDecl
+	// Models are the configured model providers by name (rein.yaml models:).
+	Models map[string]*ModelDecl
 }
+
+// ModelDecl is one entry of rein.yaml models:, e.g.
+//
+//	models:
+//	  default: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY}
+//
+// API keys are never written in the file: APIKeyEnv names the variable
+// that holds one.
+type ModelDecl struct {
+	Name       string
+	Provider   string
+	Model      string
+	BaseURL    string
+	APIKeyEnv  string
+	MaxTokens  int
+	Timeout    time.Duration
+	Structured string
+	File       string
+	Pos        Pos
+}
+
+var modelFields = []string{"provider", "model", "base_url", "api_key_env", "max_tokens", "timeout", "structured"}
 
 // LoadConfig reads a rein.yaml. The error is an *Error with located problems,
 // or an I/O error.
@@ -92,7 +116,7 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 		case "tools":
 			cfg.Tools = d.decodeTools(f, filepath.Dir(filename))
 		case "models":
-			d.diags.add(f.keyPos, "", "models: is not supported yet: real providers arrive in a later release; use --script FILE for the scripted stand-in")
+			cfg.Models = d.decodeModels(f)
 		default:
 			d.unknownField(f, "", "rein.yaml", []string{"tools", "models"})
 		}
@@ -101,6 +125,69 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
+	out := map[string]*ModelDecl{}
+	entries, ok := fieldsOf(fl.value)
+	if !ok {
+		if !isNull(fl.value) {
+			d.diags.add(posOf(fl.value), "", "models must map model names to {provider, model, ...}, not %s", kindName(fl.value))
+		}
+		return out
+	}
+	for _, e := range entries {
+		where := "model " + e.key
+		fields, ok := fieldsOf(e.value)
+		if !ok {
+			d.diags.add(posOf(e.value), "", "%s must be a mapping like {provider: openai, model: gpt-4o-mini}, not %s", where, kindName(e.value))
+			continue
+		}
+		m := &ModelDecl{Name: e.key, File: d.diags.file, Pos: e.keyPos}
+		for _, f := range fields {
+			switch f.key {
+			case "provider":
+				m.Provider, _ = d.str(f, "")
+			case "model":
+				m.Model, _ = d.str(f, "")
+			case "base_url":
+				m.BaseURL, _ = d.str(f, "")
+			case "api_key_env":
+				m.APIKeyEnv, _ = d.str(f, "")
+				if strings.HasPrefix(m.APIKeyEnv, "sk-") || strings.Contains(m.APIKeyEnv, " ") {
+					d.diags.add(posOf(f.value), "", "%s: api_key_env names the environment variable holding the key (like OPENAI_API_KEY); never write the key itself in rein.yaml", where)
+				}
+			case "max_tokens":
+				if n, ok := d.integer(f, ""); ok {
+					if n < 1 {
+						d.diags.add(posOf(f.value), "", "%s: max_tokens must be positive", where)
+					}
+					m.MaxTokens = n
+				}
+			case "timeout":
+				m.Timeout, _ = d.duration(f, "")
+			case "structured":
+				if v, ok := d.str(f, ""); ok {
+					switch v {
+					case "json_schema", "json_object", "tool":
+						m.Structured = v
+					default:
+						d.diags.add(posOf(f.value), "", "%s: structured must be json_schema, json_object or tool, not %q", where, v)
+					}
+				}
+			default:
+				d.unknownField(f, "", where, modelFields)
+			}
+		}
+		if m.Provider == "" {
+			d.diags.add(e.keyPos, "", "%s needs a provider: (openai, anthropic, deepseek, ollama, vllm or lmstudio)", where)
+		}
+		if m.Model == "" {
+			d.diags.add(e.keyPos, "", "%s needs a model: (the provider's model name, like gpt-4o-mini)", where)
+		}
+		out[e.key] = m
+	}
+	return out
 }
 
 func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {

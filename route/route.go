@@ -140,6 +140,7 @@ type Router struct {
 	routes   []Route
 	byName   map[string]int
 	rules    []compiledRule
+	lits     *literalSet
 	semantic Semantic
 	fallback string
 }
@@ -190,6 +191,7 @@ func New(cfg Config) (*Router, error) {
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
+	r.lits = newLiteralSet(r.rules)
 	return r, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow/expression"
@@ -23,13 +22,16 @@ type compiledRule struct {
 	rule  Rule
 
 	re *regexp.Regexp
-	// lit, when not empty, is a literal every match of re contains; a text
-	// without it cannot match, so re is not run. With fold set the
-	// comparison is case-insensitive (lit is then in folded form).
+	// lit, when not empty, is a literal every matching text contains (see
+	// prefilter.go); a text without it cannot match, so neither re nor
+	// prog is run. With fold set the comparison is case-insensitive (lit
+	// is then in folded form).
 	lit  string
 	fold bool
 
 	prog *expression.Program
+
+	reason string // Result.Reason when the rule matches
 }
 
 // compileRule validates rule i, reporting into ps.
@@ -57,6 +59,7 @@ func (r *Router) compileRule(i int, rl Rule, ps *problems) (compiledRule, bool) 
 	c := compiledRule{index: i, rule: rl}
 	if len(set) > 0 {
 		c.kind = set[0]
+		c.reason = fmt.Sprintf("rule %d matched: %s %q", i, c.kind, rl.Pattern())
 	}
 	if rl.Regexp != "" {
 		if len(rl.Regexp) > maxRegexpLen {
@@ -78,6 +81,7 @@ func (r *Router) compileRule(i int, rl Rule, ps *problems) (compiledRule, bool) 
 			ps.add("rule", i, "expr", -1, path+".expr", "bad expression: %v", err)
 		default:
 			c.prog = prog
+			c.lit, c.fold = exprLiteral(rl.Expr)
 			for _, site := range prog.RefSites() {
 				if root := site.Path[0].Key; root != "text" && root != "metadata" {
 					ps.add("rule", i, "expr", site.Offset, path+".expr", "unknown name %q: a rule expression reads text and metadata", root)
@@ -103,7 +107,7 @@ func regexpMessage(err error) string {
 // router: ok is false when none matches. The error is a fault.Business
 // error naming the rule whose expression failed at run time.
 func (r *Router) Match(req Request) (res Result, ok bool, err error) {
-	m := matcher{text: req.Text, meta: req.Metadata}
+	m := matcher{lits: r.lits, text: req.Text, meta: req.Metadata}
 	for i := range r.rules {
 		c := &r.rules[i]
 		hit, err := m.match(c)
@@ -114,7 +118,7 @@ func (r *Router) Match(req Request) (res Result, ok bool, err error) {
 			return Result{
 				Route:  c.rule.Route,
 				Source: SourceRule,
-				Reason: fmt.Sprintf("rule %d matched: %s %q", c.index, c.kind, c.rule.Pattern()),
+				Reason: c.reason,
 				Rule:   &RuleMatch{Index: c.index, Kind: c.kind, Pattern: c.rule.Pattern()},
 			}, true, nil
 		}
@@ -125,125 +129,63 @@ func (r *Router) Match(req Request) (res Result, ok bool, err error) {
 // matcher holds what is derived from one request, each computed at most
 // once and only when a rule needs it.
 type matcher struct {
+	lits    *literalSet
 	text    string
 	meta    map[string]any
-	trimmed *string
-	folded  *string
+	trimmed string
+	folded  string
 	env     map[string]any
+	did     uint8    // didTrim | didFold | didScan
+	present []uint64 // rules whose literal text contains, after didScan
+	small   [2]uint64
 }
+
+const (
+	didTrim uint8 = 1 << iota
+	didFold
+	didScan
+)
 
 func (m *matcher) match(c *compiledRule) (bool, error) {
-	switch c.kind {
-	case "prefix":
-		if m.trimmed == nil {
-			t := strings.TrimLeftFunc(m.text, unicode.IsSpace)
-			m.trimmed = &t
+	if c.kind == "prefix" {
+		if m.did&didTrim == 0 {
+			m.trimmed, m.did = strings.TrimLeftFunc(m.text, unicode.IsSpace), m.did|didTrim
 		}
-		return strings.HasPrefix(*m.trimmed, c.rule.Prefix), nil
-	case "regexp":
-		if c.lit != "" {
-			hay := m.text
-			if c.fold {
-				if m.folded == nil {
-					f := foldString(m.text)
-					m.folded = &f
-				}
-				hay = *m.folded
+		return strings.HasPrefix(m.trimmed, c.rule.Prefix), nil
+	}
+	if c.lit != "" && m.lits != nil {
+		if m.did&didScan == 0 {
+			m.present = m.small[:]
+			if n := (m.lits.n + 63) / 64; n > len(m.small) {
+				m.present = make([]uint64, n)
 			}
-			if !strings.Contains(hay, c.lit) {
-				return false, nil
-			}
+			m.lits.scan(m.text, m.present)
+			m.did |= didScan
 		}
+		if m.present[c.index>>6]&(1<<(c.index&63)) == 0 {
+			return false, nil
+		}
+	} else if c.lit != "" {
+		hay := m.text
+		if c.fold {
+			if m.did&didFold == 0 {
+				m.folded, m.did = foldString(m.text), m.did|didFold
+			}
+			hay = m.folded
+		}
+		if !strings.Contains(hay, c.lit) {
+			return false, nil
+		}
+	}
+	if c.re != nil {
 		return c.re.MatchString(m.text), nil
-	case "expr":
-		if m.env == nil {
-			meta := m.meta
-			if meta == nil {
-				meta = map[string]any{}
-			}
-			m.env = map[string]any{"text": m.text, "metadata": meta}
+	}
+	if m.env == nil {
+		meta := m.meta
+		if meta == nil {
+			meta = map[string]any{}
 		}
-		return c.prog.Eval(m.env)
+		m.env = map[string]any{"text": m.text, "metadata": meta}
 	}
-	return false, nil
-}
-
-// requiredLiteral returns the longest literal string that every match of
-// the regular expression src contains, and whether it is compared
-// case-insensitively (then it is returned in folded form, see foldString).
-// It returns "" when it cannot tell. It must be sound: a text without the
-// literal never matches.
-func requiredLiteral(src string) (string, bool) {
-	re, err := syntax.Parse(src, syntax.Perl)
-	if err != nil {
-		return "", false
-	}
-	lit, fold := literalOf(re.Simplify())
-	if strings.ContainsRune(lit, utf8.RuneError) {
-		// U+FFFD in a pattern also matches invalid UTF-8 in the text.
-		return "", false
-	}
-	if fold {
-		lit = foldString(lit)
-	}
-	return lit, fold
-}
-
-func literalOf(re *syntax.Regexp) (string, bool) {
-	switch re.Op {
-	case syntax.OpLiteral:
-		return string(re.Rune), re.Flags&syntax.FoldCase != 0
-	case syntax.OpCapture, syntax.OpPlus:
-		return literalOf(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return literalOf(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		var best string
-		var bestFold bool
-		for _, sub := range re.Sub {
-			if lit, fold := literalOf(sub); utf8.RuneCountInString(lit) > utf8.RuneCountInString(best) {
-				best, bestFold = lit, fold
-			}
-		}
-		return best, bestFold
-	}
-	return "", false
-}
-
-// foldString maps every rune of s to the smallest rune of its simple case
-// folding orbit (the equivalence regexp's (?i) uses), so that two strings
-// are equal under (?i) exactly when their folded forms are equal.
-func foldString(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		b := []byte(s)
-		for i, c := range b {
-			if 'a' <= c && c <= 'z' {
-				b[i] = c - 'a' + 'A'
-			}
-		}
-		return string(b)
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
-}
-
-func foldRune(r rune) rune {
-	least := r
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		least = min(least, f)
-	}
-	return least
+	return c.prog.Eval(m.env)
 }

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	// Keep-alive connections of the default transport are not leaks.
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}

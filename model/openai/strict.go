@@ -48,7 +48,7 @@ func prepareSchema(raw json.RawMessage, wantStrict bool) (send object, sh shape,
 	if sh.wrapped {
 		work = wrap(work)
 	}
-	if strictify(work) {
+	if work, ok := strictify(work); ok {
 		sh.strict = true
 		return work, sh, true, nil
 	}
@@ -71,34 +71,39 @@ func wrap(s object) object {
 		member{"additionalProperties", false})
 }
 
-// strictify rewrites s in place for OpenAI strict structured outputs: every
-// object lists all its properties as required and forbids additional ones,
-// properties that were optional become nullable, and oneOf becomes anyOf.
-// It reports false when s uses what strict mode cannot express (free-form
-// maps, patternProperties, allOf, boolean subschemas); the caller then
-// sends the schema as given, not strict.
-func strictify(s object) bool {
+// strictify returns s rewritten for OpenAI strict structured outputs:
+// every object lists all its properties as required and forbids additional
+// ones, properties that were optional become nullable, and oneOf becomes
+// anyOf. It reports false when s uses what strict mode cannot express
+// (free-form maps, patternProperties, allOf, boolean subschemas); the
+// caller then sends the schema as given, not strict. s's members may be
+// changed in place.
+func strictify(s object) (object, bool) {
 	if _, ok := s.get("patternProperties"); ok {
-		return false
+		return s, false
 	}
 	if _, ok := s.get("allOf"); ok {
-		return false
+		return s, false
 	}
 	if isObjectSchema(s) {
 		if ap, ok := s.get("additionalProperties"); ok && ap != false {
-			return false
+			return s, false
 		}
 		props := s.obj("properties")
 		required := stringSet(s)
 		all := make([]any, 0, len(props))
 		for i, p := range props {
 			ps, ok := p.val.(object)
-			if !ok || !strictify(ps) {
-				return false
+			if !ok {
+				return s, false
+			}
+			if ps, ok = strictify(ps); !ok {
+				return s, false
 			}
 			if !required[p.key] {
-				props[i].val = nullable(ps)
+				ps = nullable(ps)
 			}
+			props[i].val = ps
 			all = append(all, p.key)
 		}
 		if props == nil {
@@ -114,29 +119,40 @@ func strictify(s object) bool {
 	for _, k := range []string{"items", "not"} {
 		if v, ok := s.get(k); ok {
 			sub, isObj := v.(object)
-			if !isObj || !strictify(sub) {
-				return false
+			if !isObj {
+				return s, false
 			}
+			if sub, isObj = strictify(sub); !isObj {
+				return s, false
+			}
+			s.set(k, sub)
 		}
 	}
 	if v, ok := s.get("anyOf"); ok {
 		branches, _ := v.([]any)
-		for _, b := range branches {
+		for i, b := range branches {
 			sub, isObj := b.(object)
-			if !isObj || !strictify(sub) {
-				return false
+			if !isObj {
+				return s, false
+			}
+			if branches[i], isObj = strictify(sub); !isObj {
+				return s, false
 			}
 		}
 	}
 	for _, k := range []string{"$defs", "definitions"} {
-		for _, d := range s.obj(k) {
+		defs := s.obj(k)
+		for i, d := range defs {
 			sub, isObj := d.val.(object)
-			if !isObj || !strictify(sub) {
-				return false
+			if !isObj {
+				return s, false
+			}
+			if defs[i].val, isObj = strictify(sub); !isObj {
+				return s, false
 			}
 		}
 	}
-	return true
+	return s, true
 }
 
 // nullable returns s made to admit null as well: null joins its type

@@ -112,4 +112,3 @@ func connectErr(cfg *pgxpool.Config, dsn string, err error) error {
 		c.Host, c.Port, c.Database, c.User, redact(err.Error(), dsn, c.Password))
 	return &dsnError{msg: msg, err: err}
 }
-

@@ -1,0 +1,203 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// The crash test runs a flow in a child process (this test binary, re-run
+// with REIN_CRASH_AT set) that kills itself with SIGKILL at one point, then
+// resumes the run here from the same SQLite file. Tools count their calls
+// in files, which survive the kill.
+const crashRunFlow = `name: crash
+steps:
+  - {id: one, tool: plain, args: {}}
+  - {id: idem, tool: idem, args: {}}
+  - {id: once, tool: once, args: {}}
+  - {id: last, tool: plain, args: {}}
+`
+
+// crashTools are the flow's tools: each appends its call's step and
+// idempotency key to dir/<step>.log, and kills the process when at says so.
+func crashTools(dir, at string) *tool.Registry {
+	reg := &tool.Registry{}
+	mk := func(name string, idempotent bool) tool.Tool {
+		return tool.Func(tool.Spec{Name: name, Effect: tool.EffectWrite, Idempotent: idempotent}, func(ctx context.Context, _ any) (any, error) {
+			info := tool.CallInfoFrom(ctx)
+			f, err := os.OpenFile(filepath.Join(dir, info.StepID+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			_, err = f.WriteString(info.IdempotencyKey + "\n")
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			if at == "during:"+info.StepID {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			return map[string]any{"step": info.StepID}, nil
+		})
+	}
+	for _, t := range []tool.Tool{mk("plain", false), mk("idem", true), mk("once", false)} {
+		if err := reg.Register(t); err != nil {
+			panic(err)
+		}
+	}
+	return reg
+}
+
+// killingStore kills the process instead of committing a transition that
+// starts (before:STEP) or settles (after:STEP) the named step.
+type killingStore struct {
+	store.Store
+	at string
+}
+
+func (k *killingStore) Commit(ctx context.Context, t *store.Transition) error {
+	for _, s := range t.Steps {
+		if k.at == "before:"+s.StepID && s.Status == trace.StepRunning ||
+			k.at == "after:"+s.StepID && s.Status == trace.StepSucceeded {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	return k.Store.Commit(ctx, t)
+}
+
+func crashFlowFor(t testing.TB, reg *tool.Registry) *flow.Flow {
+	t.Helper()
+	f, err := flow.Parse([]byte(crashRunFlow), "crash.yaml", &flow.Options{Tools: func(n string) (tool.Spec, bool) {
+		tl, ok := reg.Lookup(n)
+		if !ok {
+			return tool.Spec{}, false
+		}
+		return tl.Spec(), true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestCrashChild is the child's body; it does nothing in a normal run.
+func TestCrashChild(t *testing.T) {
+	at := os.Getenv("REIN_CRASH_AT")
+	if at == "" {
+		t.Skip("the crash test's child process (run by TestCrashAndResume)")
+	}
+	dir := os.Getenv("REIN_CRASH_DIR")
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := crashTools(dir, at)
+	e := engine.New(engine.Config{Tools: reg, Store: &killingStore{Store: st, at: at}})
+	_, err = e.Run(context.Background(), crashFlowFor(t, reg), nil, &engine.RunOptions{RunID: "crash-run"})
+	t.Fatalf("the child was meant to die at %s, but its run returned (%v)", at, err)
+}
+
+func TestCrashAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	cases := []struct {
+		at string
+		// calls per step after the resume; keys says how many distinct
+		// idempotency keys the idem step saw.
+		calls  map[string]int
+		status trace.RunStatus
+	}{
+		{"before:idem", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1}, trace.RunSucceeded},
+		{"during:idem", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1}, trace.RunSucceeded},
+		{"during:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
+		{"after:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
+		{"after:one", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1}, trace.RunSucceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.at, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "REIN_CRASH_AT="+tc.at, "REIN_CRASH_DIR="+dir)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+			}
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			reg := crashTools(dir, "")
+			e := engine.New(engine.Config{Tools: reg, Store: st})
+			f := crashFlowFor(t, reg)
+			if strings.HasPrefix(tc.at, "after:one") {
+				// the crash came before one's settlement was committed: one
+				// is not idempotent, so it is unknown; a person says it
+				// happened (settle), and the run goes on without repeating it.
+				res, err := e.Resume(ctx, f, "crash-run")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != trace.RunWaiting || res.Steps["one"].Status != trace.StepUnknown {
+					t.Fatalf("status %s, one %s", res.Status, res.Steps["one"].Status)
+				}
+				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "crash-run", StepID: "one", Status: store.ApprovalSettled, Output: json.RawMessage(`{"step":"one"}`)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := e.Resume(ctx, f, "crash-run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.status {
+				t.Fatalf("after resume: %s (%+v), want %s", res.Status, res.Error, tc.status)
+			}
+			for step, want := range tc.calls {
+				keys := readLines(t, filepath.Join(dir, step+".log"))
+				if len(keys) != want {
+					t.Errorf("step %s ran %d times, want %d (keys %v)", step, len(keys), want, keys)
+				}
+				if step == "idem" && len(keys) == 2 && keys[0] != keys[1] {
+					t.Errorf("the idempotent step was re-run with another key: %v", keys)
+				}
+			}
+			if tc.status == trace.RunWaiting {
+				if res.Steps["once"].Status != trace.StepUnknown || len(res.Pending) != 1 || res.Pending[0].Kind != store.KindUnknown {
+					t.Fatalf("once %s, pending %+v: the non-idempotent step must be marked unknown", res.Steps["once"].Status, res.Pending)
+				}
+			}
+		})
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}

@@ -1,0 +1,260 @@
+package cassette
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/value"
+)
+
+// Version is the cassette format this package writes, and the newest it
+// reads.
+const Version = 1
+
+// Cassette is the content of a cassette file.
+type Cassette struct {
+	Version   int        `json:"version"`
+	Exchanges []Exchange `json:"exchanges"`
+}
+
+// Exchange is one model call: the request and what came back. At least one
+// of Response and Error is set.
+type Exchange struct {
+	// Key is Key(request) at record time; replay matches on it. When empty
+	// on reading, it is computed from Request.
+	Key      string    `json:"key,omitempty"`
+	Request  Request   `json:"request"`
+	Response *Response `json:"response,omitempty"`
+	Error    *Error    `json:"error,omitempty"`
+}
+
+// Request is the recorded part of a model.Request.
+type Request struct {
+	Model    string `json:"model,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	Step     string `json:"step,omitempty"`
+	// Corrective is informational: the call was a corrective retry.
+	Corrective bool            `json:"corrective,omitempty"`
+	Messages   []model.Message `json:"messages"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+}
+
+// Response is the recorded part of a model.Response.
+type Response struct {
+	Text  string      `json:"text"`
+	Usage model.Usage `json:"usage"`
+	Model string      `json:"model,omitempty"`
+}
+
+// Error is a recorded failure: its fault class and message.
+type Error struct {
+	Class   fault.Class `json:"class"`
+	Message string      `json:"message"`
+}
+
+// Key returns the hex sha256 of the canonical JSON of req's model name,
+// decision, messages and schema: what replay matches on. Run id, step id,
+// attempt and the corrective flag are left out. A schema that is not JSON
+// counts as its text.
+func Key(req *model.Request) string {
+	return keyOf(req.Model, req.Decision, req.Messages, req.Schema)
+}
+
+func keyOf(modelName, decision string, messages []model.Message, sch json.RawMessage) string {
+	msgs := make([]any, len(messages))
+	for i, m := range messages {
+		msgs[i] = map[string]any{"role": string(m.Role), "content": m.Content}
+	}
+	var schemaValue any
+	if len(bytes.TrimSpace(sch)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(sch))
+		dec.UseNumber()
+		if err := dec.Decode(&schemaValue); err != nil || dec.More() {
+			schemaValue = string(sch)
+		}
+	}
+	canon, err := value.Canonical(map[string]any{
+		"model":    modelName,
+		"decision": decision,
+		"messages": msgs,
+		"schema":   schemaValue,
+	})
+	if err != nil { // cannot happen: every value above is plain JSON
+		canon = fmt.Appendf(nil, "%q %q %v %q", modelName, decision, messages, sch)
+	}
+	return value.Digest(canon)
+}
+
+// Read reads and parses the cassette at path.
+func Read(path string) (*Cassette, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read cassette: %w", err)
+	}
+	return Parse(data, path)
+}
+
+var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// knownClasses are the classes a recorded error may have.
+var knownClasses = []fault.Class{fault.Transient, fault.Format, fault.Business, fault.Budget, fault.Policy, fault.Conflict, fault.NotFound, fault.Cancelled}
+
+// Parse reads a cassette. filename is used only in messages ("<cassette>"
+// when empty). Errors name the file: a JSON syntax or type error with
+// line:col, a cassette from a newer version with both versions, and
+// unknown fields, missing versions, exchanges with neither response nor
+// error, unknown error classes and malformed keys with the exchange's index.
+// Exchanges without a key get Key of their request.
+func Parse(data []byte, filename string) (*Cassette, error) {
+	if filename == "" {
+		filename = "<cassette>"
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("cassette %s is empty: re-record with --record", filename)
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := decodeOne(data, &head, false); err != nil {
+		return nil, jsonError(filename, data, err)
+	}
+	switch {
+	case head.Version == nil:
+		return nil, fmt.Errorf("cassette %s has no \"version\": it is not a rein cassette", filename)
+	case *head.Version > Version:
+		return nil, fmt.Errorf("cassette %s is version %d, newer than this rein reads (%d): upgrade rein or re-record with --record", filename, *head.Version, Version)
+	case *head.Version < 1:
+		return nil, fmt.Errorf("cassette %s has version %d: versions start at 1", filename, *head.Version)
+	}
+	var c Cassette
+	if err := decodeOne(data, &c, true); err != nil {
+		return nil, jsonError(filename, data, err)
+	}
+	if c.Exchanges == nil {
+		c.Exchanges = []Exchange{}
+	}
+	var problems []string
+	for i := range c.Exchanges {
+		x := &c.Exchanges[i]
+		at := fmt.Sprintf("exchanges[%d]", i)
+		switch {
+		case x.Key == "":
+			x.Key = keyOf(x.Request.Model, x.Request.Decision, x.Request.Messages, x.Request.Schema)
+		case !hexKey.MatchString(x.Key):
+			problems = append(problems, fmt.Sprintf("%s: key must be 64 lowercase hex digits (a sha256), got %q; delete it to have it computed", at, cut(x.Key, 80)))
+		}
+		if x.Response == nil && x.Error == nil {
+			problems = append(problems, at+": has neither \"response\" nor \"error\"")
+		}
+		if x.Error != nil && !isKnown(x.Error.Class) {
+			problems = append(problems, fmt.Sprintf("%s: error class %q is not one of %s", at, cut(string(x.Error.Class), 40), classList()))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("cassette %s: %s", filename, strings.Join(problems, "; "))
+	}
+	return &c, nil
+}
+
+// decodeOne decodes the one JSON value data holds into v.
+func decodeOne(data []byte, v any, strict bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return &trailingError{offset: off + int64(len(data[off:])-len(bytes.TrimLeft(data[off:], " \t\r\n")))}
+	}
+	return nil
+}
+
+type trailingError struct{ offset int64 }
+
+func (e *trailingError) Error() string { return "unexpected text after the cassette's JSON object" }
+
+// jsonError places a decoding error in the file.
+func jsonError(filename string, data []byte, err error) error {
+	var (
+		se  *json.SyntaxError
+		ute *json.UnmarshalTypeError
+		te  *trailingError
+	)
+	switch {
+	case errors.As(err, &se):
+		line, col := lineCol(data, max(se.Offset-1, 0))
+		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %v (the file is corrupt: re-record with --record)", filename, line, col, se)
+	case errors.As(err, &ute):
+		line, col := lineCol(data, max(ute.Offset-1, 0))
+		field := ute.Field
+		if field == "" {
+			field = "the cassette"
+		}
+		return fmt.Errorf("cassette %s:%d:%d: %s: got JSON %s, want %s", filename, line, col, field, ute.Value, ute.Type)
+	case errors.As(err, &te):
+		line, col := lineCol(data, te.offset)
+		return fmt.Errorf("cassette %s:%d:%d: %v", filename, line, col, te)
+	case strings.Contains(err.Error(), "unexpected EOF"):
+		return fmt.Errorf("cassette %s: truncated JSON (the file ends early: was the recording interrupted? re-record with --record)", filename)
+	}
+	return fmt.Errorf("cassette %s: %s", filename, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// lineCol turns a byte offset into a 1-based line and column (in runes).
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(off, int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, utf8.RuneCount(before[lineStart:]) + 1
+}
+
+func isKnown(c fault.Class) bool {
+	for _, k := range knownClasses {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+func classList() string {
+	names := make([]string, len(knownClasses))
+	for i, c := range knownClasses {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+// cut returns s cut to at most n bytes on a UTF-8 boundary, "…" marking a cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// encode writes c as indented JSON without HTML escaping.
+func encode(c *Cassette) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

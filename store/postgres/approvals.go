@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reinhq/rein/store"
+)
+
+const approvalCols = `a.id, a.run_id, a.step_id, a.kind, a.status, a.tool, a.args, a.message, a.output,
+	a.comment, a.decided_by, a.created_at, a.decided_at`
+
+func scanApproval(row pgx.Row) (*store.Approval, error) {
+	var a store.Approval
+	var kind, status string
+	var args, output []byte
+	var decided *time.Time
+	if err := row.Scan(&a.ID, &a.RunID, &a.StepID, &kind, &status, &a.Tool, &args, &a.Message, &output,
+		&a.Comment, &a.DecidedBy, &a.CreatedAt, &decided); err != nil {
+		return nil, err
+	}
+	a.Kind, a.Status = store.ApprovalKind(kind), store.ApprovalStatus(status)
+	a.Args, a.Output = args, output
+	if decided != nil {
+		a.DecidedAt = *decided
+	}
+	return &a, nil
+}
+
+// Approvals lists approvals in the order they were requested, filtered by
+// run and status when those are set (nil lists all).
+func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]*store.Approval, error) {
+	var q store.ListApprovalsParams
+	if p != nil {
+		q = *p
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM rein_approvals a
+		WHERE ($1 = '' OR a.run_id = $1) AND ($2 = '' OR a.status = $2)
+		ORDER BY a.ord`, q.RunID, string(q.Status))
+	if err != nil {
+		return nil, mapErr("list approvals", err)
+	}
+	defer rows.Close()
+	var out []*store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, mapErr("list approvals", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list approvals", err)
+	}
+	return out, nil
+}
+
+// DecideApproval settles the step's pending approval (the latest, should
+// there be several) and bumps the run's version, in one statement. No
+// approval for the step is store.ErrNotFound; one already decided (by
+// anyone, including a concurrent decider) is store.ErrConflict.
+func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (*store.Approval, error) {
+	what := fmt.Sprintf("decide approval of run %s step %s", p.RunID, p.StepID)
+	switch p.Status {
+	case store.ApprovalApproved, store.ApprovalRejected, store.ApprovalSettled:
+	default:
+		return nil, fmt.Errorf("postgres store: %s: status %q is not approved, rejected or settled", what, p.Status)
+	}
+	a, err := scanApproval(s.pool.QueryRow(ctx, `
+		WITH a AS (
+			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = now()
+			WHERE (a.run_id, a.id) = (
+				SELECT run_id, id FROM rein_approvals
+				WHERE run_id = $1 AND step_id = $2 AND status = 'pending'
+				ORDER BY ord DESC LIMIT 1 FOR UPDATE)
+			AND a.status = 'pending'
+			RETURNING a.*),
+		r AS (
+			UPDATE rein_runs SET version = version + 1, updated_at = now()
+			WHERE id = $1 AND EXISTS (SELECT 1 FROM a))
+		SELECT `+approvalCols+` FROM a`,
+		p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))
+	if err == nil {
+		return a, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, mapErr(what, err)
+	}
+	var decided string
+	err = s.pool.QueryRow(ctx, `SELECT status FROM rein_approvals WHERE run_id = $1 AND step_id = $2
+		ORDER BY ord DESC LIMIT 1`, p.RunID, p.StepID).Scan(&decided)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s: no approval is pending for the step: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, mapErr(what, err)
+	}
+	return nil, fmt.Errorf("%s: already %s: %w", what, decided, store.ErrConflict)
+}

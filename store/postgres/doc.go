@@ -1,0 +1,55 @@
+// Package postgres is the PostgreSQL store.Store (shared/DESIGN.md §7), on
+// github.com/jackc/pgx/v5 and its pgxpool. Several rein processes can share
+// one database: workers divide the ready runs between them with leases
+// taken by ClaimRuns (FOR UPDATE SKIP LOCKED), and every transition is
+// checked against the run's version, so two processes never advance the
+// same run at once.
+//
+// # DSN
+//
+// Open takes a libpq connection string, as a URL or as key=value pairs:
+//
+//	postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=disable
+//	host=HOST port=PORT user=USER password=PASSWORD dbname=DATABASE
+//
+// Besides libpq's parameters it accepts pgxpool's (pool_max_conns,
+// pool_min_conns, pool_max_conn_lifetime, …), and any other parameter is
+// sent to the server as a run-time setting (search_path=rein, for one).
+// Options.Schema puts rein's tables in a schema of their own. Errors never
+// repeat the password.
+//
+// # Schema and migrations
+//
+// The tables (rein_runs, rein_events, rein_steps, rein_approvals,
+// rein_blobs) are created by numbered migrations embedded in the binary
+// and applied by Open in one transaction under an advisory lock; the
+// applied versions are recorded in rein_schema_migrations. A binary that
+// finds a schema newer than it knows refuses to open it and says to
+// upgrade rein.
+//
+// # Journal, blobs and time
+//
+// Events are stored one row per (run_id, seq) as versioned JSON (the
+// trace.Event encoding, with the record version store.JournalVersion in its
+// own column); a record that does not decode, or that a newer rein wrote,
+// is an error naming the run and sequence. Step outputs and inputs above
+// Options.BlobThreshold (store.DefaultBlobThreshold) are stored once, by
+// sha256, in rein_blobs.
+//
+// Every time the store decides with — lease expiry, created/updated times,
+// Prune's retention check — is the database clock (now()), so processes on
+// hosts whose clocks disagree still agree on who holds a lease. Times the
+// caller supplies (a step's StartedAt, a RunUpdate's SettledAt, Prune's
+// Before) are stored as given, at PostgreSQL's microsecond precision.
+//
+// # Tests
+//
+// The tests and benchmarks need a real PostgreSQL, named by the one
+// variable REIN_TEST_POSTGRES_DSN; each test works in a schema of its own,
+// dropped afterwards. Without the variable they skip (and fail under
+// CI=true). To start a throwaway server and run them:
+//
+//	eval "$(.ci/postgres)"
+//	go test ./store/postgres/...
+//	.ci/postgres stop "$REIN_TEST_POSTGRES_DIR"
+package postgres

@@ -1,0 +1,49 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reinhq/rein/store"
+)
+
+// Prune deletes the finished runs (succeeded, failed, cancelled; only
+// p.Status when set) settled before p.Before and past their own
+// retention (settled_at + Run.Retention before the database's now()),
+// with their events, steps and approvals, then the blobs no remaining
+// step refers to. Runs and blobs are deleted in separate transactions: a
+// blob left behind by a failure is collected by the next Prune.
+func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
+	if p.Status != "" && !(&store.Run{Status: p.Status}).Finished() {
+		return nil, errors.New("postgres store: prune: status " + string(p.Status) + " is not a final status")
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM rein_runs
+		WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
+		AND settled_at < $1
+		AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()`,
+		p.Before, string(p.Status))
+	if err != nil {
+		return nil, mapErr("prune runs", err)
+	}
+	res := &store.PruneResult{Runs: int(tag.RowsAffected())}
+	// A Commit racing with the sweep may have just referred to a blob it is
+	// deleting; the foreign key then fails the sweep, and a second one,
+	// with a fresh snapshot, leaves that blob alone.
+	for attempt := 1; ; attempt++ {
+		tag, err = s.pool.Exec(ctx, `DELETE FROM rein_blobs b
+			WHERE NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.output_blob = b.sha256)
+			AND NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.input_blob = b.sha256)`)
+		var pe *pgconn.PgError
+		if err != nil && errors.As(err, &pe) && pe.Code == "23503" && attempt < 3 {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return res, mapErr("prune blobs", err)
+	}
+	res.Blobs = int(tag.RowsAffected())
+	return res, nil
+}

@@ -1,0 +1,253 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// runCols is the column list scanRun reads, for a table aliased r.
+const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status,
+	coalesce(r.idempotency_key, ''), r.session, r.error, r.usage, r.version, r.last_seq,
+	coalesce(r.lease_owner, ''), r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention_ns, r.ord`
+
+// scanRun reads one row of runCols.
+func scanRun(row pgx.Row) (*store.Run, error) {
+	var (
+		r                     store.Run
+		flowText, input, meta []byte
+		errJSON, usage        []byte
+		status                string
+		leaseExpires, settled *time.Time
+		retentionNS, ord      int64
+	)
+	err := row.Scan(&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &status,
+		&r.IdempotencyKey, &r.Session, &errJSON, &usage, &r.Version, &r.LastSeq,
+		&r.LeaseOwner, &leaseExpires, &r.CreatedAt, &r.UpdatedAt, &settled, &retentionNS, &ord)
+	if err != nil {
+		return nil, err
+	}
+	r.FlowText, r.Input, r.Meta, r.Error, r.Usage = flowText, input, meta, errJSON, usage
+	r.Status = trace.RunStatus(status)
+	if leaseExpires != nil && r.LeaseOwner != "" {
+		r.LeaseExpires = *leaseExpires
+	}
+	if settled != nil {
+		r.SettledAt = *settled
+	}
+	r.Retention = time.Duration(retentionNS)
+	return &r, nil
+}
+
+// CreateRun inserts a run. With p.IdempotencyKey set and a run holding
+// that key, it returns that run and created=false. A run ID already taken
+// is store.ErrConflict. Owner, when set, leases the new run to Owner for
+// LeaseTTL (DefaultLeaseTTL when ≤ 0); the run starts at version 0.
+func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
+	if p.ID == "" {
+		return nil, false, errors.New("postgres store: create run: empty ID")
+	}
+	status := p.Status
+	if status == "" {
+		status = trace.RunPending
+	}
+	var owner, key any
+	var ttl time.Duration
+	if p.Owner != "" {
+		owner, ttl = p.Owner, leaseTTL(p.LeaseTTL)
+	}
+	if p.IdempotencyKey != "" {
+		key = p.IdempotencyKey
+	}
+	row := s.pool.QueryRow(ctx, `
+		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
+			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+			CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13 * interval '1 microsecond' END,
+			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN now() END)
+		ON CONFLICT (idempotency_key) DO NOTHING
+		RETURNING `+runCols,
+		p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
+		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds())
+	r, err := scanRun(row)
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, mapErr("create run "+p.ID, err)
+	}
+	// The key is taken: return the run that holds it.
+	r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.idempotency_key = $1`, p.IdempotencyKey))
+	if err != nil {
+		return nil, false, mapErr("create run "+p.ID+": read the run holding idempotency key "+p.IdempotencyKey, err)
+	}
+	return r, false, nil
+}
+
+// GetRun returns one run, or store.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.id = $1`, id))
+	if err != nil {
+		return nil, mapErr("get run "+id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs, newest first, filtered by p (nil lists all);
+// p.Limit ≤ 0 means 100.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store.Run, error) {
+	var q store.ListRunsParams
+	if p != nil {
+		q = *p
+	}
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM rein_runs r
+		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2)
+		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit)
+	if err != nil {
+		return nil, mapErr("list runs", err)
+	}
+	return collectRuns("list runs", rows)
+}
+
+func collectRuns(what string, rows pgx.Rows) ([]*store.Run, error) {
+	defer rows.Close()
+	var out []*store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, mapErr(what, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(what, err)
+	}
+	return out, nil
+}
+
+// AcquireLease makes p.Owner the run's only writer for p.TTL
+// (DefaultLeaseTTL when ≤ 0), measured on the database clock. It succeeds
+// when the run has no lease, an expired one, or one already held by
+// p.Owner; another owner's unexpired lease is store.ErrConflict, a missing
+// run store.ErrNotFound. It bumps and returns the run's version.
+func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
+	what := "acquire lease on run " + p.RunID
+	if p.Owner == "" {
+		return nil, errors.New("postgres store: " + what + ": empty owner")
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx, `
+		UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
+			version = r.version + 1, updated_at = now()
+		WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now())
+		RETURNING `+runCols, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.leaseMiss(ctx, what, p.RunID)
+	}
+	if err != nil {
+		return nil, mapErr(what, err)
+	}
+	return r, nil
+}
+
+// RenewLease extends p.Owner's lease to p.TTL (DefaultLeaseTTL when ≤ 0)
+// from now. It fails with store.ErrConflict when the lease was lost: the
+// run has no lease, another owner's, or p.Owner's own lease expired (an
+// expired lease may already be in another claimer's hands). It does not
+// change the run's version.
+func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
+	what := "renew lease on run " + p.RunID
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE rein_runs r SET lease_expires = now() + $3 * interval '1 microsecond'
+		WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_expires > now()`,
+		p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds())
+	if err != nil {
+		return mapErr(what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.leaseMiss(ctx, what, p.RunID)
+	}
+	return nil
+}
+
+// ReleaseLease drops owner's lease on the run. Releasing a lease that was
+// lost, or of a run that does not exist, is not an error. It does not
+// change the run's version.
+func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
+		WHERE r.id = $1 AND r.lease_owner = $2`, runID, owner)
+	return mapErr("release lease on run "+runID, err)
+}
+
+// leaseMiss explains a lease statement that matched no row.
+func (s *Store) leaseMiss(ctx context.Context, what, runID string) error {
+	var owner string
+	var expires *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(lease_owner, ''), lease_expires FROM rein_runs WHERE id = $1`, runID).Scan(&owner, &expires)
+	if err != nil {
+		return mapErr(what, err)
+	}
+	if owner == "" {
+		return fmt.Errorf("%s: the run holds no lease: %w", what, store.ErrConflict)
+	}
+	return fmt.Errorf("%s: leased to %s until %s: %w", what, owner, expires.UTC().Format(time.RFC3339Nano), store.ErrConflict)
+}
+
+// ClaimRuns leases up to p.Limit (≤ 0 means 1) ready runs — status pending
+// or running with no unexpired lease — to p.Owner for p.TTL
+// (DefaultLeaseTTL when ≤ 0), oldest first. Rows other claimers are
+// locking are skipped (FOR UPDATE SKIP LOCKED), so concurrent claimers in
+// any number of processes never get the same run. Each claim bumps the
+// run's version.
+func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.Run, error) {
+	if p.Owner == "" {
+		return nil, errors.New("postgres store: claim runs: empty owner")
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			SELECT id FROM rein_runs
+			WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= now())
+			ORDER BY ord LIMIT $3
+			FOR UPDATE SKIP LOCKED),
+		u AS (
+			UPDATE rein_runs r SET lease_owner = $1, lease_expires = now() + $2 * interval '1 microsecond',
+				version = r.version + 1, updated_at = now()
+			FROM c WHERE r.id = c.id
+			RETURNING r.*)
+		SELECT `+runCols+` FROM u r ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit)
+	if err != nil {
+		return nil, mapErr("claim runs for "+p.Owner, err)
+	}
+	out, err := collectRuns("claim runs for "+p.Owner, rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func leaseTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultLeaseTTL
+	}
+	return d
+}
+
+// bytesOrNil passes nil (SQL NULL) for an empty payload.
+func bytesOrNil(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
