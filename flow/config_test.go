@@ -1,0 +1,50 @@
+package flow_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/flow"
+)
+
+func TestConfigModels(t *testing.T) {
+	t.Parallel()
+	cfg, err := flow.ParseConfig([]byte(`models:
+  default: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, timeout: 20s}
+  local: {provider: ollama, model: llama3.2, base_url: "http://127.0.0.1:11434/v1", structured: json_object, max_tokens: 512}
+`), "rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Models["default"]
+	if d == nil || d.Provider != "openai" || d.Model != "gpt-4o-mini" || d.APIKeyEnv != "OPENAI_API_KEY" || d.Timeout != 20*time.Second || d.Pos.Line != 2 {
+		t.Fatalf("default = %+v", d)
+	}
+	if l := cfg.Models["local"]; l == nil || l.BaseURL != "http://127.0.0.1:11434/v1" || l.Structured != "json_object" || l.MaxTokens != 512 {
+		t.Fatalf("local = %+v", l)
+	}
+}
+
+func TestConfigModelsRejectsBadEntries(t *testing.T) {
+	t.Parallel()
+	_, err := flow.ParseConfig([]byte(`models:
+  a: {model: x}
+  b: {provider: openai, model: y, api_key_env: sk-live-123}
+  c: {provider: openai, model: z, colour: red}
+  d: {provider: openai, model: w, structured: xml}
+`), "rein.yaml")
+	if err == nil {
+		t.Fatal("bad models: accepted")
+	}
+	for _, want := range []string{
+		"rein.yaml:2:3: model a needs a provider:",
+		"rein.yaml:3:48: model b: api_key_env names the environment variable",
+		`rein.yaml:4:35: unknown field "colour"`,
+		`rein.yaml:5:47: model d: structured must be json_schema, json_object or tool, not "xml"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
