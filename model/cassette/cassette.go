@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -195,12 +196,12 @@ func jsonError(filename string, data []byte, err error) error {
 		line, col := lineCol(data, max(se.Offset-1, 0))
 		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %v (the file is corrupt: re-record with --record)", filename, line, col, se)
 	case errors.As(err, &ute):
-		line, col := lineCol(data, max(ute.Offset-1, 0))
+		line, col := lineCol(data, valueStart(data, ute.Offset))
 		field := ute.Field
 		if field == "" {
 			field = "the cassette"
 		}
-		return fmt.Errorf("cassette %s:%d:%d: %s: got JSON %s, want %s", filename, line, col, field, ute.Value, ute.Type)
+		return fmt.Errorf("cassette %s:%d:%d: %s: got JSON %s, want %s", filename, line, col, field, ute.Value, jsonKind(ute.Type))
 	case errors.As(err, &te):
 		line, col := lineCol(data, te.offset)
 		return fmt.Errorf("cassette %s:%d:%d: %v", filename, line, col, te)
@@ -208,6 +209,49 @@ func jsonError(filename string, data []byte, err error) error {
 		return fmt.Errorf("cassette %s: truncated JSON (the file ends early: was the recording interrupted? re-record with --record)", filename)
 	}
 	return fmt.Errorf("cassette %s: %s", filename, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// valueStart returns where the JSON token ending at or after end starts:
+// encoding/json reports type errors at the end of the offending value.
+func valueStart(data []byte, end int64) int64 {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var prev int64
+	for {
+		if _, err := dec.Token(); err != nil {
+			return max(end-1, 0)
+		}
+		cur := dec.InputOffset()
+		if cur >= end {
+			for prev < cur && bytes.IndexByte([]byte(" \t\r\n,:"), data[prev]) >= 0 {
+				prev++
+			}
+			return prev
+		}
+		prev = cur
+	}
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	}
+	return t.String()
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in runes).

@@ -35,7 +35,42 @@ func ExampleParse_errors() {
 	_, err := scripted.Parse([]byte("replies:\n  - step: a\n    outptu: {}\n  - raw: x\n"), "script.yaml")
 	fmt.Println(err)
 	// Output:
-	// script.yaml:2:5: replies[0]: give exactly one of output, raw or error
-	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, contains, model, output, raw, error, message, tokens, delay)
+	// script.yaml:2:5: replies[0]: give exactly one of output, raw, error, route or plan
+	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, error, message, tokens, delay)
 	// script.yaml:4:5: replies[1]: missing `step:` (the step id this reply answers)
+}
+
+func ExampleParse_decisions() {
+	m, err := scripted.Parse([]byte(`replies:
+  - step: triage
+    decision: route
+    route: account
+    reason: a billing question
+  - step: plan_brief
+    decision: plan
+    plan:
+      goal: Tokyo brief
+      steps:
+        - {id: weather, tool: read_weather, args: {city: Tokyo}}
+`), "script.yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range []*model.Request{
+		{StepID: "triage", Decision: "route"},
+		{StepID: "plan_brief", Decision: "plan"},
+		{StepID: "triage"},
+	} {
+		resp, err := m.Generate(context.Background(), r)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(resp.Text)
+	}
+	// Output:
+	// {"route":"account","reason":"a billing question"}
+	// {"goal":"Tokyo brief","steps":[{"args":{"city":"Tokyo"},"id":"weather","tool":"read_weather"}]}
+	// scripted model: no unused reply for step "triage" (script has 1 replies for it, all used)
 }

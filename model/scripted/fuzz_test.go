@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ func FuzzParse(f *testing.F) {
 		"replies:\n  - {step: a, raw: x, tokens: {in: 1, out: 2}, delay: 1ms}\n",
 		"replies:\n  - {step: a, error: transient, message: m, contains: c, model: m}\n",
 		"replies:\n  - &r {step: a, output: [1, *r]}\n  - *r\n",
+		"replies:\n  - {step: a, decision: route, route: r, reason: why}\n  - {step: a, decision: plan, plan: {goal: g, steps: [{id: s, tool: t}]}}\n",
+		"replies:\n  - {step: a, decision: llm, output: 1, route: r}\n  - {step: a, reason: x}\n  - {step: a, plan: [1]}\n",
 		"replies: {}\n---\n- x\n",
 		"a: b: c\n",
 		"",
@@ -36,8 +39,27 @@ func FuzzParse(f *testing.F) {
 			if r.Step == "" {
 				t.Fatalf("accepted a reply without a step: %+v", r)
 			}
-			if _, err := m.Generate(ctx, req(r.Step, r.Model, r.Contains)); err != nil && strings.Contains(err.Error(), "output is not JSON") {
+			q := req(r.Step, r.Model, r.Contains)
+			if r.Decision != "llm" {
+				q.Decision = r.Decision
+			}
+			resp, err := m.Generate(ctx, q)
+			if err != nil && strings.Contains(err.Error(), "is not JSON") {
 				t.Fatalf("accepted an output that cannot be answered: %v", err)
+			}
+			if r.Route != "" && r.Reason == "" {
+				t.Fatalf("accepted a route without a reason: %+v", r)
+			}
+			if r.Route != "" && err == nil {
+				var got struct{ Route, Reason string }
+				if json.Unmarshal([]byte(resp.Text), &got) != nil || got.Route != r.Route || got.Reason != r.Reason {
+					t.Fatalf("route reply %+v answered %q", r, resp.Text)
+				}
+			}
+			if r.Plan != nil {
+				if _, ok := r.Plan.(map[string]any); !ok {
+					t.Fatalf("accepted a plan that is not an object: %#v", r.Plan)
+				}
 			}
 		}
 	})

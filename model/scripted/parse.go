@@ -19,7 +19,13 @@ import (
 )
 
 // replyFields lists the fields a reply may have, in the order messages name them.
-var replyFields = []string{"step", "contains", "model", "output", "raw", "error", "message", "tokens", "delay"}
+var replyFields = []string{"step", "decision", "contains", "model", "output", "raw", "route", "reason", "plan", "error", "message", "tokens", "delay"}
+
+// answerFields are the fields of which a reply gives exactly one.
+var answerFields = []string{"output", "raw", "error", "route", "plan"}
+
+// oneOfAnswers is answerFields for messages.
+const oneOfAnswers = "output, raw, error, route or plan"
 
 // scriptParser collects the problems of one script.
 type scriptParser struct {
@@ -176,6 +182,18 @@ func (p *scriptParser) reply(i int, item ast.Node) (Reply, bool) {
 	} else {
 		p.addf(item, "%s: missing `step:` (the step id this reply answers)", what)
 	}
+	if f, ok := fields["decision"]; ok {
+		switch d := p.str(f, what); d {
+		case "route", "plan", "llm":
+			r.Decision = d
+		case "":
+			if len(p.problems) == before {
+				p.addf(f.Value, "%s: decision must be route, plan or llm, got \"\"", what)
+			}
+		default:
+			p.addf(f.Value, "%s: decision must be route, plan or llm, got %q", what, d)
+		}
+	}
 	if f, ok := fields["contains"]; ok {
 		r.Contains = p.str(f, what)
 	}
@@ -192,20 +210,21 @@ func (p *scriptParser) reply(i int, item ast.Node) (Reply, bool) {
 	return r, len(p.problems) == before
 }
 
-// answer fills what the reply answers: exactly one of output, raw, error.
+// answer fills what the reply answers: exactly one of output, raw, error,
+// route and plan, with what goes along (message, reason).
 func (p *scriptParser) answer(r *Reply, fields map[string]*ast.MappingValueNode, item ast.Node, what string) {
 	var given []string
-	for _, k := range []string{"output", "raw", "error"} {
+	for _, k := range answerFields {
 		if _, ok := fields[k]; ok {
 			given = append(given, k)
 		}
 	}
 	switch len(given) {
 	case 0:
-		p.addf(item, "%s: give exactly one of output, raw or error", what)
+		p.addf(item, "%s: give exactly one of %s", what, oneOfAnswers)
 	case 1:
 	default:
-		p.addf(fields[given[1]].Key, "%s: give exactly one of output, raw or error, not %s", what, strings.Join(given, " and "))
+		p.addf(fields[given[1]].Key, "%s: give exactly one of %s, not %s", what, oneOfAnswers, strings.Join(given, " and "))
 	}
 	if f, ok := fields["output"]; ok {
 		r.Output = p.output(f, what)
@@ -229,6 +248,51 @@ func (p *scriptParser) answer(r *Reply, fields map[string]*ast.MappingValueNode,
 			p.addf(f.Key, "%s: message is only for error replies (add error: transient or error: business)", what)
 		}
 	}
+	p.route(r, fields, what)
+	if f, ok := fields["plan"]; ok {
+		r.Plan = p.plan(f, what)
+		if r.Decision != "" && r.Decision != "plan" {
+			p.addf(f.Key, "%s: a plan reply answers the planner, but decision is %s (drop decision: or say decision: plan)", what, r.Decision)
+		}
+	}
+}
+
+// route fills a route reply: route: NAME and reason: TEXT go together.
+func (p *scriptParser) route(r *Reply, fields map[string]*ast.MappingValueNode, what string) {
+	rf, hasRoute := fields["route"]
+	why, hasReason := fields["reason"]
+	if hasRoute {
+		before := len(p.problems)
+		if r.Route = p.str(rf, what); r.Route == "" && len(p.problems) == before {
+			p.addf(rf.Value, "%s: route must not be empty", what)
+		}
+		if !hasReason {
+			p.addf(rf.Key, "%s: route needs a reason: (why the request belongs to the route; the router rejects a route without one)", what)
+		}
+		if r.Decision != "" && r.Decision != "route" {
+			p.addf(rf.Key, "%s: a route reply answers the router, but decision is %s (drop decision: or say decision: route)", what, r.Decision)
+		}
+	}
+	if hasReason {
+		before := len(p.problems)
+		if r.Reason = p.str(why, what); r.Reason == "" && len(p.problems) == before {
+			p.addf(why.Value, "%s: reason must not be empty", what)
+		}
+		if !hasRoute {
+			p.addf(why.Key, "%s: reason is only for route replies (add route: NAME)", what)
+		}
+	}
+}
+
+// plan returns a plan reply's object.
+func (p *scriptParser) plan(f *ast.MappingValueNode, what string) any {
+	switch p.resolve(f.Value).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+	default:
+		p.addf(f.Value, "%s: plan must be a mapping (a plan object such as {goal: ..., steps: [...]}), got %s", what, kind(f.Value))
+		return nil
+	}
+	return p.output(f, what)
 }
 
 // str returns a string field, reporting anything that is not a string.
@@ -243,11 +307,11 @@ func (p *scriptParser) str(f *ast.MappingValueNode, what string) string {
 func (p *scriptParser) output(f *ast.MappingValueNode, what string) any {
 	var v any
 	if err := yaml.NodeToValue(f.Value, &v); err != nil {
-		p.addf(f.Value, "%s: output: %s", what, yamlMessage(err))
+		p.addf(f.Value, "%s: %s: %s", what, keyName(f), yamlMessage(err))
 		return nil
 	}
 	if _, err := json.Marshal(v); err != nil {
-		p.addf(f.Value, "%s: output cannot be written as JSON: %v", what, err)
+		p.addf(f.Value, "%s: %s cannot be written as JSON: %v", what, keyName(f), err)
 		return nil
 	}
 	return v

@@ -47,6 +47,39 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
+			name: "route and plan replies, decision filters",
+			src: `replies:
+  - step: triage
+    decision: route
+    route: account
+    reason: "a billing question"
+  - step: triage
+    route: general
+    reason: |
+      nothing more specific fits
+  - step: plan_trip
+    decision: plan
+    plan:
+      goal: Tokyo brief
+      steps:
+        - {id: weather, tool: read_primary_weather, args: {city: Tokyo}}
+  - step: plan_trip
+    plan: {goal: g, steps: []}
+  - step: triage
+    decision: llm
+    output: {"text": "hi"}
+`,
+			want: []Reply{
+				{Step: "triage", Decision: "route", Route: "account", Reason: "a billing question"},
+				{Step: "triage", Route: "general", Reason: "nothing more specific fits\n"},
+				{Step: "plan_trip", Decision: "plan", Plan: map[string]any{"goal": "Tokyo brief", "steps": []any{
+					map[string]any{"id": "weather", "tool": "read_primary_weather", "args": map[string]any{"city": "Tokyo"}},
+				}}},
+				{Step: "plan_trip", Plan: map[string]any{"goal": "g", "steps": []any{}}},
+				{Step: "triage", Decision: "llm", Output: map[string]any{"text": "hi"}},
+			},
+		},
+		{
 			name: "empty list",
 			src:  "replies: []\n",
 			want: nil,
@@ -114,9 +147,9 @@ func TestParseRejects(t *testing.T) {
     delay: -1s
 `,
 			want: []string{
-				`s.yaml:3:5: unknown field "outptu" in replies[0] (known: step, contains, model, output, raw, error, message, tokens, delay)`,
+				`s.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, error, message, tokens, delay)`,
 				`s.yaml:4:10: replies[0]: raw must be a string, got integer`,
-				`s.yaml:7:5: replies[1]: give exactly one of output, raw or error, not output and raw`,
+				`s.yaml:7:5: replies[1]: give exactly one of output, raw, error, route or plan, not output and raw`,
 				"s.yaml:8:5: replies[2]: missing `step:` (the step id this reply answers)",
 				`s.yaml:10:12: replies[3]: error must be transient or business, got "format" (for a format error, use raw: with text that is not valid JSON)`,
 				`s.yaml:11:18: replies[3].tokens: in must be a non-negative integer, got "-1"`,
@@ -126,8 +159,63 @@ func TestParseRejects(t *testing.T) {
 				`s.yaml:14:5: replies[4]: message is only for error replies (add error: transient or error: business)`,
 				`s.yaml:16:11: replies[5]: step must not be empty`,
 				`s.yaml:17:12: replies[5]: error must be a string, got a list`,
-				`s.yaml:18:5: replies[6]: give exactly one of output, raw or error`,
+				`s.yaml:18:5: replies[6]: give exactly one of output, raw, error, route or plan`,
 				`s.yaml:19:12: replies[6]: delay must be a non-negative duration such as 50ms or 2s, got "-1s"`,
+			},
+		},
+		{
+			name: "route and plan problems",
+			src: `replies:
+  - step: a
+    output: 1
+    route: x
+    reason: y
+  - step: a
+    route: x
+  - step: a
+    raw: x
+    reason: y
+  - step: a
+    route: ""
+    reason: ""
+  - step: a
+    plan: [1, 2]
+  - step: a
+    plan: "goal"
+  - step: a
+    decision: semantic
+    route: [x]
+    reason: y
+  - step: a
+    decision: plan
+    route: x
+    reason: y
+  - step: a
+    decision: route
+    plan: {goal: g}
+  - step: a
+    decision: ""
+    plan: {goal: .nan}
+  - step: a
+    route: x
+    reason: y
+    plan: {}
+`,
+			want: []string{
+				`s.yaml:4:5: replies[0]: give exactly one of output, raw, error, route or plan, not output and route`,
+				"s.yaml:7:5: replies[1]: route needs a reason: (why the request belongs to the route; the router rejects a route without one)",
+				`s.yaml:10:5: replies[2]: reason is only for route replies (add route: NAME)`,
+				`s.yaml:12:12: replies[3]: route must not be empty`,
+				`s.yaml:13:13: replies[3]: reason must not be empty`,
+				`s.yaml:15:11: replies[4]: plan must be a mapping (a plan object such as {goal: ..., steps: [...]}), got a list`,
+				`s.yaml:17:11: replies[5]: plan must be a mapping (a plan object such as {goal: ..., steps: [...]}), got string`,
+				`s.yaml:19:15: replies[6]: decision must be route, plan or llm, got "semantic"`,
+				`s.yaml:20:12: replies[6]: route must be a string, got a list`,
+				`s.yaml:24:5: replies[7]: a route reply answers the router, but decision is plan (drop decision: or say decision: route)`,
+				`s.yaml:28:5: replies[8]: a plan reply answers the planner, but decision is route (drop decision: or say decision: plan)`,
+				`s.yaml:30:15: replies[9]: decision must be route, plan or llm, got ""`,
+				`s.yaml:31:11: replies[9]: plan cannot be written as JSON: json: unsupported value: NaN`,
+				`s.yaml:35:5: replies[10]: give exactly one of output, raw, error, route or plan, not route and plan`,
 			},
 		},
 		{

@@ -10,13 +10,17 @@ import (
 	"github.com/reinhq/rein/model"
 )
 
-// Reply is one canned answer of a script. Exactly one of Output, Raw and
-// Error says what the reply answers; when a Reply built in Go sets more than
-// one, Error wins over Raw and Raw over Output (a nil Output with no Raw and
-// no Error answers the JSON text "null").
+// Reply is one canned answer of a script. Exactly one of Output, Raw,
+// Error, Route and Plan says what the reply answers; when a Reply built in
+// Go sets more than one, Error wins over Raw, Raw over Route, Route over
+// Plan and Plan over Output (a nil Output with nothing else answers the
+// JSON text "null").
 type Reply struct {
 	// Step is the step id the reply answers (model.Request.StepID).
 	Step string
+	// Decision, when not empty, must match the request's Decision: "route"
+	// or "plan", or "llm" for a request whose Decision is "" (an llm step).
+	Decision string
 	// Contains, when not empty, must occur in the request's Prompt().
 	Contains string
 	// Model, when not empty, must equal the request's Model.
@@ -26,6 +30,14 @@ type Reply struct {
 	Output any
 	// Raw, when not nil, is answered as is.
 	Raw *string
+	// Route, when not empty, is answered as {"route":Route,"reason":Reason},
+	// a semantic router's choice.
+	Route  string
+	Reason string
+	// Plan, when not nil, is answered as its compact JSON, like Output: the
+	// plan object a planner proposes ({"goal": …, "steps": […]}). It is not
+	// validated here; the planner does that.
+	Plan any
 	// Error, when not empty, makes the call fail with this class; scripts
 	// may only say fault.Transient or fault.Business.
 	Error fault.Class
@@ -67,9 +79,12 @@ func (e *ParseError) Error() string {
 
 // Parse reads a script. filename is used only in messages ("<script>" when
 // empty). Unknown fields, wrong types, a reply without a step or without
-// exactly one of output, raw and error, an error kind other than transient
-// or business, and bad tokens or delays are all rejected; the error is a
-// *ParseError listing every problem found.
+// exactly one of output, raw, error, route and plan, an error kind other
+// than transient or business, a decision other than route, plan or llm, a
+// route without a reason (or a reason without a route), a plan that is not
+// a mapping, a route or plan reply whose decision says otherwise, and bad
+// tokens or delays are all rejected; the error is a *ParseError listing
+// every problem found.
 func Parse(data []byte, filename string) (*Model, error) {
 	if filename == "" {
 		filename = "<script>"

@@ -36,9 +36,10 @@ func New(replies []Reply) *Model {
 }
 
 // Generate answers req with the first unused reply whose Step equals
-// req.StepID, whose Model (if set) equals req.Model and whose Contains (if
-// set) occurs in req.Prompt(), and marks that reply used before waiting for
-// its Delay. Errors: a business error when no unused reply matches; the
+// req.StepID, whose Decision (if set) matches req.Decision ("llm" matching
+// ""), whose Model (if set) equals req.Model and whose Contains (if set)
+// occurs in req.Prompt(), and marks that reply used before waiting for its
+// Delay. Errors: a business error when no unused reply matches; the
 // reply's class for error replies (the returned Response then still carries
 // the usage); a transient error wrapping context.DeadlineExceeded or an error
 // wrapping context.Canceled when ctx ends first (a ctx already done on entry
@@ -75,6 +76,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // pick finds and marks the reply for req; m.mu must be held.
 func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 	var forStep, used int
+	otherDecision := false
 	for i := range m.replies {
 		r := &m.replies[i]
 		if r.Step != req.StepID {
@@ -83,6 +85,10 @@ func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 		forStep++
 		if m.used[i] {
 			used++
+			continue
+		}
+		if !decisionMatches(r.Decision, req.Decision) {
+			otherDecision = true
 			continue
 		}
 		if (r.Model == "" || r.Model == req.Model) && (r.Contains == "" || strings.Contains(prompt, r.Contains)) {
@@ -95,9 +101,25 @@ func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has no reply for step %q)", req.StepID, req.StepID)
 	case used == forStep:
 		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has %d replies for it, all used)", req.StepID, forStep)
+	case otherDecision:
+		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has %d replies for it, %d used; the other %d want another decision, model or prompt than decision %s, model %q and this prompt)", req.StepID, forStep, used, forStep-used, decisionName(req.Decision), req.Model)
 	default:
 		return 0, fault.Errorf(fault.Business, "scripted model: no unused reply for step %q (script has %d replies for it, %d used; the other %d want another model or prompt than model %q and this prompt)", req.StepID, forStep, used, forStep-used, req.Model)
 	}
+}
+
+// decisionMatches reports whether a reply's decision filter admits a
+// request's decision.
+func decisionMatches(filter, decision string) bool {
+	return filter == "" || filter == decisionName(decision)
+}
+
+// decisionName names a request's decision as scripts do: "" is llm.
+func decisionName(decision string) string {
+	if decision == "" {
+		return "llm"
+	}
+	return decision
 }
 
 // answer turns reply r (index i of the script) into a response or an error.
@@ -112,14 +134,28 @@ func answer(r *Reply, i int, step, prompt string) (*model.Response, error) {
 	case r.Raw != nil:
 		return &model.Response{Text: *r.Raw, Usage: usage(r, prompt, *r.Raw)}, nil
 	}
+	what, v := "output", r.Output
+	switch {
+	case r.Route != "":
+		what, v = "route", routeAnswer{Route: r.Route, Reason: r.Reason}
+	case r.Plan != nil:
+		what, v = "plan", r.Plan
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r.Output); err != nil {
-		return nil, fault.Errorf(fault.Business, "scripted model: step %q, replies[%d]: output is not JSON: %w", step, i, err)
+	if err := enc.Encode(v); err != nil {
+		return nil, fault.Errorf(fault.Business, "scripted model: step %q, replies[%d]: %s is not JSON: %w", step, i, what, err)
 	}
 	text := strings.TrimSuffix(b.String(), "\n")
 	return &model.Response{Text: text, Usage: usage(r, prompt, text)}, nil
+}
+
+// routeAnswer is how a route reply is answered: the semantic router's
+// {"route", "reason"} object.
+type routeAnswer struct {
+	Route  string `json:"route"`
+	Reason string `json:"reason"`
 }
 
 // usage is the reply's tokens, or an estimate of four bytes per token.

@@ -243,3 +243,97 @@ func TestGenerateConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerateDecisions(t *testing.T) {
+	t.Parallel()
+	const script = `replies:
+  - step: triage
+    decision: plan
+    plan: {goal: "never: the router does not plan", steps: []}
+  - step: triage
+    decision: route
+    route: account
+    reason: "charged <twice> & more"
+  - step: triage
+    decision: llm
+    output: {"summary": "s"}
+  - step: brief
+    plan:
+      steps: [{id: w, tool: read_weather, args: {city: Tokyo}}]
+      goal: Tokyo
+  - step: brief
+    decision: route
+    route: general
+    reason: r
+`
+	m, err := Parse([]byte(script), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(step, decision string) (*model.Response, error) {
+		r := req(step, "m", "I was charged twice")
+		r.Decision = decision
+		return m.Generate(context.Background(), r)
+	}
+	calls := []struct {
+		name, step, decision, text, err string
+	}{
+		{"route decision skips the plan reply", "triage", "route", `{"route":"account","reason":"charged <twice> & more"}`, ""},
+		{"llm matches the empty decision", "triage", "", `{"summary":"s"}`, ""},
+		{"plan as compact JSON, keys sorted", "brief", "plan", `{"goal":"Tokyo","steps":[{"args":{"city":"Tokyo"},"id":"w","tool":"read_weather"}]}`, ""},
+		{"only a plan reply is left for triage", "triage", "route", "", `scripted model: no unused reply for step "triage" (script has 3 replies for it, 2 used; the other 1 want another decision, model or prompt than decision route, model "m" and this prompt)`},
+		{"decision named llm in messages", "brief", "", "", `scripted model: no unused reply for step "brief" (script has 2 replies for it, 1 used; the other 1 want another decision, model or prompt than decision llm, model "m" and this prompt)`},
+		{"the route reply for brief", "brief", "route", `{"route":"general","reason":"r"}`, ""},
+	}
+	for _, c := range calls {
+		resp, err := ask(c.step, c.decision)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err || fault.ClassOf(err) != fault.Business {
+				t.Errorf("%s: err = %v\nwant business %s", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || resp.Text != c.text {
+			t.Errorf("%s: got %v, %v; want %s", c.name, resp, err, c.text)
+		}
+	}
+	// What the scripted router answers is what Decide accepts.
+	type choice struct {
+		Route  string `json:"route"`
+		Reason string `json:"reason"`
+	}
+	sch, err := model.SchemaFor[choice]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := model.ParseJSON[choice](`{"route":"account","reason":"charged <twice> & more"}`, sch); err != nil || v.Route != "account" {
+		t.Errorf("route answer does not decode: %+v, %v", v, err)
+	}
+}
+
+func TestGenerateGoRepliesPrecedence(t *testing.T) {
+	t.Parallel()
+	m := New([]Reply{
+		{Step: "a", Route: "r", Reason: "why", Plan: map[string]any{"goal": "g"}, Output: 1},
+		{Step: "a", Plan: map[string]any{"goal": "g"}, Output: 1},
+		{Step: "a", Raw: strp("raw"), Route: "r"},
+		{Step: "a", Error: fault.Transient, Route: "r"},
+		{Step: "a", Plan: func() {}},
+		{Step: "a", Decision: "bogus", Output: 1},
+	})
+	wants := []string{`{"route":"r","reason":"why"}`, `{"goal":"g"}`, "raw"}
+	for i, want := range wants {
+		if resp, err := m.Generate(context.Background(), req("a", "", "")); err != nil || resp.Text != want {
+			t.Errorf("reply %d: %v, %v; want %s", i, resp, err, want)
+		}
+	}
+	if _, err := m.Generate(context.Background(), req("a", "", "")); fault.ClassOf(err) != fault.Transient {
+		t.Errorf("error reply: %v", err)
+	}
+	if _, err := m.Generate(context.Background(), req("a", "", "")); err == nil || !strings.Contains(err.Error(), "replies[4]: plan is not JSON") {
+		t.Errorf("unencodable plan: %v", err)
+	}
+	if _, err := m.Generate(context.Background(), req("a", "", "")); err == nil || !strings.Contains(err.Error(), "want another decision") {
+		t.Errorf("unknown decision filter: %v, want it never to match", err)
+	}
+}
