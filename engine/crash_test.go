@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
@@ -107,7 +108,8 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := crashTools(dir, at)
-	e := engine.New(engine.Config{Tools: reg, Store: &killingStore{Store: st, at: at}})
+	// a short lease, so the parent can take the run up soon after the kill
+	e := engine.New(engine.Config{Tools: reg, Store: &killingStore{Store: st, at: at}, LeaseTTL: 300 * time.Millisecond})
 	_, err = e.Run(context.Background(), crashFlowFor(t, reg), nil, &engine.RunOptions{RunID: "crash-run"})
 	t.Fatalf("the child was meant to die at %s, but its run returned (%v)", at, err)
 }
@@ -124,10 +126,15 @@ func TestCrashAndResume(t *testing.T) {
 		calls  map[string]int
 		status trace.RunStatus
 	}{
-		{"before:idem", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1}, trace.RunSucceeded},
+		// a step's start shares its commit with the settlement of the step
+		// before it: killed there, idem (idempotent) runs again with the
+		// same key and once starts afresh.
+		{"before:once", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1}, trace.RunSucceeded},
 		{"during:idem", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1}, trace.RunSucceeded},
 		{"during:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
 		{"after:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
+		// one's effect happened, its settlement (shared with idem's start)
+		// was not committed: one is unknown until a person settles it.
 		{"after:one", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1}, trace.RunSucceeded},
 	}
 	for _, tc := range cases {
@@ -150,6 +157,7 @@ func TestCrashAndResume(t *testing.T) {
 			reg := crashTools(dir, "")
 			e := engine.New(engine.Config{Tools: reg, Store: st})
 			f := crashFlowFor(t, reg)
+			waitForLease(t, st, "crash-run")
 			if strings.HasPrefix(tc.at, "after:one") {
 				// the crash came before one's settlement was committed: one
 				// is not idempotent, so it is unknown; a person says it
@@ -187,6 +195,25 @@ func TestCrashAndResume(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitForLease waits until the dead child's lease on the run expired.
+func waitForLease(t *testing.T, st store.Store, runID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run, err := st.GetRun(context.Background(), runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.LeaseOwner == "" || time.Now().After(run.LeaseExpires) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease of %s did not expire: %+v", runID, run)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -30,20 +30,20 @@ func openSQLite(t testing.TB) store.Store {
 	return st
 }
 
-// counter is a tool that counts its calls and remembers their keys.
-type counter struct {
+// keyCounter is a tool that counts its calls and remembers their keys.
+type keyCounter struct {
 	spec tool.Spec
 	mu   sync.Mutex
 	keys []string
 	fail func(n int) error
 }
 
-func newCounter(name string, idempotent bool) *counter {
-	return &counter{spec: tool.Spec{Name: name, Effect: tool.EffectWrite, Idempotent: idempotent}}
+func newKeyCounter(name string, idempotent bool) *keyCounter {
+	return &keyCounter{spec: tool.Spec{Name: name, Effect: tool.EffectWrite, Idempotent: idempotent}}
 }
 
-func (c *counter) Spec() tool.Spec { return c.spec }
-func (c *counter) Call(ctx context.Context, args any) (any, error) {
+func (c *keyCounter) Spec() tool.Spec { return c.spec }
+func (c *keyCounter) Call(ctx context.Context, args any) (any, error) {
 	c.mu.Lock()
 	c.keys = append(c.keys, tool.CallInfoFrom(ctx).IdempotencyKey)
 	n := len(c.keys)
@@ -56,7 +56,7 @@ func (c *counter) Call(ctx context.Context, args any) (any, error) {
 	return map[string]any{"n": float64(n), "tool": c.spec.Name}, nil
 }
 
-func (c *counter) calls() []string {
+func (c *keyCounter) calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.keys...)
@@ -69,7 +69,7 @@ func durableEngine(fx *fixture, st store.Store, owner string) *engine.Engine {
 
 func TestDurableRunJournalsEveryEventAndOutput(t *testing.T) {
 	t.Parallel()
-	a, b := newCounter("a", false), newCounter("b", false)
+	a, b := newKeyCounter("a", false), newKeyCounter("b", false)
 	fx := newFixture(t, a, b)
 	st := openSQLite(t)
 	f := fx.parse("name: j\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: two, tool: b, args: {x: \"{one.n}\"}}\n")
@@ -133,7 +133,7 @@ const crashFlow = "name: c\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: t
 
 func TestResumeRerunsAnIdempotentStepWithTheSameKey(t *testing.T) {
 	t.Parallel()
-	a, b := newCounter("a", false), newCounter("b", true)
+	a, b := newKeyCounter("a", false), newKeyCounter("b", true)
 	fx := newFixture(t, a, b)
 	st := openSQLite(t)
 	e := durableEngine(fx, st, "p1")
@@ -160,7 +160,7 @@ func TestResumeParksANonIdempotentStepAsUnknown(t *testing.T) {
 	for _, decision := range []store.ApprovalStatus{store.ApprovalApproved, store.ApprovalRejected, store.ApprovalSettled} {
 		t.Run(string(decision), func(t *testing.T) {
 			t.Parallel()
-			a, b := newCounter("a", false), newCounter("b", false)
+			a, b := newKeyCounter("a", false), newKeyCounter("b", false)
 			fx := newFixture(t, a, b)
 			st := openSQLite(t)
 			e := durableEngine(fx, st, "p1")
@@ -216,7 +216,7 @@ func TestResumeParksANonIdempotentStepAsUnknown(t *testing.T) {
 func TestApprovalWaitsBeforeTheSideEffect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	send, log := newCounter("send", false), newCounter("log", false)
+	send, log := newKeyCounter("send", false), newKeyCounter("log", false)
 	fx := newFixture(t, send, log)
 	st := openSQLite(t)
 	e := durableEngine(fx, st, "p1")
@@ -278,7 +278,7 @@ steps:
 
 func TestApprovalNeedsADurableStore(t *testing.T) {
 	t.Parallel()
-	fx := newFixture(t, newCounter("send", false))
+	fx := newFixture(t, newKeyCounter("send", false))
 	f := fx.parse("name: a\nsteps:\n  - {id: s, tool: send, approval: required, args: {}}\n")
 	_, err := fx.engine().Run(context.Background(), f, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "durable store") {
@@ -288,7 +288,7 @@ func TestApprovalNeedsADurableStore(t *testing.T) {
 
 func TestIdempotentStartReturnsTheExistingRun(t *testing.T) {
 	t.Parallel()
-	a := newCounter("a", false)
+	a := newKeyCounter("a", false)
 	fx := newFixture(t, a)
 	st := openSQLite(t)
 	e := durableEngine(fx, st, "p1")
@@ -313,10 +313,10 @@ func TestIdempotentStartReturnsTheExistingRun(t *testing.T) {
 func TestTwoEnginesRacingOnOneRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a := newCounter("a", false)
+	a := newKeyCounter("a", false)
 	release := make(chan struct{})
 	var started atomic.Int32
-	b := newCounter("b", true)
+	b := newKeyCounter("b", true)
 	b.fail = func(int) error {
 		started.Add(1)
 		<-release
@@ -357,9 +357,9 @@ func TestTwoEnginesRacingOnOneRun(t *testing.T) {
 func TestStaleVersionStopsTheRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a := newCounter("a", false)
+	a := newKeyCounter("a", false)
 	st := openSQLite(t)
-	b := newCounter("b", true)
+	b := newKeyCounter("b", true)
 	// while step two runs, another writer moves the run on (a person
 	// cancels it from another process after stealing an expired lease).
 	b.fail = func(int) error {
@@ -386,7 +386,7 @@ func TestStaleVersionStopsTheRun(t *testing.T) {
 
 func TestResumeRefusesAnotherFlow(t *testing.T) {
 	t.Parallel()
-	fx := newFixture(t, newCounter("a", false), newCounter("b", true))
+	fx := newFixture(t, newKeyCounter("a", false), newKeyCounter("b", true))
 	st := openSQLite(t)
 	crashState(t, st, nil, fx, crashFlow, true)
 	_, err := durableEngine(fx, st, "p1").Resume(context.Background(), fx.parse(crashFlow+"  - {id: four, tool: a, args: {}}\n"), "r")

@@ -274,6 +274,8 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 			}
 		case flow.LLM:
 			b.models[i] = lookupModel(s.Model, s.ID)
+		case flow.Approval:
+			// nothing to bind: a person answers it.
 		default:
 			problems = append(problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
 		}

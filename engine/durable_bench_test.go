@@ -1,0 +1,258 @@
+package engine_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the raw ceiling
+	_ "modernc.org/sqlite"
+
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/postgres"
+	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// durableBackends are the stores BenchmarkDurableW5* compare: SQLite with
+// synchronous NORMAL and FULL, and PostgreSQL when REIN_TEST_POSTGRES_DSN
+// names one. raw measures the backend's raw ceiling — one ~300-byte INSERT
+// per transaction — in the same benchmark run, so noise hits both.
+type durableBackend struct {
+	name string
+	open func(b *testing.B) store.Store
+	raw  func(b *testing.B, n int) time.Duration
+}
+
+func durableBackends() []durableBackend {
+	var out []durableBackend
+	for _, sync := range []string{"NORMAL", "FULL"} {
+		out = append(out, durableBackend{
+			name: "sqlite-" + sync,
+			open: func(b *testing.B) store.Store {
+				st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "rein.db"), &sqlite.Options{Synchronous: sync})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				return st
+			},
+			raw: func(b *testing.B, n int) time.Duration { return rawSQLiteCommit(b, sync, n) },
+		})
+	}
+	if dsn := os.Getenv("REIN_TEST_POSTGRES_DSN"); dsn != "" {
+		out = append(out, durableBackend{
+			name: "postgres",
+			open: func(b *testing.B) store.Store {
+				st, err := postgres.Open(context.Background(), dsn, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				return st
+			},
+			raw: func(b *testing.B, n int) time.Duration { return rawPostgresCommit(b, dsn, n) },
+		})
+	}
+	return out
+}
+
+var rawPayload = strings.Repeat("x", 300)
+
+func rawSQLiteCommit(b *testing.B, syncMode string, n int) time.Duration {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+"?_pragma=journal_mode(WAL)&_pragma=synchronous("+syncMode+")")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("CREATE TABLE raw (id INTEGER PRIMARY KEY, body TEXT)"); err != nil {
+		b.Fatal(err)
+	}
+	return timeRaw(b, db, n, "INSERT INTO raw (body) VALUES (?)")
+}
+
+func rawPostgresCommit(b *testing.B, dsn string, n int) time.Duration {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Skipf("raw postgres ceiling: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TEMP TABLE raw (id BIGSERIAL PRIMARY KEY, body TEXT)"); err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	return timeRaw(b, db, n, "INSERT INTO raw (body) VALUES ($1)")
+}
+
+func timeRaw(b *testing.B, db *sql.DB, n int, q string) time.Duration {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(q, rawPayload); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+func w5Durable(b *testing.B, st store.Store) (*engine.Engine, *flow.Flow, map[string]any) {
+	b.Helper()
+	_, f, input, _ := w5Setup(b)
+	reg := &tool.Registry{}
+	if err := reg.Register(tool.Func(tool.Spec{Name: "enrich", Effect: tool.EffectNone, Idempotent: true}, enrichFn)); err != nil {
+		b.Fatal(err)
+	}
+	return engine.New(engine.Config{Tools: reg, Store: st}), f, input
+}
+
+// BenchmarkDurableW5 runs W5 with every transition committed before the
+// next step starts, one run at a time, and reports us/step next to the
+// backend's raw commit (raw-us) and their ratio (the target is ≤ 2).
+func BenchmarkDurableW5(b *testing.B) {
+	for _, be := range durableBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			e, f, input := w5Durable(b, be.open(b))
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := e.Run(ctx, f, input, nil)
+				if err != nil || res.Status != trace.RunSucceeded {
+					b.Fatalf("run: %v %+v", err, res.Error)
+				}
+			}
+			perStep := float64(b.Elapsed().Microseconds()) / float64(b.N*5)
+			b.StopTimer()
+			raw := be.raw(b, 200)
+			rawUS := float64(raw.Nanoseconds()) / 1e3
+			b.ReportMetric(perStep, "us/step")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+			b.ReportMetric(rawUS, "raw-us")
+			b.ReportMetric(perStep/rawUS, "x-raw")
+		})
+	}
+}
+
+// BenchmarkDurableW5Concurrent64 keeps 64 W5 runs in flight and reports
+// durable steps per second: the backend groups concurrent commits.
+func BenchmarkDurableW5Concurrent64(b *testing.B) {
+	for _, be := range durableBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			e, f, input := w5Durable(b, be.open(b))
+			ctx := context.Background()
+			var runs atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := 0; w < 64; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for runs.Add(1) <= int64(b.N) {
+						if res, err := e.Run(ctx, f, input, nil); err != nil || res.Status != trace.RunSucceeded {
+							b.Errorf("run: %v", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N*5)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*5), "us/step")
+		})
+	}
+}
+
+// BenchmarkDurableResume1000 resumes a run with 1,000 committed steps that
+// waits on an approval: reading the journal's projection, rebuilding the
+// scheduler and parking it again.
+func BenchmarkDurableResume1000(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("name: long\nsteps:\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&src, "  - {id: s%d, tool: enrich, args: {id: x, name: y, score: 1, tags: [], ok: true}}\n", i)
+	}
+	src.WriteString("  - {id: ask, type: approval}\n")
+	reg := &tool.Registry{}
+	if err := reg.Register(tool.Func(tool.Spec{Name: "enrich", Effect: tool.EffectNone}, enrichFn)); err != nil {
+		b.Fatal(err)
+	}
+	f, err := flow.Parse([]byte(src.String()), "long.yaml", &flow.Options{Tools: func(string) (tool.Spec, bool) {
+		return tool.Spec{Name: "enrich", Effect: tool.EffectNone}, true
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := durableBackends()[0].open(b)
+	e := engine.New(engine.Config{Tools: reg, Store: st})
+	ctx := context.Background()
+	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "long"})
+	if err != nil || res.Status != trace.RunWaiting {
+		b.Fatalf("setup run: %v %v", err, res.Status)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := e.Resume(ctx, f, "long")
+		if err != nil || res.Status != trace.RunWaiting {
+			b.Fatalf("resume: %v", err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/resume")
+}
+
+// BenchmarkDurableWaiting100k parks 100,000 runs on an approval and
+// reports the heap they cost once parked (the target: nothing — a waiting
+// run lives on disk only).
+func BenchmarkDurableWaiting100k(b *testing.B) {
+	n := 100_000
+	if testing.Short() {
+		n = 5_000
+	}
+	f, err := flow.Parse([]byte("name: wait\nsteps:\n  - {id: ask, type: approval}\n"), "wait.yaml", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		st := durableBackends()[0].open(b)
+		e := engine.New(engine.Config{Store: st})
+		ctx := context.Background()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for w := 0; w < 64; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(n) {
+					if res, err := e.Run(ctx, f, nil, nil); err != nil || res.Status != trace.RunWaiting {
+						b.Errorf("run: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-delta-MiB")
+		b.ReportMetric(float64(n), "waiting-runs")
+	}
+}
