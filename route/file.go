@@ -396,7 +396,7 @@ func (fp *fileParser) mapping(n ast.Node, path, what string, known []string) map
 		}
 		if !slices.Contains(known, key) {
 			hint := ""
-			if key == "route" && what != "the routes file" {
+			if key == "route" && strings.Contains(what, ".rules[") {
 				hint = "; a rule listed under a route selects that route (to name a route, move the rule to the top-level rules: list)"
 			}
 			fp.atNode(mv.Key, join(path, key), "unknown field %q in %s (known: %s)%s", key, what, strings.Join(known, ", "), hint)

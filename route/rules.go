@@ -18,6 +18,7 @@ const maxRegexpLen = 4096
 // compiledRule is a validated rule ready to match.
 type compiledRule struct {
 	index int
+	op    ruleOp
 	kind  string // "prefix", "regexp" or "expr"
 	rule  Rule
 
@@ -33,6 +34,15 @@ type compiledRule struct {
 
 	reason string // Result.Reason when the rule matches
 }
+
+// ruleOp is a rule's condition kind.
+type ruleOp uint8
+
+const (
+	opPrefix ruleOp = iota
+	opRegexp
+	opExpr
+)
 
 // compileRule validates rule i, reporting into ps.
 func (r *Router) compileRule(i int, rl Rule, ps *problems) (compiledRule, bool) {
@@ -59,6 +69,7 @@ func (r *Router) compileRule(i int, rl Rule, ps *problems) (compiledRule, bool) 
 	c := compiledRule{index: i, rule: rl}
 	if len(set) > 0 {
 		c.kind = set[0]
+		c.op = map[string]ruleOp{"prefix": opPrefix, "regexp": opRegexp, "expr": opExpr}[c.kind]
 		c.reason = fmt.Sprintf("rule %d matched: %s %q", i, c.kind, rl.Pattern())
 	}
 	if rl.Regexp != "" {
@@ -135,9 +146,11 @@ type matcher struct {
 	trimmed string
 	folded  string
 	env     map[string]any
-	did     uint8    // didTrim | didFold | didScan
-	present []uint64 // rules whose literal text contains, after didScan
-	small   [2]uint64
+	did     uint8 // didTrim | didFold | didScan
+	// small (up to 128 rules) or big marks the rules whose literal the
+	// text contains, after didScan.
+	small [2]uint64
+	big   []uint64
 }
 
 const (
@@ -147,7 +160,7 @@ const (
 )
 
 func (m *matcher) match(c *compiledRule) (bool, error) {
-	if c.kind == "prefix" {
+	if c.op == opPrefix {
 		if m.did&didTrim == 0 {
 			m.trimmed, m.did = strings.TrimLeftFunc(m.text, unicode.IsSpace), m.did|didTrim
 		}
@@ -155,14 +168,19 @@ func (m *matcher) match(c *compiledRule) (bool, error) {
 	}
 	if c.lit != "" && m.lits != nil {
 		if m.did&didScan == 0 {
-			m.present = m.small[:]
 			if n := (m.lits.n + 63) / 64; n > len(m.small) {
-				m.present = make([]uint64, n)
+				m.big = make([]uint64, n)
+				m.lits.scan(m.text, m.big)
+			} else {
+				m.lits.scan(m.text, m.small[:])
 			}
-			m.lits.scan(m.text, m.present)
 			m.did |= didScan
 		}
-		if m.present[c.index>>6]&(1<<(c.index&63)) == 0 {
+		set := m.small[:]
+		if m.big != nil {
+			set = m.big
+		}
+		if set[c.index>>6]&(1<<(c.index&63)) == 0 {
 			return false, nil
 		}
 	} else if c.lit != "" {
