@@ -12,7 +12,8 @@ var (
 		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
-		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill", "approval", "message"}
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill", "approval", "message",
+		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
 	repeatFields   = []string{"until", "max"}
@@ -339,6 +340,42 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 		if v, ok := d.str(f, label); ok {
 			s.Message = d.template(f.value, v, label, "message")
 		}
+	case "text":
+		if v, ok := d.str(f, label); ok {
+			d.routeSpec(s).Text = d.template(f.value, v, label, "text")
+		}
+	case "routes":
+		d.decodeRoutes(s, f, label)
+	case "fallback_route":
+		d.routeSpec(s).Fallback, _ = d.str(f, label)
+	case "goal":
+		if v, ok := d.str(f, label); ok {
+			d.planSpec(s).Goal = d.template(f.value, v, label, "goal")
+		}
+	case "tools":
+		if ids, _, ok := d.strList(f, label); ok {
+			d.planSpec(s).Tools = ids
+		}
+	case "max_steps", "max_replans", "max_executed_steps":
+		if n, ok := d.integer(f, label); ok {
+			lo := 1
+			if f.key == "max_replans" {
+				lo = 0
+			}
+			if n < lo || n > 1000 {
+				d.diags.add(posOf(f.value), label, "%s must be between %d and 1000, not %d", f.key, lo, n)
+				break
+			}
+			ps := d.planSpec(s)
+			switch f.key {
+			case "max_steps":
+				ps.MaxSteps = n
+			case "max_replans":
+				ps.MaxReplans = n
+			default:
+				ps.MaxExecuted = n
+			}
+		}
 	case "max_output_bytes":
 		if n, ok := d.integer(f, label); ok {
 			if n < 1 {
@@ -377,14 +414,13 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 		pos = posOf(f.value)
 	}
 	switch s.Type {
-	case LLM, Tool, Approval:
+	case LLM, Tool, Approval, Route, Plan:
 	case "":
 		d.diags.add(pos, label, "the step needs a type: (llm or tool), or a tool: or prompt_template: to infer it from")
-	case Submit, Source, Route, Plan, Agent, SubFlow:
+	case Submit, Source, Agent, SubFlow:
 		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
-			Source: "source steps arrive with the agent bridge", Route: "route steps arrive with routing",
-			Plan:  "plan steps arrive with planning",
-			Agent: "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
+			Source: "source steps arrive with the agent bridge",
+			Agent:  "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
 		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
 	default:
 		d.diags.add(pos, label, "unknown type %q: use llm or tool%s", s.Type,
@@ -412,6 +448,12 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 			}
 			d.diags.add(src.fields[key].keyPos, label, "%s belongs to llm steps, not tool steps", key)
 		}
+	case Route, Plan:
+		for _, k := range []string{"tool", "prompt_template", "args", "for_each", "repeat", "approval"} {
+			if f, ok := src.fields[k]; ok {
+				d.diags.add(f.keyPos, label, "%s does not belong to a %s step", k, s.Type)
+			}
+		}
 	case Approval:
 		for _, k := range []string{"tool", "prompt_template", "model", "args", "for_each", "repeat", "approval"} {
 			if f, ok := src.fields[k]; ok {
@@ -424,6 +466,16 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	}
 	if _, ok := src.fields["message"]; ok && s.Type != Approval && !s.ApprovalRequired {
 		d.diags.add(src.fields["message"].keyPos, label, "message is what an approval asks: it belongs to type: approval steps and approval: required tool steps")
+	}
+	for _, k := range []string{"text", "routes", "fallback_route"} {
+		if f, ok := src.fields[k]; ok && s.Type != Route {
+			d.diags.add(f.keyPos, label, "%s belongs to route steps (type: route)", k)
+		}
+	}
+	for _, k := range []string{"goal", "tools", "max_steps", "max_replans", "max_executed_steps"} {
+		if f, ok := src.fields[k]; ok && s.Type != Plan {
+			d.diags.add(f.keyPos, label, "%s belongs to plan steps (type: plan)", k)
+		}
 	}
 	if s.ForEach != nil && s.Repeat != nil {
 		d.diags.add(src.fields["repeat"].keyPos, label, "a step has for_each or repeat, not both: put the loop in a step of its own")

@@ -13,8 +13,8 @@ import (
 // Type is what a step does.
 type Type string
 
-// Step types. Only LLM and Tool run today; the others are part of the format
-// and rejected by validation with "not supported yet" until their issues land.
+// Step types. Submit, Source, Agent and SubFlow are part of the format and
+// rejected by validation with "not supported yet" until their issues land.
 const (
 	LLM      Type = "llm"
 	Tool     Type = "tool"
@@ -154,6 +154,9 @@ type Step struct {
 	// Message is what an approval asks (type: approval, or with
 	// ApprovalRequired); nil means a default naming the step and tool.
 	Message *template.Template
+	// RouteSpec is set for route steps, PlanSpec for plan steps.
+	RouteSpec *RouteSpec
+	PlanSpec  *PlanSpec
 	// Pos is where the step starts in the file.
 	Pos Pos
 }

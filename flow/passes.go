@@ -55,7 +55,19 @@ func (d *decoder) checkTargets() {
 		if s.Type == Tool && s.Tool != "" {
 			d.checkTool(s.Tool, src.fields["tool"], s.ID)
 		}
-		if s.Type == LLM {
+		switch s.Type {
+		case Route:
+			d.checkRoute(s, src, s.ID)
+			if s.Model != "" {
+				d.checkModel(s.Model, src.fields["model"], s.ID)
+			}
+		case Plan:
+			d.checkPlan(s, src, s.ID)
+			for _, t := range s.PlanSpec.Tools {
+				d.checkTool(t, src.fields["tools"], s.ID)
+			}
+		}
+		if s.Type == LLM || s.Type == Plan {
 			f, ok := src.fields["model"]
 			if !ok {
 				f = field{key: "model", keyPos: s.Pos, value: src.node}
@@ -97,7 +109,7 @@ func (d *decoder) checkModel(name string, f field, step string) {
 	if label == "" {
 		label = "(default)"
 	}
-	d.diags.add(posOf(f.value), step, "model %s is not configured: pass --script FILE (or put a script.yaml beside the flow) to answer it with the scripted stand-in; real providers arrive with rein.yaml models:", label)
+	d.diags.add(posOf(f.value), step, "model %s is not configured: add it to rein.yaml models: (e.g. {provider: openai, model: gpt-4o-mini}), or pass --script FILE (or put a script.yaml beside the flow) to answer it with the scripted stand-in", label)
 }
 
 // toolSpec resolves a tool name: the flow's own tools first, then Options.Tools.
