@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -72,13 +73,14 @@ func (o *Options) withDefaults() (Options, error) {
 // use. All writes go through one writer goroutine that groups concurrent
 // calls into one transaction; reads use a separate pool of connections.
 type Store struct {
-	path    string
-	opts    Options
-	wdb     *sql.DB // the one write connection (and, for :memory:, reads too)
-	rdb     *sql.DB
-	w       *writer
-	memory  bool
-	closeFn func() error
+	path   string
+	opts   Options
+	wdb    *sql.DB // the one write connection (and, for :memory:, reads too)
+	rdb    *sql.DB
+	w      *writer
+	memory bool
+	once   sync.Once
+	err    error
 }
 
 // Open opens (creating if needed) the database at path and brings its
@@ -158,11 +160,8 @@ func (s *Store) Path() string { return s.path }
 // Close stops the writer — writes already queued are applied or fail with
 // an error — and closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
-	if s.w == nil {
-		return nil
-	}
-	werr := s.w.stop()
-	return errors.Join(werr, s.closeDBs())
+	s.once.Do(func() { s.err = errors.Join(s.w.stop(), s.closeDBs()) })
+	return s.err
 }
 
 func (s *Store) closeDBs() error {
@@ -173,7 +172,6 @@ func (s *Store) closeDBs() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
-	s.rdb, s.wdb = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -29,15 +29,18 @@ CREATE INDEX runs_status_created ON runs (status, created_at, id);
 CREATE INDEX runs_flow_created ON runs (flow, created_at, id);
 CREATE INDEX runs_settled ON runs (settled_at) WHERE settled_at IS NOT NULL;
 
--- The journal: one row per event, the JSON encoding of trace.Event.
+-- The journal: one row per event, data the JSON encoding of trace.Event
+-- and version its journal version. A rowid table, so concurrent runs'
+-- events fill pages in commit order; (run_id, seq) is the primary key.
 CREATE TABLE events (
+    id      INTEGER PRIMARY KEY,
     run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     seq     INTEGER NOT NULL,
     version INTEGER NOT NULL,
     kind    TEXT NOT NULL,
     data    BLOB NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+    UNIQUE (run_id, seq)
+);
 
 -- The step projection; id keeps first-written order across upserts.
 -- output_blob / input_blob name the blob holding a large payload.

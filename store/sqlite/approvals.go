@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/store"
+)
+
+const approvalCols = `id, run_id, step_id, kind, status, tool, args, message, output, comment, decided_by, created_at, decided_at`
+
+func scanApproval(row scanner) (*store.Approval, error) {
+	var (
+		a                store.Approval
+		args, output     []byte
+		created, decided sql.NullInt64
+	)
+	if err := row.Scan(&a.ID, &a.RunID, &a.StepID, &a.Kind, &a.Status, &a.Tool, &args, &a.Message, &output,
+		&a.Comment, &a.DecidedBy, &created, &decided); err != nil {
+		return nil, err
+	}
+	a.Args, a.Output = args, output
+	a.CreatedAt, a.DecidedAt = fromNanos(created), fromNanos(decided)
+	return &a, nil
+}
+
+// Approvals lists approvals in the order they were created, of one run or
+// (p.RunID empty) of every run, with status p.Status (all when empty).
+func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]*store.Approval, error) {
+	if p == nil {
+		p = &store.ListApprovalsParams{}
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if p.RunID != "" {
+		where, args = append(where, "run_id = ?"), append(args, p.RunID)
+	}
+	if p.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(p.Status))
+	}
+	q := `SELECT ` + approvalCols + ` FROM approvals`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+" ORDER BY seq", args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: approvals: %w", err)
+	}
+	return out, nil
+}
+
+// DecideApproval settles the pending approval of a step and bumps the run's
+// version: store.ErrNotFound when the step has no approval, store.ErrConflict
+// when it has none pending (already decided).
+func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (*store.Approval, error) {
+	switch p.Status {
+	case store.ApprovalApproved, store.ApprovalRejected, store.ApprovalSettled:
+	default:
+		return nil, fmt.Errorf("sqlite: decide approval of step %s in run %s: status %q: want approved, rejected or settled", p.StepID, p.RunID, p.Status)
+	}
+	var out *store.Approval
+	err := s.w.do(ctx, func(x *wtx) error {
+		out = nil
+		var seq int64
+		err := x.tx.QueryRowContext(x.ctx, `SELECT seq FROM approvals WHERE run_id = ? AND step_id = ? AND status = 'pending' ORDER BY seq LIMIT 1`,
+			p.RunID, p.StepID).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			var any bool
+			if err := x.tx.QueryRowContext(x.ctx, `SELECT EXISTS (SELECT 1 FROM approvals WHERE run_id = ? AND step_id = ?)`, p.RunID, p.StepID).Scan(&any); err != nil {
+				return err
+			}
+			if any {
+				return clean(fmt.Errorf("already decided: %w", store.ErrConflict))
+			}
+			return clean(store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		a, err := scanApproval(x.tx.QueryRowContext(x.ctx, `UPDATE approvals SET status = ?, output = ?, comment = ?, decided_by = ?, decided_at = ?
+			WHERE seq = ? RETURNING `+approvalCols, string(p.Status), nullBytes(p.Output), p.Comment, p.DecidedBy, now, seq))
+		if err != nil {
+			return err
+		}
+		if _, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?`, now, p.RunID); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: decide approval of step %s in run %s: %w", p.StepID, p.RunID, err)
+	}
+	return out, nil
+}

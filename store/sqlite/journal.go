@@ -1,0 +1,284 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// encodedEvent is an event ready to insert.
+type encodedEvent struct {
+	seq  int64
+	kind string
+	data []byte
+}
+
+// encodedStep is a step projection ready to upsert, its large payloads
+// split off into blobs.
+type encodedStep struct {
+	s                     *store.Step
+	output, input         []byte
+	outputSHA             string
+	outputBlob, inputBlob any // sha256 or nil
+	outputData, inputData []byte
+	started, settled      any
+}
+
+func (s *Store) encodeStep(st *store.Step) encodedStep {
+	e := encodedStep{s: st, output: st.Output, input: st.Input, outputSHA: st.OutputSHA,
+		started: nanos(st.StartedAt), settled: nanos(st.SettledAt)}
+	if len(st.Output) > s.opts.BlobThreshold {
+		sum := sha256.Sum256(st.Output)
+		e.outputSHA = hex.EncodeToString(sum[:])
+		e.outputBlob, e.outputData, e.output = e.outputSHA, st.Output, nil
+	}
+	if len(st.Input) > s.opts.BlobThreshold {
+		sum := sha256.Sum256(st.Input)
+		sha := hex.EncodeToString(sum[:])
+		e.inputBlob, e.inputData, e.input = sha, st.Input, nil
+	}
+	return e
+}
+
+// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in one
+// transaction, on the condition that the run's version is still t.Version
+// (store.ErrConflict otherwise; store.ErrNotFound for an unknown run). It
+// returns once the transaction holding it committed; concurrent Commits of
+// different runs share one transaction. Nothing of a failed Commit is
+// applied and t.Version is left as it was.
+func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
+	if t == nil || t.RunID == "" {
+		return errors.New("sqlite: commit: empty run ID")
+	}
+	fn, err := s.commitOp(t)
+	if err != nil {
+		return err
+	}
+	if err := s.w.do(ctx, fn); err != nil {
+		return fmt.Errorf("sqlite: commit run %s: %w", t.RunID, err)
+	}
+	t.Version++
+	return nil
+}
+
+// commitOp encodes t (outside the writer, on the caller's goroutine) and
+// returns the write that applies it.
+func (s *Store) commitOp(t *store.Transition) (func(*wtx) error, error) {
+	var maxSeq int64
+	evs := make([]encodedEvent, len(t.Events))
+	for i, e := range t.Events {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: commit run %s: encode event seq %d: %w", t.RunID, e.Seq, err)
+		}
+		evs[i] = encodedEvent{seq: e.Seq, kind: string(e.Kind), data: data}
+		maxSeq = max(maxSeq, e.Seq)
+	}
+	steps := make([]encodedStep, len(t.Steps))
+	for i, st := range t.Steps {
+		steps[i] = s.encodeStep(st)
+	}
+	now := time.Now()
+	approvals := make([]*store.Approval, len(t.Approvals))
+	for i, a := range t.Approvals {
+		c := *a
+		c.RunID = t.RunID
+		if c.ID == "" {
+			c.ID = uuid.NewString()
+		}
+		c.Status = store.ApprovalPending
+		if c.CreatedAt.IsZero() {
+			c.CreatedAt = now
+		}
+		approvals[i] = &c
+	}
+	var status, errJSON, usage, settled any
+	if u := t.Run; u != nil {
+		status, errJSON, usage, settled = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
+	}
+	runID, version := t.RunID, t.Version
+	return func(x *wtx) error {
+		res, err := x.stmt(stUpdateRunCommit).ExecContext(x.ctx, maxSeq, now.UnixNano(), status, errJSON, usage, settled, runID, version)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			ok, err := x.runExists(runID)
+			switch {
+			case err != nil:
+				return err
+			case !ok:
+				return clean(store.ErrNotFound)
+			default:
+				return clean(fmt.Errorf("version %d is stale: %w", version, store.ErrConflict))
+			}
+		}
+		for i := 0; i < len(evs); {
+			var err error
+			if i+1 < len(evs) {
+				a, b := evs[i], evs[i+1]
+				_, err = x.stmt(stInsertEvents2).ExecContext(x.ctx, runID, a.seq, store.JournalVersion, a.kind, a.data, b.seq, b.kind, b.data)
+				i += 2
+			} else {
+				_, err = x.stmt(stInsertEvent).ExecContext(x.ctx, runID, evs[i].seq, store.JournalVersion, evs[i].kind, evs[i].data)
+				i++
+			}
+			if err != nil {
+				return fmt.Errorf("append events: %w", mapErr(err))
+			}
+		}
+		for _, st := range steps {
+			for _, b := range [][2]any{{st.outputBlob, st.outputData}, {st.inputBlob, st.inputData}} {
+				if b[0] != nil {
+					if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
+						return fmt.Errorf("store blob: %w", err)
+					}
+				}
+			}
+			p := st.s
+			if _, err := x.stmt(stUpsertStep).ExecContext(x.ctx, runID, p.StepID, p.Type, string(p.Status), p.Attempt,
+				nullBytes(st.output), st.outputSHA, st.outputBlob, nullBytes(st.input), st.inputBlob, p.Idempotent,
+				nullBytes(p.Error), st.started, st.settled); err != nil {
+				return fmt.Errorf("upsert step %s: %w", p.StepID, err)
+			}
+		}
+		for _, a := range approvals {
+			if _, err := x.stmt(stInsertApproval).ExecContext(x.ctx, runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
+				a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
+				a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
+				return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+			}
+		}
+		return nil
+	}, nil
+}
+
+// Events returns a run's events with Seq > after, in order; limit ≤ 0 means
+// all. A record that does not decode, or that a newer rein wrote, is an
+// error naming the run and sequence.
+func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, version, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	var out []*trace.Event
+	for rows.Next() {
+		var (
+			seq     int64
+			version int
+			data    []byte
+		)
+		if err := rows.Scan(&seq, &version, &data); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+		}
+		e, err := decodeEvent(runID, seq, version, data)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		if err := s.notFoundUnlessExists(ctx, "events", runID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeEvent decodes one journal record.
+func decodeEvent(runID string, seq int64, version int, data []byte) (*trace.Event, error) {
+	switch {
+	case version > store.JournalVersion:
+		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record version %d is from a newer rein (this binary reads up to version %d): upgrade rein",
+			runID, seq, version, store.JournalVersion)
+	case version < 1:
+		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record has no valid version (%d): the database is damaged", runID, seq, version)
+	}
+	var e trace.Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
+	}
+	if e.Seq != seq {
+		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
+	}
+	return &e, nil
+}
+
+// Steps returns the step projection of a run in first-written order, with
+// outputs and inputs stored as blobs read back.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT s.step_id, s.type, s.status, s.attempt, coalesce(s.output, bo.data), s.output_sha,
+		s.output_blob, coalesce(s.input, bi.data), s.input_blob, s.idempotent, s.error, s.started_at, s.settled_at
+		FROM steps s LEFT JOIN blobs bo ON bo.sha256 = s.output_blob LEFT JOIN blobs bi ON bi.sha256 = s.input_blob
+		WHERE s.run_id = ? ORDER BY s.id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	}
+	var out []*store.Step
+	for rows.Next() {
+		var (
+			st                   = store.Step{RunID: runID}
+			outBlob, inBlob      sql.NullString
+			output, input, errJS []byte
+			started, settled     sql.NullInt64
+		)
+		if err := rows.Scan(&st.StepID, &st.Type, &st.Status, &st.Attempt, &output, &st.OutputSHA, &outBlob, &input, &inBlob,
+			&st.Idempotent, &errJS, &started, &settled); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+		}
+		if (outBlob.Valid && output == nil) || (inBlob.Valid && input == nil) {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: run %s step %s: payload blob is missing: the database is damaged", runID, st.StepID)
+		}
+		st.Output, st.Input, st.Error = output, input, errJS
+		st.StartedAt, st.SettledAt = fromNanos(started), fromNanos(settled)
+		out = append(out, &st)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		if err := s.notFoundUnlessExists(ctx, "steps", runID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Blob returns the content stored under a hex sha256 (store.ErrNotFound).
+func (s *Store) Blob(ctx context.Context, sha string) ([]byte, error) {
+	var data []byte
+	err := s.rdb.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: blob %s: %w", sha, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: blob %s: %w", sha, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/reinhq/rein/store"
+)
+
+// AcquireLease makes p.Owner the run's only writer until now+p.TTL and bumps
+// the run's version: store.ErrConflict while another owner's lease is
+// unexpired, store.ErrNotFound for an unknown run. The holder may acquire
+// again to extend.
+func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
+	if p.Owner == "" {
+		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
+	}
+	var out *store.Run
+	err := s.w.do(ctx, func(x *wtx) error {
+		out = nil
+		now := time.Now()
+		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
+			WHERE id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3) RETURNING `+runCols,
+			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return x.missingOrConflict(p.RunID, "held by another owner")
+		}
+		if err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: acquire lease of run %s for %s: %w", p.RunID, p.Owner, err)
+	}
+	return out, nil
+}
+
+// missingOrConflict is the clean error of a conditional update of a run
+// that matched nothing.
+func (x *wtx) missingOrConflict(runID, why string) error {
+	ok, err := x.runExists(runID)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return clean(store.ErrNotFound)
+	}
+	return clean(fmt.Errorf("%s: %w", why, store.ErrConflict))
+}
+
+// RenewLease extends a lease p.Owner holds to now+p.TTL, without changing
+// the run's version: store.ErrConflict when the lease expired or another
+// owner holds it.
+func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
+	err := s.w.do(ctx, func(x *wtx) error {
+		now := time.Now()
+		res, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
+			now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return x.missingOrConflict(p.RunID, "lease lost")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: renew lease of run %s for %s: %w", p.RunID, p.Owner, err)
+	}
+	return nil
+}
+
+// ReleaseLease drops the lease owner holds; releasing a lease one does not
+// hold (lost, released, or of an unknown run) does nothing.
+func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	err := s.w.do(ctx, func(x *wtx) error {
+		_, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`, runID, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: release lease of run %s for %s: %w", runID, owner, err)
+	}
+	return nil
+}
+
+// ClaimRuns leases to p.Owner up to p.Limit (≤ 0 means 1) runs that are
+// pending or running and not leased, oldest first, bumping each one's
+// version. Claims are serialised by the writer, so concurrent claimers
+// never get the same run.
+func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.Run, error) {
+	if p.Owner == "" {
+		return nil, errors.New("sqlite: claim runs: empty owner")
+	}
+	limit := max(p.Limit, 1)
+	var out []*store.Run
+	err := s.w.do(ctx, func(x *wtx) error {
+		out = nil
+		now := time.Now()
+		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
+			WHERE id IN (SELECT id FROM runs WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= ?3)
+				ORDER BY created_at, id LIMIT ?4)
+			RETURNING `+runCols, p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim runs for %s: %w", p.Owner, err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}

@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+const runCols = `id, flow, flow_path, flow_hash, flow_text, input, meta, status, idempotency_key, session,
+	error, usage, version, last_seq, lease_owner, lease_expires, created_at, updated_at, settled_at, retention`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(row scanner) (*store.Run, error) {
+	var (
+		r                                   store.Run
+		key, owner                          sql.NullString
+		expires, created, updated, settled  sql.NullInt64
+		retention                           int64
+		flowText, input, meta, errJSON, use []byte
+	)
+	err := row.Scan(&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &r.Status, &key, &r.Session,
+		&errJSON, &use, &r.Version, &r.LastSeq, &owner, &expires, &created, &updated, &settled, &retention)
+	if err != nil {
+		return nil, err
+	}
+	r.FlowText, r.Input, r.Meta, r.Error, r.Usage = flowText, input, meta, errJSON, use
+	r.IdempotencyKey, r.LeaseOwner = key.String, owner.String
+	r.LeaseExpires, r.CreatedAt, r.UpdatedAt, r.SettledAt = fromNanos(expires), fromNanos(created), fromNanos(updated), fromNanos(settled)
+	r.Retention = time.Duration(retention)
+	return &r, nil
+}
+
+// CreateRun inserts a run; with p.IdempotencyKey set and a run holding that
+// key, it returns that run and created=false. An existing ID without a
+// matching key is store.ErrConflict.
+func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
+	if p == nil || p.ID == "" {
+		return nil, false, errors.New("sqlite: create run: empty run ID")
+	}
+	status := p.Status
+	if status == "" {
+		status = trace.RunPending
+	}
+	var (
+		run     *store.Run
+		created bool
+	)
+	err := s.w.do(ctx, func(x *wtx) error {
+		run, created = nil, false
+		if p.IdempotencyKey != "" {
+			r, err := scanRun(x.tx.QueryRowContext(x.ctx, `SELECT `+runCols+` FROM runs WHERE idempotency_key = ?`, p.IdempotencyKey))
+			if err == nil {
+				run = r
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		now := time.Now()
+		var owner, expires any
+		if p.Owner != "" {
+			owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
+		}
+		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
+			status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14) RETURNING `+runCols,
+			p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
+			status, nullText(p.IdempotencyKey), p.Session, owner, expires, now.UnixNano(), int64(p.Retention)))
+		if err != nil {
+			return cleanIfConstraint(err)
+		}
+		run, created = r, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)
+	}
+	return run, created, nil
+}
+
+// GetRun returns one run (store.ErrNotFound).
+func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs, newest first; p may be nil.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store.Run, error) {
+	if p == nil {
+		p = &store.ListRunsParams{}
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if p.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(p.Status))
+	}
+	if p.Flow != "" {
+		where, args = append(where, "flow = ?"), append(args, p.Flow)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	rows, err := s.rdb.QueryContext(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// exists reports whether run id is in the database (read pool).
+func (s *Store) exists(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, id).Scan(&ok)
+	return ok, err
+}
+
+// notFoundUnlessExists returns store.ErrNotFound when run id does not exist.
+func (s *Store) notFoundUnlessExists(ctx context.Context, what, id string) error {
+	ok, err := s.exists(ctx, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s of run %s: %w", what, id, err)
+	}
+	if !ok {
+		return fmt.Errorf("sqlite: %s of run %s: %w", what, id, store.ErrNotFound)
+	}
+	return nil
+}
