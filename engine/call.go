@@ -116,12 +116,8 @@ func firstLines(b []byte, n int) string {
 // reply. It returns the raw text so a format error can be corrected.
 func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int, corr *correction) (any, string, error) {
 	s := j.step
-	if max := r.f.Budgets.MaxLLMCalls; max > 0 {
-		if n := r.usage.llmCalls.Add(1); int(n) > max {
-			return nil, "", fault.BudgetErr("max_llm_calls", "the run would make more than max_llm_calls=%d model calls", max)
-		}
-	} else {
-		r.usage.llmCalls.Add(1)
+	if err := r.countLLMCall(); err != nil {
+		return nil, "", err
 	}
 	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt, Corrective: corr != nil}
 	if s.OutputSchema != nil {
@@ -150,10 +146,8 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 	}
 	r.record(ev)
 	if resp != nil {
-		in := r.usage.tokensIn.Add(int64(resp.Usage.In))
-		out := r.usage.tokensOut.Add(int64(resp.Usage.Out))
-		if max := r.f.Budgets.MaxTokens; max > 0 && int(in+out) > max {
-			return nil, "", fault.BudgetErr("max_tokens", "the run used %d tokens, more than max_tokens=%d", in+out, max)
+		if err := r.countTokens(resp.Usage); err != nil {
+			return nil, "", err
 		}
 	}
 	if err != nil {

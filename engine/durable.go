@@ -116,11 +116,19 @@ func hasOutput(s trace.StepStatus) bool {
 // person's say: model calls have no side effects; a tool step only when its
 // tool says idempotent: true.
 func (r *run) idempotent(i int) bool {
-	switch r.f.Steps[i].Type {
-	case flow.LLM:
+	switch s := r.f.Steps[i]; s.Type {
+	case flow.LLM, flow.Route:
 		return true
 	case flow.Tool:
 		return r.b.specs[i].Idempotent
+	case flow.Plan:
+		// a plan may call any of its tools: safe to re-run only if all are.
+		for _, name := range s.PlanSpec.Tools {
+			if t, ok := r.e.cfg.Tools.Lookup(name); !ok || !t.Spec().Idempotent {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

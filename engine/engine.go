@@ -14,6 +14,8 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/route"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -224,6 +226,9 @@ type bound struct {
 	// inSchemas / fbInSchemas are the compiled input schemas of the tools.
 	inSchemas   []*flow.Schema
 	fbInSchemas []*flow.Schema
+	// routers and catalogs of route and plan steps, by step index.
+	routers  []*route.Router
+	catalogs []*plan.Catalog
 }
 
 func (b *bound) inputSchema(i int, fallback bool) *flow.Schema {
@@ -276,6 +281,25 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 			b.models[i] = lookupModel(s.Model, s.ID)
 		case flow.Approval:
 			// nothing to bind: a person answers it.
+		case flow.Route:
+			if b.routers == nil {
+				b.routers = make([]*route.Router, len(f.Steps))
+			}
+			rt, err := e.bindRoute(s, lookupModel)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
+			}
+			b.routers[i] = rt
+		case flow.Plan:
+			if b.catalogs == nil {
+				b.catalogs = make([]*plan.Catalog, len(f.Steps))
+			}
+			b.models[i] = lookupModel(s.Model, s.ID)
+			cat, err := e.bindPlan(s)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
+			}
+			b.catalogs[i] = cat
 		default:
 			problems = append(problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
 		}

@@ -93,6 +93,18 @@ func renderInput(s *flow.Step, scope map[string]any, item int, defaults any) (un
 			return in, fault.BusinessErr(fmt.Errorf("prompt_template: %w", err))
 		}
 		in.prompt = p
+	case flow.Route:
+		t, err := s.RouteSpec.Text.RenderString(scope)
+		if err != nil {
+			return in, fault.BusinessErr(fmt.Errorf("text: %w", err))
+		}
+		in.prompt = t
+	case flow.Plan:
+		g, err := s.PlanSpec.Goal.RenderString(scope)
+		if err != nil {
+			return in, fault.BusinessErr(fmt.Errorf("goal: %w", err))
+		}
+		in.prompt = g
 	case flow.Tool:
 		if s.Args == nil {
 			in.args = defaults
@@ -171,7 +183,7 @@ func (r *run) passthroughDigest(s *flow.Step) string {
 // digestInput hashes what the step is about to send (args or prompt).
 func (r *run) digestInput(s *flow.Step, in unitInput) (string, error) {
 	var v any = in.args
-	if s.Type == flow.LLM {
+	if s.Type != flow.Tool {
 		v = in.prompt
 	}
 	buf, err := value.AppendCanonical(r.buf[:0], v)

@@ -82,6 +82,12 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int, co
 	case flow.LLM:
 		origin = trace.OriginModel
 		out, raw, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt, corr)
+	case flow.Route:
+		origin = trace.OriginModel
+		out, err = r.callRoute(actx, j, in, attempt)
+	case flow.Plan:
+		origin = trace.OriginTool
+		out, err = r.callPlan(actx, j, in, attempt)
 	default:
 		origin = trace.OriginTool
 		out, origin, err = r.callTool(actx, j, r.b.tools[j.index], in, attempt, false)

@@ -101,9 +101,11 @@ type Event struct {
 	Origin     Origin    `json:"origin,omitempty"`
 	Budget     string    `json:"budget,omitempty"`
 	Decision   string    `json:"decision,omitempty"`
-	InputSHA   string    `json:"input_sha256,omitempty"`
-	OutputSHA  string    `json:"output_sha256,omitempty"`
-	Preview    string    `json:"preview,omitempty"`
+	// PlanStep names the plan step of a plan step's events.
+	PlanStep  string `json:"plan_step,omitempty"`
+	InputSHA  string `json:"input_sha256,omitempty"`
+	OutputSHA string `json:"output_sha256,omitempty"`
+	Preview   string `json:"preview,omitempty"`
 }
 
 // Sink receives events. Emit is called from the run's scheduler goroutine

@@ -34,6 +34,7 @@ func appendEvent(dst []byte, e *trace.Event) []byte {
 	dst = appendStringField(dst, `,"origin":`, string(e.Origin))
 	dst = appendStringField(dst, `,"budget":`, e.Budget)
 	dst = appendStringField(dst, `,"decision":`, e.Decision)
+	dst = appendStringField(dst, `,"plan_step":`, e.PlanStep)
 	dst = appendStringField(dst, `,"input_sha256":`, e.InputSHA)
 	dst = appendStringField(dst, `,"output_sha256":`, e.OutputSHA)
 	dst = appendStringField(dst, `,"preview":`, e.Preview)

@@ -24,7 +24,7 @@ func FuzzEmit(f *testing.F) {
 			Seq: seq, Time: time.Unix(0, unixNano), Kind: trace.Kind(a), RunID: b,
 			Flow: a + b, StepID: b, StepType: a, Attempt: n, Status: a, DurationMS: seq,
 			Model: b, Tool: a, TokensIn: n, TokensOut: -n, ErrorClass: b, Error: a + "\n" + b,
-			Origin: trace.Origin(b), Budget: a, Decision: b, InputSHA: a, OutputSHA: b, Preview: a,
+			Origin: trace.Origin(b), Budget: a, Decision: b, PlanStep: a, InputSHA: a, OutputSHA: b, Preview: a,
 		}
 		line := appendEvent(nil, &e) // the sink's encoder; Sink itself is tested in jsonl_test.go
 		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {

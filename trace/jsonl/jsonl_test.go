@@ -42,7 +42,7 @@ func fullEvent(s string) trace.Event {
 		Seq: 42, Time: t0, Kind: trace.AttemptFailed, RunID: "run-" + s,
 		Flow: s, StepID: s, StepType: s, Attempt: 3, Status: s, DurationMS: 1234,
 		Model: s, Tool: s, TokensIn: 100, TokensOut: -7, ErrorClass: s, Error: s,
-		Origin: trace.Origin(s), Budget: s, Decision: s, InputSHA: s, OutputSHA: s, Preview: s,
+		Origin: trace.Origin(s), Budget: s, Decision: s, PlanStep: s, InputSHA: s, OutputSHA: s, Preview: s,
 	}
 }
 
@@ -73,7 +73,7 @@ func sanitize(s string) string {
 
 func sanitizeEvent(e trace.Event) trace.Event {
 	for _, p := range []*string{&e.RunID, &e.Flow, &e.StepID, &e.StepType, &e.Status, &e.Model, &e.Tool,
-		&e.ErrorClass, &e.Error, &e.Budget, &e.Decision, &e.InputSHA, &e.OutputSHA, &e.Preview} {
+		&e.ErrorClass, &e.Error, &e.Budget, &e.Decision, &e.PlanStep, &e.InputSHA, &e.OutputSHA, &e.Preview} {
 		*p = sanitize(*p)
 	}
 	e.Kind = trace.Kind(sanitize(string(e.Kind)))

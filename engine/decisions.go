@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/route"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// callScope ties a model call made on a step's behalf (by the router or
+// the planner) to its run, so it is budgeted and traced like an llm step's.
+type callScope struct {
+	r       *run
+	step    *flow.Step
+	attempt int
+}
+
+type scopeKey struct{}
+
+func withScope(ctx context.Context, c *callScope) context.Context {
+	return context.WithValue(ctx, scopeKey{}, c)
+}
+
+// metered is the model the router and planner of a flow step ask: it
+// counts the run's model calls and tokens against its budgets and records
+// a model_call event for each exchange.
+type metered struct {
+	name string
+	m    model.Model
+}
+
+func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	c, _ := ctx.Value(scopeKey{}).(*callScope)
+	if c == nil {
+		return mm.m.Generate(ctx, req)
+	}
+	r, s := c.r, c.step
+	if err := r.countLLMCall(); err != nil {
+		return nil, err
+	}
+	req.RunID, req.StepID, req.Attempt = r.id, s.ID, c.attempt
+	if req.Model == "" {
+		req.Model = mm.name
+	}
+	start := r.e.cfg.Clock.Now()
+	resp, err := mm.m.Generate(ctx, req)
+	ev := trace.Event{Kind: trace.ModelCall, StepID: s.ID, StepType: string(s.Type), Attempt: c.attempt, Model: mm.name,
+		DurationMS: r.e.cfg.Clock.Now().Sub(start).Milliseconds(), Status: "ok", Decision: req.Decision}
+	if resp != nil {
+		ev.TokensIn, ev.TokensOut = resp.Usage.In, resp.Usage.Out
+		if resp.Model != "" {
+			ev.Model = resp.Model
+		}
+	}
+	if err != nil {
+		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
+	}
+	r.record(ev)
+	if resp != nil {
+		if berr := r.countTokens(resp.Usage); berr != nil {
+			return nil, berr
+		}
+	}
+	return resp, err
+}
+
+// countLLMCall charges one model call to max_llm_calls.
+func (r *run) countLLMCall() error {
+	n := r.usage.llmCalls.Add(1)
+	if max := r.f.Budgets.MaxLLMCalls; max > 0 && int(n) > max {
+		return fault.BudgetErr("max_llm_calls", "the run would make more than max_llm_calls=%d model calls", max)
+	}
+	return nil
+}
+
+// countTokens charges a call's tokens to max_tokens.
+func (r *run) countTokens(u model.Usage) error {
+	in := r.usage.tokensIn.Add(int64(u.In))
+	out := r.usage.tokensOut.Add(int64(u.Out))
+	if max := r.f.Budgets.MaxTokens; max > 0 && int(in+out) > max {
+		return fault.BudgetErr("max_tokens", "the run used %d tokens, more than max_tokens=%d", in+out, max)
+	}
+	return nil
+}
+
+// bindRoute builds a route step's router: its rules, and a semantic router
+// on the step's model when it names one.
+func (e *Engine) bindRoute(s *flow.Step, lookupModel func(name, step string) model.Model) (*route.Router, error) {
+	rs := s.RouteSpec
+	cfg := route.Config{Routes: rs.Routes, Rules: rs.Rules, Fallback: rs.Fallback}
+	if s.Model != "" {
+		m := lookupModel(s.Model, s.ID)
+		if m == nil {
+			return nil, nil // the problem is reported by lookupModel
+		}
+		cfg.Semantic = route.NewModelSemantic(metered{name: s.Model, m: m}, &route.ModelOptions{Model: s.Model, StepID: s.ID})
+	}
+	return route.New(cfg)
+}
+
+// bindPlan builds a plan step's catalog from the engine's tools.
+func (e *Engine) bindPlan(s *flow.Step) (*plan.Catalog, error) {
+	ps := s.PlanSpec
+	specs := make([]tool.Spec, 0, len(ps.Tools))
+	for _, name := range ps.Tools {
+		t, ok := e.cfg.Tools.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("tool %q is not registered with the engine", name)
+		}
+		specs = append(specs, t.Spec())
+	}
+	return plan.NewCatalog(plan.CatalogConfig{Tools: specs, Allowed: ps.Tools, MaxSteps: ps.MaxSteps})
+}
+
+// callRoute routes the step's rendered text.
+func (r *run) callRoute(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
+	s := j.step
+	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	req := route.Request{Text: in.prompt}
+	if m, ok := r.input.(map[string]any); ok {
+		req.Metadata = m
+	}
+	res, err := r.b.routers[j.index].Route(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"route": res.Route, "source": string(res.Source), "reason": res.Reason}
+	if res.Rule != nil {
+		out["rule"] = map[string]any{"index": float64(res.Rule.Index), "kind": res.Rule.Kind, "pattern": res.Rule.Pattern}
+	}
+	return out, nil
+}
+
+// callPlan has the step's planner propose a plan for the rendered goal, the
+// executor run it (every call through the gate, traced), and replans a
+// bounded number of times. The step's output is {goal, result, outputs,
+// executed, replans, failures}; result is the last plan step's output.
+func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
+	s := j.step
+	ps := s.PlanSpec
+	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate,
+		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(s, ev) }})
+	if err != nil {
+		return nil, err
+	}
+	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
+	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt,
+		IdempotencyKey: r.id + "/" + s.ID + "/" + strconv.Itoa(attempt)})
+	res, err := plan.Run(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted})
+	if err != nil {
+		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {
+			// plan steps already ran: retrying the step would run them again.
+			err = fault.BusinessErr(fmt.Errorf("%w (not retried: %d plan steps already ran)", err, res.Executed))
+		}
+		return nil, err
+	}
+	failures := make([]any, len(res.Failures))
+	for k, f := range res.Failures {
+		failures[k] = map[string]any{"step_id": f.StepID, "tool": f.Tool, "error_type": string(f.Class), "error": f.Error}
+	}
+	outputs := make(map[string]any, len(res.Outputs))
+	for k, v := range res.Outputs {
+		outputs[k] = v
+	}
+	return map[string]any{"goal": res.Goal, "result": res.Output, "outputs": outputs,
+		"executed": float64(res.Executed), "replans": float64(res.Replans), "failures": failures}, nil
+}
+
+// recordPlanEvent traces one event of a plan step's executor.
+func (r *run) recordPlanEvent(s *flow.Step, ev plan.Event) {
+	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: s.ID, StepType: string(s.Type), Attempt: ev.Attempt,
+		PlanStep: ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: ev.Duration.Milliseconds(),
+		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
+	if ev.ErrorClass != "" {
+		e.Origin = trace.OriginTool
+	}
+	r.record(e)
+}
