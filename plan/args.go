@@ -4,16 +4,20 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/reinhq/rein/flow/ref"
 )
 
 // argRef is one {"$ref": "…"} found in a step's args.
 type argRef struct {
-	at   []ref.Segment // where in args (keys and list indexes)
-	ptr  string        // the same as a JSON pointer relative to args
-	path ref.Path      // the reference; path[0] is the step id
+	ptr  string   // where in args, as a JSON pointer relative to args
+	path ref.Path // the reference; path[0] is the step id
 	raw  string
+	// fill stands in for the reference when the literal args are checked:
+	// a value of the type the input schema wants there, so the check does
+	// not trip over it.
+	fill any
 }
 
 // isRefObject reports whether m is meant as a reference: it has a "$ref" key.
@@ -22,12 +26,14 @@ func isRefObject(m map[string]any) bool {
 	return ok
 }
 
-// findRefs walks args value x at location at/ptr, collecting references and
-// reporting malformed ones through bad(ptr, message).
-func findRefs(x any, at []ref.Segment, ptr string, refs *[]argRef, bad func(ptr, msg string)) {
+// findRefs walks args value x at location at, calling found for each
+// reference (at is only valid during the call) and bad(ptr, message) for
+// each malformed one.
+func findRefs(x any, at []ref.Segment, found func(at []ref.Segment, ptr, raw string, path ref.Path), bad func(ptr, msg string)) {
 	switch v := x.(type) {
 	case map[string]any:
 		if r, ok := v["$ref"]; ok {
+			ptr := segmentsPointer(at)
 			s, isStr := r.(string)
 			switch {
 			case len(v) != 1:
@@ -40,30 +46,57 @@ func findRefs(x any, at []ref.Segment, ptr string, refs *[]argRef, bad func(ptr,
 					bad(ptr, fmt.Sprintf("$ref %q is not a reference like \"step_id.field\": %v", s, err))
 					return
 				}
-				*refs = append(*refs, argRef{at: slices.Clone(at), ptr: ptr, path: p, raw: s})
+				found(at, ptr, s, p)
 			}
 			return
 		}
 		if len(v) == 1 {
 			for k, e := range v {
-				findRefs(e, append(at, ref.Segment{Key: k}), ptr+"/"+pointerToken(k), refs, bad)
+				switch e.(type) {
+				case map[string]any, []any:
+					findRefs(e, append(at, ref.Segment{Key: k}), found, bad)
+				}
 			}
 			return
 		}
 		var buf [8]string
 		keys := buf[:0]
-		for k := range v {
-			keys = append(keys, k)
+		for k, e := range v {
+			switch e.(type) {
+			case map[string]any, []any:
+				keys = append(keys, k)
+			}
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			findRefs(v[k], append(at, ref.Segment{Key: k}), ptr+"/"+pointerToken(k), refs, bad)
+			findRefs(v[k], append(at, ref.Segment{Key: k}), found, bad)
 		}
 	case []any:
 		for i, e := range v {
-			findRefs(e, append(at, ref.Segment{Index: i, IsIndex: true}), ptr+"/"+strconv.Itoa(i), refs, bad)
+			switch e.(type) {
+			case map[string]any, []any:
+				findRefs(e, append(at, ref.Segment{Index: i, IsIndex: true}), found, bad)
+			}
 		}
 	}
+}
+
+// segmentsPointer writes at as a JSON pointer.
+func segmentsPointer(at []ref.Segment) string {
+	if len(at) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(16 * len(at))
+	for _, s := range at {
+		b.WriteByte('/')
+		if s.IsIndex {
+			b.WriteString(strconv.Itoa(s.Index))
+		} else {
+			b.WriteString(pointerToken(s.Key))
+		}
+	}
+	return b.String()
 }
 
 // substitute returns a copy of x in which every reference object is

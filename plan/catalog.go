@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/reinhq/rein/flow/ref"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
@@ -43,6 +44,11 @@ type catalogShared struct {
 	all       []string // sorted
 	planTools map[string]bool
 
+	// walks caches what the schemas say at the paths plans use (see
+	// schemaAt), up to maxWalks entries.
+	walksMu sync.RWMutex
+	walks   map[walkKey]uint8 // types, or walkUndeclared
+
 	planSchemaOnce sync.Once
 	planSchema     *schema.Schema
 	planSchemaErr  error
@@ -51,6 +57,7 @@ type catalogShared struct {
 type entry struct {
 	spec   tool.Spec
 	in     *schema.Schema // nil: any args
+	inQ    *quick         // fast acceptance of args; nil: always ask in
 	out    *schema.Schema // nil: no output schema
 	inDoc  any
 	outDoc any
@@ -78,6 +85,7 @@ func NewCatalog(cfg CatalogConfig) (*Catalog, error) {
 				return nil, fmt.Errorf("plan catalog: tool %s: %w", spec.Name, err)
 			}
 			e.in, e.inDoc = s, s.Doc
+			e.inQ = compileQuick(s.Doc, 0)
 		}
 		if len(spec.OutputSchema) > 0 {
 			s, err := schema.Compile(spec.Name+" output_schema", spec.OutputSchema)
@@ -167,6 +175,60 @@ func (c *Catalog) Spec(name string) (tool.Spec, bool) {
 		return tool.Spec{}, false
 	}
 	return c.shared.tools[name].spec, true
+}
+
+const (
+	maxWalks       = 1 << 14
+	walkUndeclared = 0xff
+)
+
+type walkKey struct {
+	e    *entry
+	in   bool
+	path string
+}
+
+// schemaAt returns the JSON types e's output (or, with in, input) schema
+// gives the value at path, 0 when it does not say; and a message when the
+// schema does not declare the path (label names its root). key identifies
+// path for the cache. Declared paths are cached per catalog family; an
+// undeclared output path is not (its message depends on label).
+func (c *Catalog) schemaAt(e *entry, in bool, path []ref.Segment, key, label string) (uint8, string) {
+	k := walkKey{e: e, in: in, path: key}
+	sh := c.shared
+	sh.walksMu.RLock()
+	t, ok := sh.walks[k]
+	sh.walksMu.RUnlock()
+	if ok {
+		if t != walkUndeclared {
+			return t, ""
+		}
+		return 0, "undeclared"
+	}
+	doc := e.outDoc
+	if in {
+		doc = e.inDoc
+	}
+	nodes, open, msg := walkSchema(doc, path, label)
+	t = schemaTypes(nodes, open)
+	if msg != "" {
+		if !in {
+			return 0, msg
+		}
+		t = walkUndeclared
+	}
+	sh.walksMu.Lock()
+	if sh.walks == nil {
+		sh.walks = make(map[walkKey]uint8)
+	}
+	if len(sh.walks) < maxWalks {
+		sh.walks[k] = t
+	}
+	sh.walksMu.Unlock()
+	if t == walkUndeclared {
+		return 0, msg
+	}
+	return t, ""
 }
 
 // lookup returns the entry of any catalog tool, allowed or not.

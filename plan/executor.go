@@ -101,8 +101,11 @@ func (e *StepError) Error() string {
 func (e *StepError) Unwrap() error { return e.Err }
 
 // Executor runs validated plans: each step once its dependencies have
-// succeeded, independent steps in parallel, every call through the gate.
-// It is safe for concurrent use by several runs (each with its own State).
+// succeeded, independent steps in parallel (launched in plan order), every
+// call through the gate. A tool receives resolved args that share the
+// referenced outputs, and must not modify them. The executor does not
+// retry: a failed step is the planner's to revise (see Run). It is safe for
+// concurrent use by several runs, each with its own State.
 type Executor struct {
 	cfg   ExecutorConfig
 	tools map[string]tool.Tool
@@ -376,7 +379,7 @@ func (r *round) settle(s settled) {
 // schema.
 func (e *Executor) call(ctx context.Context, info *tool.CallInfo, ent *entry, args any) (any, error) {
 	spec := &ent.spec
-	if ent.in != nil {
+	if ent.in != nil && (ent.inQ == nil || !ent.inQ.valid(args, false)) {
 		if err := ent.in.Validate(args); err != nil {
 			return nil, fault.BusinessErr(fmt.Errorf("args for tool %s %w", spec.Name, err))
 		}

@@ -45,7 +45,7 @@ func (w *world) total() int {
 	return n
 }
 
-func (w *world) add(t *testing.T, spec tool.Spec, fn func(ctx context.Context, args map[string]any) (any, error)) {
+func (w *world) add(t testing.TB, spec tool.Spec, fn func(ctx context.Context, args map[string]any) (any, error)) {
 	t.Helper()
 	err := w.reg.Register(tool.Func(spec, func(ctx context.Context, args any) (any, error) {
 		w.mu.Lock()
@@ -61,7 +61,7 @@ func (w *world) add(t *testing.T, spec tool.Spec, fn func(ctx context.Context, a
 	w.specs = append(w.specs, spec)
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{calls: map[string]int{}, primaryDown: true}
 	cityIn := json.RawMessage(`{"type": "object", "required": ["city"], "additionalProperties": false, "properties": {"city": {"type": "string"}}}`)
@@ -101,7 +101,7 @@ func newWorld(t *testing.T) *world {
 
 // addCheckUnit registers the check_unit tool: a new operation the executor
 // knows nothing about.
-func (w *world) addCheckUnit(t *testing.T) {
+func (w *world) addCheckUnit(t testing.TB) {
 	w.add(t, tool.Spec{Name: "check_unit", Description: "checks that a temperature is plausible in a unit",
 		InputSchema:  json.RawMessage(`{"type": "object", "required": ["value", "unit"], "properties": {"value": {"type": "number"}, "unit": {"enum": ["C", "F"]}}}`),
 		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"ok": {"type": "boolean"}, "value": {"type": "number"}}}`),

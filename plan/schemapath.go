@@ -63,7 +63,7 @@ func walkSchema(root any, path []ref.Segment, label string) (nodes []any, open b
 						nextNodes = append(nextNodes, items)
 					}
 				} else if declares(m, tObject|tString|tNumber|tInteger|tBoolean|tNull) && !declares(m, tArray) {
-					have = append(have, "(not a list)")
+					have = append(have, "("+typeNames(typeOf(m))+")")
 				} else {
 					return nil, true, ""
 				}
@@ -83,7 +83,7 @@ func walkSchema(root any, path []ref.Segment, label string) (nodes []any, open b
 			}
 			if !hasProps {
 				if declares(m, tArray|tString|tNumber|tInteger|tBoolean|tNull) && !declares(m, tObject) {
-					have = append(have, "(not an object)")
+					have = append(have, "("+typeNames(typeOf(m))+")")
 				} else {
 					return nil, true, ""
 				}
@@ -100,11 +100,14 @@ func walkSchema(root any, path []ref.Segment, label string) (nodes []any, open b
 			where := label + segmentsString(path[:i])
 			sort.Strings(have)
 			have = uniq(have)
+			if len(have) == 1 && strings.HasPrefix(have[0], "(") {
+				if seg.IsIndex {
+					return nil, false, fmt.Sprintf("%s cannot be indexed with [%d]: it is declared as %s", where, seg.Index, strings.Trim(have[0], "()"))
+				}
+				return nil, false, fmt.Sprintf("%s has no field %q: it is declared as %s", where, seg.Key, strings.Trim(have[0], "()"))
+			}
 			if seg.IsIndex {
 				return nil, false, fmt.Sprintf("%s is not declared as a list", where)
-			}
-			if len(have) == 1 && strings.HasPrefix(have[0], "(") {
-				return nil, false, fmt.Sprintf("%s has no field %q: it is declared %s", where, seg.Key, strings.Trim(have[0], "()"))
 			}
 			return nil, false, fmt.Sprintf("%s has no field %q: declared fields are %s%s", where, seg.Key, listOrNone(have), didYouMean(seg.Key, have))
 		}
@@ -315,6 +318,14 @@ func didYouMean(s string, have []string) string {
 	for _, h := range have {
 		if d := distance(s, h); d < bestD && d < len(s) {
 			best, bestD = h, d
+		}
+	}
+	if best == "" && len(s) >= 3 {
+		for _, h := range have {
+			if strings.HasPrefix(h, s) || strings.HasPrefix(s, h) && len(h) >= 3 {
+				best = h
+				break
+			}
 		}
 	}
 	if best == "" {

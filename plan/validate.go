@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -66,8 +67,10 @@ type validator struct {
 	probs  []Problem
 	extra  int
 	info   []stepInfo
-	edges  [][]int // all declared edges by index, forward ones included
-	cycles [][2]int
+	refBuf []argRef // backs every step's refs
+	depBuf []int    // backs every step's deps
+	segBuf [8]ref.Segment
+	cycles [][2]int // forward edges (each a problem already)
 }
 
 func (v *validator) add(ptr, format string, args ...any) {
@@ -101,6 +104,8 @@ func analyze(p *Plan, c *Catalog, completed []StepResult) (*analysis, *Validatio
 		budget = fault.BudgetErr("max_steps", "the plan has %d steps, more than max_steps=%d", n, c.maxSteps)
 	}
 	v.info = make([]stepInfo, len(p.Steps))
+	v.refBuf = make([]argRef, 0, 2*len(p.Steps))
+	v.depBuf = make([]int, 0, 2*len(p.Steps))
 	v.ids()
 	for i := range p.Steps {
 		v.step(i)
@@ -109,6 +114,7 @@ func analyze(p *Plan, c *Catalog, completed []StepResult) (*analysis, *Validatio
 	if len(v.probs) == 0 {
 		return &analysis{steps: v.info}, nil
 	}
+	slices.SortStableFunc(v.probs, func(a, b Problem) int { return cmp.Compare(stepOf(a.Pointer), stepOf(b.Pointer)) })
 	if v.extra > 0 {
 		v.probs = append(v.probs, Problem{Message: fmt.Sprintf("… and %d more problems", v.extra)})
 	}
@@ -118,21 +124,37 @@ func analyze(p *Plan, c *Catalog, completed []StepResult) (*analysis, *Validatio
 	return nil, &ValidationError{Problems: v.probs, cause: budget}
 }
 
+// stepOf returns the step index a pointer is under, or -1.
+func stepOf(ptr string) int {
+	rest, ok := strings.CutPrefix(ptr, "/steps/")
+	if !ok {
+		return -1
+	}
+	if k := strings.IndexByte(rest, '/'); k >= 0 {
+		rest = rest[:k]
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 func stepPtr(i int) string { return "/steps/" + strconv.Itoa(i) }
 
 func (v *validator) ids() {
 	for i := range v.p.Steps {
 		s := &v.p.Steps[i]
-		ptr := stepPtr(i) + "/id"
+		ptr := func() string { return stepPtr(i) + "/id" }
 		switch {
 		case s.ID == "":
-			v.add(ptr, "a step needs an id")
+			v.add(ptr(), "a step needs an id")
 			continue
 		case !ref.IsKey(s.ID):
-			v.add(ptr, "step id %q must be letters, digits, _ or - and start with a letter or _, so that $ref can name it", s.ID)
+			v.add(ptr(), "step id %q must be letters, digits, _ or - and start with a letter or _, so that $ref can name it", s.ID)
 		}
 		if j, dup := v.index[s.ID]; dup {
-			v.add(ptr, "duplicate step id %q (%s has it): give every step its own id", s.ID, stepPtr(j))
+			v.add(ptr(), "duplicate step id %q (%s has it): give every step its own id", s.ID, stepPtr(j))
 			continue
 		}
 		v.index[s.ID] = i
@@ -140,7 +162,7 @@ func (v *validator) ids() {
 			if t == s.Tool {
 				v.info[i].reused = true
 			} else {
-				v.add(ptr, "step id %q already completed with tool %s: reference it with $ref, or give the new step another id", s.ID, t)
+				v.add(ptr(), "step id %q already completed with tool %s: reference it with $ref, or give the new step another id", s.ID, t)
 			}
 		}
 	}
@@ -148,34 +170,40 @@ func (v *validator) ids() {
 
 func (v *validator) step(i int) {
 	s := &v.p.Steps[i]
-	ptr := stepPtr(i)
-	v.edges = append(v.edges, nil)
 	if v.info[i].reused {
 		return
 	}
-	v.info[i].entry = v.tool(s.Tool, ptr+"/tool")
+	v.info[i].entry = v.tool(s.Tool, i)
+	depStart := len(v.depBuf)
 	for k, d := range s.DependsOn {
-		dptr := ptr + "/depends_on/" + strconv.Itoa(k)
+		dptr := func() string { return stepPtr(i) + "/depends_on/" + strconv.Itoa(k) }
 		if slices.Contains(s.DependsOn[:k], d) {
-			v.add(dptr, "depends_on lists %q twice", d)
+			v.add(dptr(), "depends_on lists %q twice", d)
 			continue
 		}
-		v.root(i, d, dptr, "depends on")
+		v.root(i, d, dptr, "")
 	}
 	info := &v.info[i]
 	if s.Args != nil {
-		findRefs(any(s.Args), nil, "", &info.refs, func(p, msg string) { v.add(ptr+"/args"+p, "%s", msg) })
+		start := len(v.refBuf)
+		findRefs(any(s.Args), v.segBuf[:0], func(at []ref.Segment, p, raw string, path ref.Path) {
+			v.refBuf = append(v.refBuf, argRef{ptr: p, path: path, raw: raw})
+			v.ref(i, &v.refBuf[len(v.refBuf)-1], at)
+		}, func(p, msg string) { v.add(stepPtr(i)+"/args"+p, "%s", msg) })
+		info.refs = v.refBuf[start:len(v.refBuf):len(v.refBuf)]
 	}
-	for _, r := range info.refs {
-		v.ref(i, r)
-	}
+	deps := v.depBuf[depStart:len(v.depBuf):len(v.depBuf)]
+	slices.Sort(deps)
+	info.deps = slices.Compact(deps)
 	v.literals(i)
-	slices.Sort(info.deps)
-	info.deps = slices.Compact(info.deps)
 }
 
-func (v *validator) tool(name, ptr string) *entry {
+func (v *validator) tool(name string, i int) *entry {
 	c := v.c
+	if c.allowed[name] {
+		return c.lookup(name)
+	}
+	ptr := stepPtr(i) + "/tool"
 	switch {
 	case name == "":
 		v.add(ptr, "a step needs a tool (allowed: %s)", strings.Join(c.names, ", "))
@@ -183,32 +211,38 @@ func (v *validator) tool(name, ptr string) *entry {
 		v.add(ptr, "tool %q runs plans itself and cannot be used inside a plan: plans do not nest; put its steps in this plan instead", name)
 	case c.lookup(name) == nil:
 		v.add(ptr, "unknown tool %q (allowed: %s)%s", name, strings.Join(c.names, ", "), didYouMean(name, c.names))
-	case !c.allowed[name]:
-		v.add(ptr, "tool %q is not allowed in this plan (allowed: %s)", name, strings.Join(c.names, ", "))
 	default:
-		return c.lookup(name)
+		v.add(ptr, "tool %q is not allowed in this plan (allowed: %s)", name, strings.Join(c.names, ", "))
 	}
 	return nil
 }
 
-// root resolves a step id used by step i (in depends_on or as a $ref's
-// root). It returns the entry of the referenced step's tool (nil when
-// unknown) and whether the id is usable.
-func (v *validator) root(i int, id, ptr, what string) (*entry, bool) {
+// root resolves a step id used by step i in depends_on (raw == "") or as
+// the root of $ref raw. It returns the entry of the referenced step's tool
+// (nil when unknown) and whether the id is usable.
+func (v *validator) root(i int, id string, ptr func() string, raw string) (*entry, bool) {
 	if t, ok := v.done[id]; ok {
 		return v.c.lookup(t), true
+	}
+	what := func() string {
+		if raw == "" {
+			return "depends on"
+		}
+		return "$ref " + strconv.Quote(raw) + " uses"
 	}
 	j, ok := v.index[id]
 	switch {
 	case ok && j == i:
-		v.add(ptr, "step %q %s itself", id, what)
+		if raw == "" {
+			v.add(ptr(), "step %q depends on itself", id)
+		} else {
+			v.add(ptr(), "%s the output of its own step %q", what(), id)
+		}
 	case ok && j > i:
-		v.edges[i] = append(v.edges[i], j)
 		v.cycles = append(v.cycles, [2]int{i, j})
-		v.add(ptr, "%s step %q, which comes later (%s): a step may only use earlier steps, so move %q before this one", what, id, stepPtr(j), id)
+		v.add(ptr(), "%s step %q, which comes later (%s): a step may only use earlier steps, so move %q before this one", what(), id, stepPtr(j), id)
 	case ok:
-		v.edges[i] = append(v.edges[i], j)
-		v.info[i].deps = append(v.info[i].deps, j)
+		v.depBuf = append(v.depBuf, j)
 		return v.info[j].entry, true
 	default:
 		var known []string
@@ -219,30 +253,27 @@ func (v *validator) root(i int, id, ptr, what string) (*entry, bool) {
 			known = append(known, d)
 		}
 		slices.Sort(known)
-		v.add(ptr, "%s unknown step %q%s", what, id, didYouMean(id, known))
+		v.add(ptr(), "%s unknown step %q%s", what(), id, didYouMean(id, known))
 	}
 	return nil, false
 }
 
-func (v *validator) ref(i int, r argRef) {
-	ptr := stepPtr(i) + "/args" + r.ptr
-	target, ok := v.root(i, r.path[0].Key, ptr, "$ref "+strconv.Quote(r.raw)+" uses")
+func (v *validator) ref(i int, r *argRef, at []ref.Segment) {
+	ptrOf := func() string { return stepPtr(i) + "/args" + r.ptr }
+	target, ok := v.root(i, r.path[0].Key, ptrOf, r.raw)
 	if !ok || target == nil {
 		return
 	}
-	var nodes []any
-	open := false
+	var out uint8
 	switch {
 	case target.out == nil && len(r.path) > 1:
-		v.add(ptr, "$ref %q: tool %s declares no output schema, so only its whole output can be used ({\"$ref\": %q})", r.raw, target.spec.Name, r.path[0].Key)
+		v.add(ptrOf(), "$ref %q: tool %s declares no output schema, so only its whole output can be used ({\"$ref\": %q})", r.raw, target.spec.Name, r.path[0].Key)
 		return
-	case target.out == nil:
-		open = true
-	default:
+	case target.out != nil:
 		var msg string
-		nodes, open, msg = walkSchema(target.outDoc, r.path[1:], r.path[0].Key)
+		out, msg = v.c.schemaAt(target, false, r.path[1:], r.raw[len(r.path[0].Key):], r.path[0].Key)
 		if msg != "" {
-			v.add(ptr, "$ref %q: %s (output of tool %s)", r.raw, msg, target.spec.Name)
+			v.add(ptrOf(), "$ref %q: %s (output of tool %s)", r.raw, msg, target.spec.Name)
 			return
 		}
 	}
@@ -250,13 +281,13 @@ func (v *validator) ref(i int, r argRef) {
 	if self == nil || self.in == nil {
 		return
 	}
-	inNodes, inOpen, inMsg := walkSchema(self.inDoc, r.at, "args")
+	in, inMsg := v.c.schemaAt(self, true, at, r.ptr, "args")
 	if inMsg != "" {
 		return // the literal check reports args the schema does not take
 	}
-	out, in := schemaTypes(nodes, open), schemaTypes(inNodes, inOpen)
+	r.fill = placeholder(in)
 	if !compatible(out, in) {
-		v.add(ptr, "$ref %q gives %s, but tool %s wants %s here", r.raw, typeNames(out), self.spec.Name, typeNames(in))
+		v.add(ptrOf(), "$ref %q gives %s, but tool %s wants %s here", r.raw, typeNames(out), self.spec.Name, typeNames(in))
 	}
 }
 
@@ -273,8 +304,18 @@ func (v *validator) literals(i int) {
 	if v.p.Steps[i].Args == nil {
 		args = map[string]any{}
 	}
+	if q := info.entry.inQ; q != nil && q.valid(args, true) {
+		return
+	}
 	if len(info.refs) > 0 {
-		args, _, _ = substitute(args, func(string) (any, error) { return nil, nil })
+		args, _, _ = substitute(args, func(raw string) (any, error) {
+			for k := range info.refs {
+				if info.refs[k].raw == raw {
+					return info.refs[k].fill, nil
+				}
+			}
+			return nil, nil
+		})
 	}
 	err := info.entry.in.Validate(args)
 	if err == nil {
@@ -291,6 +332,23 @@ func (v *validator) literals(i int) {
 		}
 		v.add(stepPtr(i)+"/args"+viol.Pointer, "%s (input schema of tool %s)", viol.Message, info.entry.spec.Name)
 	}
+}
+
+// placeholder returns a value of one of the types in bits (nil for none).
+func placeholder(bits uint8) any {
+	switch {
+	case bits&(tNumber|tInteger) != 0:
+		return 0.0
+	case bits&tString != 0:
+		return ""
+	case bits&tBoolean != 0:
+		return false
+	case bits&tObject != 0:
+		return map[string]any{}
+	case bits&tArray != 0:
+		return []any{}
+	}
+	return nil
 }
 
 func underRef(ptr string, refs []argRef) bool {
@@ -333,10 +391,13 @@ func (v *validator) pathBetween(a, b int) []int {
 			slices.Reverse(path)
 			return path
 		}
-		if n >= len(v.edges) {
-			continue
+		next := v.info[n].deps
+		for _, c := range v.cycles {
+			if c[0] == n {
+				next = append(slices.Clone(next), c[1])
+			}
 		}
-		for _, m := range v.edges[n] {
+		for _, m := range next {
 			if _, seen := prev[m]; !seen {
 				prev[m] = n
 				queue = append(queue, m)
