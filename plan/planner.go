@@ -67,7 +67,7 @@ func (mp *ModelPlanner) Plan(ctx context.Context, req *Request) (*Plan, error) {
 	if stepID == "" {
 		stepID = "plan"
 	}
-	mreq := &model.Request{Model: mp.ModelName, RunID: req.RunID, StepID: stepID, Attempt: req.Replan + 1,
+	mreq := &model.Request{Model: mp.ModelName, Decision: "plan", RunID: req.RunID, StepID: stepID, Attempt: req.Replan + 1,
 		Messages: []model.Message{{Role: model.User, Content: mp.prompt(req)}}}
 	instr := mp.Instruction
 	if instr == "" {

@@ -110,6 +110,7 @@ func (s *ModelSemantic) Choose(ctx context.Context, req Request, routes []Route)
 	names := func() string { return joinNames(routes) }
 	mreq := &model.Request{
 		Model:    s.opt.Model,
+		Decision: "route",
 		StepID:   s.opt.StepID,
 		Messages: []model.Message{{Role: model.User, Content: req.Text}},
 	}

@@ -82,7 +82,8 @@ Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newVersionCmd(s), newSchemaCmd(s))
+	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
+		newVersionCmd(s), newSchemaCmd(s))
 	return root
 }
 

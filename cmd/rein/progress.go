@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -96,6 +97,8 @@ func (p *progress) Emit(_ context.Context, e *trace.Event) {
 		case trace.AttemptFailed:
 			row.attempt = e.Attempt
 			row.note = fmt.Sprintf("attempt %d failed (%s)", e.Attempt, e.ErrorClass)
+		case trace.ApprovalRequested:
+			row.status, row.note = e.Status, "waiting for a person ("+e.Decision+")"
 		case trace.StepSettled:
 			row.status, row.duration = e.Status, time.Duration(e.DurationMS)*time.Millisecond
 			row.note = ""
@@ -117,11 +120,22 @@ func (p *progress) line(e *trace.Event) {
 	if e.StepID != "" {
 		fmt.Fprintf(&b, " %s", e.StepID)
 	}
+	if e.PlanStep != "" {
+		fmt.Fprintf(&b, "/%s", e.PlanStep)
+	}
+	if e.Tool != "" && e.PlanStep != "" {
+		fmt.Fprintf(&b, " tool=%s", e.Tool)
+	}
+	if e.Decision != "" && e.Kind == trace.ModelCall {
+		fmt.Fprintf(&b, " decision=%s", e.Decision)
+	}
 	if e.Status != "" {
 		fmt.Fprintf(&b, " %s", e.Status)
 	}
-	if e.Attempt > 0 {
+	if e.Attempt > 0 && e.PlanStep == "" {
 		fmt.Fprintf(&b, " attempt=%d", e.Attempt)
+	} else if e.Attempt > 0 {
+		fmt.Fprintf(&b, " plan=%d", e.Attempt)
 	}
 	if e.Model != "" && e.Kind == trace.ModelCall {
 		fmt.Fprintf(&b, " model=%s tokens=%d/%d", e.Model, e.TokensIn, e.TokensOut)
@@ -168,6 +182,8 @@ func symbol(status string) string {
 		return "✗"
 	case trace.StepRunning:
 		return "▶"
+	case trace.StepWaiting, trace.StepUnknown:
+		return "?"
 	}
 	return " "
 }
@@ -178,4 +194,18 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// seed shows the steps a resumed run already has in their journaled state.
+func (p *progress) seed(steps []*store.Step) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range steps {
+		if row := p.rows[st.StepID]; row != nil {
+			row.status, row.attempt = string(st.Status), st.Attempt
+			if !st.SettledAt.IsZero() {
+				row.duration = st.SettledAt.Sub(st.StartedAt)
+			}
+		}
+	}
 }

@@ -1,22 +1,29 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
 )
 
 type runFlags struct {
 	loadFlags
-	input, inputJSON, tracePath, output string
+	db                                           dbFlag
+	input, inputJSON, tracePath, output, session string
+	detach                                       bool
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -28,24 +35,39 @@ func newRunCmd(s *streams) *cobra.Command {
 from that folder input.json, script.yaml and rein.yaml are picked up unless
 --input, --input-json, --script or --config say otherwise.
 
+The run is durable: its journal goes to the run store (--db, default $REIN_DB,
+else ` + rein.DefaultDB + `; :memory: keeps nothing after exit), so it can be
+listed, shown, traced, resumed and approved with rein runs. --detach records
+the run for a worker (rein worker) instead of running it, and prints its id.
+
 Progress goes to stderr (a live list on a terminal, one line per event
 otherwise); the result goes to stdout (--output json: exactly one JSON object).
-Exit codes: 0 succeeded, 1 failed, 2 invalid flow or input (nothing ran),
-3 waiting, 130 interrupted.`,
+A waiting run prints what it waits on and the commands to go on.
+Exit codes: 0 succeeded (or --detach recorded the run), 1 failed, 2 invalid
+flow or input (nothing ran), 3 waiting for a person, 130 interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, s, args[0]) },
 	}
 	f.register(cmd)
+	f.db.register(cmd)
 	cmd.Flags().StringVar(&f.input, "input", "", "run input: a JSON file, or - for stdin (default: input.json in the flow's folder)")
 	cmd.Flags().StringVar(&f.inputJSON, "input-json", "", "run input as inline JSON")
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write the run's events to this JSONL file")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "result format: text or json")
+	cmd.Flags().StringVar(&f.session, "session", "", "session id, for flows with idempotency: session_workflow_input_hash")
+	cmd.Flags().BoolVar(&f.detach, "detach", false, "record the run as pending for a worker (rein worker) and print its id; run nothing here")
 	return cmd
 }
 
 func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
-	if f.output != "text" && f.output != "json" {
-		return usageErr("--output must be text or json, not %q", f.output)
+	if err := checkFormat("--output", f.output); err != nil {
+		return err
+	}
+	// A durable run records where its flow came from, and a resume (maybe a
+	// worker in another folder) resolves the flow's schema files and tool
+	// folders against it: make it absolute.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	p, err := f.load(s, path)
 	if err != nil {
@@ -58,8 +80,19 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if _, err := engine.CheckInput(p.Flow, input); err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
 	}
+	ctx := cmd.Context()
+	st, dsn, err := f.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, st)
+	opts := &engine.RunOptions{Session: f.session}
+	if f.detach {
+		return f.enqueue(cmd, s, p, st, dsn, input, opts)
+	}
 	progress := newProgress(s.err, p.Flow)
-	sinks := []trace.Sink{progress}
+	seen := &eventCounter{}
+	sinks := []trace.Sink{progress, seen}
 	var js *jsonl.Sink
 	if f.tracePath != "" {
 		if js, err = jsonl.Create(f.tracePath); err != nil {
@@ -68,7 +101,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		sinks = append(sinks, js)
 	}
 	progress.Start()
-	res, err := p.Run(cmd.Context(), input, &engine.Config{Sink: trace.Multi(sinks...)})
+	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
 	progress.Stop()
 	if js != nil {
 		if cerr := js.Close(); cerr != nil {
@@ -82,12 +115,52 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
+	existing := seen.n.Load() == 0
+	if existing {
+		fmt.Fprintf(s.err, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", res.RunID, p.Flow.Idempotency)
+	}
+	return writeRunResult(s, res, stepOrder(p.Flow), dsn, f.output, existing)
+}
+
+// enqueue records the run for a worker (--detach).
+func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *rein.Project, st store.Store, dsn string, input any, opts *engine.RunOptions) error {
+	id, err := p.Enqueue(cmd.Context(), input, &engine.Config{Store: st}, opts)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing was recorded", err)}
+	}
 	if f.output == "json" {
-		if err := writeResultJSON(s, res); err != nil {
+		return encodeJSON(s, map[string]string{"run_id": id, "flow": p.Flow.Name, "status": string(trace.RunPending)})
+	}
+	fmt.Fprintln(s.out, id)
+	fmt.Fprintf(s.err, "rein: run %s of flow %s is pending in %s; a worker runs it: rein worker --db %s\n", id, p.Flow.Name, redactDSN(dsn), shellQuote(redactDSN(dsn)))
+	return nil
+}
+
+// eventCounter counts the events of a run, to tell a run that ran from an
+// earlier run an idempotency key returned.
+type eventCounter struct{ n atomic.Int64 }
+
+func (c *eventCounter) Emit(context.Context, *trace.Event) { c.n.Add(1) }
+
+// stepOrder lists a flow's step ids in file order.
+func stepOrder(fl *flow.Flow) []string {
+	ids := make([]string, len(fl.Steps))
+	for i, s := range fl.Steps {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// writeRunResult prints a run's result (text or JSON) and returns the exit
+// code its status maps to.
+func writeRunResult(s *streams, res *engine.Result, order []string, dsn, format string, existing bool) error {
+	if format == "json" {
+		if err := writeResultJSON(s, res, existing); err != nil {
 			return err
 		}
 	} else {
-		writeResultText(s, res, p.Flow)
+		writeResultText(s, res, order)
+		writePending(s.out, res.RunID, dsn, res.Pending)
 	}
 	return &exitError{code: exitCode(res)}
 }
@@ -113,6 +186,10 @@ type resultJSON struct {
 	Steps   map[string]stepResultJSON `json:"steps"`
 	Usage   engine.Usage              `json:"usage"`
 	Error   *engine.RunError          `json:"error"`
+	// Pending are the approvals a waiting run waits on.
+	Pending []*store.Approval `json:"pending"`
+	// Existing: an idempotency key returned a run started earlier.
+	Existing bool `json:"existing,omitempty"`
 }
 
 type stepResultJSON struct {
@@ -122,26 +199,30 @@ type stepResultJSON struct {
 	Error      *engine.RunError `json:"error,omitempty"`
 }
 
-func writeResultJSON(s *streams, res *engine.Result) error {
+func toResultJSON(res *engine.Result, existing bool) resultJSON {
 	out := resultJSON{RunID: res.RunID, Flow: res.Flow, Status: res.Status, Outputs: res.Outputs, Usage: res.Usage,
-		Error: res.Error, Steps: map[string]stepResultJSON{}}
+		Error: res.Error, Steps: map[string]stepResultJSON{}, Pending: res.Pending, Existing: existing}
+	if out.Pending == nil {
+		out.Pending = []*store.Approval{}
+	}
 	for id, st := range res.Steps {
 		out.Steps[id] = stepResultJSON{Status: st.Status, Attempts: st.Attempts, DurationMS: st.Duration.Milliseconds(), Error: st.Error}
 	}
-	enc := json.NewEncoder(s.out)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return &exitError{code: exitRunFailed, err: fmt.Errorf("write result: %w", err)}
-	}
-	return nil
+	return out
 }
 
-func writeResultText(s *streams, res *engine.Result, fl *flow.Flow) {
+func writeResultJSON(s *streams, res *engine.Result, existing bool) error {
+	return encodeJSON(s, toResultJSON(res, existing))
+}
+
+func writeResultText(s *streams, res *engine.Result, order []string) {
 	w := s.out
 	fmt.Fprintf(w, "run %s: %s %s in %s\n", res.RunID, res.Flow, res.Status, res.Duration.Round(time.Millisecond))
-	for _, step := range fl.Steps {
-		id := step.ID
-		st := res.Steps[id]
+	for _, id := range order {
+		st, ok := res.Steps[id]
+		if !ok {
+			st.Status = trace.StepPending
+		}
 		fmt.Fprintf(w, "  %-24s %-10s attempts=%d %s\n", id, st.Status, st.Attempts, st.Duration.Round(time.Millisecond))
 	}
 	if res.Usage.LLMCalls > 0 {

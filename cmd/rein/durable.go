@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/store"
+)
+
+// dbFlag is the --db flag of every command that reads or writes runs.
+type dbFlag struct{ dsn string }
+
+func (d *dbFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&d.dsn, "db", "", "run store: a SQLite file, :memory:, or a postgres:// URL (default: $REIN_DB, else "+rein.DefaultDB+")")
+}
+
+// registerOverrides adds --script and --config to a command that resumes
+// a run, which otherwise uses the files the run recorded.
+func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script to resume with, instead of the one the run recorded")
+	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to resume with, instead of the one the run recorded")
+}
+
+// open opens the store; a DSN that does not open is bad usage (exit 2).
+func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
+	dsn := rein.DBFromEnv(d.dsn)
+	st, err := rein.OpenStore(ctx, dsn)
+	if err != nil {
+		return nil, dsn, usageErr("--db %s: %v", redactDSN(dsn), err)
+	}
+	return st, dsn, nil
+}
+
+// redactDSN hides a password in a postgres:// URL before it is printed.
+func redactDSN(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return dsn
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":xxxxx@" + host
+	}
+	return dsn
+}
+
+// closeStore closes st, reporting a failure on stderr.
+func closeStore(s *streams, st store.Store) {
+	if err := st.Close(); err != nil {
+		fmt.Fprintf(s.err, "rein: closing the run store: %v\n", err)
+	}
+}
+
+// checkFormat validates an --output text|json flag.
+func checkFormat(flag, v string) error {
+	if v != "text" && v != "json" {
+		return usageErr("%s must be text or json, not %q", flag, v)
+	}
+	return nil
+}
+
+// runErr turns a store ErrNotFound about a run into a usage error, and any
+// other failure into exit 1.
+func runErr(dsn, runID string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr("run %s is not in %s (list the runs there with: rein runs list --db %s)", runID, redactDSN(dsn), shellQuote(redactDSN(dsn)))
+	}
+	return &exitError{code: exitRunFailed, err: err}
+}
+
+// writePending lists what a waiting run waits on and how to go on.
+func writePending(w io.Writer, runID, dsn string, pending []*store.Approval) {
+	if len(pending) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "waiting for %d %s:\n", len(pending), pluralize(len(pending), "decision", "decisions"))
+	for _, a := range pending {
+		fmt.Fprintf(w, "  step %s (%s)", a.StepID, a.Kind)
+		if a.Tool != "" {
+			fmt.Fprintf(w, " tool %s", a.Tool)
+		}
+		if len(a.Args) > 0 {
+			fmt.Fprintf(w, " args %s", clip(string(a.Args), 200))
+		}
+		fmt.Fprintln(w)
+		if a.Message != "" {
+			fmt.Fprintf(w, "    %s\n", a.Message)
+		}
+	}
+	if dsn == ":memory:" {
+		fmt.Fprintln(w, "the run store is :memory:, so this run is gone once rein exits: run it with --db FILE to decide later")
+		return
+	}
+	db := ""
+	if dsn != "" && dsn != rein.DefaultDB {
+		db = " --db " + shellQuote(redactDSN(dsn))
+	}
+	fmt.Fprintln(w, "go on with one of:")
+	for _, a := range pending {
+		fmt.Fprintf(w, "  rein runs approve %s %s%s\n", runID, a.StepID, db)
+		fmt.Fprintf(w, "  rein runs reject %s %s%s\n", runID, a.StepID, db)
+		fmt.Fprintf(w, "  rein runs settle %s %s --output 'JSON'%s\n", runID, a.StepID, db)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// decidedBy is who decides from this terminal: $USER, else "cli".
+func decidedBy() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "cli"
+}
+
+// preview cuts a JSON value to one short line for text output.
+func preview(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	return clip(string(raw), n)
+}
+
+// encodeJSON writes v as indented JSON to s.out.
+func encodeJSON(s *streams, v any) error {
+	enc := json.NewEncoder(s.out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("write result: %w", err)}
+	}
+	return nil
+}

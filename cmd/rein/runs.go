@@ -1,0 +1,477 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/jsonl"
+	"github.com/reinhq/rein/trace/summary"
+)
+
+// storeFlags are the flags of every `rein runs` command: the store and the
+// output format.
+type storeFlags struct {
+	db     dbFlag
+	output string
+}
+
+func (f *storeFlags) register(cmd *cobra.Command) {
+	f.db.register(cmd)
+	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
+}
+
+// open checks the format and opens the store; the caller closes it.
+func (f *storeFlags) open(cmd *cobra.Command) (store.Store, string, error) {
+	if err := checkFormat("--output", f.output); err != nil {
+		return nil, "", err
+	}
+	return f.db.open(cmd.Context())
+}
+
+func newRunsCmd(s *streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show, trace, resume, cancel, approve and prune durable runs",
+		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
+` + rein.DefaultDB + `). Every subcommand takes --db and --output text|json.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				_ = cmd.Help()
+				return &exitError{code: exitUsage}
+			}
+			return usageErr("unknown command %q for rein runs; see rein runs --help", args[0])
+		},
+	}
+	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsCancelCmd(s),
+		newDecideCmd(s, store.ApprovalApproved), newDecideCmd(s, store.ApprovalRejected), newDecideCmd(s, store.ApprovalSettled),
+		newRunsPruneCmd(s))
+	return cmd
+}
+
+var runStatuses = []trace.RunStatus{trace.RunPending, trace.RunRunning, trace.RunWaiting, trace.RunSucceeded, trace.RunFailed, trace.RunCancelled}
+
+// parseStatus checks a --status flag against statuses ("" passes).
+func parseStatus(v string, statuses []trace.RunStatus) (trace.RunStatus, error) {
+	if v == "" {
+		return "", nil
+	}
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		if string(st) == v {
+			return st, nil
+		}
+		names[i] = string(st)
+	}
+	return "", usageErr("--status must be one of %s, not %q", strings.Join(names, ", "), v)
+}
+
+func newRunsListCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	var status, flowName string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := parseStatus(status, runStatuses)
+			if err != nil {
+				return err
+			}
+			if limit < 0 {
+				return usageErr("--limit must be positive, not %d", limit)
+			}
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			runs, err := db.ListRuns(cmd.Context(), &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
+			if err != nil {
+				return &exitError{code: exitRunFailed, err: fmt.Errorf("list runs in %s: %w", redactDSN(dsn), err)}
+			}
+			if f.output == "json" {
+				if runs == nil {
+					runs = []*store.Run{}
+				}
+				return encodeJSON(s, runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintf(s.err, "rein: no runs in %s match\n", redactDSN(dsn))
+				return nil
+			}
+			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tCREATED\tUPDATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, stamp(r.CreatedAt), stamp(r.UpdatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (pending, running, waiting, succeeded, failed, cancelled)")
+	cmd.Flags().StringVar(&flowName, "flow", "", "only runs of this flow (its name)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many runs")
+	return cmd
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// runView is what `rein runs show --output json` prints.
+type runView struct {
+	Run       *store.Run        `json:"run"`
+	Steps     []*store.Step     `json:"steps"`
+	Approvals []*store.Approval `json:"approvals"`
+}
+
+func newRunsShowCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: its row, every step (status, attempts, output, error) and its approvals",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			ctx, id := cmd.Context(), args[0]
+			v := runView{}
+			if v.Run, err = db.GetRun(ctx, id); err != nil {
+				return runErr(dsn, id, err)
+			}
+			if v.Steps, err = db.Steps(ctx, id); err != nil {
+				return &exitError{code: exitRunFailed, err: fmt.Errorf("steps of run %s: %w", id, err)}
+			}
+			if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
+				return &exitError{code: exitRunFailed, err: fmt.Errorf("approvals of run %s: %w", id, err)}
+			}
+			if f.output == "json" {
+				if v.Steps == nil {
+					v.Steps = []*store.Step{}
+				}
+				if v.Approvals == nil {
+					v.Approvals = []*store.Approval{}
+				}
+				return encodeJSON(s, v)
+			}
+			writeRunView(s.out, &v, dsn)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func writeRunView(w io.Writer, v *runView, dsn string) {
+	r := v.Run
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-10s %s\n", k, fmt.Sprintf(format, args...)) }
+	row("flow", "%s (sha256 %.12s)", r.Flow, r.FlowHash)
+	if r.FlowPath != "" {
+		row("file", "%s", r.FlowPath)
+	}
+	row("status", "%s", r.Status)
+	row("created", "%s", stamp(r.CreatedAt))
+	row("updated", "%s", stamp(r.UpdatedAt))
+	if !r.SettledAt.IsZero() {
+		row("settled", "%s", stamp(r.SettledAt))
+	}
+	if r.Session != "" {
+		row("session", "%s", r.Session)
+	}
+	if r.IdempotencyKey != "" {
+		row("key", "%s", r.IdempotencyKey)
+	}
+	if r.LeaseOwner != "" && r.LeaseExpires.After(time.Now()) {
+		row("leased", "by %s until %s", r.LeaseOwner, stamp(r.LeaseExpires))
+	}
+	if len(r.Input) > 0 {
+		row("input", "%s", preview(r.Input, 120))
+	}
+	if len(r.Error) > 0 {
+		var re engine.RunError
+		if json.Unmarshal(r.Error, &re) == nil {
+			row("error", "(%s) %s", re.Class, re.Error())
+		} else {
+			row("error", "%s", preview(r.Error, 200))
+		}
+	}
+	if len(v.Steps) > 0 {
+		fmt.Fprintln(w, "steps:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, st := range v.Steps {
+			detail := ""
+			switch {
+			case len(st.Error) > 0:
+				var re engine.RunError
+				if json.Unmarshal(st.Error, &re) == nil {
+					detail = fmt.Sprintf("error (%s): %s", re.Class, clip(re.Message, 120))
+				} else {
+					detail = "error: " + preview(st.Error, 120)
+				}
+			case len(st.Output) > 0:
+				detail = "output: " + preview(st.Output, 100)
+			case len(st.Input) > 0:
+				detail = "input: " + preview(st.Input, 100)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\tattempts=%d\t%s\n", st.StepID, st.Status, st.Attempt, detail)
+		}
+		_ = tw.Flush()
+	}
+	var pending []*store.Approval
+	var decided []*store.Approval
+	for _, a := range v.Approvals {
+		if a.Status == store.ApprovalPending {
+			pending = append(pending, a)
+		} else {
+			decided = append(decided, a)
+		}
+	}
+	if len(decided) > 0 {
+		fmt.Fprintln(w, "decisions:")
+		for _, a := range decided {
+			fmt.Fprintf(w, "  step %s (%s): %s by %s at %s", a.StepID, a.Kind, a.Status, orCLI(a.DecidedBy), stamp(a.DecidedAt))
+			if a.Comment != "" {
+				fmt.Fprintf(w, ": %s", a.Comment)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if r.Status == trace.RunWaiting {
+		writePending(w, r.ID, dsn, pending)
+	}
+}
+
+func orCLI(s string) string {
+	if s == "" {
+		return "someone"
+	}
+	return s
+}
+
+func newRunsTraceCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	var dump bool
+	cmd := &cobra.Command{
+		Use:   "trace RUN",
+		Short: "Summarise a run's journal: slowest steps, tokens, retries, whose failure (--jsonl: dump its events)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			ctx, id := cmd.Context(), args[0]
+			if _, err := db.GetRun(ctx, id); err != nil {
+				return runErr(dsn, id, err)
+			}
+			events, err := db.Events(ctx, id, 0, 0)
+			if err != nil {
+				return &exitError{code: exitRunFailed, err: fmt.Errorf("journal of run %s: %w", id, err)}
+			}
+			if dump {
+				js := jsonl.New(s.out)
+				for _, e := range events {
+					js.Emit(ctx, e)
+				}
+				return js.Close()
+			}
+			evs := make([]trace.Event, len(events))
+			for i, e := range events {
+				evs[i] = *e
+			}
+			sum := summary.Summarize(evs)
+			if f.output == "json" {
+				return sum.WriteJSON(s.out)
+			}
+			return sum.WriteText(s.out)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&dump, "jsonl", false, "print the run's events as JSON lines instead of the summary")
+	return cmd
+}
+
+func newRunsResumeCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	l := &loadFlags{}
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run from its last committed transition",
+		Long: `Continue a run from its last committed transition, with the flow it pinned
+when it started (never the file on disk). Steps that settled do not run again;
+a step that was in flight when its process died runs again if its tool is
+idempotent, and otherwise waits for a person (rein runs approve|reject|settle).
+A finished run is left as it is. Exit codes as rein run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			return resumeRun(cmd, s, db, dsn, args[0], l, f.output)
+		},
+	}
+	f.register(cmd)
+	l.registerOverrides(cmd)
+	return cmd
+}
+
+// resumeRun resumes id and prints its result like rein run.
+func resumeRun(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *loadFlags, format string) error {
+	res, order, err := advance(cmd, s, db, dsn, id, l)
+	if err != nil {
+		return err
+	}
+	return writeRunResult(s, res, order, dsn, format, false)
+}
+
+// advance resumes run id (a finished run comes back as it is) and returns
+// its result and step order.
+func advance(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *loadFlags) (*engine.Result, []string, error) {
+	ctx := cmd.Context()
+	run, err := db.GetRun(ctx, id)
+	if err != nil {
+		return nil, nil, runErr(dsn, id, err)
+	}
+	if run.Finished() {
+		fmt.Fprintf(s.err, "rein: run %s already %s; nothing to resume\n", id, run.Status)
+		res, err := engine.New(engine.Config{Store: db}).Status(ctx, id)
+		if err != nil {
+			return nil, nil, &exitError{code: exitRunFailed, err: err}
+		}
+		steps, err := db.Steps(ctx, id)
+		if err != nil {
+			return nil, nil, &exitError{code: exitRunFailed, err: err}
+		}
+		order := make([]string, len(steps))
+		for i, st := range steps {
+			order[i] = st.StepID
+		}
+		return res, order, nil
+	}
+	p, err := rein.LoadRun(ctx, db, id, &rein.LoadOptions{Script: l.script, Config: l.config})
+	if err != nil {
+		return nil, nil, loadError(s, err)
+	}
+	progress := newProgress(s.err, p.Flow)
+	if steps, err := db.Steps(ctx, id); err == nil {
+		progress.seed(steps)
+	}
+	progress.Start()
+	res, err := p.Resume(ctx, id, &engine.Config{Store: db, Sink: progress})
+	progress.Stop()
+	if err != nil {
+		if fault.ClassOf(err) == fault.Conflict {
+			err = fmt.Errorf("%w; nothing was done here", err)
+		}
+		return nil, nil, &exitError{code: exitRunFailed, err: err}
+	}
+	return res, stepOrder(p.Flow), nil
+}
+
+func newRunsCancelCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Cancel a run that is not being advanced elsewhere",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			ctx, id := cmd.Context(), args[0]
+			run, err := db.GetRun(ctx, id)
+			if err != nil {
+				return runErr(dsn, id, err)
+			}
+			if run.Finished() {
+				return usageErr("run %s already %s; there is nothing to cancel", id, run.Status)
+			}
+			if err := engine.New(engine.Config{Store: db}).Cancel(ctx, id, reason); err != nil {
+				if errors.Is(err, store.ErrConflict) {
+					return &exitError{code: exitRunFailed, err: fmt.Errorf("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))}
+				}
+				return &exitError{code: exitRunFailed, err: err}
+			}
+			if f.output == "json" {
+				return encodeJSON(s, map[string]string{"run_id": id, "status": string(trace.RunCancelled)})
+			}
+			fmt.Fprintf(s.out, "run %s cancelled\n", id)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded as the run's error; default: cancelled by a person)")
+	return cmd
+}
+
+func newRunsPruneCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	var olderThan, status string
+	cmd := &cobra.Command{
+		Use:   "prune --older-than DURATION",
+		Short: "Delete finished runs settled before a time, with their unreferenced blobs",
+		Long: `Delete finished runs (succeeded, failed, cancelled) that settled more than
+DURATION ago (30d, 12h, 90m), with their events, steps, approvals and the blobs
+no other run refers to. A run whose flow sets a longer retention: is kept.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan == "" {
+				return usageErr("prune needs --older-than DURATION (for example 30d)")
+			}
+			d, err := flow.ParseDuration(olderThan)
+			if err != nil || d < 0 {
+				return usageErr("--older-than %q is not a duration like 30d, 12h or 90m", olderThan)
+			}
+			st, err := parseStatus(status, []trace.RunStatus{trace.RunSucceeded, trace.RunFailed, trace.RunCancelled})
+			if err != nil {
+				return err
+			}
+			db, dsn, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, db)
+			res, err := db.Prune(cmd.Context(), &store.PruneParams{Before: time.Now().Add(-d), Status: st})
+			if err != nil {
+				return &exitError{code: exitRunFailed, err: fmt.Errorf("prune %s: %w", redactDSN(dsn), err)}
+			}
+			if f.output == "json" {
+				return encodeJSON(s, res)
+			}
+			fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs settled longer ago than this (30d, 12h, 90m)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this final status (succeeded, failed, cancelled)")
+	return cmd
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/jsonl"
+)
+
+func newWorkerCmd(s *streams) *cobra.Command {
+	var (
+		db          dbFlag
+		o           rein.WorkerOptions
+		tracePath   string
+		concurrency int
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Advance the durable runs that are ready (enqueued with rein run --detach, or orphaned) until interrupted",
+		Long: `Claim the runs of the store that are ready — pending runs recorded with
+rein run --detach, and running runs whose process died and whose lease
+expired — and advance each one with the flow it pinned, at most --concurrency
+at a time. Several workers may share one store (PostgreSQL for several hosts);
+a run is only advanced by the worker that holds its lease.
+
+On SIGINT or SIGTERM the worker stops claiming, gives the runs in flight
+--grace to finish, then abandons the rest (their last committed transition
+stands, their leases are released, another worker resumes them) and exits
+with 130. A log line per run goes to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if concurrency <= 0 {
+				return usageErr("--concurrency must be at least 1, not %d", concurrency)
+			}
+			if o.Poll <= 0 || o.LeaseTTL <= 0 || o.Grace < 0 {
+				return usageErr("--poll and --lease must be positive durations, --grace not negative")
+			}
+			o.Concurrency = concurrency
+			ctx := cmd.Context()
+			st, dsn, err := db.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, st)
+			var mu sync.Mutex
+			o.Logf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(s.err, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+			}
+			if tracePath != "" {
+				js, err := jsonl.Create(tracePath)
+				if err != nil {
+					return usageErr("--trace: %v", err)
+				}
+				defer func() {
+					if err := js.Close(); err != nil {
+						fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", tracePath, err)
+					}
+				}()
+				o.Sink = trace.Sink(js)
+			}
+			o.Logf("worker: advancing the ready runs of %s, %d at a time (Ctrl-C to stop)", redactDSN(dsn), o.Concurrency)
+			if err := rein.Work(ctx, st, &o); err != nil {
+				return &exitError{code: exitRunFailed, err: err}
+			}
+			if ctx.Err() != nil {
+				o.Logf("worker: stopped")
+				return &exitError{code: exitInterrupted}
+			}
+			return nil
+		},
+	}
+	db.register(cmd)
+	cmd.Flags().StringVar(&o.Owner, "owner", "", "name of this worker in run leases (default: host/pid/random)")
+	cmd.Flags().IntVar(&concurrency, "concurrency", rein.DefaultWorkerConcurrency, "most runs advanced at once")
+	cmd.Flags().DurationVar(&o.Poll, "poll", rein.DefaultWorkerPoll, "how often to look for ready runs when there were none")
+	cmd.Flags().DurationVar(&o.LeaseTTL, "lease", engine.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
+	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long runs in flight may finish before they are abandoned")
+	cmd.Flags().StringVar(&tracePath, "trace", "", "write the events of every run to this JSONL file")
+	return cmd
+}

@@ -1,0 +1,233 @@
+package rein
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// WorkerOptions configure Work. Every field may be left zero; a nil
+// *WorkerOptions means defaults.
+type WorkerOptions struct {
+	// Owner names this worker in run leases. Defaults to host/pid/random.
+	Owner string
+	// Concurrency is the most runs the worker advances at once. Defaults
+	// to 4.
+	Concurrency int
+	// Poll is how long the worker waits before it asks again when no run
+	// was ready. Defaults to 1s.
+	Poll time.Duration
+	// LeaseTTL is how long a claimed run's lease lasts without a
+	// heartbeat. Defaults to engine.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Grace is how long runs in flight may go on once ctx is done before
+	// the worker abandons them. Defaults to 0: abandon at once.
+	Grace time.Duration
+	// Sink receives the events of every run the worker advances. Defaults
+	// to trace.Discard.
+	Sink trace.Sink
+	// Load adds Go tools and models to the projects LoadRun rebuilds.
+	// Config and Script, when set, override what each run recorded.
+	Load *LoadOptions
+	// Logf reports what the worker does (claims, outcomes, errors).
+	// Defaults to discarding.
+	Logf func(format string, args ...any)
+}
+
+// Default worker settings.
+const (
+	DefaultWorkerConcurrency = 4
+	DefaultWorkerPoll        = time.Second
+)
+
+// Work advances the durable runs of st that are ready (pending runs that
+// were enqueued, and running runs whose process died and whose lease
+// expired) until ctx is done. It claims up to opts.Concurrency runs at a
+// time with store.ClaimRuns, rebuilds each one's project with LoadRun and
+// resumes it; several workers, in one process or many, may share st, and
+// a run is only ever advanced by the worker holding its lease.
+//
+// When ctx is done, Work stops claiming, lets runs in flight go on for
+// opts.Grace, then abandons the rest: it stops them without recording
+// anything more (their last committed transition stands, as after a
+// crash) and releases their leases, so that another worker resumes them.
+// Work returns nil once every run it took up has finished or been
+// abandoned. A claim that fails (the database is away) is logged and
+// retried after opts.Poll. A run whose flow cannot be rebuilt is logged
+// and left leased until its lease expires, then tried again.
+func Work(ctx context.Context, st store.Store, opts *WorkerOptions) error {
+	if st == nil || store.IsEphemeral(st) {
+		return errors.New("rein: Work needs a durable store")
+	}
+	w := newWorker(st, opts)
+	return w.loop(ctx)
+}
+
+type worker struct {
+	st   store.Store
+	o    WorkerOptions
+	mu   sync.Mutex
+	live map[string]*workRun
+	wg   sync.WaitGroup
+}
+
+// workRun is one run in flight and the means to abandon it.
+type workRun struct {
+	id     string
+	guard  *guardStore
+	cancel context.CancelFunc
+}
+
+func newWorker(st store.Store, opts *WorkerOptions) *worker {
+	w := &worker{st: st, live: map[string]*workRun{}}
+	if opts != nil {
+		w.o = *opts
+	}
+	if w.o.Owner == "" {
+		host, _ := os.Hostname()
+		w.o.Owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if w.o.Concurrency <= 0 {
+		w.o.Concurrency = DefaultWorkerConcurrency
+	}
+	if w.o.Poll <= 0 {
+		w.o.Poll = DefaultWorkerPoll
+	}
+	if w.o.LeaseTTL <= 0 {
+		w.o.LeaseTTL = engine.DefaultLeaseTTL
+	}
+	if w.o.Sink == nil {
+		w.o.Sink = trace.Discard
+	}
+	if w.o.Logf == nil {
+		w.o.Logf = func(string, ...any) {}
+	}
+	return w
+}
+
+func (w *worker) loop(ctx context.Context) error {
+	done := make(chan struct{}, w.o.Concurrency)
+	inFlight := 0
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		if free := w.o.Concurrency - inFlight; free > 0 && ctx.Err() == nil {
+			runs, err := w.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.o.Owner, TTL: w.o.LeaseTTL, Limit: free})
+			if err != nil && ctx.Err() == nil {
+				w.o.Logf("worker %s: claim runs: %v (trying again in %s)", w.o.Owner, err, w.o.Poll)
+			}
+			for _, run := range runs {
+				inFlight++
+				w.start(ctx, run, done)
+			}
+		}
+		timer.Reset(w.o.Poll)
+		select {
+		case <-ctx.Done():
+			w.shutdown()
+			return nil
+		case <-done:
+			inFlight--
+		case <-timer.C:
+		}
+	}
+}
+
+// start advances run on its own goroutine; done receives when it ends.
+func (w *worker) start(ctx context.Context, run *store.Run, done chan<- struct{}) {
+	// The run does not stop with ctx: shutdown decides when to abandon it.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	wr := &workRun{id: run.ID, guard: &guardStore{Store: w.st}, cancel: cancel}
+	w.mu.Lock()
+	w.live[run.ID] = wr
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { done <- struct{}{} }()
+		defer cancel()
+		w.advance(rctx, run, wr)
+		w.mu.Lock()
+		delete(w.live, run.ID)
+		w.mu.Unlock()
+	}()
+}
+
+func (w *worker) advance(ctx context.Context, run *store.Run, wr *workRun) {
+	w.o.Logf("worker %s: run %s (flow %s, %s): advancing", w.o.Owner, run.ID, run.Flow, run.Status)
+	p, err := LoadRun(ctx, w.st, run.ID, w.o.Load)
+	if err == nil {
+		var res *engine.Result
+		res, err = p.Resume(ctx, run.ID, &engine.Config{Store: wr.guard, Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL})
+		switch {
+		case err != nil:
+		case wr.guard.abandoned.Load():
+			w.o.Logf("worker %s: run %s: abandoned at shutdown; its last committed transition stands for another worker", w.o.Owner, run.ID)
+		default:
+			msg := ""
+			if res.Error != nil {
+				msg = ": " + res.Error.Error()
+			}
+			w.o.Logf("worker %s: run %s (flow %s): %s%s", w.o.Owner, run.ID, run.Flow, res.Status, msg)
+		}
+	}
+	if wr.guard.abandoned.Load() {
+		// never leave an abandoned run leased to a worker that is gone.
+		_ = w.st.ReleaseLease(context.WithoutCancel(ctx), run.ID, w.o.Owner)
+		return
+	}
+	if err != nil {
+		w.o.Logf("worker %s: run %s: %v (left leased until %s, then tried again)", w.o.Owner, run.ID, err, w.o.LeaseTTL)
+	}
+}
+
+// shutdown waits Grace for the runs in flight, then abandons the rest.
+func (w *worker) shutdown() {
+	finished := make(chan struct{})
+	go func() { w.wg.Wait(); close(finished) }()
+	if w.o.Grace > 0 {
+		t := time.NewTimer(w.o.Grace)
+		select {
+		case <-finished:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	w.mu.Lock()
+	for _, wr := range w.live {
+		wr.guard.abandoned.Store(true)
+		wr.cancel()
+	}
+	w.mu.Unlock()
+	<-finished
+}
+
+// errAbandoned refuses the commits of a run its worker abandoned.
+var errAbandoned = errors.New("rein: the worker is shutting down; this run was abandoned for another worker to resume")
+
+// guardStore is a run's view of the store while a worker advances it:
+// once the run is abandoned it refuses every commit, so that stopping the
+// run records nothing (not a cancellation) and the run stays where its
+// last committed transition left it.
+type guardStore struct {
+	store.Store
+	abandoned atomic.Bool
+}
+
+func (g *guardStore) Commit(ctx context.Context, t *store.Transition) error {
+	if g.abandoned.Load() {
+		return errAbandoned
+	}
+	return g.Store.Commit(ctx, t)
+}
