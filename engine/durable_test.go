@@ -301,7 +301,7 @@ func TestIdempotentStartReturnsTheExistingRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.RunID != second.RunID || second.Status != trace.RunSucceeded || len(a.calls()) != 1 {
+	if first.RunID != second.RunID || !second.Existing || first.Existing || second.Status != trace.RunSucceeded || len(a.calls()) != 1 {
 		t.Fatalf("first %s, second %s (%s), %d calls", first.RunID, second.RunID, second.Status, len(a.calls()))
 	}
 	other, err := e.Run(context.Background(), f, map[string]any{"k": 2.0}, nil)

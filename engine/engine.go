@@ -113,6 +113,9 @@ type Result struct {
 	Steps   map[string]StepResult
 	// Error says why the run did not succeed; nil when it did.
 	Error *RunError
+	// Existing is true when the flow's idempotency key named a run that
+	// already existed: this Result is that run's, and nothing new ran.
+	Existing bool
 	// Pending are the approvals a waiting run waits on.
 	Pending  []*store.Approval
 	Usage    Usage

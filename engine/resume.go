@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -42,7 +43,7 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: input of flow %s: %w", f.Name, err)
 	}
-	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: f.File,
+	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
 		FlowHash: FlowHash(f), FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
 		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL})
 	if err != nil {
@@ -50,9 +51,24 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 	}
 	if !created {
 		res, err := e.Status(ctx, run.ID)
+		if res != nil {
+			res.Existing = true
+		}
 		return nil, res, err
 	}
 	return run, nil, nil
+}
+
+// absPath makes a flow's path absolute, so a run resumed from another
+// folder (a worker's) finds the files beside its flow.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // Resume continues a durable run from its last committed transition. f
@@ -333,7 +349,7 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	if err != nil {
 		return "", err
 	}
-	run, _, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: f.File,
+	run, _, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
 		FlowHash: FlowHash(f), FlowText: f.Source, Input: raw, Meta: meta, IdempotencyKey: key, Session: session,
 		Retention: f.Retention, Status: trace.RunPending})
 	if err != nil {

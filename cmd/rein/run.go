@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,8 +89,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
 	}
 	progress := newProgress(s.err, p.Flow)
-	seen := &eventCounter{}
-	sinks := []trace.Sink{progress, seen}
+	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink
 	if f.tracePath != "" {
 		if js, err = jsonl.Create(f.tracePath); err != nil {
@@ -115,7 +112,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
-	existing := seen.n.Load() == 0
+	existing := res.Existing
 	if existing {
 		fmt.Fprintf(s.err, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", res.RunID, p.Flow.Idempotency)
 	}
@@ -135,12 +132,6 @@ func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *rein.Project, st s
 	fmt.Fprintf(s.err, "rein: run %s of flow %s is pending in %s; a worker runs it: rein worker --db %s\n", id, p.Flow.Name, redactDSN(dsn), shellQuote(redactDSN(dsn)))
 	return nil
 }
-
-// eventCounter counts the events of a run, to tell a run that ran from an
-// earlier run an idempotency key returned.
-type eventCounter struct{ n atomic.Int64 }
-
-func (c *eventCounter) Emit(context.Context, *trace.Event) { c.n.Add(1) }
 
 // stepOrder lists a flow's step ids in file order.
 func stepOrder(fl *flow.Flow) []string {

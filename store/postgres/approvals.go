@@ -38,22 +38,26 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 	if p != nil {
 		q = *p
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM rein_approvals a
+	var out []*store.Approval
+	err := again(ctx, true, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM rein_approvals a
 		WHERE ($1 = '' OR a.run_id = $1) AND ($2 = '' OR a.status = $2)
 		ORDER BY a.ord`, q.RunID, string(q.Status))
-	if err != nil {
-		return nil, mapErr("list approvals", err)
-	}
-	defer rows.Close()
-	var out []*store.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
 		if err != nil {
-			return nil, mapErr("list approvals", err)
+			return err
 		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			a, err := scanApproval(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, mapErr("list approvals", err)
 	}
 	return out, nil
@@ -70,7 +74,9 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	default:
 		return nil, fmt.Errorf("postgres store: %s: status %q is not approved, rejected or settled", what, p.Status)
 	}
-	a, err := scanApproval(s.pool.QueryRow(ctx, `
+	var a *store.Approval
+	err := again(ctx, false, func() (err error) {
+		a, err = scanApproval(s.pool.QueryRow(ctx, `
 		WITH a AS (
 			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = now()
 			WHERE (a.run_id, a.id) = (
@@ -83,7 +89,9 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 			UPDATE rein_runs SET version = version + 1, updated_at = now()
 			WHERE id = $1 AND EXISTS (SELECT 1 FROM a))
 		SELECT `+approvalCols+` FROM a`,
-		p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))
+			p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))
+		return err
+	})
 	if err == nil {
 		return a, nil
 	}
@@ -91,8 +99,10 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		return nil, mapErr(what, err)
 	}
 	var decided string
-	err = s.pool.QueryRow(ctx, `SELECT status FROM rein_approvals WHERE run_id = $1 AND step_id = $2
+	err = again(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT status FROM rein_approvals WHERE run_id = $1 AND step_id = $2
 		ORDER BY ord DESC LIMIT 1`, p.RunID, p.StepID).Scan(&decided)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s: no approval is pending for the step: %w", what, store.ErrNotFound)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,7 +74,31 @@ func retryable(ctx context.Context, err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "conn closed")
+		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
+}
+
+// again runs fn, the whole of one statement including reading its rows,
+// up to three times: again after a failure that never reached the server,
+// and, when idempotent is set, after a lost connection or a server
+// restart too — so the dead connections a restarted or killed backend
+// leaves in the pool cost a short delay, not an error.
+func again(ctx context.Context, idempotent bool, fn func() error) error {
+	var backoff time.Duration
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			return err
+		}
+		if !pgconn.SafeToRetry(err) && !(idempotent && retryable(ctx, err)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = 50 * time.Millisecond
+	}
 }
 
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +41,9 @@ type Options struct {
 type Store struct {
 	pool          *pgxpool.Pool
 	blobThreshold int
+	// afterAttempt, set by tests, sees (and may replace) the outcome of
+	// each Commit attempt, to simulate failures at exact points.
+	afterAttempt func(attempt int, err error) error
 }
 
 // Open connects to the database named by dsn, applies the embedded

@@ -19,11 +19,15 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if p.Status != "" && !(&store.Run{Status: p.Status}).Finished() {
 		return nil, errors.New("postgres store: prune: status " + string(p.Status) + " is not a final status")
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM rein_runs
+	var tag pgconn.CommandTag
+	err := again(ctx, true, func() (err error) {
+		tag, err = s.pool.Exec(ctx, `DELETE FROM rein_runs
 		WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
 		AND settled_at < $1
 		AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()`,
-		p.Before, string(p.Status))
+			p.Before, string(p.Status))
+		return err
+	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)
 	}
@@ -32,9 +36,12 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	// deleting; the foreign key then fails the sweep, and a second one,
 	// with a fresh snapshot, leaves that blob alone.
 	for attempt := 1; ; attempt++ {
-		tag, err = s.pool.Exec(ctx, `DELETE FROM rein_blobs b
+		err = again(ctx, true, func() (err error) {
+			tag, err = s.pool.Exec(ctx, `DELETE FROM rein_blobs b
 			WHERE NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.output_blob = b.sha256)
 			AND NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.input_blob = b.sha256)`)
+			return err
+		})
 		var pe *pgconn.PgError
 		if err != nil && errors.As(err, &pe) && pe.Code == "23503" && attempt < 3 {
 			continue

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -65,7 +66,9 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	if p.IdempotencyKey != "" {
 		key = p.IdempotencyKey
 	}
-	row := s.pool.QueryRow(ctx, `
+	var r *store.Run
+	err := again(ctx, false, func() (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, `
 		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
 			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
@@ -73,9 +76,10 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN now() END)
 		ON CONFLICT (idempotency_key) DO NOTHING
 		RETURNING `+runCols,
-		p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
-		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds())
-	r, err := scanRun(row)
+			p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
+			string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds()))
+		return err
+	})
 	if err == nil {
 		return r, true, nil
 	}
@@ -83,7 +87,10 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		return nil, false, mapErr("create run "+p.ID, err)
 	}
 	// The key is taken: return the run that holds it.
-	r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.idempotency_key = $1`, p.IdempotencyKey))
+	err = again(ctx, true, func() (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.idempotency_key = $1`, p.IdempotencyKey))
+		return err
+	})
 	if err != nil {
 		return nil, false, mapErr("create run "+p.ID+": read the run holding idempotency key "+p.IdempotencyKey, err)
 	}
@@ -92,7 +99,11 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 
 // GetRun returns one run, or store.ErrNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.id = $1`, id))
+	var r *store.Run
+	err := again(ctx, true, func() (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.id = $1`, id))
+		return err
+	})
 	if err != nil {
 		return nil, mapErr("get run "+id, err)
 	}
@@ -109,29 +120,35 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM rein_runs r
+	var out []*store.Run
+	err := again(ctx, true, func() error {
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM rein_runs r
 		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2)
 		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit)
+		if err != nil {
+			return err
+		}
+		out, err = collectRuns(rows)
+		return err
+	})
 	if err != nil {
 		return nil, mapErr("list runs", err)
 	}
-	return collectRuns("list runs", rows)
+	return out, nil
 }
 
-func collectRuns(what string, rows pgx.Rows) ([]*store.Run, error) {
+// collectRuns reads and closes rows of runCols.
+func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
 	defer rows.Close()
 	var out []*store.Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, mapErr(what, err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(what, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // AcquireLease makes p.Owner the run's only writer for p.TTL
@@ -144,11 +161,15 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 	if p.Owner == "" {
 		return nil, errors.New("postgres store: " + what + ": empty owner")
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx, `
+	var r *store.Run
+	err := again(ctx, true, func() (err error) {
+		r, err = scanRun(s.pool.QueryRow(ctx, `
 		UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
 			version = r.version + 1, updated_at = now()
 		WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now())
 		RETURNING `+runCols, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds()))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.leaseMiss(ctx, what, p.RunID)
 	}
@@ -165,10 +186,14 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 // change the run's version.
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	what := "renew lease on run " + p.RunID
-	tag, err := s.pool.Exec(ctx, `
+	var tag pgconn.CommandTag
+	err := again(ctx, true, func() (err error) {
+		tag, err = s.pool.Exec(ctx, `
 		UPDATE rein_runs r SET lease_expires = now() + $3 * interval '1 microsecond'
 		WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_expires > now()`,
-		p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds())
+			p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds())
+		return err
+	})
 	if err != nil {
 		return mapErr(what, err)
 	}
@@ -182,8 +207,11 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 // lost, or of a run that does not exist, is not an error. It does not
 // change the run's version.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
+	err := again(ctx, true, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
 		WHERE r.id = $1 AND r.lease_owner = $2`, runID, owner)
+		return err
+	})
 	return mapErr("release lease on run "+runID, err)
 }
 
@@ -191,11 +219,13 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 func (s *Store) leaseMiss(ctx context.Context, what, runID string) error {
 	var owner string
 	var expires *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(lease_owner, ''), lease_expires FROM rein_runs WHERE id = $1`, runID).Scan(&owner, &expires)
+	err := again(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT coalesce(lease_owner, ''), lease_expires FROM rein_runs WHERE id = $1`, runID).Scan(&owner, &expires)
+	})
 	if err != nil {
 		return mapErr(what, err)
 	}
-	if owner == "" {
+	if owner == "" || expires == nil {
 		return fmt.Errorf("%s: the run holds no lease: %w", what, store.ErrConflict)
 	}
 	return fmt.Errorf("%s: leased to %s until %s: %w", what, owner, expires.UTC().Format(time.RFC3339Nano), store.ErrConflict)
@@ -215,7 +245,9 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	if limit <= 0 {
 		limit = 1
 	}
-	rows, err := s.pool.Query(ctx, `
+	var out []*store.Run
+	err := again(ctx, false, func() error {
+		rows, err := s.pool.Query(ctx, `
 		WITH c AS (
 			SELECT id FROM rein_runs
 			WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= now())
@@ -227,12 +259,14 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 			FROM c WHERE r.id = c.id
 			RETURNING r.*)
 		SELECT `+runCols+` FROM u r ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit)
+		if err != nil {
+			return err
+		}
+		out, err = collectRuns(rows)
+		return err
+	})
 	if err != nil {
 		return nil, mapErr("claim runs for "+p.Owner, err)
-	}
-	out, err := collectRuns("claim runs for "+p.Owner, rows)
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }
