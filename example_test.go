@@ -31,7 +31,7 @@ func ExampleLoad() {
 	// Output:
 	// succeeded
 	// extract_info succeeded 1
-	// score_candidate succeeded 2
+	// score_candidate succeeded 1
 	// notify_result succeeded 1
 	// map[reason:8 years of Go, led a payments team score:82]
 }

@@ -3,15 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
@@ -111,100 +108,34 @@ func firstLines(b []byte, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// callLLM makes one model call: budgets, the request (with the corrective
-// turn when corr is set), usage accounting, and the strict parse of the
-// reply. It returns the raw text so a format error can be corrected.
-func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int, corr *correction) (any, string, error) {
+// callLLM asks the step's model. With an output_schema it goes through
+// model.Decide: one JSON value, validated, and one corrective request
+// carrying the validation errors before it is a format error. Without one
+// the reply's text is the output. Every exchange is budgeted and traced by
+// the metered model.
+func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int) (any, error) {
 	s := j.step
-	if err := r.countLLMCall(); err != nil {
-		return nil, "", err
-	}
-	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt, Corrective: corr != nil}
-	if s.OutputSchema != nil {
-		req.Schema = s.OutputSchema.JSON()
-		req.Messages = append(req.Messages, model.Message{Role: model.System,
-			Content: "Reply with one JSON value only, no prose, that satisfies this JSON Schema: " + string(req.Schema)})
-	}
-	req.Messages = append(req.Messages, model.Message{Role: model.User, Content: in.prompt})
-	if corr != nil {
-		req.Messages = append(req.Messages,
-			model.Message{Role: model.Assistant, Content: corr.raw},
-			model.Message{Role: model.User, Content: correctionPrompt(corr)})
-	}
-	start := r.e.cfg.Clock.Now()
-	resp, err := m.Generate(ctx, req)
-	ev := trace.Event{Kind: trace.ModelCall, StepID: s.ID, StepType: string(s.Type), Attempt: attempt, Model: name,
-		DurationMS: r.e.cfg.Clock.Now().Sub(start).Milliseconds(), Status: "ok"}
-	if resp != nil {
-		ev.TokensIn, ev.TokensOut = resp.Usage.In, resp.Usage.Out
-		if resp.Model != "" {
-			ev.Model = resp.Model
-		}
-	}
-	if err != nil {
-		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
-	}
-	r.record(ev)
-	if resp != nil {
-		if err := r.countTokens(resp.Usage); err != nil {
-			return nil, "", err
-		}
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("model %s: %w", name, err)
-	}
-	out, perr := parseReply(resp.Text, s)
-	if perr != nil {
-		return nil, resp.Text, fault.FormatErr(fmt.Errorf("model %s: %w", name, perr))
-	}
-	return out, resp.Text, nil
-}
-
-// parseReply turns a model's text into the step's output: without an
-// output_schema the text itself; with one, exactly one JSON value (a
-// ```json fence around it is tolerated) that satisfies the schema.
-func parseReply(text string, s *flow.Step) (any, error) {
+	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	mm := metered{name: name, m: m}
+	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
+		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}
 	if s.OutputSchema == nil {
-		return text, nil
-	}
-	body := strings.TrimSpace(text)
-	if strings.HasPrefix(body, "```") {
-		body = strings.TrimPrefix(body, "```json")
-		body = strings.TrimPrefix(body, "```")
-		body = strings.TrimSuffix(strings.TrimSpace(body), "```")
-	}
-	dec := json.NewDecoder(strings.NewReader(body))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("reply is not JSON (%v): %s", err, fragment(body, 0))
-	}
-	if dec.More() {
-		off := int(dec.InputOffset())
-		return nil, fmt.Errorf("reply holds more than one JSON value: extra text %s", fragment(body, off))
-	}
-	if err := s.OutputSchema.Validate(v); err != nil {
-		return nil, fmt.Errorf("reply %w", err)
-	}
-	return v, nil
-}
-
-// fragment quotes up to 80 bytes of s from off.
-func fragment(s string, off int) string {
-	if off > len(s) {
-		off = len(s)
-	}
-	s = s[off:]
-	if len(s) > 80 {
-		cut := 80
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
+		resp, err := mm.Generate(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
-		s = s[:cut] + "…"
+		if resp == nil {
+			return nil, fault.BusinessErr(fmt.Errorf("model %s returned no response", name))
+		}
+		return resp.Text, nil
 	}
-	return strconv.Quote(s)
-}
-
-func correctionPrompt(c *correction) string {
-	return "Your previous reply was rejected: " + c.err.Error() +
-		"\nReply again with only the corrected JSON value, no prose."
+	d, err := model.Decide(ctx, mm, req, model.DecideOptions[any]{Schema: s.OutputSchema,
+		OnReject: func(_ int, problems error) {
+			// traced like a failed attempt: the corrective request follows.
+			r.recordAttemptFailed(s, attempt, in.item, fault.FormatErr(fmt.Errorf("model %s: reply rejected, asking once more: %w", name, problems)), trace.OriginModel)
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	return d.Value, nil
 }

@@ -238,11 +238,15 @@ steps:
   - {id: twice, type: llm, model: m, prompt_template: "score again", output_schema: score, requires: [], on_error: fallback, fallback_value: {score: 0}}
 `, nil)
 	wantStatus(t, res, trace.RunSucceeded)
-	wantStep(t, res, "score", trace.StepSucceeded, 2)
-	wantStep(t, res, "twice", trace.StepFellBack, 2)
-	corr := spy.find("score", 2)
-	if corr == nil || !corr.Corrective {
-		t.Fatal("the second request is not marked corrective")
+	// the corrective request belongs to the attempt it corrects.
+	wantStep(t, res, "score", trace.StepSucceeded, 1)
+	wantStep(t, res, "twice", trace.StepFellBack, 1)
+	corr := spy.corrective("score")
+	if corr == nil || corr.Attempt != 1 {
+		t.Fatalf("no corrective request within attempt 1: %+v", corr)
+	}
+	if res.Usage.LLMCalls != 4 {
+		t.Fatalf("llm_calls %d, want 4: corrective requests are model calls too", res.Usage.LLMCalls)
 	}
 	last := corr.Messages[len(corr.Messages)-1].Content
 	if !strings.Contains(last, "not JSON") || !strings.Contains(last, "I'd say about 80.") {

@@ -31,3 +31,15 @@ func (s *spyModel) find(step string, attempt int) *model.Request {
 	}
 	return nil
 }
+
+// corrective returns the corrective request of a step, or nil.
+func (s *spyModel) corrective(step string) *model.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.reqs {
+		if s.reqs[i].StepID == step && s.reqs[i].Corrective {
+			return &s.reqs[i]
+		}
+	}
+	return nil
+}

@@ -10,16 +10,11 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// correction carries a rejected model reply into the corrective retry.
-type correction struct {
-	raw string
-	err error
-}
-
 // runUnit is one execution of a step (one for_each item, one repeat round,
 // or the step itself): attempts with the error-class policy of
 // shared/DESIGN.md §3. Transient errors are retried with backoff up to
-// retries; a format error from a model gets one corrective retry; business
+// retries; a format error from a model was already corrected once inside
+// the call (model.Decide) and is not retried again; business
 // errors are not retried unless on_error is retry; budget, policy and
 // cancellation end it at once.
 func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (any, error) {
@@ -29,7 +24,6 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		return nil, err
 	}
 	retries := 0
-	var corr *correction
 	first := 1
 	if n := r.d.firstAttempt[j.index]; n > 0 {
 		first = n
@@ -39,7 +33,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		if attempt > first {
 			r.beginAttempt(j, attempt)
 		}
-		out, origin, raw, err := r.attempt(ctx, j, in, attempt, corr)
+		out, origin, err := r.attempt(ctx, j, in, attempt)
 		if err == nil {
 			return out, nil
 		}
@@ -48,10 +42,6 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		if ctx.Err() != nil || class == fault.Budget || class == fault.Cancelled || class == fault.Policy {
 			return nil, err
-		}
-		if class == fault.Format && s.Type == flow.LLM && corr == nil {
-			corr = &correction{raw: raw, err: err}
-			continue
 		}
 		if (class == fault.Transient || s.OnError == flow.Retry) && retries < s.Retries {
 			retries++
@@ -69,7 +59,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 }
 
 // attempt makes one call under the step's timeout and checks its gate.
-func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int, corr *correction) (out any, origin trace.Origin, raw string, err error) {
+func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (out any, origin trace.Origin, err error) {
 	s := j.step
 	actx := ctx
 	if s.Timeout > 0 {
@@ -81,7 +71,7 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int, co
 	switch s.Type {
 	case flow.LLM:
 		origin = trace.OriginModel
-		out, raw, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt, corr)
+		out, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt)
 	case flow.Route:
 		origin = trace.OriginModel
 		out, err = r.callRoute(actx, j, in, attempt)
@@ -96,14 +86,14 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int, co
 		if actx.Err() != nil {
 			err = withCause(err, actx)
 		}
-		return nil, origin, raw, err
+		return nil, origin, err
 	}
 	if s.Gate != nil && s.ForEach == nil {
 		if gerr := r.checkGate(j, out); gerr != nil {
-			return nil, trace.OriginEngine, "", gerr
+			return nil, trace.OriginEngine, gerr
 		}
 	}
-	return out, origin, "", nil
+	return out, origin, nil
 }
 
 // withCause replaces a bare context error by the context's cause (the step

@@ -157,17 +157,11 @@ func (r *run) runFallback(j *job) (any, error) {
 			}
 			in.prompt = p
 		}
-		var corr *correction
-		for attempt := 1; attempt <= 2; attempt++ {
-			out, raw, err := r.callLLM(r.ctx, j, r.b.fbMdl[j.index], fb.Model, in, attempt, corr)
-			if err == nil {
-				return out, nil
-			}
-			if fault.ClassOf(err) != fault.Format || corr != nil {
-				return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
-			}
-			corr = &correction{raw: raw, err: err}
+		out, err := r.callLLM(r.ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1)
+		if err != nil {
+			return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
 		}
+		return out, nil
 	}
 	return nil, errors.New("fallback: nothing to run")
 }

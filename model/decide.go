@@ -31,6 +31,10 @@ type DecideOptions[T any] struct {
 	// Instruction replaces the system message that asks for JSON; the
 	// schema is appended to it.
 	Instruction string
+	// OnReject, when set, is told of every rejected reply that a
+	// corrective request follows (call is 1-based), so callers can trace
+	// it; the last rejection comes back as Decide's error instead.
+	OnReject func(call int, problems error)
 }
 
 // Decision is an accepted answer.
@@ -128,6 +132,9 @@ func Decide[T any](ctx context.Context, m Model, req *Request, opt DecideOptions
 		}
 		if d.Calls > corrections {
 			return d, fault.FormatErr(&RejectedError{Problems: perr, Raw: truncate(resp.Text, maxRawKept), Calls: d.Calls})
+		}
+		if opt.OnReject != nil {
+			opt.OnReject(d.Calls, perr)
 		}
 		next := *cur
 		next.Corrective = true

@@ -55,7 +55,7 @@ func TestRunExamples(t *testing.T) {
 	t.Setenv("REIN_OUTBOX", t.TempDir())
 	res := runExample(t, "resume-screen")
 	wantSteps(t, res, map[string][2]any{
-		"extract_info": {"succeeded", 1.0}, "score_candidate": {"succeeded", 2.0}, "notify_result": {"succeeded", 1.0}})
+		"extract_info": {"succeeded", 1.0}, "score_candidate": {"succeeded", 1.0}, "notify_result": {"succeeded", 1.0}})
 	if res.Outputs["score_candidate"].(map[string]any)["score"] != 82.0 {
 		t.Errorf("score %v", res.Outputs["score_candidate"])
 	}
