@@ -41,6 +41,15 @@ type LoadOptions struct {
 	Tools []tool.Tool
 	// Models binds model names to Models; a scripted Script answers the rest.
 	Models map[string]model.Model
+	// Model, when set, answers every model name of the flow: a rein.yaml
+	// models: name or provider/model (the CLI's --model).
+	Model string
+	// Record writes every model exchange to this cassette file (on Close);
+	// Replay answers every model call from one, failing on a request it
+	// does not hold.
+	Record, Replay string
+	// Getenv reads API keys; defaults to os.Getenv.
+	Getenv func(string) string
 
 	// flowText, when set, is parsed instead of reading the flow file (a
 	// resumed run's pinned flow).
@@ -60,6 +69,11 @@ type Project struct {
 	// ConfigPath and ScriptPath are the files that were used, or "".
 	ConfigPath string
 	ScriptPath string
+
+	getenv  func(string) string
+	model   string // LoadOptions.Model
+	refs    bool   // provider/model references resolve
+	closers []func() error
 }
 
 // Load reads the flow at path (a flow file, or a folder holding flow.yaml),
@@ -85,7 +99,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		p.ConfigPath = filepath.Join(p.Dir, ConfigFile)
 	}
 	p.ScriptPath = opts.Script
-	if p.ScriptPath == "" && !opts.NoDefaults && exists(filepath.Join(p.Dir, ScriptFile)) {
+	if p.ScriptPath == "" && !opts.NoDefaults && opts.Model == "" && opts.Replay == "" && exists(filepath.Join(p.Dir, ScriptFile)) {
 		p.ScriptPath = filepath.Join(p.Dir, ScriptFile)
 	}
 	for name, m := range opts.Models {
@@ -108,6 +122,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return nil, err
 		}
 	}
+	if err := p.setupModels(opts, cfg, opts.Script != ""); err != nil {
+		return nil, err
+	}
 	fopts := &flow.Options{
 		Tools: func(name string) (tool.Spec, bool) {
 			if t, ok := p.Tools.Lookup(name); ok {
@@ -120,7 +137,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			}
 			return tool.Spec{}, false
 		},
-		Models: p.Models.Has,
+		Models: p.hasModel,
 	}
 	if opts.flowText != nil {
 		p.Flow, err = flow.Parse(opts.flowText, flowPath, fopts)
@@ -130,6 +147,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.bindRefs()
 	// Exec tools: the flow's own declarations win over the config's.
 	decls := map[string]*flow.ToolDecl{}
 	if cfg != nil {
@@ -149,6 +167,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return nil, err
 		}
 		if err := p.Tools.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Record != "" {
+		if err := p.record(opts.Record); err != nil {
 			return nil, err
 		}
 	}
@@ -233,6 +256,8 @@ func (p *Project) Resume(ctx context.Context, runID string, cfg *engine.Config) 
 type RunMeta struct {
 	Config string `json:"config,omitempty"`
 	Script string `json:"script,omitempty"`
+	// Model is the --model the run was started with.
+	Model string `json:"model,omitempty"`
 }
 
 func (p *Project) meta() json.RawMessage {
@@ -245,7 +270,7 @@ func (p *Project) meta() json.RawMessage {
 		}
 		return s
 	}
-	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath)})
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model})
 	return b
 }
 
@@ -272,8 +297,11 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 	if o.Config == "" {
 		o.Config = m.Config
 	}
-	if o.Script == "" {
+	if o.Script == "" && o.Model == "" {
 		o.Script = m.Script
+	}
+	if o.Model == "" && o.Script == "" {
+		o.Model = m.Model
 	}
 	o.NoDefaults = true
 	o.flowText = run.FlowText

@@ -41,7 +41,7 @@ func TestConfigModelsRejectsBadEntries(t *testing.T) {
 		"rein.yaml:2:3: model a needs a provider:",
 		"rein.yaml:3:48: model b: api_key_env names the environment variable",
 		`rein.yaml:4:35: unknown field "colour"`,
-		`rein.yaml:5:47: model d: structured must be json_schema, json_object or tool, not "xml"`,
+		`rein.yaml:5:47: model d: structured must be json_schema, json_object or none, not "xml"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

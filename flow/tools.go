@@ -169,10 +169,10 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 			case "structured":
 				if v, ok := d.str(f, ""); ok {
 					switch v {
-					case "json_schema", "json_object", "tool":
+					case "json_schema", "json_object", "none":
 						m.Structured = v
 					default:
-						d.diags.add(posOf(f.value), "", "%s: structured must be json_schema, json_object or tool, not %q", where, v)
+						d.diags.add(posOf(f.value), "", "%s: structured must be json_schema, json_object or none, not %q", where, v)
 					}
 				}
 			default:

@@ -16,17 +16,27 @@ import (
 
 // loadFlags are the flags every command that loads a flow takes.
 type loadFlags struct {
-	script, config string
+	script, config        string
+	model, record, replay string
 }
 
 func (l *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script answering every model (default: script.yaml in the flow's folder)")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
+	cmd.Flags().StringVar(&l.model, "model", "", "answer every model name with this model: a rein.yaml models: name or provider/model (e.g. openai/gpt-4o-mini)")
+	cmd.Flags().StringVar(&l.record, "record", "", "write every model exchange to this cassette file")
+	cmd.Flags().StringVar(&l.replay, "replay", "", "answer every model call from this cassette file; a request it does not hold fails")
 }
 
 // load loads a project; flow problems are printed and become exit code 2.
 func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
-	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config})
+	if l.replay != "" && (l.record != "" || l.model != "" || l.script != "") {
+		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
+	}
+	if l.model != "" && l.script != "" {
+		return nil, usageErr("--model and --script both answer every model name: give one")
+	}
+	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay})
 	if err != nil {
 		return nil, loadError(s, err)
 	}

@@ -71,6 +71,11 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := p.Close(); cerr != nil {
+			fmt.Fprintf(s.err, "rein: %v\n", cerr)
+		}
+	}()
 	input, err := readInput(s, f.inputJSON, f.input, p.InputPath)
 	if err != nil {
 		return err

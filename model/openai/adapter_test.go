@@ -67,8 +67,8 @@ func sentJSON(t *testing.T, c *canned) map[string]any {
 	return v
 }
 
-func ask(model string) *model.Request {
-	return &model.Request{Model: model, Messages: []model.Message{{Role: "user", Content: "hi"}}}
+func ask(name string) *model.Request {
+	return &model.Request{Model: name, Messages: []model.Message{{Role: "user", Content: "hi"}}}
 }
 
 func TestDefaultsFollowTheServer(t *testing.T) {

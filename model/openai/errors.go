@@ -27,7 +27,7 @@ func (m *Model) fail(ctx context.Context, name string, resp *http.Response, err 
 		return m.statusErr(name, resp)
 	}
 	// Connection refused or reset, TLS, a body that is not a completion.
-	return fault.TransientErr(errors.New(m.redact(fmt.Sprintf("openai: %s: POST %s: %v", name, m.host, err))))
+	return fault.TransientErr(errors.New(m.redact(fmt.Sprintf("openai: %s: %v", name, err))))
 }
 
 // statusErr classes an HTTP error answer: 408, 429 and 5xx transient (with
@@ -52,6 +52,9 @@ func (m *Model) statusErr(name string, resp *http.Response) error {
 		msg += fmt.Sprintf("; check the model name %q and base_url %s", name, m.cfg.BaseURL)
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
 		class = fault.Transient
+	}
+	if id := resp.Header.Get("X-Request-Id"); id != "" {
+		msg += " (request-id " + id + ")"
 	}
 	err := fault.New(class, errors.New(m.redact(msg)))
 	if class == fault.Transient {

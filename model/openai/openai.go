@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -74,6 +76,8 @@ type Model struct {
 	svc      sdk.ChatCompletionService
 	host     string
 	official bool
+	schemas  sync.Map // string(schema) → *preparedSchema
+	cached   atomic.Int32
 }
 
 var _ model.Model = (*Model)(nil)
@@ -147,14 +151,34 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		defer cancel()
 	}
 	var httpResp *http.Response
-	c, err := m.svc.New(ctx, params, option.WithResponseInto(&httpResp))
-	if err != nil {
+	var c completion
+	// The SDK builds and sends the request; the reply is decoded into the
+	// few fields the adapter maps rather than the SDK's full
+	// ChatCompletion, which costs more than everything else in a call.
+	if _, err := m.svc.New(ctx, params, option.WithResponseInto(&httpResp), option.WithResponseBodyInto(&c)); err != nil {
 		return nil, m.fail(ctx, name, httpResp, err)
 	}
-	return m.response(name, c, sh)
+	return m.response(name, &c, sh)
 }
 
-func (m *Model) response(name string, c *sdk.ChatCompletion, sh shape) (*model.Response, error) {
+// completion is the part of a chat.completion object the adapter reads
+// (field names as in the API reference and sdk.ChatCompletion).
+type completion struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content string `json:"content"`
+			Refusal string `json:"refusal"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+func (m *Model) response(name string, c *completion, sh shape) (*model.Response, error) {
 	resp := &model.Response{
 		Model: c.Model,
 		Usage: model.Usage{In: int(c.Usage.PromptTokens), Out: int(c.Usage.CompletionTokens)},

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"fmt"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -37,13 +38,14 @@ func (m *Model) params(name string, req *model.Request) (sdk.ChatCompletionNewPa
 	if len(req.Schema) == 0 || m.cfg.Structured == NoFormat {
 		return p, shape{}, nil
 	}
-	send, sh, ok, err := prepareSchema(req.Schema, m.cfg.Structured == JSONSchema)
+	ps, err := m.prepared(req.Schema)
 	if err != nil {
 		return p, shape{}, fmt.Errorf("openai: %w", err)
 	}
-	if !ok {
+	if ps == nil {
 		return p, shape{}, nil
 	}
+	send, sh := ps.send, ps.shape
 	switch m.cfg.Structured {
 	case JSONSchema:
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: formatName(req.StepID), Schema: send}
@@ -65,6 +67,37 @@ func (m *Model) params(name string, req *model.Request) (sdk.ChatCompletionNewPa
 		}
 		return p, shape{}, nil
 	}
+}
+
+// preparedSchema is a request schema ready to send.
+type preparedSchema struct {
+	send  json.RawMessage
+	shape shape
+}
+
+// maxCachedSchemas bounds the cache of prepared schemas. Flows hold few
+// distinct schemas; past the bound schemas are prepared on every call.
+const maxCachedSchemas = 512
+
+// prepared returns raw prepared for the configured mode, from the cache
+// when it was seen before; nil when there is nothing to send.
+func (m *Model) prepared(raw json.RawMessage) (*preparedSchema, error) {
+	if v, ok := m.schemas.Load(string(raw)); ok {
+		return v.(*preparedSchema), nil
+	}
+	send, sh, ok, err := prepareSchema(raw, m.cfg.Structured == JSONSchema)
+	if err != nil || !ok {
+		return nil, err
+	}
+	b, err := json.Marshal(send)
+	if err != nil {
+		return nil, err
+	}
+	ps := &preparedSchema{send: b, shape: sh}
+	if m.cached.Add(1) <= maxCachedSchemas {
+		m.schemas.Store(string(raw), ps)
+	}
+	return ps, nil
 }
 
 // formatName is a json_schema name from the step id: [a-zA-Z0-9_-]{1,64},

@@ -221,7 +221,15 @@ func stringSet(s object) map[string]bool {
 
 // admitsNull reports whether s accepts null; root resolves local $refs
 // (nil: references are not followed and count as not admitting null).
-func admitsNull(s, root object) bool {
+func admitsNull(s, root object) bool { return admitsNullDepth(s, root, 0) }
+
+// maxDepth bounds how deep the schema walks go, reference cycles included.
+const maxDepth = 64
+
+func admitsNullDepth(s, root object, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
 	constrained := false
 	if t, ok := s.get("type"); ok {
 		constrained = true
@@ -256,7 +264,7 @@ func admitsNull(s, root object) bool {
 			constrained = true
 			list, _ := v.([]any)
 			for _, b := range list {
-				if sub, isObj := b.(object); isObj && admitsNull(sub, root) {
+				if sub, isObj := b.(object); isObj && admitsNullDepth(sub, root, depth+1) {
 					return true
 				}
 			}
@@ -264,7 +272,7 @@ func admitsNull(s, root object) bool {
 	}
 	if ref, ok := s.get("$ref"); ok {
 		target := resolve(ref, root)
-		return target != nil && admitsNull(target, root)
+		return target != nil && admitsNullDepth(target, root, depth+1)
 	}
 	if _, ok := s.get("allOf"); ok {
 		return false
@@ -289,15 +297,15 @@ func resolve(ref any, root object) object {
 // have the expected shape, is returned as is: the engine's validation
 // reports it.
 func restoreAnswer(text string, sh shape) string {
-	if !sh.strict && !sh.wrapped {
-		return text
+	if !sh.wrapped && (!sh.strict || !strings.Contains(text, "null")) {
+		return text // no null, nothing to drop
 	}
 	v, err := decodeOrdered([]byte(text))
 	if err != nil {
 		return text
 	}
 	if sh.strict {
-		v = restore(v, sh.orig, sh.orig)
+		v = restore(v, sh.orig, sh.orig, 0)
 	}
 	if sh.wrapped {
 		o, ok := v.(object)
@@ -314,7 +322,10 @@ func restoreAnswer(text string, sh shape) string {
 	return string(out)
 }
 
-func restore(v any, s, root object) any {
+func restore(v any, s, root object, depth int) any {
+	if depth > maxDepth {
+		return v
+	}
 	if ref, ok := s.get("$ref"); ok {
 		if target := resolve(ref, root); target != nil {
 			s = target
@@ -323,7 +334,7 @@ func restore(v any, s, root object) any {
 	switch vv := v.(type) {
 	case object:
 		if branch := onlyBranch(s, root, isObjectSchema); branch != nil {
-			return restore(v, branch, root)
+			return restore(v, branch, root, depth+1)
 		}
 		props := s.obj("properties")
 		if props == nil {
@@ -337,21 +348,21 @@ func restore(v any, s, root object) any {
 				continue
 			}
 			if known {
-				m.val = restore(m.val, ps, root)
+				m.val = restore(m.val, ps, root, depth+1)
 			}
 			out = append(out, m)
 		}
 		return out
 	case []any:
 		if branch := onlyBranch(s, root, isArraySchema); branch != nil {
-			return restore(v, branch, root)
+			return restore(v, branch, root, depth+1)
 		}
 		items := s.obj("items")
 		if items == nil {
 			return v
 		}
 		for i := range vv {
-			vv[i] = restore(vv[i], items, root)
+			vv[i] = restore(vv[i], items, root, depth+1)
 		}
 		return vv
 	}

@@ -153,3 +153,13 @@ func FuzzRestoreAnswer(f *testing.F) {
 		_ = restoreAnswer(answer, sh)
 	})
 }
+
+func TestReferenceCyclesTerminate(t *testing.T) {
+	t.Parallel()
+	schema := `{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"},"b":{"anyOf":[{"$ref":"#/$defs/b"}]}},"properties":{"x":{"$ref":"#/$defs/a"},"y":{"$ref":"#/$defs/b"}}}`
+	_, sh, _, err := prepareSchema(json.RawMessage(schema), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = restoreAnswer(`{"x":null,"y":{"z":null}}`, sh)
+}

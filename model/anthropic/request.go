@@ -1,0 +1,145 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/reinhq/rein/model"
+)
+
+// wrapKey is the property a schema whose root is not an object is wrapped
+// in: a tool's input_schema must be an object.
+const wrapKey = "value"
+
+// params builds the Messages request for req, asking name.
+func (m *Model) params(name string, req *model.Request) (sdk.MessageNewParams, *preparedSchema, error) {
+	p := sdk.MessageNewParams{
+		Model:     sdk.Model(name),
+		MaxTokens: int64(m.cfg.MaxTokens),
+		Messages:  make([]sdk.MessageParam, 0, len(req.Messages)),
+	}
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case model.System:
+			p.System = append(p.System, sdk.TextBlockParam{Text: msg.Content})
+		case model.User:
+			p.Messages = append(p.Messages, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
+		case model.Assistant:
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(sdk.NewTextBlock(msg.Content)))
+		default:
+			return p, nil, fmt.Errorf("anthropic: messages[%d]: role %q is not system, user or assistant", i, msg.Role)
+		}
+	}
+	if len(req.Messages) > 0 && len(p.Messages) == 0 {
+		return p, nil, fmt.Errorf("anthropic: the request holds only system messages; the Messages API needs a user message")
+	}
+	if len(req.Schema) == 0 {
+		return p, nil, nil
+	}
+	ps, err := m.prepared(req.Schema)
+	if err != nil || ps == nil {
+		return p, nil, err
+	}
+	tool := sdk.ToolParam{
+		Name:        AnswerTool,
+		Description: sdk.String("Give your answer by calling this tool: its input is the answer."),
+		InputSchema: ps.input,
+	}
+	p.Tools = []sdk.ToolUnionParam{{OfTool: &tool}}
+	p.ToolChoice = sdk.ToolChoiceParamOfTool(AnswerTool)
+	return p, ps, nil
+}
+
+// preparedSchema is a request schema as a tool's input_schema.
+type preparedSchema struct {
+	input   sdk.ToolInputSchemaParam
+	wrapped bool
+}
+
+// maxCachedSchemas bounds the cache of prepared schemas. Flows hold few
+// distinct schemas; past the bound schemas are prepared on every call.
+const maxCachedSchemas = 512
+
+// prepared returns raw as an input schema, from the cache when it was
+// seen before; nil when raw is not a schema object (true, {}).
+func (m *Model) prepared(raw json.RawMessage) (*preparedSchema, error) {
+	if v, ok := m.schemas.Load(string(raw)); ok {
+		return v.(*preparedSchema), nil
+	}
+	ps, err := prepareSchema(raw)
+	if err != nil || ps == nil {
+		return nil, err
+	}
+	if m.cached.Add(1) <= maxCachedSchemas {
+		m.schemas.Store(string(raw), ps)
+	}
+	return ps, nil
+}
+
+func prepareSchema(raw json.RawMessage) (*preparedSchema, error) {
+	var root map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &root); err != nil {
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("anthropic: request schema is not a JSON object: %w", err)
+	}
+	if len(root) == 0 {
+		return nil, nil
+	}
+	ps := &preparedSchema{}
+	if t := root["type"]; !bytes.Equal(bytes.TrimSpace(t), []byte(`"object"`)) {
+		ps.wrapped = true
+		wrapper := map[string]json.RawMessage{"additionalProperties": json.RawMessage("false")}
+		// Definitions move to the new root, so "#/$defs/…" still resolves.
+		for _, k := range []string{"$defs", "definitions"} {
+			if d, ok := root[k]; ok {
+				wrapper[k] = d
+				delete(root, k)
+			}
+		}
+		inner, err := json.Marshal(root)
+		if err != nil {
+			return nil, err
+		}
+		wrapper["properties"] = json.RawMessage(`{"` + wrapKey + `":` + string(inner) + `}`)
+		wrapper["required"] = json.RawMessage(`["` + wrapKey + `"]`)
+		root = wrapper
+	}
+	if p, ok := root["properties"]; ok {
+		ps.input.Properties = p
+	}
+	if r, ok := root["required"]; ok {
+		if err := json.Unmarshal(r, &ps.input.Required); err != nil {
+			return nil, fmt.Errorf("anthropic: request schema: required: %w", err)
+		}
+	}
+	for k, v := range root {
+		switch k {
+		case "type", "properties", "required", "$schema":
+			continue
+		}
+		if ps.input.ExtraFields == nil {
+			ps.input.ExtraFields = make(map[string]any)
+		}
+		ps.input.ExtraFields[k] = v
+	}
+	return ps, nil
+}
+
+// unwrap returns the answer given as a tool's input, unwrapped when the
+// schema was.
+func (ps *preparedSchema) unwrap(input []byte) string {
+	if !ps.wrapped {
+		return string(input)
+	}
+	var w map[string]json.RawMessage
+	if json.Unmarshal(input, &w) != nil || len(w) != 1 || w[wrapKey] == nil {
+		return string(input)
+	}
+	return string(w[wrapKey])
+}

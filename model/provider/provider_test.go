@@ -1,0 +1,171 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/anthropic"
+	"github.com/reinhq/rein/model/openai"
+	"github.com/reinhq/rein/model/provider"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseRef(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ref  string
+		want provider.Spec
+		err  string
+	}{
+		{ref: "openai/gpt-4o-mini", want: provider.Spec{Provider: "openai", Model: "gpt-4o-mini"}},
+		{ref: "Anthropic/claude-sonnet-4-5", want: provider.Spec{Provider: "anthropic", Model: "claude-sonnet-4-5"}},
+		{ref: "vllm/meta-llama/Llama-3.1-8B-Instruct", want: provider.Spec{Provider: "vllm", Model: "meta-llama/Llama-3.1-8B-Instruct"}},
+		{ref: "ollama/llama3.2:3b", want: provider.Spec{Provider: "ollama", Model: "llama3.2:3b"}},
+		{ref: "gpt-4o-mini", err: `model "gpt-4o-mini" is not provider/model (e.g. openai/gpt-4o-mini; providers: anthropic, deepseek, lmstudio, ollama, openai, vllm)`},
+		{ref: "openai/", err: "is not provider/model"},
+		{ref: "opneai/gpt-4o", err: `unknown provider "opneai" (known: anthropic, deepseek, lmstudio, ollama, openai, vllm)`},
+	}
+	for _, tt := range tests {
+		got, err := provider.ParseRef(tt.ref)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseRef(%q) error %v, want %q", tt.ref, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseRef(%q) = %+v, %v; want %+v", tt.ref, got, err, tt.want)
+		}
+	}
+}
+
+func TestOpenPresets(t *testing.T) {
+	t.Parallel()
+	getenv := env("OPENAI_API_KEY", "sk-o", "ANTHROPIC_API_KEY", "sk-a", "DEEPSEEK_API_KEY", "sk-d")
+	for _, tt := range []struct {
+		prov string
+		want any
+	}{
+		{"openai", &openai.Model{}}, {"deepseek", &openai.Model{}}, {"ollama", &openai.Model{}},
+		{"vllm", &openai.Model{}}, {"lmstudio", &openai.Model{}}, {"anthropic", &anthropic.Model{}},
+	} {
+		m, err := provider.Open(provider.Spec{Provider: tt.prov, Model: "m"}, getenv)
+		if err != nil {
+			t.Errorf("%s: %v", tt.prov, err)
+			continue
+		}
+		switch tt.want.(type) {
+		case *openai.Model:
+			if _, ok := m.(*openai.Model); !ok {
+				t.Errorf("%s: %T, want *openai.Model", tt.prov, m)
+			}
+		case *anthropic.Model:
+			if _, ok := m.(*anthropic.Model); !ok {
+				t.Errorf("%s: %T, want *anthropic.Model", tt.prov, m)
+			}
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		spec provider.Spec
+		env  func(string) string
+		want string
+	}{
+		{provider.Spec{Provider: "openai", Model: "gpt-4o-mini"}, env(), "openai/gpt-4o-mini needs an API key: set the environment variable OPENAI_API_KEY"},
+		{provider.Spec{Provider: "deepseek", Model: "deepseek-chat"}, env("OPENAI_API_KEY", "x"), "set the environment variable DEEPSEEK_API_KEY"},
+		{provider.Spec{Provider: "anthropic", Model: "claude", APIKeyEnv: "MY_KEY"}, env("ANTHROPIC_API_KEY", "x"), "set the environment variable MY_KEY"},
+		{provider.Spec{Provider: "ollama", Model: "llama3.2", APIKeyEnv: "OLLAMA_KEY"}, env(), "set the environment variable OLLAMA_KEY"},
+		{provider.Spec{Provider: "openai", Model: "m"}, env("OPENAI_API_KEY", "   "), "needs an API key"},
+		{provider.Spec{Provider: "azure", Model: "m"}, env(), `unknown provider "azure" (known: anthropic, deepseek, lmstudio, ollama, openai, vllm)`},
+		{provider.Spec{Model: "m"}, env(), "provider is missing"},
+		{provider.Spec{Provider: "openai"}, env("OPENAI_API_KEY", "x"), "model is missing (e.g. model: gpt-4o-mini)"},
+		{provider.Spec{Provider: "ollama", Model: "m", Structured: "strict"}, env(), `structured "strict" is not`},
+		{provider.Spec{Provider: "ollama", Model: "m", BaseURL: "localhost:11434"}, env(), "not an http(s) URL"},
+		{provider.Spec{Provider: "ollama", Model: "m", MaxTokens: -1}, env(), "negative"},
+	}
+	for _, tt := range tests {
+		_, err := provider.Open(tt.spec, tt.env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%+v) error %v, want %q", tt.spec, err, tt.want)
+		}
+	}
+	// Local servers need no key.
+	if _, err := provider.Open(provider.Spec{Provider: "vllm", Model: "m"}, env()); err != nil {
+		t.Errorf("vllm without a key: %v", err)
+	}
+}
+
+func TestSpecFromYAMLAndJSON(t *testing.T) {
+	t.Parallel()
+	var fromYAML map[string]provider.Spec
+	src := "default: {provider: openai, model: gpt-4o-mini, base_url: http://localhost:9/v1, api_key_env: MY_KEY, max_tokens: 512, timeout: 45s, structured: json_object}\nlocal: {provider: ollama, model: llama3.2, timeout: 90}\n"
+	if err := yaml.Unmarshal([]byte(src), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	want := provider.Spec{Provider: "openai", Model: "gpt-4o-mini", BaseURL: "http://localhost:9/v1", APIKeyEnv: "MY_KEY", MaxTokens: 512, Timeout: provider.Duration(45 * time.Second), Structured: "json_object"}
+	if fromYAML["default"] != want {
+		t.Errorf("yaml: %+v\nwant   %+v", fromYAML["default"], want)
+	}
+	if fromYAML["local"].Timeout != provider.Duration(90*time.Second) {
+		t.Errorf("yaml timeout: 90 = %v, want 90s", time.Duration(fromYAML["local"].Timeout))
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON provider.Spec
+	if err := json.Unmarshal(b, &fromJSON); err != nil || fromJSON != want {
+		t.Errorf("json round trip %s: %+v, %v", b, fromJSON, err)
+	}
+	if err := json.Unmarshal([]byte(`{"timeout": 2.5}`), &fromJSON); err != nil || time.Duration(fromJSON.Timeout) != 2500*time.Millisecond {
+		t.Errorf("json timeout 2.5: %v, %v", time.Duration(fromJSON.Timeout), err)
+	}
+	if err := json.Unmarshal([]byte(`{"timeout": "soon"}`), &fromJSON); err == nil {
+		t.Error(`timeout "soon" accepted`)
+	}
+}
+
+// The key comes from the variable named, reaches the server, and a 401
+// names the variable, not the key.
+func TestOpenUsesTheKeyFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	const key = "sk-from-env-0123456789"
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + key + `","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`))
+	}))
+	defer srv.Close()
+	m, err := provider.Open(provider.Spec{Provider: "openai", Model: "gpt-4o-mini", BaseURL: srv.URL, APIKeyEnv: "TEAM_OPENAI_KEY"}, env("TEAM_OPENAI_KEY", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(context.Background(), &model.Request{Messages: []model.Message{{Role: model.User, Content: "hi"}}})
+	if auth != "Bearer "+key {
+		t.Errorf("Authorization %q, want the key from TEAM_OPENAI_KEY", auth)
+	}
+	if fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), "TEAM_OPENAI_KEY") || strings.Contains(err.Error(), key) {
+		t.Errorf("401: %v, want a business error naming TEAM_OPENAI_KEY without the key", err)
+	}
+}

@@ -1,0 +1,176 @@
+package rein
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/cassette"
+	"github.com/reinhq/rein/model/provider"
+)
+
+// lazyProvider opens a provider model on its first call, so a flow whose
+// rein.yaml configures a hosted model loads, validates and runs offline
+// without its API key; the call that needs the key fails saying which
+// variable to set.
+type lazyProvider struct {
+	spec   provider.Spec
+	getenv func(string) string
+	once   sync.Once
+	m      model.Model
+	err    error
+}
+
+func opener(spec provider.Spec, getenv func(string) string) model.Model {
+	return &lazyProvider{spec: spec, getenv: getenv}
+}
+
+func (l *lazyProvider) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	l.once.Do(func() { l.m, l.err = provider.Open(l.spec, l.getenv) })
+	if l.err != nil {
+		return nil, fault.BusinessErr(l.err)
+	}
+	return l.m.Generate(ctx, req)
+}
+
+// specOf turns a rein.yaml models: entry into a provider.Spec.
+func specOf(d *flow.ModelDecl) provider.Spec {
+	return provider.Spec{Provider: d.Provider, Model: d.Model, BaseURL: d.BaseURL, APIKeyEnv: d.APIKeyEnv,
+		MaxTokens: d.MaxTokens, Timeout: provider.Duration(d.Timeout), Structured: d.Structured}
+}
+
+// modelSetup decides who answers each model name, in this order: the
+// program's own Models; --replay (a cassette answers everything); --model
+// (one provider model answers everything); an explicit --script (the
+// scripted model answers everything); rein.yaml models: by name, a
+// step's provider/model reference, and the script beside the flow for the
+// rest. --record wraps whatever answers.
+func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScript bool) error {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch {
+	case opts.Replay != "":
+		player, err := cassette.Replay(opts.Replay)
+		if err != nil {
+			return err
+		}
+		p.Models.SetFallback(player)
+	case opts.Model != "":
+		spec, err := p.modelRef(opts.Model, cfg)
+		if err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+		p.Models.SetFallback(opener(spec, getenv))
+	case explicitScript:
+		// the script answers every name.
+	default:
+		if cfg != nil {
+			own := p.Models.Names() // the program's models win over the config's
+			for name, d := range cfg.Models {
+				if !slices.Contains(own, name) {
+					p.Models.Register(name, opener(specOf(d), getenv))
+				}
+			}
+		}
+	}
+	p.getenv, p.model = getenv, opts.Model
+	p.refs = opts.Replay == "" && opts.Model == "" && !explicitScript
+	return nil
+}
+
+// modelRef resolves --model: a rein.yaml models: name or provider/model.
+func (p *Project) modelRef(ref string, cfg *flow.Config) (provider.Spec, error) {
+	if cfg != nil {
+		if d, ok := cfg.Models[ref]; ok {
+			return specOf(d), nil
+		}
+	}
+	return provider.ParseRef(ref)
+}
+
+// hasModel is the flow loader's view of which names resolve: registered
+// ones, and provider/model references when those are allowed.
+func (p *Project) hasModel(name string) bool {
+	if p.Models.Has(name) {
+		return true
+	}
+	if p.refs && strings.Contains(name, "/") {
+		_, err := provider.ParseRef(name)
+		return err == nil
+	}
+	return false
+}
+
+// bindRefs registers the provider/model references the flow's steps name.
+func (p *Project) bindRefs() {
+	if !p.refs {
+		return
+	}
+	for _, s := range p.Flow.Steps {
+		for _, name := range []string{s.Model, fallbackModel(s)} {
+			if name == "" || !strings.Contains(name, "/") {
+				continue
+			}
+			if slices.Contains(p.Models.Names(), name) {
+				continue
+			}
+			if spec, err := provider.ParseRef(name); err == nil {
+				p.Models.Register(name, opener(spec, p.getenv))
+			}
+		}
+	}
+}
+
+func fallbackModel(s *flow.Step) string {
+	if s.Fallback != nil {
+		return s.Fallback.Model
+	}
+	return ""
+}
+
+// record wraps every model of the project in a cassette recorder.
+func (p *Project) record(path string) error {
+	rec, err := cassette.Record(dispatch{p.Models}, path)
+	if err != nil {
+		return err
+	}
+	wrapped := &model.Registry{}
+	for _, n := range p.Models.Names() {
+		wrapped.Register(n, rec)
+	}
+	wrapped.SetFallback(rec)
+	p.Models = wrapped
+	p.closers = append(p.closers, rec.Close)
+	return nil
+}
+
+// dispatch answers a request with the registry's model for req.Model.
+type dispatch struct{ reg *model.Registry }
+
+func (d dispatch) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	m, err := d.reg.Lookup(req.Model)
+	if err != nil {
+		return nil, fault.BusinessErr(err)
+	}
+	return m.Generate(ctx, req)
+}
+
+// Close releases what the project holds open: it writes the cassette of a
+// project loaded with Record. Call it after the last run.
+func (p *Project) Close() error {
+	var errs []error
+	for _, c := range p.closers {
+		errs = append(errs, c())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
