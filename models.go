@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
@@ -16,34 +15,12 @@ import (
 	"github.com/reinhq/rein/model/provider"
 )
 
-// lazyProvider opens a provider model on its first call, so a flow whose
-// rein.yaml configures a hosted model loads, validates and runs offline
-// without its API key; the call that needs the key fails saying which
-// variable to set.
-type lazyProvider struct {
-	spec   provider.Spec
-	getenv func(string) string
-	once   sync.Once
-	m      model.Model
-	err    error
-}
-
+// opener is a model that opens spec on its first call (lazyModel), so a
+// flow whose rein.yaml configures a hosted model loads, validates and runs
+// offline without its API key; the call that needs the key fails saying
+// which variable to set.
 func opener(spec provider.Spec, getenv func(string) string) model.Model {
-	return &lazyProvider{spec: spec, getenv: getenv}
-}
-
-func (l *lazyProvider) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	l.once.Do(func() { l.m, l.err = provider.Open(l.spec, l.getenv) })
-	if l.err != nil {
-		return nil, fault.BusinessErr(l.err)
-	}
-	return l.m.Generate(ctx, req)
-}
-
-// specOf turns a rein.yaml models: entry into a provider.Spec.
-func specOf(d *flow.ModelDecl) provider.Spec {
-	return provider.Spec{Provider: d.Provider, Model: d.Model, BaseURL: d.BaseURL, APIKeyEnv: d.APIKeyEnv,
-		MaxTokens: d.MaxTokens, Timeout: provider.Duration(d.Timeout), Structured: d.Structured}
+	return &lazyModel{open: func() (model.Model, error) { return provider.Open(spec, getenv) }}
 }
 
 // modelSetup decides who answers each model name, in this order: the
@@ -77,7 +54,7 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 			own := p.Models.Names() // the program's models win over the config's
 			for name, d := range cfg.Models {
 				if !slices.Contains(own, name) {
-					p.Models.Register(name, opener(specOf(d), getenv))
+					p.Models.Register(name, opener(modelSpec(d), getenv))
 				}
 			}
 		}
@@ -91,7 +68,7 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 func (p *Project) modelRef(ref string, cfg *flow.Config) (provider.Spec, error) {
 	if cfg != nil {
 		if d, ok := cfg.Models[ref]; ok {
-			return specOf(d), nil
+			return modelSpec(d), nil
 		}
 	}
 	return provider.ParseRef(ref)

@@ -2,8 +2,12 @@
 // A Model turns messages into text (usually JSON) plus token usage; errors it
 // returns are classed with package fault (transient, business, format) so the
 // engine, not the model, decides what to do about them. Adapters live in
-// subpackages: model/scripted (offline, deterministic) ships now, real
-// providers follow.
+// subpackages: model/openai (OpenAI and every OpenAI-compatible server),
+// model/anthropic, model/scripted (offline, deterministic) and
+// model/cassette (record and replay); model/provider builds them from
+// configuration, and model/modeltest is the conformance suite every
+// provider adapter passes. Decide is the one structured-decision primitive
+// llm steps, the router and the planner share.
 package model
 
 import (
@@ -80,7 +84,9 @@ type Response struct {
 	Model string
 }
 
-// Model is the port. Generate must honour ctx (deadline and cancellation) and
+// Model is the port. A Response may come back together with an error when
+// tokens were spent on a reply that is unusable (truncated, refused).
+// Generate must honour ctx (deadline and cancellation) and
 // return errors classed with package fault: transient for timeouts, 429, 5xx
 // and network errors; business for other refusals. Implementations must be
 // safe for concurrent use.
@@ -133,7 +139,7 @@ func (r *Registry) Lookup(name string) (Model, error) {
 			return r.fallback, nil
 		}
 	}
-	return nil, fmt.Errorf("model %q is not configured: pass --script FILE to answer it with the scripted stand-in (real providers arrive with rein.yaml models:)", name)
+	return nil, fmt.Errorf("model %q is not configured: pass --script FILE to answer it with the scripted stand-in (or configure it in rein.yaml models:, or name one as provider/model)", name)
 }
 
 // Names returns the registered names, sorted.

@@ -83,7 +83,7 @@ Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
-		newVersionCmd(s), newSchemaCmd(s))
+		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s))
 	return root
 }
 

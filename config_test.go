@@ -1,0 +1,146 @@
+package rein_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/tool"
+)
+
+func writeConfigFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const configYAML = `tools:
+  echo_city:
+    command: ["./echo.sh"]
+    effect: none
+    input_schema: {type: object, properties: {city: {type: string}}, required: [city]}
+models:
+  default: {provider: openai, model: gpt-4o-mini, api_key_env: REIN_TEST_CONFIG_KEY}
+`
+
+func TestLoadConfigToolsWithoutFlow(t *testing.T) {
+	t.Parallel()
+	dir := writeConfigFiles(t, map[string]string{
+		"rein.yaml": configYAML,
+		"echo.sh":   "#!/bin/sh\nLC_ALL=C; export LC_ALL\ncat\n",
+	})
+	tb, err := rein.LoadConfig(filepath.Join(dir, "rein.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.Tools.Names(); len(got) != 1 || got[0] != "echo_city" {
+		t.Fatalf("tools = %v", got)
+	}
+	echo, _ := tb.Tools.Lookup("echo_city")
+	if s := echo.Spec(); len(s.InputSchema) == 0 || s.Effect != tool.EffectNone {
+		t.Errorf("spec = %+v", s)
+	}
+	// The exec tool runs in the rein.yaml's folder, whatever the process's.
+	out, err := echo.Call(context.Background(), map[string]any{"city": "Tokyo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := out.(map[string]any); m["city"] != "Tokyo" {
+		t.Errorf("output = %v", out)
+	}
+	if !tb.Models.Has("default") || tb.Models.Has("other") {
+		t.Errorf("models: has default %v, other %v", tb.Models.Has("default"), tb.Models.Has("other"))
+	}
+}
+
+func TestLoadConfigModels(t *testing.T) {
+	t.Parallel()
+	dir := writeConfigFiles(t, map[string]string{"rein.yaml": configYAML, "echo.sh": "#!/bin/sh\ncat\n",
+		"script.yaml": "replies:\n  - {step: s, output: {ok: true}}\n"})
+	cfg := filepath.Join(dir, "rein.yaml")
+
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	tb, err := rein.LoadConfig(cfg, &rein.LoadOptions{Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Model("default")
+	if err == nil || !strings.Contains(err.Error(), "REIN_TEST_CONFIG_KEY") || !strings.Contains(err.Error(), "rein.yaml:") {
+		t.Fatalf("no key: %v", err)
+	}
+	// Through the registry the model opens on its first call, and fails it.
+	m, err := tb.Models.Lookup("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), &model.Request{StepID: "s"}); err == nil || !strings.Contains(err.Error(), "REIN_TEST_CONFIG_KEY") {
+		t.Fatalf("lazy open: %v", err)
+	}
+	if _, err := tb.Model("nope"); err == nil || !strings.Contains(err.Error(), "configures default") || !strings.Contains(err.Error(), "--script") {
+		t.Fatalf("unknown model: %v", err)
+	}
+	if _, err := tb.Model("nosuch/x"); err == nil || !strings.Contains(err.Error(), "unknown provider") {
+		t.Fatalf("bad ref: %v", err)
+	}
+
+	env["REIN_TEST_CONFIG_KEY"] = "test-key"
+	if _, err := tb.Model("default"); err != nil {
+		t.Fatalf("with key: %v", err)
+	}
+
+	// A script answers every name, the configured ones included.
+	tb, err = rein.LoadConfig(cfg, &rein.LoadOptions{Script: filepath.Join(dir, "script.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"default", "anything"} {
+		m, err := tb.Model(name)
+		if err != nil || m != tb.Script {
+			t.Fatalf("%s: %v, %v", name, m, err)
+		}
+	}
+	resp, err := tb.Script.Generate(context.Background(), &model.Request{StepID: "s"})
+	if err != nil || resp.Text != `{"ok":true}` {
+		t.Fatalf("script: %v %v", resp, err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := writeConfigFiles(t, map[string]string{
+		"rein.yaml": configYAML,
+		"echo.sh":   "#!/bin/sh\ncat\n",
+		"bad.yaml":  "tools:\n  x: {command: [a], effect: sideways}\nmodel: {}\n",
+	})
+	_, err := rein.LoadConfig(filepath.Join(dir, "bad.yaml"), nil)
+	var fe *flow.Error
+	if !errors.As(err, &fe) || len(fe.Diagnostics) < 2 || !strings.Contains(err.Error(), "bad.yaml:") {
+		t.Fatalf("bad rein.yaml: %v", err)
+	}
+	if _, err := rein.LoadConfig(filepath.Join(dir, "missing.yaml"), nil); err == nil {
+		t.Fatal("missing rein.yaml loaded")
+	}
+	goTool := tool.Func(tool.Spec{Name: "echo_city", Effect: tool.EffectNone}, func(context.Context, any) (any, error) { return nil, nil })
+	_, err = rein.LoadConfig(filepath.Join(dir, "rein.yaml"), &rein.LoadOptions{Tools: []tool.Tool{goTool}})
+	if err == nil || !strings.Contains(err.Error(), "also registered as a Go tool") {
+		t.Fatalf("clash: %v", err)
+	}
+	// No rein.yaml at all: only the program's tools.
+	tb, err := rein.LoadConfig("", &rein.LoadOptions{Tools: []tool.Tool{goTool}})
+	if err != nil || tb.Config != nil || len(tb.Tools.Names()) != 1 {
+		t.Fatalf("no config: %v %v", tb, err)
+	}
+}
