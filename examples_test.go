@@ -1,0 +1,112 @@
+package rein_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/trace"
+)
+
+// runExample runs an example folder (or a copy of it with flow.yaml
+// edited) offline, on its own script, and returns the result.
+func runExample(t *testing.T, dir string, input any, edit func(string) string) *engine.Result {
+	t.Helper()
+	if edit != nil {
+		tmp := t.TempDir()
+		if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(tmp, "flow.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "flow.yaml"), []byte(edit(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir = tmp
+	}
+	p, err := rein.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestExamplePlanningReplansAroundTheDownSource(t *testing.T) {
+	t.Parallel()
+	res := runExample(t, "examples/planning", map[string]any{"city": "Tokyo"}, nil)
+	if res.Status != trace.RunSucceeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	out := res.Outputs["brief"].(map[string]any)
+	if got := out["result"].(map[string]any)["brief"]; got != "Tokyo: 18.0°C / 64.4°F, cloudy." {
+		t.Fatalf("brief %q", got)
+	}
+	if out["replans"] != 1.0 || len(out["failures"].([]any)) != 1 {
+		t.Fatalf("replans %v, failures %v", out["replans"], out["failures"])
+	}
+	if _, ran := out["outputs"].(map[string]any)["weather"]; ran {
+		t.Fatal("the failed primary read has an output")
+	}
+}
+
+func TestExamplePlanningWithoutReplansFailsWithTheReplanBudget(t *testing.T) {
+	t.Parallel()
+	res := runExample(t, "examples/planning", map[string]any{"city": "Tokyo"}, func(s string) string {
+		return strings.Replace(s, "max_replans: 1", "max_replans: 0", 1)
+	})
+	if res.Status != trace.RunFailed || res.Error.Class != fault.Budget || res.Error.Budget != "max_replans" || res.Error.Step != "brief" {
+		t.Fatalf("status %s, error %+v: want the max_replans budget error at brief", res.Status, res.Error)
+	}
+	if !strings.Contains(res.Error.Message, "read_primary_weather") {
+		t.Fatalf("the error does not say which plan step failed: %s", res.Error.Message)
+	}
+}
+
+func TestExampleRouting(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text, route, source, handler string
+		modelCalls                   int
+	}{
+		// a rule decides: no model is asked, not even for the handler.
+		{"weather: Tokyo", "weather", "rule", "weather", 0},
+		{"I think I was charged twice this month", "account", "semantic", "account", 2},
+		{"Rewrite this politely: the office opens at 9", "general", "semantic", "general", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.route, func(t *testing.T) {
+			t.Parallel()
+			res := runExample(t, "examples/routing", map[string]any{"text": tc.text}, nil)
+			if res.Status != trace.RunSucceeded {
+				t.Fatalf("status %s: %+v", res.Status, res.Error)
+			}
+			triage := res.Outputs["triage"].(map[string]any)
+			if triage["route"] != tc.route || triage["source"] != tc.source || triage["reason"] == "" {
+				t.Fatalf("triage %v", triage)
+			}
+			if res.Usage.LLMCalls != tc.modelCalls {
+				t.Fatalf("%d model calls, want %d", res.Usage.LLMCalls, tc.modelCalls)
+			}
+			for _, h := range []string{"weather", "account", "general"} {
+				want := trace.StepSkipped
+				if h == tc.handler {
+					want = trace.StepSucceeded
+				}
+				if got := res.Steps[h].Status; got != want {
+					t.Errorf("step %s %s, want %s", h, got, want)
+				}
+			}
+		})
+	}
+}
