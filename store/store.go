@@ -79,7 +79,9 @@ type Store interface {
 	Approvals(ctx context.Context, p *ListApprovalsParams) ([]*Approval, error)
 	// DecideApproval settles a pending approval: ErrNotFound when there is
 	// none for the step, ErrConflict when it was already decided. It bumps
-	// the run's version (an engine holding the old one must re-read).
+	// the run's version (an engine holding the old one must re-read), and
+	// when it settles the last pending approval of a waiting run, makes the
+	// run pending: ready for a worker (ClaimRuns) or a resume.
 	DecideApproval(ctx context.Context, p *DecideApprovalParams) (*Approval, error)
 
 	// Leases.

@@ -86,7 +86,10 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 			AND a.status = 'pending'
 			RETURNING a.*),
 		r AS (
-			UPDATE rein_runs SET version = version + 1, updated_at = now()
+			UPDATE rein_runs SET version = version + 1, updated_at = now(),
+				status = CASE WHEN status = 'waiting' AND NOT EXISTS (
+					SELECT 1 FROM rein_approvals p WHERE p.run_id = $1 AND p.status = 'pending'
+					AND p.id NOT IN (SELECT id FROM a)) THEN 'pending' ELSE status END
 			WHERE id = $1 AND EXISTS (SELECT 1 FROM a))
 		SELECT `+approvalCols+` FROM a`,
 			p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))

@@ -101,7 +101,10 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		if err != nil {
 			return err
 		}
-		if _, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?`, now, p.RunID); err != nil {
+		if _, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET version = version + 1, updated_at = ?,
+			status = CASE WHEN status = 'waiting' AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending')
+				THEN 'pending' ELSE status END
+			WHERE id = ?`, now, p.RunID, p.RunID); err != nil {
 			return err
 		}
 		out = a

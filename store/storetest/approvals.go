@@ -120,6 +120,10 @@ func testDecideApproval(t *testing.T, h Harness) {
 		if r.Version != version+1 {
 			t.Errorf("DecideApproval(%s): run Version = %d, want %d", tc.step, r.Version, version+1)
 		}
+		// the last decision makes the waiting run ready for a worker.
+		if want := map[bool]trace.RunStatus{false: trace.RunWaiting, true: trace.RunPending}[tc.step == "c"]; r.Status != want {
+			t.Errorf("after deciding %s: run status %s, want %s", tc.step, r.Status, want)
+		}
 		version = r.Version
 		listed := approvals(t, s, &store.ListApprovalsParams{RunID: "run", Status: tc.status})
 		if len(listed) != 1 || jsonString(listed[0]) != jsonString(got) {
