@@ -394,3 +394,39 @@ func TestResumeRefusesAnotherFlow(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestResumeDoesNotAskAnApprovedStepAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	send := newKeyCounter("send", true)
+	fx := newFixture(t, send)
+	st := openSQLite(t)
+	e := durableEngine(fx, st, "p1")
+	f := fx.parse("name: a\nsteps:\n  - {id: s, tool: send, approval: required, args: {}}\n")
+	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
+	if err != nil || res.Status != trace.RunWaiting {
+		t.Fatalf("%v %v", err, res.Status)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "s", Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	// the process that took the decision up died while the tool ran.
+	run, err := st.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(ctx, &store.Transition{RunID: "r", Version: run.Version,
+		Events: []*trace.Event{{Seq: run.LastSeq + 1, Kind: trace.StepStarted, RunID: "r", StepID: "s"}},
+		Steps:  []*store.Step{{RunID: "r", StepID: "s", Type: "tool", Status: trace.StepRunning, Attempt: 1, Idempotent: true, StartedAt: time.Now()}},
+		Run:    &store.RunUpdate{Status: trace.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.Resume(ctx, f, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if got := send.calls(); !reflect.DeepEqual(got, []string{"r/s/1"}) {
+		t.Fatalf("calls %v", got)
+	}
+}

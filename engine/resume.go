@@ -174,6 +174,10 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 			// run means the crash came between the step and the run's
 			// settlement: run the step's decision again.
 		case trace.StepRunning:
+			if a := latest[s.ID]; a != nil && a.Status == store.ApprovalApproved {
+				// approved before it ran: the approval is not asked again.
+				r.d.decisions[s.ID] = a
+			}
 			if row.Idempotent {
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
