@@ -211,6 +211,13 @@ func (p *Project) Run(ctx context.Context, input any, cfg *engine.Config) (*engi
 // the project's config and script paths with the run (RunMeta), so that
 // LoadRun can rebuild the same tools and models to resume it.
 func (p *Project) Start(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (*engine.Result, error) {
+	e, o := p.prepare(cfg, opts)
+	return e.Run(ctx, p.Flow, input, o)
+}
+
+// prepare builds the engine and the run options of a start: the project's
+// RunMeta is recorded unless opts has Meta of its own.
+func (p *Project) prepare(cfg *engine.Config, opts *engine.RunOptions) (*engine.Engine, *engine.RunOptions) {
 	var c engine.Config
 	if cfg != nil {
 		c = *cfg
@@ -222,24 +229,14 @@ func (p *Project) Start(ctx context.Context, input any, cfg *engine.Config, opts
 	if o.Meta == nil {
 		o.Meta = p.meta()
 	}
-	return p.Engine(c).Run(ctx, p.Flow, input, &o)
+	return p.Engine(c), &o
 }
 
 // Enqueue records a pending durable run of the project's flow for a
 // worker to take up, and returns its id.
 func (p *Project) Enqueue(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (string, error) {
-	var c engine.Config
-	if cfg != nil {
-		c = *cfg
-	}
-	o := engine.RunOptions{}
-	if opts != nil {
-		o = *opts
-	}
-	if o.Meta == nil {
-		o.Meta = p.meta()
-	}
-	return p.Engine(c).Enqueue(ctx, p.Flow, input, &o)
+	e, o := p.prepare(cfg, opts)
+	return e.Enqueue(ctx, p.Flow, input, o)
 }
 
 // Resume continues the durable run runID on an engine with cfg (whose

@@ -218,15 +218,8 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 
 // resume runs the restored scheduler: like execute, without the start.
 func (r *run) resume(parent context.Context) *Result {
-	r.start = r.e.cfg.Clock.Now()
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	if t := r.f.Budgets.Timeout; t > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
-		defer stop()
-	}
-	r.ctx, r.cancel = ctx, cancel
+	stop := r.begin(parent)
+	defer stop()
 	r.recordMu.Lock()
 	r.d.pendRun = &store.RunUpdate{Status: trace.RunRunning}
 	r.recordMu.Unlock()

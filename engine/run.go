@@ -132,17 +132,23 @@ func (r *run) recycle() {
 	e.runs.Put(r)
 }
 
-// execute runs the scheduler loop until every step settled or the run failed.
-func (r *run) execute(parent context.Context) *Result {
+// begin starts the run's clock and context (with the budget timeout); the
+// returned func releases the context.
+func (r *run) begin(parent context.Context) (stop func()) {
 	r.start = r.e.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
+	stopTimeout := context.CancelFunc(func() {})
 	if t := r.f.Budgets.Timeout; t > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
-		defer stop()
+		ctx, stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
 	}
 	r.ctx, r.cancel = ctx, cancel
+	return func() { stopTimeout(); cancel(nil) }
+}
+
+// execute runs the scheduler loop until every step settled or the run failed.
+func (r *run) execute(parent context.Context) *Result {
+	stop := r.begin(parent)
+	defer stop()
 	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.f.Order {
