@@ -51,9 +51,11 @@ type LoadOptions struct {
 	// Getenv reads API keys; defaults to os.Getenv.
 	Getenv func(string) string
 
-	// flowText, when set, is parsed instead of reading the flow file (a
-	// resumed run's pinned flow).
-	flowText []byte
+	// flowText, when set, is parsed instead of reading the flow file, and
+	// flowFiles are read instead of the files on disk (a resumed run's
+	// pinned flow).
+	flowText  []byte
+	flowFiles map[string][]byte
 }
 
 // Project is a validated flow with its tools and models, ready to run.
@@ -138,6 +140,14 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return tool.Spec{}, false
 		},
 		Models: p.hasModel,
+	}
+	if opts.flowFiles != nil {
+		fopts.ReadFile = func(path string) ([]byte, error) {
+			if b, ok := opts.flowFiles[path]; ok {
+				return b, nil
+			}
+			return os.ReadFile(path)
+		}
 	}
 	if opts.flowText != nil {
 		p.Flow, err = flow.Parse(opts.flowText, flowPath, fopts)
@@ -255,6 +265,9 @@ type RunMeta struct {
 	Script string `json:"script,omitempty"`
 	// Model is the --model the run was started with.
 	Model string `json:"model,omitempty"`
+	// Files are the schema and routes files the flow was loaded with, by
+	// absolute path: a resume reads these, not the files on disk.
+	Files map[string][]byte `json:"files,omitempty"`
 }
 
 func (p *Project) meta() json.RawMessage {
@@ -267,7 +280,7 @@ func (p *Project) meta() json.RawMessage {
 		}
 		return s
 	}
-	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model})
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, Files: p.Flow.Files})
 	return b
 }
 
@@ -301,7 +314,7 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 		o.Model = m.Model
 	}
 	o.NoDefaults = true
-	o.flowText = run.FlowText
+	o.flowText, o.flowFiles = run.FlowText, m.Files
 	path := run.FlowPath
 	if path == "" {
 		path = run.Flow + ".yaml"

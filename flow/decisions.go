@@ -71,7 +71,11 @@ func (d *decoder) decodeRoutes(s *Step, f field, label string) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(d.schemas.dir, p)
 		}
-		file, err := route.ParseFile(p)
+		var file *route.File
+		data, err := d.readFile(p)
+		if err == nil {
+			file, err = route.Parse(p, data)
+		}
 		if err != nil {
 			d.diags.add(posOf(f.value), label, "routes: %v", err)
 			return

@@ -92,6 +92,10 @@ type Flow struct {
 	Dir string
 	// Source is the flow text as loaded.
 	Source []byte
+	// Files are the other files the flow was loaded from (schema files,
+	// routes files) by absolute path, so a durable run can pin them with
+	// the flow text.
+	Files map[string][]byte
 	// ReadsSteps is true when some template or expression reads the steps.
 	// namespace (steps.<id>.status or .output); runs skip maintaining it
 	// otherwise.

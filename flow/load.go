@@ -24,6 +24,10 @@ type Options struct {
 	// is configured, so every llm step fails validation with a message saying
 	// how to configure one.
 	Models func(name string) bool
+	// ReadFile reads the files a flow refers to (schema files, routes
+	// files) by absolute path. Nil means os.ReadFile. A resumed run passes
+	// the files it pinned when it started (Flow.Files).
+	ReadFile func(path string) ([]byte, error)
 }
 
 // Load reads, validates and compiles the flow file at path. Relative paths
@@ -55,6 +59,26 @@ func readLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
+// readFile reads a file the flow refers to and records it in Flow.Files.
+func (d *decoder) readFile(path string) ([]byte, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	read := os.ReadFile
+	if d.opts.ReadFile != nil {
+		read = d.opts.ReadFile
+	}
+	data, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	if d.flow.Files == nil {
+		d.flow.Files = map[string][]byte{}
+	}
+	d.flow.Files[path] = data
+	return data, nil
+}
+
 // Parse validates and compiles a flow from YAML text. filename is used in
 // messages and as the base for relative paths ("" means the current folder).
 func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
@@ -72,6 +96,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		schemaNodes: map[string]field{},
 		schemas:     &schemaSet{dir: dir, byName: map[string]*Schema{}, files: map[string]*Schema{}},
 	}
+	d.schemas.read = d.readFile
 	if len(data) > MaxFileBytes {
 		d.diags.add(Pos{1, 1}, "", "flow is %d bytes, more than the %d a flow may have", len(data), MaxFileBytes)
 		return nil, d.result()

@@ -34,6 +34,8 @@ type schemaSet struct {
 	byName map[string]*Schema
 	// files caches schemas loaded from disk by absolute path.
 	files map[string]*Schema
+	// read reads a schema file (decoder.readFile).
+	read func(path string) ([]byte, error)
 }
 
 // lookupFile loads a schema file relative to the flow's folder.
@@ -45,7 +47,7 @@ func (ss *schemaSet) lookupFile(rel, name string) (*Schema, error) {
 	if s, ok := ss.files[path]; ok {
 		return s, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := ss.read(path)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func LoadConfig(path string) (*Config, error) {
 // the folder of filename.
 func ParseConfig(data []byte, filename string) (*Config, error) {
 	d := &decoder{diags: diagnostics{file: filename}, flow: &Flow{},
-		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}}}
+		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}, read: os.ReadFile}}
 	cfg := &Config{File: filename, Tools: map[string]*ToolDecl{}}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
