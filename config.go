@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -63,10 +62,7 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		path = opts.Config
 	}
 	tb := &Toolbox{Tools: &tool.Registry{}, Models: &model.Registry{}, ConfigPath: path, ScriptPath: opts.Script,
-		bound: map[string]model.Model{}, getenv: opts.Getenv}
-	if tb.getenv == nil {
-		tb.getenv = os.Getenv
-	}
+		bound: map[string]model.Model{}, getenv: opts.getenv()}
 	if path != "" {
 		cfg, err := flow.LoadConfig(path)
 		if err != nil {
@@ -80,18 +76,8 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		}
 	}
 	if tb.Config != nil {
-		for _, name := range slices.Sorted(maps.Keys(tb.Config.Tools)) {
-			d := tb.Config.Tools[name]
-			if _, taken := tb.Tools.Lookup(d.Name); taken {
-				return nil, fmt.Errorf("%s:%d:%d: tool %s is declared here and also registered as a Go tool by the program: rename one of them", d.File, d.Pos.Line, d.Pos.Col, d.Name)
-			}
-			t, err := ExecTool(d)
-			if err != nil {
-				return nil, err
-			}
-			if err := tb.Tools.Register(t); err != nil {
-				return nil, err
-			}
+		if err := registerExecTools(tb.Tools, tb.Config.Tools); err != nil {
+			return nil, err
 		}
 	}
 	for name, m := range opts.Models {
@@ -107,14 +93,7 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		tb.Models.SetFallback(s)
 		return tb, nil
 	}
-	if tb.Config != nil {
-		for name := range tb.Config.Models {
-			if _, ok := tb.bound[name]; ok {
-				continue
-			}
-			tb.Models.Register(name, &lazyModel{open: func() (model.Model, error) { return tb.Model(name) }})
-		}
-	}
+	registerConfigModels(tb.Models, tb.Config, tb.getenv)
 	return tb, nil
 }
 
@@ -134,11 +113,7 @@ func (tb *Toolbox) Model(name string) (model.Model, error) {
 	}
 	if tb.Config != nil {
 		if d, ok := tb.Config.Models[name]; ok {
-			m, err := provider.Open(modelSpec(d), tb.getenv)
-			if err != nil {
-				return nil, fmt.Errorf("%s:%d:%d: model %s: %w", d.File, d.Pos.Line, d.Pos.Col, name, err)
-			}
-			return m, nil
+			return openConfigModel(name, d, tb.getenv)
 		}
 	}
 	if strings.Contains(name, "/") {
@@ -157,6 +132,31 @@ func (tb *Toolbox) Model(name string) (model.Model, error) {
 		where = "rein.yaml models: configures " + strings.Join(configured, ", ")
 	}
 	return nil, fmt.Errorf("model %q is not configured (%s): name a configured model, give provider/model (e.g. openai/gpt-4o-mini), or answer it offline with a scripted model (--script FILE)", name, where)
+}
+
+// registerConfigModels registers in reg a model for each rein.yaml models:
+// entry of cfg (which may be nil) whose name reg does not hold yet (the
+// program's models win), each opened on its first call.
+func registerConfigModels(reg *model.Registry, cfg *flow.Config, getenv func(string) string) {
+	if cfg == nil {
+		return
+	}
+	own := reg.Names()
+	for name, d := range cfg.Models {
+		if !slices.Contains(own, name) {
+			reg.Register(name, &lazyModel{open: func() (model.Model, error) { return openConfigModel(name, d, getenv) }})
+		}
+	}
+}
+
+// openConfigModel opens the rein.yaml models: entry d named name; its
+// error is located at the entry.
+func openConfigModel(name string, d *flow.ModelDecl, getenv func(string) string) (model.Model, error) {
+	m, err := provider.Open(modelSpec(d), getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d:%d: model %s: %w", d.File, d.Pos.Line, d.Pos.Col, name, err)
+	}
+	return m, nil
 }
 
 // modelSpec turns a rein.yaml models: entry into a provider.Spec.

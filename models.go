@@ -23,17 +23,22 @@ func opener(spec provider.Spec, getenv func(string) string) model.Model {
 	return &lazyModel{open: func() (model.Model, error) { return provider.Open(spec, getenv) }}
 }
 
-// modelSetup decides who answers each model name, in this order: the
+// getenv returns the function that reads API keys: Getenv, else os.Getenv.
+func (o *LoadOptions) getenv() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return os.Getenv
+}
+
+// setupModels decides who answers each model name, in this order: the
 // program's own Models; --replay (a cassette answers everything); --model
 // (one provider model answers everything); an explicit --script (the
 // scripted model answers everything); rein.yaml models: by name, a
 // step's provider/model reference, and the script beside the flow for the
 // rest. --record wraps whatever answers.
 func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScript bool) error {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	getenv := opts.getenv()
 	switch {
 	case opts.Replay != "":
 		player, err := cassette.Replay(opts.Replay)
@@ -50,14 +55,7 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 	case explicitScript:
 		// the script answers every name.
 	default:
-		if cfg != nil {
-			own := p.Models.Names() // the program's models win over the config's
-			for name, d := range cfg.Models {
-				if !slices.Contains(own, name) {
-					p.Models.Register(name, opener(modelSpec(d), getenv))
-				}
-			}
-		}
+		registerConfigModels(p.Models, cfg, getenv)
 	}
 	p.getenv, p.model = getenv, opts.Model
 	p.refs = opts.Replay == "" && opts.Model == "" && !explicitScript

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
@@ -161,24 +163,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	// Exec tools: the flow's own declarations win over the config's.
 	decls := map[string]*flow.ToolDecl{}
 	if cfg != nil {
-		for n, d := range cfg.Tools {
-			decls[n] = d
-		}
+		maps.Copy(decls, cfg.Tools)
 	}
-	for n, d := range p.Flow.Tools {
-		decls[n] = d
-	}
-	for _, d := range decls {
-		if _, taken := p.Tools.Lookup(d.Name); taken {
-			return nil, fmt.Errorf("%s:%d:%d: tool %s is declared here and also registered as a Go tool by the program: rename one of them", d.File, d.Pos.Line, d.Pos.Col, d.Name)
-		}
-		t, err := ExecTool(d)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.Tools.Register(t); err != nil {
-			return nil, err
-		}
+	maps.Copy(decls, p.Flow.Tools)
+	if err := registerExecTools(p.Tools, decls); err != nil {
+		return nil, err
 	}
 	if opts.Record != "" {
 		if err := p.record(opts.Record); err != nil {
@@ -203,6 +192,26 @@ func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
 		return nil, fmt.Errorf("%s:%d:%d: tool %s: %w", d.File, d.Pos.Line, d.Pos.Col, d.Name, err)
 	}
 	return t, nil
+}
+
+// registerExecTools registers the exec tool of each declaration in reg, in
+// name order. A declaration whose name a Go tool already holds is an error
+// located at the declaration.
+func registerExecTools(reg *tool.Registry, decls map[string]*flow.ToolDecl) error {
+	for _, name := range slices.Sorted(maps.Keys(decls)) {
+		d := decls[name]
+		if _, taken := reg.Lookup(d.Name); taken {
+			return fmt.Errorf("%s:%d:%d: tool %s is declared here and also registered as a Go tool by the program: rename one of them", d.File, d.Pos.Line, d.Pos.Col, d.Name)
+		}
+		t, err := ExecTool(d)
+		if err != nil {
+			return err
+		}
+		if err := reg.Register(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Engine returns an engine wired to the project's tools and models; cfg

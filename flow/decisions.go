@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/route"
 )
 
@@ -88,13 +89,13 @@ func (d *decoder) decodeRoutes(s *Step, f field, label string) {
 	}
 	seq, ok := f.value.(*ast.SequenceNode)
 	if !ok {
-		d.diags.add(posOf(f.value), label, "routes must be a list of {name, description, rules} or a routes file, not %s", kindName(f.value))
+		d.diags.add(posOf(f.value), label, "routes must be a list of {name, description, rules} or a routes file, not %s", yamlnode.Kind(f.value))
 		return
 	}
 	for k, n := range seq.Values {
 		fields, ok := fieldsOf(n)
 		if !ok {
-			d.diags.add(posOf(n), label, "routes[%d] must be a mapping {name, description, rules}, not %s", k, kindName(n))
+			d.diags.add(posOf(n), label, "routes[%d] must be a mapping {name, description, rules}, not %s", k, yamlnode.Kind(n))
 			continue
 		}
 		var r route.Route
@@ -108,7 +109,7 @@ func (d *decoder) decodeRoutes(s *Step, f field, label string) {
 			case "rules":
 				rseq, ok := rf.value.(*ast.SequenceNode)
 				if !ok {
-					d.diags.add(posOf(rf.value), label, "routes[%d].rules must be a list of {prefix|regexp|expr: ...}, not %s", k, kindName(rf.value))
+					d.diags.add(posOf(rf.value), label, "routes[%d].rules must be a list of {prefix|regexp|expr: ...}, not %s", k, yamlnode.Kind(rf.value))
 					continue
 				}
 				rules = rseq.Values

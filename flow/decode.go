@@ -5,6 +5,8 @@ import (
 	"regexp"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 var (
@@ -54,7 +56,7 @@ type stepSrc struct {
 func (d *decoder) decodeFlow(root ast.Node) {
 	fields, ok := fieldsOf(root)
 	if !ok {
-		d.diags.add(posOf(root), "", "a flow file must be a mapping with steps:, not %s", kindName(root))
+		d.diags.add(posOf(root), "", "a flow file must be a mapping with steps:, not %s", yamlnode.Kind(root))
 		return
 	}
 	f := d.flow
@@ -114,7 +116,7 @@ func (d *decoder) decodeFlow(root ast.Node) {
 		case "schemas":
 			sf, ok := fieldsOf(fl.value)
 			if !ok {
-				d.diags.add(posOf(fl.value), "", "schemas must map names to JSON Schemas, not %s", kindName(fl.value))
+				d.diags.add(posOf(fl.value), "", "schemas must map names to JSON Schemas, not %s", yamlnode.Kind(fl.value))
 				continue
 			}
 			for _, s := range sf {
@@ -147,7 +149,7 @@ func (d *decoder) decodeFlow(root ast.Node) {
 	case stepsNode == nil || isNull(stepsNode):
 		d.diags.add(posOf(root), "", "the flow has no steps: add a steps: list")
 	case !ok:
-		d.diags.add(posOf(stepsNode), "", "steps must be a list, not %s", kindName(stepsNode))
+		d.diags.add(posOf(stepsNode), "", "steps must be a list, not %s", yamlnode.Kind(stepsNode))
 	default:
 		if len(seq.Values) == 0 {
 			d.diags.add(posOf(stepsNode), "", "steps is empty: a flow needs at least one step")
@@ -161,7 +163,7 @@ func (d *decoder) decodeFlow(root ast.Node) {
 func (d *decoder) decodeBudgets(fl field) {
 	fields, ok := fieldsOf(fl.value)
 	if !ok {
-		d.diags.add(posOf(fl.value), "", "budgets must be a mapping, not %s", kindName(fl.value))
+		d.diags.add(posOf(fl.value), "", "budgets must be a mapping, not %s", yamlnode.Kind(fl.value))
 		return
 	}
 	b := &d.flow.Budgets
@@ -198,7 +200,7 @@ func (d *decoder) decodeBudgets(fl field) {
 func (d *decoder) decodeStep(n ast.Node, index int) {
 	fields, ok := fieldsOf(n)
 	if !ok {
-		d.diags.add(posOf(n), "", "step %d must be a mapping with an id:, not %s", index+1, kindName(n))
+		d.diags.add(posOf(n), "", "step %d must be a mapping with an id:, not %s", index+1, yamlnode.Kind(n))
 		return
 	}
 	// Index is the position in Flow.Steps, which skips entries that are not

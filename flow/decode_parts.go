@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/flow/expression"
 	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 func (d *decoder) posErr(err error, step string) {
@@ -113,7 +114,7 @@ func nodeAt(n ast.Node, pointer string) ast.Node {
 func (d *decoder) decodeBackoff(s *Step, fl field, label string) {
 	fields, ok := fieldsOf(fl.value)
 	if !ok {
-		d.diags.add(posOf(fl.value), label, "backoff must be a mapping with initial, max and multiplier, not %s", kindName(fl.value))
+		d.diags.add(posOf(fl.value), label, "backoff must be a mapping with initial, max and multiplier, not %s", yamlnode.Kind(fl.value))
 		return
 	}
 	for _, f := range fields {
@@ -152,7 +153,7 @@ func (d *decoder) decodeBackoff(s *Step, fl field, label string) {
 func (d *decoder) decodeRepeat(s *Step, fl field, label string) {
 	fields, ok := fieldsOf(fl.value)
 	if !ok {
-		d.diags.add(posOf(fl.value), label, "repeat must be a mapping with until and max, not %s", kindName(fl.value))
+		d.diags.add(posOf(fl.value), label, "repeat must be a mapping with until and max, not %s", yamlnode.Kind(fl.value))
 		return
 	}
 	r := &Repeat{}
@@ -185,7 +186,7 @@ func (d *decoder) decodeRepeat(s *Step, fl field, label string) {
 func (d *decoder) decodeFallback(s *Step, fl field, label string) {
 	fields, ok := fieldsOf(fl.value)
 	if !ok {
-		d.diags.add(posOf(fl.value), label, "fallback must be a mapping with value:, tool: or model:, not %s (for a plain value use fallback_value)", kindName(fl.value))
+		d.diags.add(posOf(fl.value), label, "fallback must be a mapping with value:, tool: or model:, not %s (for a plain value use fallback_value)", yamlnode.Kind(fl.value))
 		return
 	}
 	fb := &FallbackSpec{}

@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -109,7 +110,7 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 	}
 	fields, ok := fieldsOf(file.Docs[0].Body)
 	if !ok {
-		d.diags.add(posOf(file.Docs[0].Body), "", "rein.yaml must be a mapping, not %s", kindName(file.Docs[0].Body))
+		d.diags.add(posOf(file.Docs[0].Body), "", "rein.yaml must be a mapping, not %s", yamlnode.Kind(file.Docs[0].Body))
 		return nil, d.result()
 	}
 	for _, f := range fields {
@@ -133,7 +134,7 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 	entries, ok := fieldsOf(fl.value)
 	if !ok {
 		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "models must map model names to {provider, model, ...}, not %s", kindName(fl.value))
+			d.diags.add(posOf(fl.value), "", "models must map model names to {provider, model, ...}, not %s", yamlnode.Kind(fl.value))
 		}
 		return out
 	}
@@ -141,7 +142,7 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 		where := "model " + e.key
 		fields, ok := fieldsOf(e.value)
 		if !ok {
-			d.diags.add(posOf(e.value), "", "%s must be a mapping like {provider: openai, model: gpt-4o-mini}, not %s", where, kindName(e.value))
+			d.diags.add(posOf(e.value), "", "%s must be a mapping like {provider: openai, model: gpt-4o-mini}, not %s", where, yamlnode.Kind(e.value))
 			continue
 		}
 		m := &ModelDecl{Name: e.key, File: d.diags.file, Pos: e.keyPos}
@@ -196,7 +197,7 @@ func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {
 	entries, ok := fieldsOf(fl.value)
 	if !ok {
 		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "tools must map tool names to declarations, not %s", kindName(fl.value))
+			d.diags.add(posOf(fl.value), "", "tools must map tool names to declarations, not %s", yamlnode.Kind(fl.value))
 		}
 		return out
 	}
@@ -215,7 +216,7 @@ func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {
 func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 	fields, ok := fieldsOf(e.value)
 	if !ok {
-		d.diags.add(posOf(e.value), "", "tool %s must be a mapping with command:, not %s", e.key, kindName(e.value))
+		d.diags.add(posOf(e.value), "", "tool %s must be a mapping with command:, not %s", e.key, yamlnode.Kind(e.value))
 		return nil
 	}
 	t := &ToolDecl{Name: e.key, Dir: dir, File: d.diags.file, Pos: e.keyPos}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 // This file turns goccy/go-yaml AST nodes into values while keeping their
@@ -18,26 +20,8 @@ import (
 const maxValueDepth = 64
 
 func posOf(n ast.Node) Pos {
-	if n == nil {
-		return Pos{1, 1}
-	}
-	// A block mapping's token is the ":" of its first entry; point at the
-	// first key instead, where the mapping visibly starts.
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		if !m.IsFlowStyle && len(m.Values) > 0 && m.Values[0].Key != nil {
-			return posOf(m.Values[0].Key)
-		}
-	case *ast.MappingValueNode:
-		if m.Key != nil {
-			return posOf(m.Key)
-		}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return Pos{1, 1}
-	}
-	return Pos{Line: tk.Position.Line, Col: tk.Position.Column}
+	line, col := yamlnode.Start(n)
+	return Pos{Line: line, Col: col}
 }
 
 // quoteOffset is 1 for quoted scalars: offsets inside the value start one
@@ -71,17 +55,15 @@ type field struct {
 
 // fieldsOf returns the entries of a mapping node, or ok=false if n is not one.
 func fieldsOf(n ast.Node) ([]field, bool) {
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		out := make([]field, 0, len(m.Values))
-		for _, mv := range m.Values {
-			out = append(out, field{key: keyString(mv.Key), keyPos: posOf(mv.Key), value: mv.Value})
-		}
-		return out, true
-	case *ast.MappingValueNode:
-		return []field{{key: keyString(m.Key), keyPos: posOf(m.Key), value: m.Value}}, true
+	values, ok := yamlnode.Entries(n)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	out := make([]field, 0, len(values))
+	for _, mv := range values {
+		out = append(out, field{key: keyString(mv.Key), keyPos: posOf(mv.Key), value: mv.Value})
+	}
+	return out, true
 }
 
 func keyString(k ast.MapKeyNode) string {
@@ -102,24 +84,6 @@ func isNull(n ast.Node) bool {
 	}
 	_, ok := n.(*ast.NullNode)
 	return ok
-}
-
-func kindName(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	}
-	return strings.ToLower(n.Type().String())
 }
 
 // toValue converts n into a JSON-domain value. Anchors, aliases, merge keys,
@@ -217,7 +181,7 @@ func (d *decoder) str(f field, step string) (string, bool) {
 		// ids like `1` or `true` are written without quotes; keep their text.
 		return v.GetToken().Value, true
 	}
-	d.diags.add(posOf(f.value), step, "%s must be a string, not %s", f.key, kindName(f.value))
+	d.diags.add(posOf(f.value), step, "%s must be a string, not %s", f.key, yamlnode.Kind(f.value))
 	return "", false
 }
 
@@ -229,7 +193,7 @@ func (d *decoder) integer(f field, step string) (int, bool) {
 		d.diags.add(posOf(f.value), step, "%s is out of range", f.key)
 		return 0, false
 	}
-	d.diags.add(posOf(f.value), step, "%s must be an integer, not %s", f.key, kindName(f.value))
+	d.diags.add(posOf(f.value), step, "%s must be an integer, not %s", f.key, yamlnode.Kind(f.value))
 	return 0, false
 }
 
@@ -237,7 +201,7 @@ func (d *decoder) boolean(f field, step string) (bool, bool) {
 	if v, ok := f.value.(*ast.BoolNode); ok {
 		return v.Value, true
 	}
-	d.diags.add(posOf(f.value), step, "%s must be true or false, not %s", f.key, kindName(f.value))
+	d.diags.add(posOf(f.value), step, "%s must be true or false, not %s", f.key, yamlnode.Kind(f.value))
 	return false, false
 }
 
@@ -249,7 +213,7 @@ func (d *decoder) number(f field, step string) (float64, bool) {
 			return x.(float64), true
 		}
 	}
-	d.diags.add(posOf(f.value), step, "%s must be a number, not %s", f.key, kindName(f.value))
+	d.diags.add(posOf(f.value), step, "%s must be a number, not %s", f.key, yamlnode.Kind(f.value))
 	return 0, false
 }
 
@@ -277,7 +241,7 @@ func (d *decoder) duration(f field, step string) (time.Duration, bool) {
 		}
 		return dur, true
 	}
-	d.diags.add(posOf(f.value), step, "%s must be seconds (30) or a duration string (\"30s\"), not %s", f.key, kindName(f.value))
+	d.diags.add(posOf(f.value), step, "%s must be seconds (30) or a duration string (\"30s\"), not %s", f.key, yamlnode.Kind(f.value))
 	return 0, false
 }
 
@@ -288,7 +252,7 @@ func (d *decoder) strList(f field, step string) ([]string, []Pos, bool) {
 		if isNull(f.value) {
 			return []string{}, nil, true
 		}
-		d.diags.add(posOf(f.value), step, "%s must be a list of step ids, not %s", f.key, kindName(f.value))
+		d.diags.add(posOf(f.value), step, "%s must be a list of step ids, not %s", f.key, yamlnode.Kind(f.value))
 		return nil, nil, false
 	}
 	out := make([]string, 0, len(seq.Values))

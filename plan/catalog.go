@@ -47,7 +47,7 @@ type catalogShared struct {
 	// walks caches what the schemas say at the paths plans use (see
 	// schemaAt), up to maxWalks entries.
 	walksMu sync.RWMutex
-	walks   map[walkKey]uint8 // types, or walkUndeclared
+	walks   map[walkKey]schema.Type // types, or walkUndeclared
 
 	planSchemaOnce sync.Once
 	planSchema     *schema.Schema
@@ -193,7 +193,7 @@ type walkKey struct {
 // schema does not declare the path (label names its root). key identifies
 // path for the cache. Declared paths are cached per catalog family; an
 // undeclared output path is not (its message depends on label).
-func (c *Catalog) schemaAt(e *entry, in bool, path []ref.Segment, key, label string) (uint8, string) {
+func (c *Catalog) schemaAt(e *entry, in bool, path []ref.Segment, key, label string) (schema.Type, string) {
 	k := walkKey{e: e, in: in, path: key}
 	sh := c.shared
 	sh.walksMu.RLock()
@@ -209,8 +209,7 @@ func (c *Catalog) schemaAt(e *entry, in bool, path []ref.Segment, key, label str
 	if in {
 		doc = e.inDoc
 	}
-	nodes, open, msg := walkSchema(doc, path, label)
-	t = schemaTypes(nodes, open)
+	t, msg := walkSchema(doc, path, label)
 	if msg != "" {
 		if !in {
 			return 0, msg
@@ -219,7 +218,7 @@ func (c *Catalog) schemaAt(e *entry, in bool, path []ref.Segment, key, label str
 	}
 	sh.walksMu.Lock()
 	if sh.walks == nil {
-		sh.walks = make(map[walkKey]uint8)
+		sh.walks = make(map[walkKey]schema.Type)
 	}
 	if len(sh.walks) < maxWalks {
 		sh.walks[k] = t

@@ -3,6 +3,8 @@ package plan
 import (
 	"math"
 	"reflect"
+
+	"github.com/reinhq/rein/value/schema"
 )
 
 // quick is a fast acceptance test for the common, simple input schemas
@@ -12,7 +14,7 @@ import (
 // and every failure — goes to the library, so messages always come from
 // there. A nil *quick models nothing.
 type quick struct {
-	types    uint8 // 0: any
+	types    schema.Type // 0: any
 	props    map[string]*quick
 	required []string
 	addl     *quick // nil with closed: no other properties
@@ -44,7 +46,7 @@ func compileQuick(doc any, depth int) *quick {
 	for k, v := range m {
 		switch k {
 		case "type":
-			if q.types = typeOf(m); q.types == 0 {
+			if q.types = schema.TypeOf(m); q.types == 0 {
 				return nil
 			}
 		case "properties":
@@ -168,23 +170,23 @@ func (q *quick) valid(v any, refs bool) bool {
 
 // jsonType returns the type bits v has; an integral number is both a
 // number and an integer.
-func jsonType(v any) uint8 {
+func jsonType(v any) schema.Type {
 	switch x := v.(type) {
 	case nil:
-		return tNull
+		return schema.Null
 	case bool:
-		return tBoolean
+		return schema.Boolean
 	case string:
-		return tString
+		return schema.String
 	case float64:
 		if x == math.Trunc(x) && !math.IsInf(x, 0) {
-			return tNumber | tInteger
+			return schema.Number | schema.Integer
 		}
-		return tNumber
+		return schema.Number
 	case map[string]any:
-		return tObject
+		return schema.Object
 	case []any:
-		return tArray
+		return schema.Array
 	}
 	return 0
 }

@@ -264,7 +264,7 @@ func (v *validator) ref(i int, r *argRef, at []ref.Segment) {
 	if !ok || target == nil {
 		return
 	}
-	var out uint8
+	var out schema.Type
 	switch {
 	case target.out == nil && len(r.path) > 1:
 		v.add(ptrOf(), "$ref %q: tool %s declares no output schema, so only its whole output can be used ({\"$ref\": %q})", r.raw, target.spec.Name, r.path[0].Key)
@@ -287,7 +287,7 @@ func (v *validator) ref(i int, r *argRef, at []ref.Segment) {
 	}
 	r.fill = placeholder(in)
 	if !compatible(out, in) {
-		v.add(ptrOf(), "$ref %q gives %s, but tool %s wants %s here", r.raw, typeNames(out), self.spec.Name, typeNames(in))
+		v.add(ptrOf(), "$ref %q gives %s, but tool %s wants %s here", r.raw, out, self.spec.Name, in)
 	}
 }
 
@@ -335,17 +335,17 @@ func (v *validator) literals(i int) {
 }
 
 // placeholder returns a value of one of the types in bits (nil for none).
-func placeholder(bits uint8) any {
+func placeholder(bits schema.Type) any {
 	switch {
-	case bits&(tNumber|tInteger) != 0:
+	case bits&(schema.Number|schema.Integer) != 0:
 		return 0.0
-	case bits&tString != 0:
+	case bits&schema.String != 0:
 		return ""
-	case bits&tBoolean != 0:
+	case bits&schema.Boolean != 0:
 		return false
-	case bits&tObject != 0:
+	case bits&schema.Object != 0:
 		return map[string]any{}
-	case bits&tArray != 0:
+	case bits&schema.Array != 0:
 		return []any{}
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 // MaxFileSize is the largest routes file Parse accepts, in bytes.
@@ -289,7 +291,7 @@ func (fp *fileParser) parse(data []byte) *File {
 func (fp *fileParser) routes(f *File, n ast.Node) []pendingRule {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		fp.atNode(n, "routes", "routes must be a list of routes, got %s", kindOf(n))
+		fp.atNode(n, "routes", "routes must be a list of routes, got %s", yamlnode.Kind(n))
 		return nil
 	}
 	var rules []pendingRule
@@ -327,7 +329,7 @@ func (fp *fileParser) routes(f *File, n ast.Node) []pendingRule {
 func (fp *fileParser) rules(n ast.Node, path, route string, known []string) []pendingRule {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		fp.atNode(n, path, "rules must be a list of rules such as {prefix: \"weather:\"}, got %s", kindOf(n))
+		fp.atNode(n, path, "rules must be a list of rules such as {prefix: \"weather:\"}, got %s", yamlnode.Kind(n))
 		return nil
 	}
 	var out []pendingRule
@@ -373,19 +375,14 @@ func (fp *fileParser) rules(n ast.Node, path, route string, known []string) []pe
 // mapping returns the fields of a mapping node, reporting non-mappings,
 // duplicate keys and keys not in known; nil for a non-mapping.
 func (fp *fileParser) mapping(n ast.Node, path, what string, known []string) map[string]*ast.MappingValueNode {
-	var values []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		values = m.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{m}
-	default:
-		fp.atNode(n, path, "%s must be a mapping, got %s", what, kindOf(n))
+	values, ok := yamlnode.Entries(n)
+	if !ok {
+		fp.atNode(n, path, "%s must be a mapping, got %s", what, yamlnode.Kind(n))
 		return nil
 	}
 	fields := make(map[string]*ast.MappingValueNode, len(values))
 	for _, mv := range values {
-		key, ok := scalarString(mv.Key)
+		key, ok := yamlnode.String(mv.Key)
 		if !ok {
 			fp.atNode(mv.Key, path, "%s has a key that is not a string", what)
 			continue
@@ -416,10 +413,10 @@ func join(path, key string) string {
 
 // str returns a string scalar, reporting anything else.
 func (fp *fileParser) str(n ast.Node, path string) (string, bool) {
-	s, ok := scalarString(n)
+	s, ok := yamlnode.String(n)
 	if !ok {
 		field := path[strings.LastIndexByte(path, '.')+1:]
-		fp.atNode(n, path, "%s must be a string, got %s (quote it)", field, kindOf(n))
+		fp.atNode(n, path, "%s must be a string, got %s (quote it)", field, yamlnode.Kind(n))
 	}
 	return s, ok
 }
@@ -445,52 +442,15 @@ func (v plainData) Visit(n ast.Node) ast.Visitor {
 	return v
 }
 
-// scalarString returns the text of a plain, quoted or block string node.
-func scalarString(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value == nil {
-			return "", true
-		}
-		return v.Value.Value, true
-	}
-	return "", false
-}
-
-// kindOf names a node's YAML type for messages.
-func kindOf(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	}
-	return strings.ToLower(n.Type().String())
-}
-
 // locOf returns where n starts: a block mapping's first key, else its token.
 func locOf(n ast.Node) loc {
-	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 {
-		n = m.Values[0].Key
-	}
-	if mv, ok := n.(*ast.MappingValueNode); ok {
-		n = mv.Key
-	}
+	n = yamlnode.StartNode(n)
 	if n == nil {
 		return loc{line: 1, col: 1}
 	}
 	tk := n.GetToken()
-	l := tokenLoc(tk)
+	var l loc
+	l.line, l.col = yamlnode.TokenPos(tk)
 	if tk != nil {
 		switch tk.Type {
 		case token.DoubleQuoteType, token.SingleQuoteType:
@@ -503,18 +463,13 @@ func locOf(n ast.Node) loc {
 	return l
 }
 
-func tokenLoc(tk *token.Token) loc {
-	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
-		return loc{line: 1, col: 1}
-	}
-	return loc{line: tk.Position.Line, col: max(tk.Position.Column, 1)}
-}
-
 // yamlError records a go-yaml error with its position.
 func (fp *fileParser) yamlError(err error) {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		fp.at(tokenLoc(ye.GetToken()), "", "%s", ye.GetMessage())
+		var l loc
+		l.line, l.col = yamlnode.TokenPos(ye.GetToken())
+		fp.at(l, "", "%s", ye.GetMessage())
 		return
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")

@@ -139,7 +139,7 @@ func (f *decideFlags) decideErr(cmd *cobra.Command, db store.Store, run *store.R
 	ctx := cmd.Context()
 	all, lerr := db.Approvals(ctx, &store.ListApprovalsParams{RunID: run.ID})
 	if lerr != nil {
-		return &exitError{code: exitRunFailed, err: fmt.Errorf("decide step %s of run %s: %w", stepID, run.ID, err)}
+		return failed("decide step %s of run %s: %w", stepID, run.ID, err)
 	}
 	var waiting []string
 	var last *store.Approval
@@ -164,7 +164,7 @@ func (f *decideFlags) decideErr(cmd *cobra.Command, db store.Store, run *store.R
 		}
 		return usageErr("run %s has no pending approval for step %s; waiting for a decision: %s", run.ID, stepID, strings.Join(waiting, ", "))
 	}
-	return &exitError{code: exitRunFailed, err: fmt.Errorf("decide step %s of run %s: %w", stepID, run.ID, err)}
+	return failed("decide step %s of run %s: %w", stepID, run.ID, err)
 }
 
 func decideVerb(s store.ApprovalStatus) string {

@@ -70,6 +70,12 @@ func checkFormat(flag, v string) error {
 	return nil
 }
 
+// failed is a failure that exits 1: the command ran and the store or the
+// engine did not do what it was asked.
+func failed(format string, args ...any) error {
+	return &exitError{code: exitRunFailed, err: fmt.Errorf(format, args...)}
+}
+
 // runErr turns a store ErrNotFound about a run into a usage error, and any
 // other failure into exit 1.
 func runErr(dsn, runID string, err error) error {
@@ -145,7 +151,7 @@ func encodeJSON(s *streams, v any) error {
 	enc := json.NewEncoder(s.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return &exitError{code: exitRunFailed, err: fmt.Errorf("write result: %w", err)}
+		return failed("write result: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,12 +34,18 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
 }
 
-// open checks the format and opens the store; the caller closes it.
-func (f *storeFlags) open(cmd *cobra.Command) (store.Store, string, error) {
+// withStore checks the format, opens the store, calls fn with cmd's
+// context, the store and its DSN, and closes the store.
+func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, fn func(ctx context.Context, db store.Store, dsn string) error) error {
 	if err := checkFormat("--output", f.output); err != nil {
-		return nil, "", err
+		return err
 	}
-	return f.db.open(cmd.Context())
+	db, dsn, err := f.db.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, db)
+	return fn(cmd.Context(), db, dsn)
 }
 
 func newRunsCmd(s *streams) *cobra.Command {
@@ -95,31 +102,25 @@ func newRunsListCmd(s *streams) *cobra.Command {
 			if limit < 0 {
 				return usageErr("--limit must be positive, not %d", limit)
 			}
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			runs, err := db.ListRuns(cmd.Context(), &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
-			if err != nil {
-				return &exitError{code: exitRunFailed, err: fmt.Errorf("list runs in %s: %w", redactDSN(dsn), err)}
-			}
-			if f.output == "json" {
-				if runs == nil {
-					runs = []*store.Run{}
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				runs, err := db.ListRuns(ctx, &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
+				if err != nil {
+					return failed("list runs in %s: %w", redactDSN(dsn), err)
 				}
-				return encodeJSON(s, runs)
-			}
-			if len(runs) == 0 {
-				fmt.Fprintf(s.err, "rein: no runs in %s match\n", redactDSN(dsn))
-				return nil
-			}
-			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tCREATED\tUPDATED")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, stamp(r.CreatedAt), stamp(r.UpdatedAt))
-			}
-			return tw.Flush()
+				if f.output == "json" {
+					return encodeJSON(s, orEmpty(runs))
+				}
+				if len(runs) == 0 {
+					fmt.Fprintf(s.err, "rein: no runs in %s match\n", redactDSN(dsn))
+					return nil
+				}
+				tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tCREATED\tUPDATED")
+				for _, r := range runs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, stamp(r.CreatedAt), stamp(r.UpdatedAt))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	f.register(cmd)
@@ -127,6 +128,15 @@ func newRunsListCmd(s *streams) *cobra.Command {
 	cmd.Flags().StringVar(&flowName, "flow", "", "only runs of this flow (its name)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many runs")
 	return cmd
+}
+
+// orEmpty returns v, or an empty slice for nil, so that JSON shows [] and
+// not null.
+func orEmpty[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }
 
 func stamp(t time.Time) string {
@@ -150,33 +160,26 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 		Short: "Show a run: its row, every step (status, attempts, output, error) and its approvals",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			ctx, id := cmd.Context(), args[0]
-			v := runView{}
-			if v.Run, err = db.GetRun(ctx, id); err != nil {
-				return runErr(dsn, id, err)
-			}
-			if v.Steps, err = db.Steps(ctx, id); err != nil {
-				return &exitError{code: exitRunFailed, err: fmt.Errorf("steps of run %s: %w", id, err)}
-			}
-			if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
-				return &exitError{code: exitRunFailed, err: fmt.Errorf("approvals of run %s: %w", id, err)}
-			}
-			if f.output == "json" {
-				if v.Steps == nil {
-					v.Steps = []*store.Step{}
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				id := args[0]
+				var v runView
+				var err error
+				if v.Run, err = db.GetRun(ctx, id); err != nil {
+					return runErr(dsn, id, err)
 				}
-				if v.Approvals == nil {
-					v.Approvals = []*store.Approval{}
+				if v.Steps, err = db.Steps(ctx, id); err != nil {
+					return failed("steps of run %s: %w", id, err)
 				}
-				return encodeJSON(s, v)
-			}
-			writeRunView(s.out, &v, dsn)
-			return nil
+				if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
+					return failed("approvals of run %s: %w", id, err)
+				}
+				if f.output == "json" {
+					v.Steps, v.Approvals = orEmpty(v.Steps), orEmpty(v.Approvals)
+					return encodeJSON(s, v)
+				}
+				writeRunView(s.out, &v, dsn)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -278,35 +281,32 @@ func newRunsTraceCmd(s *streams) *cobra.Command {
 		Short: "Summarise a run's journal: slowest steps, tokens, retries, whose failure (--jsonl: dump its events)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			ctx, id := cmd.Context(), args[0]
-			if _, err := db.GetRun(ctx, id); err != nil {
-				return runErr(dsn, id, err)
-			}
-			events, err := db.Events(ctx, id, 0, 0)
-			if err != nil {
-				return &exitError{code: exitRunFailed, err: fmt.Errorf("journal of run %s: %w", id, err)}
-			}
-			if dump {
-				js := jsonl.New(s.out)
-				for _, e := range events {
-					js.Emit(ctx, e)
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				id := args[0]
+				if _, err := db.GetRun(ctx, id); err != nil {
+					return runErr(dsn, id, err)
 				}
-				return js.Close()
-			}
-			evs := make([]trace.Event, len(events))
-			for i, e := range events {
-				evs[i] = *e
-			}
-			sum := summary.Summarize(evs)
-			if f.output == "json" {
-				return sum.WriteJSON(s.out)
-			}
-			return sum.WriteText(s.out)
+				events, err := db.Events(ctx, id, 0, 0)
+				if err != nil {
+					return failed("journal of run %s: %w", id, err)
+				}
+				if dump {
+					js := jsonl.New(s.out)
+					for _, e := range events {
+						js.Emit(ctx, e)
+					}
+					return js.Close()
+				}
+				evs := make([]trace.Event, len(events))
+				for i, e := range events {
+					evs[i] = *e
+				}
+				sum := summary.Summarize(evs)
+				if f.output == "json" {
+					return sum.WriteJSON(s.out)
+				}
+				return sum.WriteText(s.out)
+			})
 		},
 	}
 	f.register(cmd)
@@ -327,12 +327,9 @@ idempotent, and otherwise waits for a person (rein runs approve|reject|settle).
 A finished run is left as it is. Exit codes as rein run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			return resumeRun(cmd, s, db, dsn, args[0], l, f.output)
+			return f.withStore(cmd, s, func(_ context.Context, db store.Store, dsn string) error {
+				return resumeRun(cmd, s, db, dsn, args[0], l, f.output)
+			})
 		},
 	}
 	f.register(cmd)
@@ -401,30 +398,27 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 		Short: "Cancel a run that is not being advanced elsewhere",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			ctx, id := cmd.Context(), args[0]
-			run, err := db.GetRun(ctx, id)
-			if err != nil {
-				return runErr(dsn, id, err)
-			}
-			if run.Finished() {
-				return usageErr("run %s already %s; there is nothing to cancel", id, run.Status)
-			}
-			if err := engine.New(engine.Config{Store: db}).Cancel(ctx, id, reason); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					return &exitError{code: exitRunFailed, err: fmt.Errorf("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))}
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				id := args[0]
+				run, err := db.GetRun(ctx, id)
+				if err != nil {
+					return runErr(dsn, id, err)
 				}
-				return &exitError{code: exitRunFailed, err: err}
-			}
-			if f.output == "json" {
-				return encodeJSON(s, map[string]string{"run_id": id, "status": string(trace.RunCancelled)})
-			}
-			fmt.Fprintf(s.out, "run %s cancelled\n", id)
-			return nil
+				if run.Finished() {
+					return usageErr("run %s already %s; there is nothing to cancel", id, run.Status)
+				}
+				if err := engine.New(engine.Config{Store: db}).Cancel(ctx, id, reason); err != nil {
+					if errors.Is(err, store.ErrConflict) {
+						return failed("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))
+					}
+					return &exitError{code: exitRunFailed, err: err}
+				}
+				if f.output == "json" {
+					return encodeJSON(s, map[string]string{"run_id": id, "status": string(trace.RunCancelled)})
+				}
+				fmt.Fprintf(s.out, "run %s cancelled\n", id)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -454,20 +448,17 @@ no other run refers to. A run whose flow sets a longer retention: is kept.`,
 			if err != nil {
 				return err
 			}
-			db, dsn, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, db)
-			res, err := db.Prune(cmd.Context(), &store.PruneParams{Before: time.Now().Add(-d), Status: st})
-			if err != nil {
-				return &exitError{code: exitRunFailed, err: fmt.Errorf("prune %s: %w", redactDSN(dsn), err)}
-			}
-			if f.output == "json" {
-				return encodeJSON(s, res)
-			}
-			fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
-			return nil
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				res, err := db.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-d), Status: st})
+				if err != nil {
+					return failed("prune %s: %w", redactDSN(dsn), err)
+				}
+				if f.output == "json" {
+					return encodeJSON(s, res)
+				}
+				fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
+				return nil
+			})
 		},
 	}
 	f.register(cmd)

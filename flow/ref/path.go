@@ -145,6 +145,15 @@ func (p Path) String() string {
 	return b.String()
 }
 
+// Suffix formats p as it follows a root's name in a message: .a.b[0].c
+// (String with a leading dot before a first key); empty for an empty path.
+func (p Path) Suffix() string {
+	if len(p) == 0 || p[0].IsIndex {
+		return p.String()
+	}
+	return "." + p.String()
+}
+
 // writeTo writes the first n segments of p.
 func (p Path) writeTo(b *strings.Builder, n int) {
 	for i, s := range p[:n] {

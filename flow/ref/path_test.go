@@ -69,6 +69,21 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestSuffix(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"a": ".a", "a.b[0].c": ".a.b[0].c", "a[1][2]": ".a[1][2]"} {
+		if got := MustParse(in).Suffix(); got != want {
+			t.Errorf("%s: Suffix() = %q, want %q", in, got, want)
+		}
+	}
+	if got := (Path{{Index: 3, IsIndex: true}}).Suffix(); got != "[3]" {
+		t.Errorf("[3]: Suffix() = %q", got)
+	}
+	if got := Path(nil).Suffix(); got != "" {
+		t.Errorf("empty path: Suffix() = %q", got)
+	}
+}
+
 func TestIsKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/internal/httperr"
+	"github.com/reinhq/rein/model/internal/schemacache"
 )
 
 // DefaultBaseURL is the Anthropic API root.
@@ -61,9 +61,8 @@ type Config struct {
 type Model struct {
 	cfg     Config
 	svc     sdk.MessageService
-	host    string
-	schemas sync.Map // string(schema) → *preparedSchema
-	cached  atomic.Int32
+	api     httperr.API
+	schemas schemacache.Cache[preparedSchema]
 }
 
 var _ model.Model = (*Model)(nil)
@@ -113,7 +112,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	return &Model{cfg: cfg, svc: sdk.NewClient(opts...).Messages, host: u.Host}, nil
+	return &Model{cfg: cfg, svc: sdk.NewClient(opts...).Messages, api: httperr.API{
+		Name: "anthropic", Host: u.Host, BaseURL: cfg.BaseURL, Key: cfg.APIKey, KeyEnv: cfg.APIKeyEnv, RequestIDHeader: "Request-Id",
+	}}, nil
 }
 
 // Generate sends req as one Messages call. Errors are classed: 408, 429,
@@ -144,7 +145,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	// few fields the adapter maps rather than the SDK's full Message, which
 	// costs as much as everything else in a call.
 	if _, err := m.svc.New(ctx, params, option.WithResponseInto(&httpResp), option.WithResponseBodyInto(&msg)); err != nil {
-		return nil, m.fail(ctx, name, httpResp, err)
+		return nil, m.api.Fail(ctx, name, httpResp, err)
 	}
 	return m.response(name, &msg, ps)
 }
@@ -199,7 +200,7 @@ func (m *Model) response(name string, msg *message, ps *preparedSchema) (*model.
 		if why == "" {
 			why = "no explanation given"
 		}
-		return resp, fault.Errorf(fault.Business, "anthropic: %s refused to answer (stop_reason: refusal): %s", name, m.redact(why))
+		return resp, fault.Errorf(fault.Business, "anthropic: %s refused to answer (stop_reason: refusal): %s", name, m.api.Redact(why))
 	case sdk.StopReasonMaxTokens:
 		return resp, fault.Errorf(fault.Format, "anthropic: %s: the reply was cut off at the token limit after %d output tokens (stop_reason: max_tokens, max_tokens %d); raise max_tokens or ask for less", name, resp.Usage.Out, m.cfg.MaxTokens)
 	case sdk.StopReasonModelContextWindowExceeded:

@@ -59,24 +59,10 @@ type preparedSchema struct {
 	wrapped bool
 }
 
-// maxCachedSchemas bounds the cache of prepared schemas. Flows hold few
-// distinct schemas; past the bound schemas are prepared on every call.
-const maxCachedSchemas = 512
-
 // prepared returns raw as an input schema, from the cache when it was
 // seen before; nil when raw is not a schema object (true, {}).
 func (m *Model) prepared(raw json.RawMessage) (*preparedSchema, error) {
-	if v, ok := m.schemas.Load(string(raw)); ok {
-		return v.(*preparedSchema), nil
-	}
-	ps, err := prepareSchema(raw)
-	if err != nil || ps == nil {
-		return nil, err
-	}
-	if m.cached.Add(1) <= maxCachedSchemas {
-		m.schemas.Store(string(raw), ps)
-	}
-	return ps, nil
+	return m.schemas.Get(raw, prepareSchema)
 }
 
 func prepareSchema(raw json.RawMessage) (*preparedSchema, error) {

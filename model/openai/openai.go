@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/internal/httperr"
+	"github.com/reinhq/rein/model/internal/schemacache"
 )
 
 // DefaultBaseURL is the OpenAI API root.
@@ -74,10 +74,9 @@ type Config struct {
 type Model struct {
 	cfg      Config
 	svc      sdk.ChatCompletionService
-	host     string
+	api      httperr.API
 	official bool
-	schemas  sync.Map // string(schema) → *preparedSchema
-	cached   atomic.Int32
+	schemas  schemacache.Cache[preparedSchema]
 }
 
 var _ model.Model = (*Model)(nil)
@@ -125,7 +124,9 @@ func New(cfg Config) (*Model, error) {
 	// NewChatCompletionService, unlike sdk.NewClient, reads nothing from
 	// the environment (OPENAI_BASE_URL, OPENAI_ORG_ID, …): the config says
 	// everything.
-	return &Model{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), host: u.Host, official: official}, nil
+	return &Model{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), api: httperr.API{
+		Name: "openai", Host: u.Host, BaseURL: cfg.BaseURL, Key: cfg.APIKey, KeyEnv: cfg.APIKeyEnv, RequestIDHeader: "X-Request-Id",
+	}, official: official}, nil
 }
 
 // Generate sends req as one chat completion. Errors are classed: 408, 429,
@@ -156,7 +157,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	// few fields the adapter maps rather than the SDK's full
 	// ChatCompletion, which costs more than everything else in a call.
 	if _, err := m.svc.New(ctx, params, option.WithResponseInto(&httpResp), option.WithResponseBodyInto(&c)); err != nil {
-		return nil, m.fail(ctx, name, httpResp, err)
+		return nil, m.api.Fail(ctx, name, httpResp, err)
 	}
 	return m.response(name, &c, sh)
 }
@@ -188,7 +189,7 @@ func (m *Model) response(name string, c *completion, sh shape) (*model.Response,
 	}
 	ch := c.Choices[0]
 	if r := strings.TrimSpace(ch.Message.Refusal); r != "" {
-		return resp, fault.Errorf(fault.Business, "openai: %s refused to answer: %s", name, m.redact(r))
+		return resp, fault.Errorf(fault.Business, "openai: %s refused to answer: %s", name, m.api.Redact(r))
 	}
 	resp.Text = ch.Message.Content
 	switch ch.FinishReason {

@@ -75,29 +75,20 @@ type preparedSchema struct {
 	shape shape
 }
 
-// maxCachedSchemas bounds the cache of prepared schemas. Flows hold few
-// distinct schemas; past the bound schemas are prepared on every call.
-const maxCachedSchemas = 512
-
 // prepared returns raw prepared for the configured mode, from the cache
 // when it was seen before; nil when there is nothing to send.
 func (m *Model) prepared(raw json.RawMessage) (*preparedSchema, error) {
-	if v, ok := m.schemas.Load(string(raw)); ok {
-		return v.(*preparedSchema), nil
-	}
-	send, sh, ok, err := prepareSchema(raw, m.cfg.Structured == JSONSchema)
-	if err != nil || !ok {
-		return nil, err
-	}
-	b, err := json.Marshal(send)
-	if err != nil {
-		return nil, err
-	}
-	ps := &preparedSchema{send: b, shape: sh}
-	if m.cached.Add(1) <= maxCachedSchemas {
-		m.schemas.Store(string(raw), ps)
-	}
-	return ps, nil
+	return m.schemas.Get(raw, func(raw json.RawMessage) (*preparedSchema, error) {
+		send, sh, ok, err := prepareSchema(raw, m.cfg.Structured == JSONSchema)
+		if err != nil || !ok {
+			return nil, err
+		}
+		b, err := json.Marshal(send)
+		if err != nil {
+			return nil, err
+		}
+		return &preparedSchema{send: b, shape: sh}, nil
+	})
 }
 
 // formatName is a json_schema name from the step id: [a-zA-Z0-9_-]{1,64},

@@ -12,9 +12,9 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 )
 
@@ -34,7 +34,7 @@ type scriptParser struct {
 }
 
 func (p *scriptParser) addf(n ast.Node, format string, args ...any) {
-	line, col := position(n)
+	line, col := yamlnode.Start(n)
 	p.problems = append(p.problems, Problem{Line: line, Column: col, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -135,25 +135,20 @@ func (p *scriptParser) top(body ast.Node) []Reply {
 // duplicate keys and keys not in known. It returns nil for a non-mapping.
 func (p *scriptParser) mapping(n ast.Node, what string, known []string) map[string]*ast.MappingValueNode {
 	n = p.resolve(n)
-	var values []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		values = m.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{m}
-	default:
+	values, ok := yamlnode.Entries(n)
+	if !ok {
 		p.addf(n, "%s must be a mapping, got %s", what, kind(n))
 		return nil
 	}
 	fields := make(map[string]*ast.MappingValueNode, len(values))
 	for _, mv := range values {
-		key, ok := scalarString(p.resolve(mv.Key))
+		key, ok := yamlnode.String(p.resolve(mv.Key))
 		if !ok {
 			p.addf(mv.Key, "%s has a key that is not a string", what)
 			continue
 		}
 		if first, dup := fields[key]; dup {
-			line, _ := position(first.Key)
+			line, _ := yamlnode.Start(first.Key)
 			p.addf(mv.Key, "duplicate field %q in %s (first at line %d)", key, what, line)
 			continue
 		}
@@ -297,7 +292,7 @@ func (p *scriptParser) plan(f *ast.MappingValueNode, what string) any {
 
 // str returns a string field, reporting anything that is not a string.
 func (p *scriptParser) str(f *ast.MappingValueNode, what string) string {
-	s, ok := scalarString(p.resolve(f.Value))
+	s, ok := yamlnode.String(p.resolve(f.Value))
 	if !ok {
 		p.addf(f.Value, "%s: %s must be a string, got %s", what, keyName(f), kind(f.Value))
 	}
@@ -345,7 +340,7 @@ func (p *scriptParser) tokens(f *ast.MappingValueNode, what string) *model.Usage
 }
 
 func (p *scriptParser) delay(f *ast.MappingValueNode, what string) time.Duration {
-	s, ok := scalarString(p.resolve(f.Value))
+	s, ok := yamlnode.String(p.resolve(f.Value))
 	d, err := time.ParseDuration(s)
 	if !ok || err != nil || d < 0 {
 		p.addf(f.Value, "%s: delay must be a non-negative duration such as 50ms or 2s, got %s", what, describe(f.Value))
@@ -354,22 +349,8 @@ func (p *scriptParser) delay(f *ast.MappingValueNode, what string) time.Duration
 	return d
 }
 
-// scalarString returns the text of a plain, quoted or block string node.
-func scalarString(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value == nil {
-			return "", true
-		}
-		return v.Value.Value, true
-	}
-	return "", false
-}
-
 func keyName(f *ast.MappingValueNode) string {
-	s, _ := scalarString(f.Key)
+	s, _ := yamlnode.String(f.Key)
 	return s
 }
 
@@ -400,32 +381,11 @@ func describe(n ast.Node) string {
 	return fmt.Sprintf("%q", n.GetToken().Value)
 }
 
-// position returns where n starts: a block mapping's first key, else its token.
-func position(n ast.Node) (line, col int) {
-	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 {
-		n = m.Values[0].Key
-	}
-	if mv, ok := n.(*ast.MappingValueNode); ok {
-		n = mv.Key
-	}
-	if n == nil {
-		return 1, 1
-	}
-	return tokenPos(n.GetToken())
-}
-
-func tokenPos(tk *token.Token) (line, col int) {
-	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
-		return 1, 1
-	}
-	return tk.Position.Line, max(tk.Position.Column, 1)
-}
-
 // yamlProblem turns a go-yaml error into a positioned problem.
 func yamlProblem(err error) Problem {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		line, col := tokenPos(ye.GetToken())
+		line, col := yamlnode.TokenPos(ye.GetToken())
 		return Problem{Line: line, Column: col, Message: ye.GetMessage()}
 	}
 	return Problem{Line: 1, Column: 1, Message: err.Error()}

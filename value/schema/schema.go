@@ -1,7 +1,9 @@
 // Package schema compiles JSON Schemas (draft 2020-12 unless a schema says
 // otherwise) and validates JSON values against them, reporting every
-// violation with the RFC 6901 JSON pointer of the offending part. Flows,
-// tools, the model decision primitive and the planner share it.
+// violation with the RFC 6901 JSON pointer of the offending part. At walks a
+// schema document without validating, to ask whether it declares a path
+// and what type it gives the value there. Flows, tools, the model decision
+// primitive and the planner share it.
 package schema
 
 import (
