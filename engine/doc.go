@@ -1,12 +1,25 @@
 // Package engine runs compiled flows (package flow). It owns the control
 // flow: dependency order with parallel branches, when and skip propagation,
 // per-attempt timeouts, retries by error class with backoff and jitter, the
-// one corrective retry for malformed model output, on_error policies,
-// budgets, for_each fan-out, repeat loops and output gates. The model only
-// fills in what an llm step writes.
+// one corrective request for malformed model output (through model.Decide),
+// on_error policies, budgets, for_each fan-out, repeat loops and output
+// gates. The model fills in only what an llm step writes, which route a
+// route step takes when no rule decides (package route), and what plan a
+// plan step proposes; the plan is validated and executed by package plan,
+// never by the model. Approval steps and approval: required tool steps wait
+// for a person.
 //
 // The engine depends on ports only — model.Model, tool.Tool, safety.Gate,
-// store.Store, trace.Sink — never on their adapters. Every event of a run
-// passes through the trace sink and the store, in order, before the engine
-// acts on the next one.
+// store.Store, trace.Sink — never on their adapters. Every event goes to the
+// trace sink as it is recorded. With a durable Config.Store the run is
+// journaled: the scheduler gathers its events and step rows into one
+// store.Transition per barrier — before a step's work starts (so no effect
+// precedes its record), before each retry, and before the scheduler waits
+// for the next outcome — and commits it with the run's version, so a crash
+// loses nothing that was acted on. Resume continues a run from its journal
+// (idempotent steps found in flight run again with the same idempotency key;
+// others are parked as unknown for a person), Enqueue records a pending run
+// for a worker, Cancel settles one, and a lease with heartbeats keeps two
+// processes from advancing the same run. Without a store (store.Ephemeral)
+// runs live in memory only.
 package engine

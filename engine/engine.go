@@ -33,8 +33,10 @@ type Config struct {
 	Sink trace.Sink
 	// Gate decides on every tool invocation. Defaults to safety.AllowAll.
 	Gate safety.Gate
-	// Store receives every event before the engine acts on the next.
-	// Defaults to store.Ephemeral.
+	// Store journals durable runs: each transition is committed before the
+	// engine acts on it (see the package documentation). Defaults to
+	// store.Ephemeral, which keeps nothing: such runs cannot be resumed,
+	// and flows with approvals refuse to start.
 	Store store.Store
 	// Clock defaults to SystemClock.
 	Clock Clock

@@ -7,6 +7,9 @@
 // file can execute code: expressions run in a sandbox with a short whitelist
 // of deterministic functions, templates only read values.
 //
-// The format is documented in docs/flow-format.md; schema/flow.v1.json is its
-// JSON Schema for editors.
+// LoadConfig and ParseConfig read a rein.yaml (exec tools and models:) the
+// same way.
+//
+// The format is documented in docs/flow-format.md; schema/flow.v1.json and
+// schema/rein.v1.json are its JSON Schemas for editors.
 package flow

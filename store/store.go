@@ -5,6 +5,13 @@
 // crash loses nothing that was committed. The engine never acts on a
 // transition that was not committed.
 //
+// Besides the journal, the port holds content-addressed blobs (payloads
+// above DefaultBlobThreshold), approvals (a person's decision about a step,
+// or about a step whose effect is unknown after a crash), leases (one writer
+// per run until expiry; ClaimRuns hands ready runs to workers) and
+// retention (Prune). Commit checks the run's version, so a writer that fell
+// behind gets ErrConflict instead of overwriting a newer state.
+//
 // Backends: store/sqlite (embedded default, modernc.org/sqlite) and
 // store/postgres (pgx). Ephemeral keeps nothing. store/storetest is the
 // conformance suite every backend passes.
