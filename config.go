@@ -93,7 +93,9 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		tb.Models.SetFallback(s)
 		return tb, nil
 	}
-	registerConfigModels(tb.Models, tb.Config, tb.getenv)
+	if err := registerConfigModels(tb.Models, tb.Config, tb.getenv); err != nil {
+		return nil, err
+	}
 	return tb, nil
 }
 
@@ -134,19 +136,43 @@ func (tb *Toolbox) Model(name string) (model.Model, error) {
 	return nil, fmt.Errorf("model %q is not configured (%s): name a configured model, give provider/model (e.g. openai/gpt-4o-mini), or answer it offline with a scripted model (--script FILE)", name, where)
 }
 
+// DefaultModel is the rein.yaml models: name that also answers steps
+// which name no model.
+const DefaultModel = "default"
+
 // registerConfigModels registers in reg a model for each rein.yaml models:
 // entry of cfg (which may be nil) whose name reg does not hold yet (the
-// program's models win), each opened on its first call.
-func registerConfigModels(reg *model.Registry, cfg *flow.Config, getenv func(string) string) {
+// program's models win), each opened on its first call. The entry named
+// default also answers steps without model:. An unknown provider is an
+// error located at its entry, found now rather than at the first call.
+func registerConfigModels(reg *model.Registry, cfg *flow.Config, getenv func(string) string) error {
 	if cfg == nil {
-		return
+		return nil
 	}
 	own := reg.Names()
-	for name, d := range cfg.Models {
-		if !slices.Contains(own, name) {
-			reg.Register(name, &lazyModel{open: func() (model.Model, error) { return openConfigModel(name, d, getenv) }})
+	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
+		d := cfg.Models[name]
+		if _, ok := provider.Lookup(d.Provider); !ok {
+			return fmt.Errorf("%s:%d:%d: model %s: unknown provider %q (known: %s)", d.File, d.Pos.Line, d.Pos.Col, name, d.Provider, providerNames())
+		}
+		if slices.Contains(own, name) {
+			continue
+		}
+		m := &lazyModel{open: func() (model.Model, error) { return openConfigModel(name, d, getenv) }}
+		reg.Register(name, m)
+		if name == DefaultModel && !slices.Contains(own, "") {
+			reg.Register("", m)
 		}
 	}
+	return nil
+}
+
+func providerNames() string {
+	var names []string
+	for _, p := range provider.Presets() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // openConfigModel opens the rein.yaml models: entry d named name; its

@@ -55,7 +55,9 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 	case explicitScript:
 		// the script answers every name.
 	default:
-		registerConfigModels(p.Models, cfg, getenv)
+		if err := registerConfigModels(p.Models, cfg, getenv); err != nil {
+			return err
+		}
 	}
 	p.getenv, p.model = getenv, opts.Model
 	p.refs = opts.Replay == "" && opts.Model == "" && !explicitScript

@@ -186,3 +186,33 @@ func TestModelFlagAnswersEveryName(t *testing.T) {
 		t.Fatalf("bad --model: %v", err)
 	}
 }
+
+func TestDefaultModelAnswersStepsWithoutModel(t *testing.T) {
+	t.Parallel()
+	srv, calls := chatServer(t, `{"score": 70}`)
+	dir := writeProject(t, srv.URL)
+	flow := "name: d\nsteps:\n  - {id: score, prompt_template: \"Score {input.name}\", output_schema: {type: object, required: [score]}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+	if err != nil || res.Status != trace.RunSucceeded || calls.Load() != 1 {
+		t.Fatalf("%v %s %+v, %d calls", err, res.Status, res.Error, calls.Load())
+	}
+}
+
+func TestUnknownProviderIsALoadError(t *testing.T) {
+	t.Parallel()
+	dir := writeProject(t, "http://127.0.0.1:1")
+	if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("models:\n  default: {provider: opena1, model: gpt-4o-mini}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rein.Load(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "rein.yaml:2:3: model default: unknown provider \"opena1\"") {
+		t.Fatalf("err %v", err)
+	}
+}

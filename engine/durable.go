@@ -204,23 +204,28 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) {
 	r.setStatus(i, st.status)
 	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
 		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
+	var asked string
 	if j != nil {
 		if s.Type == flow.Tool {
 			a.Args, _ = value.AppendCanonical(nil, j.in.args)
 		}
 		if s.Message != nil {
-			a.Message, _ = s.Message.RenderString(r.env)
+			asked, _ = s.Message.RenderString(r.env)
 		}
 	}
-	if a.Message == "" {
-		switch {
-		case kind == store.KindUnknown:
-			a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
-		case s.Type == flow.Tool:
-			a.Message = fmt.Sprintf("step %s wants to call tool %s", s.ID, s.Tool)
-		default:
-			a.Message = fmt.Sprintf("step %s asks for approval", s.ID)
+	a.Message = asked
+	switch {
+	case kind == store.KindUnknown:
+		// the step's own message says what it does; this says what is unknown.
+		a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		if asked != "" {
+			a.Message += " (the step: " + asked + ")"
 		}
+	case a.Message != "":
+	case s.Type == flow.Tool:
+		a.Message = fmt.Sprintf("step %s wants to call tool %s", s.ID, s.Tool)
+	default:
+		a.Message = fmt.Sprintf("step %s asks for approval", s.ID)
 	}
 	r.d.parked = append(r.d.parked, a)
 	r.recordMu.Lock()

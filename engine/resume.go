@@ -153,7 +153,9 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 		i := s.Index
 		st := &r.steps[i]
 		st.attempts, st.started, st.settled = row.Attempt, row.StartedAt, row.SettledAt
-		st.duration = st.settled.Sub(st.started)
+		if !st.settled.IsZero() && !st.started.IsZero() {
+			st.duration = st.settled.Sub(st.started)
+		}
 		if len(row.Error) > 0 {
 			st.err = &RunError{}
 			_ = json.Unmarshal(row.Error, st.err)
@@ -253,7 +255,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
 	for _, row := range rows {
 		sr := StepResult{Status: row.Status, Attempts: row.Attempt}
-		if !row.SettledAt.IsZero() {
+		if !row.SettledAt.IsZero() && !row.StartedAt.IsZero() {
 			sr.Duration = row.SettledAt.Sub(row.StartedAt)
 		}
 		if len(row.Error) > 0 {

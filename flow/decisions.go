@@ -168,7 +168,11 @@ func (d *decoder) checkRoute(s *Step, src *stepSrc, label string) {
 		rs.Text = template.MustParse("{input.text}")
 	}
 	if rs.Fallback != "" && s.Model != "" {
-		d.diags.add(posOf(src.fields["fallback_route"].value), label, "fallback_route is for route steps without a model: with model: the semantic router always chooses")
+		at, what := pos, "the routes file's fallback:"
+		if f, ok := src.fields["fallback_route"]; ok {
+			at, what = posOf(f.value), "fallback_route"
+		}
+		d.diags.add(at, label, "%s is for route steps without a model: with model: the semantic router always chooses (drop one of them)", what)
 	}
 	if _, err := route.New(route.Config{Routes: rs.Routes, Rules: rs.Rules, Fallback: rs.Fallback}); err != nil {
 		var re *route.Error

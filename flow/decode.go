@@ -418,14 +418,14 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	switch s.Type {
 	case LLM, Tool, Approval, Route, Plan:
 	case "":
-		d.diags.add(pos, label, "the step needs a type: (llm or tool), or a tool: or prompt_template: to infer it from")
+		d.diags.add(pos, label, "the step needs a type: (llm, tool, approval, route or plan), or a tool: or prompt_template: to infer it from")
 	case Submit, Source, Agent, SubFlow:
 		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
 			Source: "source steps arrive with the agent bridge",
 			Agent:  "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
 		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
 	default:
-		d.diags.add(pos, label, "unknown type %q: use llm or tool%s", s.Type,
+		d.diags.add(pos, label, "unknown type %q: use llm, tool, approval, route or plan%s", s.Type,
 			didYouMean(string(s.Type), []string{"llm", "tool", "submit", "source", "route", "plan", "approval", "agent", "flow"}))
 	}
 	switch s.Type {

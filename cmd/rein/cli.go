@@ -74,8 +74,11 @@ func newRoot(s *streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rein",
 		Short: "rein runs LLM workflows on a deterministic rein",
-		Long: `rein runs workflows written as data: the model decides only what an llm step
-writes; step order, retries, timeouts, budgets and error policies are code.
+		Long: `rein runs workflows written as data. The model decides only what needs
+language: what an llm step writes, which route a request takes, what plan a
+plan step proposes (validated before anything runs). Step order, retries,
+timeouts, budgets, approvals and persistence are code: every run is journaled
+(--db, default ./.rein/rein.db) and can be resumed after a crash.
 
 Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
 (nothing ran), 3 run waiting for a person or an agent, 130 interrupted.`,

@@ -24,6 +24,11 @@ func (l *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script answering every model (default: script.yaml in the flow's folder)")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	cmd.Flags().StringVar(&l.model, "model", "", "answer every model name with this model: a rein.yaml models: name or provider/model (e.g. openai/gpt-4o-mini)")
+}
+
+// registerCassettes adds --record and --replay, for the commands that call
+// models.
+func (l *loadFlags) registerCassettes(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.record, "record", "", "write every model exchange to this cassette file")
 	cmd.Flags().StringVar(&l.replay, "replay", "", "answer every model call from this cassette file; a request it does not hold fails")
 }

@@ -15,8 +15,8 @@ import (
 
 // routeFlags are the flags of rein route.
 type routeFlags struct {
-	routes, model, script, config, output string
-	metadata                              map[string]string
+	routes, model, script, config, output, step string
+	metadata                                    map[string]string
 }
 
 func newRouteCmd(s *streams) *cobra.Command {
@@ -48,6 +48,7 @@ model configuration or usage.`,
 	cmd.Flags().StringVar(&f.routes, "routes", "routes.yaml", "routes file")
 	cmd.Flags().StringVar(&f.model, "model", "", "model of the semantic router: a rein.yaml models: name or provider/model (default: the routes file's model:)")
 	cmd.Flags().StringVar(&f.script, "script", "", "scripted-model script answering the semantic router offline")
+	cmd.Flags().StringVar(&f.step, "step", "route", "the step id the semantic router's model request carries (what a script's step: matches, e.g. a flow's route step)")
 	cmd.Flags().StringVar(&f.config, "config", "", "rein.yaml configuring models (default: rein.yaml beside the routes file, else in the current directory)")
 	cmd.Flags().StringToStringVar(&f.metadata, "metadata", nil, "request metadata for rule expressions, as key=value (repeatable)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "result format: text or json")
@@ -62,14 +63,6 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 	if err != nil {
 		return routesFileError(s, err)
 	}
-	sem, err := f.semantic(s, file)
-	if err != nil {
-		return err
-	}
-	router, err := file.Router(sem)
-	if err != nil {
-		return routesFileError(s, err)
-	}
 	req := route.Request{Text: text}
 	if len(f.metadata) > 0 {
 		req.Metadata = make(map[string]any, len(f.metadata))
@@ -77,7 +70,28 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 			req.Metadata[k] = v
 		}
 	}
-	res, err := router.Route(cmd.Context(), req)
+	// Rules first, and a rule's decision needs no model: the semantic
+	// router is only set up (and its model only required) when no rule
+	// matches.
+	rules, err := file.Router(nil)
+	if err != nil {
+		return routesFileError(s, err)
+	}
+	res, matched, err := rules.Match(req)
+	if err == nil && matched {
+		return f.print(s, res)
+	}
+	if err == nil {
+		var sem route.Semantic
+		if sem, err = f.semantic(s, file); err != nil {
+			return err
+		}
+		var router *route.Router
+		if router, err = file.Router(sem); err != nil {
+			return routesFileError(s, err)
+		}
+		res, err = router.Route(cmd.Context(), req)
+	}
 	if err != nil {
 		if errors.Is(err, route.ErrNoMatch) {
 			err = fmt.Errorf("no rule of %s matched %q and there is no semantic router: set model: in the file, pass --model NAME or --script FILE, or name a fallback: route", f.routes, text)
@@ -93,6 +107,10 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 		}
 		return &exitError{code: code, err: err}
 	}
+	return f.print(s, res)
+}
+
+func (f *routeFlags) print(s *streams, res route.Result) error {
 	if f.output == "json" {
 		return encodeJSON(s, res)
 	}
@@ -127,7 +145,7 @@ func (f *routeFlags) semantic(s *streams, file *route.File) (route.Semantic, err
 		return nil, loadError(s, err)
 	}
 	var m model.Model
-	opts := &route.ModelOptions{}
+	opts := &route.ModelOptions{StepID: f.step}
 	if tb.Script != nil {
 		// The script answers every name; a reply may filter on it (model:).
 		m, opts.Model = tb.Script, name

@@ -47,6 +47,7 @@ flow or input (nothing ran), 3 waiting for a person, 130 interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, s, args[0]) },
 	}
 	f.register(cmd)
+	f.registerCassettes(cmd)
 	f.db.register(cmd)
 	cmd.Flags().StringVar(&f.input, "input", "", "run input: a JSON file, or - for stdin (default: input.json in the flow's folder)")
 	cmd.Flags().StringVar(&f.inputJSON, "input-json", "", "run input as inline JSON")

@@ -51,7 +51,7 @@ func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, fn func(ctx conte
 func newRunsCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, trace, resume, cancel, approve and prune durable runs",
+		Short: "List, show, trace, resume, cancel, approve, reject, settle and prune durable runs",
 		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
 ` + rein.DefaultDB + `). Every subcommand takes --db and --output text|json.`,
 		Args: cobra.ArbitraryArgs,

@@ -58,7 +58,7 @@ func newValidateCmd(s *streams) *cobra.Command {
 						fmt.Fprintln(s.err, r.Error)
 					}
 					if r.OK {
-						fmt.Fprintf(s.out, "%s: ok (%s, %d steps)\n", path, p.Flow.Name, len(p.Flow.Steps))
+						fmt.Fprintf(s.out, "%s: ok (%s, %d %s)\n", path, p.Flow.Name, len(p.Flow.Steps), pluralize(len(p.Flow.Steps), "step", "steps"))
 					}
 				}
 			}
