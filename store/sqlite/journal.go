@@ -55,7 +55,10 @@ func (s *Store) encodeStep(st *store.Step) encodedStep {
 // (store.ErrConflict otherwise; store.ErrNotFound for an unknown run). It
 // returns once the transaction holding it committed; concurrent Commits of
 // different runs share one transaction. Nothing of a failed Commit is
-// applied and t.Version is left as it was.
+// applied and t.Version is left as it was. A Commit that settles the run
+// (status succeeded, failed or cancelled) also drops the run's lease: a
+// finished run has no writer to protect, and the owner's ReleaseLease that
+// follows is then answered without a transaction.
 func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if t == nil || t.RunID == "" {
 		return errors.New("sqlite: commit: empty run ID")
@@ -64,7 +67,12 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if err != nil {
 		return err
 	}
-	if err := s.w.do(ctx, fn); err != nil {
+	var after func()
+	if t.Run != nil && (&store.Run{Status: t.Run.Status}).Finished() {
+		runID := t.RunID
+		after = func() { s.noteDropped(runID) }
+	}
+	if err := s.w.doThen(ctx, fn, after); err != nil {
 		return fmt.Errorf("sqlite: commit run %s: %w", t.RunID, err)
 	}
 	t.Version++
@@ -103,12 +111,23 @@ func (s *Store) commitOp(t *store.Transition) (func(*wtx) error, error) {
 		approvals[i] = &c
 	}
 	var status, errJSON, usage, settled any
+	final := false
 	if u := t.Run; u != nil {
 		status, errJSON, usage, settled = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
+		final = (&store.Run{Status: u.Status}).Finished()
 	}
 	runID, version := t.RunID, t.Version
+	// Most transitions only append: they bump the run's version without
+	// assigning status, which would rewrite its runs_status_created entry.
+	bump := t.Run == nil
 	return func(x *wtx) error {
-		res, err := x.stmt(stUpdateRunCommit).ExecContext(x.ctx, maxSeq, now.UnixNano(), status, errJSON, usage, settled, runID, version)
+		var res sql.Result
+		var err error
+		if bump {
+			res, err = x.stmt(stBumpRun).ExecContext(x.ctx, maxSeq, now.UnixNano(), runID, version)
+		} else {
+			res, err = x.stmt(stUpdateRunCommit).ExecContext(x.ctx, maxSeq, now.UnixNano(), status, errJSON, usage, settled, runID, version, final)
+		}
 		if err != nil {
 			return err
 		}

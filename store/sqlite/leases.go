@@ -20,7 +20,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
 	}
 	var out *store.Run
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.doThen(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
 		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
@@ -34,7 +34,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		}
 		out = r
 		return nil
-	})
+	}, func() { s.forgetDropped(p.RunID) })
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s for %s: %w", p.RunID, p.Owner, err)
 	}
@@ -60,8 +60,7 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	err := s.w.do(ctx, func(x *wtx) error {
 		now := time.Now()
-		res, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
-			now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
+		res, err := x.stmt(stRenewLease).ExecContext(x.ctx, now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -79,10 +78,15 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 }
 
 // ReleaseLease drops the lease owner holds; releasing a lease one does not
-// hold (lost, released, or of an unknown run) does nothing.
+// hold (lost, released, or of an unknown run) does nothing. A final Commit
+// (the run succeeded, failed or was cancelled) already dropped the lease, and
+// releasing it after one through the same Store costs no transaction.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	if s.takeDropped(runID) {
+		return nil
+	}
 	err := s.w.do(ctx, func(x *wtx) error {
-		_, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`, runID, owner)
+		_, err := x.stmt(stReleaseLease).ExecContext(x.ctx, runID, owner)
 		return err
 	})
 	if err != nil {
@@ -101,7 +105,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	}
 	limit := max(p.Limit, 1)
 	var out []*store.Run
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.doThen(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
 		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
@@ -120,6 +124,10 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 			out = append(out, r)
 		}
 		return rows.Err()
+	}, func() {
+		for _, r := range out {
+			s.forgetDropped(r.ID)
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim runs for %s: %w", p.Owner, err)

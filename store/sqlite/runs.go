@@ -52,10 +52,10 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		run     *store.Run
 		created bool
 	)
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.doThen(ctx, func(x *wtx) error {
 		run, created = nil, false
 		if p.IdempotencyKey != "" {
-			r, err := scanRun(x.tx.QueryRowContext(x.ctx, `SELECT `+runCols+` FROM runs WHERE idempotency_key = ?`, p.IdempotencyKey))
+			r, err := scanRun(x.stmt(stRunByKey).QueryRowContext(x.ctx, p.IdempotencyKey))
 			if err == nil {
 				run = r
 				return nil
@@ -69,16 +69,17 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		if p.Owner != "" {
 			owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
 		}
-		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
-			status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14) RETURNING `+runCols,
-			p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
+		r, err := scanRun(x.stmt(stCreateRun).QueryRowContext(x.ctx, p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
 			status, nullText(p.IdempotencyKey), p.Session, owner, expires, now.UnixNano(), int64(p.Retention)))
 		if err != nil {
 			return cleanIfConstraint(err)
 		}
 		run, created = r, true
 		return nil
+	}, func() {
+		if created {
+			s.forgetDropped(p.ID)
+		}
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)

@@ -20,10 +20,13 @@ var errClosed = errors.New("sqlite: store is closed")
 // fails half-way); it reports its results through variables it closes over,
 // which the caller reads only when the op succeeded.
 type op struct {
-	ctx  context.Context
-	fn   func(*wtx) error
-	err  error
-	done chan error
+	ctx context.Context
+	fn  func(*wtx) error
+	// after, when set, runs on the writer once the op committed, before
+	// the op is answered (so it is ordered like the commits).
+	after func()
+	err   error
+	done  chan error
 }
 
 // cleanErr marks an op error raised before the op wrote anything, so the
@@ -51,20 +54,27 @@ type stmtID int
 
 const (
 	stUpdateRunCommit stmtID = iota
+	stBumpRun
 	stInsertEvent
 	stInsertEvents2
 	stUpsertStep
 	stInsertBlob
 	stInsertApproval
 	stRunExists
+	stCreateRun
+	stRunByKey
+	stReleaseLease
+	stRenewLease
 	nStmts
 )
 
 var stmtSQL = [nStmts]string{
 	stUpdateRunCommit: `UPDATE runs SET version = version + 1, last_seq = max(last_seq, ?1), updated_at = ?2,
 		status = coalesce(?3, status), error = coalesce(?4, error), usage = coalesce(?5, usage),
-		settled_at = coalesce(?6, settled_at)
+		settled_at = coalesce(?6, settled_at),
+		lease_owner = iif(?9, NULL, lease_owner), lease_expires = iif(?9, NULL, lease_expires)
 		WHERE id = ?7 AND version = ?8`,
+	stBumpRun:       `UPDATE runs SET version = version + 1, last_seq = max(last_seq, ?1), updated_at = ?2 WHERE id = ?3 AND version = ?4`,
 	stInsertEvent:   `INSERT INTO events (run_id, seq, version, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	stInsertEvents2: `INSERT INTO events (run_id, seq, version, kind, data) VALUES (?1, ?2, ?3, ?4, ?5), (?1, ?6, ?3, ?7, ?8)`,
 	stUpsertStep: `INSERT INTO steps (run_id, step_id, type, status, attempt, output, output_sha, output_blob,
@@ -80,6 +90,12 @@ var stmtSQL = [nStmts]string{
 		comment, decided_by, created_at, decided_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
 	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)`,
+	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
+		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14) RETURNING ` + runCols,
+	stRunByKey:     `SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?1`,
+	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2`,
+	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
 }
 
 // writer owns the write connection. Writes queue on ops; the writer applies
@@ -147,10 +163,15 @@ func (w *writer) closeStmts() {
 // waited for even if ctx ends (so the answer is always the truth); the
 // writer skips it if ctx has ended by the time its batch starts.
 func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
+	return w.doThen(ctx, fn, nil)
+}
+
+// doThen is do with a hook that runs on the writer once fn committed.
+func (w *writer) doThen(ctx context.Context, fn func(*wtx) error, after func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	o := &op{ctx: ctx, fn: fn, after: after, done: make(chan error, 1)}
 	select {
 	case w.ops <- o:
 	case <-w.quit:
@@ -218,6 +239,9 @@ func (w *writer) loop() {
 			}
 		}
 		for _, o := range batch {
+			if o.err == nil && o.after != nil {
+				o.after()
+			}
 			o.done <- o.err
 		}
 		grouped = len(batch) > 1
