@@ -66,7 +66,8 @@ type Store interface {
 	// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in
 	// one transaction, on the condition that the run's version is still
 	// t.Version (ErrConflict otherwise); on success the run's version is
-	// t.Version+1 and t.Version is updated to it. It returns only once the
+	// t.Version+1 and t.Version is updated to it. A transition that gives
+	// the run a final status also drops its lease. It returns only once the
 	// transition is as durable as the backend promises.
 	Commit(ctx context.Context, t *Transition) error
 	// Events returns a run's events with Seq > after, in order; limit ≤ 0

@@ -218,3 +218,25 @@ func testClaimRunsConcurrent(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// testFinalCommitDropsLease: a run that reaches a final status holds no
+// lease; a non-final commit keeps it.
+func testFinalCommitDropsLease(t *testing.T, h Harness) {
+	s := open(t, h)
+	create(t, s, &store.CreateRunParams{ID: "run"})
+	a := acquire(t, s, "run", "A", time.Minute)
+	tr := &store.Transition{RunID: "run", Version: a.Version, Events: []*trace.Event{event("run", 1, trace.StepStarted, "a")},
+		Run: &store.RunUpdate{Status: trace.RunRunning}}
+	commit(t, s, tr)
+	if g := get(t, s, "run"); g.LeaseOwner != "A" {
+		t.Fatalf("a running commit dropped the lease: owner %q", g.LeaseOwner)
+	}
+	commit(t, s, &store.Transition{RunID: "run", Version: tr.Version, Events: []*trace.Event{event("run", 2, trace.RunSettled, "")},
+		Run: &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: time.Now()}})
+	if g := get(t, s, "run"); g.LeaseOwner != "" || !g.LeaseExpires.IsZero() {
+		t.Fatalf("a finished run still leased: owner %q until %v", g.LeaseOwner, g.LeaseExpires)
+	}
+	if err := s.ReleaseLease(t.Context(), "run", "A"); err != nil {
+		t.Fatalf("ReleaseLease after the final commit: %v", err)
+	}
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"ApprovalAskedAgain", testApprovalAskedAgain},
 		{"Lease", testLease},
 		{"LeaseExpiry", testLeaseExpiry},
+		{"FinalCommitDropsLease", testFinalCommitDropsLease},
 		{"ClaimRuns", testClaimRuns},
 		{"ClaimRunsLimit", testClaimRunsLimit},
 		{"ClaimRunsConcurrent", testClaimRunsConcurrent},

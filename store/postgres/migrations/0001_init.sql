@@ -147,7 +147,12 @@ BEGIN
             WHEN r.settled_at IS NULL AND coalesce(nullif(p_status, ''), r.status)
                  IN ('succeeded', 'failed', 'cancelled') THEN now()
             ELSE r.settled_at END,
-        updated_at = now()
+        updated_at = now(),
+        -- a finished run holds no lease
+        lease_owner = CASE WHEN coalesce(nullif(p_status, ''), r.status) IN ('succeeded', 'failed', 'cancelled')
+            THEN NULL ELSE r.lease_owner END,
+        lease_expires = CASE WHEN coalesce(nullif(p_status, ''), r.status) IN ('succeeded', 'failed', 'cancelled')
+            THEN NULL ELSE r.lease_expires END
      WHERE r.id = p_run;
 END
 $$;
