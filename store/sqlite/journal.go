@@ -19,7 +19,6 @@ import (
 // encodedEvent is an event ready to insert.
 type encodedEvent struct {
 	seq  int64
-	kind string
 	data []byte
 }
 
@@ -63,7 +62,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if t == nil || t.RunID == "" {
 		return errors.New("sqlite: commit: empty run ID")
 	}
-	fn, err := s.commitOp(t)
+	c, err := s.commitOp(t)
 	if err != nil {
 		return err
 	}
@@ -72,116 +71,133 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		runID := t.RunID
 		after = func() { s.noteDropped(runID) }
 	}
-	if err := s.w.doThen(ctx, fn, after); err != nil {
+	if err := s.w.doCommit(ctx, c, after); err != nil {
 		return fmt.Errorf("sqlite: commit run %s: %w", t.RunID, err)
 	}
 	t.Version++
 	return nil
 }
 
-// commitOp encodes t (outside the writer, on the caller's goroutine) and
-// returns the write that applies it.
-func (s *Store) commitOp(t *store.Transition) (func(*wtx) error, error) {
-	var maxSeq int64
-	evs := make([]encodedEvent, len(t.Events))
+// commitData is a transition encoded for the writer (on the caller's
+// goroutine): the writer checks its version and applies it in a batch's
+// transaction, appending its events and steps to the rows the batch inserts
+// with one multi-row statement per table.
+type commitData struct {
+	runID                          string
+	version, maxSeq, now           int64
+	bump, final                    bool
+	status, errJSON, usage, settle any
+	evs                            []encodedEvent
+	steps                          []encodedStep
+	approvals                      []*store.Approval
+}
+
+// commitOp encodes t (outside the writer, on the caller's goroutine).
+func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
+	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano(),
+		// Most transitions only append: they bump the run's version without
+		// assigning status, which would rewrite its runs_status_created entry.
+		bump: t.Run == nil}
+	c.evs = make([]encodedEvent, len(t.Events))
 	for i, e := range t.Events {
 		data, err := json.Marshal(e)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit run %s: encode event seq %d: %w", t.RunID, e.Seq, err)
 		}
-		evs[i] = encodedEvent{seq: e.Seq, kind: string(e.Kind), data: data}
-		maxSeq = max(maxSeq, e.Seq)
+		c.evs[i] = encodedEvent{seq: e.Seq, data: data}
+		c.maxSeq = max(c.maxSeq, e.Seq)
 	}
-	steps := make([]encodedStep, len(t.Steps))
+	c.steps = make([]encodedStep, len(t.Steps))
 	for i, st := range t.Steps {
-		steps[i] = s.encodeStep(st)
+		c.steps[i] = s.encodeStep(st)
 	}
-	now := time.Now()
-	approvals := make([]*store.Approval, len(t.Approvals))
-	for i, a := range t.Approvals {
-		c := *a
-		c.RunID = t.RunID
-		if c.ID == "" {
-			c.ID = uuid.NewString()
+	if len(t.Approvals) > 0 {
+		now := time.Unix(0, c.now)
+		c.approvals = make([]*store.Approval, len(t.Approvals))
+		for i, a := range t.Approvals {
+			ac := *a
+			ac.RunID = t.RunID
+			if ac.ID == "" {
+				ac.ID = uuid.NewString()
+			}
+			ac.Status = store.ApprovalPending
+			if ac.CreatedAt.IsZero() {
+				ac.CreatedAt = now
+			}
+			c.approvals[i] = &ac
 		}
-		c.Status = store.ApprovalPending
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = now
-		}
-		approvals[i] = &c
 	}
-	var status, errJSON, usage, settled any
-	final := false
 	if u := t.Run; u != nil {
-		status, errJSON, usage, settled = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
-		final = (&store.Run{Status: u.Status}).Finished()
+		c.status, c.errJSON, c.usage, c.settle = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
+		c.final = (&store.Run{Status: u.Status}).Finished()
 	}
-	runID, version := t.RunID, t.Version
-	// Most transitions only append: they bump the run's version without
-	// assigning status, which would rewrite its runs_status_created entry.
-	bump := t.Run == nil
-	return func(x *wtx) error {
+	return c, nil
+}
+
+// stage applies c's version check and the writes that cannot wait (blobs,
+// approvals), then queues its events and steps on x for the batch's
+// multi-row inserts (x.flush). An error before any write is clean.
+func (c *commitData) stage(x *wtx) error {
+	rk, cached := x.w.keys[c.runID]
+	for {
 		var res sql.Result
 		var err error
-		if bump {
-			res, err = x.stmt(stBumpRun).ExecContext(x.ctx, maxSeq, now.UnixNano(), runID, version)
+		if c.bump {
+			res, err = x.stmt(stBumpRun).ExecContext(x.ctx, c.maxSeq, c.now, c.runID, c.version, rk)
 		} else {
-			res, err = x.stmt(stUpdateRunCommit).ExecContext(x.ctx, maxSeq, now.UnixNano(), status, errJSON, usage, settled, runID, version, final)
+			res, err = x.stmt(stUpdateRunCommit).ExecContext(x.ctx, c.maxSeq, c.now, c.status, c.errJSON, c.usage, c.settle, c.runID, c.version, c.final, rk)
 		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		n, err := res.RowsAffected()
+		if err != nil {
 			return err
-		} else if n == 0 {
-			ok, err := x.runExists(runID)
-			switch {
-			case err != nil:
-				return err
-			case !ok:
-				return clean(store.ErrNotFound)
-			default:
-				return clean(fmt.Errorf("version %d is stale: %w", version, store.ErrConflict))
-			}
 		}
-		for i := 0; i < len(evs); {
-			var err error
-			if i+1 < len(evs) {
-				a, b := evs[i], evs[i+1]
-				_, err = x.stmt(stInsertEvents2).ExecContext(x.ctx, runID, a.seq, store.JournalVersion, a.kind, a.data, b.seq, b.kind, b.data)
-				i += 2
-			} else {
-				_, err = x.stmt(stInsertEvent).ExecContext(x.ctx, runID, evs[i].seq, store.JournalVersion, evs[i].kind, evs[i].data)
-				i++
-			}
-			if err != nil {
-				return fmt.Errorf("append events: %w", mapErr(err))
-			}
+		if n > 0 {
+			break
 		}
-		for _, st := range steps {
-			for _, b := range [][2]any{{st.outputBlob, st.outputData}, {st.inputBlob, st.inputData}} {
-				if b[0] != nil {
-					if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
-						return fmt.Errorf("store blob: %w", err)
-					}
+		// The version moved on, the run is unknown, or its key was not
+		// (rightly) cached.
+		key, ok, err := x.runKey(c.runID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			delete(x.w.keys, c.runID)
+			return clean(store.ErrNotFound)
+		case cached && key == rk:
+			return clean(fmt.Errorf("version %d is stale: %w", c.version, store.ErrConflict))
+		}
+		rk, cached = key, true
+		x.w.noteKey(c.runID, rk)
+	}
+	for _, st := range c.steps {
+		for _, b := range [][2]any{{st.outputBlob, st.outputData}, {st.inputBlob, st.inputData}} {
+			if b[0] != nil {
+				if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
+					return fmt.Errorf("store blob: %w", err)
 				}
 			}
-			p := st.s
-			if _, err := x.stmt(stUpsertStep).ExecContext(x.ctx, runID, p.StepID, p.Type, string(p.Status), p.Attempt,
-				nullBytes(st.output), st.outputSHA, st.outputBlob, nullBytes(st.input), st.inputBlob, p.Idempotent,
-				nullBytes(p.Error), st.started, st.settled); err != nil {
-				return fmt.Errorf("upsert step %s: %w", p.StepID, err)
-			}
 		}
-		for _, a := range approvals {
-			if _, err := x.stmt(stInsertApproval).ExecContext(x.ctx, runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
-				a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
-				a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
-				return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
-			}
+	}
+	for _, a := range c.approvals {
+		if _, err := x.stmt(stInsertApproval).ExecContext(x.ctx, c.runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
+			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
+			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
+			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
 		}
-		return nil
-	}, nil
+	}
+	for _, e := range c.evs {
+		x.rows[rowsEvents].add(rk, e.seq, e.data)
+	}
+	for _, st := range c.steps {
+		p := st.s
+		x.rows[rowsSteps].add(rk, p.StepID, p.Type, string(p.Status), p.Attempt,
+			nullBytes(st.output), st.outputSHA, st.outputBlob, nullBytes(st.input), st.inputBlob, p.Idempotent,
+			nullBytes(p.Error), st.started, st.settled)
+	}
+	return nil
 }
 
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
@@ -191,7 +207,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, version, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, version, data FROM events WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
 	}
@@ -251,7 +267,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	rows, err := s.rdb.QueryContext(ctx, `SELECT s.step_id, s.type, s.status, s.attempt, coalesce(s.output, bo.data), s.output_sha,
 		s.output_blob, coalesce(s.input, bi.data), s.input_blob, s.idempotent, s.error, s.started_at, s.settled_at
 		FROM steps s LEFT JOIN blobs bo ON bo.sha256 = s.output_blob LEFT JOIN blobs bi ON bi.sha256 = s.input_blob
-		WHERE s.run_id = ? ORDER BY s.id`, runID)
+		WHERE s.rk = (SELECT rk FROM runs WHERE id = ?) ORDER BY s.id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}

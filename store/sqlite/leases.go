@@ -20,7 +20,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
 	}
 	var out *store.Run
-	err := s.w.doThen(ctx, func(x *wtx) error {
+	err := s.w.doRuns(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
 		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
@@ -58,7 +58,7 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 // the run's version: store.ErrConflict when the lease expired or another
 // owner holds it.
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.doRuns(ctx, func(x *wtx) error {
 		now := time.Now()
 		res, err := x.stmt(stRenewLease).ExecContext(x.ctx, now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
@@ -70,7 +70,7 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 			return x.missingOrConflict(p.RunID, "lease lost")
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: renew lease of run %s for %s: %w", p.RunID, p.Owner, err)
 	}
@@ -85,10 +85,10 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 	if s.takeDropped(runID) {
 		return nil
 	}
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.doRuns(ctx, func(x *wtx) error {
 		_, err := x.stmt(stReleaseLease).ExecContext(x.ctx, runID, owner)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: release lease of run %s for %s: %w", runID, owner, err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	}
 	limit := max(p.Limit, 1)
 	var out []*store.Run
-	err := s.w.doThen(ctx, func(x *wtx) error {
+	err := s.w.doRuns(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
 		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3

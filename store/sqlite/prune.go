@@ -27,8 +27,8 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		now := time.Now().UnixNano()
 		cond := `status IN (?, ?, ?) AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`
 		args := []any{st[0], st[1], st[2], p.Before.UnixNano(), now}
-		rows, err := x.tx.QueryContext(x.ctx, `SELECT output_blob FROM steps WHERE output_blob IS NOT NULL AND run_id IN (SELECT id FROM runs WHERE `+cond+`)
-			UNION SELECT input_blob FROM steps WHERE input_blob IS NOT NULL AND run_id IN (SELECT id FROM runs WHERE `+cond+`)`,
+		rows, err := x.tx.QueryContext(x.ctx, `SELECT output_blob FROM steps WHERE output_blob IS NOT NULL AND rk IN (SELECT rk FROM runs WHERE `+cond+`)
+			UNION SELECT input_blob FROM steps WHERE input_blob IS NOT NULL AND rk IN (SELECT rk FROM runs WHERE `+cond+`)`,
 			append(append([]any{}, args...), args...)...)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -51,8 +52,9 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	var (
 		run     *store.Run
 		created bool
+		rk      int64
 	)
-	err := s.w.doThen(ctx, func(x *wtx) error {
+	err := s.w.doRuns(ctx, func(x *wtx) error {
 		run, created = nil, false
 		if p.IdempotencyKey != "" {
 			r, err := scanRun(x.stmt(stRunByKey).QueryRowContext(x.ctx, p.IdempotencyKey))
@@ -69,22 +71,45 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		if p.Owner != "" {
 			owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
 		}
-		r, err := scanRun(x.stmt(stCreateRun).QueryRowContext(x.ctx, p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
-			status, nullText(p.IdempotencyKey), p.Session, owner, expires, now.UnixNano(), int64(p.Retention)))
+		at0 := now.UnixNano()
+		res, err := x.stmt(stCreateRun).ExecContext(x.ctx, p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
+			string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
 		if err != nil {
 			return cleanIfConstraint(err)
+		}
+		if rk, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		// The row is what was just inserted; build it rather than read it back.
+		at := time.Unix(0, at0).UTC()
+		r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
+			FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
+			Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session,
+			LeaseOwner: p.Owner, CreatedAt: at, UpdatedAt: at, Retention: p.Retention}
+		if expires != nil {
+			r.LeaseExpires = time.Unix(0, expires.(int64)).UTC()
 		}
 		run, created = r, true
 		return nil
 	}, func() {
 		if created {
 			s.forgetDropped(p.ID)
+			s.w.noteKey(p.ID, rk)
 		}
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// cloneBytes copies b, as reading it back from the database would; empty is
+// stored as NULL and reads back nil.
+func cloneBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
 }
 
 // GetRun returns one run (store.ErrNotFound).

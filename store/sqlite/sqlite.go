@@ -148,9 +148,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if !s.memory {
 		q.Add("_pragma", "journal_mode(WAL)")
 	}
-	wq := url.Values{"_txlock": {"immediate"}}
+	// temp_store(MEMORY): the statement journal of the writer's multi-row
+	// inserts stays in memory instead of a temporary file.
+	wq := url.Values{"_txlock": {"immediate"}, "_pragma": {"temp_store(MEMORY)"}}
 	for k, v := range q {
-		wq[k] = v
+		wq[k] = append(wq[k], v...)
 	}
 	s.wdb, err = sql.Open("sqlite", path+"?"+wq.Encode())
 	if err != nil {

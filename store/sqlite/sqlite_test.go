@@ -18,7 +18,7 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 	st := s.(*Store)
 	// Through the writer, so the read pool sees it committed.
 	err := st.w.do(t.Context(), func(x *wtx) error {
-		res, err := x.tx.ExecContext(x.ctx, `UPDATE events SET version = ?, data = ? WHERE run_id = ? AND seq = ?`, version, data, runID, seq)
+		res, err := x.tx.ExecContext(x.ctx, `UPDATE events SET version = ?, data = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ?`, version, data, runID, seq)
 		if err != nil {
 			return err
 		}

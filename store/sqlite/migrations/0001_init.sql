@@ -1,8 +1,11 @@
 -- rein store schema 1: runs, the event journal, step and approval
 -- projections, content-addressed blobs. Times are Unix nanoseconds (UTC).
 
+-- rk is the run's integer key: events and steps refer to it, so their
+-- indexes and foreign-key checks compare small integers, not run IDs.
 CREATE TABLE runs (
-    id              TEXT PRIMARY KEY,
+    rk              INTEGER PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
     flow            TEXT NOT NULL,
     flow_path       TEXT NOT NULL DEFAULT '',
     flow_hash       TEXT NOT NULL DEFAULT '',
@@ -31,22 +34,21 @@ CREATE INDEX runs_settled ON runs (settled_at) WHERE settled_at IS NOT NULL;
 
 -- The journal: one row per event, data the JSON encoding of trace.Event
 -- and version its journal version. A rowid table, so concurrent runs'
--- events fill pages in commit order; (run_id, seq) is the primary key.
+-- events fill pages in commit order; (rk, seq) is the primary key.
 CREATE TABLE events (
     id      INTEGER PRIMARY KEY,
-    run_id  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    rk      INTEGER NOT NULL REFERENCES runs (rk) ON DELETE CASCADE,
     seq     INTEGER NOT NULL,
     version INTEGER NOT NULL,
-    kind    TEXT NOT NULL,
     data    BLOB NOT NULL,
-    UNIQUE (run_id, seq)
+    UNIQUE (rk, seq)
 );
 
 -- The step projection; id keeps first-written order across upserts.
 -- output_blob / input_blob name the blob holding a large payload.
 CREATE TABLE steps (
     id          INTEGER PRIMARY KEY,
-    run_id      TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    rk          INTEGER NOT NULL REFERENCES runs (rk) ON DELETE CASCADE,
     step_id     TEXT NOT NULL,
     type        TEXT NOT NULL DEFAULT '',
     status      TEXT NOT NULL,
@@ -60,7 +62,7 @@ CREATE TABLE steps (
     error       BLOB,
     started_at  INTEGER,
     settled_at  INTEGER,
-    UNIQUE (run_id, step_id)
+    UNIQUE (rk, step_id)
 );
 CREATE INDEX steps_output_blob ON steps (output_blob) WHERE output_blob IS NOT NULL;
 CREATE INDEX steps_input_blob ON steps (input_blob) WHERE input_blob IS NOT NULL;
