@@ -220,8 +220,8 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 
 // resume runs the restored scheduler: like execute, without the start.
 func (r *run) resume(parent context.Context) *Result {
-	stop := r.begin(parent)
-	defer stop()
+	r.begin(parent)
+	defer r.end()
 	r.recordMu.Lock()
 	r.d.pendRun = &store.RunUpdate{Status: trace.RunRunning}
 	r.recordMu.Unlock()

@@ -25,9 +25,10 @@ type run struct {
 	id    string
 	input any
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	start  time.Time
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	stopTimeout context.CancelFunc
+	start       time.Time
 
 	// env is the scope of templates and expressions: input fields, "input",
 	// "steps" (id → {status, output}) and every settled step's output by id.
@@ -132,23 +133,29 @@ func (r *run) recycle() {
 	e.runs.Put(r)
 }
 
-// begin starts the run's clock and context (with the budget timeout); the
-// returned func releases the context.
-func (r *run) begin(parent context.Context) (stop func()) {
+// begin starts the run's clock and context (with the budget timeout); end
+// releases them.
+func (r *run) begin(parent context.Context) {
 	r.start = r.e.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(parent)
-	stopTimeout := context.CancelFunc(func() {})
+	r.stopTimeout = nil
 	if t := r.f.Budgets.Timeout; t > 0 {
-		ctx, stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
+		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
 	}
 	r.ctx, r.cancel = ctx, cancel
-	return func() { stopTimeout(); cancel(nil) }
+}
+
+func (r *run) end() {
+	if r.stopTimeout != nil {
+		r.stopTimeout()
+	}
+	r.cancel(nil)
 }
 
 // execute runs the scheduler loop until every step settled or the run failed.
 func (r *run) execute(parent context.Context) *Result {
-	stop := r.begin(parent)
-	defer stop()
+	r.begin(parent)
+	defer r.end()
 	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.f.Order {
