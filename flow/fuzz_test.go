@@ -59,3 +59,43 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseConfig checks that ParseConfig (rein.yaml: tools and models)
+// never panics and that every failure is located.
+func FuzzParseConfig(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", "rein.yaml"))
+	for _, path := range seeds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"",
+		"models:\n  default: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, timeout: 20s}\n",
+		"models:\n  a: {model: x, structured: xml, max_tokens: -1}\n",
+		"tools:\n  t: {command: [\"./t.sh\"], effect: read, input_schema: {type: object}}\n",
+		"models: [1, 2]\ntools: 3\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := flow.ParseConfig(data, filepath.Join("testdata", "rein.yaml"))
+		if err == nil {
+			if cfg == nil {
+				t.Fatal("ParseConfig returned neither a config nor an error")
+			}
+			return
+		}
+		var fe *flow.Error
+		if !errors.As(err, &fe) {
+			t.Fatalf("error is %T, not *flow.Error: %v", err, err)
+		}
+		for _, d := range fe.Diagnostics {
+			if d.Line < 1 || d.Col < 1 {
+				t.Fatalf("diagnostic not located: %+v", d)
+			}
+		}
+	})
+}
