@@ -48,23 +48,7 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.rdb.QueryContext(ctx, q+" ORDER BY seq", args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: approvals: %w", err)
-	}
-	defer rows.Close()
-	var out []*store.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: approvals: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: approvals: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s.rdb, "approvals", scanApproval, q+" ORDER BY seq", args...)
 }
 
 // DecideApproval settles the pending approval of a step and bumps the run's

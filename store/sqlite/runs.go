@@ -148,21 +148,27 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	rows, err := s.rdb.QueryContext(ctx, q, append(args, limit)...)
+	return queryAll(ctx, s.rdb, "list runs", scanRun, q, append(args, limit)...)
+}
+
+// queryAll runs a read query and scans every row with scan; errors name
+// what was being read.
+func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []*store.Run
+	var out []T
 	for rows.Next() {
-		r, err := scanRun(rows)
+		v, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list runs: %w", err)
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
 }
