@@ -105,6 +105,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		}
 		return nil, fmt.Errorf("engine: lease run %s: %w", runID, err)
 	}
+	if run.Finished() {
+		// settled by another process between the read and the lease.
+		e.release(runID)
+		return e.Status(ctx, runID)
+	}
 	steps, err := e.cfg.Store.Steps(ctx, runID)
 	if err != nil {
 		e.release(runID)
@@ -172,9 +177,22 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 			r.setStatus(i, st.status)
 			settled[i] = true
 		case trace.StepFailed, trace.StepBlocked:
-			// a run that failed is finished; a failed row in an unfinished
-			// run means the crash came between the step and the run's
-			// settlement: run the step's decision again.
+			// a failed step fails its run; a failed row in an unfinished run
+			// means the crash came between the step and the run's
+			// settlement (a parallel branch was in flight). The step's
+			// effect happened: the run failed, it is not run again.
+			st.status = row.Status
+			r.setStatus(i, st.status)
+			if st.err == nil {
+				st.err = &RunError{Class: fault.Business, Origin: trace.OriginEngine, Message: "step " + s.ID + " failed"}
+			}
+			if st.err.Step == "" {
+				st.err.Step = s.ID
+			}
+			if r.failure == nil {
+				r.failure = st.err
+			}
+			settled[i] = true
 		case trace.StepRunning:
 			if a := latest[s.ID]; a != nil && a.Status == store.ApprovalApproved {
 				// approved before it ran: the approval is not asked again.
@@ -231,6 +249,9 @@ func (r *run) resume(parent context.Context) *Result {
 	}
 	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	for _, i := range r.d.toPark {
+		if r.failure != nil {
+			break // the run failed already: nobody is asked about it
+		}
 		// in flight when the process died, and not idempotent: nobody
 		// knows whether its effect happened, so a person decides.
 		r.park(i, store.KindUnknown, r.prepare(i))
