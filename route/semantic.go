@@ -166,7 +166,13 @@ func ChoiceSchema(routes []Route) json.RawMessage {
 }
 
 func (s *ModelSemantic) schemaFor(routes []Route) (*schema.Schema, error) {
-	key := joinNames(routes)
+	// NUL cannot occur in a route name (checkName), so distinct route
+	// sets have distinct keys; ", " can.
+	names := make([]string, len(routes))
+	for i, rt := range routes {
+		names[i] = rt.Name
+	}
+	key := strings.Join(names, "\x00")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sch, ok := s.schemas[key]; ok {

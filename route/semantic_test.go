@@ -175,3 +175,19 @@ func TestInstructionAndSchema(t *testing.T) {
 		t.Fatalf("schema\n got %s\nwant %s", s, want)
 	}
 }
+
+// One semantic router asked over two route sets whose names join to the
+// same text must not reuse the first set's schema for the second.
+func TestModelSemanticSchemaPerRouteSet(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{t: t, replies: []string{`{"route": "a, b", "reason": "one route"}`, `{"route": "a", "reason": "two routes"}`}}
+	s := route.NewModelSemantic(m, &route.ModelOptions{Corrections: -1})
+	ctx := context.Background()
+	if _, err := s.Choose(ctx, route.Request{Text: "x"}, []route.Route{{Name: "a, b", Description: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Choose(ctx, route.Request{Text: "x"}, []route.Route{{Name: "a", Description: "first"}, {Name: "b", Description: "second"}})
+	if err != nil || c.Route != "a" {
+		t.Fatalf("got %+v, %v; want route a (the schema of the other route set was used?)", c, err)
+	}
+}
