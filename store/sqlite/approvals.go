@@ -85,12 +85,14 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		if err != nil {
 			return err
 		}
-		if _, err := x.tx.ExecContext(x.ctx, `UPDATE runs SET version = version + 1, updated_at = ?,
-			status = CASE WHEN status = 'waiting' AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = ? AND status = 'pending')
+		var rk int64
+		if err := x.tx.QueryRowContext(x.ctx, `UPDATE runs SET version = `+headVersion("runs.rk", "runs.version")+` + 1, updated_at = ?1,
+			status = CASE WHEN status = 'waiting' AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = ?2 AND status = 'pending')
 				THEN 'pending' ELSE status END
-			WHERE id = ?`, now, p.RunID, p.RunID); err != nil {
+			WHERE id = ?2 RETURNING rk`, now, p.RunID).Scan(&rk); err != nil {
 			return err
 		}
+		x.forget(rk)
 		out = a
 		return nil
 	})

@@ -17,6 +17,17 @@
 // after its batch's COMMIT succeeded. Reads use a separate connection pool
 // and never wait for the writer (":memory:" shares its one connection).
 //
+// The journal is one row per transition, in commit order, so concurrent
+// runs' transitions share pages and one run's commit writes about one
+// page: the row holds the transition's events and step projections as
+// frames of versioned JSON records (each readable on its own). The step
+// projection is the fold of those records; the run row changes only when
+// its status, lease or decisions do. An index from run to journal rows is
+// written in bulk every few hundred rows (readers scan the short tail not
+// indexed yet). The version check needs no read: the writer remembers the
+// head of each run it wrote, and forgets it whenever PRAGMA data_version
+// says another connection wrote the file.
+//
 // Two processes may open the same file: SQLite's lock, the busy timeout and
 // the version check on every transition make the loser of a race get
 // store.ErrConflict, never a corrupt journal.

@@ -16,37 +16,47 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// encodedEvent is an event ready to insert.
-type encodedEvent struct {
-	seq  int64
-	data []byte
-}
-
-// encodedStep is a step projection ready to upsert, its large payloads
+// encodedStep is a step projection ready to journal, its large payloads
 // split off into blobs.
 type encodedStep struct {
-	s                     *store.Step
-	output, input         []byte
-	outputSHA             string
-	outputBlob, inputBlob any // sha256 or nil
+	rec                   []byte // the stepRecord JSON
+	output, input         []byte // inline payloads (nil when in blobs)
+	errJSON               []byte
+	outputBlob, inputBlob string // sha256 of a payload that goes to blobs
 	outputData, inputData []byte
-	started, settled      any
 }
 
-func (s *Store) encodeStep(st *store.Step) encodedStep {
-	e := encodedStep{s: st, output: st.Output, input: st.Input, outputSHA: st.OutputSHA,
-		started: nanos(st.StartedAt), settled: nanos(st.SettledAt)}
+func (s *Store) encodeStep(st *store.Step) (encodedStep, error) {
+	rec := stepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
+		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
+	e := encodedStep{output: st.Output, input: st.Input, errJSON: st.Error}
 	if len(st.Output) > s.opts.BlobThreshold {
 		sum := sha256.Sum256(st.Output)
-		e.outputSHA = hex.EncodeToString(sum[:])
-		e.outputBlob, e.outputData, e.output = e.outputSHA, st.Output, nil
+		rec.OutputSHA, rec.OutputBlob = hex.EncodeToString(sum[:]), true
+		e.outputBlob, e.outputData, e.output = rec.OutputSHA, st.Output, nil
 	}
 	if len(st.Input) > s.opts.BlobThreshold {
 		sum := sha256.Sum256(st.Input)
-		sha := hex.EncodeToString(sum[:])
-		e.inputBlob, e.inputData, e.input = sha, st.Input, nil
+		rec.InputBlob = hex.EncodeToString(sum[:])
+		e.inputBlob, e.inputData, e.input = rec.InputBlob, st.Input, nil
 	}
-	return e
+	var err error
+	e.rec, err = json.Marshal(&rec)
+	return e, err
+}
+
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func timeOf(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 // Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in one
@@ -58,6 +68,9 @@ func (s *Store) encodeStep(st *store.Step) encodedStep {
 // (status succeeded, failed or cancelled) also drops the run's lease: a
 // finished run has no writer to protect, and the owner's ReleaseLease that
 // follows is then answered without a transaction.
+//
+// The transition is one journal row: its events and step projections as
+// frames. The run row is written only when t.Run changes it.
 func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if t == nil || t.RunID == "" {
 		return errors.New("sqlite: commit: empty run ID")
@@ -67,7 +80,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		return err
 	}
 	var after func()
-	if t.Run != nil && (&store.Run{Status: t.Run.Status}).Finished() {
+	if c.final {
 		runID := t.RunID
 		after = func() { s.noteDropped(runID) }
 	}
@@ -79,37 +92,42 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 }
 
 // commitData is a transition encoded for the writer (on the caller's
-// goroutine): the writer checks its version and applies it in a batch's
-// transaction, appending its events and steps to the rows the batch inserts
-// with one multi-row statement per table.
+// goroutine): the writer checks its version and queues its journal row for
+// the batch's multi-row insert.
 type commitData struct {
 	runID                          string
 	version, maxSeq, now           int64
-	bump, final                    bool
+	update, final                  bool
 	status, errJSON, usage, settle any
-	evs                            []encodedEvent
-	steps                          []encodedStep
+	events, steps                  []byte
+	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
 }
 
 // commitOp encodes t (outside the writer, on the caller's goroutine).
 func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
-	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano(),
-		// Most transitions only append: they bump the run's version without
-		// assigning status, which would rewrite its runs_status_created entry.
-		bump: t.Run == nil}
-	c.evs = make([]encodedEvent, len(t.Events))
-	for i, e := range t.Events {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit run %s: encode event seq %d: %w", t.RunID, e.Seq, err)
+	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano()}
+	var buf []byte
+	for _, e := range t.Events {
+		if e.Seq <= c.maxSeq {
+			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
-		c.evs[i] = encodedEvent{seq: e.Seq, data: data}
-		c.maxSeq = max(c.maxSeq, e.Seq)
+		buf = trace.AppendJSON(buf[:0], e)
+		c.events = appendEvent(c.events, e.Seq, buf)
+		c.maxSeq = e.Seq
 	}
-	c.steps = make([]encodedStep, len(t.Steps))
-	for i, st := range t.Steps {
-		c.steps[i] = s.encodeStep(st)
+	for _, st := range t.Steps {
+		e, err := s.encodeStep(st)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: commit run %s: encode step %s: %w", t.RunID, st.StepID, err)
+		}
+		c.steps = appendStep(c.steps, e.rec, e.output, e.input, e.errJSON)
+		if e.outputBlob != "" {
+			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
+		}
+		if e.inputBlob != "" {
+			c.blobs = append(c.blobs, [2]any{e.inputBlob, e.inputData})
+		}
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -128,57 +146,39 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 	}
 	if u := t.Run; u != nil {
+		c.update = true
 		c.status, c.errJSON, c.usage, c.settle = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
 		c.final = (&store.Run{Status: u.Status}).Finished()
 	}
 	return c, nil
 }
 
-// stage applies c's version check and the writes that cannot wait (blobs,
-// approvals), then queues its events and steps on x for the batch's
-// multi-row inserts (x.flush). An error before any write is clean.
+// stage checks c's version and applies the writes that cannot wait (run
+// row, blobs, approvals), then queues its journal row on x for the batch's
+// multi-row insert (x.flush). An error before any write is clean.
 func (c *commitData) stage(x *wtx) error {
-	rk, cached := x.w.keys[c.runID]
-	for {
-		var res sql.Result
-		var err error
-		if c.bump {
-			res, err = x.stmt(stBumpRun).ExecContext(x.ctx, c.maxSeq, c.now, c.runID, c.version, rk)
-		} else {
-			res, err = x.stmt(stUpdateRunCommit).ExecContext(x.ctx, c.maxSeq, c.now, c.status, c.errJSON, c.usage, c.settle, c.runID, c.version, c.final, rk)
-		}
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			break
-		}
-		// The version moved on, the run is unknown, or its key was not
-		// (rightly) cached.
-		key, ok, err := x.runKey(c.runID)
-		switch {
-		case err != nil:
-			return err
-		case !ok:
-			delete(x.w.keys, c.runID)
-			return clean(store.ErrNotFound)
-		case cached && key == rk:
-			return clean(fmt.Errorf("version %d is stale: %w", c.version, store.ErrConflict))
-		}
-		rk, cached = key, true
-		x.w.noteKey(c.runID, rk)
+	rk, h, err := x.head(c.runID)
+	if err != nil {
+		return err
 	}
-	for _, st := range c.steps {
-		for _, b := range [][2]any{{st.outputBlob, st.outputData}, {st.inputBlob, st.inputData}} {
-			if b[0] != nil {
-				if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
-					return fmt.Errorf("store blob: %w", err)
-				}
-			}
+	if h.version != c.version {
+		return clean(fmt.Errorf("version %d is stale (the run is at %d): %w", c.version, h.version, store.ErrConflict))
+	}
+	next := head{version: c.version + 1, seq: max(h.seq, c.maxSeq)}
+	if c.maxSeq > 0 && c.maxSeq <= h.seq {
+		return clean(fmt.Errorf("event seq %d is not after the run's last seq %d: %w", c.maxSeq, h.seq, store.ErrConflict))
+	}
+	if c.update {
+		if _, err := x.stmt(stUpdateRun).ExecContext(x.ctx, next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, rk, c.runID); err != nil {
+			return err
+		}
+	}
+	for _, b := range c.blobs {
+		if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
+			return fmt.Errorf("store blob: %w", err)
+		}
+		if _, err := x.stmt(stInsertBlobRef).ExecContext(x.ctx, b[0], rk); err != nil {
+			return fmt.Errorf("store blob reference: %w", err)
 		}
 	}
 	for _, a := range c.approvals {
@@ -188,14 +188,61 @@ func (c *commitData) stage(x *wtx) error {
 			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
 		}
 	}
-	for _, e := range c.evs {
-		x.rows[rowsEvents].add(rk, e.seq, e.data)
+	x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	x.stageHead(rk, next)
+	if c.final {
+		x.evict(rk)
 	}
-	for _, st := range c.steps {
-		p := st.s
-		x.rows[rowsSteps].add(rk, p.StepID, p.Type, string(p.Status), p.Attempt,
-			nullBytes(st.output), st.outputSHA, st.outputBlob, nullBytes(st.input), st.inputBlob, p.Idempotent,
-			nullBytes(p.Error), st.started, st.settled)
+	return nil
+}
+
+// journalRows is the query of one run's journal rows in version order:
+// those in journal_index, then the tail not indexed yet. ?1 is the run ID,
+// ?2 the smallest seq of interest; col names the frames column.
+func journalRows(col string) string {
+	return `SELECT j.version, j.` + col + ` FROM journal_index x JOIN journal j ON j.id = x.id
+		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
+		UNION ALL SELECT version, ` + col + ` FROM journal
+		WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = (SELECT rk FROM runs WHERE id = ?1) AND seq > ?2
+		ORDER BY 1`
+}
+
+var (
+	eventRowsSQL = journalRows("events")
+	stepRowsSQL  = journalRows("steps")
+)
+
+// eachRow calls fn with the frames column of each of a run's journal rows
+// whose seq is above after, in order; fn returns false to stop.
+func (s *Store) eachRow(ctx context.Context, what, q, runID string, after int64, fn func(data []byte) (bool, error)) error {
+	rows, err := s.rdb.QueryContext(ctx, q, runID, after)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
+	}
+	defer rows.Close()
+	any := false
+	for rows.Next() {
+		any = true
+		var (
+			version int64
+			data    []byte
+		)
+		if err := rows.Scan(&version, &data); err != nil {
+			return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
+		}
+		more, err := fn(data)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
+	}
+	if !any {
+		return s.notFoundUnlessExists(ctx, what, runID)
 	}
 	return nil
 }
@@ -207,102 +254,75 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, version, data FROM events WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
-	}
 	var out []*trace.Event
-	for rows.Next() {
-		var (
-			seq     int64
-			version int
-			data    []byte
-		)
-		if err := rows.Scan(&seq, &version, &data); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
-		}
-		e, err := decodeEvent(runID, seq, version, data)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	err = rows.Err()
-	rows.Close()
+	err := s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
+		var err error
+		out, err = decodeEvents(out, runID, data, after, limit)
+		return limit < 0 || len(out) < limit, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
-	}
-	if len(out) == 0 {
-		if err := s.notFoundUnlessExists(ctx, "events", runID); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	return out, nil
-}
-
-// decodeEvent decodes one journal record.
-func decodeEvent(runID string, seq int64, version int, data []byte) (*trace.Event, error) {
-	switch {
-	case version > store.JournalVersion:
-		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record version %d is from a newer rein (this binary reads up to version %d): upgrade rein",
-			runID, seq, version, store.JournalVersion)
-	case version < 1:
-		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record has no valid version (%d): the database is damaged", runID, seq, version)
-	}
-	var e trace.Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
-	}
-	if e.Seq != seq {
-		return nil, fmt.Errorf("sqlite: run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
-	}
-	return &e, nil
 }
 
 // Steps returns the step projection of a run in first-written order, with
-// outputs and inputs stored as blobs read back.
+// outputs and inputs stored as blobs read back: the journal's step records
+// folded, the last record of a step winning.
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT s.step_id, s.type, s.status, s.attempt, coalesce(s.output, bo.data), s.output_sha,
-		s.output_blob, coalesce(s.input, bi.data), s.input_blob, s.idempotent, s.error, s.started_at, s.settled_at
-		FROM steps s LEFT JOIN blobs bo ON bo.sha256 = s.output_blob LEFT JOIN blobs bi ON bi.sha256 = s.input_blob
-		WHERE s.rk = (SELECT rk FROM runs WHERE id = ?) ORDER BY s.id`, runID)
+	var (
+		out   []*store.Step
+		recs  []stepRecord // out[i]'s record, for its blobs
+		index = map[string]int{}
+	)
+	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
+		return true, decodeSteps(runID, data, func(d *decodedStep) {
+			r := &d.rec
+			st := &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
+				Output: cloneBytes(d.output), OutputSHA: r.OutputSHA, Input: cloneBytes(d.input), Idempotent: r.Idempotent,
+				Error: cloneBytes(d.errJSON), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
+			if r.OutputBlob {
+				st.Output = nil
+			}
+			if i, ok := index[r.StepID]; ok {
+				out[i], recs[i] = st, *r
+				return
+			}
+			index[r.StepID] = len(out)
+			out, recs = append(out, st), append(recs, *r)
+		})
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+		return nil, err
 	}
-	var out []*store.Step
-	for rows.Next() {
-		var (
-			st                   = store.Step{RunID: runID}
-			outBlob, inBlob      sql.NullString
-			output, input, errJS []byte
-			started, settled     sql.NullInt64
-		)
-		if err := rows.Scan(&st.StepID, &st.Type, &st.Status, &st.Attempt, &output, &st.OutputSHA, &outBlob, &input, &inBlob,
-			&st.Idempotent, &errJS, &started, &settled); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	// Payloads stored as blobs (large ones only), read back.
+	for i, st := range out {
+		var err error
+		if recs[i].OutputBlob {
+			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, recs[i].OutputSHA); err != nil {
+				return nil, err
+			}
 		}
-		if (outBlob.Valid && output == nil) || (inBlob.Valid && input == nil) {
-			rows.Close()
-			return nil, fmt.Errorf("sqlite: run %s step %s: payload blob is missing: the database is damaged", runID, st.StepID)
-		}
-		st.Output, st.Input, st.Error = output, input, errJS
-		st.StartedAt, st.SettledAt = fromNanos(started), fromNanos(settled)
-		out = append(out, &st)
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
-	}
-	if len(out) == 0 {
-		if err := s.notFoundUnlessExists(ctx, "steps", runID); err != nil {
-			return nil, err
+		if recs[i].InputBlob != "" {
+			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, recs[i].InputBlob); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// stepBlob reads a step payload stored as a blob.
+func (s *Store) stepBlob(ctx context.Context, runID, stepID, sha string) ([]byte, error) {
+	var data []byte
+	err := s.rdb.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: run %s step %s: payload blob %s is missing: the database is damaged", runID, stepID, sha)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: run %s step %s: read blob %s: %w", runID, stepID, sha, err)
+	}
+	return data, nil
 }
 
 // Blob returns the content stored under a hex sha256 (store.ErrNotFound).

@@ -22,16 +22,22 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 	var out *store.Run
 	err := s.w.doRuns(ctx, func(x *wtx) error {
 		out = nil
+		rk, h, err := x.head(p.RunID)
+		if err != nil {
+			return err
+		}
 		now := time.Now()
-		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
-			WHERE id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3) RETURNING `+runCols,
-			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID))
+		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = ?5, updated_at = ?3
+			WHERE rk = ?6 AND id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3) RETURNING `+runColsBare,
+			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID, h.version+1, rk))
 		if errors.Is(err, sql.ErrNoRows) {
 			return x.missingOrConflict(p.RunID, "held by another owner")
 		}
 		if err != nil {
 			return err
 		}
+		r.LastSeq = h.seq
+		x.stageHead(rk, head{version: r.Version, seq: h.seq})
 		out = r
 		return nil
 	}, func() { s.forgetDropped(p.RunID) })
@@ -105,22 +111,29 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	}
 	limit := max(p.Limit, 1)
 	var out []*store.Run
-	err := s.w.doRuns(ctx, func(x *wtx) error {
+	// Through do, not doRuns: the journal rows queued before it are in the
+	// database, so the versions computed in SQL count them.
+	err := s.w.doThen(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
-		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = version + 1, updated_at = ?3
-			WHERE id IN (SELECT id FROM runs WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= ?3)
-				ORDER BY created_at, id LIMIT ?4)
-			RETURNING `+runCols, p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), limit)
+		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
+			version = `+headVersion("runs.rk", "runs.version")+` + 1
+			WHERE rk IN (SELECT rk FROM runs WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= ?3)
+				ORDER BY rk LIMIT ?4)
+			RETURNING `+runColsBare+`, rk, coalesce((SELECT seq FROM journal WHERE id = `+headOf("runs.rk")+`), 0)`,
+			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), limit)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanRun(rows)
+			var rk, seq int64
+			r, err := scanRunWith(rows, &rk, &seq)
 			if err != nil {
 				return err
 			}
+			r.LastSeq = seq
+			x.forget(rk)
 			out = append(out, r)
 		}
 		return rows.Err()

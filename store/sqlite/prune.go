@@ -12,7 +12,7 @@ import (
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and, when they set one, longer
 // ago than their own Retention — with their events, steps and approvals —
-// and the blobs no remaining step refers to.
+// and the blobs no remaining run refers to.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	st := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
 	if p.Status != "" {
@@ -25,40 +25,35 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	err := s.w.do(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
 		now := time.Now().UnixNano()
-		cond := `status IN (?, ?, ?) AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`
-		args := []any{st[0], st[1], st[2], p.Before.UnixNano(), now}
-		rows, err := x.tx.QueryContext(x.ctx, `SELECT output_blob FROM steps WHERE output_blob IS NOT NULL AND rk IN (SELECT rk FROM runs WHERE `+cond+`)
-			UNION SELECT input_blob FROM steps WHERE input_blob IS NOT NULL AND rk IN (SELECT rk FROM runs WHERE `+cond+`)`,
-			append(append([]any{}, args...), args...)...)
+		rows, err := x.tx.QueryContext(x.ctx, `SELECT rk FROM runs WHERE status IN (?, ?, ?)
+			AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`,
+			st[0], st[1], st[2], p.Before.UnixNano(), now)
 		if err != nil {
 			return err
 		}
-		var shas []string
+		var rks []int64
 		for rows.Next() {
-			var sha string
-			if err := rows.Scan(&sha); err != nil {
+			var rk int64
+			if err := rows.Scan(&rk); err != nil {
 				rows.Close()
 				return err
 			}
-			shas = append(shas, sha)
+			rks = append(rks, rk)
 		}
 		err = rows.Err()
 		rows.Close()
-		if err != nil {
+		if err != nil || len(rks) == 0 {
 			return err
 		}
-		r, err := x.tx.ExecContext(x.ctx, `DELETE FROM runs WHERE `+cond, args...)
-		if err != nil {
-			return err
+		shas := map[string]bool{}
+		for _, rk := range rks {
+			if err := x.deleteRun(rk, shas); err != nil {
+				return err
+			}
 		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return err
-		}
-		res.Runs = int(n)
-		for _, sha := range shas {
-			r, err := x.tx.ExecContext(x.ctx, `DELETE FROM blobs WHERE sha256 = ?1
-				AND NOT EXISTS (SELECT 1 FROM steps WHERE output_blob = ?1) AND NOT EXISTS (SELECT 1 FROM steps WHERE input_blob = ?1)`, sha)
+		res.Runs = len(rks)
+		for sha := range shas {
+			r, err := x.tx.ExecContext(x.ctx, `DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?1)`, sha)
 			if err != nil {
 				return err
 			}
@@ -68,10 +63,49 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 			}
 			res.Blobs += int(n)
 		}
+		// A deleted last row frees its id for the next insert: keep that id
+		// above the mark, in the tail readers scan.
+		if _, err := x.tx.ExecContext(x.ctx, `UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)) WHERE one = 1`); err != nil {
+			return err
+		}
+		x.reset = true
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
 	}
 	return &res, nil
+}
+
+// deleteRun deletes a run with its journal, approvals and blob references,
+// adding the blobs it referred to to shas.
+func (x *wtx) deleteRun(rk int64, shas map[string]bool) error {
+	rows, err := x.tx.QueryContext(x.ctx, `DELETE FROM blob_refs WHERE rk = ? RETURNING sha256`, rk)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var sha string
+		if err := rows.Scan(&sha); err != nil {
+			rows.Close()
+			return err
+		}
+		shas[sha] = true
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`DELETE FROM journal WHERE id IN (SELECT id FROM journal_index WHERE rk = ?1)`,
+		`DELETE FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
+		`DELETE FROM journal_index WHERE rk = ?1`,
+		`DELETE FROM runs WHERE rk = ?1`,
+	} {
+		if _, err := x.tx.ExecContext(x.ctx, q, rk); err != nil {
+			return err
+		}
+	}
+	return nil
 }

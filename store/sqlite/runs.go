@@ -13,12 +13,43 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-const runCols = `id, flow, flow_path, flow_hash, flow_text, input, meta, status, idempotency_key, session,
-	error, usage, version, last_seq, lease_owner, lease_expires, created_at, updated_at, settled_at, retention`
+// runCols are the columns of a run row (alias r).
+const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status, r.idempotency_key, r.session,
+	r.error, r.usage, r.version, r.lease_owner, r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention`
+
+// runHeadSelect selects the run rows of the query from (alias r, with
+// where/order/limit) with their journal head: version, last seq and time
+// of the newest journal row.
+func runHeadSelect(from string) string {
+	return `SELECT ` + strings.ReplaceAll(runCols, "r.", "x.") + `, coalesce(h.version, 0), coalesce(h.seq, 0), coalesce(h.at, 0)
+		FROM (SELECT r.*, ` + headOf("r.rk") + ` AS hid FROM ` + from + `) x LEFT JOIN journal h ON h.id = x.hid`
+}
+
+// runColsBare are runCols without the alias, for RETURNING clauses.
+var runColsBare = strings.ReplaceAll(runCols, "r.", "")
 
 type scanner interface{ Scan(dest ...any) error }
 
+// scanRun scans a run row (runCols).
 func scanRun(row scanner) (*store.Run, error) {
+	return scanRunWith(row)
+}
+
+// scanRunHead scans a row of runHeadSelect.
+func scanRunHead(row scanner) (*store.Run, error) {
+	var version, seq, at int64
+	r, err := scanRunWith(row, &version, &seq, &at)
+	if err != nil {
+		return nil, err
+	}
+	r.Version, r.LastSeq = max(r.Version, version), seq
+	if at > 0 && time.Unix(0, at).After(r.UpdatedAt) {
+		r.UpdatedAt = time.Unix(0, at).UTC()
+	}
+	return r, nil
+}
+
+func scanRunWith(row scanner, more ...any) (*store.Run, error) {
 	var (
 		r                                   store.Run
 		key, owner                          sql.NullString
@@ -26,8 +57,8 @@ func scanRun(row scanner) (*store.Run, error) {
 		retention                           int64
 		flowText, input, meta, errJSON, use []byte
 	)
-	err := row.Scan(&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &r.Status, &key, &r.Session,
-		&errJSON, &use, &r.Version, &r.LastSeq, &owner, &expires, &created, &updated, &settled, &retention)
+	err := row.Scan(append([]any{&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &r.Status, &key, &r.Session,
+		&errJSON, &use, &r.Version, &owner, &expires, &created, &updated, &settled, &retention}, more...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +90,11 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		if p.IdempotencyKey != "" {
 			r, err := scanRun(x.stmt(stRunByKey).QueryRowContext(x.ctx, p.IdempotencyKey))
 			if err == nil {
+				_, h, err := x.head(r.ID)
+				if err != nil {
+					return err
+				}
+				r.Version, r.LastSeq = h.version, h.seq
 				run = r
 				return nil
 			}
@@ -90,11 +126,12 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 			r.LeaseExpires = time.Unix(0, expires.(int64)).UTC()
 		}
 		run, created = r, true
+		x.noteKey(p.ID, rk)
+		x.stageHead(rk, head{})
 		return nil
 	}, func() {
 		if created {
 			s.forgetDropped(p.ID)
-			s.w.noteKey(p.ID, rk)
 		}
 	})
 	if err != nil {
@@ -112,9 +149,11 @@ func cloneBytes(b []byte) []byte {
 	return bytes.Clone(b)
 }
 
+var getRunSQL = runHeadSelect(`runs r WHERE r.id = ?1`)
+
 // GetRun returns one run (store.ErrNotFound).
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := scanRunHead(s.rdb.QueryRowContext(ctx, getRunSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
 	}
@@ -134,21 +173,22 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		args  []any
 	)
 	if p.Status != "" {
-		where, args = append(where, "status = ?"), append(args, string(p.Status))
+		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
 	}
 	if p.Flow != "" {
-		where, args = append(where, "flow = ?"), append(args, p.Flow)
+		where, args = append(where, "r.flow = ?"), append(args, p.Flow)
 	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	q := `SELECT ` + runCols + ` FROM runs`
+	// rk is creation order: newest first is rk descending.
+	from := `runs r`
 	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		from += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	return queryAll(ctx, s.rdb, "list runs", scanRun, q, append(args, limit)...)
+	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
+	return queryAll(ctx, s.rdb, "list runs", scanRunHead, q, append(args, limit)...)
 }
 
 // queryAll runs a read query and scans every row with scan; errors name

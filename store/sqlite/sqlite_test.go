@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -13,19 +14,58 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// corruptEvent rewrites the frame of event seq in the journal row holding
+// it: its record version and data.
 func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte) {
 	t.Helper()
 	st := s.(*Store)
 	// Through the writer, so the read pool sees it committed.
 	err := st.w.do(t.Context(), func(x *wtx) error {
-		res, err := x.tx.ExecContext(x.ctx, `UPDATE events SET version = ?, data = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ?`, version, data, runID, seq)
+		rows, err := x.tx.QueryContext(x.ctx, `SELECT id, events FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			t.Errorf("corrupt %s seq %d: %d rows", runID, seq, n)
+		var (
+			id    int64
+			found []byte
+		)
+		for rows.Next() {
+			var (
+				rid int64
+				row []byte
+			)
+			if err := rows.Scan(&rid, &row); err != nil {
+				rows.Close()
+				return err
+			}
+			var out []byte
+			f := frames{b: row}
+			hit := false
+			for f.more() {
+				s, v, d := int64(f.uvarint()), f.uvarint(), f.bytes()
+				if s == seq {
+					hit = true
+					out = binary.AppendUvarint(binary.AppendUvarint(out, uint64(s)), uint64(version))
+					out = appendBytes(out, data)
+					continue
+				}
+				out = appendBytes(binary.AppendUvarint(binary.AppendUvarint(out, uint64(s)), v), d)
+			}
+			if f.err != nil {
+				rows.Close()
+				return f.err
+			}
+			if hit {
+				id, found = rid, out
+			}
 		}
-		return nil
+		rows.Close()
+		if found == nil {
+			t.Errorf("corrupt %s seq %d: no journal row holds it", runID, seq)
+			return nil
+		}
+		_, err = x.tx.ExecContext(x.ctx, `UPDATE journal SET events = ? WHERE id = ?`, found, id)
+		return err
 	})
 	if err != nil {
 		t.Fatalf("corrupt %s seq %d: %v", runID, seq, err)

@@ -63,9 +63,10 @@ func cleanIfConstraint(err error) error {
 type stmtID int
 
 const (
-	stUpdateRunCommit stmtID = iota
-	stBumpRun
+	stUpdateRun stmtID = iota
+	stHead
 	stInsertBlob
+	stInsertBlobRef
 	stInsertApproval
 	stRunExists
 	stRunKey
@@ -73,18 +74,38 @@ const (
 	stRunByKey
 	stReleaseLease
 	stRenewLease
+	stDataVersion
+	stIndexJournal
+	stMarkJournal
 	nStmts
 )
 
+// headOf is the id of the newest journal row of the run whose rk is the
+// SQL expression rk: in journal_index, or in the tail not indexed yet.
+func headOf(rk string) string {
+	return `(SELECT id FROM (SELECT * FROM (SELECT id, version FROM journal_index WHERE rk = ` + rk + ` ORDER BY version DESC LIMIT 1)
+		UNION ALL SELECT id, version FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `)
+		ORDER BY version DESC LIMIT 1)`
+}
+
+// headVersion is the version of a run (rk an SQL expression naming its
+// key, version its runs.version): the larger of the run row's and its
+// newest journal row's.
+func headVersion(rk, version string) string {
+	return `max(` + version + `, coalesce((SELECT version FROM journal WHERE id = ` + headOf(rk) + `), 0))`
+}
+
 var stmtSQL = [nStmts]string{
-	stUpdateRunCommit: `UPDATE runs SET version = version + 1, last_seq = max(last_seq, ?1), updated_at = ?2,
+	stUpdateRun: `UPDATE runs SET version = ?1, updated_at = ?2,
 		status = coalesce(?3, status), error = coalesce(?4, error), usage = coalesce(?5, usage),
 		settled_at = coalesce(?6, settled_at),
-		lease_owner = iif(?9, NULL, lease_owner), lease_expires = iif(?9, NULL, lease_expires)
-		WHERE rk = ?10 AND id = ?7 AND version = ?8`,
-	stBumpRun:    `UPDATE runs SET version = version + 1, last_seq = max(last_seq, ?1), updated_at = ?2 WHERE rk = ?5 AND id = ?3 AND version = ?4`,
-	stRunKey:     `SELECT rk FROM runs WHERE id = ?1`,
-	stInsertBlob: `INSERT INTO blobs (sha256, data) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
+		lease_owner = iif(?7, NULL, lease_owner), lease_expires = iif(?7, NULL, lease_expires)
+		WHERE rk = ?8 AND id = ?9`,
+	stHead: `SELECT r.version, coalesce(h.version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
+		WHERE r.rk = ?1 AND r.id = ?2`,
+	stRunKey:        `SELECT rk FROM runs WHERE id = ?1`,
+	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
+	stInsertBlobRef: `INSERT INTO blob_refs (sha256, rk) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
 	stInsertApproval: `INSERT INTO approvals (run_id, id, step_id, kind, status, tool, args, message, output,
 		comment, decided_by, created_at, decided_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
@@ -92,59 +113,39 @@ var stmtSQL = [nStmts]string{
 	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
 		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)`,
-	stRunByKey:     `SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?1`,
+	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?1`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
+	stDataVersion:  `PRAGMA data_version`,
+	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
+		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
+	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
 }
 
-// rowsKind names a table whose rows a batch inserts with multi-row
-// statements: every commit of the batch queues its rows, and they go in
-// (in the order queued) before the batch commits, or before an op that
-// might look at them.
-type rowsKind int
+// indexEvery is how many journal rows may wait for journal_index: the
+// tail readers scan. The batch that reaches it indexes them.
+const indexEvery = 256
 
-const (
-	rowsEvents rowsKind = iota
-	rowsSteps
-	nRowsKinds
-)
-
-// maxRowsLog2: the multi-row statements insert 1, 2, 4, … 64 rows.
+// maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
 const maxRowsLog2 = 6
 
-var rowsArgs = [nRowsKinds]int{rowsEvents: 3, rowsSteps: 14}
+// journalArgs is the number of values of one journal row.
+const journalArgs = 6
 
-// rowsSQL returns the statement inserting n rows of kind.
-func rowsSQL(kind rowsKind, n int) string {
+// journalSQL returns the statement inserting n journal rows.
+func journalSQL(n int) string {
 	var b strings.Builder
-	switch kind {
-	case rowsEvents:
-		b.WriteString(`INSERT INTO events (rk, seq, version, data) VALUES `)
-		for i := range n {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "(?, ?, %d, ?)", store.JournalVersion)
+	b.WriteString(`INSERT INTO journal (rk, version, seq, at, events, steps) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
 		}
-	case rowsSteps:
-		b.WriteString(`INSERT INTO steps (rk, step_id, type, status, attempt, output, output_sha, output_blob,
-		input, input_blob, idempotent, error, started_at, settled_at) VALUES `)
-		for i := range n {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		}
-		b.WriteString(` ON CONFLICT (rk, step_id) DO UPDATE SET type = excluded.type, status = excluded.status,
-		attempt = excluded.attempt, output = excluded.output, output_sha = excluded.output_sha,
-		output_blob = excluded.output_blob, input = excluded.input, input_blob = excluded.input_blob,
-		idempotent = excluded.idempotent, error = excluded.error, started_at = excluded.started_at,
-		settled_at = excluded.settled_at`)
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
 	}
 	return b.String()
 }
 
-// rowBuf holds the rows of one kind a batch has queued.
+// rowBuf holds the journal rows a batch has queued.
 type rowBuf struct {
 	args []any
 	n    int
@@ -155,23 +156,35 @@ func (b *rowBuf) add(v ...any) {
 	b.n++
 }
 
+// head is where a run's journal stands: its version and last event seq.
+type head struct{ version, seq int64 }
+
 // writer owns the write connection. Writes queue on ops; the writer applies
 // everything queued in one transaction (group commit) and answers each op
 // only after that transaction committed.
+//
+// The writer remembers the head (version, last seq) of the runs it wrote,
+// so a commit checks its version without reading: that memory is valid as
+// long as no other connection wrote the database, which PRAGMA
+// data_version tells at the start of every batch (another process on the
+// same file makes the writer forget, and read heads again).
 type writer struct {
 	db    *sql.DB
 	stmts [nStmts]*sql.Stmt
-	// rows[kind][k] inserts 1<<k rows of kind; prepared when first needed.
-	rows   [nRowsKinds][maxRowsLog2 + 1]*sql.Stmt
+	// rows[k] inserts 1<<k journal rows; prepared when first needed.
+	rows   [maxRowsLog2 + 1]*sql.Stmt
 	ops    chan *op
 	quit   chan struct{}
 	exited chan struct{}
 	max    int
 	once   sync.Once
-	// keys caches run IDs' rk (writer goroutine only). An entry may be
-	// stale — the run pruned, or replaced by another process — so every use
-	// matches the run's id too, and looks the key up again on a miss.
-	keys map[string]int64
+	// Writer goroutine only. keys caches run IDs' rk; heads the heads of
+	// runs by rk; dataVersion the data_version they were valid for; tail
+	// how many journal rows journal_index lacks, at most (-1: unknown).
+	keys        map[string]int64
+	heads       map[int64]head
+	dataVersion int64
+	tail        int
 	// batches and applied count transactions and ops, for tests.
 	batches, applied atomic.Int64
 }
@@ -183,36 +196,196 @@ type wtx struct {
 	tx    *sql.Tx
 	w     *writer
 	bound [nStmts]*sql.Stmt
-	// queued rows, and the multi-row statements bound to tx.
-	rows      [nRowsKinds]rowBuf
-	boundRows [nRowsKinds][maxRowsLog2 + 1]*sql.Stmt
+	// queued journal rows, and the multi-row statements bound to tx.
+	rows      rowBuf
+	boundRows [maxRowsLog2 + 1]*sql.Stmt
+	// heads the batch changed (deleted: forgotten), applied to the writer's
+	// once the batch commits; inserted counts the journal rows it wrote.
+	heads    map[int64]head
+	forgot   map[int64]bool
+	evicted  map[int64]bool
+	keys     map[string]int64
+	inserted int
+	indexed  bool
+	// reset: the batch removed runs; the writer forgets every key and head.
+	reset bool
 }
 
-// flush inserts the rows queued so far, in order.
-func (x *wtx) flush() error {
-	for kind := range nRowsKinds {
-		b := &x.rows[kind]
-		per := rowsArgs[kind]
-		off := 0
-		for left := b.n; left > 0; {
-			k := min(bits.Len(uint(left))-1, maxRowsLog2)
-			st := x.boundRows[kind][k]
-			if st == nil {
-				st = x.tx.StmtContext(x.ctx, x.w.rows[kind][k])
-				x.boundRows[kind][k] = st
-			}
-			n := 1 << k
-			if _, err := st.ExecContext(x.ctx, b.args[off:off+n*per]...); err != nil {
-				if kind == rowsEvents {
-					return fmt.Errorf("append events: %w", mapErr(err))
-				}
-				return fmt.Errorf("upsert steps: %w", err)
-			}
-			off += n * per
-			left -= n
+// stageHead records a run's new head, for after the commit.
+func (x *wtx) stageHead(rk int64, h head) {
+	if x.heads == nil {
+		x.heads = make(map[int64]head)
+	}
+	x.heads[rk] = h
+	delete(x.forgot, rk)
+}
+
+// forget drops a run's head: an op moved its version in SQL, after the
+// batch's queued rows were flushed, so the database is the truth.
+func (x *wtx) forget(rk int64) {
+	if x.forgot == nil {
+		x.forgot = make(map[int64]bool)
+	}
+	x.forgot[rk] = true
+	delete(x.heads, rk)
+}
+
+// evict drops a run's head from the writer once the batch committed (a
+// finished run will not commit again soon).
+func (x *wtx) evict(rk int64) {
+	if x.evicted == nil {
+		x.evicted = make(map[int64]bool)
+	}
+	x.evicted[rk] = true
+}
+
+// noteKey stages a run's key.
+func (x *wtx) noteKey(id string, rk int64) {
+	if x.keys == nil {
+		x.keys = make(map[string]int64)
+	}
+	x.keys[id] = rk
+}
+
+// key returns a run's rk: ok false when there is no such run.
+func (x *wtx) key(id string) (rk int64, ok bool, err error) {
+	if rk, ok := x.keys[id]; ok {
+		return rk, true, nil
+	}
+	if rk, ok := x.w.keys[id]; ok {
+		return rk, true, nil
+	}
+	rk, ok, err = x.runKey(id)
+	if ok {
+		x.noteKey(id, rk)
+	}
+	return rk, ok, err
+}
+
+// head returns the rk and head of a run (clean store.ErrNotFound when there
+// is none), from what the batch or the writer knows, or else the database.
+func (x *wtx) head(id string) (int64, head, error) {
+	rk, ok, err := x.key(id)
+	if err != nil {
+		return 0, head{}, err
+	}
+	if !ok {
+		return 0, head{}, clean(store.ErrNotFound)
+	}
+	if h, ok := x.heads[rk]; ok {
+		return rk, h, nil
+	}
+	if h, ok := x.w.heads[rk]; ok && !x.forgot[rk] {
+		return rk, h, nil
+	}
+	var rowVersion, h head
+	err = x.stmt(stHead).QueryRowContext(x.ctx, rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		// the cached key is stale (the run was removed, its rk reused).
+		delete(x.keys, id)
+		delete(x.w.keys, id)
+		rk, ok, err := x.runKey(id)
+		if err != nil {
+			return 0, head{}, err
 		}
-		clear(b.args)
-		b.args, b.n = b.args[:0], 0
+		if !ok {
+			return 0, head{}, clean(store.ErrNotFound)
+		}
+		x.noteKey(id, rk)
+		err = x.stmt(stHead).QueryRowContext(x.ctx, rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+		if err != nil {
+			return 0, head{}, err
+		}
+	} else if err != nil {
+		return 0, head{}, err
+	}
+	h.version = max(h.version, rowVersion.version)
+	x.stageHead(rk, h)
+	return rk, h, nil
+}
+
+// committed applies what the batch learnt to the writer.
+func (x *wtx) committed() {
+	w := x.w
+	if x.reset {
+		clear(w.keys)
+		clear(w.heads)
+	}
+	if len(w.heads) >= maxKeys {
+		clear(w.heads)
+	}
+	for rk := range x.forgot {
+		delete(w.heads, rk)
+	}
+	for rk, h := range x.heads {
+		w.heads[rk] = h
+	}
+	for rk := range x.evicted {
+		delete(w.heads, rk)
+	}
+	for id, rk := range x.keys {
+		w.noteKey(id, rk)
+	}
+	switch {
+	case x.indexed:
+		w.tail = 0
+	case w.tail >= 0:
+		w.tail += x.inserted
+	}
+}
+
+// flush inserts the journal rows queued so far, in order.
+func (x *wtx) flush() error {
+	b := &x.rows
+	off := 0
+	for left := b.n; left > 0; {
+		k := min(bits.Len(uint(left))-1, maxRowsLog2)
+		st := x.boundRows[k]
+		if st == nil {
+			st = x.tx.StmtContext(x.ctx, x.w.rows[k])
+			x.boundRows[k] = st
+		}
+		n := 1 << k
+		if _, err := st.ExecContext(x.ctx, b.args[off:off+n*journalArgs]...); err != nil {
+			return fmt.Errorf("append to the journal: %w", mapErr(err))
+		}
+		off += n * journalArgs
+		left -= n
+	}
+	x.inserted += b.n
+	clear(b.args)
+	b.args, b.n = b.args[:0], 0
+	return nil
+}
+
+// indexJournal moves the tail of the journal into journal_index when it is
+// long enough (or its length is unknown); it runs last in a batch.
+func (x *wtx) indexJournal() error {
+	if x.w.tail >= 0 && x.w.tail+x.inserted < indexEvery {
+		return nil
+	}
+	if _, err := x.stmt(stIndexJournal).ExecContext(x.ctx); err != nil {
+		return fmt.Errorf("index the journal: %w", err)
+	}
+	if _, err := x.stmt(stMarkJournal).ExecContext(x.ctx); err != nil {
+		return fmt.Errorf("index the journal: %w", err)
+	}
+	x.indexed = true
+	return nil
+}
+
+// checkOthers makes the writer forget what it knows of runs when another
+// connection (another process) wrote the database since its last batch.
+func (x *wtx) checkOthers() error {
+	var v int64
+	if err := x.stmt(stDataVersion).QueryRowContext(x.ctx).Scan(&v); err != nil {
+		return err
+	}
+	if v != x.w.dataVersion {
+		clear(x.w.keys)
+		clear(x.w.heads)
+		x.w.tail = -1
+		x.w.dataVersion = v
 	}
 	return nil
 }
@@ -220,24 +393,21 @@ func (x *wtx) flush() error {
 // prepareRows prepares the multi-row statements ops may need (before the
 // batch's transaction: the one connection is then free).
 func (w *writer) prepareRows(ctx context.Context, ops []*op) error {
-	var need [nRowsKinds]int
+	n := 0
 	for _, o := range ops {
-		if c := o.commit; c != nil {
-			need[rowsEvents] += len(c.evs)
-			need[rowsSteps] += len(c.steps)
+		if o.commit != nil {
+			n++
 		}
 	}
-	for kind, n := range need {
-		for k := 0; k <= maxRowsLog2 && 1<<k <= n; k++ {
-			if w.rows[kind][k] != nil {
-				continue
-			}
-			st, err := w.db.PrepareContext(ctx, rowsSQL(rowsKind(kind), 1<<k))
-			if err != nil {
-				return err
-			}
-			w.rows[kind][k] = st
+	for k := 0; k <= maxRowsLog2 && 1<<k <= n; k++ {
+		if w.rows[k] != nil {
+			continue
 		}
+		st, err := w.db.PrepareContext(ctx, journalSQL(1<<k))
+		if err != nil {
+			return err
+		}
+		w.rows[k] = st
 	}
 	return nil
 }
@@ -278,7 +448,7 @@ func (x *wtx) runKey(id string) (rk int64, ok bool, err error) {
 }
 
 func newWriter(ctx context.Context, db *sql.DB, max int) (*writer, error) {
-	w := &writer{db: db, keys: make(map[string]int64), ops: make(chan *op, 1024), quit: make(chan struct{}), exited: make(chan struct{}), max: max}
+	w := &writer{db: db, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, ops: make(chan *op, 1024), quit: make(chan struct{}), exited: make(chan struct{}), max: max}
 	for i, q := range stmtSQL {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -297,11 +467,9 @@ func (w *writer) closeStmts() {
 			st.Close()
 		}
 	}
-	for _, sts := range w.rows {
-		for _, st := range sts {
-			if st != nil {
-				st.Close()
-			}
+	for _, st := range w.rows {
+		if st != nil {
+			st.Close()
 		}
 	}
 }
@@ -429,6 +597,13 @@ func (w *writer) apply(ops []*op) bool {
 		return true
 	}
 	x := &wtx{ctx: ctx, tx: tx, w: w}
+	if err := x.checkOthers(); err != nil {
+		tx.Rollback()
+		for _, o := range ops {
+			o.err = err
+		}
+		return true
+	}
 	pending := 0
 	for _, o := range ops {
 		if err := o.ctx.Err(); err != nil {
@@ -466,7 +641,11 @@ func (w *writer) apply(ops []*op) bool {
 		tx.Rollback()
 		return true
 	}
-	if err := x.flush(); err != nil {
+	err = x.flush()
+	if err == nil {
+		err = x.indexJournal()
+	}
+	if err != nil {
 		tx.Rollback()
 		if len(ops) > 1 {
 			return false
@@ -482,6 +661,8 @@ func (w *writer) apply(ops []*op) bool {
 				o.err = err
 			}
 		}
+		return true
 	}
+	x.committed()
 	return true
 }

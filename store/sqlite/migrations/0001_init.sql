@@ -1,8 +1,11 @@
--- rein store schema 1: runs, the event journal, step and approval
--- projections, content-addressed blobs. Times are Unix nanoseconds (UTC).
+-- rein store schema 1: runs, the journal of transitions (events and step
+-- projections), approvals, content-addressed blobs. Times are Unix nanoseconds (UTC).
 
--- rk is the run's integer key: events and steps refer to it, so their
--- indexes and foreign-key checks compare small integers, not run IDs.
+-- rk is the run's integer key, in creation order: the journal refers to it,
+-- and "newest first" is rk order. version is the run's version as of the
+-- last change of this row (creation, status, lease, decision); journal rows
+-- carry the versions of the transitions after it, so a run's version is the
+-- larger of the two.
 CREATE TABLE runs (
     rk              INTEGER PRIMARY KEY,
     id              TEXT NOT NULL UNIQUE,
@@ -18,7 +21,6 @@ CREATE TABLE runs (
     error           BLOB,
     usage           BLOB,
     version         INTEGER NOT NULL DEFAULT 0,
-    last_seq        INTEGER NOT NULL DEFAULT 0,
     lease_owner     TEXT,
     lease_expires   INTEGER,
     created_at      INTEGER NOT NULL,
@@ -27,45 +29,49 @@ CREATE TABLE runs (
     retention       INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX runs_idempotency_key ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE INDEX runs_created ON runs (created_at, id);
-CREATE INDEX runs_status_created ON runs (status, created_at, id);
-CREATE INDEX runs_flow_created ON runs (flow, created_at, id);
-CREATE INDEX runs_settled ON runs (settled_at) WHERE settled_at IS NOT NULL;
+-- Runs not finished, for claims and for listing what is in flight; finished
+-- runs leave it, so it stays as small as the work in progress.
+CREATE INDEX runs_active ON runs (status, rk) WHERE status IN ('pending', 'running', 'waiting');
+CREATE INDEX runs_flow ON runs (flow, rk);
 
--- The journal: one row per event, data the JSON encoding of trace.Event
--- and version its journal version. A rowid table, so concurrent runs'
--- events fill pages in commit order; (rk, seq) is the primary key.
-CREATE TABLE events (
+-- The journal: one row per committed transition, in commit order (id), so
+-- concurrent runs' transitions share pages and a run's commit writes about
+-- one page. version is the run version the transition made, seq the run's
+-- last event sequence after it, at its commit time (Unix ns). events and
+-- steps are frames of versioned JSON records (see journal.go): the
+-- transition's events, and the step projections it wrote.
+CREATE TABLE journal (
     id      INTEGER PRIMARY KEY,
-    rk      INTEGER NOT NULL REFERENCES runs (rk) ON DELETE CASCADE,
-    seq     INTEGER NOT NULL,
+    rk      INTEGER NOT NULL,
     version INTEGER NOT NULL,
-    data    BLOB NOT NULL,
-    UNIQUE (rk, seq)
+    seq     INTEGER NOT NULL,
+    at      INTEGER NOT NULL,
+    events  BLOB,
+    steps   BLOB
 );
+-- journal_index finds a run's journal rows. It is written in bulk, not per
+-- commit: rows with id > journal_mark.indexed are not in it yet, and
+-- readers scan that short tail (a few hundred rows at most).
+CREATE TABLE journal_index (
+    rk      INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    id      INTEGER NOT NULL,
+    PRIMARY KEY (rk, version)
+) WITHOUT ROWID;
+CREATE TABLE journal_mark (
+    one     INTEGER PRIMARY KEY CHECK (one = 1),
+    indexed INTEGER NOT NULL
+);
+INSERT INTO journal_mark (one, indexed) VALUES (1, 0);
 
--- The step projection; id keeps first-written order across upserts.
--- output_blob / input_blob name the blob holding a large payload.
-CREATE TABLE steps (
-    id          INTEGER PRIMARY KEY,
-    rk          INTEGER NOT NULL REFERENCES runs (rk) ON DELETE CASCADE,
-    step_id     TEXT NOT NULL,
-    type        TEXT NOT NULL DEFAULT '',
-    status      TEXT NOT NULL,
-    attempt     INTEGER NOT NULL DEFAULT 0,
-    output      BLOB,
-    output_sha  TEXT NOT NULL DEFAULT '',
-    output_blob TEXT,
-    input       BLOB,
-    input_blob  TEXT,
-    idempotent  INTEGER NOT NULL DEFAULT 0,
-    error       BLOB,
-    started_at  INTEGER,
-    settled_at  INTEGER,
-    UNIQUE (rk, step_id)
-);
-CREATE INDEX steps_output_blob ON steps (output_blob) WHERE output_blob IS NOT NULL;
-CREATE INDEX steps_input_blob ON steps (input_blob) WHERE input_blob IS NOT NULL;
+-- Which runs refer to a blob (written only when a payload goes to blobs),
+-- so pruning a run can drop the blobs nobody else needs.
+CREATE TABLE blob_refs (
+    sha256 TEXT NOT NULL,
+    rk     INTEGER NOT NULL,
+    PRIMARY KEY (sha256, rk)
+) WITHOUT ROWID;
+CREATE INDEX blob_refs_rk ON blob_refs (rk);
 
 -- Approvals; seq keeps creation order, a step may be asked more than once.
 CREATE TABLE approvals (

@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// commitSteps commits n one-event transitions to run id, from version v.
+func commitSteps(t *testing.T, s *Store, id string, v int64, n int) int64 {
+	t.Helper()
+	for range n {
+		seq := v + 1
+		tr := &store.Transition{RunID: id, Version: v,
+			Events: []*trace.Event{{Seq: seq, Kind: trace.StepSettled, RunID: id, StepID: fmt.Sprint("s", seq)}},
+			Steps:  []*store.Step{{StepID: fmt.Sprint("s", seq), Status: trace.StepSucceeded, Output: []byte(fmt.Sprint(seq - 1))}}}
+		if err := s.Commit(t.Context(), tr); err != nil {
+			t.Fatalf("commit %s v%d: %v", id, v, err)
+		}
+		v = tr.Version
+	}
+	return v
+}
+
+func journalState(t *testing.T, s *Store) (indexed, mark, tail int) {
+	t.Helper()
+	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM journal_index), (SELECT indexed FROM journal_mark),
+		(SELECT count(*) FROM journal WHERE id > (SELECT indexed FROM journal_mark))`).Scan(&indexed, &mark, &tail); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+// checkRun reads a run back through every reader: GetRun, Events, Steps.
+func checkRun(t *testing.T, s *Store, id string, n int) {
+	t.Helper()
+	r, err := s.GetRun(t.Context(), id)
+	if err != nil || r.Version != int64(n) || r.LastSeq != int64(n) {
+		t.Fatalf("GetRun(%s) = version %d, last seq %d, %v; want %d, %d", id, r.Version, r.LastSeq, err, n, n)
+	}
+	evs, err := s.Events(t.Context(), id, int64(n/2), 0)
+	if err != nil || len(evs) != n-n/2 || evs[0].Seq != int64(n/2+1) {
+		t.Fatalf("Events(%s, after %d) = %d events, %v", id, n/2, len(evs), err)
+	}
+	steps, err := s.Steps(t.Context(), id)
+	if err != nil || len(steps) != n || string(steps[n-1].Output) != fmt.Sprint(n-1) {
+		t.Fatalf("Steps(%s) = %d steps, %v", id, len(steps), err)
+	}
+}
+
+// Runs whose journal rows are partly indexed and partly in the tail read
+// back whole, before and after a reopen (which forgets the tail's length).
+func TestJournalIndexAndTail(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rein.db")
+	s := openFile(t, path, nil)
+	const runs = 5
+	per := indexEvery/runs + 7 // together past one index pass, with a tail
+	for i := range runs {
+		id := fmt.Sprint("run-", i)
+		if _, _, err := s.CreateRun(t.Context(), &store.CreateRunParams{ID: id, Flow: "f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range runs {
+		commitSteps(t, s, fmt.Sprint("run-", i), 0, per)
+	}
+	indexed, mark, tail := journalState(t, s)
+	if indexed < indexEvery || mark == 0 || tail == 0 || tail >= indexEvery {
+		t.Fatalf("journal: %d indexed (mark %d), %d in the tail; want ≥ %d indexed and a short tail", indexed, mark, tail, indexEvery)
+	}
+	for i := range runs {
+		checkRun(t, s, fmt.Sprint("run-", i), per)
+	}
+	s.Close()
+	s = openFile(t, path, nil)
+	for i := range runs {
+		checkRun(t, s, fmt.Sprint("run-", i), per)
+	}
+	// The first batch after a reopen indexes the tail it does not know.
+	commitSteps(t, s, "run-0", int64(per), 1)
+	if _, _, tail := journalState(t, s); tail != 0 {
+		t.Errorf("after reopen and one commit, %d rows in the tail; want 0", tail)
+	}
+	checkRun(t, s, "run-0", per+1)
+}
+
+// forceIndex makes the writer index the whole journal in its next batch.
+func forceIndex(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.w.do(t.Context(), func(x *wtx) error { x.w.tail = -1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, tail := journalState(t, s); tail != 0 {
+		t.Fatalf("%d rows in the tail after an index pass", tail)
+	}
+}
+
+// Pruning the run that holds the journal's last rows frees their ids; rows
+// written after must still be found (above the mark, in the tail).
+func TestPruneLastRunKeepsNewRowsFindable(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "rein.db"), nil)
+	ctx := t.Context()
+	for _, id := range []string{"old", "last"} {
+		if _, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: "f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitSteps(t, s, "old", 0, 3)
+	v := commitSteps(t, s, "last", 0, 3)
+	if err := s.Commit(ctx, &store.Transition{RunID: "last", Version: v,
+		Events: []*trace.Event{{Seq: v + 1, Kind: trace.RunSettled, RunID: "last"}},
+		Run:    &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	forceIndex(t, s) // "last"'s rows are the journal's last, below the mark
+	res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now()})
+	if err != nil || res.Runs != 1 {
+		t.Fatalf("Prune = %+v, %v; want 1 run", res, err)
+	}
+	if _, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: "new", Flow: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	commitSteps(t, s, "new", 0, 2)
+	checkRun(t, s, "new", 2)
+	checkRun(t, s, "old", 3)
+}

@@ -1,0 +1,43 @@
+package trace_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/trace"
+)
+
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 3, 10, 4, 5, 123456789, time.UTC)
+	for _, e := range []trace.Event{
+		{},
+		{Seq: 1, Time: at, Kind: trace.RunStarted, RunID: "r", Flow: "f"},
+		{Seq: 7, Time: at, Kind: trace.StepSettled, RunID: "r", StepID: "s<&>", StepType: "tool", Attempt: 2, Status: "failed",
+			DurationMS: 12, Model: "m", Tool: "t", TokensIn: 3, TokensOut: 4, ErrorClass: "business", Error: "bad \"quote\"\n\u2028",
+			Origin: trace.OriginTool, Budget: "b", Decision: "d", PlanStep: "p", InputSHA: "i", OutputSHA: "o", Preview: `{"a":1}`},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&e); err != nil {
+			t.Fatal(err)
+		}
+		got := trace.AppendJSON(nil, &e)
+		if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Errorf("AppendJSON\n got %s\nwant %s", got, want.Bytes())
+		}
+		var back trace.Event
+		if err := json.Unmarshal(got, &back); err != nil || back != e {
+			t.Errorf("round trip: %+v, %v; want %+v", back, err, e)
+		}
+	}
+	// A time in another zone is written in UTC.
+	e := trace.Event{Time: at.In(time.FixedZone("X", 3600))}
+	var back trace.Event
+	if err := json.Unmarshal(trace.AppendJSON(nil, &e), &back); err != nil || !back.Time.Equal(at) || back.Time.Location() != time.UTC {
+		t.Errorf("zoned time read back as %v, %v", back.Time, err)
+	}
+}
