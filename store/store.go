@@ -201,6 +201,15 @@ type Transition struct {
 	Steps []*Step
 	// Approvals inserts pending approvals.
 	Approvals []*Approval
+	// Create, when set, makes this the run's first transition: Commit
+	// creates the run as CreateRun would (Version must be 0, RunID equal
+	// to Create.ID) and applies the transition to it, so a run costs no
+	// commit of its own. A run with that ID is ErrConflict. An idempotency
+	// key is refused: a start that may find an existing run calls CreateRun.
+	// SQLite creates the run in the transition's own transaction; a backend
+	// may create it in a transaction just before (then a failed Commit can
+	// leave the run created at version 0, as a crash after CreateRun would).
+	Create *CreateRunParams
 }
 
 // RunUpdate changes the run projection. Empty fields are left alone.

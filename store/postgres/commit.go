@@ -36,6 +36,26 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		return errors.New("postgres store: commit: transition without a run ID")
 	}
 	what := fmt.Sprintf("commit run %s at version %d", t.RunID, t.Version)
+	if p := t.Create; p != nil {
+		// The run is created in a transaction of its own, just before (the
+		// port allows it): a failed Commit leaves it at version 0.
+		switch {
+		case p.ID != t.RunID:
+			return fmt.Errorf("postgres store: %s: it creates run %q: want the same ID", what, p.ID)
+		case t.Version != 0:
+			return fmt.Errorf("postgres store: %s: a creating commit is at version 0", what)
+		case p.IdempotencyKey != "":
+			return fmt.Errorf("postgres store: %s: a creating commit takes no idempotency key (use CreateRun)", what)
+		}
+		run, created, err := s.CreateRun(ctx, p)
+		if err != nil {
+			return fmt.Errorf("postgres store: %s: %w", what, err)
+		}
+		if !created {
+			return fmt.Errorf("postgres store: %s: run exists: %w", what, store.ErrConflict)
+		}
+		t.Version = run.Version
+	}
 	plan, err := s.plan(t)
 	if err != nil {
 		return fmt.Errorf("postgres store: %s: %w", what, err)

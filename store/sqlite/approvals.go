@@ -64,11 +64,11 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	err := s.w.do(ctx, func(x *wtx) error {
 		out = nil
 		var seq int64
-		err := x.tx.QueryRowContext(x.ctx, `SELECT seq FROM approvals WHERE run_id = ? AND step_id = ? AND status = 'pending' ORDER BY seq LIMIT 1`,
+		err := x.queryRow(`SELECT seq FROM approvals WHERE run_id = ? AND step_id = ? AND status = 'pending' ORDER BY seq LIMIT 1`,
 			p.RunID, p.StepID).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			var any bool
-			if err := x.tx.QueryRowContext(x.ctx, `SELECT EXISTS (SELECT 1 FROM approvals WHERE run_id = ? AND step_id = ?)`, p.RunID, p.StepID).Scan(&any); err != nil {
+			if err := x.queryRow(`SELECT EXISTS (SELECT 1 FROM approvals WHERE run_id = ? AND step_id = ?)`, p.RunID, p.StepID).Scan(&any); err != nil {
 				return err
 			}
 			if any {
@@ -80,13 +80,13 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 			return err
 		}
 		now := time.Now().UnixNano()
-		a, err := scanApproval(x.tx.QueryRowContext(x.ctx, `UPDATE approvals SET status = ?, output = ?, comment = ?, decided_by = ?, decided_at = ?
+		a, err := scanApproval(x.queryRow(`UPDATE approvals SET status = ?, output = ?, comment = ?, decided_by = ?, decided_at = ?
 			WHERE seq = ? RETURNING `+approvalCols, string(p.Status), nullBytes(p.Output), p.Comment, p.DecidedBy, now, seq))
 		if err != nil {
 			return err
 		}
 		var rk int64
-		if err := x.tx.QueryRowContext(x.ctx, `UPDATE runs SET version = `+headVersion("runs.rk", "runs.version")+` + 1, updated_at = ?1,
+		if err := x.queryRow(`UPDATE runs SET version = `+headVersion("runs.rk", "runs.version")+` + 1, updated_at = ?1,
 			status = CASE WHEN status = 'waiting' AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = ?2 AND status = 'pending')
 				THEN 'pending' ELSE status END
 			WHERE id = ?2 RETURNING rk`, now, p.RunID).Scan(&rk); err != nil {

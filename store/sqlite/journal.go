@@ -102,11 +102,22 @@ type commitData struct {
 	events, steps                  []byte
 	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
+	create                         *store.CreateRunParams
 }
 
 // commitOp encodes t (outside the writer, on the caller's goroutine).
 func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
-	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano()}
+	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano(), create: t.Create}
+	if p := t.Create; p != nil {
+		switch {
+		case p.ID != t.RunID:
+			return nil, fmt.Errorf("sqlite: commit run %s: it creates run %q: want the same ID", t.RunID, p.ID)
+		case t.Version != 0:
+			return nil, fmt.Errorf("sqlite: commit run %s: a creating commit is at version 0, not %d", t.RunID, t.Version)
+		case p.IdempotencyKey != "":
+			return nil, fmt.Errorf("sqlite: commit run %s: a creating commit takes no idempotency key (use CreateRun)", t.RunID)
+		}
+	}
 	var buf []byte
 	for _, e := range t.Events {
 		if e.Seq <= c.maxSeq {
@@ -157,6 +168,28 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 // row, blobs, approvals), then queues its journal row on x for the batch's
 // multi-row insert (x.flush). An error before any write is clean.
 func (c *commitData) stage(x *wtx) error {
+	if p := c.create; p != nil {
+		status := p.Status
+		if status == "" {
+			status = trace.RunPending
+		}
+		if _, _, err := x.insertRun(p, status); err != nil {
+			return err
+		}
+		// the run row is written: a failure from here on is not clean,
+		// so the batch rolls back and the run is not left behind.
+		err := c.apply(x)
+		var ce cleanErr
+		if errors.As(err, &ce) {
+			return ce.error
+		}
+		return err
+	}
+	return c.apply(x)
+}
+
+// apply is stage after the run exists.
+func (c *commitData) apply(x *wtx) error {
 	rk, h, err := x.head(c.runID)
 	if err != nil {
 		return err
@@ -169,20 +202,20 @@ func (c *commitData) stage(x *wtx) error {
 		return clean(fmt.Errorf("event seq %d is not after the run's last seq %d: %w", c.maxSeq, h.seq, store.ErrConflict))
 	}
 	if c.update {
-		if _, err := x.stmt(stUpdateRun).ExecContext(x.ctx, next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, rk, c.runID); err != nil {
+		if _, err := x.exec(stmtSQL[stUpdateRun], next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, rk, c.runID); err != nil {
 			return err
 		}
 	}
 	for _, b := range c.blobs {
-		if _, err := x.stmt(stInsertBlob).ExecContext(x.ctx, b[0], b[1]); err != nil {
+		if _, err := x.exec(stmtSQL[stInsertBlob], b[0], b[1]); err != nil {
 			return fmt.Errorf("store blob: %w", err)
 		}
-		if _, err := x.stmt(stInsertBlobRef).ExecContext(x.ctx, b[0], rk); err != nil {
+		if _, err := x.exec(stmtSQL[stInsertBlobRef], b[0], rk); err != nil {
 			return fmt.Errorf("store blob reference: %w", err)
 		}
 	}
 	for _, a := range c.approvals {
-		if _, err := x.stmt(stInsertApproval).ExecContext(x.ctx, c.runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
+		if _, err := x.exec(stmtSQL[stInsertApproval], c.runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
 			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
 			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
 			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))

@@ -27,7 +27,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 			return err
 		}
 		now := time.Now()
-		r, err := scanRun(x.tx.QueryRowContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = ?5, updated_at = ?3
+		r, err := scanRun(x.queryRow(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = ?5, updated_at = ?3
 			WHERE rk = ?6 AND id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3) RETURNING `+runColsBare,
 			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID, h.version+1, rk))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -66,13 +66,11 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	err := s.w.doRuns(ctx, func(x *wtx) error {
 		now := time.Now()
-		res, err := x.stmt(stRenewLease).ExecContext(x.ctx, now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
+		res, err := x.exec(stmtSQL[stRenewLease], now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if res.rows == 0 {
 			return x.missingOrConflict(p.RunID, "lease lost")
 		}
 		return nil
@@ -92,7 +90,7 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 		return nil
 	}
 	err := s.w.doRuns(ctx, func(x *wtx) error {
-		_, err := x.stmt(stReleaseLease).ExecContext(x.ctx, runID, owner)
+		_, err := x.exec(stmtSQL[stReleaseLease], runID, owner)
 		return err
 	}, nil)
 	if err != nil {
@@ -116,7 +114,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	err := s.w.doThen(ctx, func(x *wtx) error {
 		out = nil
 		now := time.Now()
-		rows, err := x.tx.QueryContext(x.ctx, `UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
+		rows, err := x.query(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
 			version = `+headVersion("runs.rk", "runs.version")+` + 1
 			WHERE rk IN (SELECT rk FROM runs WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= ?3)
 				ORDER BY rk LIMIT ?4)

@@ -25,7 +25,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	err := s.w.do(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
 		now := time.Now().UnixNano()
-		rows, err := x.tx.QueryContext(x.ctx, `SELECT rk FROM runs WHERE status IN (?, ?, ?)
+		rows, err := x.query(`SELECT rk FROM runs WHERE status IN (?, ?, ?)
 			AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`,
 			st[0], st[1], st[2], p.Before.UnixNano(), now)
 		if err != nil {
@@ -53,19 +53,15 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		}
 		res.Runs = len(rks)
 		for sha := range shas {
-			r, err := x.tx.ExecContext(x.ctx, `DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?1)`, sha)
+			r, err := x.exec(`DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?1)`, sha)
 			if err != nil {
 				return err
 			}
-			n, err := r.RowsAffected()
-			if err != nil {
-				return err
-			}
-			res.Blobs += int(n)
+			res.Blobs += int(r.rows)
 		}
 		// A deleted last row frees its id for the next insert: keep that id
 		// above the mark, in the tail readers scan.
-		if _, err := x.tx.ExecContext(x.ctx, `UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)) WHERE one = 1`); err != nil {
+		if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)) WHERE one = 1`); err != nil {
 			return err
 		}
 		x.reset = true
@@ -80,7 +76,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 // deleteRun deletes a run with its journal, approvals and blob references,
 // adding the blobs it referred to to shas.
 func (x *wtx) deleteRun(rk int64, shas map[string]bool) error {
-	rows, err := x.tx.QueryContext(x.ctx, `DELETE FROM blob_refs WHERE rk = ? RETURNING sha256`, rk)
+	rows, err := x.query(`DELETE FROM blob_refs WHERE rk = ? RETURNING sha256`, rk)
 	if err != nil {
 		return err
 	}
@@ -103,7 +99,7 @@ func (x *wtx) deleteRun(rk int64, shas map[string]bool) error {
 		`DELETE FROM journal_index WHERE rk = ?1`,
 		`DELETE FROM runs WHERE rk = ?1`,
 	} {
-		if _, err := x.tx.ExecContext(x.ctx, q, rk); err != nil {
+		if _, err := x.exec(q, rk); err != nil {
 			return err
 		}
 	}

@@ -83,12 +83,11 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	var (
 		run     *store.Run
 		created bool
-		rk      int64
 	)
 	err := s.w.doRuns(ctx, func(x *wtx) error {
 		run, created = nil, false
 		if p.IdempotencyKey != "" {
-			r, err := scanRun(x.stmt(stRunByKey).QueryRowContext(x.ctx, p.IdempotencyKey))
+			r, err := scanRun(x.queryRow(stmtSQL[stRunByKey], p.IdempotencyKey))
 			if err == nil {
 				_, h, err := x.head(r.ID)
 				if err != nil {
@@ -102,32 +101,11 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 				return err
 			}
 		}
-		now := time.Now()
-		var owner, expires any
-		if p.Owner != "" {
-			owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
-		}
-		at0 := now.UnixNano()
-		res, err := x.stmt(stCreateRun).ExecContext(x.ctx, p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
-			string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
+		r, _, err := x.insertRun(p, status)
 		if err != nil {
-			return cleanIfConstraint(err)
-		}
-		if rk, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		// The row is what was just inserted; build it rather than read it back.
-		at := time.Unix(0, at0).UTC()
-		r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
-			FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
-			Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session,
-			LeaseOwner: p.Owner, CreatedAt: at, UpdatedAt: at, Retention: p.Retention}
-		if expires != nil {
-			r.LeaseExpires = time.Unix(0, expires.(int64)).UTC()
-		}
 		run, created = r, true
-		x.noteKey(p.ID, rk)
-		x.stageHead(rk, head{})
 		return nil
 	}, func() {
 		if created {
@@ -138,6 +116,34 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// insertRun inserts the run row of p with status, and returns the run as
+// inserted (built, not read back) with its key. A run with that ID is a
+// clean store.ErrConflict.
+func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus) (*store.Run, int64, error) {
+	now := time.Now()
+	var owner, expires any
+	if p.Owner != "" {
+		owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
+	}
+	at0 := now.UnixNano()
+	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
+		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
+	if err != nil {
+		return nil, 0, cleanIfConstraint(err)
+	}
+	at := time.Unix(0, at0).UTC()
+	r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
+		FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
+		Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session,
+		LeaseOwner: p.Owner, CreatedAt: at, UpdatedAt: at, Retention: p.Retention}
+	if expires != nil {
+		r.LeaseExpires = time.Unix(0, expires.(int64)).UTC()
+	}
+	x.noteKey(p.ID, res.lastID)
+	x.stageHead(res.lastID, head{})
+	return r, res.lastID, nil
 }
 
 // cloneBytes copies b, as reading it back from the database would; empty is

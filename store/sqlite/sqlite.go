@@ -182,11 +182,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	s.w, err = newWriter(ctx, s.wdb, o.MaxBatch)
-	if err != nil {
-		s.closeDBs()
-		return nil, s.openErr(err)
-	}
+	s.w = newWriter(s.wdb, o.MaxBatch, s.memory)
 	return s, nil
 }
 

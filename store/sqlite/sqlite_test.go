@@ -21,7 +21,7 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 	st := s.(*Store)
 	// Through the writer, so the read pool sees it committed.
 	err := st.w.do(t.Context(), func(x *wtx) error {
-		rows, err := x.tx.QueryContext(x.ctx, `SELECT id, events FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
+		rows, err := x.query(`SELECT id, events FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 			t.Errorf("corrupt %s seq %d: no journal row holds it", runID, seq)
 			return nil
 		}
-		_, err = x.tx.ExecContext(x.ctx, `UPDATE journal SET events = ? WHERE id = ?`, found, id)
+		_, err = x.exec(`UPDATE journal SET events = ? WHERE id = ?`, found, id)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -74,7 +75,6 @@ const (
 	stRunByKey
 	stReleaseLease
 	stRenewLease
-	stDataVersion
 	stIndexJournal
 	stMarkJournal
 	nStmts
@@ -116,7 +116,6 @@ var stmtSQL = [nStmts]string{
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?1`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
-	stDataVersion:  `PRAGMA data_version`,
 	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
 		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
 	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
@@ -132,8 +131,15 @@ const maxRowsLog2 = 6
 // journalArgs is the number of values of one journal row.
 const journalArgs = 6
 
-// journalSQL returns the statement inserting n journal rows.
-func journalSQL(n int) string {
+// journalSQL[k] inserts 1<<k journal rows.
+var journalSQL = func() (out [maxRowsLog2 + 1]string) {
+	for k := range out {
+		out[k] = journalInsert(1 << k)
+	}
+	return out
+}()
+
+func journalInsert(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO journal (rk, version, seq, at, events, steps) VALUES `)
 	for i := range n {
@@ -169,10 +175,11 @@ type head struct{ version, seq int64 }
 // data_version tells at the start of every batch (another process on the
 // same file makes the writer forget, and read heads again).
 type writer struct {
-	db    *sql.DB
-	stmts [nStmts]*sql.Stmt
-	// rows[k] inserts 1<<k journal rows; prepared when first needed.
-	rows   [maxRowsLog2 + 1]*sql.Stmt
+	db *sql.DB
+	// c holds the statements prepared on the driver connection (wconn.go);
+	// memory: the database is ":memory:", no other connection can write it.
+	c      *stmtCache
+	memory bool
 	ops    chan *op
 	quit   chan struct{}
 	exited chan struct{}
@@ -189,16 +196,14 @@ type writer struct {
 	batches, applied atomic.Int64
 }
 
-// wtx is one batch's transaction, with the writer's statements bound to it
-// on first use.
+// wtx is one batch's transaction on the driver connection.
 type wtx struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	w     *writer
-	bound [nStmts]*sql.Stmt
-	// queued journal rows, and the multi-row statements bound to tx.
-	rows      rowBuf
-	boundRows [maxRowsLog2 + 1]*sql.Stmt
+	ctx context.Context
+	c   *stmtCache
+	w   *writer
+	nv  []driver.NamedValue // argument buffer
+	// queued journal rows.
+	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
 	// once the batch commits; inserted counts the journal rows it wrote.
 	heads    map[int64]head
@@ -279,7 +284,7 @@ func (x *wtx) head(id string) (int64, head, error) {
 		return rk, h, nil
 	}
 	var rowVersion, h head
-	err = x.stmt(stHead).QueryRowContext(x.ctx, rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+	err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		// the cached key is stale (the run was removed, its rk reused).
 		delete(x.keys, id)
@@ -292,7 +297,7 @@ func (x *wtx) head(id string) (int64, head, error) {
 			return 0, head{}, clean(store.ErrNotFound)
 		}
 		x.noteKey(id, rk)
-		err = x.stmt(stHead).QueryRowContext(x.ctx, rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+		err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
 		if err != nil {
 			return 0, head{}, err
 		}
@@ -340,13 +345,8 @@ func (x *wtx) flush() error {
 	off := 0
 	for left := b.n; left > 0; {
 		k := min(bits.Len(uint(left))-1, maxRowsLog2)
-		st := x.boundRows[k]
-		if st == nil {
-			st = x.tx.StmtContext(x.ctx, x.w.rows[k])
-			x.boundRows[k] = st
-		}
 		n := 1 << k
-		if _, err := st.ExecContext(x.ctx, b.args[off:off+n*journalArgs]...); err != nil {
+		if _, err := x.exec(journalSQL[k], b.args[off:off+n*journalArgs]...); err != nil {
 			return fmt.Errorf("append to the journal: %w", mapErr(err))
 		}
 		off += n * journalArgs
@@ -364,10 +364,10 @@ func (x *wtx) indexJournal() error {
 	if x.w.tail >= 0 && x.w.tail+x.inserted < indexEvery {
 		return nil
 	}
-	if _, err := x.stmt(stIndexJournal).ExecContext(x.ctx); err != nil {
+	if _, err := x.exec(stmtSQL[stIndexJournal]); err != nil {
 		return fmt.Errorf("index the journal: %w", err)
 	}
-	if _, err := x.stmt(stMarkJournal).ExecContext(x.ctx); err != nil {
+	if _, err := x.exec(stmtSQL[stMarkJournal]); err != nil {
 		return fmt.Errorf("index the journal: %w", err)
 	}
 	x.indexed = true
@@ -375,10 +375,15 @@ func (x *wtx) indexJournal() error {
 }
 
 // checkOthers makes the writer forget what it knows of runs when another
-// connection (another process) wrote the database since its last batch.
+// connection (another process) wrote the database since the writer's last
+// commit: the data version moves with every commit, and the writer notes
+// it after its own.
 func (x *wtx) checkOthers() error {
-	var v int64
-	if err := x.stmt(stDataVersion).QueryRowContext(x.ctx).Scan(&v); err != nil {
+	if x.w.memory {
+		return nil
+	}
+	v, err := x.c.dataVersion()
+	if err != nil {
 		return err
 	}
 	if v != x.w.dataVersion {
@@ -390,40 +395,11 @@ func (x *wtx) checkOthers() error {
 	return nil
 }
 
-// prepareRows prepares the multi-row statements ops may need (before the
-// batch's transaction: the one connection is then free).
-func (w *writer) prepareRows(ctx context.Context, ops []*op) error {
-	n := 0
-	for _, o := range ops {
-		if o.commit != nil {
-			n++
-		}
-	}
-	for k := 0; k <= maxRowsLog2 && 1<<k <= n; k++ {
-		if w.rows[k] != nil {
-			continue
-		}
-		st, err := w.db.PrepareContext(ctx, journalSQL(1<<k))
-		if err != nil {
-			return err
-		}
-		w.rows[k] = st
-	}
-	return nil
-}
-
-func (x *wtx) stmt(id stmtID) *sql.Stmt {
-	if x.bound[id] == nil {
-		x.bound[id] = x.tx.StmtContext(x.ctx, x.w.stmts[id])
-	}
-	return x.bound[id]
-}
-
 // runExists reports whether the run is there (for telling ErrNotFound from
 // ErrConflict after a conditional update matched nothing).
 func (x *wtx) runExists(id string) (bool, error) {
 	var ok bool
-	err := x.stmt(stRunExists).QueryRowContext(x.ctx, id).Scan(&ok)
+	err := x.queryRow(stmtSQL[stRunExists], id).Scan(&ok)
 	return ok, err
 }
 
@@ -440,38 +416,54 @@ func (w *writer) noteKey(id string, rk int64) {
 
 // runKey looks up the rk of a run: ok false when there is no such run.
 func (x *wtx) runKey(id string) (rk int64, ok bool, err error) {
-	err = x.stmt(stRunKey).QueryRowContext(x.ctx, id).Scan(&rk)
+	err = x.queryRow(stmtSQL[stRunKey], id).Scan(&rk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	return rk, err == nil, err
 }
 
-func newWriter(ctx context.Context, db *sql.DB, max int) (*writer, error) {
-	w := &writer{db: db, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, ops: make(chan *op, 1024), quit: make(chan struct{}), exited: make(chan struct{}), max: max}
-	for i, q := range stmtSQL {
-		st, err := db.PrepareContext(ctx, q)
-		if err != nil {
-			w.closeStmts()
-			return nil, err
-		}
-		w.stmts[i] = st
-	}
+func newWriter(db *sql.DB, max int, memory bool) *writer {
+	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1,
+		ops: make(chan *op, 1024), quit: make(chan struct{}), exited: make(chan struct{}), max: max}
 	go w.loop()
-	return w, nil
+	return w
 }
 
+// withConn runs fn with the writer's driver connection and its statement
+// cache (prepared again when database/sql replaced the connection).
+func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		d, ok := dc.(dconn)
+		if !ok {
+			return fmt.Errorf("sqlite: driver connection %T lacks PrepareContext/BeginTx", dc)
+		}
+		if w.c == nil || w.c.conn != d {
+			if w.c != nil {
+				w.c.close()
+			}
+			w.c = &stmtCache{conn: d, stmts: make(map[string]driver.Stmt)}
+			w.dataVersion = -1
+		}
+		return fn(w.c)
+	})
+}
+
+// closeStmts closes the prepared statements (on the writer, at exit).
 func (w *writer) closeStmts() {
-	for _, st := range w.stmts {
-		if st != nil {
-			st.Close()
-		}
+	if w.c == nil {
+		return
 	}
-	for _, st := range w.rows {
-		if st != nil {
-			st.Close()
-		}
-	}
+	w.withConn(context.Background(), func(c *stmtCache) error {
+		c.close()
+		return nil
+	})
+	w.c = nil
 }
 
 // do queues fn and waits for its batch to commit. Once queued, an op is
@@ -582,27 +574,35 @@ func (w *writer) loop() {
 // false, having rolled back, when an op of a batch of several failed after
 // writing: the caller then applies the ops one by one.
 func (w *writer) apply(ops []*op) bool {
-	ctx := context.Background()
-	if err := w.prepareRows(ctx, ops); err != nil {
-		for _, o := range ops {
-			o.err = err
-		}
-		return true
-	}
-	tx, err := w.db.BeginTx(ctx, nil)
+	ok := true
+	err := w.withConn(context.Background(), func(c *stmtCache) error {
+		ok = w.applyOn(c, ops)
+		return nil
+	})
 	if err != nil {
 		for _, o := range ops {
 			o.err = err
 		}
-		return true
 	}
-	x := &wtx{ctx: ctx, tx: tx, w: w}
-	if err := x.checkOthers(); err != nil {
-		tx.Rollback()
+	return ok
+}
+
+func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
+	ctx := context.Background()
+	fail := func(err error) bool {
 		for _, o := range ops {
 			o.err = err
 		}
 		return true
+	}
+	tx, err := c.conn.BeginTx(ctx, driver.TxOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	x := &wtx{ctx: ctx, c: c, w: w}
+	if err := x.checkOthers(); err != nil {
+		tx.Rollback()
+		return fail(err)
 	}
 	pending := 0
 	for _, o := range ops {
@@ -664,5 +664,13 @@ func (w *writer) apply(ops []*op) bool {
 		return true
 	}
 	x.committed()
+	if !w.memory {
+		// this commit moved the data version; note where it is now.
+		if v, err := c.dataVersion(); err == nil {
+			w.dataVersion = v
+		} else {
+			w.dataVersion = -1
+		}
+	}
 	return true
 }

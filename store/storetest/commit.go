@@ -497,3 +497,59 @@ func testNewerJournalVersion(t *testing.T, h Harness) {
 		t.Errorf("Events after restoring the record = %v", got)
 	}
 }
+
+// A first transition with Create makes the run and applies itself to it.
+func testCommitCreates(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := t.Context()
+	params := func(id string) *store.CreateRunParams {
+		return &store.CreateRunParams{ID: id, Flow: "f", FlowHash: "sha256:f", FlowText: []byte("name: f\n"),
+			Input: json.RawMessage(`{"a":1}`), Status: trace.RunRunning, Owner: "me", LeaseTTL: time.Minute}
+	}
+	tr := &store.Transition{RunID: "made", Create: params("made"),
+		Events: []*trace.Event{event("made", 1, trace.RunStarted, ""), event("made", 2, trace.StepStarted, "a")},
+		Steps:  []*store.Step{{StepID: "a", Status: trace.StepRunning, Attempt: 1}}}
+	commit(t, s, tr)
+	if tr.Version != 1 {
+		t.Errorf("version after the creating commit = %d, want 1", tr.Version)
+	}
+	r, err := s.GetRun(ctx, "made")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.LastSeq != 2 || r.Status != trace.RunRunning || r.LeaseOwner != "me" || string(r.FlowText) != "name: f\n" || string(r.Input) != `{"a":1}` {
+		t.Errorf("created run = %+v", r)
+	}
+	if got := seqs(events(t, s, "made", 0, 0)); !equal(got, []int64{1, 2}) {
+		t.Errorf("events = %v", got)
+	}
+	if st := steps(t, s, "made"); len(st) != 1 || st[0].Status != trace.StepRunning {
+		t.Errorf("steps = %+v", st)
+	}
+	// The run goes on with ordinary commits.
+	commit(t, s, &store.Transition{RunID: "made", Version: tr.Version, Events: []*trace.Event{event("made", 3, trace.StepSettled, "a")}})
+
+	// An ID that exists is a conflict, and nothing of the transition lands.
+	again := &store.Transition{RunID: "made", Create: params("made"), Events: []*trace.Event{event("made", 1, trace.RunStarted, "")}}
+	if err := s.Commit(ctx, again); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("creating commit of an existing run: %v, want ErrConflict", err)
+	}
+	if got := seqs(events(t, s, "made", 0, 0)); !equal(got, []int64{1, 2, 3}) {
+		t.Errorf("events after the refused create = %v", got)
+	}
+	// Bad requests are refused before anything is written.
+	for name, bad := range map[string]*store.Transition{
+		"idempotency key": {RunID: "k", Create: &store.CreateRunParams{ID: "k", Flow: "f", IdempotencyKey: "x"}},
+		"version 1":       {RunID: "v", Version: 1, Create: params("v")},
+		"other run ID":    {RunID: "w", Create: params("other")},
+	} {
+		if err := s.Commit(ctx, bad); err == nil {
+			t.Errorf("%s: creating commit accepted", name)
+		}
+	}
+	for _, id := range []string{"k", "v", "w", "other"} {
+		if _, err := s.GetRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("run %s after a refused creating commit: %v, want ErrNotFound", id, err)
+		}
+	}
+}

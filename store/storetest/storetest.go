@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"CommitCancelled", testCommitCancelled},
 		{"CommitRace", testCommitRace},
 		{"CommitManyRuns", testCommitManyRuns},
+		{"CommitCreates", testCommitCreates},
 		{"Events", testEvents},
 		{"Steps", testSteps},
 		{"Blobs", testBlobs},
