@@ -38,6 +38,8 @@ type op struct {
 	after func()
 	err   error
 	done  chan error
+	// answered: done got the op's answer (set by the leader).
+	answered bool
 }
 
 // cleanErr marks an op error raised before the op wrote anything, so the
@@ -180,11 +182,17 @@ type writer struct {
 	// memory: the database is ":memory:", no other connection can write it.
 	c      *stmtCache
 	memory bool
-	ops    chan *op
-	quit   chan struct{}
-	exited chan struct{}
 	max    int
-	once   sync.Once
+	// mu guards the queue and the lead: busy while a caller leads (only
+	// the leader touches the fields below batch and the statements).
+	mu      sync.Mutex
+	idle    sync.Cond
+	queue   []*op
+	busy    bool
+	closed  bool
+	once    sync.Once
+	batch   []*op
+	grouped bool
 	// Writer goroutine only. keys caches run IDs' rk; heads the heads of
 	// runs by rk; dataVersion the data_version they were valid for; tail
 	// how many journal rows journal_index lacks, at most (-1: unknown).
@@ -424,9 +432,8 @@ func (x *wtx) runKey(id string) (rk int64, ok bool, err error) {
 }
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
-	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1,
-		ops: make(chan *op, 1024), quit: make(chan struct{}), exited: make(chan struct{}), max: max}
-	go w.loop()
+	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, max: max}
+	w.idle.L = &w.mu
 	return w
 }
 
@@ -488,72 +495,79 @@ func (w *writer) doCommit(ctx context.Context, c *commitData, after func()) erro
 	return w.send(ctx, &op{ctx: ctx, commit: c, after: after})
 }
 
+// errLead, sent on an op's done channel, makes its waiting caller the
+// writer's leader.
+var errLead = errors.New("sqlite: lead the writer")
+
+// send queues o and waits for its answer. There is no writer goroutine:
+// the caller that finds the writer idle leads it — applies the queued ops
+// in batches on its own goroutine — and hands the lead to a waiting caller
+// once its own op is answered. A lone caller thus commits without waking
+// anyone; concurrent callers share batches.
 func (w *writer) send(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	o.done = make(chan error, 1)
-	select {
-	case w.ops <- o:
-	case <-w.quit:
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	select {
-	case err := <-o.done:
-		return err
-	case <-w.exited:
-		select {
-		case err := <-o.done:
+	w.queue = append(w.queue, o)
+	if w.busy {
+		w.mu.Unlock()
+		if err := <-o.done; err != errLead {
 			return err
-		default:
-			return errClosed
 		}
+	} else {
+		w.busy = true
+		w.mu.Unlock()
 	}
+	w.lead(o)
+	return <-o.done
 }
 
-// stop applies nothing more, fails what is still queued and waits for the
-// writer goroutine to exit.
-func (w *writer) stop() error {
-	w.once.Do(func() { close(w.quit) })
-	<-w.exited
-	return nil
-}
-
-func (w *writer) loop() {
-	defer close(w.exited)
-	defer w.closeStmts()
-	batch := make([]*op, 0, w.max)
-	grouped := false
+// lead applies queued ops until mine is answered, then hands the lead to
+// the first caller still waiting, or leaves the writer idle.
+func (w *writer) lead(mine *op) {
 	for {
-		select {
-		case o := <-w.ops:
-			batch = append(batch[:0], o)
-		case <-w.quit:
-			for {
-				select {
-				case o := <-w.ops:
-					o.done <- errClosed
-				default:
-					return
-				}
+		w.mu.Lock()
+		switch {
+		case w.closed:
+			for _, o := range w.queue {
+				o.done <- errClosed
 			}
+			clear(w.queue)
+			w.queue = w.queue[:0]
+			w.busy = false
+			w.idle.Broadcast()
+			w.mu.Unlock()
+			return
+		case len(w.queue) == 0:
+			w.busy = false
+			w.idle.Broadcast()
+			w.mu.Unlock()
+			return
+		case mine.answered:
+			w.queue[0].done <- errLead
+			w.mu.Unlock()
+			return
 		}
-		if grouped {
+		if w.grouped {
 			// Commits are arriving from several runs: let the ones just
 			// answered queue their next op, so it joins this batch.
+			w.mu.Unlock()
 			runtime.Gosched()
+			w.mu.Lock()
 		}
-	fill:
-		for len(batch) < w.max {
-			select {
-			case o := <-w.ops:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
+		n := min(len(w.queue), w.max)
+		batch := append(w.batch[:0], w.queue[:n]...)
+		rest := copy(w.queue, w.queue[n:])
+		clear(w.queue[rest:])
+		w.queue = w.queue[:rest]
+		w.mu.Unlock()
+
 		if !w.apply(batch) {
 			for _, o := range batch {
 				w.apply([]*op{o})
@@ -563,11 +577,31 @@ func (w *writer) loop() {
 			if o.err == nil && o.after != nil {
 				o.after()
 			}
+			o.answered = true
 			o.done <- o.err
 		}
-		grouped = len(batch) > 1
+		w.grouped = len(batch) > 1
 		clear(batch)
+		w.batch = batch
 	}
+}
+
+// stop applies nothing more: it waits for the batch being applied, fails
+// what is still queued and closes the statements.
+func (w *writer) stop() error {
+	w.mu.Lock()
+	w.closed = true
+	for w.busy {
+		w.idle.Wait()
+	}
+	for _, o := range w.queue {
+		o.done <- errClosed
+	}
+	clear(w.queue)
+	w.queue = w.queue[:0]
+	w.mu.Unlock()
+	w.once.Do(w.closeStmts)
+	return nil
 }
 
 // apply runs ops in one transaction and sets each op's err. It returns
