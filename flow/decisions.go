@@ -175,20 +175,7 @@ func (d *decoder) checkRoute(s *Step, src *stepSrc, label string) {
 		d.diags.add(at, label, "%s is for route steps without a model: with model: the semantic router always chooses (drop one of them)", what)
 	}
 	if _, err := route.New(route.Config{Routes: rs.Routes, Rules: rs.Rules, Fallback: rs.Fallback}); err != nil {
-		var re *route.Error
-		if !errors.As(err, &re) {
-			d.diags.add(pos, label, "routes: %v", err)
-		}
-		for _, p := range re.Problems {
-			at := pos
-			var k int
-			if n, _ := fmt.Sscanf(p.Path, "rules[%d]", &k); n == 1 && k < len(rs.rulePos) {
-				at = rs.rulePos[k]
-			} else if n, _ := fmt.Sscanf(p.Path, "routes[%d]", &k); n == 1 && k < len(rs.routePos) {
-				at = rs.routePos[k]
-			}
-			d.diags.add(at, label, "%s", p.Message)
-		}
+		d.routeProblems(rs, err, pos, label)
 	}
 	names := make([]any, len(rs.Routes))
 	for i, r := range rs.Routes {
@@ -208,6 +195,27 @@ func (d *decoder) checkRoute(s *Step, src *stepSrc, label string) {
 		if err == nil {
 			s.OutputSchema = sch
 		}
+	}
+}
+
+// routeProblems reports err, route.New's error for rs, as diagnostics:
+// each problem of a *route.Error at the inline route or rule it names
+// (else at pos), any other error once at pos.
+func (d *decoder) routeProblems(rs *RouteSpec, err error, pos Pos, label string) {
+	var re *route.Error
+	if !errors.As(err, &re) {
+		d.diags.add(pos, label, "routes: %v", err)
+		return
+	}
+	for _, p := range re.Problems {
+		at := pos
+		var k int
+		if n, _ := fmt.Sscanf(p.Path, "rules[%d]", &k); n == 1 && k < len(rs.rulePos) {
+			at = rs.rulePos[k]
+		} else if n, _ := fmt.Sscanf(p.Path, "routes[%d]", &k); n == 1 && k < len(rs.routePos) {
+			at = rs.routePos[k]
+		}
+		d.diags.add(at, label, "%s", p.Message)
 	}
 }
 
