@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,8 +41,12 @@ type durability struct {
 	firstAttempt map[int]int
 	// toPark are resumed steps found in flight that are not idempotent.
 	toPark []int
-	// lease
+	// lease: leased is when it was last taken or renewed (the wall clock
+	// before the call, so the expiry reckoned from it is never late);
+	// lost is set once it is gone, and from then on nothing is committed.
 	owner    string
+	leased   time.Time
+	lost     atomic.Pointer[fault.Error]
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
 }
@@ -149,6 +154,11 @@ func (r *run) flushLocked() {
 	d := &r.d
 	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
 		return
+	}
+	if lost := d.lost.Load(); lost != nil && r.storeErr == nil {
+		// the lease is gone: the run stops where its last committed
+		// transition left it, for whoever takes it up next.
+		r.storeErr = lost
 	}
 	if r.storeErr == nil {
 		d.pendPtrs = d.pendPtrs[:0]
@@ -293,30 +303,87 @@ func (r *run) settleWith(i int, out any) {
 	r.settle(o)
 }
 
-// startLease keeps the run's lease alive while it executes.
+// startLease keeps the run's lease alive while it executes: a heartbeat
+// renews it every third of ttl. A renewal that fails for another reason
+// than a lost lease (the database is away) is retried until only a third
+// of ttl is left before the lease expires. When the lease is lost, or that
+// time comes, the run stops and commits nothing more (see loseLease).
+//
+// Lease time is the wall clock, as the store's is, never Config.Clock.
 func (r *run) startLease(ttl time.Duration) {
 	if !r.d.on || r.d.owner == "" || ttl <= 0 {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	r.d.stopBeat, r.d.beatDone = stop, make(chan struct{})
+	leased := r.d.leased
+	if leased.IsZero() {
+		leased = time.Now()
+	}
 	go func() {
 		defer close(r.d.beatDone)
-		t := time.NewTicker(ttl / 3)
+		every := ttl / 3
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				err := r.e.cfg.Store.RenewLease(ctx, &store.LeaseParams{RunID: r.id, Owner: r.d.owner, TTL: ttl})
-				if errors.Is(err, store.ErrConflict) {
-					r.cancel(fault.New(fault.Conflict, fmt.Errorf("run %s: the lease was lost to another process; this one stops", r.id)))
-					return
+			}
+			var err error
+			if leased, err = r.renewLease(ctx, ttl, leased.Add(ttl-every)); err != nil {
+				if ctx.Err() == nil {
+					r.loseLease(err)
 				}
+				return
 			}
 		}
 	}()
+}
+
+// renewLease renews the run's lease, retrying failures other than a lost
+// lease until giveUp, and returns when the renewal was sent. Its error is
+// the run's: fault.Conflict, saying why the lease is gone.
+func (r *run) renewLease(ctx context.Context, ttl time.Duration, giveUp time.Time) (time.Time, error) {
+	p := &store.LeaseParams{RunID: r.id, Owner: r.d.owner, TTL: ttl}
+	for {
+		sent := time.Now()
+		callCtx, cancel := context.WithDeadline(ctx, giveUp)
+		err := r.e.cfg.Store.RenewLease(callCtx, p)
+		cancel()
+		switch {
+		case err == nil:
+			return sent, nil
+		case ctx.Err() != nil:
+			return time.Time{}, ctx.Err()
+		case errors.Is(err, store.ErrConflict):
+			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease was lost to another process; this one stops", r.id))
+		}
+		wait := min(time.Until(giveUp), ttl/12)
+		if wait <= 0 {
+			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for rein runs resume once the store is reachable, or a worker", r.id, err))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return time.Time{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// loseLease stops a run whose lease is gone: nothing more is committed
+// (flushLocked refuses) and its steps in flight are cancelled, so the run
+// stays as its last committed transition left it, for whoever takes it up.
+func (r *run) loseLease(err error) {
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		fe = &fault.Error{Class: fault.Conflict, Err: err}
+	}
+	r.d.lost.Store(fe)
+	r.cancel(fe)
 }
 
 // endLease stops the heartbeat and releases the lease.
