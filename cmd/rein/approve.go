@@ -129,9 +129,9 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 		if err := encodeJSON(s, decisionJSON{Approval: a, Result: &r}); err != nil {
 			return err
 		}
-		return &exitError{code: exitCode(res)}
+		return &exitError{code: exitCode(ctx, res)}
 	}
-	return writeRunResult(s, res, order, dsn, f.format, false)
+	return writeRunResult(ctx, s, res, order, dsn, f.format, false)
 }
 
 // decideErr explains why a decision could not be recorded.

@@ -15,6 +15,8 @@ const (
 	exitRunFailed   = 1
 	exitUsage       = 2 // bad usage, invalid flow or input: nothing ran
 	exitWaiting     = 3
+	exitConflict    = 4 // another process holds or advanced the run: nothing more was done here
+	exitCancelled   = 5 // the run was cancelled (rein runs cancel), not this process interrupted
 	exitInterrupted = 130
 )
 
@@ -81,7 +83,9 @@ timeouts, budgets, approvals and persistence are code: every run is journaled
 (--db, default ./.rein/rein.db) and can be resumed after a crash.
 
 Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
-(nothing ran), 3 run waiting for a person or an agent, 130 interrupted.`,
+(nothing ran), 3 run waiting for a person or an agent, 4 another process holds
+or advanced the run (nothing more was done here), 5 run cancelled, 130
+interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

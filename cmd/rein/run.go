@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -42,7 +44,10 @@ Progress goes to stderr (a live list on a terminal, one line per event
 otherwise); the result goes to stdout (--output json: exactly one JSON object).
 A waiting run prints what it waits on and the commands to go on.
 Exit codes: 0 succeeded (or --detach recorded the run), 1 failed, 2 invalid
-flow or input (nothing ran), 3 waiting for a person, 130 interrupted.`,
+flow or input (nothing ran), 3 waiting for a person, 4 another process holds
+or advanced the run (this one stopped; the run goes on there or with rein runs
+resume), 5 cancelled (an earlier run of the same idempotency key), 130
+interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, s, args[0]) },
 	}
@@ -122,7 +127,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if existing {
 		fmt.Fprintf(s.err, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", res.RunID, p.Flow.Idempotency)
 	}
-	return writeRunResult(s, res, stepOrder(p.Flow), dsn, f.output, existing)
+	return writeRunResult(ctx, s, res, stepOrder(p.Flow), dsn, f.output, existing)
 }
 
 // enqueue records the run for a worker (--detach).
@@ -150,7 +155,7 @@ func stepOrder(fl *flow.Flow) []string {
 
 // writeRunResult prints a run's result (text or JSON) and returns the exit
 // code its status maps to.
-func writeRunResult(s *streams, res *engine.Result, order []string, dsn, format string, existing bool) error {
+func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order []string, dsn, format string, existing bool) error {
 	if format == "json" {
 		if err := writeResultJSON(s, res, existing); err != nil {
 			return err
@@ -159,17 +164,27 @@ func writeRunResult(s *streams, res *engine.Result, order []string, dsn, format 
 		writeResultText(s, res, order)
 		writePending(s.out, res.RunID, dsn, res.Pending)
 	}
-	return &exitError{code: exitCode(res)}
+	return &exitError{code: exitCode(ctx, res)}
 }
 
-func exitCode(res *engine.Result) int {
+// exitCode maps a run's result to the exit code: a cancelled run is 130
+// when ctx, this command's, ended (SIGINT, SIGTERM), else 5; a run that
+// stopped because another process holds or advanced it (class conflict) is
+// 4, any other failure 1.
+func exitCode(ctx context.Context, res *engine.Result) int {
 	switch res.Status {
 	case trace.RunSucceeded:
 		return exitOK
 	case trace.RunWaiting:
 		return exitWaiting
 	case trace.RunCancelled:
-		return exitInterrupted
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitCancelled
+	}
+	if res.Error != nil && res.Error.Class == fault.Conflict {
+		return exitConflict
 	}
 	return exitRunFailed
 }

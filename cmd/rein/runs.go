@@ -108,7 +108,11 @@ func newRunsListCmd(s *streams) *cobra.Command {
 					return failed("list runs in %s: %w", redactDSN(dsn), err)
 				}
 				if f.output == "json" {
-					return encodeJSON(s, orEmpty(runs))
+					rows := make([]runRow, len(runs))
+					for i, r := range runs {
+						rows[i] = toRunRow(r)
+					}
+					return encodeJSON(s, rows)
 				}
 				if len(runs) == 0 {
 					fmt.Fprintf(s.err, "rein: no runs in %s match\n", redactDSN(dsn))
@@ -146,9 +150,32 @@ func stamp(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// runView is what `rein runs show --output json` prints.
+// runRow is a run as the runs commands print it in JSON: the store's row,
+// with its retention as a duration ("720h0m0s", which --older-than and a
+// flow's retention: accept) instead of nanoseconds.
+type runRow struct {
+	*store.Run
+	Retention string `json:"retention,omitempty"`
+}
+
+func toRunRow(r *store.Run) runRow {
+	row := runRow{Run: r}
+	if r.Retention > 0 {
+		row.Retention = r.Retention.String()
+	}
+	return row
+}
+
+// runView is what `rein runs show` shows.
 type runView struct {
-	Run       *store.Run        `json:"run"`
+	Run       *store.Run
+	Steps     []*store.Step
+	Approvals []*store.Approval
+}
+
+// runViewJSON is what `rein runs show --output json` prints.
+type runViewJSON struct {
+	Run       runRow            `json:"run"`
 	Steps     []*store.Step     `json:"steps"`
 	Approvals []*store.Approval `json:"approvals"`
 }
@@ -174,8 +201,7 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 					return failed("approvals of run %s: %w", id, err)
 				}
 				if f.output == "json" {
-					v.Steps, v.Approvals = orEmpty(v.Steps), orEmpty(v.Approvals)
-					return encodeJSON(s, v)
+					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: orEmpty(v.Steps), Approvals: orEmpty(v.Approvals)})
 				}
 				writeRunView(s.out, &v, dsn)
 				return nil
@@ -343,7 +369,7 @@ func resumeRun(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l
 	if err != nil {
 		return err
 	}
-	return writeRunResult(s, res, order, dsn, format, false)
+	return writeRunResult(cmd.Context(), s, res, order, dsn, format, false)
 }
 
 // advance resumes run id (a finished run comes back as it is) and returns
@@ -383,7 +409,7 @@ func advance(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *
 	progress.Stop()
 	if err != nil {
 		if fault.ClassOf(err) == fault.Conflict {
-			err = fmt.Errorf("%w; nothing was done here", err)
+			return nil, nil, &exitError{code: exitConflict, err: fmt.Errorf("%w; nothing was done here", err)}
 		}
 		return nil, nil, &exitError{code: exitRunFailed, err: err}
 	}
@@ -409,7 +435,7 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 				}
 				if err := engine.New(engine.Config{Store: db}).Cancel(ctx, id, reason); err != nil {
 					if errors.Is(err, store.ErrConflict) {
-						return failed("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))
+						return &exitError{code: exitConflict, err: fmt.Errorf("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))}
 					}
 					return &exitError{code: exitRunFailed, err: err}
 				}

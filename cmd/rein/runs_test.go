@@ -194,6 +194,46 @@ func TestDurableRunListShowTrace(t *testing.T) {
 	}
 }
 
+// TestRunsJSONRetention: a run's retention is printed as a duration that
+// --older-than and a flow's retention: accept, not as nanoseconds.
+func TestRunsJSONRetention(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "rein.db")
+	kept := writeFlow(t, "name: kept\nretention: 30d\ntools:\n  e: {command: [cat], effect: none}\nsteps:\n  - {id: a, tool: e, args: {}}\n")
+	plain := writeFlow(t, "name: plain\ntools:\n  e: {command: [cat], effect: none}\nsteps:\n  - {id: a, tool: e, args: {}}\n")
+	for _, f := range []string{kept, plain} {
+		if code, _, stderr := cli(t, "run", f, "--db", db); code != exitOK {
+			t.Fatalf("run %s: exit %d %s", f, code, stderr)
+		}
+	}
+	var runs []map[string]any
+	code, out, _ := cli(t, "runs", "list", "-o", "json", "--db", db)
+	decodeOne(t, out, &runs)
+	if code != exitOK || len(runs) != 2 {
+		t.Fatalf("runs list: exit %d\n%s", code, out)
+	}
+	for _, r := range runs {
+		want, ok := map[string]any{"kept": "720h0m0s"}[r["flow"].(string)]
+		if got, has := r["retention"]; got != want || has != ok {
+			t.Errorf("runs list: run of flow %s has retention %#v, want %#v", r["flow"], got, want)
+		}
+		if r["id"] == nil || r["status"] != "succeeded" {
+			t.Errorf("runs list: the row lost its other fields: %v", r)
+		}
+	}
+	var view struct{ Run map[string]any }
+	for _, r := range runs {
+		if r["flow"] != "kept" {
+			continue
+		}
+		code, out, _ = cli(t, "runs", "show", r["id"].(string), "-o", "json", "--db", db)
+		decodeOne(t, out, &view)
+		if code != exitOK || view.Run["retention"] != "720h0m0s" || view.Run["flow"] != "kept" {
+			t.Fatalf("runs show: exit %d, run %v", code, view.Run)
+		}
+	}
+}
+
 func TestIdempotentStartReturnsTheSameRun(t *testing.T) {
 	t.Parallel()
 	fx := newDurable(t, "once")
