@@ -41,6 +41,10 @@ type durability struct {
 	firstAttempt map[int]int
 	// toPark are resumed steps found in flight that are not idempotent.
 	toPark []int
+	// create, until the first commit, is the run that commit creates
+	// (store.Transition.Create): a run without an idempotency key costs no
+	// commit of its own.
+	create *store.CreateRunParams
 	// lease: leased is when it was last taken or renewed (the wall clock
 	// before the call, so the expiry reckoned from it is never late);
 	// lost is set once it is gone, and from then on nothing is committed.
@@ -165,7 +169,7 @@ func (r *run) flushLocked() {
 		for i := range d.pendEv {
 			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
 		}
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {
@@ -177,7 +181,7 @@ func (r *run) flushLocked() {
 			}
 			r.cancel(r.storeErr)
 		} else {
-			d.version = t.Version
+			d.version, d.create = t.Version, nil
 		}
 	}
 	clear(d.pendPtrs)

@@ -205,17 +205,20 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 	if why := needsStore(f); why != "" && !durable {
 		return nil, fmt.Errorf("engine: flow %s cannot run in memory: %s", f.Name, why)
 	}
-	var run *store.Run
+	var (
+		run    *store.Run
+		create *store.CreateRunParams
+	)
 	leased := time.Now() // the run is created leased (see durability.leased)
 	if durable {
 		var existing *Result
-		if run, existing, err = e.start(ctx, f, id, in, opts); err != nil || existing != nil {
+		if run, create, existing, err = e.start(ctx, f, id, in, opts); err != nil || existing != nil {
 			return existing, err
 		}
 	}
 	r := newRun(e, f, bound, id, in)
 	if durable {
-		r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+		r.d = durability{on: true, version: run.Version, create: create, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	}
 	res := r.execute(ctx)
 	r.recycle()

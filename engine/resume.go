@@ -29,7 +29,33 @@ func defaultOwner() string {
 
 // start creates the durable run row, or finds the one an idempotency key
 // names. existing is non-nil when the start returned an earlier run.
-func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, opts *RunOptions) (run *store.Run, existing *Result, err error) {
+func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, opts *RunOptions) (run *store.Run, create *store.CreateRunParams, existing *Result, err error) {
+	p, err := e.createParams(f, id, input, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if p.IdempotencyKey == "" {
+		// Nothing to look up: the run's first transition creates it, and a
+		// run costs no commit of its own.
+		return &store.Run{ID: id}, p, nil, nil
+	}
+	run, created, err := e.cfg.Store.CreateRun(ctx, p)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("engine: create run of flow %s: %w", f.Name, err)
+	}
+	if !created {
+		res, err := e.Status(ctx, run.ID)
+		if res != nil {
+			res.Existing = true
+		}
+		return nil, nil, res, err
+	}
+	return run, nil, nil, nil
+}
+
+// createParams describes the run Run starts: running, leased to this
+// engine, with the flow pinned.
+func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptions) (*store.CreateRunParams, error) {
 	var session string
 	var meta json.RawMessage
 	if opts != nil {
@@ -37,26 +63,15 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 	}
 	key, err := idempotencyKey(f, input, session)
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: flow %s: %w", f.Name, err)
+		return nil, fmt.Errorf("engine: flow %s: %w", f.Name, err)
 	}
 	in, err := value.AppendCanonical(nil, input)
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: input of flow %s: %w", f.Name, err)
+		return nil, fmt.Errorf("engine: input of flow %s: %w", f.Name, err)
 	}
-	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
+	return &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
 		FlowHash: FlowHash(f), FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
-		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL})
-	if err != nil {
-		return nil, nil, fmt.Errorf("engine: create run of flow %s: %w", f.Name, err)
-	}
-	if !created {
-		res, err := e.Status(ctx, run.ID)
-		if res != nil {
-			res.Existing = true
-		}
-		return nil, res, err
-	}
-	return run, nil, nil
+		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 
 // absPath makes a flow's path absolute, so a run resumed from another
@@ -151,8 +166,12 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 		}
 	}
 	settled := make([]bool, len(r.f.Steps))
+	byID := make(map[string]*flow.Step, len(r.f.Steps))
+	for _, s := range r.f.Steps {
+		byID[s.ID] = s
+	}
 	for _, row := range rows {
-		s := r.f.StepByID(row.StepID)
+		s := byID[row.StepID]
 		if s == nil {
 			return fmt.Errorf("engine: run %s journals step %s, which its flow does not have", r.id, row.StepID)
 		}
