@@ -13,14 +13,16 @@ import (
 // A journal row holds its transition's records in two columns of frames.
 //
 //	events: per event   uvarint(seq) uvarint(record version) uvarint(len) JSON of trace.Event
-//	steps:  per step    uvarint(record version) uvarint(len) JSON of stepRecord
+//	steps:  per step    uvarint(record version) uvarint(len) step ID
+//	                    uvarint(len) JSON of stepRecord
 //	                    uvarint(len) output  uvarint(len) input  uvarint(len) error
 //
 // Each record carries its own version, so one record that does not decode,
 // or that a newer rein wrote, is an error about that record alone: the
 // records before and after it still read. Step payloads (output, input,
 // error) are stored as the bytes the engine gave, outside the JSON, so they
-// round-trip exactly and cost no re-encoding.
+// round-trip exactly and cost no re-encoding; the step ID is outside it too,
+// so folding a run's records decodes only the last one of each step.
 
 // errFrame is a frame cut short.
 var errFrame = errors.New("frame is truncated")
@@ -129,37 +131,51 @@ type stepRecord struct {
 }
 
 // appendStep appends the frame of one encoded step.
-func appendStep(b []byte, rec []byte, output, input, errJSON []byte) []byte {
+func appendStep(b []byte, stepID string, rec []byte, output, input, errJSON []byte) []byte {
 	b = binary.AppendUvarint(b, store.JournalVersion)
+	b = binary.AppendUvarint(b, uint64(len(stepID)))
+	b = append(b, stepID...)
 	b = appendBytes(b, rec)
 	b = appendBytes(b, output)
 	b = appendBytes(b, input)
 	return appendBytes(b, errJSON)
 }
 
-// decodedStep is a step frame read back; its payload slices alias the row.
-type decodedStep struct {
-	rec                    stepRecord
-	output, input, errJSON []byte
+// stepFrame is a step frame read back, not decoded yet; its slices alias
+// the row.
+type stepFrame struct {
+	version                     uint64
+	stepID                      string
+	rec, output, input, errJSON []byte
 }
 
-// decodeSteps calls fn for each step frame of one row.
-func decodeSteps(runID string, row []byte, fn func(*decodedStep)) error {
+// eachStepFrame calls fn for each step frame of one row.
+func eachStepFrame(runID string, row []byte, fn func(*stepFrame)) error {
 	f := frames{b: row}
 	for f.more() {
-		version := f.uvarint()
-		rec, output, input, errJSON := f.bytes(), f.bytes(), f.bytes(), f.bytes()
+		var sf stepFrame
+		sf.version = f.uvarint()
+		sf.stepID = string(f.bytes())
+		sf.rec, sf.output, sf.input, sf.errJSON = f.bytes(), f.bytes(), f.bytes(), f.bytes()
 		if f.err != nil {
 			return fmt.Errorf("sqlite: run %s: step record: %w: the database is damaged", runID, f.err)
 		}
-		if err := checkVersion(runID, "step record", version); err != nil {
-			return err
-		}
-		d := decodedStep{output: output, input: input, errJSON: errJSON}
-		if err := json.Unmarshal(rec, &d.rec); err != nil {
-			return fmt.Errorf("sqlite: run %s: step record does not decode (%w): the database is damaged", runID, err)
-		}
-		fn(&d)
+		fn(&sf)
 	}
 	return nil
+}
+
+// decode reads the frame's record.
+func (sf *stepFrame) decode(runID string) (stepRecord, error) {
+	var rec stepRecord
+	if err := checkVersion(runID, "step "+sf.stepID, sf.version); err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(sf.rec, &rec); err != nil {
+		return rec, fmt.Errorf("sqlite: run %s step %s: step record does not decode (%w): the database is damaged", runID, sf.stepID, err)
+	}
+	if rec.StepID != sf.stepID {
+		return rec, fmt.Errorf("sqlite: run %s step %s: step record says step %q: the database is damaged", runID, sf.stepID, rec.StepID)
+	}
+	return rec, nil
 }

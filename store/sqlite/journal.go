@@ -132,7 +132,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit run %s: encode step %s: %w", t.RunID, st.StepID, err)
 		}
-		c.steps = appendStep(c.steps, e.rec, e.output, e.input, e.errJSON)
+		c.steps = appendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
 		if e.outputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
 		}
@@ -301,46 +301,47 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 
 // Steps returns the step projection of a run in first-written order, with
 // outputs and inputs stored as blobs read back: the journal's step records
-// folded, the last record of a step winning.
+// folded, the last record of a step winning (only that one is decoded).
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 	var (
-		out   []*store.Step
-		recs  []stepRecord // out[i]'s record, for its blobs
+		last  []stepFrame // by first-written order
 		index = map[string]int{}
 	)
 	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
-		return true, decodeSteps(runID, data, func(d *decodedStep) {
-			r := &d.rec
-			st := &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
-				Output: cloneBytes(d.output), OutputSHA: r.OutputSHA, Input: cloneBytes(d.input), Idempotent: r.Idempotent,
-				Error: cloneBytes(d.errJSON), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
-			if r.OutputBlob {
-				st.Output = nil
-			}
-			if i, ok := index[r.StepID]; ok {
-				out[i], recs[i] = st, *r
+		return true, eachStepFrame(runID, data, func(sf *stepFrame) {
+			if i, ok := index[sf.stepID]; ok {
+				last[i] = *sf
 				return
 			}
-			index[r.StepID] = len(out)
-			out, recs = append(out, st), append(recs, *r)
+			index[sf.stepID] = len(last)
+			last = append(last, *sf)
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Payloads stored as blobs (large ones only), read back.
-	for i, st := range out {
-		var err error
-		if recs[i].OutputBlob {
-			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, recs[i].OutputSHA); err != nil {
+	out := make([]*store.Step, len(last))
+	for i := range last {
+		sf := &last[i]
+		r, err := sf.decode(runID)
+		if err != nil {
+			return nil, err
+		}
+		st := &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
+			Output: cloneBytes(sf.output), OutputSHA: r.OutputSHA, Input: cloneBytes(sf.input), Idempotent: r.Idempotent,
+			Error: cloneBytes(sf.errJSON), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
+		// Payloads stored as blobs (large ones only), read back.
+		if r.OutputBlob {
+			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {
 				return nil, err
 			}
 		}
-		if recs[i].InputBlob != "" {
-			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, recs[i].InputBlob); err != nil {
+		if r.InputBlob != "" {
+			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, r.InputBlob); err != nil {
 				return nil, err
 			}
 		}
+		out[i] = st
 	}
 	return out, nil
 }
