@@ -43,7 +43,7 @@ func TestDurableRunCommitsOncePerStep(t *testing.T) {
 	t.Parallel()
 	const linear = "steps:\n  - {id: one, tool: a, args: {}}\n  - {id: two, tool: a, args: {}}\n  - {id: three, tool: a, args: {}}\n"
 	for _, tc := range []struct {
-		name, flow                string
+		name, flow                 string
 		creates, commits, creating int
 	}{
 		{"no idempotency key", "name: c\n" + linear, 0, 4, 1},
