@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,11 +49,10 @@ type durability struct {
 	// lease: leased is when it was last taken or renewed (the wall clock
 	// before the call, so the expiry reckoned from it is never late);
 	// lost is set once it is gone, and from then on nothing is committed.
-	owner    string
-	leased   time.Time
-	lost     atomic.Pointer[fault.Error]
-	stopBeat context.CancelFunc
-	beatDone chan struct{}
+	owner  string
+	leased time.Time
+	lost   atomic.Pointer[fault.Error]
+	beat   *heartbeat
 }
 
 // FlowHash is the sha256 of a flow's text: the identity a durable run pins.
@@ -319,31 +319,39 @@ func (r *run) startLease(ttl time.Duration) {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r.d.stopBeat, r.d.beatDone = stop, make(chan struct{})
+	hb := &heartbeat{stop: stop}
+	r.d.beat = hb
 	leased := r.d.leased
 	if leased.IsZero() {
 		leased = time.Now()
 	}
-	go func() {
-		defer close(r.d.beatDone)
-		every := ttl / 3
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			var err error
-			if leased, err = r.renewLease(ctx, ttl, leased.Add(ttl-every)); err != nil {
-				if ctx.Err() == nil {
-					r.loseLease(err)
-				}
-				return
-			}
+	every := ttl / 3
+	// A timer, not a goroutine: a run that ends before its first renewal
+	// (most do) costs no goroutine start and stop.
+	hb.timer = time.AfterFunc(every, func() {
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if hb.stopped {
+			return
 		}
-	}()
+		var err error
+		if leased, err = r.renewLease(ctx, ttl, leased.Add(ttl-every)); err != nil {
+			if ctx.Err() == nil {
+				r.loseLease(err)
+			}
+			return
+		}
+		hb.timer.Reset(every)
+	})
+}
+
+// heartbeat renews a run's lease from a timer; mu is held by a renewal in
+// progress, so stopping waits for it.
+type heartbeat struct {
+	mu      sync.Mutex
+	stopped bool
+	timer   *time.Timer
+	stop    context.CancelFunc
 }
 
 // renewLease renews the run's lease, retrying failures other than a lost
@@ -392,11 +400,15 @@ func (r *run) loseLease(err error) {
 
 // endLease stops the heartbeat and releases the lease.
 func (r *run) endLease() {
-	if r.d.stopBeat == nil {
+	hb := r.d.beat
+	if hb == nil {
 		return
 	}
-	r.d.stopBeat()
-	<-r.d.beatDone
-	r.d.stopBeat = nil
+	hb.stop() // a renewal in progress returns at once
+	hb.timer.Stop()
+	hb.mu.Lock()
+	hb.stopped = true
+	hb.mu.Unlock()
+	r.d.beat = nil
 	_ = r.e.cfg.Store.ReleaseLease(r.storeCtx, r.id, r.d.owner)
 }
