@@ -223,8 +223,8 @@ func (c *commitData) apply(x *wtx) error {
 	}
 	x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
 	x.stageHead(rk, next)
-	if c.final {
-		x.evict(rk)
+	if c.final || c.status == string(trace.RunWaiting) {
+		x.evict(c.runID, rk)
 	}
 	return nil
 }

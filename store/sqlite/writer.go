@@ -214,12 +214,14 @@ type wtx struct {
 	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
 	// once the batch commits; inserted counts the journal rows it wrote.
-	heads    map[int64]head
-	forgot   map[int64]bool
-	evicted  map[int64]bool
-	keys     map[string]int64
-	inserted int
-	indexed  bool
+	heads   map[int64]head
+	forgot  map[int64]bool
+	evicted map[int64]bool
+	// evictedKeys are the run IDs of evicted.
+	evictedKeys []string
+	keys        map[string]int64
+	inserted    int
+	indexed     bool
 	// reset: the batch removed runs; the writer forgets every key and head.
 	reset bool
 }
@@ -243,13 +245,15 @@ func (x *wtx) forget(rk int64) {
 	delete(x.heads, rk)
 }
 
-// evict drops a run's head from the writer once the batch committed (a
-// finished run will not commit again soon).
-func (x *wtx) evict(rk int64) {
+// evict drops a run's key and head from the writer once the batch
+// committed: a finished or waiting run will not commit again soon, and the
+// writer's memory stays with the runs in flight.
+func (x *wtx) evict(id string, rk int64) {
 	if x.evicted == nil {
 		x.evicted = make(map[int64]bool)
 	}
 	x.evicted[rk] = true
+	x.evictedKeys = append(x.evictedKeys, id)
 }
 
 // noteKey stages a run's key.
@@ -338,6 +342,9 @@ func (x *wtx) committed() {
 	}
 	for id, rk := range x.keys {
 		w.noteKey(id, rk)
+	}
+	for _, id := range x.evictedKeys {
+		delete(w.keys, id)
 	}
 	switch {
 	case x.indexed:
