@@ -9,12 +9,14 @@
 // one transaction; a database written by a newer rein is refused rather
 // than guessed at.
 //
-// Writes go through one writer goroutine that owns the write connection.
-// Concurrent Commits — typically of many runs in flight — are queued and
-// applied in one transaction per batch (group commit): each transition's
-// version check runs inside that transaction, a transition that fails is
-// rejected alone while the others commit, and every Commit returns only
-// after its batch's COMMIT succeeded. Reads use a separate connection pool
+// Writes go through one writer that owns the write connection (used below
+// database/sql, inside sql.Conn.Raw). It has no goroutine of its own: the
+// caller that finds it idle leads it, and hands the lead to a waiting caller
+// once its own write is answered. Concurrent Commits — typically of many
+// runs in flight — are queued and applied in one transaction per batch
+// (group commit): each transition's version check runs inside that
+// transaction, a transition that fails is rejected alone while the others
+// commit, and every Commit returns only after its batch's COMMIT succeeded. Reads use a separate connection pool
 // and never wait for the writer (":memory:" shares its one connection).
 //
 // The journal is one row per transition, in commit order, so concurrent
