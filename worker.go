@@ -3,13 +3,9 @@ package rein
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/store"
@@ -94,8 +90,7 @@ func newWorker(st store.Store, opts *WorkerOptions) *worker {
 		w.o = *opts
 	}
 	if w.o.Owner == "" {
-		host, _ := os.Hostname()
-		w.o.Owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+		w.o.Owner = engine.NewOwner()
 	}
 	if w.o.Concurrency <= 0 {
 		w.o.Concurrency = DefaultWorkerConcurrency

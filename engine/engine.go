@@ -84,7 +84,7 @@ func New(cfg Config) *Engine {
 		cfg.NewRunID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	if cfg.Owner == "" {
-		cfg.Owner = defaultOwner()
+		cfg.Owner = NewOwner()
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL

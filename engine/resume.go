@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
@@ -21,11 +18,6 @@ import (
 
 // DefaultLeaseTTL is how long a run's lease lasts without a heartbeat.
 const DefaultLeaseTTL = 30 * time.Second
-
-func defaultOwner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
-}
 
 // start creates the durable run row, or finds the one an idempotency key
 // names. existing is non-nil when the start returned an earlier run.
@@ -74,6 +66,23 @@ func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptio
 		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 
+// acquire takes the run's lease for this engine. When another owner holds
+// it and that owner is a process of this host that died (a crash, a kill),
+// the lease is taken over at once instead of waiting for it to expire.
+func (e *Engine) acquire(ctx context.Context, runID string) (*store.Run, error) {
+	p := &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL}
+	run, err := e.cfg.Store.AcquireLease(ctx, p)
+	if !errors.Is(err, store.ErrConflict) {
+		return run, err
+	}
+	held, gerr := e.cfg.Store.GetRun(ctx, runID)
+	if gerr != nil || held.LeaseOwner == "" || held.LeaseOwner == e.cfg.Owner || !ownerGone(held.LeaseOwner) {
+		return nil, err
+	}
+	p.TakeFrom = held.LeaseOwner
+	return e.cfg.Store.AcquireLease(ctx, p)
+}
+
 // absPath makes a flow's path absolute, so a run resumed from another
 // folder (a worker's) finds the files beside its flow.
 func absPath(p string) string {
@@ -114,7 +123,7 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	}
 	held := run
 	leased := time.Now() // see durability.leased
-	run, err = e.cfg.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL})
+	run, err = e.acquire(ctx, runID)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is being advanced by %s (lease until %s): wait for it, or for its lease to expire: %w", runID, held.LeaseOwner, held.LeaseExpires.Format(time.RFC3339), err))
@@ -339,7 +348,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 // decided (the store answers ErrConflict). An error after the run settled
 // says so and names the approval left pending.
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
-	run, err := e.cfg.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL})
+	run, err := e.acquire(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}

@@ -311,6 +311,11 @@ type LeaseParams struct {
 	RunID string
 	Owner string
 	TTL   time.Duration
+	// TakeFrom, for AcquireLease, names an owner whose lease is taken even
+	// though it has not expired: the caller knows that owner is gone (a
+	// process of this host that no longer runs). A lease held by anyone
+	// else is still ErrConflict until it expires.
+	TakeFrom string
 }
 
 // ClaimParams asks for ready runs.

@@ -166,8 +166,9 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		r, err = scanRun(s.pool.QueryRow(ctx, `
 		UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
 			version = r.version + 1, updated_at = now()
-		WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now())
-		RETURNING `+runCols, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds()))
+		WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now()
+			OR ($4 <> '' AND r.lease_owner = $4))
+		RETURNING `+runCols, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -13,8 +13,8 @@ import (
 
 // AcquireLease makes p.Owner the run's only writer until now+p.TTL and bumps
 // the run's version: store.ErrConflict while another owner's lease is
-// unexpired, store.ErrNotFound for an unknown run. The holder may acquire
-// again to extend.
+// unexpired (unless that owner is p.TakeFrom), store.ErrNotFound for an
+// unknown run. The holder may acquire again to extend.
 func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
 	if p.Owner == "" {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
@@ -28,8 +28,9 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		}
 		now := time.Now()
 		r, err := scanRun(x.queryRow(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = ?5, updated_at = ?3
-			WHERE rk = ?6 AND id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3) RETURNING `+runColsBare,
-			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID, h.version+1, rk))
+			WHERE rk = ?6 AND id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3
+				OR (?7 <> '' AND lease_owner = ?7)) RETURNING `+runColsBare,
+			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), p.RunID, h.version+1, rk, p.TakeFrom))
 		if errors.Is(err, sql.ErrNoRows) {
 			return x.missingOrConflict(p.RunID, "held by another owner")
 		}

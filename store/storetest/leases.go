@@ -240,3 +240,26 @@ func testFinalCommitDropsLease(t *testing.T, h Harness) {
 		t.Fatalf("ReleaseLease after the final commit: %v", err)
 	}
 }
+
+// TakeFrom takes an unexpired lease from that owner only; the owner it was
+// taken from has lost it.
+func testLeaseTakeFrom(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := t.Context()
+	create(t, s, &store.CreateRunParams{ID: "run"})
+	a := acquire(t, s, "run", "A", time.Hour)
+	_, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "B", TTL: time.Minute, TakeFrom: "C"})
+	wantErr(t, "AcquireLease taking from an owner that does not hold it", err, store.ErrConflict)
+	b, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "B", TTL: time.Minute, TakeFrom: "A"})
+	if err != nil {
+		t.Fatalf("AcquireLease taking from the holder: %v", err)
+	}
+	if b.LeaseOwner != "B" || b.Version != a.Version+1 {
+		t.Errorf("taken lease: owner %q version %d, want B at %d", b.LeaseOwner, b.Version, a.Version+1)
+	}
+	expiresIn(t, "taken lease", b.LeaseExpires, time.Minute)
+	err = s.RenewLease(ctx, &store.LeaseParams{RunID: "run", Owner: "A", TTL: time.Minute})
+	wantErr(t, "RenewLease by the owner it was taken from", err, store.ErrConflict)
+	err = s.Commit(ctx, &store.Transition{RunID: "run", Version: a.Version, Events: []*trace.Event{event("run", 1, trace.RunStarted, "")}})
+	wantErr(t, "Commit by the owner it was taken from", err, store.ErrConflict)
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"ApprovalAskedAgain", testApprovalAskedAgain},
 		{"Lease", testLease},
 		{"LeaseExpiry", testLeaseExpiry},
+		{"LeaseTakeFrom", testLeaseTakeFrom},
 		{"FinalCommitDropsLease", testFinalCommitDropsLease},
 		{"ClaimRuns", testClaimRuns},
 		{"ClaimRunsLimit", testClaimRunsLimit},

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package engine
+
+func processGone(int) bool { return false }
+
+func pidNamespace() string { return "" }
