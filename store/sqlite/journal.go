@@ -118,7 +118,13 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			return nil, fmt.Errorf("sqlite: commit run %s: a creating commit takes no idempotency key (use CreateRun)", t.RunID)
 		}
 	}
-	var buf []byte
+	buf := make([]byte, 0, 512)
+	if n := len(t.Events); n > 0 {
+		c.events = make([]byte, 0, n*400)
+	}
+	if n := len(t.Steps); n > 0 {
+		c.steps = make([]byte, 0, n*256)
+	}
 	for _, e := range t.Events {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)

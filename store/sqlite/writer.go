@@ -193,6 +193,10 @@ type writer struct {
 	once    sync.Once
 	batch   []*op
 	grouped bool
+	nv      []driver.NamedValue // the leader's argument buffer
+	// scratchHeads and scratchKeys are wtx.heads and wtx.keys, reused.
+	scratchHeads map[int64]head
+	scratchKeys  map[string]int64
 	// Writer goroutine only. keys caches run IDs' rk; heads the heads of
 	// runs by rk; dataVersion the data_version they were valid for; tail
 	// how many journal rows journal_index lacks, at most (-1: unknown).
@@ -439,7 +443,8 @@ func (x *wtx) runKey(id string) (rk int64, ok bool, err error) {
 }
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
-	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, max: max}
+	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, max: max,
+		scratchHeads: make(map[int64]head), scratchKeys: make(map[string]int64)}
 	w.idle.L = &w.mu
 	return w
 }
@@ -628,6 +633,21 @@ func (w *writer) apply(ops []*op) bool {
 	return ok
 }
 
+// txn ends a batch's transaction.
+type txn struct{ x *wtx }
+
+func (t txn) Commit() error {
+	if _, err := t.x.exec("COMMIT"); err != nil {
+		t.Rollback() // a COMMIT that failed may leave the transaction open
+		return err
+	}
+	return nil
+}
+
+// Rollback ends the transaction; after an error SQLite may have ended it
+// already, and "no transaction is active" is nothing to report.
+func (t txn) Rollback() { _, _ = t.x.exec("ROLLBACK") }
+
 func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 	ctx := context.Background()
 	fail := func(err error) bool {
@@ -636,11 +656,18 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 		}
 		return true
 	}
-	tx, err := c.conn.BeginTx(ctx, driver.TxOptions{})
-	if err != nil {
+	// The batch's scratch (argument buffer, staged heads and keys) is the
+	// writer's, reused: one batch at a time has the lead.
+	clear(w.scratchHeads)
+	clear(w.scratchKeys)
+	x := &wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: w.scratchHeads, keys: w.scratchKeys}
+	defer func() { w.nv = x.nv[:0] }()
+	// BEGIN and COMMIT as statements prepared once: the driver's BeginTx
+	// and Commit prepare them anew every time.
+	if _, err := x.exec("BEGIN IMMEDIATE"); err != nil {
 		return fail(err)
 	}
-	x := &wtx{ctx: ctx, c: c, w: w}
+	tx := txn{x}
 	if err := x.checkOthers(); err != nil {
 		tx.Rollback()
 		return fail(err)
@@ -682,7 +709,7 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 		tx.Rollback()
 		return true
 	}
-	err = x.flush()
+	err := x.flush()
 	if err == nil {
 		err = x.indexJournal()
 	}
