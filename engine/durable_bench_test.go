@@ -84,6 +84,7 @@ type rawCommitter interface {
 // COMMIT.
 type rawSQLite struct {
 	db   *sql.DB
+	conn *sql.Conn // held, as the store's writer holds its own
 	stmt driver.Stmt
 	args []driver.NamedValue
 }
@@ -102,12 +103,14 @@ func newRawSQLite(b *testing.B, syncMode string) rawCommitter {
 
 func (r *rawSQLite) commit(b *testing.B) {
 	ctx := context.Background()
-	conn, err := r.db.Conn(ctx)
-	if err != nil {
-		b.Fatal(err)
+	if r.conn == nil {
+		var err error
+		if r.conn, err = r.db.Conn(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
+	var err error
+	err = r.conn.Raw(func(dc any) error {
 		if r.stmt == nil {
 			if r.stmt, err = dc.(driver.ConnPrepareContext).PrepareContext(ctx, "INSERT INTO raw (body) VALUES (?)"); err != nil {
 				return err
@@ -129,10 +132,11 @@ func (r *rawSQLite) commit(b *testing.B) {
 }
 
 func (r *rawSQLite) close() {
-	if r.stmt != nil {
-		conn, _ := r.db.Conn(context.Background())
-		conn.Raw(func(any) error { return r.stmt.Close() })
-		conn.Close()
+	if r.conn != nil {
+		if r.stmt != nil {
+			r.conn.Raw(func(any) error { return r.stmt.Close() })
+		}
+		r.conn.Close()
 	}
 	r.db.Close()
 }

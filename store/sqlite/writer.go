@@ -181,6 +181,7 @@ type writer struct {
 	// c holds the statements prepared on the driver connection (wconn.go);
 	// memory: the database is ":memory:", no other connection can write it.
 	c      *stmtCache
+	conn   *sql.Conn // held for the writer's life (not for ":memory:")
 	memory bool
 	max    int
 	// mu guards the queue and the lead: busy while a caller leads (only
@@ -452,37 +453,56 @@ func newWriter(db *sql.DB, max int, memory bool) *writer {
 // withConn runs fn with the writer's driver connection and its statement
 // cache (prepared again when database/sql replaced the connection).
 func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error {
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		return err
+	conn := w.conn
+	if conn == nil {
+		var err error
+		if conn, err = w.db.Conn(ctx); err != nil {
+			return err
+		}
+		if w.memory {
+			// ":memory:" has one connection, shared with the reads: the
+			// writer takes it for a batch at a time.
+			defer conn.Close()
+		} else {
+			w.conn = conn
+		}
 	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	err := conn.Raw(func(dc any) error {
 		d, ok := dc.(dconn)
 		if !ok {
 			return fmt.Errorf("sqlite: driver connection %T lacks PrepareContext/BeginTx", dc)
 		}
 		if w.c == nil || w.c.conn != d {
-			if w.c != nil {
-				w.c.close()
-			}
+			// A new connection (the first, or database/sql replaced a bad
+			// one): the old one's statements went with it.
 			w.c = &stmtCache{conn: d, stmts: make(map[string]driver.Stmt)}
 			w.dataVersion = -1
 		}
 		return fn(w.c)
 	})
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		if w.conn != nil {
+			w.conn.Close()
+			w.conn = nil
+		}
+	}
+	return err
 }
 
-// closeStmts closes the prepared statements (on the writer, at exit).
+// closeStmts closes the prepared statements and the writer's connection
+// (at stop).
 func (w *writer) closeStmts() {
-	if w.c == nil {
-		return
+	if w.c != nil {
+		w.withConn(context.Background(), func(c *stmtCache) error {
+			c.close()
+			return nil
+		})
+		w.c = nil
 	}
-	w.withConn(context.Background(), func(c *stmtCache) error {
-		c.close()
-		return nil
-	})
-	w.c = nil
+	if w.conn != nil {
+		w.conn.Close()
+		w.conn = nil
+	}
 }
 
 // do queues fn and waits for its batch to commit. Once queued, an op is
