@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
 )
 
 // A journal row holds its transition's records in two columns of frames.
@@ -128,6 +130,39 @@ type stepRecord struct {
 	Idempotent bool             `json:"idempotent,omitempty"`
 	StartedAt  int64            `json:"started_at,omitempty"`
 	SettledAt  int64            `json:"settled_at,omitempty"`
+}
+
+// appendJSON appends r as the JSON encoding/json writes for it (the
+// journal's step records are on the hot path of every commit).
+func (r *stepRecord) appendJSON(b []byte) []byte {
+	b = append(b, `{"step_id":`...)
+	b = value.AppendString(b, r.StepID)
+	if r.Type != "" {
+		b = value.AppendString(append(b, `,"type":`...), r.Type)
+	}
+	b = value.AppendString(append(b, `,"status":`...), string(r.Status))
+	if r.Attempt != 0 {
+		b = strconv.AppendInt(append(b, `,"attempt":`...), int64(r.Attempt), 10)
+	}
+	if r.OutputSHA != "" {
+		b = value.AppendString(append(b, `,"output_sha256":`...), r.OutputSHA)
+	}
+	if r.OutputBlob {
+		b = append(b, `,"output_blob":true`...)
+	}
+	if r.InputBlob != "" {
+		b = value.AppendString(append(b, `,"input_blob":`...), r.InputBlob)
+	}
+	if r.Idempotent {
+		b = append(b, `,"idempotent":true`...)
+	}
+	if r.StartedAt != 0 {
+		b = strconv.AppendInt(append(b, `,"started_at":`...), r.StartedAt, 10)
+	}
+	if r.SettledAt != 0 {
+		b = strconv.AppendInt(append(b, `,"settled_at":`...), r.SettledAt, 10)
+	}
+	return append(b, '}')
 }
 
 // appendStep appends the frame of one encoded step.

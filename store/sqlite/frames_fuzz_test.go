@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/reinhq/rein/trace"
@@ -52,4 +54,24 @@ func TestFramesRoundTrip(t *testing.T) {
 			t.Error("mismatched step record decoded")
 		}
 	})
+}
+
+// The step record's hand-written JSON is what encoding/json writes.
+func TestStepRecordJSON(t *testing.T) {
+	t.Parallel()
+	for _, r := range []stepRecord{
+		{StepID: "a", Status: trace.StepRunning},
+		{StepID: "s\"<\u2028>", Type: "tool", Status: trace.StepSucceeded, Attempt: 3, OutputSHA: "ab", OutputBlob: true,
+			InputBlob: "cd", Idempotent: true, StartedAt: -1, SettledAt: 1 << 62},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.appendJSON(nil); !bytes.Equal(got, bytes.TrimSpace(want.Bytes())) {
+			t.Errorf("appendJSON\n got %s\nwant %s", got, want.Bytes())
+		}
+	}
 }

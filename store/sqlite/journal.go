@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,7 +25,7 @@ type encodedStep struct {
 	outputData, inputData []byte
 }
 
-func (s *Store) encodeStep(st *store.Step) (encodedStep, error) {
+func (s *Store) encodeStep(st *store.Step) encodedStep {
 	rec := stepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
 		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
 	e := encodedStep{output: st.Output, input: st.Input, errJSON: st.Error}
@@ -40,9 +39,8 @@ func (s *Store) encodeStep(st *store.Step) (encodedStep, error) {
 		rec.InputBlob = hex.EncodeToString(sum[:])
 		e.inputBlob, e.inputData, e.input = rec.InputBlob, st.Input, nil
 	}
-	var err error
-	e.rec, err = json.Marshal(&rec)
-	return e, err
+	e.rec = rec.appendJSON(make([]byte, 0, 160))
+	return e
 }
 
 func unixNanos(t time.Time) int64 {
@@ -134,10 +132,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		e, err := s.encodeStep(st)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit run %s: encode step %s: %w", t.RunID, st.StepID, err)
-		}
+		e := s.encodeStep(st)
 		c.steps = appendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
 		if e.outputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
