@@ -70,8 +70,8 @@ func (o *Options) withDefaults() (Options, error) {
 }
 
 // Store is the SQLite backend of store.Store. It is safe for concurrent
-// use. All writes go through one writer goroutine that groups concurrent
-// calls into one transaction; reads use a separate pool of connections.
+// use. All writes go through one writer that groups concurrent calls into
+// one transaction; reads use a separate pool of connections.
 type Store struct {
 	path   string
 	opts   Options

@@ -1,0 +1,249 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/reinhq/rein/store"
+)
+
+// head is where a run's journal stands: its version and last event seq.
+type head struct{ version, seq int64 }
+
+// wtx is one batch's transaction on the driver connection.
+type wtx struct {
+	ctx context.Context
+	c   *stmtCache
+	w   *writer
+	nv  []driver.NamedValue // argument buffer
+	// queued journal rows.
+	rows rowBuf
+	// heads the batch changed (deleted: forgotten), applied to the writer's
+	// once the batch commits; inserted counts the journal rows it wrote.
+	heads   map[int64]head
+	forgot  map[int64]bool
+	evicted map[int64]bool
+	// evictedKeys are the run IDs of evicted.
+	evictedKeys []string
+	keys        map[string]int64
+	inserted    int
+	indexed     bool
+	// reset: the batch removed runs; the writer forgets every key and head.
+	reset bool
+}
+
+// stageHead records a run's new head, for after the commit.
+func (x *wtx) stageHead(rk int64, h head) {
+	if x.heads == nil {
+		x.heads = make(map[int64]head)
+	}
+	x.heads[rk] = h
+	delete(x.forgot, rk)
+}
+
+// forget drops a run's head: an op moved its version in SQL, after the
+// batch's queued rows were flushed, so the database is the truth.
+func (x *wtx) forget(rk int64) {
+	if x.forgot == nil {
+		x.forgot = make(map[int64]bool)
+	}
+	x.forgot[rk] = true
+	delete(x.heads, rk)
+}
+
+// evict drops a run's key and head from the writer once the batch
+// committed: a finished or waiting run will not commit again soon, and the
+// writer's memory stays with the runs in flight.
+func (x *wtx) evict(id string, rk int64) {
+	if x.evicted == nil {
+		x.evicted = make(map[int64]bool)
+	}
+	x.evicted[rk] = true
+	x.evictedKeys = append(x.evictedKeys, id)
+}
+
+// noteKey stages a run's key.
+func (x *wtx) noteKey(id string, rk int64) {
+	if x.keys == nil {
+		x.keys = make(map[string]int64)
+	}
+	x.keys[id] = rk
+}
+
+// key returns a run's rk: ok false when there is no such run.
+func (x *wtx) key(id string) (rk int64, ok bool, err error) {
+	if rk, ok := x.keys[id]; ok {
+		return rk, true, nil
+	}
+	if rk, ok := x.w.keys[id]; ok {
+		return rk, true, nil
+	}
+	rk, ok, err = x.runKey(id)
+	if ok {
+		x.noteKey(id, rk)
+	}
+	return rk, ok, err
+}
+
+// head returns the rk and head of a run (clean store.ErrNotFound when there
+// is none), from what the batch or the writer knows, or else the database.
+func (x *wtx) head(id string) (int64, head, error) {
+	rk, ok, err := x.key(id)
+	if err != nil {
+		return 0, head{}, err
+	}
+	if !ok {
+		return 0, head{}, clean(store.ErrNotFound)
+	}
+	if h, ok := x.heads[rk]; ok {
+		return rk, h, nil
+	}
+	if h, ok := x.w.heads[rk]; ok && !x.forgot[rk] {
+		return rk, h, nil
+	}
+	var rowVersion, h head
+	err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		// the cached key is stale (the run was removed, its rk reused).
+		delete(x.keys, id)
+		delete(x.w.keys, id)
+		rk, ok, err := x.runKey(id)
+		if err != nil {
+			return 0, head{}, err
+		}
+		if !ok {
+			return 0, head{}, clean(store.ErrNotFound)
+		}
+		x.noteKey(id, rk)
+		err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+		if err != nil {
+			return 0, head{}, err
+		}
+	} else if err != nil {
+		return 0, head{}, err
+	}
+	h.version = max(h.version, rowVersion.version)
+	x.stageHead(rk, h)
+	return rk, h, nil
+}
+
+// committed applies what the batch learnt to the writer.
+func (x *wtx) committed() {
+	w := x.w
+	if x.reset {
+		clear(w.keys)
+		clear(w.heads)
+	}
+	if len(w.heads) >= maxKeys {
+		clear(w.heads)
+	}
+	for rk := range x.forgot {
+		delete(w.heads, rk)
+	}
+	for rk, h := range x.heads {
+		w.heads[rk] = h
+	}
+	for rk := range x.evicted {
+		delete(w.heads, rk)
+	}
+	for id, rk := range x.keys {
+		w.noteKey(id, rk)
+	}
+	for _, id := range x.evictedKeys {
+		delete(w.keys, id)
+	}
+	switch {
+	case x.indexed:
+		w.tail = 0
+	case w.tail >= 0:
+		w.tail += x.inserted
+	}
+}
+
+// flush inserts the journal rows queued so far, in order.
+func (x *wtx) flush() error {
+	b := &x.rows
+	off := 0
+	for left := b.n; left > 0; {
+		k := min(bits.Len(uint(left))-1, maxRowsLog2)
+		n := 1 << k
+		if _, err := x.exec(journalSQL[k], b.args[off:off+n*journalArgs]...); err != nil {
+			return fmt.Errorf("append to the journal: %w", mapErr(err))
+		}
+		off += n * journalArgs
+		left -= n
+	}
+	x.inserted += b.n
+	clear(b.args)
+	b.args, b.n = b.args[:0], 0
+	return nil
+}
+
+// indexJournal moves the tail of the journal into journal_index when it is
+// long enough (or its length is unknown); it runs last in a batch.
+func (x *wtx) indexJournal() error {
+	if x.w.tail >= 0 && x.w.tail+x.inserted < indexEvery {
+		return nil
+	}
+	if _, err := x.exec(stmtSQL[stIndexJournal]); err != nil {
+		return fmt.Errorf("index the journal: %w", err)
+	}
+	if _, err := x.exec(stmtSQL[stMarkJournal]); err != nil {
+		return fmt.Errorf("index the journal: %w", err)
+	}
+	x.indexed = true
+	return nil
+}
+
+// checkOthers makes the writer forget what it knows of runs when another
+// connection (another process) wrote the database since the writer's last
+// commit: the data version moves with every commit, and the writer notes
+// it after its own.
+func (x *wtx) checkOthers() error {
+	if x.w.memory {
+		return nil
+	}
+	v, err := x.c.dataVersion()
+	if err != nil {
+		return err
+	}
+	if v != x.w.dataVersion {
+		clear(x.w.keys)
+		clear(x.w.heads)
+		x.w.tail = -1
+		x.w.dataVersion = v
+	}
+	return nil
+}
+
+// runExists reports whether the run is there (for telling ErrNotFound from
+// ErrConflict after a conditional update matched nothing).
+func (x *wtx) runExists(id string) (bool, error) {
+	var ok bool
+	err := x.queryRow(stmtSQL[stRunExists], id).Scan(&ok)
+	return ok, err
+}
+
+// maxKeys bounds writer.keys; past it the cache starts over.
+const maxKeys = 1 << 14
+
+// noteKey caches the rk of a run (on the writer).
+func (w *writer) noteKey(id string, rk int64) {
+	if len(w.keys) >= maxKeys {
+		clear(w.keys)
+	}
+	w.keys[id] = rk
+}
+
+// runKey looks up the rk of a run: ok false when there is no such run.
+func (x *wtx) runKey(id string) (rk int64, ok bool, err error) {
+	err = x.queryRow(stmtSQL[stRunKey], id).Scan(&rk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return rk, err == nil, err
+}

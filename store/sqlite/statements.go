@@ -1,0 +1,105 @@
+package sqlite
+
+import "strings"
+
+// stmtID names a statement the writer prepares once.
+type stmtID int
+
+const (
+	stUpdateRun stmtID = iota
+	stHead
+	stInsertBlob
+	stInsertBlobRef
+	stInsertApproval
+	stRunExists
+	stRunKey
+	stCreateRun
+	stRunByKey
+	stReleaseLease
+	stRenewLease
+	stIndexJournal
+	stMarkJournal
+	nStmts
+)
+
+// headOf is the id of the newest journal row of the run whose rk is the
+// SQL expression rk: in journal_index, or in the tail not indexed yet.
+func headOf(rk string) string {
+	return `(SELECT id FROM (SELECT * FROM (SELECT id, version FROM journal_index WHERE rk = ` + rk + ` ORDER BY version DESC LIMIT 1)
+		UNION ALL SELECT id, version FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `)
+		ORDER BY version DESC LIMIT 1)`
+}
+
+// headVersion is the version of a run (rk an SQL expression naming its
+// key, version its runs.version): the larger of the run row's and its
+// newest journal row's.
+func headVersion(rk, version string) string {
+	return `max(` + version + `, coalesce((SELECT version FROM journal WHERE id = ` + headOf(rk) + `), 0))`
+}
+
+var stmtSQL = [nStmts]string{
+	stUpdateRun: `UPDATE runs SET version = ?1, updated_at = ?2,
+		status = coalesce(?3, status), error = coalesce(?4, error), usage = coalesce(?5, usage),
+		settled_at = coalesce(?6, settled_at),
+		lease_owner = iif(?7, NULL, lease_owner), lease_expires = iif(?7, NULL, lease_expires)
+		WHERE rk = ?8 AND id = ?9`,
+	stHead: `SELECT r.version, coalesce(h.version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
+		WHERE r.rk = ?1 AND r.id = ?2`,
+	stRunKey:        `SELECT rk FROM runs WHERE id = ?1`,
+	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
+	stInsertBlobRef: `INSERT INTO blob_refs (sha256, rk) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
+	stInsertApproval: `INSERT INTO approvals (run_id, id, step_id, kind, status, tool, args, message, output,
+		comment, decided_by, created_at, decided_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
+	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)`,
+	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
+		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)`,
+	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?1`,
+	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2`,
+	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
+	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
+		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
+	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
+}
+
+// indexEvery is how many journal rows may wait for journal_index: the
+// tail readers scan. The batch that reaches it indexes them.
+const indexEvery = 256
+
+// maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
+const maxRowsLog2 = 6
+
+// journalArgs is the number of values of one journal row.
+const journalArgs = 6
+
+// journalSQL[k] inserts 1<<k journal rows.
+var journalSQL = func() (out [maxRowsLog2 + 1]string) {
+	for k := range out {
+		out[k] = journalInsert(1 << k)
+	}
+	return out
+}()
+
+func journalInsert(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO journal (rk, version, seq, at, events, steps) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
+}
+
+// rowBuf holds the journal rows a batch has queued.
+type rowBuf struct {
+	args []any
+	n    int
+}
+
+func (b *rowBuf) add(v ...any) {
+	b.args = append(b.args, v...)
+	b.n++
+}
