@@ -105,8 +105,11 @@ func (x *wtx) head(id string) (int64, head, error) {
 	if h, ok := x.w.heads[rk]; ok && !x.forgot[rk] {
 		return rk, h, nil
 	}
-	var rowVersion, h head
-	err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+	var (
+		rowVersion int64 // runs.version: leases and decisions bump it
+		h          head
+	)
+	err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion, &h.version, &h.seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		// the cached key is stale (the run was removed, its rk reused).
 		delete(x.keys, id)
@@ -119,14 +122,14 @@ func (x *wtx) head(id string) (int64, head, error) {
 			return 0, head{}, clean(store.ErrNotFound)
 		}
 		x.noteKey(id, rk)
-		err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion.version, &h.version, &h.seq)
+		err = x.queryRow(stmtSQL[stHead], rk, id).Scan(&rowVersion, &h.version, &h.seq)
 		if err != nil {
 			return 0, head{}, err
 		}
 	} else if err != nil {
 		return 0, head{}, err
 	}
-	h.version = max(h.version, rowVersion.version)
+	h.version = max(h.version, rowVersion)
 	x.stageHead(rk, h)
 	return rk, h, nil
 }
