@@ -108,18 +108,6 @@ func (r *recorder) Emit(_ context.Context, e *trace.Event) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) kinds(step string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if e.StepID == step {
-			out = append(out, string(e.Kind)+":"+e.Status)
-		}
-	}
-	return out
-}
-
 func (r *recorder) all() []trace.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -21,17 +21,6 @@ func (s *spyModel) Generate(ctx context.Context, req *model.Request) (*model.Res
 	return s.inner.Generate(ctx, req)
 }
 
-func (s *spyModel) find(step string, attempt int) *model.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.reqs {
-		if s.reqs[i].StepID == step && s.reqs[i].Attempt == attempt {
-			return &s.reqs[i]
-		}
-	}
-	return nil
-}
-
 // corrective returns the corrective request of a step, or nil.
 func (s *spyModel) corrective(step string) *model.Request {
 	s.mu.Lock()
