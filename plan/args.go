@@ -20,12 +20,6 @@ type argRef struct {
 	fill any
 }
 
-// isRefObject reports whether m is meant as a reference: it has a "$ref" key.
-func isRefObject(m map[string]any) bool {
-	_, ok := m["$ref"]
-	return ok
-}
-
 // findRefs walks args value x at location at, calling found for each
 // reference (at is only valid during the call) and bad(ptr, message) for
 // each malformed one.
