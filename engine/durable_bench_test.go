@@ -80,13 +80,14 @@ type rawCommitter interface {
 }
 
 // rawSQLite inserts on the driver's connection, below database/sql, the
-// way store/sqlite's writer does: a prepared INSERT in BEGIN IMMEDIATE …
-// COMMIT.
+// way store/sqlite's writer does: BEGIN IMMEDIATE, INSERT and COMMIT, each
+// prepared once.
 type rawSQLite struct {
 	db   *sql.DB
 	conn *sql.Conn // held, as the store's writer holds its own
-	stmt driver.Stmt
-	args []driver.NamedValue
+	// begin, insert and commit are prepared once, as the writer's are.
+	begin, insert, end driver.Stmt
+	args               []driver.NamedValue
 }
 
 func newRawSQLite(b *testing.B, syncMode string) rawCommitter {
@@ -109,22 +110,29 @@ func (r *rawSQLite) commit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var err error
-	err = r.conn.Raw(func(dc any) error {
-		if r.stmt == nil {
-			if r.stmt, err = dc.(driver.ConnPrepareContext).PrepareContext(ctx, "INSERT INTO raw (body) VALUES (?)"); err != nil {
+	err := r.conn.Raw(func(dc any) error {
+		if r.insert == nil {
+			prep := dc.(driver.ConnPrepareContext)
+			var err error
+			if r.begin, err = prep.PrepareContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+				return err
+			}
+			if r.insert, err = prep.PrepareContext(ctx, "INSERT INTO raw (body) VALUES (?)"); err != nil {
+				return err
+			}
+			if r.end, err = prep.PrepareContext(ctx, "COMMIT"); err != nil {
 				return err
 			}
 		}
-		tx, err := dc.(driver.ConnBeginTx).BeginTx(ctx, driver.TxOptions{})
-		if err != nil {
-			return err
+		for _, st := range []struct {
+			s    driver.Stmt
+			args []driver.NamedValue
+		}{{r.begin, nil}, {r.insert, r.args}, {r.end, nil}} {
+			if _, err := st.s.(driver.StmtExecContext).ExecContext(ctx, st.args); err != nil {
+				return err
+			}
 		}
-		if _, err := r.stmt.(driver.StmtExecContext).ExecContext(ctx, r.args); err != nil {
-			tx.Rollback()
-			return err
-		}
-		return tx.Commit()
+		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -133,9 +141,14 @@ func (r *rawSQLite) commit(b *testing.B) {
 
 func (r *rawSQLite) close() {
 	if r.conn != nil {
-		if r.stmt != nil {
-			r.conn.Raw(func(any) error { return r.stmt.Close() })
-		}
+		r.conn.Raw(func(any) error {
+			for _, st := range []driver.Stmt{r.begin, r.insert, r.end} {
+				if st != nil {
+					st.Close()
+				}
+			}
+			return nil
+		})
 		r.conn.Close()
 	}
 	r.db.Close()

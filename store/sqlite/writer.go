@@ -127,7 +127,7 @@ func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error 
 	err := conn.Raw(func(dc any) error {
 		d, ok := dc.(dconn)
 		if !ok {
-			return fmt.Errorf("sqlite: driver connection %T lacks PrepareContext/BeginTx", dc)
+			return fmt.Errorf("sqlite: driver connection %T lacks PrepareContext", dc)
 		}
 		if w.c == nil || w.c.conn != d {
 			// A new connection (the first, or database/sql replaced a bad
