@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -142,6 +143,45 @@ func (r *run) idempotent(i int) bool {
 	return false
 }
 
+// pureStart reports whether step i's start needs no commit of its own: a
+// tool step whose tool has no effect and is idempotent. Were the process
+// to die while it runs, the resumed run would run it again whether or not
+// its start was journaled (same attempt, same idempotency key), so the
+// start is committed with whatever comes next — in a linear flow, the
+// step's own settlement. A run whose first step is pure is thus created by
+// the commit that settles that step (Temporal journals local activities
+// the same way: their completion only).
+func (r *run) pureStart(i int) bool {
+	s := r.f.Steps[i]
+	spec := &r.b.specs[i]
+	return s.Type == flow.Tool && spec.Effect == tool.EffectNone && spec.Idempotent
+}
+
+// barrierPending reports whether the transition being assembled holds
+// anything that must be committed before another step runs: anything but
+// the run's start and the starts of steps.
+func (r *run) barrierPending() bool {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	d := &r.d
+	if d.pendRun != nil || len(d.pendAppr) > 0 {
+		return true
+	}
+	for _, st := range d.pendSteps {
+		if st.Status != trace.StepRunning {
+			return true
+		}
+	}
+	for i := range d.pendEv {
+		switch d.pendEv[i].Kind {
+		case trace.RunStarted, trace.StepStarted:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // flush commits the transition assembled so far. It is the barrier the
 // engine passes before any side effect and before it waits: nothing is
 // acted on, or acknowledged, until it is committed.
@@ -169,6 +209,7 @@ func (r *run) flushLocked() {
 		for i := range d.pendEv {
 			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
 		}
+		d.pendSteps = lastPerStep(d.pendSteps)
 		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
@@ -188,6 +229,27 @@ func (r *run) flushLocked() {
 	clear(d.pendSteps)
 	clear(d.pendAppr)
 	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
+}
+
+// lastPerStep keeps the newest projection row of each step (a pure step's
+// start and settlement share a transition; only the settlement is the
+// step's state). Rows keep their order.
+func lastPerStep(rows []*store.Step) []*store.Step {
+	out := rows[:0]
+	for i, row := range rows {
+		newer := false
+		for _, later := range rows[i+1:] {
+			if later.StepID == row.StepID {
+				newer = true
+				break
+			}
+		}
+		if !newer {
+			out = append(out, row)
+		}
+	}
+	clear(rows[len(out):])
+	return out
 }
 
 // beginAttempt journals that attempt n of step j starts, before its call:

@@ -181,6 +181,16 @@ func (r *run) loop() {
 		if r.running == 0 {
 			return
 		}
+		select {
+		case o := <-r.results:
+			// a step that ran inline is done: nothing to wait for, so no
+			// barrier here; its settlement is committed before the next
+			// step starts (dispatch) or with the run's (finish).
+			r.running--
+			r.settle(o)
+			continue
+		default:
+		}
 		r.flush()
 		select {
 		case o := <-r.results:
@@ -251,10 +261,15 @@ func (r *run) dispatch(i int) {
 	r.record(ev)
 	if r.d.on {
 		r.stageStep(i)
-		if r.flush(); r.storeErr != nil { // the start must be committed before the effect
-			st.status = trace.StepPending // it never ran
-			r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
-			return
+		// The start must be committed before the effect, and so must every
+		// settlement before the next step. A pure step's start alone has
+		// nothing to protect: it rides with its settlement (pureStart).
+		if !r.pureStart(i) || r.barrierPending() {
+			if r.flush(); r.storeErr != nil {
+				st.status = trace.StepPending // it never ran
+				r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
+				return
+			}
 		}
 	}
 	r.running++
