@@ -36,5 +36,9 @@
 //
 // Durability follows Options.Synchronous: with NORMAL (the default) a
 // committed transition survives a crash of the process; with FULL it also
-// survives a power loss.
+// survives a power loss. With NORMAL, WAL checkpoints run on a goroutine and
+// connection of their own, kicked by the writer, so their page copies and
+// fsyncs are not on the path of a commit; the writer's own autocheckpoint,
+// set far (4,096 pages), only finishes what the background left and starts
+// the WAL over. FULL keeps SQLite's autocheckpoint (see checkpoint.go).
 package sqlite

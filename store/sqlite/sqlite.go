@@ -78,6 +78,7 @@ type Store struct {
 	wdb    *sql.DB // the one write connection (and, for :memory:, reads too)
 	rdb    *sql.DB
 	w      *writer
+	ckpt   *checkpointer // nil for ":memory:"
 	memory bool
 	once   sync.Once
 	err    error
@@ -151,6 +152,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	// temp_store(MEMORY): the statement journal of the writer's multi-row
 	// inserts stays in memory instead of a temporary file.
 	wq := url.Values{"_txlock": {"immediate"}, "_pragma": {"temp_store(MEMORY)"}}
+	background := !s.memory && backgroundCheckpoints(o.Synchronous)
+	if background {
+		wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walRestartPages))
+	}
 	for k, v := range q {
 		wq[k] = append(wq[k], v...)
 	}
@@ -183,6 +188,18 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.w = newWriter(s.wdb, o.MaxBatch, s.memory)
+	if background {
+		cdb, err := sql.Open("sqlite", path+"?"+q.Encode())
+		if err != nil {
+			s.closeDBs()
+			return nil, s.openErr(err)
+		}
+		cdb.SetMaxOpenConns(1)
+		cdb.SetMaxIdleConns(1)
+		cdb.SetConnMaxIdleTime(0)
+		s.ckpt = newCheckpointer(cdb)
+		s.w.kick = s.ckpt.kick
+	}
 	return s, nil
 }
 
@@ -192,7 +209,13 @@ func (s *Store) Path() string { return s.path }
 // Close stops the writer — writes already queued are applied or fail with
 // an error — and closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
-	s.once.Do(func() { s.err = errors.Join(s.w.stop(), s.closeDBs()) })
+	s.once.Do(func() {
+		var errs []error
+		if s.ckpt != nil {
+			errs = append(errs, s.ckpt.stop())
+		}
+		s.err = errors.Join(append(errs, s.w.stop(), s.closeDBs())...)
+	})
 	return s.err
 }
 

@@ -96,6 +96,10 @@ type writer struct {
 	heads       map[int64]head
 	dataVersion int64
 	tail        int
+	// kick, when set, asks for a background checkpoint (checkpoint.go);
+	// sinceRows and sinceBatches count what was committed since the last.
+	kick                    func()
+	sinceRows, sinceBatches int
 	// batches and applied count transactions and ops, for tests.
 	batches, applied atomic.Int64
 }
@@ -409,6 +413,14 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 		return true
 	}
 	x.committed()
+	if w.kick != nil {
+		w.sinceRows += x.inserted
+		w.sinceBatches++
+		if w.sinceRows >= kickEveryRows || w.sinceBatches >= kickEveryBatches {
+			w.sinceRows, w.sinceBatches = 0, 0
+			w.kick()
+		}
+	}
 	if !w.memory {
 		// this commit moved the data version; note where it is now.
 		if v, err := c.dataVersion(); err == nil {
