@@ -32,6 +32,10 @@ type wtx struct {
 	keys        map[string]int64
 	inserted    int
 	indexed     bool
+	// created counts the runs the batch inserted; flows the flow texts
+	// it stored (by sha256).
+	created int
+	flows   []string
 	// reset: the batch removed runs; the writer forgets every key and head.
 	reset bool
 }
@@ -140,6 +144,13 @@ func (x *wtx) committed() {
 	if x.reset {
 		clear(w.keys)
 		clear(w.heads)
+		clear(w.flows)
+	}
+	if len(w.flows) >= maxKeys {
+		clear(w.flows)
+	}
+	for _, sha := range x.flows {
+		w.flows[sha] = true
 	}
 	if len(w.heads) >= maxKeys {
 		clear(w.heads)
@@ -161,9 +172,10 @@ func (x *wtx) committed() {
 	}
 	switch {
 	case x.indexed:
-		w.tail = 0
+		w.tail, w.runTail = 0, 0
 	case w.tail >= 0:
 		w.tail += x.inserted
+		w.runTail += x.created
 	}
 }
 
@@ -186,14 +198,18 @@ func (x *wtx) flush() error {
 	return nil
 }
 
-// indexJournal moves the tail of the journal into journal_index when it is
-// long enough (or its length is unknown); it runs last in a batch.
+// indexJournal moves the tail of the journal into journal_index, and the
+// tail of runs into run_flows, when either is long enough (or their length
+// is unknown); it runs last in a batch.
 func (x *wtx) indexJournal() error {
-	if x.w.tail >= 0 && x.w.tail+x.inserted < indexEvery {
+	if x.w.tail >= 0 && x.w.tail+x.inserted < indexEvery && x.w.runTail+x.created < indexEvery {
 		return nil
 	}
 	if _, err := x.exec(stmtSQL[stIndexJournal]); err != nil {
 		return fmt.Errorf("index the journal: %w", err)
+	}
+	if _, err := x.exec(stmtSQL[stIndexRuns]); err != nil {
+		return fmt.Errorf("index runs by flow: %w", err)
 	}
 	if _, err := x.exec(stmtSQL[stMarkJournal]); err != nil {
 		return fmt.Errorf("index the journal: %w", err)
@@ -217,7 +233,8 @@ func (x *wtx) checkOthers() error {
 	if v != x.w.dataVersion {
 		clear(x.w.keys)
 		clear(x.w.heads)
-		x.w.tail = -1
+		clear(x.w.flows)
+		x.w.tail, x.w.runTail = -1, -1
 		x.w.dataVersion = v
 	}
 	return nil

@@ -24,9 +24,10 @@
 // page: the row holds the transition's events and step projections as
 // frames of versioned JSON records (each readable on its own). The step
 // projection is the fold of those records; the run row changes only when
-// its status, lease or decisions do. An index from run to journal rows is
-// written in bulk every few hundred rows (readers scan the short tail not
-// indexed yet). The version check needs no read: the writer remembers the
+// its status, lease or decisions do. The index from run to journal rows and
+// the index of runs by flow are written in bulk every few hundred rows
+// (readers scan the short tails not indexed yet); a pinned flow text is
+// stored once per version of the flow, not per run. The version check needs no read: the writer remembers the
 // head of each run it wrote, and forgets it whenever PRAGMA data_version
 // says another connection wrote the file.
 //

@@ -112,6 +112,9 @@ func decodeEvents(out []*trace.Event, runID string, row []byte, after int64, lim
 		if e.Seq != seq {
 			return nil, fmt.Errorf("sqlite: run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
 		}
+		if e.RunID == "" {
+			e.RunID = runID // stored events leave out the row's run ID
+		}
 		out = append(out, &e)
 	}
 	return out, nil

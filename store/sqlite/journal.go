@@ -101,6 +101,7 @@ type commitData struct {
 	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
 	create                         *store.CreateRunParams
+	flowSHA                        string // of create's flow text
 }
 
 // commitOp encodes t (outside the writer, on the caller's goroutine).
@@ -115,6 +116,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		case p.IdempotencyKey != "":
 			return nil, fmt.Errorf("sqlite: commit run %s: a creating commit takes no idempotency key (use CreateRun)", t.RunID)
 		}
+		c.flowSHA = flowSHA(p.FlowText)
 	}
 	buf := make([]byte, 0, 512)
 	if n := len(t.Events); n > 0 {
@@ -127,7 +129,11 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
-		buf = trace.AppendJSON(buf[:0], e)
+		// an event's run is the transition's (t.RunID): stored events
+		// leave it out (it was a tenth of a row), and reading puts it back.
+		ev := *e
+		ev.RunID = ""
+		buf = trace.AppendJSON(buf[:0], &ev)
 		c.events = appendEvent(c.events, e.Seq, buf)
 		c.maxSeq = e.Seq
 	}
@@ -174,7 +180,7 @@ func (c *commitData) stage(x *wtx) error {
 		if status == "" {
 			status = trace.RunPending
 		}
-		if _, _, err := x.insertRun(p, status); err != nil {
+		if _, _, err := x.insertRun(p, status, c.flowSHA); err != nil {
 			return err
 		}
 		// the run row is written: a failure from here on is not clean,

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -45,9 +46,9 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if err != nil || len(rks) == 0 {
 			return err
 		}
-		shas := map[string]bool{}
+		shas, flows := map[string]bool{}, map[string]bool{}
 		for _, rk := range rks {
-			if err := x.deleteRun(rk, shas); err != nil {
+			if err := x.deleteRun(rk, shas, flows); err != nil {
 				return err
 			}
 		}
@@ -59,9 +60,17 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 			}
 			res.Blobs += int(r.rows)
 		}
-		// A deleted last row frees its id for the next insert: keep that id
-		// above the mark, in the tail readers scan.
-		if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)) WHERE one = 1`); err != nil {
+		// flow texts no run pins any more (runs has no index on flow_sha:
+		// this scans it once per flow version, at prune time only).
+		for sha := range flows {
+			if _, err := x.exec(`DELETE FROM flows WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM runs WHERE flow_sha = ?1)`, sha); err != nil {
+				return err
+			}
+		}
+		// A deleted last row frees its id (rk) for the next insert: keep
+		// that id above the mark, in the tail readers scan.
+		if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)),
+			runs = min(runs, (SELECT coalesce(max(rk), 0) FROM runs)) WHERE one = 1`); err != nil {
 			return err
 		}
 		x.reset = true
@@ -74,8 +83,15 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 }
 
 // deleteRun deletes a run with its journal, approvals and blob references,
-// adding the blobs it referred to to shas.
-func (x *wtx) deleteRun(rk int64, shas map[string]bool) error {
+// adding the blobs it referred to to shas and its flow text to flows.
+func (x *wtx) deleteRun(rk int64, shas, flows map[string]bool) error {
+	var flowSHA sql.NullString
+	if err := x.queryRow(`SELECT flow_sha FROM runs WHERE rk = ?1`, rk).Scan(&flowSHA); err != nil {
+		return err
+	}
+	if flowSHA.Valid {
+		flows[flowSHA.String] = true
+	}
 	rows, err := x.query(`DELETE FROM blob_refs WHERE rk = ? RETURNING sha256`, rk)
 	if err != nil {
 		return err
@@ -97,6 +113,7 @@ func (x *wtx) deleteRun(rk int64, shas map[string]bool) error {
 		`DELETE FROM journal WHERE id IN (SELECT id FROM journal_index WHERE rk = ?1)`,
 		`DELETE FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
 		`DELETE FROM journal_index WHERE rk = ?1`,
+		`DELETE FROM run_flows WHERE flow = (SELECT flow FROM runs WHERE rk = ?1) AND rk = ?1`,
 		`DELETE FROM runs WHERE rk = ?1`,
 	} {
 		if _, err := x.exec(q, rk); err != nil {

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,7 +16,7 @@ import (
 )
 
 // runCols are the columns of a run row (alias r).
-const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status, r.idempotency_key, r.session,
+const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, (SELECT text FROM flows WHERE sha256 = r.flow_sha), r.input, r.meta, r.status, r.idempotency_key, r.session,
 	r.error, r.usage, r.version, r.lease_owner, r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention`
 
 // runHeadSelect selects the run rows of the query from (alias r, with
@@ -83,6 +85,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	var (
 		run     *store.Run
 		created bool
+		sha     = flowSHA(p.FlowText)
 	)
 	err := s.w.doRuns(ctx, func(x *wtx) error {
 		run, created = nil, false
@@ -101,7 +104,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 				return err
 			}
 		}
-		r, _, err := x.insertRun(p, status)
+		r, _, err := x.insertRun(p, status, sha)
 		if err != nil {
 			return err
 		}
@@ -118,21 +121,41 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	return run, created, nil
 }
 
-// insertRun inserts the run row of p with status, and returns the run as
-// inserted (built, not read back) with its key. A run with that ID is a
-// clean store.ErrConflict.
-func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus) (*store.Run, int64, error) {
+// flowSHA is the key of a run's flow text in flows (hex sha256), "" when
+// it has none. It is computed by the caller, off the writer.
+func flowSHA(text []byte) string {
+	if len(text) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(text)
+	return hex.EncodeToString(sum[:])
+}
+
+// insertRun inserts the run row of p with status — its flow text under
+// sha (flowSHA), stored in flows unless the writer knows it is there — and
+// returns the run as inserted (built, not read back) with its key. A run
+// with that ID is a clean store.ErrConflict.
+func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha string) (*store.Run, int64, error) {
 	now := time.Now()
 	var owner, expires any
 	if p.Owner != "" {
 		owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
 	}
 	at0 := now.UnixNano()
-	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullBytes(p.FlowText), nullBytes(p.Input), nullBytes(p.Meta),
+	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullText(sha), nullBytes(p.Input), nullBytes(p.Meta),
 		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
 	if err != nil {
 		return nil, 0, cleanIfConstraint(err)
 	}
+	// the run row is in; its flow text follows (a failure from here on is
+	// not clean: the batch rolls back).
+	if sha != "" && !x.w.flows[sha] {
+		if _, err := x.exec(stmtSQL[stInsertFlow], sha, p.FlowText); err != nil {
+			return nil, 0, fmt.Errorf("store the flow text: %w", err)
+		}
+		x.flows = append(x.flows, sha)
+	}
+	x.created++
 	at := time.Unix(0, at0).UTC()
 	r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
 		FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
@@ -181,12 +204,22 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if p.Status != "" {
 		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
 	}
-	if p.Flow != "" {
-		where, args = append(where, "r.flow = ?"), append(args, p.Flow)
-	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
+	}
+	if p.Flow != "" {
+		// run_flows, and the tail of runs it lacks yet: the newest of
+		// both, merged in rk order (each arm comes sorted, so SQLite
+		// stops at the limit).
+		status, sargs := "", []any{p.Flow}
+		if p.Status != "" {
+			status, sargs = " AND status = ?", append(sargs, string(p.Status))
+		}
+		where = append(where, `r.rk IN (SELECT rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1) AND flow = ?`+status+`
+			UNION ALL SELECT f.rk FROM run_flows f JOIN runs t ON t.rk = f.rk WHERE f.flow = ?`+strings.ReplaceAll(status, "status", "t.status")+`
+			ORDER BY 1 DESC LIMIT ?)`)
+		args = append(append(append(args, sargs...), sargs...), limit)
 	}
 	// rk is creation order: newest first is rk descending.
 	from := `runs r`

@@ -18,7 +18,9 @@ const (
 	stReleaseLease
 	stRenewLease
 	stIndexJournal
+	stIndexRuns
 	stMarkJournal
+	stInsertFlow
 	nStmts
 )
 
@@ -52,7 +54,7 @@ var stmtSQL = [nStmts]string{
 		comment, decided_by, created_at, decided_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
 	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)`,
-	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_text, input, meta,
+	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_sha, input, meta,
 		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)`,
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?1`,
@@ -60,11 +62,16 @@ var stmtSQL = [nStmts]string{
 	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
 	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
 		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
-	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
+	stIndexRuns: `INSERT INTO run_flows (flow, rk)
+		SELECT flow, rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1)`,
+	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
+		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1`,
+	stInsertFlow: `INSERT INTO flows (sha256, text) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
 }
 
-// indexEvery is how many journal rows may wait for journal_index: the
-// tail readers scan. The batch that reaches it indexes them.
+// indexEvery is how many journal rows may wait for journal_index, and how
+// many runs for run_flows: the tails readers scan. The batch that reaches
+// either indexes both.
 const indexEvery = 256
 
 // maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.

@@ -90,12 +90,15 @@ type writer struct {
 	scratchHeads map[int64]head
 	scratchKeys  map[string]int64
 	// The leader only. keys caches run IDs' rk; heads the heads of
-	// runs by rk; dataVersion the data_version they were valid for; tail
-	// how many journal rows journal_index lacks, at most (-1: unknown).
-	keys        map[string]int64
-	heads       map[int64]head
-	dataVersion int64
-	tail        int
+	// runs by rk; flows the flow texts known stored (by sha256);
+	// dataVersion the data_version they were valid for; tail how many
+	// journal rows journal_index lacks, and runTail how many runs run_flows
+	// lacks, at most (-1: unknown).
+	keys          map[string]int64
+	heads         map[int64]head
+	flows         map[string]bool
+	dataVersion   int64
+	tail, runTail int
 	// kick, when set, asks for a background checkpoint (checkpoint.go);
 	// sinceRows and sinceBatches count what was committed since the last.
 	kick                    func()
@@ -105,7 +108,8 @@ type writer struct {
 }
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
-	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), tail: -1, dataVersion: -1, max: max,
+	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), flows: make(map[string]bool),
+		tail: -1, runTail: -1, dataVersion: -1, max: max,
 		scratchHeads: make(map[int64]head), scratchKeys: make(map[string]int64)}
 	w.idle.L = &w.mu
 	return w

@@ -12,7 +12,7 @@ CREATE TABLE runs (
     flow            TEXT NOT NULL,
     flow_path       TEXT NOT NULL DEFAULT '',
     flow_hash       TEXT NOT NULL DEFAULT '',
-    flow_text       BLOB,
+    flow_sha        TEXT,          -- the pinned flow text, in flows
     input           BLOB,
     meta            BLOB,
     status          TEXT NOT NULL,
@@ -32,7 +32,21 @@ CREATE UNIQUE INDEX runs_idempotency_key ON runs (idempotency_key) WHERE idempot
 -- Runs not finished, for claims and for listing what is in flight; finished
 -- runs leave it, so it stays as small as the work in progress.
 CREATE INDEX runs_active ON runs (status, rk) WHERE status IN ('pending', 'running', 'waiting');
-CREATE INDEX runs_flow ON runs (flow, rk);
+-- run_flows indexes runs by flow name. It is written in bulk with
+-- journal_index, not per run: runs with rk > journal_mark.runs are not in
+-- it yet, and readers look at that short tail of runs as well.
+CREATE TABLE run_flows (
+    flow TEXT NOT NULL,
+    rk   INTEGER NOT NULL,
+    PRIMARY KEY (flow, rk)
+) WITHOUT ROWID;
+
+-- The flow texts runs pin, by hex sha256 of the text: written once per
+-- version of a flow, not once per run.
+CREATE TABLE flows (
+    sha256 TEXT PRIMARY KEY,
+    text   BLOB NOT NULL
+);
 
 -- The journal: one row per committed transition, in commit order (id), so
 -- concurrent runs' transitions share pages and a run's commit writes about
@@ -58,11 +72,14 @@ CREATE TABLE journal_index (
     id      INTEGER NOT NULL,
     PRIMARY KEY (rk, version)
 ) WITHOUT ROWID;
+-- indexed: the journal rows up to it are in journal_index; runs: the runs
+-- up to that rk are in run_flows.
 CREATE TABLE journal_mark (
     one     INTEGER PRIMARY KEY CHECK (one = 1),
-    indexed INTEGER NOT NULL
+    indexed INTEGER NOT NULL,
+    runs    INTEGER NOT NULL
 );
-INSERT INTO journal_mark (one, indexed) VALUES (1, 0);
+INSERT INTO journal_mark (one, indexed, runs) VALUES (1, 0, 0);
 
 -- Which runs refer to a blob (written only when a payload goes to blobs),
 -- so pruning a run can drop the blobs nobody else needs.
