@@ -238,6 +238,10 @@ type bound struct {
 	// routers and catalogs of route and plan steps, by step index.
 	routers  []*route.Router
 	catalogs []*plan.Catalog
+	// flowHash and flowPath are what a durable run pins (FlowHash, the
+	// absolute path), worked out once per flow: the path costs two stat
+	// calls of os.Getwd.
+	flowHash, flowPath string
 }
 
 func (b *bound) inputSchema(i int, fallback bool) *flow.Schema {
@@ -252,7 +256,8 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		return b.(*bound), nil
 	}
 	b := &bound{tools: make([]tool.Tool, len(f.Steps)), models: make([]model.Model, len(f.Steps)),
-		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps))}
+		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps)),
+		flowHash: FlowHash(f), flowPath: absPath(f.File)}
 	var problems []string
 	lookupTool := func(name, step string) tool.Tool {
 		t, ok := e.cfg.Tools.Lookup(name)

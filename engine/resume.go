@@ -61,8 +61,12 @@ func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptio
 	if err != nil {
 		return nil, fmt.Errorf("engine: input of flow %s: %w", f.Name, err)
 	}
-	return &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
-		FlowHash: FlowHash(f), FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
+	b, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	return &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: b.flowPath,
+		FlowHash: b.flowHash, FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
 		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 

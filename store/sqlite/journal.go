@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,7 +26,7 @@ type encodedStep struct {
 	outputData, inputData []byte
 }
 
-func (s *Store) encodeStep(st *store.Step) encodedStep {
+func (s *Store) encodeStep(st *store.Step, buf []byte) (encodedStep, []byte) {
 	rec := stepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
 		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
 	e := encodedStep{output: st.Output, input: st.Input, errJSON: st.Error}
@@ -39,8 +40,8 @@ func (s *Store) encodeStep(st *store.Step) encodedStep {
 		rec.InputBlob = hex.EncodeToString(sum[:])
 		e.inputBlob, e.inputData, e.input = rec.InputBlob, st.Input, nil
 	}
-	e.rec = rec.appendJSON(make([]byte, 0, 160))
-	return e
+	e.rec = rec.appendJSON(buf)
+	return e, e.rec
 }
 
 func unixNanos(t time.Time) int64 {
@@ -77,6 +78,9 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if err != nil {
 		return err
 	}
+	// the writer is done with c once doCommit returns (the driver copied
+	// the frames when it bound them): its buffers serve the next commit.
+	defer c.recycle()
 	var after func()
 	if c.final {
 		runID := t.RunID
@@ -102,11 +106,24 @@ type commitData struct {
 	approvals                      []*store.Approval
 	create                         *store.CreateRunParams
 	flowSHA                        string // of create's flow text
+	scratch                        []byte
+}
+
+var commitPool = sync.Pool{New: func() any { return new(commitData) }}
+
+// recycle returns c, with its buffers, to the pool.
+func (c *commitData) recycle() {
+	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
+	clear(c.blobs)
+	blobs := c.blobs[:0]
+	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs}
+	commitPool.Put(c)
 }
 
 // commitOp encodes t (outside the writer, on the caller's goroutine).
 func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
-	c := &commitData{runID: t.RunID, version: t.Version, now: time.Now().UnixNano(), create: t.Create}
+	c := commitPool.Get().(*commitData)
+	c.runID, c.version, c.now, c.create = t.RunID, t.Version, time.Now().UnixNano(), t.Create
 	if p := t.Create; p != nil {
 		switch {
 		case p.ID != t.RunID:
@@ -118,13 +135,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 		c.flowSHA = flowSHA(p.FlowText)
 	}
-	buf := make([]byte, 0, 512)
-	if n := len(t.Events); n > 0 {
-		c.events = make([]byte, 0, n*400)
-	}
-	if n := len(t.Steps); n > 0 {
-		c.steps = make([]byte, 0, n*256)
-	}
+	buf := c.scratch
 	for _, e := range t.Events {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
@@ -138,7 +149,8 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		e := s.encodeStep(st)
+		var e encodedStep
+		e, buf = s.encodeStep(st, buf[:0])
 		c.steps = appendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
 		if e.outputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
@@ -168,6 +180,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.status, c.errJSON, c.usage, c.settle = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
 		c.final = (&store.Run{Status: u.Status}).Finished()
 	}
+	c.scratch = buf
 	return c, nil
 }
 
