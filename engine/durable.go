@@ -106,7 +106,9 @@ func (r *run) stageStep(i int) {
 	row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
 	if hasOutput(st.status) {
-		if b, err := value.AppendCanonical(nil, st.output); err == nil {
+		if st.outputJSON != nil {
+			row.Output = st.outputJSON
+		} else if b, err := value.AppendCanonical(nil, st.output); err == nil {
 			row.Output = b
 		}
 	}

@@ -67,11 +67,14 @@ type stepState struct {
 	status    trace.StepStatus
 	output    any
 	outputSHA string
-	attempts  int
-	started   time.Time
-	settled   time.Time
-	duration  time.Duration
-	err       *RunError
+	// outputJSON is output's canonical JSON when the run is durable (the
+	// digest's bytes, kept for the step's journal row); nil otherwise.
+	outputJSON []byte
+	attempts   int
+	started    time.Time
+	settled    time.Time
+	duration   time.Duration
+	err        *RunError
 }
 
 // storeCtx is the context of commits: they must finish even when the run's
@@ -321,6 +324,7 @@ func (r *run) settle(o *outcome) {
 	st.status = o.status
 	st.output = o.output
 	st.outputSHA = o.outputSHA
+	st.outputJSON = o.outputJSON
 	if o.lastErr != nil {
 		st.err = toRunError(o.lastErr, s.ID, o.origin)
 	}

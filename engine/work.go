@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,9 @@ type outcome struct {
 	lastErr   error
 	origin    trace.Origin
 	outputSHA string
-	preview   string
+	// outputJSON: the canonical JSON of output, for a durable run's journal.
+	outputJSON []byte
+	preview    string
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -90,6 +93,10 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 	}
 	o.output = out
 	o.outputSHA = value.Digest(buf)
+	o.outputJSON = nil
+	if r.d.on {
+		o.outputJSON = bytes.Clone(buf)
+	}
 	o.preview = value.Preview(buf, trace.PreviewBytes)
 	return nil
 }

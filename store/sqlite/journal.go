@@ -193,7 +193,7 @@ func (c *commitData) stage(x *wtx) error {
 		if status == "" {
 			status = trace.RunPending
 		}
-		if _, _, err := x.insertRun(p, status, c.flowSHA); err != nil {
+		if _, err := x.insertRun(p, status, c.flowSHA, time.Now()); err != nil {
 			return err
 		}
 		// the run row is written: a failure from here on is not clean,

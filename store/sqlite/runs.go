@@ -104,11 +104,11 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 				return err
 			}
 		}
-		r, _, err := x.insertRun(p, status, sha)
-		if err != nil {
+		now := time.Now()
+		if _, err := x.insertRun(p, status, sha, now); err != nil {
 			return err
 		}
-		run, created = r, true
+		run, created = insertedRun(p, status, now), true
 		return nil
 	}, func() {
 		if created {
@@ -132,11 +132,10 @@ func flowSHA(text []byte) string {
 }
 
 // insertRun inserts the run row of p with status — its flow text under
-// sha (flowSHA), stored in flows unless the writer knows it is there — and
-// returns the run as inserted (built, not read back) with its key. A run
-// with that ID is a clean store.ErrConflict.
-func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha string) (*store.Run, int64, error) {
-	now := time.Now()
+// sha (flowSHA), stored in flows unless the writer knows it is there — at
+// time now, and returns its key. A run with that ID is a clean
+// store.ErrConflict.
+func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha string, now time.Time) (int64, error) {
 	var owner, expires any
 	if p.Owner != "" {
 		owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
@@ -145,28 +144,33 @@ func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha st
 	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullText(sha), nullBytes(p.Input), nullBytes(p.Meta),
 		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
 	if err != nil {
-		return nil, 0, cleanIfConstraint(err)
+		return 0, cleanIfConstraint(err)
 	}
 	// the run row is in; its flow text follows (a failure from here on is
 	// not clean: the batch rolls back).
 	if sha != "" && !x.w.flows[sha] {
 		if _, err := x.exec(stmtSQL[stInsertFlow], sha, p.FlowText); err != nil {
-			return nil, 0, fmt.Errorf("store the flow text: %w", err)
+			return 0, fmt.Errorf("store the flow text: %w", err)
 		}
 		x.flows = append(x.flows, sha)
 	}
 	x.created++
-	at := time.Unix(0, at0).UTC()
+	x.noteKey(p.ID, res.lastID)
+	x.stageHead(res.lastID, head{})
+	return res.lastID, nil
+}
+
+// insertedRun is the run insertRun wrote at now, built rather than read back.
+func insertedRun(p *store.CreateRunParams, status trace.RunStatus, now time.Time) *store.Run {
+	at := time.Unix(0, now.UnixNano()).UTC()
 	r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
 		FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
 		Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session,
 		LeaseOwner: p.Owner, CreatedAt: at, UpdatedAt: at, Retention: p.Retention}
-	if expires != nil {
-		r.LeaseExpires = time.Unix(0, expires.(int64)).UTC()
+	if p.Owner != "" {
+		r.LeaseExpires = time.Unix(0, now.Add(p.LeaseTTL).UnixNano()).UTC()
 	}
-	x.noteKey(p.ID, res.lastID)
-	x.stageHead(res.lastID, head{})
-	return r, res.lastID, nil
+	return r
 }
 
 // cloneBytes copies b, as reading it back from the database would; empty is

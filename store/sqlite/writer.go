@@ -170,6 +170,16 @@ func (w *writer) closeStmts() {
 	}
 }
 
+// opPool recycles ops with their done channel: send hands an op back once
+// its answer is read, when nothing refers to it any more.
+var opPool = sync.Pool{New: func() any { return &op{done: make(chan error, 1)} }}
+
+func newOp(ctx context.Context) *op {
+	o := opPool.Get().(*op)
+	o.ctx = ctx
+	return o
+}
+
 // do queues fn and waits for its batch to commit. Once queued, an op is
 // waited for even if ctx ends (so the answer is always the truth); the
 // writer skips it if ctx has ended by the time its batch starts.
@@ -179,17 +189,23 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 
 // doThen is do with a hook that runs on the writer once fn committed.
 func (w *writer) doThen(ctx context.Context, fn func(*wtx) error, after func()) error {
-	return w.send(ctx, &op{ctx: ctx, fn: fn, after: after})
+	o := newOp(ctx)
+	o.fn, o.after = fn, after
+	return w.send(ctx, o)
 }
 
 // doRuns is doThen for an fn that touches no events or steps.
 func (w *writer) doRuns(ctx context.Context, fn func(*wtx) error, after func()) error {
-	return w.send(ctx, &op{ctx: ctx, fn: fn, after: after, runsOnly: true})
+	o := newOp(ctx)
+	o.fn, o.after, o.runsOnly = fn, after, true
+	return w.send(ctx, o)
 }
 
 // doCommit applies a transition, then after.
 func (w *writer) doCommit(ctx context.Context, c *commitData, after func()) error {
-	return w.send(ctx, &op{ctx: ctx, commit: c, after: after})
+	o := newOp(ctx)
+	o.commit, o.after = c, after
+	return w.send(ctx, o)
 }
 
 // errLead, sent on an op's done channel, makes its waiting caller the
@@ -202,10 +218,17 @@ var errLead = errors.New("sqlite: lead the writer")
 // once its own op is answered. A lone caller thus commits without waking
 // anyone; concurrent callers share batches.
 func (w *writer) send(ctx context.Context, o *op) error {
+	err := w.queueAndWait(ctx, o)
+	// answered (or never queued): nothing refers to o any more.
+	*o = op{done: o.done}
+	opPool.Put(o)
+	return err
+}
+
+func (w *writer) queueAndWait(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o.done = make(chan error, 1)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
