@@ -398,6 +398,14 @@ func (r *run) startLease(ttl time.Duration) {
 		if hb.stopped {
 			return
 		}
+		if r.uncreated() {
+			// a pure first step runs before its run is stored: there is
+			// no lease to renew yet, and the commit that creates the run
+			// leases it from its own time on.
+			leased = time.Now()
+			hb.timer.Reset(every)
+			return
+		}
 		var err error
 		if leased, err = r.renewLease(ctx, ttl, leased.Add(ttl-every)); err != nil {
 			if ctx.Err() == nil {
@@ -407,6 +415,13 @@ func (r *run) startLease(ttl time.Duration) {
 		}
 		hb.timer.Reset(every)
 	})
+}
+
+// uncreated reports whether the run's creating commit is still to come.
+func (r *run) uncreated() bool {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	return r.d.create != nil
 }
 
 // heartbeat renews a run's lease from a timer; mu is held by a renewal in

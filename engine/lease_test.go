@@ -197,3 +197,31 @@ func TestLeaseHeartbeatRidesOutABriefOutage(t *testing.T) {
 		t.Fatalf("calls of step two %v", got)
 	}
 }
+
+// A pure first step's start is not committed, so while it runs the run is
+// not in the store yet: the heartbeat has nothing to renew, and must not
+// take that for a lost lease. The step outlasts the whole TTL here.
+func TestLongPureFirstStepKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	pure := tool.Func(tool.Spec{Name: "slow", Effect: tool.EffectNone, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
+		select {
+		case <-time.After(2 * ttl):
+			return map[string]any{"ok": true}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	b := newKeyCounter("b", true)
+	fx := newFixture(t, pure, b)
+	st := openSQLite(t)
+	e := engine.New(engine.Config{Tools: fx.tools, Store: st, Owner: "p1", LeaseTTL: ttl})
+	res, err := e.Run(context.Background(), fx.parse(leaseFlow), map[string]any{}, nil)
+	if err != nil || res.Status != trace.RunSucceeded {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	run, err := st.GetRun(context.Background(), res.RunID)
+	if err != nil || run.Status != trace.RunSucceeded {
+		t.Fatalf("stored run: %+v, %v", run, err)
+	}
+}
