@@ -36,7 +36,9 @@ type wtx struct {
 	// it stored (by sha256).
 	created int
 	flows   []string
-	// reset: the batch removed runs; the writer forgets every key and head.
+	// reset: the batch removed runs; from then on it trusts none of the
+	// writer's keys, heads and flow texts, and the writer forgets them all
+	// once the batch commits.
 	reset bool
 }
 
@@ -83,7 +85,7 @@ func (x *wtx) key(id string) (rk int64, ok bool, err error) {
 	if rk, ok := x.keys[id]; ok {
 		return rk, true, nil
 	}
-	if rk, ok := x.w.keys[id]; ok {
+	if rk, ok := x.w.keys[id]; ok && !x.reset {
 		return rk, true, nil
 	}
 	rk, ok, err = x.runKey(id)
@@ -106,7 +108,7 @@ func (x *wtx) head(id string) (int64, head, error) {
 	if h, ok := x.heads[rk]; ok {
 		return rk, h, nil
 	}
-	if h, ok := x.w.heads[rk]; ok && !x.forgot[rk] {
+	if h, ok := x.w.heads[rk]; ok && !x.forgot[rk] && !x.reset {
 		return rk, h, nil
 	}
 	var (

@@ -191,3 +191,35 @@ func TestFlowTextStoredOnce(t *testing.T) {
 		t.Fatalf("GetRun(r4) = %v, text %q", err, r.FlowText)
 	}
 }
+
+// A prune and a new run that pins a flow text the prune drops can share a
+// batch: the new run must store the text again, not trust the writer's
+// memory that it is there.
+func TestPruneAndCreateInOneBatchKeepTheFlowText(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "rein.db"), nil)
+	text := []byte("name: f\nsteps:\n  - {id: a, tool: t}\n")
+	if _, _, err := s.CreateRun(t.Context(), &store.CreateRunParams{ID: "old", Flow: "f", FlowText: text, Status: trace.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(t.Context(), &store.Transition{RunID: "old", Run: &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	p := &store.CreateRunParams{ID: "new", Flow: "f", FlowText: text, Status: trace.RunRunning}
+	err := s.w.do(t.Context(), func(x *wtx) error {
+		var res store.PruneResult
+		all := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
+		if err := x.prune(all, time.Now().Add(time.Hour), &res); err != nil || res.Runs != 1 {
+			return fmt.Errorf("prune: %+v, %v", res, err)
+		}
+		_, err := x.insertRun(p, trace.RunRunning, flowSHA(text), time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetRun(t.Context(), "new")
+	if err != nil || string(r.FlowText) != string(text) {
+		t.Fatalf("GetRun(new) = text %q, %v; want %q", r.FlowText, err, text)
+	}
+}

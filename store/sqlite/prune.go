@@ -25,61 +25,69 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	var res store.PruneResult
 	err := s.w.do(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
-		now := time.Now().UnixNano()
-		rows, err := x.query(`SELECT rk FROM runs WHERE status IN (?, ?, ?)
-			AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`,
-			st[0], st[1], st[2], p.Before.UnixNano(), now)
-		if err != nil {
-			return err
-		}
-		var rks []int64
-		for rows.Next() {
-			var rk int64
-			if err := rows.Scan(&rk); err != nil {
-				rows.Close()
-				return err
-			}
-			rks = append(rks, rk)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil || len(rks) == 0 {
-			return err
-		}
-		shas, flows := map[string]bool{}, map[string]bool{}
-		for _, rk := range rks {
-			if err := x.deleteRun(rk, shas, flows); err != nil {
-				return err
-			}
-		}
-		res.Runs = len(rks)
-		for sha := range shas {
-			r, err := x.exec(`DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?1)`, sha)
-			if err != nil {
-				return err
-			}
-			res.Blobs += int(r.rows)
-		}
-		// flow texts no run pins any more (runs has no index on flow_sha:
-		// this scans it once per flow version, at prune time only).
-		for sha := range flows {
-			if _, err := x.exec(`DELETE FROM flows WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM runs WHERE flow_sha = ?1)`, sha); err != nil {
-				return err
-			}
-		}
-		// A deleted last row frees its id (rk) for the next insert: keep
-		// that id above the mark, in the tail readers scan.
-		if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)),
-			runs = min(runs, (SELECT coalesce(max(rk), 0) FROM runs)) WHERE one = 1`); err != nil {
-			return err
-		}
-		x.reset = true
-		return nil
+		return x.prune(st, p.Before, &res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
 	}
 	return &res, nil
+}
+
+// prune deletes the runs Prune would (statuses st, settled before before),
+// counting them in res. The writer forgets every run key, head and flow
+// text it knew, at once for the rest of the batch and for good once it
+// commits (x.reset).
+func (x *wtx) prune(st [3]any, before time.Time, res *store.PruneResult) error {
+	x.reset = true
+	now := time.Now().UnixNano()
+	rows, err := x.query(`SELECT rk FROM runs WHERE status IN (?, ?, ?)
+		AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`,
+		st[0], st[1], st[2], before.UnixNano(), now)
+	if err != nil {
+		return err
+	}
+	var rks []int64
+	for rows.Next() {
+		var rk int64
+		if err := rows.Scan(&rk); err != nil {
+			rows.Close()
+			return err
+		}
+		rks = append(rks, rk)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil || len(rks) == 0 {
+		return err
+	}
+	shas, flows := map[string]bool{}, map[string]bool{}
+	for _, rk := range rks {
+		if err := x.deleteRun(rk, shas, flows); err != nil {
+			return err
+		}
+	}
+	res.Runs = len(rks)
+	for sha := range shas {
+		r, err := x.exec(`DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM blob_refs WHERE sha256 = ?1)`, sha)
+		if err != nil {
+			return err
+		}
+		res.Blobs += int(r.rows)
+	}
+	// flow texts no run pins any more (runs has no index on flow_sha:
+	// this scans it once per flow version, at prune time only).
+	for sha := range flows {
+		if _, err := x.exec(`DELETE FROM flows WHERE sha256 = ?1 AND NOT EXISTS (SELECT 1 FROM runs WHERE flow_sha = ?1)`, sha); err != nil {
+			return err
+		}
+	}
+	// A deleted last row frees its id (rk) for the next insert: keep
+	// that id above the mark, in the tail readers scan.
+	if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)),
+		runs = min(runs, (SELECT coalesce(max(rk), 0) FROM runs)) WHERE one = 1`); err != nil {
+		return err
+	}
+	return nil
 }
 
 // deleteRun deletes a run with its journal, approvals and blob references,

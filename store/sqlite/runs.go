@@ -148,7 +148,7 @@ func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha st
 	}
 	// the run row is in; its flow text follows (a failure from here on is
 	// not clean: the batch rolls back).
-	if sha != "" && !x.w.flows[sha] {
+	if sha != "" && (x.reset || !x.w.flows[sha]) {
 		if _, err := x.exec(stmtSQL[stInsertFlow], sha, p.FlowText); err != nil {
 			return 0, fmt.Errorf("store the flow text: %w", err)
 		}
