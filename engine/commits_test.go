@@ -3,9 +3,11 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -131,6 +133,25 @@ func TestPureStepsCommitEachSettlementBeforeTheNext(t *testing.T) {
 			}
 			if s.Status != want {
 				t.Errorf("while step %d ran, step %s was %s in the store, want %s", k+1, s.StepID, s.Status, want)
+			}
+		}
+	}
+}
+
+func TestLastPerStepKeepsTheNewestRowOfEachStepInOrder(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{4, 40} { // both sides of the map threshold
+		var rows []*store.Step
+		for i := range n {
+			rows = append(rows, &store.Step{StepID: fmt.Sprint("s", i%(n/2)), Attempt: i})
+		}
+		got := engine.LastPerStep(rows)
+		if len(got) != n/2 {
+			t.Fatalf("n=%d: kept %d rows, want %d", n, len(got), n/2)
+		}
+		for k, row := range got {
+			if row.StepID != fmt.Sprint("s", k) || row.Attempt != n/2+k {
+				t.Fatalf("n=%d: row %d is %s attempt %d, want s%d attempt %d", n, k, row.StepID, row.Attempt, k, n/2+k)
 			}
 		}
 	}

@@ -237,16 +237,24 @@ func (r *run) flushLocked() {
 // start and settlement share a transition; only the settlement is the
 // step's state). Rows keep their order.
 func lastPerStep(rows []*store.Step) []*store.Step {
-	out := rows[:0]
-	for i, row := range rows {
-		newer := false
+	newer := func(i int) bool {
 		for _, later := range rows[i+1:] {
-			if later.StepID == row.StepID {
-				newer = true
-				break
+			if later.StepID == rows[i].StepID {
+				return true
 			}
 		}
-		if !newer {
+		return false
+	}
+	if len(rows) > 16 { // many steps settled at once (skips): no quadratic scan
+		last := make(map[string]int, len(rows))
+		for i, row := range rows {
+			last[row.StepID] = i
+		}
+		newer = func(i int) bool { return last[rows[i].StepID] != i }
+	}
+	out := rows[:0]
+	for i, row := range rows {
+		if !newer(i) {
 			out = append(out, row)
 		}
 	}

@@ -267,7 +267,7 @@ func (r *run) dispatch(i int) {
 		// The start must be committed before the effect, and so must every
 		// settlement before the next step. A pure step's start alone has
 		// nothing to protect: it rides with its settlement (pureStart).
-		if !r.pureStart(i) || r.barrierPending() {
+		if !r.pureStart(i) || r.barrierPending() || r.storeErr != nil {
 			if r.flush(); r.storeErr != nil {
 				st.status = trace.StepPending // it never ran
 				r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)

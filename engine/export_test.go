@@ -1,0 +1,4 @@
+package engine
+
+// LastPerStep exposes lastPerStep to the external tests.
+var LastPerStep = lastPerStep
