@@ -122,7 +122,9 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 }
 
 // flowSHA is the key of a run's flow text in flows (hex sha256), "" when
-// it has none. It is computed by the caller, off the writer.
+// it has none. It is computed by the caller, off the writer, and not taken
+// from CreateRunParams.FlowHash, which the store does not check: a wrong
+// hash there would make two texts share a key.
 func flowSHA(text []byte) string {
 	if len(text) == 0 {
 		return ""
