@@ -30,14 +30,15 @@ steps:
   - {id: idem, tool: idem, args: {}}
   - {id: once, tool: once, args: {}}
   - {id: last, tool: plain, args: {}}
+  - {id: pure, tool: pure, args: {}}
 `
 
 // crashTools are the flow's tools: each appends its call's step and
 // idempotency key to dir/<step>.log, and kills the process when at says so.
 func crashTools(dir, at string) *tool.Registry {
 	reg := &tool.Registry{}
-	mk := func(name string, idempotent bool) tool.Tool {
-		return tool.Func(tool.Spec{Name: name, Effect: tool.EffectWrite, Idempotent: idempotent}, func(ctx context.Context, _ any) (any, error) {
+	mk := func(name string, effect tool.Effect, idempotent bool) tool.Tool {
+		return tool.Func(tool.Spec{Name: name, Effect: effect, Idempotent: idempotent}, func(ctx context.Context, _ any) (any, error) {
 			info := tool.CallInfoFrom(ctx)
 			f, err := os.OpenFile(filepath.Join(dir, info.StepID+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 			if err != nil {
@@ -55,7 +56,10 @@ func crashTools(dir, at string) *tool.Registry {
 			return map[string]any{"step": info.StepID}, nil
 		})
 	}
-	for _, t := range []tool.Tool{mk("plain", false), mk("idem", true), mk("once", false)} {
+	// pure has no effect and is idempotent: its start is not a barrier of
+	// its own (it rides with last's settlement here).
+	for _, t := range []tool.Tool{mk("plain", tool.EffectWrite, false), mk("idem", tool.EffectWrite, true),
+		mk("once", tool.EffectWrite, false), mk("pure", tool.EffectNone, true)} {
 		if err := reg.Register(t); err != nil {
 			panic(err)
 		}
@@ -129,13 +133,18 @@ func TestCrashAndResume(t *testing.T) {
 		// a step's start shares its commit with the settlement of the step
 		// before it: killed there, idem (idempotent) runs again with the
 		// same key and once starts afresh.
-		{"before:once", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1}, trace.RunSucceeded},
-		{"during:idem", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1}, trace.RunSucceeded},
-		{"during:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
-		{"after:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0}, trace.RunWaiting},
+		{"before:once", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1, "pure": 1}, trace.RunSucceeded},
+		{"during:idem", map[string]int{"one": 1, "idem": 2, "once": 1, "last": 1, "pure": 1}, trace.RunSucceeded},
+		{"during:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0, "pure": 0}, trace.RunWaiting},
+		{"after:once", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 0, "pure": 0}, trace.RunWaiting},
 		// one's effect happened, its settlement (shared with idem's start)
 		// was not committed: one is unknown until a person settles it.
-		{"after:one", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1}, trace.RunSucceeded},
+		{"after:one", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1, "pure": 1}, trace.RunSucceeded},
+		// pure's start rode with last's settlement: killed while it runs,
+		// or before its own settlement is committed, it runs again with
+		// the same key, and nothing before it does.
+		{"during:pure", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1, "pure": 2}, trace.RunSucceeded},
+		{"after:pure", map[string]int{"one": 1, "idem": 1, "once": 1, "last": 1, "pure": 2}, trace.RunSucceeded},
 	}
 	for _, tc := range cases {
 		t.Run(tc.at, func(t *testing.T) {
@@ -185,8 +194,8 @@ func TestCrashAndResume(t *testing.T) {
 				if len(keys) != want {
 					t.Errorf("step %s ran %d times, want %d (keys %v)", step, len(keys), want, keys)
 				}
-				if step == "idem" && len(keys) == 2 && keys[0] != keys[1] {
-					t.Errorf("the idempotent step was re-run with another key: %v", keys)
+				if (step == "idem" || step == "pure") && len(keys) == 2 && keys[0] != keys[1] {
+					t.Errorf("the idempotent step %s was re-run with another key: %v", step, keys)
 				}
 			}
 			if tc.status == trace.RunWaiting {
