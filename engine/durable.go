@@ -33,6 +33,9 @@ type durability struct {
 	pendSteps []*store.Step
 	pendRun   *store.RunUpdate
 	pendAppr  []*store.Approval
+	// freeRows are step rows of committed transitions, reused: a store is
+	// done with a transition once Commit returns (store.Store.Commit).
+	freeRows []*store.Step
 	// decisions by step id (decided approvals found on resume).
 	decisions map[string]*store.Approval
 	// parked are the approvals the run waits on.
@@ -103,7 +106,8 @@ func (r *run) stageStep(i int) {
 	}
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
+	row := r.stepRow()
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
 	if hasOutput(st.status) {
 		if st.outputJSON != nil {
@@ -118,6 +122,24 @@ func (r *run) stageStep(i int) {
 	r.recordMu.Lock()
 	r.d.pendSteps = append(r.d.pendSteps, row)
 	r.recordMu.Unlock()
+}
+
+// stepRow returns a step row to fill, reused from a committed transition
+// when there is one.
+func (r *run) stepRow() *store.Step {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	return r.stepRowLocked()
+}
+
+func (r *run) stepRowLocked() *store.Step {
+	d := &r.d
+	if n := len(d.freeRows); n > 0 {
+		row := d.freeRows[n-1]
+		d.freeRows = d.freeRows[:n-1]
+		return row
+	}
+	return new(store.Step)
 }
 
 func hasOutput(s trace.StepStatus) bool {
@@ -228,6 +250,7 @@ func (r *run) flushLocked() {
 		}
 	}
 	clear(d.pendPtrs)
+	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)
 	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
@@ -270,9 +293,10 @@ func (r *run) beginAttempt(j *job, n int) {
 		return
 	}
 	s := j.step
-	row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: trace.StepRunning, Attempt: n,
-		Idempotent: r.idempotent(j.index), StartedAt: r.steps[j.index].started}
 	r.recordMu.Lock()
+	row := r.stepRowLocked()
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: trace.StepRunning, Attempt: n,
+		Idempotent: r.idempotent(j.index), StartedAt: r.steps[j.index].started}
 	r.d.pendSteps = append(r.d.pendSteps, row)
 	r.flushLocked()
 	r.recordMu.Unlock()

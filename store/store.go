@@ -68,7 +68,9 @@ type Store interface {
 	// t.Version (ErrConflict otherwise); on success the run's version is
 	// t.Version+1 and t.Version is updated to it. A transition that gives
 	// the run a final status also drops its lease. It returns only once the
-	// transition is as durable as the backend promises.
+	// transition is as durable as the backend promises. t and everything
+	// it points to are the caller's again once Commit returns (the engine
+	// reuses them for its next transition): a backend copies what it keeps.
 	Commit(ctx context.Context, t *Transition) error
 	// Events returns a run's events with Seq > after, in order; limit ≤ 0
 	// means all. A record that does not decode is an error naming the run

@@ -42,6 +42,21 @@ type wtx struct {
 	reset bool
 }
 
+// begin makes x the state of a new batch on c, keeping its buffers and
+// maps (emptied), and returns it.
+func (x *wtx) begin(ctx context.Context, c *stmtCache, w *writer) *wtx {
+	clear(x.heads)
+	clear(x.keys)
+	clear(x.forgot)
+	clear(x.evicted)
+	clear(x.evictedKeys)
+	clear(x.flows)
+	clear(x.rows.args)
+	*x = wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: x.heads, keys: x.keys, forgot: x.forgot, evicted: x.evicted,
+		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}}
+	return x
+}
+
 // stageHead records a run's new head, for after the commit.
 func (x *wtx) stageHead(rk int64, h head) {
 	if x.heads == nil {

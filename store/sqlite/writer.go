@@ -86,9 +86,8 @@ type writer struct {
 	batch   []*op
 	grouped bool
 	nv      []driver.NamedValue // the leader's argument buffer
-	// scratchHeads and scratchKeys are wtx.heads and wtx.keys, reused.
-	scratchHeads map[int64]head
-	scratchKeys  map[string]int64
+	// tx is the state of the batch being applied, reused (wtx.begin).
+	tx wtx
 	// The leader only. keys caches run IDs' rk; heads the heads of
 	// runs by rk; flows the flow texts known stored (by sha256);
 	// dataVersion the data_version they were valid for; tail how many
@@ -109,8 +108,7 @@ type writer struct {
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
 	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), flows: make(map[string]bool),
-		tail: -1, runTail: -1, dataVersion: -1, max: max,
-		scratchHeads: make(map[int64]head), scratchKeys: make(map[string]int64)}
+		tail: -1, runTail: -1, dataVersion: -1, max: max}
 	w.idle.L = &w.mu
 	return w
 }
@@ -364,11 +362,10 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 		}
 		return true
 	}
-	// The batch's scratch (argument buffer, staged heads and keys) is the
-	// writer's, reused: one batch at a time has the lead.
-	clear(w.scratchHeads)
-	clear(w.scratchKeys)
-	x := &wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: w.scratchHeads, keys: w.scratchKeys}
+	// The batch's state and scratch (argument buffer, staged heads and
+	// keys, row buffer) are the writer's, reused: one batch at a time has
+	// the lead.
+	x := w.tx.begin(ctx, c, w)
 	defer func() { w.nv = x.nv[:0] }()
 	// BEGIN and COMMIT as statements prepared once: the driver's BeginTx
 	// and Commit prepare them anew every time.
