@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -63,5 +64,29 @@ func TestCancelClosesPendingApprovals(t *testing.T) {
 	}
 	if got := send.calls(); len(got) != 0 {
 		t.Fatalf("the tool of the cancelled run ran: %v", got)
+	}
+}
+
+// A run that fails while a parallel branch waits on a person closes that
+// approval in its final commit: nobody is left to approve it for.
+func TestFailedRunClosesPendingApprovals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	boom := newKeyCounter("boom", true)
+	boom.fail = func(int) error { return fault.BusinessErr(errors.New("no such customer")) }
+	fx := newFixture(t, boom)
+	st := openSQLite(t)
+	f := fx.parse("name: c\nsteps:\n  - {id: review, type: approval, message: ok?}\n  - {id: s, tool: boom, requires: [], args: {}}\n")
+	res, err := durableEngine(fx, st, "p1").Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunFailed)
+	all, err := st.Approvals(ctx, &store.ListApprovalsParams{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Status != store.ApprovalRejected || !strings.Contains(all[0].Comment, "no such customer") {
+		t.Fatalf("approvals of the failed run: %+v, want review's, rejected with the failure", all)
 	}
 }

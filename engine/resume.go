@@ -346,11 +346,9 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 
 // Cancel stops a durable run that is not running elsewhere: it takes the
 // lease (ErrConflict-classed error when another process holds it), records
-// the cancellation and settles the run as cancelled. Then, since the run
-// waits for nobody any more, it records each approval still pending as
-// rejected, with the reason, by Config.Owner: none stays pending or can be
-// decided (the store answers ErrConflict). An error after the run settled
-// says so and names the approval left pending.
+// the cancellation and settles the run as cancelled. The same commit
+// closes the approvals still pending, as rejected with the reason: none
+// stays pending or can be decided (the store answers ErrConflict).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 	run, err := e.acquire(ctx, runID)
 	if err != nil {
@@ -369,29 +367,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 	t := &store.Transition{RunID: runID, Version: run.Version,
 		Events: []*trace.Event{{Seq: run.LastSeq + 1, Time: now, Kind: trace.RunSettled, RunID: runID, Flow: run.Flow,
 			Status: string(trace.RunCancelled), ErrorClass: string(fault.Cancelled), Error: reason, Origin: trace.OriginEngine}},
-		Run: &store.RunUpdate{Status: trace.RunCancelled, Error: errJSON, SettledAt: now}}
+		Run: &store.RunUpdate{Status: trace.RunCancelled, Error: errJSON, SettledAt: now, Reason: "the run was cancelled: " + reason}}
 	if err := e.cfg.Store.Commit(ctx, t); err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
-	}
-	return e.closeApprovals(ctx, runID, "the run was cancelled: "+reason)
-}
-
-// closeApprovals records the pending approvals of a finished run as
-// rejected. It comes after the run settled, never before: rejecting the last
-// approval of a waiting run would make it ready to resume, and a crash then
-// would run its rejection paths. The store has no way to do both in one
-// Commit (Transition.Approvals only inserts pending approvals).
-func (e *Engine) closeApprovals(ctx context.Context, runID, comment string) error {
-	pending, err := e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: runID, Status: store.ApprovalPending})
-	if err != nil {
-		return fmt.Errorf("cancel run %s: the run is cancelled, but its pending approvals could not be read, so they stay pending: %w", runID, err)
-	}
-	for _, a := range pending {
-		_, err := e.cfg.Store.DecideApproval(ctx, &store.DecideApprovalParams{RunID: runID, StepID: a.StepID,
-			Status: store.ApprovalRejected, Comment: comment, DecidedBy: e.cfg.Owner})
-		if err != nil && !errors.Is(err, store.ErrConflict) { // a conflict: someone decided it meanwhile
-			return fmt.Errorf("cancel run %s: the run is cancelled, but its approval of step %s stays pending: %w", runID, a.StepID, err)
-		}
 	}
 	return nil
 }

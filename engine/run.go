@@ -428,6 +428,9 @@ func (r *run) finish(parent context.Context) *Result {
 		}
 		if r.failure != nil {
 			up.Error, _ = json.Marshal(r.failure)
+			// the approvals a parallel branch still waits on close with
+			// the run (store.Store.Commit).
+			up.Reason = "the run " + string(res.Status) + ": " + r.failure.Message
 		}
 		r.recordMu.Lock()
 		r.d.pendRun = up

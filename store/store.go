@@ -67,7 +67,10 @@ type Store interface {
 	// one transaction, on the condition that the run's version is still
 	// t.Version (ErrConflict otherwise); on success the run's version is
 	// t.Version+1 and t.Version is updated to it. A transition that gives
-	// the run a final status also drops its lease. It returns only once the
+	// the run a final status also drops its lease and closes the run's
+	// pending approvals: each is recorded as rejected, with
+	// RunUpdate.Reason as its comment, in the same transaction (a finished
+	// run waits for nobody; DecideApproval refuses it with ErrConflict). It returns only once the
 	// transition is as durable as the backend promises. t and everything
 	// it points to are the caller's again once Commit returns (the engine
 	// reuses them for its next transition): a backend copies what it keeps.
@@ -220,6 +223,18 @@ type RunUpdate struct {
 	Error     json.RawMessage
 	Usage     json.RawMessage
 	SettledAt time.Time
+	// Reason, for a final Status, is the comment recorded on the pending
+	// approvals the transition closes; empty means "the run is <status>".
+	Reason string
+}
+
+// CloseReason is the comment a final transition records on the pending
+// approvals it closes.
+func (u *RunUpdate) CloseReason() string {
+	if u.Reason != "" {
+		return u.Reason
+	}
+	return "the run is " + string(u.Status)
 }
 
 // Step is the step projection: where one step of a run stands.

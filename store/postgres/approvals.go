@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
 )
 
 const approvalCols = `a.id, a.run_id, a.step_id, a.kind, a.status, a.tool, a.args, a.message, a.output,
@@ -84,6 +85,7 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 				WHERE run_id = $1 AND step_id = $2 AND status = 'pending'
 				ORDER BY ord DESC LIMIT 1 FOR UPDATE)
 			AND a.status = 'pending'
+			AND EXISTS (SELECT 1 FROM rein_runs WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled'))
 			RETURNING a.*),
 		r AS (
 			UPDATE rein_runs SET version = version + 1, updated_at = now(),
@@ -100,6 +102,19 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, mapErr(what, err)
+	}
+	var runStatus string
+	err = again(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT status FROM rein_runs WHERE id = $1`, p.RunID).Scan(&runStatus)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, mapErr(what, err)
+	}
+	if (&store.Run{Status: trace.RunStatus(runStatus)}).Finished() {
+		return nil, fmt.Errorf("%s: the run is %s, its approvals are closed: %w", what, runStatus, store.ErrConflict)
 	}
 	var decided string
 	err = again(ctx, true, func() error {

@@ -110,6 +110,9 @@ type commitPlan struct {
 	blobs     [][]any
 	steps     [][]any
 	approvals [][]any
+	// closing, for a final transition: the run ID and the comment its
+	// pending approvals are closed with.
+	closing []any
 }
 
 const (
@@ -123,6 +126,8 @@ const (
 			output_blob = excluded.output_blob, input = excluded.input, input_blob = excluded.input_blob,
 			idempotent = excluded.idempotent, error = excluded.error, started_at = excluded.started_at,
 			settled_at = excluded.settled_at`
+	closeSQL = `UPDATE rein_approvals SET status = 'rejected', comment = $2, decided_at = now()
+		WHERE run_id = $1 AND status = 'pending'`
 	approvalSQL = `INSERT INTO rein_approvals (run_id, id, step_id, kind, status, tool, args, message,
 			output, comment, decided_by, created_at, decided_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12, now()), $13)`
@@ -153,6 +158,9 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	if u := t.Run; u != nil {
 		status = string(u.Status)
 		errJSON, usage, settled = bytesOrNil(u.Error), bytesOrNil(u.Usage), timeOrNil(u.SettledAt)
+		if (&store.Run{Status: u.Status}).Finished() {
+			p.closing = []any{t.RunID, u.CloseReason()}
+		}
 	}
 	p.head = []any{t.RunID, t.Version, p.token, status, errJSON, usage, settled, seqs, data, store.JournalVersion}
 
@@ -218,6 +226,9 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (newVersion, prev
 	}
 	for _, a := range p.approvals {
 		b.Queue(approvalSQL, a...)
+	}
+	if p.closing != nil {
+		b.Queue(closeSQL, p.closing...)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	err = br.QueryRow().Scan(&newVersion, &prevSeq)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
 )
 
 const approvalCols = `id, run_id, step_id, kind, status, tool, args, message, output, comment, decided_by, created_at, decided_at`
@@ -63,8 +64,19 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	var out *store.Approval
 	err := s.w.do(ctx, func(x *wtx) error {
 		out = nil
+		var status string
+		err := x.queryRow(`SELECT status FROM runs WHERE id = ?`, p.RunID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return clean(store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if (&store.Run{Status: trace.RunStatus(status)}).Finished() {
+			return clean(fmt.Errorf("the run is %s, its approvals are closed: %w", status, store.ErrConflict))
+		}
 		var seq int64
-		err := x.queryRow(`SELECT seq FROM approvals WHERE run_id = ? AND step_id = ? AND status = 'pending' ORDER BY seq LIMIT 1`,
+		err = x.queryRow(`SELECT seq FROM approvals WHERE run_id = ? AND step_id = ? AND status = 'pending' ORDER BY seq LIMIT 1`,
 			p.RunID, p.StepID).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			var any bool

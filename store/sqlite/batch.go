@@ -11,8 +11,13 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
-// head is where a run's journal stands: its version and last event seq.
-type head struct{ version, seq int64 }
+// head is where a run's journal stands: its version and last event seq;
+// approvals: the run may have approvals (false only for a run this writer
+// created and gave none), so settling it must close the pending ones.
+type head struct {
+	version, seq int64
+	approvals    bool
+}
 
 // wtx is one batch's transaction on the driver connection.
 type wtx struct {
@@ -151,6 +156,7 @@ func (x *wtx) head(id string) (int64, head, error) {
 		return 0, head{}, err
 	}
 	h.version = max(h.version, rowVersion)
+	h.approvals = true // not known: look when the run settles
 	x.stageHead(rk, h)
 	return rk, h, nil
 }

@@ -106,6 +106,7 @@ type commitData struct {
 	approvals                      []*store.Approval
 	create                         *store.CreateRunParams
 	flowSHA                        string // of create's flow text
+	closeReason                    string // comment on the approvals a final commit closes
 	scratch                        []byte
 }
 
@@ -179,6 +180,9 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.update = true
 		c.status, c.errJSON, c.usage, c.settle = nullText(string(u.Status)), nullBytes(u.Error), nullBytes(u.Usage), nanos(u.SettledAt)
 		c.final = (&store.Run{Status: u.Status}).Finished()
+		if c.final {
+			c.closeReason = u.CloseReason()
+		}
 	}
 	c.scratch = buf
 	return c, nil
@@ -217,7 +221,7 @@ func (c *commitData) apply(x *wtx) error {
 	if h.version != c.version {
 		return clean(fmt.Errorf("version %d is stale (the run is at %d): %w", c.version, h.version, store.ErrConflict))
 	}
-	next := head{version: c.version + 1, seq: max(h.seq, c.maxSeq)}
+	next := head{version: c.version + 1, seq: max(h.seq, c.maxSeq), approvals: h.approvals || len(c.approvals) > 0}
 	if c.maxSeq > 0 && c.maxSeq <= h.seq {
 		return clean(fmt.Errorf("event seq %d is not after the run's last seq %d: %w", c.maxSeq, h.seq, store.ErrConflict))
 	}
@@ -239,6 +243,12 @@ func (c *commitData) apply(x *wtx) error {
 			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
 			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
 			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+		}
+	}
+	if c.final && next.approvals {
+		// a finished run waits for nobody (store.Store.Commit).
+		if _, err := x.exec(stmtSQL[stCloseApprovals], c.closeReason, c.now, c.runID); err != nil {
+			return fmt.Errorf("close the run's pending approvals: %w", err)
 		}
 	}
 	x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))

@@ -38,7 +38,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 			return err
 		}
 		r.LastSeq = h.seq
-		x.stageHead(rk, head{version: r.Version, seq: h.seq})
+		x.stageHead(rk, head{version: r.Version, seq: h.seq, approvals: h.approvals})
 		out = r
 		return nil
 	}, func() { s.forgetDropped(p.RunID) })

@@ -21,6 +21,7 @@ const (
 	stIndexRuns
 	stMarkJournal
 	stInsertFlow
+	stCloseApprovals
 	nStmts
 )
 
@@ -67,6 +68,8 @@ var stmtSQL = [nStmts]string{
 	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
 		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1`,
 	stInsertFlow: `INSERT INTO flows (sha256, text) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
+	stCloseApprovals: `UPDATE approvals SET status = 'rejected', comment = ?1, decided_at = ?2
+		WHERE run_id = ?3 AND status = 'pending'`,
 }
 
 // indexEvery is how many journal rows may wait for journal_index, and how

@@ -162,6 +162,39 @@ func testDecideApprovalErrors(t *testing.T, h Harness) {
 	}
 }
 
+// testDecideApprovalOfFinishedRun: the transition that settles a run (here
+// cancels it) closes its pending approvals in the same commit — rejected,
+// with the update's Reason or a default — and a finished run takes no
+// decision any more.
+func testDecideApprovalOfFinishedRun(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := t.Context()
+	for _, tc := range []struct{ run, reason, comment string }{
+		{"given", "the run was cancelled: not this week", "the run was cancelled: not this week"},
+		{"default", "", "the run is cancelled"},
+	} {
+		tr := waitingRun(t, s, tc.run, "a", "b")
+		commit(t, s, &store.Transition{RunID: tc.run, Version: tr.Version,
+			Run: &store.RunUpdate{Status: trace.RunCancelled, SettledAt: time.Now(), Reason: tc.reason}})
+		if left := approvals(t, s, &store.ListApprovalsParams{RunID: tc.run, Status: store.ApprovalPending}); len(left) != 0 {
+			t.Errorf("%s: pending approvals after the run was cancelled: %v", tc.run, approvalIDs(left))
+		}
+		for _, a := range approvals(t, s, &store.ListApprovalsParams{RunID: tc.run}) {
+			if a.Status != store.ApprovalRejected || a.Comment != tc.comment || a.DecidedAt.IsZero() {
+				t.Errorf("%s: approval of step %s is %s %q at %v, want rejected %q", tc.run, a.StepID, a.Status, a.Comment, a.DecidedAt, tc.comment)
+			}
+		}
+		version := get(t, s, tc.run).Version
+		for _, st := range []store.ApprovalStatus{store.ApprovalApproved, store.ApprovalRejected, store.ApprovalSettled} {
+			_, err := s.DecideApproval(ctx, &store.DecideApprovalParams{RunID: tc.run, StepID: "a", Status: st, Output: json.RawMessage(`{}`)})
+			wantErr(t, "deciding an approval of a cancelled run ("+string(st)+")", err, store.ErrConflict)
+		}
+		if r := get(t, s, tc.run); r.Version != version || r.Status != trace.RunCancelled {
+			t.Errorf("%s: refused decisions moved the run to %s at version %d (was cancelled at %d)", tc.run, r.Status, r.Version, version)
+		}
+	}
+}
+
 // testApprovalAskedAgain: a step approved once and asked again (it was in
 // flight at a second crash) has two approvals; the decision goes to the
 // pending one.

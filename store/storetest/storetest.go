@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 		{"Approvals", testApprovals},
 		{"DecideApproval", testDecideApproval},
 		{"DecideApprovalErrors", testDecideApprovalErrors},
+		{"DecideApprovalOfFinishedRun", testDecideApprovalOfFinishedRun},
 		{"ApprovalAskedAgain", testApprovalAskedAgain},
 		{"Lease", testLease},
 		{"LeaseExpiry", testLeaseExpiry},
