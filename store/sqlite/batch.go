@@ -45,6 +45,9 @@ type wtx struct {
 	// writer's keys, heads and flow texts, and the writer forgets them all
 	// once the batch commits.
 	reset bool
+	// mark is journal_mark.runs as the batch moved it or read it (-1: as
+	// the writer knows it, see liveMark).
+	mark int64
 }
 
 // begin makes x the state of a new batch on c, keeping its buffers and
@@ -58,7 +61,7 @@ func (x *wtx) begin(ctx context.Context, c *stmtCache, w *writer) *wtx {
 	clear(x.flows)
 	clear(x.rows.args)
 	*x = wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: x.heads, keys: x.keys, forgot: x.forgot, evicted: x.evicted,
-		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}}
+		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}, mark: -1}
 	return x
 }
 
@@ -194,6 +197,12 @@ func (x *wtx) committed() {
 		delete(w.keys, id)
 	}
 	switch {
+	case x.mark >= 0:
+		w.mark = x.mark
+	case x.reset:
+		w.mark = -1
+	}
+	switch {
 	case x.indexed:
 		w.tail, w.runTail = 0, 0
 	case w.tail >= 0:
@@ -234,7 +243,10 @@ func (x *wtx) indexJournal() error {
 	if _, err := x.exec(stmtSQL[stIndexRuns]); err != nil {
 		return fmt.Errorf("index runs by flow: %w", err)
 	}
-	if _, err := x.exec(stmtSQL[stMarkJournal]); err != nil {
+	if _, err := x.exec(stmtSQL[stIndexLive]); err != nil {
+		return fmt.Errorf("index the runs in flight: %w", err)
+	}
+	if err := x.queryRow(stmtSQL[stMarkJournal]).Scan(&x.mark); err != nil {
 		return fmt.Errorf("index the journal: %w", err)
 	}
 	x.indexed = true
@@ -257,7 +269,7 @@ func (x *wtx) checkOthers() error {
 		clear(x.w.keys)
 		clear(x.w.heads)
 		clear(x.w.flows)
-		x.w.tail, x.w.runTail = -1, -1
+		x.w.tail, x.w.runTail, x.w.mark = -1, -1, -1
 		x.w.dataVersion = v
 	}
 	return nil

@@ -229,6 +229,11 @@ func (c *commitData) apply(x *wtx) error {
 		if _, err := x.exec(stmtSQL[stUpdateRun], next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, rk, c.runID); err != nil {
 			return err
 		}
+		if status, ok := c.status.(string); ok {
+			if err := x.noteStatus(rk, status, c.final); err != nil {
+				return err
+			}
+		}
 	}
 	for _, b := range c.blobs {
 		if _, err := x.exec(stmtSQL[stInsertBlob], b[0], b[1]); err != nil {

@@ -117,8 +117,9 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 		now := time.Now()
 		rows, err := x.query(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
 			version = `+headVersion("runs.rk", "runs.version")+` + 1
-			WHERE rk IN (SELECT rk FROM runs WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= ?3)
-				ORDER BY rk LIMIT ?4)
+			WHERE rk IN (SELECT c.rk FROM (`+liveRuns+`) c CROSS JOIN runs t ON t.rk = c.rk
+				WHERE t.status IN ('pending', 'running') AND (t.lease_owner IS NULL OR t.lease_expires <= ?3)
+				ORDER BY c.rk LIMIT ?4)
 			RETURNING `+runColsBare+`, rk, coalesce((SELECT seq FROM journal WHERE id = `+headOf("runs.rk")+`), 0)`,
 			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), limit)
 		if err != nil {

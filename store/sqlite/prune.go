@@ -87,6 +87,7 @@ func (x *wtx) prune(st [3]any, before time.Time, res *store.PruneResult) error {
 		runs = min(runs, (SELECT coalesce(max(rk), 0) FROM runs)) WHERE one = 1`); err != nil {
 		return err
 	}
+	x.mark = -1 // read again when needed (x.reset: not the writer's either)
 	return nil
 }
 
@@ -121,6 +122,7 @@ func (x *wtx) deleteRun(rk int64, shas, flows map[string]bool) error {
 		`DELETE FROM journal WHERE id IN (SELECT id FROM journal_index WHERE rk = ?1)`,
 		`DELETE FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
 		`DELETE FROM journal_index WHERE rk = ?1`,
+		`DELETE FROM runs_live WHERE rk = ?1`,
 		`DELETE FROM run_flows WHERE flow = (SELECT flow FROM runs WHERE rk = ?1) AND rk = ?1`,
 		`DELETE FROM runs WHERE rk = ?1`,
 	} {

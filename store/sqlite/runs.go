@@ -207,12 +207,20 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		where []string
 		args  []any
 	)
-	if p.Status != "" {
-		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
-	}
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
+	}
+	if p.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
+		if isLive(string(p.Status)) && p.Flow == "" {
+			// runs in flight: runs_live and the tail it lacks yet, the
+			// newest of both (each arm comes sorted).
+			where = append(where, `r.rk IN (SELECT rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1) AND status = ?
+				UNION ALL SELECT l.rk FROM runs_live l CROSS JOIN runs t ON t.rk = l.rk WHERE t.status = ?
+				ORDER BY 1 DESC LIMIT ?)`)
+			args = append(args, string(p.Status), string(p.Status), limit)
+		}
 	}
 	if p.Flow != "" {
 		// run_flows, and the tail of runs it lacks yet: the newest of

@@ -20,6 +20,10 @@ const (
 	stIndexJournal
 	stIndexRuns
 	stMarkJournal
+	stIndexLive
+	stLeaveLive
+	stEnterLive
+	stLiveMark
 	stInsertFlow
 	stCloseApprovals
 	nStmts
@@ -66,7 +70,12 @@ var stmtSQL = [nStmts]string{
 	stIndexRuns: `INSERT INTO run_flows (flow, rk)
 		SELECT flow, rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1)`,
 	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
-		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1`,
+		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1 RETURNING runs`,
+	stIndexLive: `INSERT OR IGNORE INTO runs_live (rk)
+		SELECT rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1) AND status IN ` + liveStatuses,
+	stLeaveLive:  `DELETE FROM runs_live WHERE rk = ?1`,
+	stEnterLive:  `INSERT OR IGNORE INTO runs_live (rk) VALUES (?1)`,
+	stLiveMark:   `SELECT runs FROM journal_mark WHERE one = 1`,
 	stInsertFlow: `INSERT INTO flows (sha256, text) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
 	stCloseApprovals: `UPDATE approvals SET status = 'rejected', comment = ?1, decided_at = ?2
 		WHERE run_id = ?3 AND status = 'pending'`,

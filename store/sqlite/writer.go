@@ -98,6 +98,9 @@ type writer struct {
 	flows         map[string]bool
 	dataVersion   int64
 	tail, runTail int
+	// mark is journal_mark.runs, up to which runs_live lists the runs in
+	// flight (-1: unknown, read when needed).
+	mark int64
 	// kick, when set, asks for a background checkpoint (checkpoint.go);
 	// sinceRows and sinceBatches count what was committed since the last.
 	kick                    func()
@@ -108,7 +111,7 @@ type writer struct {
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
 	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), flows: make(map[string]bool),
-		tail: -1, runTail: -1, dataVersion: -1, max: max}
+		tail: -1, runTail: -1, mark: -1, dataVersion: -1, max: max}
 	w.idle.L = &w.mu
 	return w
 }
