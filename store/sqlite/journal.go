@@ -226,7 +226,7 @@ func (c *commitData) apply(x *wtx) error {
 		return clean(fmt.Errorf("event seq %d is not after the run's last seq %d: %w", c.maxSeq, h.seq, store.ErrConflict))
 	}
 	if c.update {
-		if _, err := x.exec(stmtSQL[stUpdateRun], next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, rk, c.runID); err != nil {
+		if _, err := x.exec(stmtSQL[stUpdateRun], next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, c.final, rk, c.runID); err != nil {
 			return err
 		}
 		if status, ok := c.status.(string); ok {

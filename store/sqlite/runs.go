@@ -144,7 +144,7 @@ func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha st
 	}
 	at0 := now.UnixNano()
 	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullText(sha), nullBytes(p.Input), nullBytes(p.Meta),
-		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, int64(p.Retention))
+		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, at0, int64(p.Retention))
 	if err != nil {
 		return 0, cleanIfConstraint(err)
 	}

@@ -45,26 +45,29 @@ func headVersion(rk, version string) string {
 }
 
 var stmtSQL = [nStmts]string{
-	stUpdateRun: `UPDATE runs SET version = ?1, updated_at = ?2,
-		status = coalesce(?3, status), error = coalesce(?4, error), usage = coalesce(?5, usage),
-		settled_at = coalesce(?6, settled_at),
-		lease_owner = iif(?7, NULL, lease_owner), lease_expires = iif(?7, NULL, lease_expires)
-		WHERE rk = ?8 AND id = ?9`,
+	// The writer's statements take plain ? parameters: the driver looks up
+	// the name of every ?NNN parameter at every bind (an allocation and a
+	// search each).
+	stUpdateRun: `UPDATE runs SET version = ?, updated_at = ?,
+		status = coalesce(?, status), error = coalesce(?, error), usage = coalesce(?, usage),
+		settled_at = coalesce(?, settled_at),
+		lease_owner = iif(?, NULL, lease_owner), lease_expires = iif(?, NULL, lease_expires)
+		WHERE rk = ? AND id = ?`,
 	stHead: `SELECT r.version, coalesce(h.version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
-		WHERE r.rk = ?1 AND r.id = ?2`,
-	stRunKey:        `SELECT rk FROM runs WHERE id = ?1`,
-	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
-	stInsertBlobRef: `INSERT INTO blob_refs (sha256, rk) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
+		WHERE r.rk = ? AND r.id = ?`,
+	stRunKey:        `SELECT rk FROM runs WHERE id = ?`,
+	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`,
+	stInsertBlobRef: `INSERT INTO blob_refs (sha256, rk) VALUES (?, ?) ON CONFLICT DO NOTHING`,
 	stInsertApproval: `INSERT INTO approvals (run_id, id, step_id, kind, status, tool, args, message, output,
 		comment, decided_by, created_at, decided_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
-	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`,
 	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_sha, input, meta,
 		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)`,
-	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?1`,
-	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ?1 AND lease_owner = ?2`,
-	stRenewLease:   `UPDATE runs SET lease_expires = ?1 WHERE id = ?2 AND lease_owner = ?3 AND lease_expires > ?4`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?`,
+	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`,
+	stRenewLease:   `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
 	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
 		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
 	stIndexRuns: `INSERT INTO run_flows (flow, rk)
@@ -73,12 +76,12 @@ var stmtSQL = [nStmts]string{
 		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1 RETURNING runs`,
 	stIndexLive: `INSERT OR IGNORE INTO runs_live (rk)
 		SELECT rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1) AND status IN ` + liveStatuses,
-	stLeaveLive:  `DELETE FROM runs_live WHERE rk = ?1`,
-	stEnterLive:  `INSERT OR IGNORE INTO runs_live (rk) VALUES (?1)`,
+	stLeaveLive:  `DELETE FROM runs_live WHERE rk = ?`,
+	stEnterLive:  `INSERT OR IGNORE INTO runs_live (rk) VALUES (?)`,
 	stLiveMark:   `SELECT runs FROM journal_mark WHERE one = 1`,
-	stInsertFlow: `INSERT INTO flows (sha256, text) VALUES (?1, ?2) ON CONFLICT (sha256) DO NOTHING`,
-	stCloseApprovals: `UPDATE approvals SET status = 'rejected', comment = ?1, decided_at = ?2
-		WHERE run_id = ?3 AND status = 'pending'`,
+	stInsertFlow: `INSERT INTO flows (sha256, text) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`,
+	stCloseApprovals: `UPDATE approvals SET status = 'rejected', comment = ?, decided_at = ?
+		WHERE run_id = ? AND status = 'pending'`,
 }
 
 // indexEvery is how many journal rows may wait for journal_index, and how
