@@ -155,11 +155,11 @@ func TestRunsInFlightAcrossIndexAndTail(t *testing.T) {
 	f.check("reopened, some settled")
 	// another connection settles runs below the mark and indexes: this
 	// writer must forget the mark it knew
-	other := openFile(t, path, nil)
-	f.s, other = other, f.s
+	first := f.s
+	f.s = openFile(t, path, nil)
 	f.settleSome()
 	f.create(indexEvery)
-	f.s, other = other, f.s
+	f.s = first
 	// the first commit after that settles the newest run below the new
 	// mark, which is above the mark this writer knew
 	newest := scanIDs(t, f.s.rdb, `SELECT id FROM runs WHERE status IN ('pending', 'running', 'waiting')
