@@ -108,6 +108,9 @@ type commitData struct {
 	flowSHA                        string // of create's flow text
 	closeReason                    string // comment on the approvals a final commit closes
 	scratch                        []byte
+	// packed is the row's frames packed (pack.go), nil when the row is
+	// stored plain; packBuf and packIn are its reused buffers.
+	packed, packBuf, packIn []byte
 }
 
 var commitPool = sync.Pool{New: func() any { return new(commitData) }}
@@ -117,7 +120,7 @@ func (c *commitData) recycle() {
 	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
 	clear(c.blobs)
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs}
+	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
 	commitPool.Put(c)
 }
 
@@ -185,6 +188,12 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 	}
 	c.scratch = buf
+	// Packing costs the writer nothing: it happens here, on the caller's
+	// goroutine, in parallel with the other runs'.
+	var ok bool
+	if c.packed, c.packBuf, c.packIn, ok = pack(c.packBuf, c.packIn, c.events, c.steps); !ok {
+		c.packed = nil
+	}
 	return c, nil
 }
 
@@ -256,7 +265,11 @@ func (c *commitData) apply(x *wtx) error {
 			return fmt.Errorf("close the run's pending approvals: %w", err)
 		}
 	}
-	x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	if c.packed != nil {
+		x.rows.add(rk, next.version, next.seq, c.now, c.packed, nil)
+	} else {
+		x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	}
 	x.stageHead(rk, next)
 	if c.final || c.status == string(trace.RunWaiting) {
 		x.evict(c.runID, rk)
@@ -266,18 +279,20 @@ func (c *commitData) apply(x *wtx) error {
 
 // journalRows is the query of one run's journal rows in version order:
 // those in journal_index, then the tail not indexed yet. ?1 is the run ID,
-// ?2 the smallest seq of interest; col names the frames column.
+// ?2 the smallest seq of interest; col is the frames column's expression
+// over a journal row aliased j.
 func journalRows(col string) string {
-	return `SELECT j.version, j.` + col + ` FROM journal_index x JOIN journal j ON j.id = x.id
+	return `SELECT j.version, ` + col + ` FROM journal_index x JOIN journal j ON j.id = x.id
 		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
-		UNION ALL SELECT version, ` + col + ` FROM journal
-		WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = (SELECT rk FROM runs WHERE id = ?1) AND seq > ?2
+		UNION ALL SELECT j.version, ` + col + ` FROM journal j
+		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
 		ORDER BY 1`
 }
 
 var (
-	eventRowsSQL = journalRows("events")
-	stepRowsSQL  = journalRows("steps")
+	// a packed row (pack.go) holds both columns' frames in events.
+	eventRowsSQL = journalRows("j.events")
+	stepRowsSQL  = journalRows("CASE WHEN substr(j.events, 1, 1) = x'00' THEN j.events ELSE j.steps END")
 )
 
 // eachRow calls fn with the frames column of each of a run's journal rows
@@ -322,9 +337,17 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	var out []*trace.Event
+	var (
+		out []*trace.Event
+		buf []byte // decoded events are copies: one buffer serves every row
+	)
 	err := s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
 		var err error
+		if isPacked(data) {
+			if data, _, buf, err = unpack(runID, data, buf); err != nil {
+				return false, err
+			}
+		}
 		out, err = decodeEvents(out, runID, data, after, limit)
 		return limit < 0 || len(out) < limit, err
 	})
@@ -343,6 +366,13 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 		index = map[string]int{}
 	)
 	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
+		if isPacked(data) {
+			// a buffer of its own: the folded frames alias it.
+			var err error
+			if _, data, _, err = unpack(runID, data, nil); err != nil {
+				return false, err
+			}
+		}
 		return true, eachStepFrame(runID, data, func(sf *stepFrame) {
 			if i, ok := index[sf.stepID]; ok {
 				last[i] = *sf

@@ -15,28 +15,36 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // corruptEvent rewrites the frame of event seq in the journal row holding
-// it: its record version and data.
+// it: its record version and data. A packed row is packed again.
 func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte) {
 	t.Helper()
 	st := s.(*Store)
 	// Through the writer, so the read pool sees it committed.
 	err := st.w.do(t.Context(), func(x *wtx) error {
-		rows, err := x.query(`SELECT id, events FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
+		rows, err := x.query(`SELECT id, events, steps FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
 		if err != nil {
 			return err
 		}
 		var (
-			id    int64
-			found []byte
+			id           int64
+			found, steps []byte
+			packed       bool
 		)
 		for rows.Next() {
 			var (
-				rid int64
-				row []byte
+				rid           int64
+				row, rowSteps []byte
 			)
-			if err := rows.Scan(&rid, &row); err != nil {
+			if err := rows.Scan(&rid, &row, &rowSteps); err != nil {
 				rows.Close()
 				return err
+			}
+			wasPacked := isPacked(row)
+			if wasPacked {
+				if row, rowSteps, _, err = unpack(runID, row, nil); err != nil {
+					rows.Close()
+					return err
+				}
 			}
 			var out []byte
 			f := frames{b: row}
@@ -56,7 +64,7 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 				return f.err
 			}
 			if hit {
-				id, found = rid, out
+				id, found, steps, packed = rid, out, rowSteps, wasPacked
 			}
 		}
 		rows.Close()
@@ -64,7 +72,12 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 			t.Errorf("corrupt %s seq %d: no journal row holds it", runID, seq)
 			return nil
 		}
-		_, err = x.exec(`UPDATE journal SET events = ? WHERE id = ?`, found, id)
+		if packed {
+			if p, _, _, ok := pack(nil, nil, found, steps); ok {
+				found, steps = p, nil
+			}
+		}
+		_, err = x.exec(`UPDATE journal SET events = ?, steps = ? WHERE id = ?`, found, steps, id)
 		return err
 	})
 	if err != nil {
