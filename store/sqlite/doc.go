@@ -22,7 +22,8 @@
 // The journal is one row per transition, in commit order, so concurrent
 // runs' transitions share pages and one run's commit writes about one
 // page: the row holds the transition's events and step projections as
-// frames of versioned JSON records (each readable on its own). The step
+// frames of versioned JSON records (each readable on its own), packed into
+// one S2 block when the row is large enough to gain from it (pack.go). The step
 // projection is the fold of those records; the run row changes only when
 // its status, lease or decisions do. The index from run to journal rows and
 // the index of runs by flow are written in bulk every few hundred rows
