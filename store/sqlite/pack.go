@@ -14,13 +14,13 @@ import (
 //	events: 0x00  S2 block of: uvarint(len(events frames)) events frames steps frames
 //
 // The records inside are the same versioned JSON as in a plain row; only
-// the bytes on disk shrink (a W5 transition's row from ~1,080 to ~560).
+// the bytes on disk shrink (a W5 transition's row from ~1,080 to ~570).
 // One block for both columns matters: a step's output digest stands in its
 // settled event, in its step record and in the next step's started event,
 // and the preview repeats the output, so most of what the second column
 // says the first said already. Fewer bytes a row mean fewer pages a run
-// fills: every page the journal grows by costs a commit two more WAL
-// frames (the page, its parent and page 1), and with many runs in flight
+// fills: every page the journal grows by costs a commit two WAL frames
+// besides the page's own (its parent and page 1), and with many runs in flight
 // every frame is CPU the single writer spends (docs/performance.md).
 //
 // A plain row's events column starts with the uvarint of a seq, at least 1,
@@ -29,8 +29,9 @@ import (
 // before schema 3 read as they always did.
 const packMark = 0x00
 
-// packMin is the size of frames below which a row is stored plain: small
-// rows gain little, and stay readable with the sqlite3 shell.
+// packMin is the size of frames below which a row is stored plain: a row
+// that small fills a sixteenth of a page at most, and S2 finds little to
+// take out of a record or two.
 const packMin = 256
 
 // pack returns the packed column of a row's frames in dst's storage, and
