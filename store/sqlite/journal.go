@@ -84,7 +84,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	var after func()
 	if c.final {
 		runID := t.RunID
-		after = func() { s.noteDropped(runID) }
+		after = func() { s.dropped.Note(runID) }
 	}
 	if err := s.w.doCommit(ctx, c, after); err != nil {
 		return fmt.Errorf("sqlite: commit run %s: %w", t.RunID, err)

@@ -41,7 +41,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		x.stageHead(rk, head{version: r.Version, seq: h.seq, approvals: h.approvals})
 		out = r
 		return nil
-	}, func() { s.forgetDropped(p.RunID) })
+	}, func() { s.dropped.Forget(p.RunID) })
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s for %s: %w", p.RunID, p.Owner, err)
 	}
@@ -87,7 +87,7 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 // (the run succeeded, failed or was cancelled) already dropped the lease, and
 // releasing it after one through the same Store costs no transaction.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	if s.takeDropped(runID) {
+	if s.dropped.Take(runID) {
 		return nil
 	}
 	err := s.w.doRuns(ctx, func(x *wtx) error {
@@ -139,7 +139,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 		return rows.Err()
 	}, func() {
 		for _, r := range out {
-			s.forgetDropped(r.ID)
+			s.dropped.Forget(r.ID)
 		}
 	})
 	if err != nil {

@@ -112,7 +112,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		return nil
 	}, func() {
 		if created {
-			s.forgetDropped(p.ID)
+			s.dropped.Forget(p.ID)
 		}
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/dropped"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -84,38 +85,7 @@ type Store struct {
 	err    error
 	// dropped holds the runs whose lease a final Commit of this store
 	// dropped, so the engine's ReleaseLease that follows costs nothing.
-	droppedMu sync.Mutex
-	dropped   map[string]struct{}
-}
-
-// maxDropped bounds Store.dropped; past it the set is forgotten and a
-// ReleaseLease of those runs takes the ordinary (correct, slower) path.
-const maxDropped = 4096
-
-func (s *Store) noteDropped(runID string) {
-	s.droppedMu.Lock()
-	if s.dropped == nil || len(s.dropped) >= maxDropped {
-		s.dropped = make(map[string]struct{})
-	}
-	s.dropped[runID] = struct{}{}
-	s.droppedMu.Unlock()
-}
-
-// forgetDropped is called when the run is leased again.
-func (s *Store) forgetDropped(runID string) {
-	s.droppedMu.Lock()
-	delete(s.dropped, runID)
-	s.droppedMu.Unlock()
-}
-
-// takeDropped reports whether a final Commit dropped the run's lease since
-// it was last leased, forgetting it.
-func (s *Store) takeDropped(runID string) bool {
-	s.droppedMu.Lock()
-	_, ok := s.dropped[runID]
-	delete(s.dropped, runID)
-	s.droppedMu.Unlock()
-	return ok
+	dropped dropped.Set
 }
 
 // Open opens (creating if needed) the database at path and brings its
