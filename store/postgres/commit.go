@@ -11,8 +11,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
 )
 
 // Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in one
@@ -37,8 +39,8 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	}
 	what := fmt.Sprintf("commit run %s at version %d", t.RunID, t.Version)
 	if p := t.Create; p != nil {
-		// The run is created in a transaction of its own, just before (the
-		// port allows it): a failed Commit leaves it at version 0.
+		// The run's row is inserted by the same batch, in the same
+		// transaction: a failed Commit leaves no run behind.
 		switch {
 		case p.ID != t.RunID:
 			return fmt.Errorf("postgres store: %s: it creates run %q: want the same ID", what, p.ID)
@@ -47,14 +49,6 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		case p.IdempotencyKey != "":
 			return fmt.Errorf("postgres store: %s: a creating commit takes no idempotency key (use CreateRun)", what)
 		}
-		run, created, err := s.CreateRun(ctx, p)
-		if err != nil {
-			return fmt.Errorf("postgres store: %s: %w", what, err)
-		}
-		if !created {
-			return fmt.Errorf("postgres store: %s: run exists: %w", what, store.ErrConflict)
-		}
-		t.Version = run.Version
 	}
 	plan, err := s.plan(t)
 	if err != nil {
@@ -79,7 +73,16 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 					e.Seq = prevSeq + int64(i) + 1
 				}
 			}
+			switch {
+			case plan.closing != nil:
+				s.dropped.Note(t.RunID)
+			case plan.create != nil:
+				s.dropped.Forget(t.RunID)
+			}
 			return nil
+		}
+		if plan.create != nil && attempt == 1 && isUnique(err) {
+			return fmt.Errorf("postgres store: %s: run exists: %w", what, store.ErrConflict)
 		}
 		if attempt >= commitAttempts || !retryable(ctx, err) {
 			if attempt > 1 {
@@ -105,7 +108,10 @@ const commitAttempts = 7
 
 // commitPlan is a transition encoded once, sent by every attempt.
 type commitPlan struct {
-	token     string
+	token string
+	// create is insertRunSQL's arguments, for a transition that creates
+	// its run.
+	create    []any
 	head      []any
 	blobs     [][]any
 	steps     [][]any
@@ -137,6 +143,18 @@ const (
 // blobs. Approvals without an ID get a random one (written back to t).
 func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	p := &commitPlan{token: uuid.NewString()}
+	if c := t.Create; c != nil {
+		status := c.Status
+		if status == "" {
+			status = trace.RunPending
+		}
+		var owner any
+		var ttl time.Duration
+		if c.Owner != "" {
+			owner, ttl = c.Owner, leaseTTL(c.LeaseTTL)
+		}
+		p.create = insertRunArgs(c, status, nil, owner, ttl)
+	}
 	seqs := make([]int64, len(t.Events))
 	data := make([][]byte, len(t.Events))
 	for i, e := range t.Events {
@@ -217,6 +235,9 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 // implicit transaction, so the first error rolls back everything.
 func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (newVersion, prevSeq int64, err error) {
 	b := &pgx.Batch{}
+	if p.create != nil {
+		b.Queue(insertRunSQL, p.create...)
+	}
 	b.Queue(commitSQL, p.head...)
 	for _, a := range p.blobs {
 		b.Queue(blobSQL, a...)
@@ -231,8 +252,15 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (newVersion, prev
 		b.Queue(closeSQL, p.closing...)
 	}
 	br := s.pool.SendBatch(ctx, b)
-	err = br.QueryRow().Scan(&newVersion, &prevSeq)
-	for i := 1; err == nil && i < b.Len(); i++ {
+	head := 0
+	if p.create != nil {
+		_, err = br.Exec()
+		head = 1
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&newVersion, &prevSeq)
+	}
+	for i := head + 1; err == nil && i < b.Len(); i++ {
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
@@ -250,6 +278,13 @@ func (s *Store) committedBefore(ctx context.Context, runID, token string) (versi
 			Scan(&version, &prevSeq, &last)
 	})
 	return version, prevSeq, err == nil && last == token
+}
+
+// isUnique reports whether err is a unique violation: the run a creating
+// commit inserts exists.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 func isVersionMoved(err error) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/dropped"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -44,6 +45,9 @@ type Store struct {
 	// afterAttempt, set by tests, sees (and may replace) the outcome of
 	// each Commit attempt, to simulate failures at exact points.
 	afterAttempt func(attempt int, err error) error
+	// dropped holds the runs whose lease a final Commit of this store
+	// dropped, so the engine's ReleaseLease that follows costs nothing.
+	dropped dropped.Set
 }
 
 // Open connects to the database named by dsn, applies the embedded

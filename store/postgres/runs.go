@@ -68,19 +68,13 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	}
 	var r *store.Run
 	err := again(ctx, false, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `
-		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-			CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13 * interval '1 microsecond' END,
-			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN now() END)
+		r, err = scanRun(s.pool.QueryRow(ctx, insertRunSQL+`
 		ON CONFLICT (idempotency_key) DO NOTHING
-		RETURNING `+runCols,
-			p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
-			string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds()))
+		RETURNING `+runCols, insertRunArgs(p, status, key, owner, ttl)...))
 		return err
 	})
 	if err == nil {
+		s.dropped.Forget(p.ID)
 		return r, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -95,6 +89,22 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		return nil, false, mapErr("create run "+p.ID+": read the run holding idempotency key "+p.IdempotencyKey, err)
 	}
 	return r, false, nil
+}
+
+// insertRunSQL inserts a run row from insertRunArgs; CreateRun adds its
+// idempotency clause, a creating Commit queues it as it is.
+const insertRunSQL = `
+		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
+			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+			CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13 * interval '1 microsecond' END,
+			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN now() END)`
+
+// insertRunArgs are the arguments of insertRunSQL: owner and key are nil
+// for none.
+func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner any, ttl time.Duration) []any {
+	return []any{p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
+		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds()}
 }
 
 // GetRun returns one run, or store.ErrNotFound.
@@ -177,6 +187,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
+	s.dropped.Forget(p.RunID)
 	return r, nil
 }
 
@@ -206,8 +217,13 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 
 // ReleaseLease drops owner's lease on the run. Releasing a lease that was
 // lost, or of a run that does not exist, is not an error. It does not
-// change the run's version.
+// change the run's version. A final Commit (the run succeeded, failed or
+// was cancelled) already dropped the lease, and releasing it after one
+// through the same Store costs no round trip.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	if s.dropped.Take(runID) {
+		return nil
+	}
 	err := again(ctx, true, func() error {
 		_, err := s.pool.Exec(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
 		WHERE r.id = $1 AND r.lease_owner = $2`, runID, owner)
@@ -268,6 +284,9 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	})
 	if err != nil {
 		return nil, mapErr("claim runs for "+p.Owner, err)
+	}
+	for _, r := range out {
+		s.dropped.Forget(r.ID)
 	}
 	return out, nil
 }

@@ -547,7 +547,15 @@ func testCommitCreates(t *testing.T, h Harness) {
 			t.Errorf("%s: creating commit accepted", name)
 		}
 	}
-	for _, id := range []string{"k", "v", "w", "other"} {
+	// A creating commit whose transition fails in the database (two
+	// approvals under one ID) leaves no run behind: the run and its first
+	// transition are one transaction.
+	dup := &store.Transition{RunID: "torn", Create: params("torn"), Events: []*trace.Event{event("torn", 1, trace.RunStarted, "")},
+		Approvals: []*store.Approval{{ID: "same", StepID: "a", Kind: store.KindApproval}, {ID: "same", StepID: "b", Kind: store.KindApproval}}}
+	if err := s.Commit(ctx, dup); err == nil {
+		t.Error("creating commit with two approvals under one ID accepted")
+	}
+	for _, id := range []string{"k", "v", "w", "other", "torn"} {
 		if _, err := s.GetRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("run %s after a refused creating commit: %v, want ErrNotFound", id, err)
 		}
