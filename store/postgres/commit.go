@@ -81,7 +81,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 			}
 			return nil
 		}
-		if plan.create != nil && attempt == 1 && isUnique(err) {
+		if plan.create != nil && attempt == 1 && isRunTaken(err) {
 			return fmt.Errorf("postgres store: %s: run exists: %w", what, store.ErrConflict)
 		}
 		if attempt >= commitAttempts || !retryable(ctx, err) {
@@ -280,11 +280,12 @@ func (s *Store) committedBefore(ctx context.Context, runID, token string) (versi
 	return version, prevSeq, err == nil && last == token
 }
 
-// isUnique reports whether err is a unique violation: the run a creating
-// commit inserts exists.
-func isUnique(err error) bool {
+// isRunTaken reports whether err is a unique violation of rein_runs: the
+// run a creating commit inserts exists. (A creating commit has no
+// idempotency key, so the key's index cannot be the one violated.)
+func isRunTaken(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "rein_runs"
 }
 
 func isVersionMoved(err error) bool {

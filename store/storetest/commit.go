@@ -554,6 +554,8 @@ func testCommitCreates(t *testing.T, h Harness) {
 		Approvals: []*store.Approval{{ID: "same", StepID: "a", Kind: store.KindApproval}, {ID: "same", StepID: "b", Kind: store.KindApproval}}}
 	if err := s.Commit(ctx, dup); err == nil {
 		t.Error("creating commit with two approvals under one ID accepted")
+	} else if strings.Contains(err.Error(), "run exists") {
+		t.Errorf("creating commit with two approvals under one ID: %v; the run does not exist", err)
 	}
 	for _, id := range []string{"k", "v", "w", "other", "torn"} {
 		if _, err := s.GetRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
