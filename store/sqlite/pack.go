@@ -35,11 +35,12 @@ const packMark = 0x00
 const packMin = 256
 
 // pack returns the packed column of a row's frames in dst's storage, and
-// ok false when packing would not make the row smaller (store it plain).
-// scratch is a buffer for the block's input; both are returned for reuse.
+// ok false when packing would not make the row smaller, or the row is
+// larger than a reader accepts packed (store it plain). scratch is a
+// buffer for the block's input; both are returned for reuse.
 func pack(dst, scratch, events, steps []byte) (packed, dstBuf, scratchBuf []byte, ok bool) {
 	plain := len(events) + len(steps)
-	if plain < packMin {
+	if plain < packMin || plain+binary.MaxVarintLen64 > maxUnpacked {
 		return nil, dst, scratch, false
 	}
 	in := binary.AppendUvarint(scratch[:0], uint64(len(events)))
@@ -59,7 +60,8 @@ func pack(dst, scratch, events, steps []byte) (packed, dstBuf, scratchBuf []byte
 
 // maxUnpacked bounds what a packed row may claim to decode to, so a
 // damaged length cannot make a reader allocate without end. A row holds one
-// transition: its payloads above Options.BlobThreshold live in blobs.
+// transition, whose payloads above Options.BlobThreshold live in blobs; a
+// larger row (a threshold set past it) is stored plain.
 const maxUnpacked = 64 << 20
 
 // isPacked reports whether a journal row's events column holds the packed

@@ -172,6 +172,9 @@ func TestPackRoundTrip(t *testing.T) {
 	if _, _, _, ok := pack(nil, nil, incompressible, nil); ok {
 		t.Error("a row that does not shrink was packed")
 	}
+	if _, _, _, ok := pack(nil, nil, make([]byte, maxUnpacked), nil); ok {
+		t.Error("a row larger than unpack accepts was packed")
+	}
 	ev := bytes.Repeat([]byte(`{"kind":"step_settled"}`), 20)
 	st := bytes.Repeat([]byte(`{"status":"succeeded"}`), 20)
 	p, dst, scratch, ok := pack(nil, nil, ev, st)
