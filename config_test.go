@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein"
@@ -19,7 +20,13 @@ func writeConfigFiles(t *testing.T, files map[string]string) string {
 	dir := t.TempDir()
 	for name, body := range files {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		// No child forks while the file is open for writing: it would hold
+		// the descriptor until its exec, and running the file meanwhile
+		// fails with "text file busy" (go.dev/issue/22315).
+		syscall.ForkLock.RLock()
+		err := os.WriteFile(p, []byte(body), 0o755)
+		syscall.ForkLock.RUnlock()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

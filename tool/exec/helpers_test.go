@@ -24,7 +24,7 @@ func writeScript(t *testing.T, dir, name, body string) string {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+	if err := writeFile(path, "#!/bin/sh\n"+body+"\n", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -89,8 +89,18 @@ func waitGone(t *testing.T, pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// writeFile writes data to path and gives it mode (which os.WriteFile
+// leaves alone on an existing file).
+//
+// No child is forked while the file is open for writing: a child forked by
+// a parallel test would hold the descriptor until its own exec, and an
+// exec of this file meanwhile fails with "text file busy" (ETXTBSY,
+// go.dev/issue/22315; seen in CI). Forks take syscall.ForkLock for writing.
 func writeFile(path, data string, mode os.FileMode) error {
-	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(path, []byte(data), mode)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		return err
 	}
 	return os.Chmod(path, mode)
