@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -27,7 +28,7 @@ type encodedStep struct {
 }
 
 func (s *Store) encodeStep(st *store.Step, buf []byte) (encodedStep, []byte) {
-	rec := stepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
+	rec := frames.StepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
 		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
 	e := encodedStep{output: st.Output, input: st.Input, errJSON: st.Error}
 	if len(st.Output) > s.opts.BlobThreshold {
@@ -40,7 +41,7 @@ func (s *Store) encodeStep(st *store.Step, buf []byte) (encodedStep, []byte) {
 		rec.InputBlob = hex.EncodeToString(sum[:])
 		e.inputBlob, e.inputData, e.input = rec.InputBlob, st.Input, nil
 	}
-	e.rec = rec.appendJSON(buf)
+	e.rec = rec.AppendJSON(buf)
 	return e, e.rec
 }
 
@@ -149,13 +150,13 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		ev := *e
 		ev.RunID = ""
 		buf = trace.AppendJSON(buf[:0], &ev)
-		c.events = appendEvent(c.events, e.Seq, buf)
+		c.events = frames.AppendEvent(c.events, e.Seq, buf)
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
 		var e encodedStep
 		e, buf = s.encodeStep(st, buf[:0])
-		c.steps = appendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
+		c.steps = frames.AppendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
 		if e.outputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
 		}
@@ -348,8 +349,10 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 				return false, err
 			}
 		}
-		out, err = decodeEvents(out, runID, data, after, limit)
-		return limit < 0 || len(out) < limit, err
+		if out, err = frames.DecodeEvents(out, runID, data, after, limit); err != nil {
+			return false, fmt.Errorf("sqlite: %w", err)
+		}
+		return limit < 0 || len(out) < limit, nil
 	})
 	if err != nil {
 		return nil, err
@@ -362,7 +365,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 // folded, the last record of a step winning (only that one is decoded).
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 	var (
-		last  []stepFrame // by first-written order
+		last  []frames.StepFrame // by first-written order
 		index = map[string]int{}
 	)
 	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
@@ -373,14 +376,18 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 				return false, err
 			}
 		}
-		return true, eachStepFrame(runID, data, func(sf *stepFrame) {
-			if i, ok := index[sf.stepID]; ok {
+		err := frames.EachStepFrame(runID, data, func(sf *frames.StepFrame) {
+			if i, ok := index[sf.StepID]; ok {
 				last[i] = *sf
 				return
 			}
-			index[sf.stepID] = len(last)
+			index[sf.StepID] = len(last)
 			last = append(last, *sf)
 		})
+		if err != nil {
+			return false, fmt.Errorf("sqlite: %w", err)
+		}
+		return true, nil
 	})
 	if err != nil {
 		return nil, err
@@ -388,13 +395,13 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	out := make([]*store.Step, len(last))
 	for i := range last {
 		sf := &last[i]
-		r, err := sf.decode(runID)
+		r, err := sf.Decode(runID)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 		st := &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
-			Output: cloneBytes(sf.output), OutputSHA: r.OutputSHA, Input: cloneBytes(sf.input), Idempotent: r.Idempotent,
-			Error: cloneBytes(sf.errJSON), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
+			Output: cloneBytes(sf.Output), OutputSHA: r.OutputSHA, Input: cloneBytes(sf.Input), Idempotent: r.Idempotent,
+			Error: cloneBytes(sf.Error), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
 		// Payloads stored as blobs (large ones only), read back.
 		if r.OutputBlob {
 			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/reinhq/rein/store/internal/frames"
 )
 
 // A journal row whose frames are large enough is stored packed: both
-// columns of frames (frames.go) in one S2 block, in the events column,
+// columns of frames (store/internal/frames) in one S2 block, in the events column,
 // behind a marker byte; the steps column is then NULL.
 //
 //	events: 0x00  S2 block of: uvarint(len(events frames)) events frames steps frames
@@ -91,7 +93,7 @@ func unpack(runID string, col, buf []byte) (events, steps, out []byte, err error
 	}
 	split, k := binary.Uvarint(out)
 	if k <= 0 || split > uint64(len(out)-k) {
-		return nil, nil, out, damaged(errFrame)
+		return nil, nil, out, damaged(frames.ErrTruncated)
 	}
 	body := out[k:]
 	return body[:split:split], body[split:], out, nil

@@ -2,13 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"encoding/binary"
 	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/store/storetest"
 )
 
@@ -46,22 +46,10 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 					return err
 				}
 			}
-			var out []byte
-			f := frames{b: row}
-			hit := false
-			for f.more() {
-				s, v, d := int64(f.uvarint()), f.uvarint(), f.bytes()
-				if s == seq {
-					hit = true
-					out = binary.AppendUvarint(binary.AppendUvarint(out, uint64(s)), uint64(version))
-					out = appendBytes(out, data)
-					continue
-				}
-				out = appendBytes(binary.AppendUvarint(binary.AppendUvarint(out, uint64(s)), v), d)
-			}
-			if f.err != nil {
+			out, hit, err := frames.ReplaceEvent(row, seq, version, data)
+			if err != nil {
 				rows.Close()
-				return f.err
+				return err
 			}
 			if hit {
 				id, found, steps, packed = rid, out, rowSteps, wasPacked
