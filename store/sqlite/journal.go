@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,48 +14,6 @@ import (
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
-
-// encodedStep is a step projection ready to journal, its large payloads
-// split off into blobs.
-type encodedStep struct {
-	rec                   []byte // the stepRecord JSON
-	output, input         []byte // inline payloads (nil when in blobs)
-	errJSON               []byte
-	outputBlob, inputBlob string // sha256 of a payload that goes to blobs
-	outputData, inputData []byte
-}
-
-func (s *Store) encodeStep(st *store.Step, buf []byte) (encodedStep, []byte) {
-	rec := frames.StepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
-		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
-	e := encodedStep{output: st.Output, input: st.Input, errJSON: st.Error}
-	if len(st.Output) > s.opts.BlobThreshold {
-		sum := sha256.Sum256(st.Output)
-		rec.OutputSHA, rec.OutputBlob = hex.EncodeToString(sum[:]), true
-		e.outputBlob, e.outputData, e.output = rec.OutputSHA, st.Output, nil
-	}
-	if len(st.Input) > s.opts.BlobThreshold {
-		sum := sha256.Sum256(st.Input)
-		rec.InputBlob = hex.EncodeToString(sum[:])
-		e.inputBlob, e.inputData, e.input = rec.InputBlob, st.Input, nil
-	}
-	e.rec = rec.AppendJSON(buf)
-	return e, e.rec
-}
-
-func unixNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func timeOf(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in one
 // transaction, on the condition that the run's version is still t.Version
@@ -154,14 +110,14 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		var e encodedStep
-		e, buf = s.encodeStep(st, buf[:0])
-		c.steps = frames.AppendStep(c.steps, st.StepID, e.rec, e.output, e.input, e.errJSON)
-		if e.outputBlob != "" {
-			c.blobs = append(c.blobs, [2]any{e.outputBlob, e.outputData})
+		var e frames.EncodedStep
+		e, buf = frames.EncodeStep(st, s.opts.BlobThreshold, buf[:0])
+		c.steps = frames.AppendStep(c.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		if e.OutputBlob != "" {
+			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
-		if e.inputBlob != "" {
-			c.blobs = append(c.blobs, [2]any{e.inputBlob, e.inputData})
+		if e.InputBlob != "" {
+			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
 	}
 	if len(t.Approvals) > 0 {
@@ -399,9 +355,8 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
-		st := &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
-			Output: cloneBytes(sf.Output), OutputSHA: r.OutputSHA, Input: cloneBytes(sf.Input), Idempotent: r.Idempotent,
-			Error: cloneBytes(sf.Error), StartedAt: timeOf(r.StartedAt), SettledAt: timeOf(r.SettledAt)}
+		st := sf.Step(runID, &r)
+		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
 		// Payloads stored as blobs (large ones only), read back.
 		if r.OutputBlob {
 			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {

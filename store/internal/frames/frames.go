@@ -6,11 +6,14 @@
 package frames
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -241,4 +244,58 @@ func ReplaceEvent(row []byte, seq int64, version int, data []byte) (out []byte, 
 		out = AppendBytes(binary.AppendUvarint(out, v), d)
 	}
 	return out, hit, nil
+}
+
+// EncodedStep is a step projection ready to journal (AppendStep), its
+// large payloads split off into blobs.
+type EncodedStep struct {
+	Rec                   []byte // the StepRecord JSON
+	Output, Input         []byte // inline payloads (nil when in blobs)
+	Error                 []byte
+	OutputBlob, InputBlob string // sha256 of a payload that goes to blobs
+	OutputData, InputData []byte // those payloads
+}
+
+// EncodeStep encodes st's record into buf, moving an output or input
+// longer than threshold bytes to a blob (none when threshold < 0). It
+// returns the encoding and buf grown by the record.
+func EncodeStep(st *store.Step, threshold int, buf []byte) (EncodedStep, []byte) {
+	rec := StepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
+		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
+	e := EncodedStep{Output: st.Output, Input: st.Input, Error: st.Error}
+	if threshold >= 0 && len(st.Output) > threshold {
+		sum := sha256.Sum256(st.Output)
+		rec.OutputSHA, rec.OutputBlob = hex.EncodeToString(sum[:]), true
+		e.OutputBlob, e.OutputData, e.Output = rec.OutputSHA, st.Output, nil
+	}
+	if threshold >= 0 && len(st.Input) > threshold {
+		sum := sha256.Sum256(st.Input)
+		rec.InputBlob = hex.EncodeToString(sum[:])
+		e.InputBlob, e.InputData, e.Input = rec.InputBlob, st.Input, nil
+	}
+	e.Rec = rec.AppendJSON(buf)
+	return e, e.Rec
+}
+
+// Step is the projection a decoded record and its frame's payloads
+// describe, for run runID. Its payloads alias the frame.
+func (sf *StepFrame) Step(runID string, r *StepRecord) *store.Step {
+	return &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
+		Output: sf.Output, OutputSHA: r.OutputSHA, Input: sf.Input, Idempotent: r.Idempotent,
+		Error: sf.Error, StartedAt: TimeOf(r.StartedAt), SettledAt: TimeOf(r.SettledAt)}
+}
+
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// TimeOf is the time of a record's unix nanoseconds (zero for 0).
+func TimeOf(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
