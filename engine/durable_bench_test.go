@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the raw ceiling
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
 
 	"github.com/reinhq/rein/engine"
@@ -178,35 +178,41 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// rawPostgres inserts through database/sql and pgx.
-type rawPostgres struct{ db *sql.DB }
+// rawPostgres inserts on one pgx connection, each INSERT its own
+// implicit transaction: one round trip and one WAL flush a commit, as a
+// store Commit's batch is. The table is a plain (logged) one: a
+// temporary table writes no WAL, so its commit would not wait for a
+// flush at all.
+type rawPostgres struct {
+	conn  *pgx.Conn
+	table string
+}
 
 func newRawPostgres(b *testing.B, dsn string) rawCommitter {
-	db, err := sql.Open("pgx", dsn)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		b.Skipf("raw postgres ceiling: %v", err)
 	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("CREATE TEMP TABLE raw (id BIGSERIAL PRIMARY KEY, body TEXT)"); err != nil {
+	r := &rawPostgres{conn: conn, table: fmt.Sprintf("rein_bench_raw_%d_%d", os.Getpid(), time.Now().UnixNano())}
+	if _, err := conn.Exec(ctx, "CREATE TABLE "+r.table+" (id BIGSERIAL PRIMARY KEY, body TEXT)"); err != nil {
+		conn.Close(ctx)
 		b.Fatal(err)
 	}
-	return &rawPostgres{db: db}
+	return r
 }
 
 func (r *rawPostgres) commit(b *testing.B) {
-	tx, err := r.db.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec("INSERT INTO raw (body) VALUES ($1)", rawPayload); err != nil {
-		b.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
+	if _, err := r.conn.Exec(context.Background(), "INSERT INTO "+r.table+" (body) VALUES ($1)", rawPayload); err != nil {
 		b.Fatal(err)
 	}
 }
 
-func (r *rawPostgres) close() { r.db.Close() }
+func (r *rawPostgres) close() {
+	ctx := context.Background()
+	_, _ = r.conn.Exec(ctx, "DROP TABLE IF EXISTS "+r.table) // best effort: the table is the benchmark's own
+	r.conn.Close(ctx)
+}
 
 func w5Durable(b *testing.B, st store.Store) (*engine.Engine, *flow.Flow, map[string]any) {
 	b.Helper()

@@ -65,7 +65,9 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 }
 
 // DecideApproval settles the step's pending approval (the latest, should
-// there be several) and bumps the run's version, in one statement. No
+// there be several) and bumps the run's version (a journal row without
+// frames), in one statement; a Commit that takes the version first makes
+// it try again. No
 // approval for the step is store.ErrNotFound; one already decided (by
 // anyone, including a concurrent decider) is store.ErrConflict.
 func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (*store.Approval, error) {
@@ -76,7 +78,7 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		return nil, fmt.Errorf("postgres store: %s: status %q is not approved, rejected or settled", what, p.Status)
 	}
 	var a *store.Approval
-	err := again(ctx, false, func() (err error) {
+	err := bumping(ctx, false, func() (err error) {
 		a, err = scanApproval(s.pool.QueryRow(ctx, `
 		WITH a AS (
 			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = now()
@@ -87,12 +89,14 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 			AND a.status = 'pending'
 			AND EXISTS (SELECT 1 FROM rein_runs WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled'))
 			RETURNING a.*),
-		r AS (
-			UPDATE rein_runs SET version = version + 1, updated_at = now(),
+		u AS (
+			UPDATE rein_runs SET updated_at = now(),
 				status = CASE WHEN status = 'waiting' AND NOT EXISTS (
 					SELECT 1 FROM rein_approvals p WHERE p.run_id = $1 AND p.status = 'pending'
 					AND p.id NOT IN (SELECT id FROM a)) THEN 'pending' ELSE status END
-			WHERE id = $1 AND EXISTS (SELECT 1 FROM a))
+			WHERE id = $1 AND EXISTS (SELECT 1 FROM a)
+			RETURNING id),
+		`+bumpSQL+`
 		SELECT `+approvalCols+` FROM a`,
 			p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))
 		return err

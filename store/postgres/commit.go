@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,22 +12,30 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
-// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in one
-// transaction, on the condition that the run is still at t.Version:
+// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in
+// one transaction, on the condition that the run is still at t.Version:
 // store.ErrConflict otherwise (and store.ErrNotFound when the run does not
-// exist), with nothing applied. The whole transition is one pipelined
-// batch — one round trip, one implicit transaction, one WAL flush — and it
-// returns once PostgreSQL has committed it (as durable as the server's
-// synchronous_commit makes it). On success t.Version is the new version,
-// and events sent with Seq ≤ 0 carry the sequence number they were given
-// (the run's last sequence plus their position); approvals sent without
-// an ID carry the random one they were stored under.
+// exist), with nothing applied. It returns once PostgreSQL has committed
+// it (as durable as the server's synchronous_commit makes it); on success
+// t.Version is the new version.
 //
-// Step outputs and inputs larger than the blob threshold are stored once
-// in the blob table. A lost connection, a server restart or a
+// The transition is one row of rein_journal: its events and step records
+// as frames (store/internal/frames), keyed by (run, new version). Most
+// transitions are that one INSERT: one statement, one round trip, one WAL
+// flush. It inserts only when the run's newest row is at t.Version, and
+// the primary key refuses a second row at the same version, so of two
+// writers racing from one version exactly one wins. A transition that
+// changes the run row (status, error, usage) updates it in the same
+// statement; blobs and approvals follow in the same implicit transaction,
+// each applied only if the row was.
+//
+// Events must carry their sequence numbers, increasing and above the
+// run's last. Step outputs and inputs larger than the blob threshold are
+// stored once in the blob table. A lost connection, a server restart or a
 // serialization failure is retried a few times: every attempt carries the
 // same commit token, so an attempt that did commit before its answer was
 // lost is recognised and reported as success, never applied twice.
@@ -39,8 +45,8 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	}
 	what := fmt.Sprintf("commit run %s at version %d", t.RunID, t.Version)
 	if p := t.Create; p != nil {
-		// The run's row is inserted by the same batch, in the same
-		// transaction: a failed Commit leaves no run behind.
+		// The run's row is inserted by the same statement: a failed Commit
+		// leaves no run behind.
 		switch {
 		case p.ID != t.RunID:
 			return fmt.Errorf("postgres store: %s: it creates run %q: want the same ID", what, p.ID)
@@ -56,25 +62,21 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	}
 	var backoff time.Duration // the first retry, likely on a fresh connection, is at once
 	for attempt := 1; ; attempt++ {
-		newVersion, prevSeq, err := s.commitOnce(ctx, plan)
+		applied, err := s.commitOnce(ctx, plan)
+		if err == nil && !applied {
+			err = s.whyNot(ctx, plan)
+		}
 		if s.afterAttempt != nil {
 			err = s.afterAttempt(attempt, err)
 		}
-		if err != nil && attempt > 1 && isVersionMoved(err) {
-			// An earlier attempt may have committed before its answer was lost.
-			if v, seq, ok := s.committedBefore(ctx, t.RunID, plan.token); ok && v == t.Version+1 {
-				newVersion, prevSeq, err = v, seq, nil
-			}
+		if err != nil && attempt > 1 && errors.Is(mapErr("", err), store.ErrConflict) && s.committedBefore(ctx, plan) {
+			// An earlier attempt committed before its answer was lost.
+			err = nil
 		}
 		if err == nil {
-			t.Version = newVersion
-			for i, e := range t.Events {
-				if e.Seq <= 0 {
-					e.Seq = prevSeq + int64(i) + 1
-				}
-			}
+			t.Version++
 			switch {
-			case plan.closing != nil:
+			case plan.final:
 				s.dropped.Note(t.RunID)
 			case plan.create != nil:
 				s.dropped.Forget(t.RunID)
@@ -108,110 +110,124 @@ const commitAttempts = 7
 
 // commitPlan is a transition encoded once, sent by every attempt.
 type commitPlan struct {
-	token string
-	// create is insertRunSQL's arguments, for a transition that creates
-	// its run.
-	create    []any
-	head      []any
-	blobs     [][]any
-	steps     [][]any
-	approvals [][]any
-	// closing, for a final transition: the run ID and the comment its
-	// pending approvals are closed with.
-	closing []any
+	runID   string
+	version int64 // the version the transition builds on
+	token   string
+	// minSeq and maxSeq bound the transition's events (minSeq is
+	// math.MaxInt64 and maxSeq 0 when it has none).
+	minSeq, maxSeq int64
+	events, steps  []byte // frames; nil for none
+	// update is set when the transition changes the run row: its status
+	// ("" keeps it), error, usage and settled time.
+	update                  bool
+	status                  string
+	errJSON, usage, settled any
+	// final: the run reaches a final status; its pending approvals are
+	// closed with closeReason.
+	final       bool
+	closeReason string
+	create      *store.CreateRunParams
+	blobs       [][]any // sha256, data
+	approvals   [][]any
 }
 
+// The statements of a Commit. journalSQL inserts the transition's row
+// ($1 run, $2 the version it builds on, $3 token, $4 its largest seq, $5
+// events, $6 steps, $7 its smallest seq) only when the run's newest row is
+// at $2 and holds a smaller seq; at version 0 the run must exist and have
+// no row. A row already at $2 + 1 is a unique violation: the race's loser.
 const (
-	commitSQL = `SELECT new_version, prev_seq FROM rein_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	blobSQL   = `INSERT INTO rein_blobs (sha256, data) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING`
-	stepSQL   = `INSERT INTO rein_steps AS s (run_id, step_id, type, status, attempt, output, output_sha,
-			output_blob, input, input_blob, idempotent, error, started_at, settled_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		ON CONFLICT (run_id, step_id) DO UPDATE SET type = excluded.type, status = excluded.status,
-			attempt = excluded.attempt, output = excluded.output, output_sha = excluded.output_sha,
-			output_blob = excluded.output_blob, input = excluded.input, input_blob = excluded.input_blob,
-			idempotent = excluded.idempotent, error = excluded.error, started_at = excluded.started_at,
-			settled_at = excluded.settled_at`
-	closeSQL = `UPDATE rein_approvals SET status = 'rejected', comment = $2, decided_at = now()
-		WHERE run_id = $1 AND status = 'pending'`
+	journalSQL = `INSERT INTO rein_journal (run_id, version, seq, token, events, steps)
+		SELECT $1, $2 + 1, greatest(h.seq, $4), $3::uuid, $5::bytea, $6::bytea
+		FROM (SELECT j.seq FROM rein_journal j WHERE j.run_id = $1 AND j.version = $2
+			UNION ALL SELECT 0 FROM rein_runs r WHERE $2 = 0 AND r.id = $1) h
+		WHERE h.seq < $7`
+
+	// commitRunSQL is journalSQL plus the run row's update ($8 status, ""
+	// for none; $9 error, $10 usage, $11 settled time) and, for a final
+	// status ($12), the closing of the run's pending approvals with
+	// comment $13. It returns how many rows it inserted (0 or 1).
+	commitRunSQL = `WITH j AS (` + journalSQL + ` RETURNING run_id),
+		r AS (UPDATE rein_runs r SET
+			status = coalesce(nullif($8, ''), r.status),
+			error = coalesce($9, r.error),
+			usage = coalesce($10, r.usage),
+			settled_at = CASE
+				WHEN $11::timestamptz IS NOT NULL THEN $11
+				WHEN r.settled_at IS NULL AND $12 THEN now()
+				ELSE r.settled_at END,
+			updated_at = now(),
+			-- a finished run holds no lease
+			lease_owner = CASE WHEN $12 THEN NULL ELSE r.lease_owner END,
+			lease_expires = CASE WHEN $12 THEN NULL ELSE r.lease_expires END
+			FROM j WHERE r.id = j.run_id),
+		c AS (UPDATE rein_approvals a SET status = 'rejected', comment = $13, decided_at = now()
+			FROM j WHERE $12 AND a.run_id = j.run_id AND a.status = 'pending')
+		SELECT count(*) FROM j`
+
+	// createSQL inserts the run ($1 … $16, the transition's run update
+	// folded in) and its first row ($17 token, $18 largest seq, $19
+	// events, $20 steps). A taken ID is a unique violation of rein_runs.
+	createSQL = `WITH r AS (
+			INSERT INTO rein_runs (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
+				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+				CASE WHEN $11::text IS NULL THEN NULL ELSE now() + $12 * interval '1 microsecond' END,
+				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN now() END)
+			RETURNING id)
+		INSERT INTO rein_journal (run_id, version, seq, token, events, steps)
+		SELECT r.id, 1, $18::bigint, $17::uuid, $19::bytea, $20::bytea FROM r`
+
+	// The statements after the row, each applied only if the row with
+	// the commit's token ($1 run, $2 new version, $3 token) was inserted.
+	appliedSQL = `EXISTS (SELECT 1 FROM rein_journal j WHERE j.run_id = $1 AND j.version = $2 AND j.token = $3)`
+	blobSQL    = `WITH b AS (INSERT INTO rein_blobs (sha256, data) SELECT $4::text, $5::bytea WHERE ` + appliedSQL + `
+			ON CONFLICT (sha256) DO NOTHING)
+		INSERT INTO rein_blob_refs (sha256, run_id) SELECT $4::text, $1::text WHERE ` + appliedSQL + `
+			ON CONFLICT DO NOTHING`
 	approvalSQL = `INSERT INTO rein_approvals (run_id, id, step_id, kind, status, tool, args, message,
 			output, comment, decided_by, created_at, decided_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12, now()), $13)`
+		SELECT $1::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::bytea, $10::text,
+			$11::bytea, $12::text, $13::text, coalesce($14::timestamptz, now()), $15::timestamptz WHERE ` + appliedSQL
+	closeSQL = `UPDATE rein_approvals SET status = 'rejected', comment = $4, decided_at = now()
+		WHERE run_id = $1 AND status = 'pending' AND ` + appliedSQL
 )
 
-// plan encodes t: events as versioned JSON records, large payloads as
+// plan encodes t: events and step records as frames, large payloads as
 // blobs. Approvals without an ID get a random one (written back to t).
 func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
-	p := &commitPlan{token: uuid.NewString()}
-	if c := t.Create; c != nil {
-		status := c.Status
-		if status == "" {
-			status = trace.RunPending
-		}
-		var owner any
-		var ttl time.Duration
-		if c.Owner != "" {
-			owner, ttl = c.Owner, leaseTTL(c.LeaseTTL)
-		}
-		p.create = insertRunArgs(c, status, nil, owner, ttl)
-	}
-	seqs := make([]int64, len(t.Events))
-	data := make([][]byte, len(t.Events))
+	p := &commitPlan{runID: t.RunID, version: t.Version, token: uuid.NewString(), minSeq: math.MaxInt64, create: t.Create}
+	var buf []byte
 	for i, e := range t.Events {
-		if e == nil {
+		switch {
+		case e == nil:
 			return nil, fmt.Errorf("event %d is nil", i)
+		case e.Seq <= p.maxSeq:
+			return nil, fmt.Errorf("event %d (%s) has seq %d, not after %d: events carry their sequence numbers, increasing", i, e.Kind, e.Seq, p.maxSeq)
 		}
-		rec := *e
-		if rec.RunID == "" {
-			rec.RunID = t.RunID
-		}
-		b, err := json.Marshal(&rec)
-		if err != nil {
-			return nil, fmt.Errorf("encode event %d (%s): %w", e.Seq, e.Kind, err)
-		}
-		seqs[i], data[i] = e.Seq, b
+		// stored events leave out the row's run ID; reading puts it back.
+		ev := *e
+		ev.RunID = ""
+		buf = trace.AppendJSON(buf[:0], &ev)
+		p.events = frames.AppendEvent(p.events, e.Seq, buf)
+		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
-	var status string
-	var errJSON, usage, settled any
-	if u := t.Run; u != nil {
-		status = string(u.Status)
-		errJSON, usage, settled = bytesOrNil(u.Error), bytesOrNil(u.Usage), timeOrNil(u.SettledAt)
-		if (&store.Run{Status: u.Status}).Finished() {
-			p.closing = []any{t.RunID, u.CloseReason()}
-		}
-	}
-	p.head = []any{t.RunID, t.Version, p.token, status, errJSON, usage, settled, seqs, data, store.JournalVersion}
-
 	seen := map[string]bool{}
-	// spill returns the inline value and the blob name of a payload.
-	spill := func(b []byte) (any, any) {
-		if len(b) == 0 {
-			return nil, nil
-		}
-		if s.blobThreshold < 0 || len(b) <= s.blobThreshold {
-			return b, nil
-		}
-		sum := sha256.Sum256(b)
-		sha := hex.EncodeToString(sum[:])
-		if !seen[sha] {
+	spill := func(sha string, data []byte) {
+		if sha != "" && !seen[sha] {
 			seen[sha] = true
-			p.blobs = append(p.blobs, []any{sha, b})
+			p.blobs = append(p.blobs, []any{sha, data})
 		}
-		return nil, sha
 	}
 	for _, st := range t.Steps {
 		if st == nil || st.StepID == "" {
 			return nil, errors.New("step without a StepID")
 		}
-		out, outBlob := spill(st.Output)
-		in, inBlob := spill(st.Input)
-		outSHA := st.OutputSHA
-		if outBlob != nil {
-			outSHA = outBlob.(string)
-		}
-		p.steps = append(p.steps, []any{t.RunID, st.StepID, st.Type, string(st.Status), st.Attempt,
-			out, outSHA, outBlob, in, inBlob, st.Idempotent, bytesOrNil(st.Error),
-			timeOrNil(st.StartedAt), timeOrNil(st.SettledAt)})
+		var e frames.EncodedStep
+		e, buf = frames.EncodeStep(st, s.blobThreshold, buf[:0])
+		p.steps = frames.AppendStep(p.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		spill(e.OutputBlob, e.OutputData)
+		spill(e.InputBlob, e.InputData)
 	}
 	for _, a := range t.Approvals {
 		if a == nil || a.StepID == "" {
@@ -220,64 +236,145 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		if a.ID == "" {
 			a.ID = uuid.NewString()
 		}
-		status := a.Status
-		if status == "" {
-			status = store.ApprovalPending
-		}
-		p.approvals = append(p.approvals, []any{t.RunID, a.ID, a.StepID, string(a.Kind), string(status),
+		p.approvals = append(p.approvals, []any{a.ID, a.StepID, string(a.Kind), string(store.ApprovalPending),
 			a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
 			timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt)})
+	}
+	if u := t.Run; u != nil {
+		p.update = true
+		p.status = string(u.Status)
+		p.errJSON, p.usage, p.settled = bytesOrNil(u.Error), bytesOrNil(u.Usage), timeOrNil(u.SettledAt)
+		if p.final = (&store.Run{Status: u.Status}).Finished(); p.final {
+			p.closeReason = u.CloseReason()
+		}
+	}
+	if c := t.Create; c != nil && !p.update {
+		p.final = (&store.Run{Status: c.Status}).Finished()
 	}
 	return p, nil
 }
 
-// commitOnce sends the plan as one batch: PostgreSQL runs it as one
-// implicit transaction, so the first error rolls back everything.
-func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (newVersion, prevSeq int64, err error) {
+// commitOnce sends the plan: one statement, or, with blobs or approvals,
+// one batch that PostgreSQL runs as one implicit transaction (the first
+// error rolls back everything). applied reports whether the row was
+// inserted; when it was not, nothing was.
+func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, err error) {
+	var events, steps any
+	if p.events != nil {
+		events = p.events
+	}
+	if p.steps != nil {
+		steps = p.steps
+	}
+	sql, args := journalSQL, []any{p.runID, p.version, p.token, p.maxSeq, events, steps, p.minSeq}
+	switch {
+	case p.create != nil:
+		sql, args = createSQL, s.createArgs(p, events, steps)
+	case p.update:
+		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
+	}
+	if len(p.blobs) == 0 && len(p.approvals) == 0 {
+		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
+	}
 	b := &pgx.Batch{}
-	if p.create != nil {
-		b.Queue(insertRunSQL, p.create...)
-	}
-	b.Queue(commitSQL, p.head...)
+	b.Queue(sql, args...)
+	after := []any{p.runID, p.version + 1, p.token}
 	for _, a := range p.blobs {
-		b.Queue(blobSQL, a...)
-	}
-	for _, a := range p.steps {
-		b.Queue(stepSQL, a...)
+		b.Queue(blobSQL, append(after[:3:3], a...)...)
 	}
 	for _, a := range p.approvals {
-		b.Queue(approvalSQL, a...)
+		b.Queue(approvalSQL, append(after[:3:3], a...)...)
 	}
-	if p.closing != nil {
-		b.Queue(closeSQL, p.closing...)
+	if p.final && len(p.approvals) > 0 {
+		// the approvals this transition asks for close with the run too.
+		b.Queue(closeSQL, append(after[:3:3], p.closeReason)...)
 	}
 	br := s.pool.SendBatch(ctx, b)
-	head := 0
-	if p.create != nil {
-		_, err = br.Exec()
-		head = 1
+	if counted := p.update && p.create == nil; counted {
+		applied, err = readCount(br.QueryRow())
+	} else {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		applied = tag.RowsAffected() == 1
 	}
-	if err == nil {
-		err = br.QueryRow().Scan(&newVersion, &prevSeq)
-	}
-	for i := head + 1; err == nil && i < b.Len(); i++ {
+	for i := 1; err == nil && i < b.Len(); i++ {
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return newVersion, prevSeq, err
+	return applied && err == nil, err
 }
 
-// committedBefore reports the run's version and the last sequence before
-// its last commit, when that commit carried token.
-func (s *Store) committedBefore(ctx context.Context, runID, token string) (version, prevSeq int64, ok bool) {
-	var last string
+// execCommit runs one commit statement: counted is set for commitRunSQL,
+// which returns the count of rows it inserted.
+func (s *Store) execCommit(ctx context.Context, sql string, counted bool, args []any) (bool, error) {
+	if counted {
+		return readCount(s.pool.QueryRow(ctx, sql, args...))
+	}
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// readCount reads commitRunSQL's answer: whether it inserted its row.
+func readCount(row pgx.Row) (bool, error) {
+	var n int64
+	err := row.Scan(&n)
+	return err == nil && n == 1, err
+}
+
+// createArgs are createSQL's arguments.
+func (s *Store) createArgs(p *commitPlan, events, steps any) []any {
+	c := p.create
+	status := string(c.Status)
+	if p.status != "" {
+		status = p.status
+	}
+	if status == "" {
+		status = string(trace.RunPending)
+	}
+	var owner any
+	var ttl time.Duration
+	if c.Owner != "" && !p.final {
+		owner, ttl = c.Owner, leaseTTL(c.LeaseTTL)
+	}
+	return []any{c.ID, c.Flow, c.FlowPath, c.FlowHash, bytesOrNil(c.FlowText), bytesOrNil(c.Input), bytesOrNil(c.Meta),
+		status, c.Session, int64(c.Retention), owner, ttl.Microseconds(), p.errJSON, p.usage, p.settled, p.final,
+		p.token, p.maxSeq, events, steps}
+}
+
+// whyNot explains a commit whose row was not inserted: the run does not
+// exist (store.ErrNotFound), moved on from the plan's version, or already
+// holds a seq the transition repeats (store.ErrConflict).
+func (s *Store) whyNot(ctx context.Context, p *commitPlan) error {
+	var exists bool
+	var version, seq int64
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT version, last_commit_seq, coalesce(last_commit::text, '') FROM rein_runs WHERE id = $1`, runID).
-			Scan(&version, &prevSeq, &last)
+		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM rein_runs WHERE id = $1),
+			coalesce(h.version, 0), coalesce(h.seq, 0)
+			FROM (SELECT 1) one LEFT JOIN LATERAL (`+headSQL("$1")+`) h ON true`, p.runID).Scan(&exists, &version, &seq)
 	})
-	return version, prevSeq, err == nil && last == token
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		return fmt.Errorf("the run does not exist: %w", store.ErrNotFound)
+	case version != p.version:
+		return fmt.Errorf("version %d is stale (the run is at %d): %w", p.version, version, store.ErrConflict)
+	default:
+		return fmt.Errorf("event seq %d is not after the run's last seq %d: %w", p.minSeq, seq, store.ErrConflict)
+	}
+}
+
+// committedBefore reports whether the run's row after the plan's version
+// carries the plan's token: an earlier attempt of this Commit wrote it.
+func (s *Store) committedBefore(ctx context.Context, p *commitPlan) bool {
+	var token string
+	err := again(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT coalesce(token::text, '') FROM rein_journal WHERE run_id = $1 AND version = $2`,
+			p.runID, p.version+1).Scan(&token)
+	})
+	return err == nil && token == p.token
 }
 
 // isRunTaken reports whether err is a unique violation of rein_runs: the
@@ -286,10 +383,6 @@ func (s *Store) committedBefore(ctx context.Context, runID, token string) (versi
 func isRunTaken(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "rein_runs"
-}
-
-func isVersionMoved(err error) bool {
-	return errors.Is(mapErr("", err), store.ErrConflict)
 }
 
 func timeOrNil(t time.Time) any {

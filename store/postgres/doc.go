@@ -20,8 +20,8 @@
 //
 // # Schema and migrations
 //
-// The tables (rein_runs, rein_events, rein_steps, rein_approvals,
-// rein_blobs) are created by numbered migrations embedded in the binary
+// The tables (rein_runs, rein_journal, rein_approvals, rein_blobs,
+// rein_blob_refs) are created by numbered migrations embedded in the binary
 // and applied by Open in one transaction under an advisory lock; the
 // applied versions are recorded in rein_schema_migrations. A binary that
 // finds a schema newer than it knows refuses to open it and says to
@@ -29,12 +29,21 @@
 //
 // # Journal, blobs and time
 //
-// Events are stored one row per (run_id, seq) as versioned JSON (the
-// trace.Event encoding, with the record version store.JournalVersion in its
-// own column); a record that does not decode, or that a newer rein wrote,
-// is an error naming the run and sequence. Step outputs and inputs above
-// Options.BlobThreshold (store.DefaultBlobThreshold) are stored once, by
-// sha256, in rein_blobs.
+// Every transition is one row of rein_journal, keyed by (run_id, version):
+// its events and step records as frames (the layout the SQLite store uses,
+// store/internal/frames), each record with its own version, so a record
+// that does not decode, or that a newer rein wrote, is an error naming the
+// run and sequence. The step projection is the fold of a run's step
+// records, the last record of a step winning; the run's version and last
+// sequence are its newest row's. A Commit is one INSERT that applies only
+// when the run's newest row is at the transition's version, and the
+// primary key refuses a second row at the same version: of two writers
+// racing from one version, exactly one wins. Leases, claims and decisions
+// move the version by appending a row without frames. Step outputs and
+// inputs above Options.BlobThreshold (store.DefaultBlobThreshold) are
+// stored once, by sha256, in rein_blobs; rein_blob_refs records which runs
+// refer to them, for Prune. Schema 1 (a row per event, a row per step) is
+// converted by migration 2 when a newer binary first opens it.
 //
 // Every time the store decides with — lease expiry, created/updated times,
 // Prune's retention check — is the database clock (now()), so processes on

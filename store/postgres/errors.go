@@ -17,16 +17,11 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
-// SQLSTATEs raised by rein_commit (migrations/0001_init.sql).
-const (
-	codeVersionMoved = "RE409"
-	codeNoRun        = "RE404"
-)
-
 // mapErr turns database errors into the store's vocabulary: unique
-// violations, serialization failures, deadlocks and a moved version are
-// store.ErrConflict; no rows is store.ErrNotFound. Other errors pass
-// through. what says what was being done ("commit run r1").
+// violations (a journal version or run ID taken), serialization failures
+// and deadlocks are store.ErrConflict; no rows is store.ErrNotFound. The
+// store's own errors (which wrap ErrConflict or ErrNotFound where they
+// mean it) keep their text after what. what says what was being done ("commit run r1").
 func mapErr(what string, err error) error {
 	if err == nil {
 		return nil
@@ -37,10 +32,6 @@ func mapErr(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case codeNoRun:
-			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrNotFound)
-		case codeVersionMoved:
-			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrConflict)
 		case "23505": // unique_violation
 			return fmt.Errorf("%s: %s (%s): %w", what, pe.Message, pe.ConstraintName, store.ErrConflict)
 		case "40001", "40P01": // serialization_failure, deadlock_detected

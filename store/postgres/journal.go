@@ -2,145 +2,170 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
 // Events returns the run's events with Seq > after, in order; limit ≤ 0
 // means all. A run that does not exist is store.ErrNotFound. A record that
-// does not decode, or that a newer rein wrote (version above
-// store.JournalVersion), is an error naming the run and sequence.
+// does not decode, or that a newer rein wrote, is an error naming the run
+// and sequence.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error) {
 	what := "read events of run " + runID
-	var lim any
-	if limit > 0 {
-		lim = limit
+	if limit <= 0 {
+		limit = -1
 	}
-	type record struct {
-		seq     int64
-		version int
-		data    []byte
+	rows, err := s.journalRows(ctx, what, `SELECT events FROM rein_journal
+		WHERE run_id = $1 AND seq > $2 AND events IS NOT NULL ORDER BY version`, runID, after)
+	if err != nil {
+		return nil, err
 	}
-	var recs []record
+	var out []*trace.Event
+	for _, row := range rows {
+		if out, err = frames.DecodeEvents(out, runID, row, after, limit); err != nil {
+			return nil, fmt.Errorf("postgres store: %w", err)
+		}
+		if limit >= 0 && len(out) >= limit {
+			break
+		}
+	}
+	if len(out) == 0 {
+		if err := s.runExists(ctx, what, runID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// journalRows returns the one bytea column of the rows q selects.
+func (s *Store) journalRows(ctx context.Context, what, q string, args ...any) ([][]byte, error) {
+	var out [][]byte
 	err := again(ctx, true, func() error {
-		recs = recs[:0]
-		rows, err := s.pool.Query(ctx, `SELECT seq, version, data FROM rein_events
-		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var r record
-			if err := rows.Scan(&r.seq, &r.version, &r.data); err != nil {
+			var row []byte
+			if err := rows.Scan(&row); err != nil {
 				return err
 			}
-			recs = append(recs, r)
+			out = append(out, row)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
-	out := make([]*trace.Event, 0, len(recs))
-	for _, r := range recs {
-		e, err := decodeEvent(runID, r.seq, r.version, r.data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	return out, nil
+}
+
+// Steps returns the run's step projections in first-started order: the
+// journal's step records folded, the last record of a step winning (only
+// that one is decoded), with outputs and inputs stored as blobs read
+// back. A run that does not exist is store.ErrNotFound.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	what := "read steps of run " + runID
+	rows, err := s.journalRows(ctx, what, `SELECT steps FROM rein_journal
+		WHERE run_id = $1 AND steps IS NOT NULL ORDER BY version`, runID)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		if err := s.runExists(ctx, what, runID); err != nil {
-			return nil, err
+	var (
+		last  []frames.StepFrame // by first-written order
+		index = map[string]int{}
+	)
+	for _, row := range rows {
+		err := frames.EachStepFrame(runID, row, func(sf *frames.StepFrame) {
+			if i, ok := index[sf.StepID]; ok {
+				last[i] = *sf
+				return
+			}
+			index[sf.StepID] = len(last)
+			last = append(last, *sf)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("postgres store: %w", err)
+		}
+	}
+	if len(last) == 0 {
+		return nil, s.runExists(ctx, what, runID)
+	}
+	out := make([]*store.Step, len(last))
+	recs := make([]frames.StepRecord, len(last))
+	var blobs []string
+	for i := range last {
+		r, err := last[i].Decode(runID)
+		if err != nil {
+			return nil, fmt.Errorf("postgres store: %w", err)
+		}
+		out[i], recs[i] = last[i].Step(runID, &r), r
+		if r.OutputBlob {
+			blobs = append(blobs, r.OutputSHA)
+		}
+		if r.InputBlob != "" {
+			blobs = append(blobs, r.InputBlob)
+		}
+	}
+	if len(blobs) == 0 {
+		return out, nil
+	}
+	// Payloads stored as blobs (large ones only), read back in one query.
+	data, err := s.blobs(ctx, "read the blobs of run "+runID+"'s steps", blobs)
+	if err != nil {
+		return nil, err
+	}
+	blob := func(st *store.Step, sha string) ([]byte, error) {
+		b, ok := data[sha]
+		if !ok {
+			return nil, fmt.Errorf("postgres store: run %s step %s: blob %s is missing: the database is damaged", runID, st.StepID, sha)
+		}
+		return b, nil
+	}
+	for i, st := range out {
+		if recs[i].OutputBlob {
+			if st.Output, err = blob(st, recs[i].OutputSHA); err != nil {
+				return nil, err
+			}
+		}
+		if recs[i].InputBlob != "" {
+			if st.Input, err = blob(st, recs[i].InputBlob); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
 }
 
-// decodeEvent reads one journal record. The row's seq is authoritative.
-func decodeEvent(runID string, seq int64, version int, data []byte) (*trace.Event, error) {
-	switch {
-	case version > store.JournalVersion:
-		return nil, fmt.Errorf("postgres store: run %s seq %d: journal record version %d is from a newer rein (this binary reads up to %d): upgrade rein",
-			runID, seq, version, store.JournalVersion)
-	case version < 1:
-		return nil, fmt.Errorf("postgres store: run %s seq %d: journal record has invalid version %d", runID, seq, version)
-	}
-	var e trace.Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("postgres store: run %s seq %d: journal record does not decode (%d bytes): %w", runID, seq, len(data), err)
-	}
-	e.Seq = seq
-	if e.RunID == "" {
-		e.RunID = runID
-	}
-	return &e, nil
-}
-
-// Steps returns the run's step projections in first-started order, with
-// outputs and inputs stored as blobs read back (a step's blob references
-// are foreign keys, so Prune cannot take a blob from under a step). A run
-// that does not exist is store.ErrNotFound.
-func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
-	what := "read steps of run " + runID
-	var out []*store.Step
+// blobs reads the named blobs.
+func (s *Store) blobs(ctx context.Context, what string, names []string) (map[string][]byte, error) {
+	data := make(map[string][]byte, len(names))
 	err := again(ctx, true, func() error {
-		out = out[:0]
-		rows, err := s.pool.Query(ctx, `
-		SELECT s.step_id, s.type, s.status, s.attempt, coalesce(s.output, bo.data), s.output_sha,
-			coalesce(s.input, bi.data), s.idempotent, s.error, s.started_at, s.settled_at
-		FROM rein_steps s
-		LEFT JOIN rein_blobs bo ON bo.sha256 = s.output_blob
-		LEFT JOIN rein_blobs bi ON bi.sha256 = s.input_blob
-		WHERE s.run_id = $1 ORDER BY s.ord`, runID)
+		clear(data)
+		rows, err := s.pool.Query(ctx, `SELECT sha256, data FROM rein_blobs WHERE sha256 = ANY($1)`, names)
 		if err != nil {
 			return err
 		}
-		out, err = scanSteps(runID, rows)
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var sha string
+			var b []byte
+			if err := rows.Scan(&sha, &b); err != nil {
+				return err
+			}
+			data[sha] = b
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
-	if len(out) == 0 {
-		if err := s.runExists(ctx, what, runID); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// scanSteps reads and closes the rows of Steps' query.
-func scanSteps(runID string, rows pgx.Rows) ([]*store.Step, error) {
-	defer rows.Close()
-	var out []*store.Step
-	for rows.Next() {
-		st := &store.Step{RunID: runID}
-		var status string
-		var output, input, errJSON []byte
-		var started, settled *time.Time
-		if err := rows.Scan(&st.StepID, &st.Type, &status, &st.Attempt, &output, &st.OutputSHA,
-			&input, &st.Idempotent, &errJSON, &started, &settled); err != nil {
-			return nil, err
-		}
-		st.Status = trace.StepStatus(status)
-		st.Output, st.Input, st.Error = output, input, errJSON
-		if started != nil {
-			st.StartedAt = *started
-		}
-		if settled != nil {
-			st.SettledAt = *settled
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
+	return data, nil
 }
 
 // Blob returns the blob named by its hex sha256, or store.ErrNotFound.

@@ -89,7 +89,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		}
 		return nil, connectErr(cfg, dsn, err)
 	}
-	if err := migrate(cctx, pool, o.Schema); err != nil {
+	if err := migrate(cctx, pool, o.Schema, 0); err != nil {
 		pool.Close()
 		return nil, err
 	}

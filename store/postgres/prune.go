@@ -12,34 +12,36 @@ import (
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and past their own
 // retention (settled_at + Run.Retention before the database's now()),
-// with their events, steps and approvals, then the blobs no remaining
-// step refers to. Runs and blobs are deleted in separate transactions: a
-// blob left behind by a failure is collected by the next Prune.
+// with their journals and approvals, then the blobs no remaining run
+// refers to (rein_blob_refs). Runs and blobs are deleted in separate
+// transactions: a blob left behind by a failure is collected by the next
+// Prune.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	if p.Status != "" && !(&store.Run{Status: p.Status}).Finished() {
 		return nil, errors.New("postgres store: prune: status " + string(p.Status) + " is not a final status")
 	}
-	var tag pgconn.CommandTag
-	err := again(ctx, true, func() (err error) {
-		tag, err = s.pool.Exec(ctx, `DELETE FROM rein_runs
-		WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
-		AND settled_at < $1
-		AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()`,
-			p.Before, string(p.Status))
-		return err
+	var runs int
+	err := again(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `WITH r AS (DELETE FROM rein_runs
+			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
+			AND settled_at < $1
+			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()
+			RETURNING id),
+		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id)
+		SELECT count(*) FROM r`, p.Before, string(p.Status)).Scan(&runs)
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)
 	}
-	res := &store.PruneResult{Runs: int(tag.RowsAffected())}
+	res := &store.PruneResult{Runs: runs}
+	var tag pgconn.CommandTag
 	// A Commit racing with the sweep may have just referred to a blob it is
 	// deleting; the foreign key then fails the sweep, and a second one,
 	// with a fresh snapshot, leaves that blob alone.
 	for attempt := 1; ; attempt++ {
 		err = again(ctx, true, func() (err error) {
 			tag, err = s.pool.Exec(ctx, `DELETE FROM rein_blobs b
-			WHERE NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.output_blob = b.sha256)
-			AND NOT EXISTS (SELECT 1 FROM rein_steps s WHERE s.input_blob = b.sha256)`)
+			WHERE NOT EXISTS (SELECT 1 FROM rein_blob_refs r WHERE r.sha256 = b.sha256)`)
 			return err
 		})
 		var pe *pgconn.PgError

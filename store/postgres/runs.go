@@ -13,10 +13,46 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// runCols is the column list scanRun reads, for a table aliased r.
-const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status,
-	coalesce(r.idempotency_key, ''), r.session, r.error, r.usage, r.version, r.last_seq,
-	coalesce(r.lease_owner, ''), r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention_ns, r.ord`
+// runColumns is the column list scanRun reads, for a run row aliased r
+// whose journal head (version, seq, at) is the row aliased head, or none
+// when head is empty: the run's version and last seq are its newest
+// journal row's, and it was updated when its row or that journal row last
+// was.
+func runColumns(head string) string {
+	version, seq, at := "0", "0", "NULL::timestamptz"
+	if head != "" {
+		version, seq, at = head+".version", head+".seq", head+".at"
+	}
+	return `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status,
+	coalesce(r.idempotency_key, ''), r.session, r.error, r.usage, coalesce(` + version + `, 0), coalesce(` + seq + `, 0),
+	coalesce(r.lease_owner, ''), r.lease_expires, r.created_at, greatest(r.updated_at, ` + at + `), r.settled_at, r.retention_ns, r.ord`
+}
+
+// headSQL selects the newest journal row of the run runID (an SQL
+// expression): its version, seq and time.
+func headSQL(runID string) string {
+	return `SELECT j.version, j.seq, j.at FROM rein_journal j WHERE j.run_id = ` + runID + ` ORDER BY j.version DESC LIMIT 1`
+}
+
+var (
+	// runCols reads runs FROM runFrom.
+	runCols = runColumns("h")
+	// runFrom is rein_runs (alias r) with its journal head (alias h).
+	runFrom = `rein_runs r LEFT JOIN LATERAL (` + headSQL("r.id") + `) h ON true`
+	// newRunCols reads a run just inserted (no journal row yet).
+	newRunCols = runColumns("")
+)
+
+// bumpSQL appends a row without frames to the journal of each run in the
+// CTE u (lease, claim, decision: anything else that moves a version) and
+// returns its version, seq and time, as head b. The runs' primary key
+// makes a racing Commit or bump fail with a unique violation of
+// rein_journal; bumping retries those.
+const bumpSQL = `b AS (INSERT INTO rein_journal (run_id, version, seq)
+			SELECT u.id, coalesce(h.version, 0) + 1, coalesce(h.seq, 0)
+			FROM u LEFT JOIN LATERAL (SELECT j.version, j.seq FROM rein_journal j WHERE j.run_id = u.id
+				ORDER BY j.version DESC LIMIT 1) h ON true
+			RETURNING run_id, version, seq, at)`
 
 // scanRun reads one row of runCols.
 func scanRun(row pgx.Row) (*store.Run, error) {
@@ -70,7 +106,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	err := again(ctx, false, func() (err error) {
 		r, err = scanRun(s.pool.QueryRow(ctx, insertRunSQL+`
 		ON CONFLICT (idempotency_key) DO NOTHING
-		RETURNING `+runCols, insertRunArgs(p, status, key, owner, ttl)...))
+		RETURNING `+newRunCols, insertRunArgs(p, status, key, owner, ttl)...))
 		return err
 	})
 	if err == nil {
@@ -82,7 +118,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	}
 	// The key is taken: return the run that holds it.
 	err = again(ctx, true, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.idempotency_key = $1`, p.IdempotencyKey))
+		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.idempotency_key = $1`, p.IdempotencyKey))
 		return err
 	})
 	if err != nil {
@@ -111,7 +147,7 @@ func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner 
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
 	err := again(ctx, true, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rein_runs r WHERE r.id = $1`, id))
+		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = $1`, id))
 		return err
 	})
 	if err != nil {
@@ -132,7 +168,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	}
 	var out []*store.Run
 	err := again(ctx, true, func() error {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM rein_runs r
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM `+runFrom+`
 		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2)
 		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit)
 		if err != nil {
@@ -172,13 +208,16 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		return nil, errors.New("postgres store: " + what + ": empty owner")
 	}
 	var r *store.Run
-	err := again(ctx, true, func() (err error) {
+	err := bumping(ctx, true, func() (err error) {
 		r, err = scanRun(s.pool.QueryRow(ctx, `
-		UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
-			version = r.version + 1, updated_at = now()
-		WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now()
-			OR ($4 <> '' AND r.lease_owner = $4))
-		RETURNING `+runCols, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom))
+		WITH u AS (
+			UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
+				updated_at = now()
+			WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now()
+				OR ($4 <> '' AND r.lease_owner = $4))
+			RETURNING r.*),
+		`+bumpSQL+`
+		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id`, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -263,7 +302,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 		limit = 1
 	}
 	var out []*store.Run
-	err := again(ctx, false, func() error {
+	err := bumping(ctx, false, func() error {
 		rows, err := s.pool.Query(ctx, `
 		WITH c AS (
 			SELECT id FROM rein_runs
@@ -272,10 +311,11 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 			FOR UPDATE SKIP LOCKED),
 		u AS (
 			UPDATE rein_runs r SET lease_owner = $1, lease_expires = now() + $2 * interval '1 microsecond',
-				version = r.version + 1, updated_at = now()
+				updated_at = now()
 			FROM c WHERE r.id = c.id
-			RETURNING r.*)
-		SELECT `+runCols+` FROM u r ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit)
+			RETURNING r.*),
+		`+bumpSQL+`
+		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit)
 		if err != nil {
 			return err
 		}
@@ -296,6 +336,25 @@ func leaseTTL(d time.Duration) time.Duration {
 		return DefaultLeaseTTL
 	}
 	return d
+}
+
+// bumping runs fn, one statement that moves runs' versions (bumpSQL), as
+// again does, and again when a racing writer took the version it was appending: the statement
+// applied nothing then, and a fresh one reads the new head.
+func bumping(ctx context.Context, idempotent bool, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := again(ctx, idempotent, fn)
+		if attempt >= 20 || !isJournalTaken(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// isJournalTaken reports whether err is a unique violation of
+// rein_journal's primary key: another writer appended the version first.
+func isJournalTaken(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "rein_journal"
 }
 
 // bytesOrNil passes nil (SQL NULL) for an empty payload.

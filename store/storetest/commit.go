@@ -170,6 +170,32 @@ func testCommitDuplicateSeq(t *testing.T, h Harness) {
 	commit(t, s, &store.Transition{RunID: "run", Version: tr.Version, Events: []*trace.Event{event("run", 3, trace.StepSettled, "a")}})
 }
 
+// Events carry their sequence numbers, increasing: one without (Seq 0)
+// or out of order within the transition fails the Commit, which applies
+// nothing.
+func testCommitUnnumbered(t *testing.T, h Harness) {
+	s := open(t, h)
+	tr := setupTwoEvents(t, s, "run")
+	before := snap(t, s, "run")
+	for name, evs := range map[string][]*trace.Event{
+		"seq 0":        {event("run", 0, trace.StepSettled, "a")},
+		"out of order": {event("run", 4, trace.StepSettled, "a"), event("run", 3, trace.StepStarted, "a")},
+	} {
+		d := doomed("run", tr.Version, 3)
+		d.Events = evs
+		if err := s.Commit(t.Context(), d); err == nil {
+			t.Errorf("Commit of events %s succeeded", name)
+		}
+		if d.Version != tr.Version {
+			t.Errorf("%s: a failed Commit changed t.Version to %d", name, d.Version)
+		}
+	}
+	if diff := before.diff(snap(t, s, "run")); diff != "" {
+		t.Errorf("a refused Commit applied something: %s", diff)
+	}
+	commit(t, s, &store.Transition{RunID: "run", Version: tr.Version, Events: []*trace.Event{event("run", 3, trace.StepSettled, "a")}})
+}
+
 func testCommitCancelled(t *testing.T, h Harness) {
 	s := open(t, h)
 	tr := setupTwoEvents(t, s, "run")

@@ -26,8 +26,10 @@
 //   - Commit fills in Step.RunID and Approval.RunID from the transition; a new
 //     approval's Status is pending and its CreatedAt, when zero, is the
 //     commit time. Run.LastSeq becomes the largest committed Seq.
-//   - A Commit that fails — stale version, duplicate sequence, cancelled
-//     context — applies nothing, and leaves t.Version as it was.
+//   - A Commit that fails — stale version, duplicate sequence, an event
+//     without a sequence number or out of order, cancelled context —
+//     applies nothing, and leaves t.Version as it was. The caller numbers
+//     events; a store never does.
 //   - Steps are returned in the order each step was first written; Approvals
 //     in the order they were created.
 //   - Run.Input, Run.Meta, Run.FlowText and Step.Output round-trip

@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"Commit", testCommit},
 		{"CommitStaleVersion", testCommitStaleVersion},
 		{"CommitDuplicateSeq", testCommitDuplicateSeq},
+		{"CommitUnnumbered", testCommitUnnumbered},
 		{"CommitCancelled", testCommitCancelled},
 		{"CommitRace", testCommitRace},
 		{"CommitManyRuns", testCommitManyRuns},

@@ -278,11 +278,19 @@ func EncodeStep(st *store.Step, threshold int, buf []byte) (EncodedStep, []byte)
 }
 
 // Step is the projection a decoded record and its frame's payloads
-// describe, for run runID. Its payloads alias the frame.
+// describe, for run runID. Its payloads alias the frame; an empty one is
+// nil.
 func (sf *StepFrame) Step(runID string, r *StepRecord) *store.Step {
 	return &store.Step{RunID: runID, StepID: r.StepID, Type: r.Type, Status: r.Status, Attempt: r.Attempt,
-		Output: sf.Output, OutputSHA: r.OutputSHA, Input: sf.Input, Idempotent: r.Idempotent,
-		Error: sf.Error, StartedAt: TimeOf(r.StartedAt), SettledAt: TimeOf(r.SettledAt)}
+		Output: nilIfEmpty(sf.Output), OutputSHA: r.OutputSHA, Input: nilIfEmpty(sf.Input), Idempotent: r.Idempotent,
+		Error: nilIfEmpty(sf.Error), StartedAt: TimeOf(r.StartedAt), SettledAt: TimeOf(r.SettledAt)}
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 func unixNanos(t time.Time) int64 {
