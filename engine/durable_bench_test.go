@@ -364,21 +364,29 @@ func BenchmarkDurableResume1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := durableBackends()[0].open(b)
-	e := engine.New(engine.Config{Tools: reg, Store: st})
-	ctx := context.Background()
-	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "long"})
-	if err != nil || res.Status != trace.RunWaiting {
-		b.Fatalf("setup run: %v %v", err, res.Status)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := e.Resume(ctx, f, "long")
-		if err != nil || res.Status != trace.RunWaiting {
-			b.Fatalf("resume: %v", err)
+	for _, be := range durableBackends() {
+		if be.name == "sqlite-FULL" {
+			continue // a resume reads; FULL changes how commits are synced
 		}
+		b.Run(be.name, func(b *testing.B) {
+			e := engine.New(engine.Config{Tools: reg, Store: be.open(b)})
+			ctx := context.Background()
+			// a fresh ID: PostgreSQL's database outlives the benchmark
+			id := fmt.Sprintf("long-%d", time.Now().UnixNano())
+			res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: id})
+			if err != nil || res.Status != trace.RunWaiting {
+				b.Fatalf("setup run: %v %v", err, res.Status)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := e.Resume(ctx, f, id)
+				if err != nil || res.Status != trace.RunWaiting {
+					b.Fatalf("resume: %v", err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/resume")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/resume")
 }
 
 // BenchmarkDurableWaiting100k parks 100,000 runs on an approval and

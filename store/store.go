@@ -198,11 +198,14 @@ type Transition struct {
 	// Version is the run version this transition builds on; Commit checks
 	// it and, on success, sets it to the new version.
 	Version int64
-	// Events, numbered with their per-run sequence, in order.
+	// Events, numbered with their per-run sequence by the caller:
+	// increasing, and after the run's last (LastSeq). A store never
+	// numbers them; an event with Seq ≤ 0 fails the Commit.
 	Events []*trace.Event
 	// Run, when set, updates the run projection.
 	Run *RunUpdate
-	// Steps upserts step projections (by StepID).
+	// Steps sets step projections (by StepID): each replaces what the
+	// run held for its step.
 	Steps []*Step
 	// Approvals inserts pending approvals.
 	Approvals []*Approval
