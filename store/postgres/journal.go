@@ -15,11 +15,14 @@ import (
 // and sequence.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error) {
 	what := "read events of run " + runID
-	if limit <= 0 {
+	var rowLimit any // a row with events holds its last seq: one event at least
+	if limit > 0 {
+		rowLimit = limit
+	} else {
 		limit = -1
 	}
 	rows, err := s.journalRows(ctx, what, `SELECT events FROM rein_journal
-		WHERE run_id = $1 AND seq > $2 AND events IS NOT NULL ORDER BY version`, runID, after)
+		WHERE run_id = $1 AND seq > $2 AND events IS NOT NULL ORDER BY version LIMIT $3`, runID, after, rowLimit)
 	if err != nil {
 		return nil, err
 	}
