@@ -45,13 +45,12 @@ var (
 
 // bumpSQL appends a row without frames to the journal of each run in the
 // CTE u (lease, claim, decision: anything else that moves a version) and
-// returns its version, seq and time, as head b. The runs' primary key
-// makes a racing Commit or bump fail with a unique violation of
-// rein_journal; bumping retries those.
-const bumpSQL = `b AS (INSERT INTO rein_journal (run_id, version, seq)
+// returns its version, seq and time, as head b. rein_journal's primary
+// key makes a racing Commit or bump fail with a unique violation; bumping
+// retries those.
+var bumpSQL = `b AS (INSERT INTO rein_journal (run_id, version, seq)
 			SELECT u.id, coalesce(h.version, 0) + 1, coalesce(h.seq, 0)
-			FROM u LEFT JOIN LATERAL (SELECT j.version, j.seq FROM rein_journal j WHERE j.run_id = u.id
-				ORDER BY j.version DESC LIMIT 1) h ON true
+			FROM u LEFT JOIN LATERAL (` + headSQL("u.id") + `) h ON true
 			RETURNING run_id, version, seq, at)`
 
 // scanRun reads one row of runCols.
@@ -339,8 +338,9 @@ func leaseTTL(d time.Duration) time.Duration {
 }
 
 // bumping runs fn, one statement that moves runs' versions (bumpSQL), as
-// again does, and again when a racing writer took the version it was appending: the statement
-// applied nothing then, and a fresh one reads the new head.
+// again does, and again when a racing writer took the version it was
+// appending: the statement applied nothing then, and a fresh one reads
+// the new head.
 func bumping(ctx context.Context, idempotent bool, fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := again(ctx, idempotent, fn)
