@@ -64,10 +64,12 @@ func TestMigrateSchema1Journal(t *testing.T) {
 		('r1', 'f', 'waiting', 4, 5, '7d1f7a57-4d3f-4c39-8a4b-6a0c1e3e2f10')`)
 	exec(`INSERT INTO rein_runs (id, flow, status, version, last_seq, settled_at) VALUES
 		('r2', 'f', 'succeeded', 2, 1, now() - interval '40 days')`)
-	for i, kind := range []trace.Kind{trace.RunStarted, trace.StepStarted, trace.StepSettled, trace.StepStarted, trace.StepStarted} {
-		step := map[int]string{1: "a", 2: "a", 3: "b", 4: "c"}[i]
+	for i, kind := range []trace.Kind{trace.RunStarted, trace.StepStarted, trace.StepSettled, trace.StepStarted} {
+		step := map[int]string{1: "a", 2: "a", 3: "b"}[i]
 		exec(`INSERT INTO rein_events (run_id, seq, version, data) VALUES ('r1', $1, 1, $2)`, int64(i+1), event(int64(i+1), kind, step))
 	}
+	// schema 1 numbered an event sent with seq 0 in its row alone
+	exec(`INSERT INTO rein_events (run_id, seq, version, data) VALUES ('r1', 5, 1, $1)`, event(0, trace.StepStarted, "c"))
 	exec(`INSERT INTO rein_events (run_id, seq, version, data) VALUES ('r2', 1, 1, '{"kind":"run_started"}')`)
 	exec(`INSERT INTO rein_blobs (sha256, data) VALUES ($1, $2), ($3, $4), ($5, $6)`, sha(big), big, sha(bigIn), bigIn, sha(gone), gone)
 	exec(`INSERT INTO rein_steps (run_id, step_id, type, status, attempt, output, output_sha, idempotent, started_at, settled_at)

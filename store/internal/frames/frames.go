@@ -118,7 +118,13 @@ func DecodeEvents(out []*trace.Event, runID string, row []byte, after int64, lim
 		if err := json.Unmarshal(data, &e); err != nil {
 			return nil, fmt.Errorf("run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
 		}
-		if e.Seq != seq {
+		switch e.Seq {
+		case seq:
+		case 0:
+			// a record stored without its number (PostgreSQL's schema 1
+			// numbered such events in a column of their own): the frame's.
+			e.Seq = seq
+		default:
 			return nil, fmt.Errorf("run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
 		}
 		if e.RunID == "" {
