@@ -248,8 +248,11 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			p.closeReason = u.CloseReason()
 		}
 	}
-	if c := t.Create; c != nil && !p.update {
-		p.final = (&store.Run{Status: c.Status}).Finished()
+	if c := t.Create; c != nil && p.status == "" {
+		// the run starts with the status it is created with
+		if p.final = (&store.Run{Status: c.Status}).Finished(); p.final {
+			p.closeReason = (&store.RunUpdate{Status: c.Status}).CloseReason()
+		}
 	}
 	return p, nil
 }
