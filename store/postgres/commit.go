@@ -212,10 +212,13 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		p.events = frames.AppendEvent(p.events, e.Seq, buf)
 		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
-	seen := map[string]bool{}
 	spill := func(sha string, data []byte) {
-		if sha != "" && !seen[sha] {
-			seen[sha] = true
+		for _, b := range p.blobs {
+			if b[0] == sha {
+				return // one blob, stored once
+			}
+		}
+		if sha != "" {
 			p.blobs = append(p.blobs, []any{sha, data})
 		}
 	}
@@ -272,7 +275,7 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	sql, args := journalSQL, []any{p.runID, p.version, p.token, p.maxSeq, events, steps, p.minSeq}
 	switch {
 	case p.create != nil:
-		sql, args = createSQL, s.createArgs(p, events, steps)
+		sql, args = createSQL, createArgs(p, events, steps)
 	case p.update:
 		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
@@ -327,7 +330,7 @@ func readCount(row pgx.Row) (bool, error) {
 }
 
 // createArgs are createSQL's arguments.
-func (s *Store) createArgs(p *commitPlan, events, steps any) []any {
+func createArgs(p *commitPlan, events, steps any) []any {
 	c := p.create
 	status := string(c.Status)
 	if p.status != "" {

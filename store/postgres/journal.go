@@ -79,23 +79,13 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	if err != nil {
 		return nil, err
 	}
-	var (
-		last  []frames.StepFrame // by first-written order
-		index = map[string]int{}
-	)
+	var fold frames.Fold
 	for _, row := range rows {
-		err := frames.EachStepFrame(runID, row, func(sf *frames.StepFrame) {
-			if i, ok := index[sf.StepID]; ok {
-				last[i] = *sf
-				return
-			}
-			index[sf.StepID] = len(last)
-			last = append(last, *sf)
-		})
-		if err != nil {
+		if err := fold.Add(runID, row); err != nil {
 			return nil, fmt.Errorf("postgres store: %w", err)
 		}
 	}
+	last := fold.Last
 	if len(last) == 0 {
 		return nil, s.runExists(ctx, what, runID)
 	}

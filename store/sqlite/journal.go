@@ -320,10 +320,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 // outputs and inputs stored as blobs read back: the journal's step records
 // folded, the last record of a step winning (only that one is decoded).
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
-	var (
-		last  []frames.StepFrame // by first-written order
-		index = map[string]int{}
-	)
+	var fold frames.Fold
 	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
 		if isPacked(data) {
 			// a buffer of its own: the folded frames alias it.
@@ -332,15 +329,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 				return false, err
 			}
 		}
-		err := frames.EachStepFrame(runID, data, func(sf *frames.StepFrame) {
-			if i, ok := index[sf.StepID]; ok {
-				last[i] = *sf
-				return
-			}
-			index[sf.StepID] = len(last)
-			last = append(last, *sf)
-		})
-		if err != nil {
+		if err := fold.Add(runID, data); err != nil {
 			return false, fmt.Errorf("sqlite: %w", err)
 		}
 		return true, nil
@@ -348,6 +337,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	if err != nil {
 		return nil, err
 	}
+	last := fold.Last
 	out := make([]*store.Step, len(last))
 	for i := range last {
 		sf := &last[i]

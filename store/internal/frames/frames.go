@@ -252,6 +252,29 @@ func ReplaceEvent(row []byte, seq int64, version int, data []byte) (out []byte, 
 	return out, hit, nil
 }
 
+// Fold folds a run's step frames, row after row: it keeps the last frame
+// of each step, in the order the steps were first written. Only those
+// frames need decoding. The frames alias the rows given to Add.
+type Fold struct {
+	Last  []StepFrame
+	index map[string]int
+}
+
+// Add folds the step frames of one row of run runID.
+func (f *Fold) Add(runID string, row []byte) error {
+	if f.index == nil {
+		f.index = map[string]int{}
+	}
+	return EachStepFrame(runID, row, func(sf *StepFrame) {
+		if i, ok := f.index[sf.StepID]; ok {
+			f.Last[i] = *sf
+			return
+		}
+		f.index[sf.StepID] = len(f.Last)
+		f.Last = append(f.Last, *sf)
+	})
+}
+
 // EncodedStep is a step projection ready to journal (AppendStep), its
 // large payloads split off into blobs.
 type EncodedStep struct {
