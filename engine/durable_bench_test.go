@@ -35,6 +35,10 @@ type durableBackend struct {
 	name string
 	open func(b *testing.B) store.Store
 	raw  func(b *testing.B) rawCommitter
+	// pinned, when set, is the raw ceiling with the store's own way of
+	// committing (for SQLite: the read transaction kept between
+	// transactions), reported beside raw.
+	pinned func(b *testing.B) rawCommitter
 }
 
 func durableBackends() []durableBackend {
@@ -50,7 +54,8 @@ func durableBackends() []durableBackend {
 				b.Cleanup(func() { st.Close() })
 				return st
 			},
-			raw: func(b *testing.B) rawCommitter { return newRawSQLite(b, sync) },
+			raw:    func(b *testing.B) rawCommitter { return newRawSQLite(b, sync, false) },
+			pinned: func(b *testing.B) rawCommitter { return newRawSQLite(b, sync, true) },
 		})
 	}
 	if dsn := os.Getenv("REIN_TEST_POSTGRES_DSN"); dsn != "" {
@@ -81,16 +86,23 @@ type rawCommitter interface {
 
 // rawSQLite inserts on the driver's connection, below database/sql, the
 // way store/sqlite's writer does: BEGIN IMMEDIATE, INSERT and COMMIT, each
-// prepared once.
+// prepared once. pinned keeps the connection's read transaction open
+// between transactions, as the store's writer does (store/sqlite/pin.go),
+// and lets it go before every 256th COMMIT, as the writer does when it
+// kicks its checkpointer.
 type rawSQLite struct {
 	db   *sql.DB
 	conn *sql.Conn // held, as the store's writer holds its own
 	// begin, insert and commit are prepared once, as the writer's are.
 	begin, insert, end driver.Stmt
 	args               []driver.NamedValue
+	pinned             bool
+	pin                driver.Stmt
+	rows               driver.Rows // the open pin
+	n                  int
 }
 
-func newRawSQLite(b *testing.B, syncMode string) rawCommitter {
+func newRawSQLite(b *testing.B, syncMode string, pinned bool) rawCommitter {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+"?_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=synchronous("+syncMode+")")
 	if err != nil {
 		b.Fatal(err)
@@ -99,7 +111,7 @@ func newRawSQLite(b *testing.B, syncMode string) rawCommitter {
 	if _, err := db.Exec("CREATE TABLE raw (id INTEGER PRIMARY KEY, body TEXT)"); err != nil {
 		b.Fatal(err)
 	}
-	return &rawSQLite{db: db, args: []driver.NamedValue{{Ordinal: 1, Value: rawPayload}}}
+	return &rawSQLite{db: db, args: []driver.NamedValue{{Ordinal: 1, Value: rawPayload}}, pinned: pinned}
 }
 
 func (r *rawSQLite) commit(b *testing.B) {
@@ -123,16 +135,31 @@ func (r *rawSQLite) commit(b *testing.B) {
 			if r.end, err = prep.PrepareContext(ctx, "COMMIT"); err != nil {
 				return err
 			}
-		}
-		for _, st := range []struct {
-			s    driver.Stmt
-			args []driver.NamedValue
-		}{{r.begin, nil}, {r.insert, r.args}, {r.end, nil}} {
-			if _, err := st.s.(driver.StmtExecContext).ExecContext(ctx, st.args); err != nil {
+			if r.pin, err = prep.PrepareContext(ctx, "SELECT 1 FROM sqlite_schema"); err != nil {
 				return err
 			}
 		}
-		return nil
+		exec := func(st driver.Stmt, args []driver.NamedValue) error {
+			_, err := st.(driver.StmtExecContext).ExecContext(ctx, args)
+			return err
+		}
+		if err := exec(r.begin, nil); err != nil {
+			return err
+		}
+		if r.pinned && r.rows == nil {
+			var err error
+			if r.rows, err = r.pin.(driver.StmtQueryContext).QueryContext(ctx, nil); err != nil {
+				return err
+			}
+		}
+		if err := exec(r.insert, r.args); err != nil {
+			return err
+		}
+		if r.n++; r.rows != nil && r.n%256 == 0 {
+			r.rows.Close()
+			r.rows = nil
+		}
+		return exec(r.end, nil)
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -142,7 +169,10 @@ func (r *rawSQLite) commit(b *testing.B) {
 func (r *rawSQLite) close() {
 	if r.conn != nil {
 		r.conn.Raw(func(any) error {
-			for _, st := range []driver.Stmt{r.begin, r.insert, r.end} {
+			if r.rows != nil {
+				r.rows.Close()
+			}
+			for _, st := range []driver.Stmt{r.begin, r.insert, r.end, r.pin} {
 				if st != nil {
 					st.Close()
 				}
@@ -287,6 +317,14 @@ func BenchmarkDurableW5(b *testing.B) {
 			for i := range after {
 				after[i], _ = rawBlockTime(b, raw)
 			}
+			var pinned [11]time.Duration
+			if be.pinned != nil {
+				p := be.pinned(b)
+				for i := range pinned {
+					pinned[i], _ = rawBlockTime(b, p)
+				}
+				p.close()
+			}
 			var rawTime time.Duration
 			mixed := min(runs, 2000)
 			for range mixed {
@@ -305,6 +343,11 @@ func BenchmarkDurableW5(b *testing.B) {
 			b.ReportMetric(float64(median(after[:]).Nanoseconds())/1e3, "raw-after-us")
 			b.ReportMetric(mixedUS, "raw-mixed-us")
 			b.ReportMetric(perStep/mixedUS, "x-raw-mixed")
+			if be.pinned != nil {
+				pinnedUS := float64(median(pinned[:]).Nanoseconds()) / 1e3
+				b.ReportMetric(pinnedUS, "raw-pinned-us")
+				b.ReportMetric(perStep/pinnedUS, "x-raw-pinned")
+			}
 		})
 	}
 }

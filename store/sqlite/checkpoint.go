@@ -30,9 +30,13 @@ import (
 // ~22,000 steps/s in paired runs), so FULL keeps SQLite's autocheckpoint.
 func backgroundCheckpoints(synchronous string) bool { return synchronous == "NORMAL" }
 
-// walRestartPages is the writer's wal_autocheckpoint (a variable for
-// tests, read at Open).
-var walRestartPages = 4096
+// walRestartPages is the writer's wal_autocheckpoint with background
+// checkpoints, fullCheckpointPages without them (SQLite's default), both
+// variables for tests, read at Open.
+var (
+	walRestartPages     = 4096
+	fullCheckpointPages = 1000
+)
 
 // kickEveryRows and kickEveryBatches: the writer kicks the checkpointer
 // when either many journal rows or many transactions were committed since

@@ -125,6 +125,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	background := !s.memory && backgroundCheckpoints(o.Synchronous)
 	if background {
 		wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walRestartPages))
+	} else if !s.memory {
+		wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", fullCheckpointPages))
 	}
 	for k, v := range q {
 		wq[k] = append(wq[k], v...)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -102,16 +103,27 @@ type writer struct {
 	// flight (-1: unknown, read when needed).
 	mark int64
 	// kick, when set, asks for a background checkpoint (checkpoint.go);
-	// sinceRows and sinceBatches count what was committed since the last.
+	// sinceRows and sinceBatches count what was committed since the last
+	// kick (or the last time the pin was let go, when there is no kick).
 	kick                    func()
 	sinceRows, sinceBatches int
+	// pin keeps the leader's read transaction open between batches
+	// (pin.go); noPin: never pin; pinIdle: let it go after so long without
+	// a batch. The pin's idle timer (pinTimer, armed while pinTimed, pinSeen
+	// the batch count at its last check) is guarded by mu.
+	pin      driver.Rows
+	noPin    bool
+	pinIdle  time.Duration
+	pinTimer *time.Timer
+	pinTimed bool
+	pinSeen  int64
 	// batches and applied count transactions and ops, for tests.
 	batches, applied atomic.Int64
 }
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
 	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), flows: make(map[string]bool),
-		tail: -1, runTail: -1, mark: -1, dataVersion: -1, max: max}
+		tail: -1, runTail: -1, mark: -1, dataVersion: -1, max: max, noPin: !pinWrites, pinIdle: pinIdle}
 	w.idle.L = &w.mu
 	return w
 }
@@ -140,9 +152,10 @@ func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error 
 		}
 		if w.c == nil || w.c.conn != d {
 			// A new connection (the first, or database/sql replaced a bad
-			// one): the old one's statements went with it.
+			// one): the old one's statements, and its pin, went with it.
 			w.c = &stmtCache{conn: d, stmts: make(map[string]driver.Stmt)}
 			w.dataVersion = -1
+			w.pin = nil
 		}
 		return fn(w.c)
 	})
@@ -151,6 +164,7 @@ func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error 
 			w.conn.Close()
 			w.conn = nil
 		}
+		w.pin = nil
 	}
 	return err
 }
@@ -160,6 +174,7 @@ func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error 
 func (w *writer) closeStmts() {
 	if w.c != nil {
 		w.withConn(context.Background(), func(c *stmtCache) error {
+			w.unpin() // before its statement is closed
 			c.close()
 			return nil
 		})
@@ -315,6 +330,9 @@ func (w *writer) stop() error {
 	for w.busy {
 		w.idle.Wait()
 	}
+	if w.pinTimer != nil {
+		w.pinTimer.Stop()
+	}
 	for _, o := range w.queue {
 		o.done <- errClosed
 	}
@@ -353,9 +371,13 @@ func (t txn) Commit() error {
 	return nil
 }
 
-// Rollback ends the transaction; after an error SQLite may have ended it
+// Rollback ends the transaction, letting the pin go first (the next batch
+// begins from a fresh read); after an error SQLite may have ended it
 // already, and "no transaction is active" is nothing to report.
-func (t txn) Rollback() { _, _ = t.x.exec("ROLLBACK") }
+func (t txn) Rollback() {
+	t.x.w.unpin()
+	_, _ = t.x.exec("ROLLBACK")
+}
 
 func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 	ctx := context.Background()
@@ -373,8 +395,19 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 	// BEGIN and COMMIT as statements prepared once: the driver's BeginTx
 	// and Commit prepare them anew every time.
 	if _, err := x.exec("BEGIN IMMEDIATE"); err != nil {
-		return fail(err)
+		if w.pin == nil {
+			return fail(err)
+		}
+		// Pinned, BEGIN fails when another connection wrote since the pin's
+		// snapshot (SQLITE_BUSY_SNAPSHOT) or holds the write lock (SQLITE_BUSY,
+		// at once: SQLite waits for a lock only outside a read transaction).
+		// Begin again from a fresh read, which waits as usual.
+		w.unpin()
+		if _, err := x.exec("BEGIN IMMEDIATE"); err != nil {
+			return fail(err)
+		}
 	}
+	w.pinOn(c)
 	tx := txn{x}
 	if err := x.checkOthers(); err != nil {
 		tx.Rollback()
@@ -431,6 +464,16 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 	}
 	w.batches.Add(1)
 	w.applied.Add(int64(pending))
+	// Every so many rows or transactions the pin is let go before COMMIT,
+	// so that the checkpoints after it can copy the whole WAL (pin.go), and
+	// the checkpointer is kicked.
+	w.sinceRows += x.inserted
+	w.sinceBatches++
+	due := w.sinceRows >= kickEveryRows || w.sinceBatches >= kickEveryBatches
+	if due {
+		w.sinceRows, w.sinceBatches = 0, 0
+		w.unpin()
+	}
 	if err := tx.Commit(); err != nil {
 		for _, o := range ops {
 			if o.err == nil {
@@ -440,13 +483,8 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 		return true
 	}
 	x.committed()
-	if w.kick != nil {
-		w.sinceRows += x.inserted
-		w.sinceBatches++
-		if w.sinceRows >= kickEveryRows || w.sinceBatches >= kickEveryBatches {
-			w.sinceRows, w.sinceBatches = 0, 0
-			w.kick()
-		}
+	if due && w.kick != nil {
+		w.kick()
 	}
 	if !w.memory {
 		// this commit moved the data version; note where it is now.
