@@ -47,5 +47,5 @@
 // Between its transactions the writer keeps its read transaction open (see
 // pin.go), which saves four of the six lock calls a WAL transaction makes;
 // it lets it go whenever another connection wrote, before the checkpoints
-// it kicks, and after a second without a write.
+// it kicks, and one to two seconds after its last write.
 package sqlite

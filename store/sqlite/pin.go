@@ -39,9 +39,10 @@ import (
 //     transaction may restart the WAL as it did before the pin. While
 //     pinned, SQLite's autocheckpoint on the writer's connection does
 //     nothing (a connection inside a read transaction cannot checkpoint).
-//   - A writer that has been idle for pinIdle lets the pin go, so an idle
-//     process holds no read lock and other processes' checkpoints are not
-//     held back by it.
+//   - A writer lets the pin go once a whole pinIdle (a second) went by
+//     without a batch, one to two pinIdle after its last one, so an idle
+//     process holds no read lock and holds no other process's checkpoint
+//     back.
 //   - Before a ROLLBACK and at Close the pin is let go first.
 //
 // ":memory:" has no WAL and is never pinned.
