@@ -52,10 +52,6 @@ import (
 // statement stops at its first row.
 const pinSQL = "SELECT 1 FROM sqlite_schema"
 
-// pinWrites turns the pin on (a variable for tests and benchmarks, read
-// at Open).
-var pinWrites = true
-
 // pinIdle is how long the writer keeps its pin without committing (a
 // variable for tests, read at Open).
 var pinIdle = time.Second
@@ -63,7 +59,7 @@ var pinIdle = time.Second
 // pinOn opens the pin inside the batch's transaction, when there is none.
 // A pin that cannot be opened is no error: the writer works without it.
 func (w *writer) pinOn(c *stmtCache) {
-	if w.memory || w.pin != nil || w.noPin {
+	if w.memory || w.pin != nil {
 		return
 	}
 	st, err := c.prepared(context.Background(), pinSQL)

@@ -108,11 +108,10 @@ type writer struct {
 	kick                    func()
 	sinceRows, sinceBatches int
 	// pin keeps the leader's read transaction open between batches
-	// (pin.go); noPin: never pin; pinIdle: let it go after so long without
-	// a batch. The pin's idle timer (pinTimer, armed while pinTimed, pinSeen
-	// the batch count at its last check) is guarded by mu.
+	// (pin.go); pinIdle: let it go after so long without a batch. The
+	// pin's idle timer (pinTimer, armed while pinTimed, pinSeen the batch
+	// count at its last check) is guarded by mu.
 	pin      driver.Rows
-	noPin    bool
 	pinIdle  time.Duration
 	pinTimer *time.Timer
 	pinTimed bool
@@ -123,7 +122,7 @@ type writer struct {
 
 func newWriter(db *sql.DB, max int, memory bool) *writer {
 	w := &writer{db: db, memory: memory, keys: make(map[string]int64), heads: make(map[int64]head), flows: make(map[string]bool),
-		tail: -1, runTail: -1, mark: -1, dataVersion: -1, max: max, noPin: !pinWrites, pinIdle: pinIdle}
+		tail: -1, runTail: -1, mark: -1, dataVersion: -1, max: max, pinIdle: pinIdle}
 	w.idle.L = &w.mu
 	return w
 }
