@@ -210,14 +210,19 @@ func (be durableBackend) warmPinned(b *testing.B) rawCommitter {
 	}
 	p := be.pinned(b)
 	b.Cleanup(p.close)
-	// Warm up past the WAL's first restart (a pinned connection lets it
-	// restart only every 256 commits): until then every commit grows the
-	// -wal file, and with FULL an fsync that grows the file cost ~270 µs a
-	// commit here, against ~145 once warm.
-	for range 1100 {
-		p.commit(b)
-	}
+	warmRaw(b, p)
 	return p
+}
+
+// warmRaw commits past a raw ceiling's first WAL restart (SQLite's
+// autocheckpoint restarts it after 1,000 pages, ~870 raw commits; a pinned
+// connection lets it restart only every 256 commits): until then every
+// commit grows the -wal file, and with FULL an fsync that grows the file
+// cost ~270 µs a commit here, against ~145 once warm.
+func warmRaw(b *testing.B, raw rawCommitter) {
+	for range 1100 {
+		raw.commit(b)
+	}
 }
 
 // pinnedUS is the median µs of a commit of p over 11 blocks, or 0 when p
@@ -318,6 +323,7 @@ func BenchmarkDurableW5(b *testing.B) {
 			e, f, input := w5Durable(b, be.open(b))
 			raw := be.raw(b)
 			defer raw.close()
+			warmRaw(b, raw)
 			ctx := context.Background()
 			run := func() {
 				res, err := e.Run(ctx, f, input, nil)
@@ -413,6 +419,7 @@ func BenchmarkDurableW5Concurrent64(b *testing.B) {
 			ctx := context.Background()
 			raw := be.raw(b)
 			defer raw.close()
+			warmRaw(b, raw)
 			pinned := be.warmPinned(b)
 			var blocks [22]time.Duration
 			for i := range 11 {
