@@ -294,8 +294,8 @@ func w5Durable(b *testing.B, st store.Store) (*engine.Engine, *flow.Flow, map[st
 // next step starts, one run at a time, and reports us/step next to the
 // backend's raw commit and their ratio (the target is ≤ 2).
 //
-// raw-us is the warm ceiling: the median over tight blocks of 50 raw
-// commits (x-raw divides by it). The blocks are spread through the timed
+// raw-us is the warm ceiling (warmRaw): the median over tight blocks of 50
+// raw commits (x-raw divides by it). The blocks are spread through the timed
 // loop, one after every 50 runs, so the runs and the ceiling they are
 // judged by meet the same moments of a noisy machine; us/step, runs/s and
 // cpu-us/step count the runs alone, not the blocks between them. With
