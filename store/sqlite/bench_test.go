@@ -71,6 +71,21 @@ func newW5(id string, version int64) *w5 {
 	return &w5{tr: store.Transition{RunID: id, Version: version}}
 }
 
+// createW5Runs creates n runs ("run-0" …) in s, each with its W5 transitions.
+func createW5Runs(tb testing.TB, s *Store, n int) []*w5 {
+	tb.Helper()
+	ws := make([]*w5, n)
+	for i := range ws {
+		id := fmt.Sprint("run-", i)
+		r, _, err := s.CreateRun(tb.Context(), &store.CreateRunParams{ID: id, Flow: "w5"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ws[i] = newW5(id, r.Version)
+	}
+	return ws
+}
+
 func (w *w5) next() *store.Transition {
 	w.k++
 	now := time.Now()
@@ -125,15 +140,7 @@ func BenchmarkCommit64Runs(b *testing.B) {
 	for _, mode := range syncModes {
 		b.Run(mode, func(b *testing.B) {
 			s := benchStore(b, mode)
-			ws := make([]*w5, runs)
-			for i := range ws {
-				id := fmt.Sprint("run-", i)
-				r, _, err := s.CreateRun(b.Context(), &store.CreateRunParams{ID: id, Flow: "w5"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ws[i] = newW5(id, r.Version)
-			}
+			ws := createW5Runs(b, s, runs)
 			var left atomic.Int64
 			left.Store(int64(b.N))
 			b.ResetTimer()

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/reinhq/rein/store"
 )
 
 // Under writes that never pause, the WAL stays within a few times the
@@ -40,15 +38,7 @@ func TestWALStaysBoundedUnderSustainedWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ws := make([]*w5, c.runs)
-			for i := range ws {
-				id := fmt.Sprint("run-", i)
-				r, _, err := s.CreateRun(context.Background(), &store.CreateRunParams{ID: id, Flow: "w5"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ws[i] = newW5(id, r.Version)
-			}
+			ws := createW5Runs(t, s, c.runs)
 			var (
 				wg     sync.WaitGroup
 				mu     sync.Mutex
