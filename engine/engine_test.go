@@ -97,15 +97,25 @@ steps:
   - {id: a, tool: echo, args: {}}
   - {id: b, tool: echo, when: "a.v > 5"}
   - {id: c, tool: echo}
-  - {id: d, tool: echo, requires: [c], when: "steps.c.status == 'skipped'"}
+  - {id: d, tool: echo}
+  - {id: reads, tool: echo, args: {x: "{b.v}"}}
+  - {id: reads_ns, tool: echo, when: "steps.b.output.v > 0"}
+  - {id: after_reader, tool: echo}
+  - {id: needs, tool: echo, requires: [b]}
+  - {id: needs_status, tool: echo, requires: [b], when: "steps.b.status == 'skipped'"}
   - {id: e, tool: echo, requires: [b], when: "{steps.b.status} != 'skipped'"}
 `, nil)
 	wantStatus(t, res, trace.RunSucceeded)
 	wantStep(t, res, "a", trace.StepSucceeded, 1)
 	wantStep(t, res, "b", trace.StepSkipped, 0)
-	wantStep(t, res, "c", trace.StepSkipped, 0)   // upstream b skipped
-	wantStep(t, res, "d", trace.StepSucceeded, 1) // its when reads c's status
-	wantStep(t, res, "e", trace.StepSkipped, 0)   // when reads b's status and is false
+	wantStep(t, res, "c", trace.StepSucceeded, 1) // a plain list is ordering, not a dependency
+	wantStep(t, res, "d", trace.StepSucceeded, 1)
+	wantStep(t, res, "reads", trace.StepSkipped, 0)    // reads b's output
+	wantStep(t, res, "reads_ns", trace.StepSkipped, 0) // reads b's output through steps.
+	wantStep(t, res, "after_reader", trace.StepSucceeded, 1)
+	wantStep(t, res, "needs", trace.StepSkipped, 0)          // names b in requires
+	wantStep(t, res, "needs_status", trace.StepSucceeded, 1) // its when reads b's status
+	wantStep(t, res, "e", trace.StepSkipped, 0)              // when reads b's status and is false
 	if _, ok := res.Outputs["b"]; ok {
 		t.Fatal("a skipped step has no output")
 	}

@@ -283,13 +283,14 @@ func (r *run) dispatch(i int) {
 	go func() { r.results <- r.work(job) }()
 }
 
-// shouldSkip applies when and skip propagation. A non-empty reason with
-// skip=false means the when expression could not be evaluated.
+// shouldSkip applies when and skip propagation: a skip propagates only
+// from the steps of s.SkipFrom (explicit requires and steps whose output s
+// reads), never along the implicit order of a plain list. A non-empty
+// reason with skip=false means the when expression could not be evaluated.
 func (r *run) shouldSkip(s *flow.Step) (skip bool, reason string) {
-	for _, j := range s.RequireIdx {
-		up := r.f.Steps[j]
-		if r.steps[j].status == trace.StepSkipped && !s.WhenStatusOf[up.ID] {
-			return true, "upstream step " + up.ID + " was skipped"
+	for _, j := range s.SkipFrom {
+		if r.steps[j].status == trace.StepSkipped {
+			return true, "upstream step " + r.f.Steps[j].ID + " was skipped"
 		}
 	}
 	if s.When == nil {

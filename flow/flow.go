@@ -120,6 +120,16 @@ type Step struct {
 	// Requires are the ids of the direct upstream steps; RequireIdx their indexes.
 	Requires   []string
 	RequireIdx []int
+	// ImplicitOrder is true when the step left requires out and follows the
+	// previous step of the list: its one require is ordering, not a
+	// dependency, so a skip of that step does not skip this one.
+	ImplicitOrder bool
+	// SkipFrom are the indexes of the upstream steps whose skip skips this
+	// step (shared/DESIGN.md §3): those named in an explicit requires
+	// (approval steps excepted: a skipped approval means none was needed)
+	// and those whose output the step reads, less those whose status its
+	// when reads. In file order.
+	SkipFrom []int
 	// Upstream holds every transitive upstream step id.
 	Upstream map[string]bool
 	// Downstream are the indexes of the steps that require this one directly.

@@ -36,6 +36,7 @@ func (d *decoder) buildGraph() bool {
 			if i > 0 && f.Steps[i-1].ID != "" {
 				s.Requires = []string{f.Steps[i-1].ID}
 				s.RequireIdx = []int{i - 1}
+				s.ImplicitOrder = true
 			}
 			continue
 		}

@@ -2,6 +2,8 @@ package flow
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,10 +43,11 @@ func (d *decoder) checkReferences() {
 	guessed := map[string]bool{}
 	for _, src := range d.srcs {
 		s := src.step
-		for _, u := range d.uses(src) {
+		uses := d.uses(src)
+		for _, u := range uses {
 			d.checkUse(s, u, inputFields, guessed)
 		}
-		for _, u := range d.uses(src) {
+		for _, u := range uses {
 			if len(u.path) >= 3 && u.path[0].Key == "steps" && u.path[2].Key == "status" && strings.HasPrefix(u.where, "when") {
 				if s.WhenStatusOf == nil {
 					s.WhenStatusOf = map[string]bool{}
@@ -52,6 +55,7 @@ func (d *decoder) checkReferences() {
 				s.WhenStatusOf[u.path[1].Key] = true
 			}
 		}
+		d.skipSources(s, uses)
 	}
 	if f.Inputs == nil && len(guessed) > 0 {
 		names := make([]string, 0, len(guessed))
@@ -63,6 +67,56 @@ func (d *decoder) checkReferences() {
 		d.diags.warn(Pos{1, 1}, "", "the flow declares no inputs:, so %s %s taken as %s; declare inputs: to have them checked before a run",
 			quoteList(names), plural(len(names), "is", "are"), plural(len(names), "an input field", "input fields"))
 	}
+}
+
+// skipSources sets s.SkipFrom: a skip propagates along an explicit
+// requires and to a step that reads the skipped step's output, never along
+// the implicit order of a plain list, and not to a step whose when reads
+// the skipped step's status.
+func (d *decoder) skipSources(s *Step, uses []use) {
+	from := map[int]bool{}
+	if !s.ImplicitOrder {
+		for _, j := range s.RequireIdx {
+			if d.flow.Steps[j].Type != Approval {
+				from[j] = true
+			}
+		}
+	}
+	for _, u := range uses {
+		if up := d.readsOutputOf(s, u); up != nil {
+			from[up.Index] = true
+		}
+	}
+	s.SkipFrom = nil
+	for _, j := range slices.Sorted(maps.Keys(from)) {
+		if !s.WhenStatusOf[d.flow.Steps[j].ID] {
+			s.SkipFrom = append(s.SkipFrom, j)
+		}
+	}
+}
+
+// readsOutputOf is the upstream step whose output u reads ({id…} or
+// steps.<id>.output…), or nil.
+func (d *decoder) readsOutputOf(s *Step, u use) *Step {
+	p := u.path
+	if len(p) == 0 || p[0].IsIndex {
+		return nil
+	}
+	id := p[0].Key
+	if id == "steps" {
+		if len(p) < 3 || p[1].IsIndex || p[2].Key != "output" {
+			return nil
+		}
+		id = p[1].Key
+	} else if u.self && (id == "output" || id == s.ID) {
+		return nil
+	} else if (id == "item" || id == "index") && s.ForEach != nil || (id == "previous" || id == "iteration") && s.Repeat != nil {
+		return nil
+	}
+	if !s.Upstream[id] {
+		return nil
+	}
+	return d.flow.StepByID(id)
 }
 
 func plural(n int, one, many string) string {

@@ -561,3 +561,45 @@ func TestSchemaFieldChecks(t *testing.T) {
 		})
 	}
 }
+
+// A skip propagates along explicit requires and reads of a step's output,
+// never along the implicit order of a plain list (shared/DESIGN.md §3).
+func TestSkipFrom(t *testing.T) {
+	t.Parallel()
+	f := parse(t, `
+name: skips
+steps:
+  - {id: a, tool: send_email, args: {}}
+  - {id: ok, type: approval}
+  - {id: b, tool: send_email, args: {}}
+  - {id: c, tool: send_email}
+  - {id: reads, tool: send_email, args: {x: "{b}"}}
+  - {id: ns, tool: send_email, args: {}, when: "steps.c.output != null"}
+  - {id: needs, tool: send_email, requires: [a, ok], args: {}}
+  - {id: status, tool: send_email, requires: [b], args: {x: "{b}"}, when: "steps.b.status == 'skipped'"}
+`)
+	tests := []struct {
+		id       string
+		implicit bool
+		from     []string
+	}{
+		{"a", false, nil},
+		{"ok", true, nil},
+		{"b", true, nil},
+		{"c", true, nil}, // default args are not a read
+		{"reads", true, []string{"b"}},
+		{"ns", true, []string{"c"}},
+		{"needs", false, []string{"a"}}, // a skipped approval means none was needed
+		{"status", false, nil},
+	}
+	for _, tt := range tests {
+		s := f.StepByID(tt.id)
+		var from []string
+		for _, j := range s.SkipFrom {
+			from = append(from, f.Steps[j].ID)
+		}
+		if s.ImplicitOrder != tt.implicit || !equalStrings(from, tt.from) {
+			t.Errorf("step %s: ImplicitOrder %v, SkipFrom %v; want %v, %v", tt.id, s.ImplicitOrder, from, tt.implicit, tt.from)
+		}
+	}
+}

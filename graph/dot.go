@@ -10,7 +10,8 @@ import (
 )
 
 // DOT writes f as a Graphviz digraph (top to bottom). Main-path edges are
-// solid; retry and failure edges are dashed and red, recovery edges (a
+// solid, the implicit order of a plain list dotted ("then": ordering, along
+// which a skip does not propagate); retry and failure edges are dashed and red, recovery edges (a
 // fallback or default continuing) dashed and orange, skipped edges dashed
 // and grey; every node and edge has a class (step, failure, …) that SVG
 // output keeps. It returns an error for a nil flow or when w fails.
@@ -31,6 +32,7 @@ var dotNodeAttrs = map[nodeKind]string{
 // dotEdgeAttrs are the attributes of each edge kind besides its label.
 var dotEdgeAttrs = map[edgeKind]string{
 	edgeMain:     `class="main"`,
+	edgeOrder:    `style=dotted, class="order"`,
 	edgeRetry:    `style=dashed, color="#c62828", fontcolor="#c62828", class="retry"`,
 	edgeFailure:  `style=dashed, color="#c62828", fontcolor="#c62828", class="failure"`,
 	edgeRecovery: `style=dashed, color="#ef6c00", fontcolor="#ef6c00", class="recovery"`,

@@ -65,6 +65,7 @@ var goldenFlows = []string{
 	"resume_screen", // DESIGN.md §2, first example, verbatim
 	"diamond",       // parallel branches that join; ids with '-'
 	"loops",         // for_each, repeat, fallback model and tool, skip, escaping
+	"plain_list",    // implicit order; a skip that propagates only to a reader
 }
 
 func TestGolden(t *testing.T) {
@@ -145,10 +146,23 @@ func TestPaths(t *testing.T) {
 		{
 			name: "when labels the edges in and goes around",
 			yaml: "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b-1, tool: t, when: 'a.ok == \"y\"' }\n  - { id: c, tool: t }\n",
-			mermaid: []string{`  s0_a -->|"when a.ok == #quot;y#quot;"| s1_b_1`, `  s0_a -.->|"skipped"| s2_c`,
-				`  s1_b_1["b-1<br>tool · t"]:::step`},
-			dot: []string{`  s0_a -> s1_b_1 [label="when a.ok == \"y\"", class="main"];`,
+			mermaid: []string{`  s0_a -.->|"when a.ok == #quot;y#quot;"| s1_b_1`, `  s0_a -.->|"skipped"| s2_c`,
+				`  s1_b_1["b-1<br>tool · t"]:::step`, `  s1_b_1 -.->|"then"| s2_c`, `  linkStyle 1,2 stroke:#3949ab,color:#1a237e`},
+			dot: []string{`  s0_a -> s1_b_1 [label="when a.ok == \"y\"", style=dotted, class="order"];`,
+				`  s1_b_1 -> s2_c [label="then", style=dotted, class="order"];`,
 				`  s0_a -> s2_c [label="skipped", style=dashed, color="#9e9e9e", fontcolor="#757575", class="skipped"];`},
+		},
+		{
+			name:    "a skip goes on past the steps it propagates to",
+			yaml:    "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b, tool: t, when: 'a.ok' }\n  - { id: c, tool: t, args: {x: '{b}'} }\n  - { id: d, tool: t, requires: [c] }\n  - { id: e, tool: t }\n",
+			mermaid: []string{`  s0_a -.->|"skipped"| s4_e`, `  s2_c --> s3_d`},
+			absent:  []string{`s0_a -.->|"skipped"| s2_c`, `s0_a -.->|"skipped"| s3_d`},
+		},
+		{
+			name:    "explicit requires are dependencies",
+			yaml:    "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b, tool: t, requires: [a], when: 'a.ok' }\n  - { id: c, tool: t, requires: [b] }\n",
+			mermaid: []string{`  s0_a -->|"when a.ok"| s1_b`, `  s1_b --> s2_c`, `  s0_a -.->|"skipped"| finish`},
+			absent:  []string{"then"},
 		},
 		{
 			name:    "a root with when is skipped from the start",

@@ -11,7 +11,8 @@ import (
 )
 
 // Mermaid writes f as a Mermaid flowchart (top to bottom). Main-path edges
-// are solid; retry and failure edges are dashed and red, recovery edges
+// are solid, the implicit order of a plain list dotted and blue ("then":
+// ordering, along which a skip does not propagate); retry and failure edges are dashed and red, recovery edges
 // (a fallback or default continuing) dashed and orange, skipped edges dashed
 // and grey (linkStyle by edge index). It returns an error for a nil flow or
 // when w fails.
@@ -44,6 +45,7 @@ var mermaidLinkStyles = []struct {
 	kinds []edgeKind
 	style string
 }{
+	{[]edgeKind{edgeOrder}, "stroke:#3949ab,color:#1a237e"},
 	{[]edgeKind{edgeRetry, edgeFailure}, "stroke:#c62828,color:#c62828"},
 	{[]edgeKind{edgeRecovery}, "stroke:#ef6c00,color:#ef6c00"},
 	{[]edgeKind{edgeSkipped}, "stroke:#9e9e9e,color:#757575"},
@@ -93,7 +95,7 @@ func renderMermaid(b *bytes.Buffer, m *model) {
 
 // edgeSection names the comment line above a run of edges.
 func edgeSection(k edgeKind) string {
-	if k == edgeMain {
+	if k == edgeMain || k == edgeOrder {
 		return "main path"
 	}
 	return "failure paths"

@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -26,6 +27,7 @@ type edgeKind int
 
 const (
 	edgeMain     edgeKind = iota // requires, start and end
+	edgeOrder                    // the implicit "after the previous step" of a plain list
 	edgeRetry                    // a retry self-loop
 	edgeFailure                  // a final failure: to the failed terminal, a fallback or a default
 	edgeRecovery                 // a fallback or default continuing downstream
@@ -114,12 +116,15 @@ func build(f *flow.Flow) *model {
 	}
 
 	for i, s := range f.Steps {
-		label := ""
+		label, kind := "", edgeMain
+		if s.ImplicitOrder {
+			label, kind = "then", edgeOrder
+		}
 		if s.When != nil {
 			label = "when " + s.When.Source()
 		}
 		for _, from := range sources(s) {
-			m.add(edge{from: from, to: ids[i], label: label, kind: edgeMain})
+			m.add(edge{from: from, to: ids[i], label: label, kind: kind})
 		}
 	}
 	for i, s := range f.Steps {
@@ -158,13 +163,39 @@ func build(f *flow.Flow) *model {
 		}
 		if s.When != nil {
 			for _, from := range sources(s) {
-				for _, to := range targets(s) {
+				for _, to := range skipTargets(f, s, ids) {
 					m.add(edge{from: from, to: to, label: "skipped", kind: edgeSkipped})
 				}
 			}
 		}
 	}
 	return m
+}
+
+// skipTargets are where the run goes on when s is skipped: its downstream
+// steps, except that a step the skip propagates to (flow.Step.SkipFrom) is
+// skipped too and the run goes on after it; the end when nothing follows.
+func skipTargets(f *flow.Flow, s *flow.Step, ids []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(s *flow.Step)
+	walk = func(s *flow.Step) {
+		if len(s.Downstream) == 0 && !seen[endID] {
+			seen[endID] = true
+			out = append(out, endID)
+		}
+		for _, d := range s.Downstream {
+			next := f.Steps[d]
+			if slices.Contains(next.SkipFrom, s.Index) {
+				walk(next)
+			} else if !seen[ids[d]] {
+				seen[ids[d]] = true
+				out = append(out, ids[d])
+			}
+		}
+	}
+	walk(s)
+	return out
 }
 
 // add appends e unless the same arrow of the same kind is already drawn.
