@@ -68,7 +68,7 @@ func TestForEachItemFailureFailsTheStep(t *testing.T) {
 	res := fx.run(`
 name: fe
 steps:
-  - {id: c, tool: check, for_each: "input.xs", args: {x: "{item}"}, on_error: skip, fallback_value: []}
+  - {id: c, tool: check, for_each: "input.xs", args: {x: "{item}"}, on_error: skip, fallback_value: {x: 0}}
 `, map[string]any{"xs": []any{1, 2, 3, 4}})
 	wantStatus(t, res, trace.RunSucceeded)
 	wantStep(t, res, "c", trace.StepDefaulted, -1)

@@ -16,8 +16,12 @@ type job struct {
 	index int
 	step  *flow.Step
 	in    unitInput
-	// items are the per-item inputs of a for_each step.
-	items []unitInput
+	// items are the per-item inputs of a for_each step, itemValues the
+	// items themselves; itemErrs (nil unless on_error applies per item)
+	// the items whose input could not be rendered.
+	items      []unitInput
+	itemValues []any
+	itemErrs   []error
 	// scope is a private copy of env for gate and repeat evaluation.
 	scope    map[string]any
 	inputSHA string
@@ -45,7 +49,7 @@ func (r *run) prepare(i int) *job {
 	}
 	switch {
 	case s.ForEach != nil:
-		j.items, j.renderErr = r.renderItems(s)
+		j.items, j.itemValues, j.itemErrs, j.renderErr = r.renderItems(s)
 	case s.Repeat != nil:
 		// rounds render against their own scope (previous, iteration).
 	default:
@@ -120,38 +124,46 @@ func renderInput(s *flow.Step, scope map[string]any, item int, defaults any) (un
 }
 
 // renderItems evaluates for_each and renders one input per item, with item
-// and index visible.
-func (r *run) renderItems(s *flow.Step) ([]unitInput, error) {
+// and index visible. With on_error skip or fallback an item whose input
+// cannot be rendered is that item's failure (errs[k]); otherwise it fails
+// the step before any item runs.
+func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []error, err error) {
 	v, err := s.ForEach.Items.EvalValue(r.env)
 	if err != nil {
-		return nil, fault.BusinessErr(fmt.Errorf("for_each %q: %w", s.ForEach.Items.Source(), err))
+		return nil, nil, nil, fault.BusinessErr(fmt.Errorf("for_each %q: %w", s.ForEach.Items.Source(), err))
 	}
 	list, ok := v.([]any)
-	if !ok {
-		if v == nil {
-			list = nil
-		} else {
-			return nil, fault.BusinessErr(fmt.Errorf("for_each %q gave %s, not a list", s.ForEach.Items.Source(), ref.TypeName(v)))
-		}
+	if !ok && v != nil {
+		return nil, nil, nil, fault.BusinessErr(fmt.Errorf("for_each %q gave %s, not a list", s.ForEach.Items.Source(), ref.TypeName(v)))
 	}
+	perItem := s.OnError == flow.Skip || s.OnError == flow.Fallback
 	oldItem, hadItem := r.env["item"]
 	oldIndex, hadIndex := r.env["index"]
 	defer func() {
 		restore(r.env, "item", oldItem, hadItem)
 		restore(r.env, "index", oldIndex, hadIndex)
 	}()
-	out := make([]unitInput, len(list))
+	out = make([]unitInput, len(list))
 	for k, it := range list {
 		r.env["item"], r.env["index"] = it, float64(k)
 		args := any(nil)
 		if s.Type == flow.Tool && s.Args == nil {
 			args = it
 		}
-		if out[k], err = renderInput(s, r.env, k, args); err != nil {
-			return nil, fmt.Errorf("item %d: %w", k, err)
+		in, err := renderInput(s, r.env, k, args)
+		out[k] = in
+		if err == nil {
+			continue
 		}
+		if !perItem {
+			return nil, nil, nil, fmt.Errorf("item %d: %w", k, err)
+		}
+		if errs == nil {
+			errs = make([]error, len(list))
+		}
+		errs[k] = err
 	}
-	return out, nil
+	return out, list, errs, nil
 }
 
 func restore(m map[string]any, k string, v any, had bool) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"sync"
 
@@ -67,6 +68,10 @@ func (r *run) work(j *job) (o *outcome) {
 	}
 	if err == nil {
 		o.status = trace.StepSucceeded
+		if o.lastErr != nil {
+			// for_each items that on_error absorbed, one by one.
+			o.status = absorbedStatus(s.OnError)
+		}
 		if err = r.finishOutput(s, out, o); err == nil {
 			return o
 		}
@@ -109,6 +114,12 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 		o.err = r.ctxCause(err)
 		return
 	}
+	if s.ForEach != nil {
+		// on_error applies per item (runItems); a failure of the step as
+		// a whole (its items, its gate, its size) has no slot to fill.
+		o.err = err
+		return
+	}
 	switch s.OnError {
 	case flow.Skip:
 		o.lastErr, o.status = err, trace.StepDefaulted
@@ -117,12 +128,9 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 		}
 		return
 	case flow.Fallback:
-		out, ferr := r.runFallback(j)
+		out, ferr := r.runFallback(r.ctx, j, j.in, j.scope)
 		if ferr != nil {
-			o.err = fmt.Errorf("%w (after the step failed: %v)", ferr, err)
-			if fault.ClassOf(ferr) != fault.Budget && fault.ClassOf(ferr) != fault.Cancelled {
-				o.err = fault.New(fault.ClassOf(ferr), o.err)
-			}
+			o.err = fallbackFailed(ferr, err, "step")
 			return
 		}
 		o.lastErr, o.status = err, trace.StepFellBack
@@ -134,9 +142,30 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 	o.err = err
 }
 
-// runFallback runs the step's fallback: a tool, a model or a value, or the
-// fallback_value.
-func (r *run) runFallback(j *job) (any, error) {
+// absorbedStatus is the status of a step whose failure on_error absorbed.
+func absorbedStatus(p flow.OnError) trace.StepStatus {
+	if p == flow.Skip {
+		return trace.StepDefaulted
+	}
+	return trace.StepFellBack
+}
+
+// fallbackFailed is the error of a fallback that failed after what (the
+// step, or one of its items) failed with err.
+func fallbackFailed(ferr, err error, what string) error {
+	e := fmt.Errorf("%w (after the %s failed: %v)", ferr, what, err)
+	if c := fault.ClassOf(ferr); c != fault.Budget && c != fault.Cancelled {
+		return fault.New(c, e)
+	}
+	return e
+}
+
+// runFallback runs the step's fallback for one execution (the step, or one
+// for_each item): a tool, a model or a value, or the fallback_value. in is
+// the failed execution's input: a fallback tool without args gets its args,
+// a fallback model without a prompt its prompt. scope is what fallback.args
+// and fallback.prompt_template render against.
+func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[string]any) (any, error) {
 	s := j.step
 	fb := s.Fallback
 	switch {
@@ -145,26 +174,25 @@ func (r *run) runFallback(j *job) (any, error) {
 	case fb.HasValue:
 		return fb.Value, nil
 	case fb.Tool != "":
-		in := unitInput{item: -1, args: j.in.args}
 		if fb.Args != nil {
-			a, err := fb.Args.Render(j.scope)
+			a, err := fb.Args.Render(scope)
 			if err != nil {
 				return nil, fault.BusinessErr(fmt.Errorf("fallback.args: %w", err))
 			}
 			in.args = a
 		}
-		out, _, err := r.callTool(r.ctx, j, r.b.fbTool[j.index], in, 1, true)
+		in.round = 0
+		out, _, err := r.callTool(ctx, j, r.b.fbTool[j.index], in, 1, true)
 		return out, err
 	case fb.Model != "":
-		in := j.in
 		if fb.Prompt != nil {
-			p, err := fb.Prompt.RenderString(j.scope)
+			p, err := fb.Prompt.RenderString(scope)
 			if err != nil {
 				return nil, fault.BusinessErr(fmt.Errorf("fallback.prompt_template: %w", err))
 			}
 			in.prompt = p
 		}
-		out, err := r.callLLM(r.ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1)
+		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1)
 		if err != nil {
 			return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
 		}
@@ -173,9 +201,36 @@ func (r *run) runFallback(j *job) (any, error) {
 	return nil, errors.New("fallback: nothing to run")
 }
 
+// itemOnError applies on_error skip or fallback to for_each item k, which
+// failed for good with err: the item's slot gets fallback_value or the
+// fallback's output. Errors that stop the run are not absorbed.
+func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, error) {
+	s := j.step
+	switch c := fault.ClassOf(err); {
+	case c == fault.Budget || c == fault.Cancelled || c == fault.Policy || ctx.Err() != nil:
+		return nil, err
+	case s.OnError == flow.Skip:
+		return s.FallbackValue, nil
+	case s.OnError != flow.Fallback:
+		return nil, err
+	}
+	var scope map[string]any
+	if j.scope != nil {
+		scope = maps.Clone(j.scope)
+		scope["item"], scope["index"] = j.itemValues[k], float64(k)
+	}
+	out, ferr := r.runFallback(ctx, j, j.items[k], scope)
+	if ferr != nil {
+		return nil, fallbackFailed(ferr, err, "item")
+	}
+	return out, nil
+}
+
 // runItems runs a for_each step's items with bounded concurrency and
-// collects their outputs in order. The first item that fails for good
-// cancels the others.
+// collects their outputs in order. With on_error skip or fallback, an item
+// that fails for good gets fallback_value or its fallback's output in its
+// slot (o.lastErr keeps the first such failure); otherwise, or when its
+// fallback fails too, it cancels the others and the step fails.
 func (r *run) runItems(j *job, o *outcome) (any, error) {
 	out := make([]any, len(j.items))
 	if len(j.items) == 0 {
@@ -188,6 +243,8 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 	var mu sync.Mutex
 	var firstErr error
 	firstOrigin := trace.Origin("")
+	perItem := j.step.OnError == flow.Skip || j.step.OnError == flow.Fallback
+	firstAbsorbed := len(j.items)
 	for k := range j.items {
 		select {
 		case sem <- struct{}{}:
@@ -201,10 +258,29 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			sub := &outcome{}
-			v, err := r.runUnit(ctx, j, j.items[k], sub)
+			var v any
+			var err error
+			if j.itemErrs != nil {
+				err = j.itemErrs[k]
+			}
+			if err == nil {
+				v, err = r.runUnit(ctx, j, j.items[k], sub)
+			}
+			var absorbed error // the item's failure that on_error absorbed
+			if err != nil && perItem {
+				if fv, ferr := r.itemOnError(ctx, j, k, err); ferr == nil {
+					v, absorbed, err = fv, err, nil
+				} else {
+					err = ferr
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			o.attempts += sub.attempts
+			if absorbed != nil && k < firstAbsorbed {
+				// the first item's, whatever order they finished in
+				o.lastErr, o.origin, firstAbsorbed = fmt.Errorf("item %d: %w", k, absorbed), sub.origin, k
+			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr, firstOrigin = fmt.Errorf("item %d: %w", k, err), sub.origin

@@ -137,13 +137,9 @@ func (d *decoder) toolNames() []string {
 func (d *decoder) checkFallbacks() {
 	for _, src := range d.srcs {
 		s := src.step
+		// on a for_each step, a fallback fills one failed item's slot:
+		// it is checked against the schema of one item.
 		schema := d.outputSchema(s)
-		if schema != nil && s.ForEach != nil {
-			// a fallback replaces the whole output: the list of items.
-			if list, err := CompileSchema(schema.Name+" (list)", d.outputDoc(s, schema)); err == nil {
-				schema = list
-			}
-		}
 		if s.HasFallbackValue && schema != nil {
 			if err := schema.Validate(s.FallbackValue); err != nil {
 				d.diags.add(posOf(src.fields["fallback_value"].value), s.ID, "fallback_value %v", err)

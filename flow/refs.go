@@ -199,6 +199,9 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 	}
 	switch {
 	case (root == "item" || root == "index") && s.ForEach != nil:
+		if w := itemlessField(u.where); w != "" {
+			fail("{%s} is not defined in %s: %s (use it in the templates and args of the step and its fallback)", u.path, u.where, w)
+		}
 		return
 	case (root == "previous" || root == "iteration") && s.Repeat != nil:
 		return
@@ -259,6 +262,20 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 		return
 	}
 	guessed[root] = true
+}
+
+// itemlessField says why item and index are not visible in a for_each
+// step's field where, or "" when they are.
+func itemlessField(where string) string {
+	switch where {
+	case "when":
+		return "when is evaluated once, before the items"
+	case "for_each":
+		return "for_each gives the items"
+	case "gate":
+		return "gate is checked once, on the list of the items' outputs"
+	}
+	return ""
 }
 
 func (d *decoder) checkStatusUse(s *Step, u use, fail func(string, ...any)) {
