@@ -302,9 +302,11 @@ func (r *run) beginAttempt(j *job, n int) {
 	r.recordMu.Unlock()
 }
 
-// park makes step i wait for a person: an approval (kind approval) or a
-// decision about a step whose effect is unknown after a crash.
-func (r *run) park(i int, kind store.ApprovalKind, j *job) {
+// park makes step i wait for a person: an approval (kind approval), a
+// decision about a step whose effect is unknown after a crash, or a step
+// whose failure on_error escalates (its error is st.err). It returns the
+// approval, which is committed with the next transition.
+func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	st.status = trace.StepWaiting
@@ -331,6 +333,9 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) {
 		if asked != "" {
 			a.Message += " (the step: " + asked + ")"
 		}
+	case kind == store.KindEscalation:
+		a.Message = fmt.Sprintf("step %s failed after %d %s: %s; approve to run it again, reject to fail the run with this error, or settle it with the output it should have produced",
+			s.ID, st.attempts, plural(st.attempts, "attempt", "attempts"), st.err.Message)
 	case a.Message != "":
 	case s.Type == flow.Tool:
 		a.Message = fmt.Sprintf("step %s wants to call tool %s", s.ID, s.Tool)
@@ -342,8 +347,20 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) {
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
 	r.stageStep(i)
-	r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
-		Tool: s.Tool, Decision: string(kind)})
+	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
+	if kind == store.KindEscalation {
+		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
+	}
+	r.record(ev)
+	return a
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // decide applies a person's decision to step i at dispatch. It reports
@@ -372,6 +389,13 @@ func (r *run) decide(i int) (handled bool) {
 		if a.Comment != "" {
 			msg += ": " + a.Comment
 		}
+		if a.Kind == store.KindEscalation && st.err != nil {
+			// the run fails with the step's own error.
+			re := *st.err
+			re.Message += " (escalated to a person, and " + msg + ")"
+			r.settle(&outcome{index: i, attempts: st.attempts, err: &re, origin: re.Origin})
+			return true
+		}
 		r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(errors.New(msg)), origin: trace.OriginEngine})
 		return true
 	case store.ApprovalSettled:
@@ -388,19 +412,49 @@ func (r *run) decide(i int) (handled bool) {
 		r.settleWith(i, map[string]any{"approved": true, "comment": a.Comment, "decided_by": a.DecidedBy})
 		return true
 	}
-	if a.Kind == store.KindUnknown {
+	if a.Kind == store.KindUnknown || a.Kind == store.KindEscalation {
 		r.d.firstAttempt[i] = st.attempts + 1
 	}
 	return false
 }
 
-// settleWith settles step i with out as if it had produced it.
+// settleWith settles step i with out as if it had produced it. out must
+// fit the step's output_schema (each item's, for a for_each step).
 func (r *run) settleWith(i int, out any) {
+	s := r.f.Steps[i]
 	o := &outcome{index: i, status: trace.StepSucceeded, output: out, attempts: r.steps[i].attempts}
-	if err := r.finishOutput(r.f.Steps[i], out, o); err != nil {
+	err := checkSettled(s, out)
+	if err == nil {
+		err = r.finishOutput(s, out, o)
+	}
+	if err != nil {
 		o.err, o.origin = err, trace.OriginEngine
 	}
 	r.settle(o)
+}
+
+// checkSettled checks an output a person provided against the step's
+// output_schema.
+func checkSettled(s *flow.Step, out any) error {
+	if s.OutputSchema == nil {
+		return nil
+	}
+	if s.ForEach == nil {
+		if err := s.OutputSchema.Validate(out); err != nil {
+			return fault.BusinessErr(fmt.Errorf("settled output %w", err))
+		}
+		return nil
+	}
+	list, ok := out.([]any)
+	if !ok {
+		return fault.BusinessErr(fmt.Errorf("settled output of for_each step %s must be a list of its items' outputs", s.ID))
+	}
+	for k, item := range list {
+		if err := s.OutputSchema.Validate(item); err != nil {
+			return fault.BusinessErr(fmt.Errorf("settled output: item %d %w", k, err))
+		}
+	}
+	return nil
 }
 
 // startLease keeps the run's lease alive while it executes: a heartbeat

@@ -314,6 +314,12 @@ func (r *run) settle(o *outcome) {
 	st.attempts = o.attempts
 	st.settled = r.e.cfg.Clock.Now()
 	st.duration = st.settled.Sub(st.started)
+	if o.escalated {
+		st.settled, st.err = time.Time{}, toRunError(o.lastErr, s.ID, o.origin)
+		a := r.park(i, store.KindEscalation, nil)
+		a.Args = o.escArgs
+		return
+	}
 	if o.err != nil {
 		st.status = o.failStatus()
 		st.err = toRunError(o.err, s.ID, o.origin)

@@ -23,8 +23,13 @@ type outcome struct {
 	attempts int
 	// err is a failure the step could not absorb: the run fails.
 	err error
-	// lastErr is a failure that on_error absorbed (skip or fallback).
-	lastErr   error
+	// lastErr is a failure that on_error absorbed (skip or fallback), or
+	// the one it escalated.
+	lastErr error
+	// escalated: on_error escalate parks the step for a person; escArgs
+	// are the canonical args of the failed tool call, for the approval.
+	escalated bool
+	escArgs   []byte
 	origin    trace.Origin
 	outputSHA string
 	// outputJSON: the canonical JSON of output, for a durable run's journal.
@@ -114,6 +119,10 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 		o.err = r.ctxCause(err)
 		return
 	}
+	if s.OnError == flow.Escalate {
+		r.escalate(j, err, o)
+		return
+	}
 	if s.ForEach != nil {
 		// on_error applies per item (runItems); a failure of the step as
 		// a whole (its items, its gate, its size) has no slot to fill.
@@ -140,6 +149,20 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 		return
 	}
 	o.err = err
+}
+
+// escalate hands a step's final failure to a person (on_error: escalate):
+// the scheduler parks the step (settle). Without a durable store nobody
+// could answer, so the step fails, saying so.
+func (r *run) escalate(j *job, err error, o *outcome) {
+	if !r.d.on {
+		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: rein run --db, or engine.Config.Store)", err))
+		return
+	}
+	o.lastErr, o.escalated = err, true
+	if j.step.Type == flow.Tool && j.step.ForEach == nil {
+		o.escArgs, _ = value.AppendCanonical(nil, j.in.args)
+	}
 }
 
 // absorbedStatus is the status of a step whose failure on_error absorbed.

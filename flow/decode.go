@@ -276,11 +276,11 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 	case "on_error":
 		if v, ok := d.str(f, label); ok {
 			switch OnError(v) {
-			case Raise, Skip, Fallback, Retry:
+			case Raise, Skip, Fallback, Retry, Escalate:
 				s.OnError = OnError(v)
 			default:
-				d.diags.add(posOf(f.value), label, "on_error must be raise, skip, fallback or retry, not %q%s", v,
-					didYouMean(v, []string{"raise", "skip", "fallback", "retry"}))
+				d.diags.add(posOf(f.value), label, "on_error must be raise, skip, fallback, retry or escalate, not %q%s", v,
+					didYouMean(v, []string{"raise", "skip", "fallback", "retry", "escalate"}))
 			}
 		}
 	case "fallback_value":

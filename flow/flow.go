@@ -36,6 +36,10 @@ const (
 	Skip     OnError = "skip"     // continue with fallback_value; the step is "defaulted"
 	Fallback OnError = "fallback" // run fallback (or take fallback_value); the step "fell_back"
 	Retry    OnError = "retry"    // retry every error class up to retries, then raise
+	// Escalate parks the step for a person (a durable run waits): approve
+	// runs it again, reject fails it with its error, settle provides its
+	// output.
+	Escalate OnError = "escalate"
 )
 
 // Defaults applied when a flow leaves a field out.

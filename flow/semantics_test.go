@@ -603,3 +603,13 @@ steps:
 		}
 	}
 }
+
+func TestOnErrorEscalate(t *testing.T) {
+	t.Parallel()
+	f := parse(t, "name: e\nsteps:\n  - {id: a, tool: send_email, args: {}, on_error: escalate}\n")
+	if got := f.StepByID("a").OnError; got != flow.Escalate {
+		t.Fatalf("on_error = %q, want escalate", got)
+	}
+	wantDiag(t, parseErr(t, "name: e\nsteps:\n  - {id: a, tool: send_email, args: {}, on_error: escalte}\n"),
+		"step a: on_error must be raise, skip, fallback, retry or escalate", `(did you mean "escalate"?)`)
+}

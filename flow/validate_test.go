@@ -129,7 +129,7 @@ func TestValidationReportsAll(t *testing.T) {
 	}{
 		{5, 14, "extract", "retries must be between 0 and 10"},
 		{6, 14, "extract", `timeout: "soon" is not a duration`},
-		{9, 15, "score", `on_error must be raise, skip, fallback or retry, not "explode"`},
+		{9, 15, "score", `on_error must be raise, skip, fallback, retry or escalate, not "explode"`},
 		{10, 5, "score", `unknown field "colour" in step`},
 		{13, 11, "notify", `unknown tool "nope"`},
 	}

@@ -27,6 +27,7 @@ var dotNodeAttrs = map[nodeKind]string{
 	nodeStep:      `class="step"`,
 	nodeFallback:  `shape=parallelogram, fillcolor="#fff3e0", color="#ef6c00", class="fallback"`,
 	nodeDefaulted: `shape=note, fillcolor="#fffde7", color="#f9a825", class="defaulted"`,
+	nodeEscalated: `shape=hexagon, fillcolor="#f3e5f5", color="#8e24aa", class="person"`,
 }
 
 // dotEdgeAttrs are the attributes of each edge kind besides its label.

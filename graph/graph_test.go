@@ -165,6 +165,14 @@ func TestPaths(t *testing.T) {
 			absent:  []string{"then"},
 		},
 		{
+			name: "escalate waits for a person",
+			yaml: "name: x\nsteps:\n  - { id: a, tool: t, on_error: escalate }\n",
+			mermaid: []string{`  s0_a_person{{"waits for a person<br>approve · reject · settle"}}:::person`,
+				`  s0_a -.->|"error#58; escalate"| s0_a_person`, `  s0_a_person -.->|"approve#58; try again"| s0_a`,
+				`  s0_a_person -.->|"settle"| finish`, `  s0_a_person -.->|"reject"| run_failed`},
+			dot: []string{`  s0_a_person [label="waits for a person\napprove · reject · settle", shape=hexagon, fillcolor="#f3e5f5", color="#8e24aa", class="person"];`},
+		},
+		{
 			name:    "a root with when is skipped from the start",
 			yaml:    "name: x\nsteps:\n  - { id: a, tool: t, when: 'input.go' }\n",
 			mermaid: []string{`  start -->|"when input.go"| s0_a`, `  start -.->|"skipped"| finish`},

@@ -10,7 +10,8 @@ import (
 	"github.com/reinhq/rein/flow"
 )
 
-// Mermaid writes f as a Mermaid flowchart (top to bottom). Main-path edges
+// Mermaid writes f as a Mermaid flowchart (top to bottom); a step with
+// on_error: escalate has a hexagon for the person who decides. Main-path edges
 // are solid, the implicit order of a plain list dotted and blue ("then":
 // ordering, along which a skip does not propagate); retry and failure edges are dashed and red, recovery edges
 // (a fallback or default continuing) dashed and orange, skipped edges dashed
@@ -28,6 +29,7 @@ var mermaidShapes = map[nodeKind][2]string{
 	nodeStep:      {`["`, `"]`},
 	nodeFallback:  {`[/"`, `"/]`},
 	nodeDefaulted: {`>"`, `"]`},
+	nodeEscalated: {`{{"`, `"}}`},
 }
 
 var mermaidClasses = map[nodeKind]string{
@@ -37,6 +39,7 @@ var mermaidClasses = map[nodeKind]string{
 	nodeStep:      "step",
 	nodeFallback:  "fallback",
 	nodeDefaulted: "defaulted",
+	nodeEscalated: "person",
 }
 
 // mermaidLinkStyles are the linkStyle of each dashed edge kind, in the order
@@ -78,6 +81,12 @@ func renderMermaid(b *bytes.Buffer, m *model) {
 	b.WriteString("  classDef failed fill:#ffebee,stroke:#c62828,color:#b71c1c\n")
 	b.WriteString("  classDef fallback fill:#fff3e0,stroke:#ef6c00,color:#e65100\n")
 	b.WriteString("  classDef defaulted fill:#fffde7,stroke:#f9a825,color:#f57f17\n")
+	for _, n := range m.nodes {
+		if n.kind == nodeEscalated {
+			b.WriteString("  classDef person fill:#f3e5f5,stroke:#8e24aa,color:#4a148c\n")
+			break
+		}
+	}
 	for _, ls := range mermaidLinkStyles {
 		var idx []string
 		for i, e := range m.edges {

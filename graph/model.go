@@ -20,6 +20,7 @@ const (
 	nodeStep
 	nodeFallback
 	nodeDefaulted
+	nodeEscalated // on_error: escalate, a person decides
 )
 
 // edgeKind is which path an edge belongs to; it picks the line style.
@@ -106,6 +107,10 @@ func build(f *flow.Flow) *model {
 			lines, canFail := fallbackLines(s)
 			m.nodes = append(m.nodes, node{id: ids[i] + "_fallback", kind: nodeFallback, lines: lines})
 			failed = failed || canFail
+		case flow.Escalate:
+			m.nodes = append(m.nodes, node{id: ids[i] + "_person", kind: nodeEscalated,
+				lines: []string{"waits for a person", "approve · reject · settle"}})
+			failed = true
 		default:
 			failed = true
 		}
@@ -158,6 +163,14 @@ func build(f *flow.Flow) *model {
 			if _, canFail := fallbackLines(s); canFail {
 				m.add(edge{from: fb, to: failedID, label: "fallback error", kind: edgeFailure})
 			}
+		case flow.Escalate:
+			p := ids[i] + "_person"
+			m.add(edge{from: ids[i], to: p, label: "error: escalate", kind: edgeFailure})
+			m.add(edge{from: p, to: ids[i], label: "approve: try again", kind: edgeRecovery})
+			for _, to := range targets(s) {
+				m.add(edge{from: p, to: to, label: "settle", kind: edgeRecovery})
+			}
+			m.add(edge{from: p, to: failedID, label: "reject", kind: edgeFailure})
 		default:
 			m.add(edge{from: ids[i], to: failedID, label: "error", kind: edgeFailure})
 		}

@@ -43,6 +43,7 @@ func TestFlowCases(t *testing.T) {
 		{"fallback tool with args", head + "  - { id: a, tool: t, on_error: fallback, fallback: { tool: u, args: { x: 1 } } }\n", true, true},
 		{"fallback model with prompt", head + "  - { id: a, model: m, prompt_template: p, on_error: fallback, fallback: { model: n, prompt_template: q } }\n", true, true},
 		{"fallback value", head + "  - { id: a, tool: t, on_error: fallback, fallback: { value: { ok: false } } }\n", true, true},
+		{"on_error escalate", head + "  - { id: a, tool: t, on_error: escalate }\n", true, true},
 		{"loops", head + "  - { id: a, model: m, prompt_template: \"{item}\", for_each: \"[1, 2]\", concurrency: 2 }\n" +
 			"  - id: b\n    model: m\n    prompt_template: p\n    repeat: { until: \"iteration >= 1\", max: 3 }\n" +
 			"    backoff: { initial: 1s, max: 10s, multiplier: 3 }\n    retries: 2\n    gate: \"true\"\n    max_output_bytes: 10\n    mandatory: true\n", true, true},

@@ -288,6 +288,10 @@ const (
 	// KindUnknown: a non-idempotent step was in flight when the process
 	// died; nobody knows whether its effect happened.
 	KindUnknown ApprovalKind = "unknown"
+	// KindEscalation: a step failed and its on_error is escalate; the
+	// message says why. Approve runs it again, reject fails the run with
+	// its error, settle provides its output.
+	KindEscalation ApprovalKind = "escalation"
 )
 
 // Approval is a question to a person about one step of a run.

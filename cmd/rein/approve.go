@@ -28,16 +28,17 @@ var decideUse = map[store.ApprovalStatus]struct{ use, short, long string }{
 	store.ApprovalApproved: {"approve RUN STEP", "Approve a step that waits for a person; the run goes on",
 		`Approve the pending approval of STEP: an approval step succeeds, a tool step
 with approval: required calls its tool, a step whose effect was unknown after a
-crash runs again (its next attempt). Then the run is resumed here, unless
---no-resume.`},
+crash, or that failed with on_error: escalate, runs again (its next attempt).
+Then the run is resumed here, unless --no-resume.`},
 	store.ApprovalRejected: {"reject RUN STEP", "Reject a step that waits for a person; the step fails",
 		`Reject the pending approval of STEP: the step fails as a business error
-(its on_error applies), and the run is resumed here, unless --no-resume.`},
+(its on_error applies; an escalated step fails the run with its own error),
+and the run is resumed here, unless --no-resume.`},
 	store.ApprovalSettled: {"settle RUN STEP --output JSON", "Record what a waiting step produced, by hand; the run goes on with it",
 		`Settle STEP with the output a person knows it produced (for a step whose
-effect was unknown after a crash, or an approval answered with data): the
-output is checked against the step's output schema and the run is resumed
-here, unless --no-resume. The result format flag is --format here, since
+effect was unknown after a crash, an escalated one, or an approval answered
+with data): the output is checked against the step's output schema and the
+run is resumed here, unless --no-resume. The result format flag is --format here, since
 --output is the step's output.`},
 }
 

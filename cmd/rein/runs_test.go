@@ -548,3 +548,45 @@ func TestRedactDSN(t *testing.T) {
 		}
 	}
 }
+
+func TestEscalateWaitsThenApproveTriesAgain(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "escalate")
+	code, out, stderr := fx.cli("run", fx.dir)
+	if code != exitWaiting {
+		t.Fatalf("run: exit %d, want 3\n%s%s", code, out, stderr)
+	}
+	for _, want := range []string{"waiting for 1 decision", "step charge (escalation)", "card declined", "rein runs approve "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("waiting result lacks %q:\n%s", want, out)
+		}
+	}
+	wantCalls(t, fx.calls(), "charge")
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	var d decision
+	code, out, stderr = fx.cli("runs", "approve", id, "charge", "-o", "json")
+	decodeOne(t, out, &d)
+	if code != exitOK || d.Result == nil || d.Result.Status != "succeeded" || d.Result.Outputs["charge"]["charged"] != true {
+		t.Fatalf("approve: exit %d %+v\n%s", code, d, stderr)
+	}
+	if got := fx.calls(); len(got) != 3 || !strings.HasSuffix(got[1], "/charge/2") {
+		t.Fatalf("calls %v: approve runs the step's next attempt, then the rest", got)
+	}
+}
+
+func TestEscalateRejectFailsWithTheError(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "escalate")
+	res := fx.run(exitWaiting, `{}`)
+	if len(res.Pending) != 1 || res.Pending[0].Kind != "escalation" || !strings.Contains(res.Pending[0].Message, "card declined") {
+		t.Fatalf("pending %+v", res.Pending)
+	}
+	var d decision
+	code, out, stderr := fx.cli("runs", "reject", res.RunID, "charge", "-o", "json")
+	decodeOne(t, out, &d)
+	if code != exitRunFailed || d.Result == nil || d.Result.Error == nil || d.Result.Error.Class != "business" ||
+		!strings.Contains(d.Result.Error.Message, "card declined") {
+		t.Fatalf("reject: exit %d %+v %s", code, d, stderr)
+	}
+	wantCalls(t, fx.calls(), "charge")
+}

@@ -221,3 +221,39 @@ func testApprovalAskedAgain(t *testing.T, h Harness) {
 		t.Errorf("approvals = %s", jsonString(all))
 	}
 }
+
+// testEscalationKind: an escalation (a failed step a person decides about,
+// asked again after an approval) keeps its kind and message, and each of
+// its decisions goes to the pending one.
+func testEscalationKind(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := t.Context()
+	r := create(t, s, &store.CreateRunParams{ID: "run"})
+	tr := &store.Transition{RunID: "run", Version: r.Version, Run: &store.RunUpdate{Status: trace.RunWaiting},
+		Steps: []*store.Step{{StepID: "pay", Type: "tool", Status: trace.StepWaiting, Attempt: 1,
+			Error: json.RawMessage(`{"class":"business","message":"card declined"}`)}},
+		Approvals: []*store.Approval{{ID: "esc-1", StepID: "pay", Kind: store.KindEscalation, Tool: "pay",
+			Message: "step pay failed: card declined"}}}
+	commit(t, s, tr)
+	ap := approvals(t, s, &store.ListApprovalsParams{RunID: "run", Status: store.ApprovalPending})
+	if len(ap) != 1 || ap[0].Kind != store.KindEscalation || ap[0].Message != "step pay failed: card declined" {
+		t.Fatalf("pending = %s", jsonString(ap))
+	}
+	if _, err := s.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "run", StepID: "pay", Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	tr = &store.Transition{RunID: "run", Version: get(t, s, "run").Version,
+		Approvals: []*store.Approval{{ID: "esc-2", StepID: "pay", Kind: store.KindEscalation, Message: "step pay failed: still declined"}}}
+	commit(t, s, tr)
+	got, err := s.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "run", StepID: "pay", Status: store.ApprovalRejected, Comment: "give up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "esc-2" || got.Kind != store.KindEscalation || got.Status != store.ApprovalRejected || got.Comment != "give up" {
+		t.Errorf("decided %s, want esc-2 rejected", jsonString(got))
+	}
+	steps, err := s.Steps(ctx, "run")
+	if err != nil || len(steps) != 1 || !jsonEqual(steps[0].Error, []byte(`{"class":"business","message":"card declined"}`)) {
+		t.Errorf("steps = %s, %v: the waiting step keeps its error", jsonString(steps), err)
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"DecideApprovalErrors", testDecideApprovalErrors},
 		{"DecideApprovalOfFinishedRun", testDecideApprovalOfFinishedRun},
 		{"ApprovalAskedAgain", testApprovalAskedAgain},
+		{"EscalationKind", testEscalationKind},
 		{"Lease", testLease},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseTakeFrom", testLeaseTakeFrom},
