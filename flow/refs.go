@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/flow/template"
 )
 
 // use is one reference found in a step's templates or expressions.
@@ -164,6 +165,22 @@ func (d *decoder) uses(src *stepSrc) []use {
 		for _, r := range s.Prompt.Refs() {
 			out = append(out, use{path: r.Path, pos: posAt(f.value, r.Offset), where: "prompt_template"})
 		}
+	}
+	tmpl := func(key string, t *template.Template) {
+		f, ok := src.fields[key]
+		if t == nil || !ok {
+			return // absent, or a default ({input.text}) the step did not write
+		}
+		for _, r := range t.Refs() {
+			out = append(out, use{path: r.Path, pos: posAt(f.value, r.Offset), where: key})
+		}
+	}
+	tmpl("message", s.Message)
+	if s.RouteSpec != nil {
+		tmpl("text", s.RouteSpec.Text)
+	}
+	if s.PlanSpec != nil {
+		tmpl("goal", s.PlanSpec.Goal)
 	}
 	if s.Args != nil {
 		for _, r := range s.Args.Refs() {

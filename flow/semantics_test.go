@@ -613,3 +613,23 @@ func TestOnErrorEscalate(t *testing.T) {
 	wantDiag(t, parseErr(t, "name: e\nsteps:\n  - {id: a, tool: send_email, args: {}, on_error: escalte}\n"),
 		"step a: on_error must be raise, skip, fallback, retry or escalate", `(did you mean "escalate"?)`)
 }
+
+// message, a route's text and a plan's goal are templates like the others:
+// their references are checked, and a skip propagates along them.
+func TestMessageTextGoalReferences(t *testing.T) {
+	t.Parallel()
+	f := parse(t, `
+name: m
+steps:
+  - {id: a, tool: send_email, args: {}}
+  - {id: ok, type: approval, message: "send {a}?"}
+  - {id: r, type: route, text: "{ok.comment}", routes: [{name: x, description: X, rules: [{prefix: "x"}]}], fallback_route: x}
+`)
+	for id, want := range map[string]int{"ok": 0, "r": 1} {
+		if s := f.StepByID(id); len(s.SkipFrom) != 1 || s.SkipFrom[0] != want {
+			t.Errorf("step %s: SkipFrom %v, want [%d]", id, s.SkipFrom, want)
+		}
+	}
+	wantDiag(t, parseErr(t, "name: m\nsteps:\n  - {id: a, tool: send_email, args: {}}\n  - {id: ok, type: approval, requires: [], message: \"send {a}?\"}\n"),
+		"step ok: message: {a} names step a, which is not upstream of this step")
+}
