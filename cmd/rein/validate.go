@@ -100,6 +100,7 @@ func newGraphCmd(s *streams) *cobra.Command {
 	}
 	l.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	_ = cmd.RegisterFlagCompletionFunc("format", fixedValues("mermaid", "dot"))
 	return cmd
 }
 
