@@ -21,6 +21,11 @@ func newValidateCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check flows without running anything; every problem as file:line:col",
+		Long: `Check flows without running anything: the flow format, schemas, references,
+expressions, tools and models, and that the program of every exec tool is
+there to run (a relative command against the folder of the file that
+declares it, a bare name in PATH). Every problem is printed as
+file:line:col: message; exit 2 when a flow does not validate.`,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
@@ -40,7 +45,9 @@ func newValidateCmd(s *streams) *cobra.Command {
 				var fe *flow.Error
 				switch {
 				case err == nil:
-					r.OK, r.Diagnostics = true, append(r.Diagnostics, p.Flow.Warnings...)
+					r.Diagnostics = append(r.Diagnostics, p.Flow.Warnings...)
+					missing := p.CheckCommands()
+					r.OK, r.Diagnostics = len(missing) == 0, append(r.Diagnostics, missing...)
 				case errors.As(err, &fe):
 					r.Diagnostics = fe.Diagnostics
 				default:
