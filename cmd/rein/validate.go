@@ -26,7 +26,7 @@ expressions, tools and models, and that the program of every exec tool is
 there to run (a relative command against the folder of the file that
 declares it, a bare name in PATH). Every problem is printed as
 file:line:col: message; exit 2 when a flow does not validate.`,
-		Args:  cobra.MinimumNArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usageErr("--output must be text or json, not %q", output)
