@@ -164,7 +164,7 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 		t.Fatalf("%d refunds sent, want 1", len(sent))
 	}
 
-	res, err = p.Start(ctx, map[string]any{"order": "B-7", "amount": 20}, cfg, nil)
+	res, err = p.Start(ctx, map[string]any{"order": "B-7", "amount": 20, "reason": "late"}, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
