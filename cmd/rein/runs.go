@@ -52,7 +52,10 @@ func newRunsCmd(s *streams) *cobra.Command {
 		Use:   "runs",
 		Short: "List, show, trace, resume, cancel, approve, reject, settle and prune durable runs",
 		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
-` + rein.DefaultDB + `). Every subcommand takes --db and --output text|json.`,
+` + rein.DefaultDB + `). Every subcommand takes --db and -o/--output text|json.
+
+RUN is a run ID, a prefix of exactly one run's ID, or "last" (the newest run
+of the store); a prefix that matches several runs is exit 2 and lists them.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
