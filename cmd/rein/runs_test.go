@@ -418,7 +418,7 @@ func TestCancelAndPrune(t *testing.T) {
 	}
 	waiting := fx.run(exitWaiting, `{}`)
 
-	for _, bad := range [][]string{{}, {"--older-than", "soon"}, {"--older-than", "1d", "--status", "waiting"}} {
+	for _, bad := range [][]string{{"--older-than", "soon"}, {"--older-than", "1d", "--status", "waiting"}} {
 		if code, _, stderr := fx.cli(append([]string{"runs", "prune"}, bad...)...); code != exitUsage {
 			t.Fatalf("prune %v: exit %d %s", bad, code, stderr)
 		}
