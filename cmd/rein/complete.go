@@ -39,13 +39,15 @@ func statusNames(statuses []trace.RunStatus) []string {
 	return names
 }
 
-// registerCompletions completes -o/--output on every command of the tree
-// that has it, and run IDs as the first argument of the commands that take
+// registerCompletions completes -o/--output text|json on every command of
+// the tree that has it and completes it no other way, and run IDs as the first argument of the commands that take
 // RUN (with the pending steps of that run as the second of approve, reject
 // and settle).
 func registerCompletions(cmd *cobra.Command) {
 	if f := cmd.Flags().Lookup("output"); f != nil && f.Shorthand == "o" {
-		_ = cmd.RegisterFlagCompletionFunc("output", fixedValues(outputFormats...))
+		if _, own := cmd.GetFlagCompletionFunc("output"); !own {
+			_ = cmd.RegisterFlagCompletionFunc("output", fixedValues(outputFormats...))
+		}
 	}
 	if strings.Contains(cmd.Use, " RUN") && cmd.ValidArgsFunction == nil {
 		cmd.ValidArgsFunction = completeRunArgs

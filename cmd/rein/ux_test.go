@@ -149,6 +149,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"runs", "settle", "--output", ""}, []string{"text", "json"}},
 		{[]string{"version", "--output", ""}, []string{"text", "json"}},
 		{[]string{"graph", "x", "--format", ""}, []string{"mermaid", "dot"}},
+		{[]string{"graph", "x", "-o", ""}, []string{"mermaid", "dot"}},
 	} {
 		got, directive := complete(t, tc.args...)
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") || directive != ":4" {
@@ -207,5 +208,17 @@ func TestPruneDryRunAndConfirmation(t *testing.T) {
 	}
 	if code, out, _ := fx.cli("runs", "prune", "--dry-run"); code != exitOK || out != "would prune 0 runs (dry run: nothing deleted)\n" {
 		t.Fatalf("dry run of an empty store: exit %d %q", code, out)
+	}
+}
+
+func TestGraphOutputFlag(t *testing.T) {
+	t.Parallel()
+	_, byFormat, _ := cli(t, "graph", "../../examples/refund", "--format", "dot")
+	code, byO, stderr := cli(t, "graph", "../../examples/refund", "-o", "dot")
+	if code != exitOK || byO != byFormat || !strings.HasPrefix(byO, "digraph") {
+		t.Fatalf("graph -o dot: exit %d %s\n%s", code, stderr, byO)
+	}
+	if code, _, stderr := cli(t, "graph", "../../examples/refund", "-o", "dot", "--format", "mermaid"); code != exitUsage || !strings.Contains(stderr, "disagree") {
+		t.Fatalf("graph -o dot --format mermaid: exit %d %s", code, stderr)
 	}
 }

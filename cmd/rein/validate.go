@@ -89,12 +89,19 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 
 func newGraphCmd(s *streams) *cobra.Command {
 	l := &loadFlags{}
-	var format string
+	var format, output string
 	cmd := &cobra.Command{
 		Use:   "graph PATH",
 		Short: "Draw a flow's main path and failure paths (Mermaid or DOT)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case output == "":
+			case cmd.Flags().Changed("format") && format != output:
+				return usageErr("-o/--output %s and --format %s disagree: give one", output, format)
+			default:
+				format = output
+			}
 			p, err := l.load(s, args[0])
 			if err != nil {
 				return err
@@ -106,7 +113,9 @@ func newGraphCmd(s *streams) *cobra.Command {
 		},
 	}
 	l.register(cmd)
-	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "drawing format: mermaid or dot (default mermaid)")
+	cmd.Flags().StringVar(&format, "format", "mermaid", "drawing format: mermaid or dot (the same as -o)")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedValues("mermaid", "dot"))
 	_ = cmd.RegisterFlagCompletionFunc("format", fixedValues("mermaid", "dot"))
 	return cmd
 }
