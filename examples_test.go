@@ -10,6 +10,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -108,5 +109,84 @@ func TestExampleRouting(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExampleRefundWaitsForApproval walks the README's durable-run
+// walkthrough through the library: the large refund waits for review, is
+// approved from "another process" (LoadRun on the store) and sends the
+// refund once; a small one needs no approval; a rejected one never sends.
+func TestExampleRefundWaitsForApproval(t *testing.T) {
+	outbox := t.TempDir()
+	t.Setenv("REIN_OUTBOX", outbox)
+	ctx := context.Background()
+	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := rein.Load("examples/refund", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Flow.Warnings) != 0 || len(p.CheckCommands()) != 0 {
+		t.Fatalf("warnings %v, commands %v", p.Flow.Warnings, p.CheckCommands())
+	}
+	cfg := &engine.Config{Store: st}
+	large := map[string]any{"order": "A-1042", "amount": 240, "reason": "arrived broken"}
+	res, err := p.Start(ctx, large, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != "review" ||
+		res.Pending[0].Message != "Refund 240 EUR to Ada Lovelace for order A-1042 (arrived broken)?" {
+		t.Fatalf("status %s, pending %+v", res.Status, res.Pending)
+	}
+	if sent, _ := os.ReadDir(outbox); len(sent) != 0 {
+		t.Fatalf("a refund was sent before the approval: %v", sent)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: res.RunID, StepID: "review",
+		Status: store.ApprovalApproved, Comment: "ok", DecidedBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := rein.LoadRun(ctx, st, res.RunID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = again.Resume(ctx, res.RunID, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != trace.RunSucceeded || res.Outputs["refund"].(map[string]any)["refunded"] != 240.0 {
+		t.Fatalf("after approve: status %s, outputs %v, error %+v", res.Status, res.Outputs, res.Error)
+	}
+	if sent, _ := os.ReadDir(outbox); len(sent) != 1 {
+		t.Fatalf("%d refunds sent, want 1", len(sent))
+	}
+
+	res, err = p.Start(ctx, map[string]any{"order": "B-7", "amount": 20, "reason": "late"}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != trace.RunSucceeded || res.Steps["review"].Status != trace.StepSkipped || res.Steps["refund"].Status != trace.StepSucceeded {
+		t.Fatalf("small refund: status %s, steps %+v, error %+v", res.Status, res.Steps, res.Error)
+	}
+
+	res, err = p.Start(ctx, large, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: res.RunID, StepID: "review",
+		Status: store.ApprovalRejected, Comment: "not ours", DecidedBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = p.Resume(ctx, res.RunID, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != trace.RunFailed || res.Error.Step != "review" {
+		t.Fatalf("rejected refund: status %s, error %+v", res.Status, res.Error)
+	}
+	if sent, _ := os.ReadDir(outbox); len(sent) != 2 {
+		t.Fatalf("%d refunds sent, want 2 (the large approved one and the small one)", len(sent))
 	}
 }

@@ -74,6 +74,9 @@ type Project struct {
 	ConfigPath string
 	ScriptPath string
 
+	// execTools are the exec tool declarations the tools came from.
+	execTools map[string]*flow.ToolDecl
+
 	getenv  func(string) string
 	model   string // LoadOptions.Model
 	refs    bool   // provider/model references resolve
@@ -166,6 +169,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		maps.Copy(decls, cfg.Tools)
 	}
 	maps.Copy(decls, p.Flow.Tools)
+	p.execTools = decls
 	if err := registerExecTools(p.Tools, decls); err != nil {
 		return nil, err
 	}

@@ -35,9 +35,11 @@ type ToolDecl struct {
 	Idempotent    bool
 	InputSchema   *Schema
 	OutputSchema  *Schema
-	// File and Pos locate the declaration.
-	File string
-	Pos  Pos
+	// File and Pos locate the declaration; CommandPos locates the
+	// program, the command's first element.
+	File       string
+	Pos        Pos
+	CommandPos Pos
 }
 
 // Spec returns the tool.Spec the declaration describes.
@@ -224,7 +226,10 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 	for _, f := range fields {
 		switch f.key {
 		case "command":
-			t.Command = d.command(f, where)
+			t.Command, t.CommandPos = d.command(f, where), posOf(f.value)
+			if seq, ok := f.value.(*ast.SequenceNode); ok && len(seq.Values) > 0 {
+				t.CommandPos = posOf(seq.Values[0])
+			}
 		case "description":
 			t.Description, _ = d.str(f, "")
 		case "effect":

@@ -188,6 +188,9 @@ type CreateRunParams struct {
 type ListRunsParams struct {
 	Status trace.RunStatus
 	Flow   string
+	// IDPrefix keeps the runs whose ID starts with it (byte-wise), for
+	// resolving a shortened run ID.
+	IDPrefix string
 	// Limit caps the result; ≤ 0 means 100.
 	Limit int
 }
@@ -355,10 +358,15 @@ type PruneParams struct {
 	Before time.Time
 	// Status, when set, restricts pruning to one final status.
 	Status trace.RunStatus
+	// DryRun selects the same runs and deletes nothing: the result lists
+	// them in RunIDs (oldest first) and counts them in Runs; Blobs is 0.
+	DryRun bool
 }
 
 // PruneResult counts what Prune deleted.
 type PruneResult struct {
 	Runs  int `json:"runs"`
 	Blobs int `json:"blobs"`
+	// RunIDs are the runs a dry run selected.
+	RunIDs []string `json:"run_ids,omitempty"`
 }

@@ -15,13 +15,13 @@ import (
 // decideFlags are the flags of approve, reject and settle.
 type decideFlags struct {
 	loadFlags
-	db               dbFlag
-	format           string
-	comment, output  string
-	noResume         bool
-	status           store.ApprovalStatus
-	formatFlagName   string
-	stepOutputNeeded bool
+	db dbFlag
+	// format is -o/--output; value is settle's --value (the step's output);
+	// legacyFormat is settle's deprecated --format.
+	format, legacyFormat string
+	comment, value       string
+	noResume             bool
+	status               store.ApprovalStatus
 }
 
 var decideUse = map[store.ApprovalStatus]struct{ use, short, long string }{
@@ -32,18 +32,19 @@ crash, or that failed with on_error: escalate, runs again (its next attempt).
 Then the run is resumed here, unless --no-resume.`},
 	store.ApprovalRejected: {"reject RUN STEP", "Reject a step that waits for a person; the step fails",
 		`Reject the pending approval of STEP: the step fails as a business error
-(its on_error applies; an escalated step fails the run with its own error),
-and the run is resumed here, unless --no-resume.`},
-	store.ApprovalSettled: {"settle RUN STEP --output JSON", "Record what a waiting step produced, by hand; the run goes on with it",
-		`Settle STEP with the output a person knows it produced (for a step whose
-effect was unknown after a crash, an escalated one, or an approval answered
-with data): the output is checked against the step's output schema and the
-run is resumed here, unless --no-resume. The result format flag is --format here, since
---output is the step's output.`},
+(the run fails; an escalated step fails it with its own error), and the run
+is resumed here, unless --no-resume.`},
+	store.ApprovalSettled: {"settle RUN STEP --value JSON", "Record what a waiting step produced, by hand; the run goes on with it",
+		`Settle STEP with the output a person knows it produced (--value JSON; for a
+step whose effect was unknown after a crash, an escalated one, or an approval
+answered with data): the value is checked against the step's output schema and
+the run is resumed here, unless --no-resume. -o/--output is the result format,
+as on every command; the older spelling --output JSON (with --format for the
+format) still works for this release, with a warning.`},
 }
 
 func newDecideCmd(s *streams, status store.ApprovalStatus) *cobra.Command {
-	f := &decideFlags{status: status, formatFlagName: "--output"}
+	f := &decideFlags{status: status}
 	u := decideUse[status]
 	cmd := &cobra.Command{
 		Use:   u.use,
@@ -56,12 +57,11 @@ func newDecideCmd(s *streams, status store.ApprovalStatus) *cobra.Command {
 	f.loadFlags.registerOverrides(cmd)
 	cmd.Flags().StringVar(&f.comment, "comment", "", "why (recorded with the decision)")
 	cmd.Flags().BoolVar(&f.noResume, "no-resume", false, "record the decision only; resume later with rein runs resume")
+	addOutputFlag(cmd, &f.format)
 	if status == store.ApprovalSettled {
-		f.formatFlagName, f.stepOutputNeeded = "--format", true
-		cmd.Flags().StringVar(&f.output, "output", "", "the step's output, as JSON (required)")
-		cmd.Flags().StringVar(&f.format, "format", "text", "result format: text or json")
-	} else {
-		cmd.Flags().StringVarP(&f.format, "output", "o", "text", "result format: text or json")
+		cmd.Flags().StringVar(&f.value, "value", "", "the step's output, as JSON (required)")
+		cmd.Flags().StringVar(&f.legacyFormat, "format", "", "result format: text or json")
+		_ = cmd.Flags().MarkHidden("format") // deprecated: settleValue warns
 	}
 	return cmd
 }
@@ -74,19 +74,15 @@ type decisionJSON struct {
 }
 
 func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) error {
-	if err := checkFormat(f.formatFlagName, f.format); err != nil {
-		return err
-	}
 	var out json.RawMessage
-	if f.stepOutputNeeded {
-		if f.output == "" {
-			return usageErr("settle needs --output JSON: the output the step produced")
+	if f.status == store.ApprovalSettled {
+		var err error
+		if out, err = f.settleValue(s); err != nil {
+			return err
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, []byte(f.output)); err != nil {
-			return usageErr("--output is not JSON: %v", jsonErrAt([]byte(f.output), err))
-		}
-		out = buf.Bytes()
+	}
+	if err := checkFormat("--output", f.format); err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	db, dsn, err := f.db.open(ctx)
@@ -94,10 +90,11 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 		return err
 	}
 	defer closeStore(s, db)
-	run, err := db.GetRun(ctx, runID)
+	run, err := resolveRun(ctx, db, dsn, runID)
 	if err != nil {
-		return runErr(dsn, runID, err)
+		return err
 	}
+	runID = run.ID
 	if run.Finished() {
 		return usageErr("run %s already %s; there is nothing to decide", runID, run.Status)
 	}
@@ -133,6 +130,36 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 		return &exitError{code: exitCode(ctx, res)}
 	}
 	return writeRunResult(ctx, s, res, order, dsn, f.format, false)
+}
+
+// settleValue returns settle's --value, compacted. Before --value, settle
+// took the step's output as --output JSON and the result format as
+// --format: a --output that is not a format, given without --value, is
+// read that way, with a warning.
+func (f *decideFlags) settleValue(s *streams) (json.RawMessage, error) {
+	flag, v := "--value", f.value
+	if v == "" && f.format != "text" && f.format != "json" {
+		flag, v = "--output", f.format
+		f.format = "text"
+		if f.legacyFormat != "" {
+			f.format = f.legacyFormat
+		}
+		fmt.Fprintln(s.err, "rein: settle --output JSON is deprecated: pass the step's output as --value JSON; -o/--output is the result format (text or json)")
+	} else if f.legacyFormat != "" {
+		fmt.Fprintln(s.err, "rein: settle --format is deprecated: use -o/--output text|json")
+		if f.format != "text" && f.format != f.legacyFormat {
+			return nil, usageErr("--format %s and --output %s disagree: give -o/--output only", f.legacyFormat, f.format)
+		}
+		f.format = f.legacyFormat
+	}
+	if v == "" {
+		return nil, usageErr("settle needs --value JSON: the output the step produced")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(v)); err != nil {
+		return nil, usageErr("%s is not JSON: %v", flag, jsonErrAt([]byte(v), err))
+	}
+	return buf.Bytes(), nil
 }
 
 // decideErr explains why a decision could not be recorded.

@@ -20,9 +20,6 @@ const (
 	exitInterrupted = 130
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 // exitError carries an exit code out of a command; its message, if any, has
 // already been printed or is printed by Main.
 type exitError struct {
@@ -88,20 +85,11 @@ or advanced the run (nothing more was done here), 5 run cancelled, 130
 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildInfo().short(),
 	}
+	root.SetVersionTemplate("rein {{.Version}}\n")
 	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
 		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s))
+	registerCompletions(root)
 	return root
-}
-
-func newVersionCmd(s *streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print rein's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(s.out, "rein", version)
-			return nil
-		},
-	}
 }

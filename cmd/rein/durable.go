@@ -116,7 +116,7 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval) {
 	for _, a := range pending {
 		fmt.Fprintf(w, "  rein runs approve %s %s%s\n", runID, a.StepID, db)
 		fmt.Fprintf(w, "  rein runs reject %s %s%s\n", runID, a.StepID, db)
-		fmt.Fprintf(w, "  rein runs settle %s %s --output 'JSON'%s\n", runID, a.StepID, db)
+		fmt.Fprintf(w, "  rein runs settle %s %s --value 'JSON'%s\n", runID, a.StepID, db)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
@@ -53,7 +52,10 @@ func newRunsCmd(s *streams) *cobra.Command {
 		Use:   "runs",
 		Short: "List, show, trace, resume, cancel, approve, reject, settle and prune durable runs",
 		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
-` + rein.DefaultDB + `). Every subcommand takes --db and --output text|json.`,
+` + rein.DefaultDB + `). Every subcommand takes --db and -o/--output text|json.
+
+RUN is a run ID, a prefix of exactly one run's ID, or "last" (the newest run
+of the store); a prefix that matches several runs is exit 2 and lists them.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -131,6 +133,7 @@ func newRunsListCmd(s *streams) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (pending, running, waiting, succeeded, failed, cancelled)")
 	cmd.Flags().StringVar(&flowName, "flow", "", "only runs of this flow (its name)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many runs")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedValues(statusNames(runStatuses)...))
 	return cmd
 }
 
@@ -188,12 +191,12 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				id := args[0]
 				var v runView
 				var err error
-				if v.Run, err = db.GetRun(ctx, id); err != nil {
-					return runErr(dsn, id, err)
+				if v.Run, err = resolveRun(ctx, db, dsn, args[0]); err != nil {
+					return err
 				}
+				id := v.Run.ID
 				if v.Steps, err = db.Steps(ctx, id); err != nil {
 					return failed("steps of run %s: %w", id, err)
 				}
@@ -308,10 +311,11 @@ func newRunsTraceCmd(s *streams) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				id := args[0]
-				if _, err := db.GetRun(ctx, id); err != nil {
-					return runErr(dsn, id, err)
+				run, err := resolveRun(ctx, db, dsn, args[0])
+				if err != nil {
+					return err
 				}
+				id := run.ID
 				events, err := db.Events(ctx, id, 0, 0)
 				if err != nil {
 					return failed("journal of run %s: %w", id, err)
@@ -363,9 +367,13 @@ A finished run is left as it is. Exit codes as rein run.`,
 	return cmd
 }
 
-// resumeRun resumes id and prints its result like rein run.
-func resumeRun(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *loadFlags, format string) error {
-	res, order, err := advance(cmd, s, db, dsn, id, l)
+// resumeRun resumes the run ref names and prints its result like rein run.
+func resumeRun(cmd *cobra.Command, s *streams, db store.Store, dsn, ref string, l *loadFlags, format string) error {
+	run, err := resolveRun(cmd.Context(), db, dsn, ref)
+	if err != nil {
+		return err
+	}
+	res, order, err := advance(cmd, s, db, dsn, run.ID, l)
 	if err != nil {
 		return err
 	}
@@ -425,11 +433,11 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				id := args[0]
-				run, err := db.GetRun(ctx, id)
+				run, err := resolveRun(ctx, db, dsn, args[0])
 				if err != nil {
-					return runErr(dsn, id, err)
+					return err
 				}
+				id := run.ID
 				if run.Finished() {
 					return usageErr("run %s already %s; there is nothing to cancel", id, run.Status)
 				}
@@ -449,46 +457,5 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded as the run's error; default: cancelled by a person)")
-	return cmd
-}
-
-func newRunsPruneCmd(s *streams) *cobra.Command {
-	f := &storeFlags{}
-	var olderThan, status string
-	cmd := &cobra.Command{
-		Use:   "prune --older-than DURATION",
-		Short: "Delete finished runs settled before a time, with their unreferenced blobs",
-		Long: `Delete finished runs (succeeded, failed, cancelled) that settled more than
-DURATION ago (30d, 12h, 90m), with their events, steps, approvals and the blobs
-no other run refers to. A run whose flow sets a longer retention: is kept.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if olderThan == "" {
-				return usageErr("prune needs --older-than DURATION (for example 30d)")
-			}
-			d, err := flow.ParseDuration(olderThan)
-			if err != nil || d < 0 {
-				return usageErr("--older-than %q is not a duration like 30d, 12h or 90m", olderThan)
-			}
-			st, err := parseStatus(status, []trace.RunStatus{trace.RunSucceeded, trace.RunFailed, trace.RunCancelled})
-			if err != nil {
-				return err
-			}
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				res, err := db.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-d), Status: st})
-				if err != nil {
-					return failed("prune %s: %w", redactDSN(dsn), err)
-				}
-				if f.output == "json" {
-					return encodeJSON(s, res)
-				}
-				fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
-				return nil
-			})
-		},
-	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs settled longer ago than this (30d, 12h, 90m)")
-	cmd.Flags().StringVar(&status, "status", "", "only runs with this final status (succeeded, failed, cancelled)")
 	return cmd
 }

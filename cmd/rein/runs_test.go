@@ -267,7 +267,7 @@ func TestApprovalWaitsThenApproveContinues(t *testing.T) {
 	id := strings.Fields(out)[1]
 	id = strings.TrimSuffix(id, ":")
 	for _, want := range []string{"waiting for 1 decision", "step review (approval)", "publish the draft?",
-		"rein runs approve " + id + " review --db " + fx.db, "rein runs reject " + id + " review", "rein runs settle " + id + " review --output"} {
+		"rein runs approve " + id + " review --db " + fx.db, "rein runs reject " + id + " review", "rein runs settle " + id + " review --value"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("waiting result lacks %q:\n%s", want, out)
 		}
@@ -353,11 +353,14 @@ func TestSettleRecordsTheOutput(t *testing.T) {
 	t.Parallel()
 	fx := newDurable(t, "approval")
 	res := fx.run(exitWaiting, `{}`)
-	if code, _, stderr := fx.cli("runs", "settle", res.RunID, "review"); code != exitUsage || !strings.Contains(stderr, "--output") {
-		t.Fatalf("settle without --output: exit %d %s", code, stderr)
+	if code, _, stderr := fx.cli("runs", "settle", res.RunID, "review"); code != exitUsage || !strings.Contains(stderr, "--value") {
+		t.Fatalf("settle without --value: exit %d %s", code, stderr)
 	}
-	if code, _, stderr := fx.cli("runs", "settle", res.RunID, "review", "--output", `{"x": `); code != exitUsage || !strings.Contains(stderr, "not JSON") {
+	if code, _, stderr := fx.cli("runs", "settle", res.RunID, "review", "--value", `{"x": `); code != exitUsage || !strings.Contains(stderr, "--value is not JSON") {
 		t.Fatalf("settle with bad JSON: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := fx.cli("runs", "settle", res.RunID, "review", "--value", `{}`, "-o", "yaml"); code != exitUsage || !strings.Contains(stderr, "--output must be text or json") {
+		t.Fatalf("settle -o yaml: exit %d %s", code, stderr)
 	}
 	code, out, stderr := fx.cli("runs", "approve", res.RunID, "review", "--no-resume")
 	if code != exitOK || !strings.Contains(out, "rein runs resume "+res.RunID) {
@@ -367,13 +370,32 @@ func TestSettleRecordsTheOutput(t *testing.T) {
 		t.Fatalf("resume after the decision: exit %d\n%s", code, out)
 	}
 	var d decision
-	code, out, stderr = fx.cli("runs", "settle", res.RunID, "publish", "--output", `{"recorded": false, "by": "hand"}`, "--format", "json")
+	code, out, stderr = fx.cli("runs", "settle", res.RunID, "publish", "--value", `{"recorded": false, "by": "hand"}`, "-o", "json")
 	decodeOne(t, out, &d)
 	if code != exitOK || d.Approval.Status != "settled" || d.Result == nil || d.Result.Status != "succeeded" ||
-		d.Result.Outputs["publish"]["by"] != "hand" {
+		d.Result.Outputs["publish"]["by"] != "hand" || strings.Contains(stderr, "deprecated") {
 		t.Fatalf("settle: exit %d %+v %s", code, d, stderr)
 	}
 	wantCalls(t, fx.calls(), "draft") // settled by hand: the tool never ran
+}
+
+// TestSettleOldSpelling: settle took the step's output as --output JSON and
+// the format as --format before -o/--output meant the format everywhere;
+// that spelling still works, with a warning.
+func TestSettleOldSpelling(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "approval")
+	res := fx.run(exitWaiting, `{}`)
+	var d decision
+	code, out, stderr := fx.cli("runs", "settle", res.RunID, "review", "--output", `{"approved": true}`, "--format", "json")
+	decodeOne(t, out, &d)
+	if code != exitWaiting || d.Approval.Status != "settled" || !strings.Contains(stderr, "--value JSON") || !strings.Contains(stderr, "deprecated") {
+		t.Fatalf("settle --output JSON --format json: exit %d %+v\n%s", code, d, stderr)
+	}
+	code, out, stderr = fx.cli("runs", "settle", res.RunID, "publish", "--output", `{"recorded": true}`)
+	if code != exitOK || !strings.Contains(out, "settled") || !strings.Contains(stderr, "deprecated") {
+		t.Fatalf("settle --output JSON: exit %d\n%s%s", code, out, stderr)
+	}
 }
 
 func TestCancelAndPrune(t *testing.T) {
@@ -396,7 +418,7 @@ func TestCancelAndPrune(t *testing.T) {
 	}
 	waiting := fx.run(exitWaiting, `{}`)
 
-	for _, bad := range [][]string{{}, {"--older-than", "soon"}, {"--older-than", "1d", "--status", "waiting"}} {
+	for _, bad := range [][]string{{"--older-than", "soon"}, {"--older-than", "1d", "--status", "waiting"}} {
 		if code, _, stderr := fx.cli(append([]string{"runs", "prune"}, bad...)...); code != exitUsage {
 			t.Fatalf("prune %v: exit %d %s", bad, code, stderr)
 		}
@@ -429,7 +451,7 @@ func TestRunsErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"runs", "show", "nope"}, {"runs", "trace", "nope"}, {"runs", "resume", "nope"},
 		{"runs", "cancel", "nope"}, {"runs", "approve", "nope", "s"}, {"runs", "reject", "nope", "s"},
-		{"runs", "settle", "nope", "s", "--output", "{}"},
+		{"runs", "settle", "nope", "s", "--value", "{}"},
 	} {
 		code, out, stderr := fx.cli(args...)
 		if code != exitUsage || !strings.Contains(stderr, "run nope is not in "+fx.db) || out != "" {
@@ -452,7 +474,8 @@ func TestRunsErrors(t *testing.T) {
 	wantCalls(t, fx.calls(), "book") // the run with a bad --db ran nothing
 	for _, args := range [][]string{
 		{"runs", "list", "--output", "yaml"}, {"runs", "show", "x", "-o", "xml"}, {"runs", "list", "--status", "done"},
-		{"runs", "settle", "x", "s", "--output", "{}", "--format", "yaml"}, {"run", fx.dir, "--output", "yaml"},
+		{"runs", "settle", "x", "s", "--output", "{}", "--format", "yaml"}, {"runs", "settle", "x", "s", "--value", "{}", "-o", "xml"},
+		{"run", fx.dir, "--output", "yaml"},
 		{"runs", "approve", "only-a-run"}, {"worker", "--concurrency", "0"}, {"runs", "bogus"},
 	} {
 		if code, _, stderr := fx.cli(args...); code != exitUsage {

@@ -21,7 +21,12 @@ func newValidateCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check flows without running anything; every problem as file:line:col",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check flows without running anything: the flow format, schemas, references,
+expressions, tools and models, and that the program of every exec tool is
+there to run (a relative command against the folder of the file that
+declares it, a bare name in PATH). Every problem is printed as
+file:line:col: message; exit 2 when a flow does not validate.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usageErr("--output must be text or json, not %q", output)
@@ -40,7 +45,9 @@ func newValidateCmd(s *streams) *cobra.Command {
 				var fe *flow.Error
 				switch {
 				case err == nil:
-					r.OK, r.Diagnostics = true, append(r.Diagnostics, p.Flow.Warnings...)
+					r.Diagnostics = append(r.Diagnostics, p.Flow.Warnings...)
+					missing := p.CheckCommands()
+					r.OK, r.Diagnostics = len(missing) == 0, append(r.Diagnostics, missing...)
 				case errors.As(err, &fe):
 					r.Diagnostics = fe.Diagnostics
 				default:
@@ -82,12 +89,19 @@ func newValidateCmd(s *streams) *cobra.Command {
 
 func newGraphCmd(s *streams) *cobra.Command {
 	l := &loadFlags{}
-	var format string
+	var format, output string
 	cmd := &cobra.Command{
 		Use:   "graph PATH",
 		Short: "Draw a flow's main path and failure paths (Mermaid or DOT)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case output == "":
+			case cmd.Flags().Changed("format") && format != output:
+				return usageErr("-o/--output %s and --format %s disagree: give one", output, format)
+			default:
+				format = output
+			}
 			p, err := l.load(s, args[0])
 			if err != nil {
 				return err
@@ -99,7 +113,10 @@ func newGraphCmd(s *streams) *cobra.Command {
 		},
 	}
 	l.register(cmd)
-	cmd.Flags().StringVar(&format, "format", "mermaid", "mermaid or dot")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "drawing format: mermaid or dot (default mermaid)")
+	cmd.Flags().StringVar(&format, "format", "mermaid", "drawing format: mermaid or dot (the same as -o)")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedValues("mermaid", "dot"))
+	_ = cmd.RegisterFlagCompletionFunc("format", fixedValues("mermaid", "dot"))
 	return cmd
 }
 

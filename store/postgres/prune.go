@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
@@ -19,6 +20,25 @@ import (
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	if p.Status != "" && !(&store.Run{Status: p.Status}).Finished() {
 		return nil, errors.New("postgres store: prune: status " + string(p.Status) + " is not a final status")
+	}
+	if p.DryRun {
+		var ids []string
+		err := again(ctx, true, func() error {
+			rows, err := s.pool.Query(ctx, `SELECT id FROM rein_runs
+			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
+			AND settled_at < $1
+			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()
+			ORDER BY ord`, p.Before, string(p.Status))
+			if err != nil {
+				return err
+			}
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if err != nil {
+			return nil, mapErr("prune (dry run)", err)
+		}
+		return &store.PruneResult{Runs: len(ids), RunIDs: ids}, nil
 	}
 	var runs int
 	err := again(ctx, true, func() error {

@@ -168,8 +168,8 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	var out []*store.Run
 	err := again(ctx, true, func() error {
 		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM `+runFrom+`
-		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2)
-		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit)
+		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2) AND ($4 = '' OR starts_with(r.id, $4))
+		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit, q.IDPrefix)
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,15 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		st = [3]any{string(p.Status), string(p.Status), string(p.Status)}
 	}
 	var res store.PruneResult
+	if p.DryRun {
+		ids, err := queryAll(ctx, s.rdb, "prune (dry run)", func(row scanner) (id string, err error) {
+			return id, row.Scan(&id)
+		}, `SELECT id FROM runs WHERE `+pruneWhere+` ORDER BY rk`, st[0], st[1], st[2], p.Before.UnixNano(), time.Now().UnixNano())
+		if err != nil {
+			return nil, err
+		}
+		return &store.PruneResult{Runs: len(ids), RunIDs: ids}, nil
+	}
 	err := s.w.do(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
 		return x.prune(st, p.Before, &res)
@@ -33,6 +42,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	return &res, nil
 }
 
+// pruneWhere selects the runs Prune deletes; its parameters are three
+// statuses, the cutoff and now (Unix ns).
+const pruneWhere = `status IN (?, ?, ?) AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`
+
 // prune deletes the runs Prune would (statuses st, settled before before),
 // counting them in res. The writer forgets every run key, head and flow
 // text it knew, at once for the rest of the batch and for good once it
@@ -40,9 +53,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 func (x *wtx) prune(st [3]any, before time.Time, res *store.PruneResult) error {
 	x.reset = true
 	now := time.Now().UnixNano()
-	rows, err := x.query(`SELECT rk FROM runs WHERE status IN (?, ?, ?)
-		AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`,
-		st[0], st[1], st[2], before.UnixNano(), now)
+	rows, err := x.query(`SELECT rk FROM runs WHERE `+pruneWhere, st[0], st[1], st[2], before.UnixNano(), now)
 	if err != nil {
 		return err
 	}

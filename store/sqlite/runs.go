@@ -211,7 +211,21 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if limit <= 0 {
 		limit = 100
 	}
-	if p.Status != "" {
+	if p.IDPrefix != "" {
+		// the unique index on id answers a prefix as a range; the status
+		// and flow filters below then only narrow those few rows.
+		where, args = append(where, "r.id >= ?"), append(args, p.IDPrefix)
+		if hi, ok := prefixEnd(p.IDPrefix); ok {
+			where, args = append(where, "r.id < ?"), append(args, hi)
+		}
+		if p.Status != "" {
+			where, args = append(where, "r.status = ?"), append(args, string(p.Status))
+		}
+		if p.Flow != "" {
+			where, args = append(where, "r.flow = ?"), append(args, p.Flow)
+		}
+	}
+	if p.Status != "" && p.IDPrefix == "" {
 		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
 		if isLive(string(p.Status)) && p.Flow == "" {
 			// runs in flight: runs_live and the tail it lacks yet, the
@@ -222,7 +236,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 			args = append(args, string(p.Status), string(p.Status), limit)
 		}
 	}
-	if p.Flow != "" {
+	if p.Flow != "" && p.IDPrefix == "" {
 		// run_flows, and the tail of runs it lacks yet: the newest of
 		// both, merged in rk order (each arm comes sorted, so SQLite
 		// stops at the limit).
@@ -242,6 +256,20 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	}
 	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
 	return queryAll(ctx, s.rdb, "list runs", scanRunHead, q, append(args, limit)...)
+}
+
+// prefixEnd returns the least string greater than every string that starts
+// with prefix, byte-wise; ok is false when there is none (prefix is all
+// 0xff bytes).
+func prefixEnd(prefix string) (end string, ok bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
 }
 
 // queryAll runs a read query and scans every row with scan; errors name

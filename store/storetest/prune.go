@@ -76,6 +76,16 @@ func testPrune(t *testing.T, h Harness) {
 	settledRun(t, s, "r-old", trace.RunRunning, old, 0)
 	settledRun(t, s, "p-old", trace.RunPending, old, 0)
 	settledRun(t, s, "s-unsettled", trace.RunSucceeded, time.Time{}, 0)
+	dry := prune(t, s, store.PruneParams{Before: now.Add(-time.Hour), DryRun: true})
+	if dry.Runs != 3 || dry.Blobs != 0 || !equal(dry.RunIDs, []string{"s-old", "f-old", "c-old"}) {
+		t.Errorf("Prune(dry run) = %+v, want s-old, f-old, c-old", *dry)
+	}
+	if dry := prune(t, s, store.PruneParams{Before: now.Add(-time.Hour), Status: trace.RunFailed, DryRun: true}); !equal(dry.RunIDs, []string{"f-old"}) {
+		t.Errorf("Prune(dry run, failed) = %+v, want f-old", *dry)
+	}
+	for _, id := range []string{"s-old", "f-old", "c-old"} {
+		wantKept(t, s, id)
+	}
 	res := prune(t, s, store.PruneParams{Before: now.Add(-time.Hour)})
 	if res.Runs != 3 || res.Blobs != 0 {
 		t.Errorf("Prune = %+v, want 3 runs, 0 blobs", *res)

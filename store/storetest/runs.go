@@ -181,6 +181,14 @@ func testListRuns(t *testing.T, h Harness) {
 		{store.ListRunsParams{Status: trace.RunSucceeded}, nil},
 		{store.ListRunsParams{Limit: 2}, []string{"r05", "r04"}},
 		{store.ListRunsParams{Status: trace.RunWaiting, Limit: 1}, []string{"r05"}},
+		{store.ListRunsParams{IDPrefix: "r0"}, []string{"r05", "r04", "r03", "r02", "r01"}},
+		{store.ListRunsParams{IDPrefix: "r03"}, []string{"r03"}},
+		{store.ListRunsParams{IDPrefix: "r03x"}, nil},
+		{store.ListRunsParams{IDPrefix: "r1"}, nil},
+		{store.ListRunsParams{IDPrefix: "R0"}, nil},
+		{store.ListRunsParams{IDPrefix: "r0", Status: trace.RunWaiting, Limit: 2}, []string{"r05", "r03"}},
+		{store.ListRunsParams{IDPrefix: "r0", Flow: "b"}, []string{"r04", "r02"}},
+		{store.ListRunsParams{IDPrefix: "%"}, nil},
 	}
 	for _, tc := range tests {
 		got, err := s.ListRuns(ctx, &tc.p)

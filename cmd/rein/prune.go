@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+var finalStatuses = []trace.RunStatus{trace.RunSucceeded, trace.RunFailed, trace.RunCancelled}
+
+func newRunsPruneCmd(s *streams) *cobra.Command {
+	f := &storeFlags{}
+	var olderThan, status string
+	var dryRun, yes bool
+	cmd := &cobra.Command{
+		Use:   "prune [--older-than DURATION] [--status S]",
+		Short: "Delete finished runs settled before a time, with their unreferenced blobs (--dry-run lists them)",
+		Long: `Delete finished runs (succeeded, failed, cancelled) that settled more than
+DURATION ago (30d, 12h, 90m; without --older-than: every finished run), with
+their events, steps, approvals and the blobs no other run refers to. A run
+whose flow sets a longer retention: is kept.
+
+--dry-run lists the runs that would be deleted and deletes nothing. A prune
+that would delete every finished run (no --older-than and no --status) or
+leave the store empty asks for confirmation on a terminal, and otherwise
+needs --yes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			p := &store.PruneParams{Before: now}
+			if olderThan != "" {
+				d, err := flow.ParseDuration(olderThan)
+				if err != nil || d < 0 {
+					return usageErr("--older-than %q is not a duration like 30d, 12h or 90m", olderThan)
+				}
+				p.Before = now.Add(-d)
+			}
+			var err error
+			if p.Status, err = parseStatus(status, finalStatuses); err != nil {
+				return err
+			}
+			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+				p.DryRun = true
+				sel, err := db.Prune(ctx, p)
+				if err != nil {
+					return failed("prune %s (dry run): %w", redactDSN(dsn), err)
+				}
+				if dryRun {
+					return writePruneDryRun(ctx, s, db, sel, f.output)
+				}
+				if sel.Runs > 0 && !yes {
+					every, err := prunesEverything(ctx, db, sel, olderThan == "" && status == "")
+					if err != nil {
+						return failed("prune %s: %w", redactDSN(dsn), err)
+					}
+					if every {
+						if err := confirmPrune(s, sel.Runs, dsn); err != nil {
+							return err
+						}
+					}
+				}
+				p.DryRun = false
+				res, err := db.Prune(ctx, p)
+				if err != nil {
+					return failed("prune %s: %w", redactDSN(dsn), err)
+				}
+				if f.output == "json" {
+					return encodeJSON(s, res)
+				}
+				fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
+				return nil
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs settled longer ago than this (30d, 12h, 90m; default: every finished run)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this final status (succeeded, failed, cancelled)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs that would be deleted; delete nothing")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking, even when the prune deletes every run")
+	_ = cmd.RegisterFlagCompletionFunc("status", fixedValues(statusNames(finalStatuses)...))
+	return cmd
+}
+
+// prunesEverything reports whether deleting sel empties the store, or
+// unfiltered (no --older-than, no --status) deletes every finished run.
+func prunesEverything(ctx context.Context, db store.Store, sel *store.PruneResult, unfiltered bool) (bool, error) {
+	if unfiltered {
+		return true, nil
+	}
+	runs, err := db.ListRuns(ctx, &store.ListRunsParams{Limit: sel.Runs + 1})
+	if err != nil {
+		return false, err
+	}
+	return len(runs) <= sel.Runs, nil
+}
+
+// confirmPrune asks on a terminal whether to delete every run; elsewhere it
+// refuses without --yes.
+func confirmPrune(s *streams, n int, dsn string) error {
+	what := fmt.Sprintf("%d %s, every finished run of %s", n, pluralize(n, "run", "runs"), redactDSN(dsn))
+	in, ok := s.in.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return usageErr("this prune deletes %s: pass --yes to confirm (rein runs prune --dry-run lists them); nothing was deleted", what)
+	}
+	fmt.Fprintf(s.err, "Delete %s? [y/N] ", what)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return &exitError{code: exitRunFailed, err: fmt.Errorf("not confirmed; nothing was deleted")}
+}
+
+// pruneDryRunJSON is what prune --dry-run --output json prints.
+type pruneDryRunJSON struct {
+	DryRun bool     `json:"dry_run"`
+	Runs   []runRow `json:"runs"`
+}
+
+func writePruneDryRun(ctx context.Context, s *streams, db store.Store, sel *store.PruneResult, format string) error {
+	runs := make([]runRow, 0, len(sel.RunIDs))
+	for _, id := range sel.RunIDs {
+		r, err := db.GetRun(ctx, id)
+		if err != nil {
+			continue // pruned or changed since the selection
+		}
+		runs = append(runs, toRunRow(r))
+	}
+	if format == "json" {
+		return encodeJSON(s, pruneDryRunJSON{DryRun: true, Runs: runs})
+	}
+	fmt.Fprintf(s.out, "would prune %d %s (dry run: nothing deleted)\n", len(runs), pluralize(len(runs), "run", "runs"))
+	if len(runs) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tSETTLED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, stamp(r.SettledAt))
+	}
+	return tw.Flush()
+}
