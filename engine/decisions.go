@@ -145,7 +145,7 @@ func (r *run) callRoute(ctx context.Context, j *job, in unitInput, attempt int) 
 func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
 	ps := s.PlanSpec
-	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate,
+	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate, Recorder: (*callRecorder)(r),
 		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(s, ev) }})
 	if err != nil {
 		return nil, err
