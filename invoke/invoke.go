@@ -191,7 +191,7 @@ func (p *Pipeline) callBounded(ctx context.Context, t tool.Tool, args any, rec *
 			return res.out, res.err
 		}
 		rec.Outcome, rec.Abandoned = ctxOutcome(ctx), true
-		return nil, fmt.Errorf("tool %s: %w (it had not returned; whatever it returns now is discarded)", late.Tool, context.Cause(ctx))
+		return nil, fmt.Errorf("tool %s: %w; it had not returned, and whatever it returns now is discarded", late.Tool, context.Cause(ctx))
 	}
 }
 
