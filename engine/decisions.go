@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/route"
@@ -152,8 +152,9 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	}
 	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
 	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
-	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt,
-		IdempotencyKey: r.id + "/" + s.ID + "/" + strconv.Itoa(attempt)})
+	// the plan's calls extend this attempt's key (package invoke).
+	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
+	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: at.Key()})
 	res, err := plan.Run(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted})
 	if err != nil {
 		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {
