@@ -301,7 +301,9 @@ steps:
 		{"repeat round 2", "r/rep#2/1", invoke.OK, func(p invoke.Position) bool { return p.Round == 2 }},
 		{"failing tool", "r/fb/1", invoke.Failed, func(p invoke.Position) bool { return !p.Fallback }},
 		{"fallback tool", "r/fb/fallback/1", invoke.OK, func(p invoke.Position) bool { return p.Fallback }},
-		{"plan step", "r/pl/1/plan1/a", invoke.OK, func(p invoke.Position) bool { return p.StepID == "pl" && p.Parent == "r/pl/1" && p.PlanStep == "a" && p.Plan == 1 }},
+		{"plan step", "r/pl/1/plan1/a", invoke.OK, func(p invoke.Position) bool {
+			return p.StepID == "pl" && p.Parent == "r/pl/1" && p.PlanStep == "a" && p.Plan == 1
+		}},
 		{"args that break the schema", "r/bad/1", invoke.InvalidArgs, func(invoke.Position) bool { return true }},
 	}
 	recs := map[string]invoke.Record{}
