@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/route"
@@ -145,15 +145,16 @@ func (r *run) callRoute(ctx context.Context, j *job, in unitInput, attempt int) 
 func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
 	ps := s.PlanSpec
-	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate,
+	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate, Recorder: (*callRecorder)(r),
 		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(s, ev) }})
 	if err != nil {
 		return nil, err
 	}
 	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
 	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
-	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt,
-		IdempotencyKey: r.id + "/" + s.ID + "/" + strconv.Itoa(attempt)})
+	// the plan's calls extend this attempt's key (package invoke).
+	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
+	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: at.Key()})
 	res, err := plan.Run(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted})
 	if err != nil {
 		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {

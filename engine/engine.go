@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/route"
@@ -48,11 +49,20 @@ type Config struct {
 	// LeaseTTL is how long a lease lasts without a heartbeat; heartbeats
 	// come every third of it. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// OnCall, when set, receives the call record of every tool call the
+	// engine makes (tool steps, their items and rounds, fallbacks, plan
+	// steps), and the Late record of a tool that returned after the call
+	// was given up at its deadline — which may come after the run settled.
+	// It is called from the calls' goroutines, concurrently, and must not
+	// block for long.
+	OnCall func(invoke.Record)
 }
 
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
 type Engine struct {
 	cfg Config
+	// pipe is the one invocation pipeline of every tool call.
+	pipe invoke.Pipeline
 	// bindings caches each flow's resolved tools and models (*flow.Flow →
 	// *bound); the registries do not change after New.
 	bindings sync.Map
@@ -89,7 +99,7 @@ func New(cfg Config) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	return &Engine{cfg: cfg}
+	return &Engine{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Clock.Now}}
 }
 
 // RunOptions are per-run settings; a nil *RunOptions means defaults.

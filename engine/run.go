@@ -52,6 +52,12 @@ type run struct {
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.
 	buf []byte
+	// closed is set (under recordMu) once the run's last event is
+	// recorded; abandoned once a tool call was given up at its deadline
+	// with the tool still running (the run then never goes back to the
+	// pool: that tool may still report).
+	closed    bool
+	abandoned atomic.Bool
 	// d is the durable part (journal batching, approvals, lease).
 	d durability
 }
@@ -126,7 +132,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 
 // recycle returns a finished run's buffers to the engine's pool.
 func (r *run) recycle() {
-	if len(r.results) != 0 || r.running != 0 {
+	if len(r.results) != 0 || r.running != 0 || r.abandoned.Load() {
 		return // never reuse a run that still has work in flight
 	}
 	e := r.e
@@ -456,6 +462,23 @@ func (r *run) finish(parent context.Context) *Result {
 func (r *run) record(e trace.Event) {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
+	r.recordLocked(e)
+}
+
+// recordUnlessSettled records e unless the run has recorded its last
+// event (a result reported after the run settled has no journal left).
+func (r *run) recordUnlessSettled(e trace.Event) {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	if !r.closed {
+		r.recordLocked(e)
+	}
+}
+
+func (r *run) recordLocked(e trace.Event) {
+	if e.Kind == trace.RunSettled || e.Kind == trace.RunParked {
+		r.closed = true
+	}
 	r.event = e
 	ev := &r.event
 	r.seq++

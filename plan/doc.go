@@ -23,9 +23,14 @@
 // depends on (declared, or implied by a $ref) have succeeded, independent
 // steps in parallel up to Concurrency, each call's resolved args validated
 // against the input schema, passed through the safety.Gate and made with a
-// tool.CallInfo whose idempotency key is run/step/plan-step/attempt, and
-// every start and settlement reported to OnEvent. The executor keeps its own
-// budget of tool calls, whatever the plans say.
+// tool.CallInfo whose idempotency key extends the key of the flow step's
+// attempt the plan runs in (run/step/attempt/plan<n>/<plan-step>, n the
+// plan's number: package invoke), and every start and settlement reported
+// to OnEvent. Every call goes through the one invocation pipeline (package
+// invoke): args schema, gate, key, call (returning at the context's
+// deadline even when a tool ignores it), output schema, and a call record
+// for ExecutorConfig.Recorder. The executor keeps its own budget of tool
+// calls, whatever the plans say.
 //
 // Run joins them: it asks a Planner for a plan, executes it, and when a step
 // fails asks again — with the failure as an observation and the completed

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/value"
 )
 
 // Defaults of ExecutorConfig.
@@ -31,6 +29,11 @@ type ExecutorConfig struct {
 	Tools *tool.Registry
 	// Gate decides on every tool call. Defaults to safety.AllowAll.
 	Gate safety.Gate
+	// Recorder, when set, receives every decision of the gate and the call
+	// record of every tool call (package invoke), from the calls'
+	// goroutines, concurrently — including the Late record of a tool that
+	// returned after its call was given up at the context's deadline.
+	Recorder invoke.Recorder
 	// MaxExecuted is the executor's own budget of tool calls per run
 	// (State), whatever the plans say. Defaults to DefaultMaxExecuted.
 	MaxExecuted int
@@ -94,7 +97,13 @@ type StepError struct {
 
 // Error reads like `plan step weather (tool read_primary_weather) failed: upstream 503`.
 func (e *StepError) Error() string {
-	return fmt.Sprintf("plan step %s (tool %s) failed: %v", e.StepID, e.Tool, e.Err)
+	return fmt.Sprintf("plan step %s (tool %s) failed: %s", e.StepID, e.Tool, e.Cause())
+}
+
+// Cause is the cause's message without the "tool <name>: " the message
+// already says.
+func (e *StepError) Cause() string {
+	return strings.TrimPrefix(e.Err.Error(), "tool "+e.Tool+": ")
 }
 
 // Unwrap returns the cause.
@@ -108,6 +117,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // concurrent use by several runs, each with its own State.
 type Executor struct {
 	cfg   ExecutorConfig
+	pipe  invoke.Pipeline
 	tools map[string]tool.Tool
 }
 
@@ -133,7 +143,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Executor{cfg: cfg, tools: make(map[string]tool.Tool, len(cfg.Catalog.names))}
+	e := &Executor{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Now}, tools: make(map[string]tool.Tool, len(cfg.Catalog.names))}
 	for _, n := range cfg.Catalog.names {
 		t, ok := cfg.Tools.Lookup(n)
 		if !ok {
@@ -182,8 +192,11 @@ type round struct {
 	attempt int
 	runID   string
 	stepID  string
-	status  []uint8
-	fails   []*StepError
+	// at is the position of the flow step's attempt the plan runs in;
+	// every call's key extends its key.
+	at     invoke.Position
+	status []uint8
+	fails  []*StepError
 }
 
 type settled struct {
@@ -194,18 +207,21 @@ type settled struct {
 }
 
 func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog) error {
-	runID, stepID := st.RunID, st.StepID
-	if runID == "" || stepID == "" {
-		info := tool.CallInfoFrom(ctx)
-		runID, stepID = cmpOr(runID, info.RunID), cmpOr(stepID, info.StepID)
-	}
+	info := tool.CallInfoFrom(ctx)
+	runID, stepID := cmpOr(st.RunID, info.RunID), cmpOr(st.StepID, info.StepID)
 	an, verr := analyze(p, cat, st.results)
 	if verr != nil {
 		e.emit(Event{Kind: PlanRejected, RunID: runID, StepID: stepID, Attempt: st.attempt + 1, Plan: p, ErrorClass: fault.ClassOf(verr), Error: verr.Error()})
 		return verr
 	}
 	st.attempt++
-	r := &round{e: e, p: p, an: an, st: st, attempt: st.attempt, runID: runID, stepID: stepID, status: make([]uint8, len(p.Steps))}
+	r := &round{e: e, p: p, an: an, st: st, attempt: st.attempt, runID: runID, stepID: stepID, status: make([]uint8, len(p.Steps)),
+		at: invoke.Position{RunID: runID, StepID: stepID, Attempt: info.Attempt, Plan: st.attempt}}
+	if info.IdempotencyKey != "" && info.RunID == runID && info.StepID == stepID {
+		r.at.Parent = info.IdempotencyKey
+	} else {
+		r.at.Parent = r.at.Key()
+	}
 	budget := e.cfg.MaxExecuted
 	if st.MaxExecuted > 0 && st.MaxExecuted < budget {
 		budget = st.MaxExecuted
@@ -301,23 +317,19 @@ func (r *round) qualified(planStep string) string {
 	return r.stepID + "/" + planStep
 }
 
-func (r *round) key(planStep string) string {
-	var b strings.Builder
-	for _, part := range [...]string{r.runID, r.stepID, planStep} {
-		if part != "" {
-			b.WriteString(part)
-			b.WriteByte('/')
-		}
-	}
-	b.WriteString(strconv.Itoa(r.attempt))
-	return b.String()
+// position places plan step planStep (its key: package invoke).
+func (r *round) position(planStep string) invoke.Position {
+	at := r.at
+	at.PlanStep = planStep
+	return at
 }
 
 // launch resolves step i's args and starts its call. A step whose
 // references do not resolve fails without a call (and is not counted).
 func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool {
 	s := &r.p.Steps[i]
-	key := r.key(s.ID)
+	at := r.position(s.ID)
+	key := at.Key()
 	args, err := r.resolve(i)
 	r.e.emit(Event{Kind: StepStarted, RunID: r.runID, StepID: r.stepID, PlanStep: s.ID, Tool: s.Tool, Attempt: r.attempt, IdempotencyKey: key, Args: args})
 	if err != nil {
@@ -326,10 +338,17 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	}
 	r.status[i] = running
 	r.st.executed++
-	info := &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt, IdempotencyKey: key}
+	req := &invoke.Request{Tool: r.e.tools[s.Tool], Args: args, At: at, Recorder: r.e.cfg.Recorder,
+		Info: &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt}}
+	if ent := r.an.steps[i].entry; ent != nil {
+		req.Spec, req.Input = &ent.spec, (*argsCheck)(ent)
+		if ent.out != nil {
+			req.Output = ent.out
+		}
+	}
 	go func() {
 		start := r.e.cfg.Now()
-		out, err := r.e.call(ctx, info, r.an.steps[i].entry, args)
+		out, _, err := r.e.pipe.Call(ctx, req)
 		results <- settled{i: i, out: out, err: err, dur: r.e.cfg.Now().Sub(start)}
 	}()
 	return true
@@ -361,8 +380,9 @@ func (r *round) resolve(i int) (any, error) {
 
 func (r *round) settle(s settled) {
 	step := &r.p.Steps[s.i]
+	at := r.position(step.ID)
 	ev := Event{Kind: StepSettled, RunID: r.runID, StepID: r.stepID, PlanStep: step.ID, Tool: step.Tool, Attempt: r.attempt,
-		IdempotencyKey: r.key(step.ID), Duration: s.dur, Status: "succeeded", Output: s.out}
+		IdempotencyKey: at.Key(), Duration: s.dur, Status: "succeeded", Output: s.out}
 	if s.err != nil {
 		r.status[s.i] = failed
 		r.fails = append(r.fails, &StepError{StepID: step.ID, Tool: step.Tool, Attempt: r.attempt, Err: s.err})
@@ -374,48 +394,15 @@ func (r *round) settle(s settled) {
 	r.e.emit(ev)
 }
 
-// call makes one tool call: input schema, gate, call (panics become
-// business errors), output normalised and checked against the output
-// schema.
-func (e *Executor) call(ctx context.Context, info *tool.CallInfo, ent *entry, args any) (any, error) {
-	spec := &ent.spec
-	if ent.in != nil && (ent.inQ == nil || !ent.inQ.valid(args, false)) {
-		if err := ent.in.Validate(args); err != nil {
-			return nil, fault.BusinessErr(fmt.Errorf("args for tool %s %w", spec.Name, err))
-		}
-	}
-	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: args}
-	d, err := e.cfg.Gate.Check(ctx, &inv)
-	if err != nil {
-		return nil, fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
-	}
-	if d.Verdict != safety.Allow && d.Verdict != "" {
-		return nil, fault.Errorf(fault.Policy, "policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
-	}
-	out, err := safeCall(tool.WithCallInfo(ctx, info), e.tools[spec.Name], args)
-	if err != nil {
-		return nil, err
-	}
-	if out, err = value.Normalize(out); err != nil {
-		return nil, fault.BusinessErr(fmt.Errorf("tool %s returned %w", spec.Name, err))
-	}
-	if ent.out != nil {
-		if err := ent.out.Validate(out); err != nil {
-			return nil, fault.BusinessErr(fmt.Errorf("tool %s output %w", spec.Name, err))
-		}
-	}
-	return out, nil
-}
+// argsCheck is an entry's args check: the quick form accepts what it can
+// vouch for, and everything else goes to the full validator (whose
+// messages are the ones users see).
+type argsCheck entry
 
-func safeCall(ctx context.Context, t tool.Tool, args any) (out any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			stack := strings.SplitN(string(debug.Stack()), "\n", 13)
-			if len(stack) > 12 {
-				stack = stack[:12]
-			}
-			err = fault.Errorf(fault.Business, "panicked: %v\n%s", p, strings.Join(stack, "\n"))
-		}
-	}()
-	return t.Call(ctx, args)
+// Validate checks args against the tool's input schema.
+func (a *argsCheck) Validate(args any) error {
+	if a.in == nil || a.inQ != nil && a.inQ.valid(args, false) {
+		return nil
+	}
+	return a.in.Validate(args)
 }

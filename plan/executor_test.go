@@ -43,11 +43,11 @@ func TestExecuteRunsAPlan(t *testing.T) {
 	if got := rec.kinds(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events %q\nwant %q", got, want)
 	}
-	if got := strings.Join(w.keys, " "); got != "run1/planning/weather_backup/1 run1/planning/convert/1 run1/planning/brief/1" {
+	if got := strings.Join(w.keys, " "); got != "run1/planning/1/plan1/weather_backup run1/planning/1/plan1/convert run1/planning/1/plan1/brief" {
 		t.Errorf("idempotency keys %s", got)
 	}
 	ev := rec.events[4]
-	if ev.RunID != "run1" || ev.StepID != "planning" || ev.Tool != "write_brief" || ev.Attempt != 1 || ev.IdempotencyKey != "run1/planning/brief/1" {
+	if ev.RunID != "run1" || ev.StepID != "planning" || ev.Tool != "write_brief" || ev.Attempt != 1 || ev.IdempotencyKey != "run1/planning/1/plan1/brief" {
 		t.Errorf("started event %+v", ev)
 	}
 	if args, _ := ev.Args.(map[string]any); args["fahrenheit"] != 64.4 || args["city"] != "Tokyo" {

@@ -125,7 +125,7 @@ func Run(ctx context.Context, pl Planner, ex *Executor, goal string, lim Limits)
 		if !errors.As(err, &se) {
 			return res, err
 		}
-		f := Failure{StepID: se.StepID, Tool: se.Tool, Class: fault.ClassOf(se.Err), Error: se.Err.Error()}
+		f := Failure{StepID: se.StepID, Tool: se.Tool, Class: fault.ClassOf(se.Err), Error: se.Cause()}
 		res.Failures = append(res.Failures, f)
 		if f.Class == fault.Budget || f.Class == fault.Cancelled {
 			return res, err

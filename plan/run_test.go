@@ -42,7 +42,7 @@ func TestRunReplansAroundAFailedSource(t *testing.T) {
 	if got := rec.kinds(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events %q\nwant %q", got, want)
 	}
-	if got := strings.Join(w.keys, " "); got != "run7/plan/weather/1 run7/plan/weather_backup/2 run7/plan/convert/2 run7/plan/brief/2" {
+	if got := strings.Join(w.keys, " "); got != "run7/plan/plan1/weather run7/plan/plan2/weather_backup run7/plan/plan2/convert run7/plan/plan2/brief" {
 		t.Errorf("keys %s", got)
 	}
 }

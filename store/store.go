@@ -26,16 +26,22 @@ import (
 	"errors"
 	"time"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/trace"
 )
 
+// The sentinels carry their fault class, so errors.Is(err, ErrConflict)
+// and fault.ClassOf(err) == fault.Conflict agree on any error that wraps
+// them (unless an outer error gives it another class on purpose).
 var (
-	// ErrNotFound: the run, step, approval or blob does not exist.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: the run, step, approval or blob does not exist. Its
+	// class is fault.NotFound.
+	ErrNotFound = fault.New(fault.NotFound, errors.New("not found"))
 	// ErrConflict: another writer got there first — the run's version moved
 	// on, its lease is held by someone else, an approval was already
-	// decided. The loser backs off and re-reads.
-	ErrConflict = errors.New("conflict")
+	// decided. The loser backs off and re-reads. Its class is
+	// fault.Conflict.
+	ErrConflict = fault.New(fault.Conflict, errors.New("conflict"))
 )
 
 // JournalVersion is the version of the event records this binary writes.

@@ -109,12 +109,18 @@ func Typed[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, err
 }
 
 // CallInfo identifies one tool invocation. Tools find it in their context.
+// For a plan step StepID is "step/plan-step" and Attempt the plan's number
+// (1, then 1 more per replan).
 type CallInfo struct {
 	RunID   string
 	StepID  string
 	Attempt int
-	// IdempotencyKey is stable for a given run, step and attempt
-	// ("run/step/attempt"); pass it to external systems that deduplicate.
+	// IdempotencyKey is stable for a given call and differs between calls;
+	// pass it to external systems that deduplicate. A plain step's key is
+	// "run/step/attempt"; for_each items, repeat rounds, fallbacks, plan
+	// steps and agent calls extend it (the format is documented once, in
+	// package invoke: run/step[item]#round/fallback/attempt, then
+	// /plan<n>/<plan-step> or /turn<t>/call<c>).
 	IdempotencyKey string
 }
 

@@ -20,7 +20,8 @@ const (
 	ModelCall     Kind = "model_call"     // one model exchange finished (tokens are here)
 	StepSettled   Kind = "step_settled"   // the step reached a final status
 	RunSettled    Kind = "run_settled"    // the run reached a final status
-	GateDecision  Kind = "gate_decision"  // the policy gate decided on a tool invocation (non-allow only)
+	GateDecision  Kind = "gate_decision"  // the policy gate decided on a tool invocation (every decision of a configured gate)
+	CallDiscarded Kind = "call_discarded" // a tool returned after its call was given up at the deadline; its result was discarded
 	// Durable runs (a store other than the ephemeral one).
 	ApprovalRequested Kind = "approval_requested" // a step waits for a person (approval, or unknown after a crash)
 	ApprovalDecided   Kind = "approval_decided"   // a person's decision was applied on resume

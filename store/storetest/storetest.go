@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -215,6 +216,11 @@ func wantErr(t *testing.T, what string, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("%s: err = %v, want %v", what, err, target)
+		return
+	}
+	// the class callers map to HTTP statuses and MCP errors agrees.
+	if got, want := fault.ClassOf(err), fault.ClassOf(target); got != want {
+		t.Errorf("%s: fault.ClassOf(%v) = %s, want %s (the class of %v)", what, err, got, want, target)
 	}
 }
 

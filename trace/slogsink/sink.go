@@ -22,11 +22,11 @@ func New(l *slog.Logger) *Sink {
 	return &Sink{l: l}
 }
 
-// Level is the level at which Emit logs e: Warn for attempt_failed, Error for
-// a failed step or run settling, Info otherwise.
+// Level is the level at which Emit logs e: Warn for attempt_failed and
+// call_discarded, Error for a failed step or run settling, Info otherwise.
 func Level(e *trace.Event) slog.Level {
 	switch e.Kind {
-	case trace.AttemptFailed:
+	case trace.AttemptFailed, trace.CallDiscarded:
 		return slog.LevelWarn
 	case trace.StepSettled, trace.RunSettled:
 		if e.Status == string(trace.RunFailed) || e.Status == "compensation_failed" {

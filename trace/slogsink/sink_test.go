@@ -103,9 +103,10 @@ func TestEmitRespectsLevel(t *testing.T) {
 	s := New(slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	s.Emit(context.Background(), &trace.Event{Kind: trace.StepStarted, RunID: "r"})
 	s.Emit(context.Background(), &trace.Event{Kind: trace.AttemptFailed, RunID: "r"})
+	s.Emit(context.Background(), &trace.Event{Kind: trace.CallDiscarded, RunID: "r"})
 	lines := bytes.Count(b.Bytes(), []byte("\n"))
-	if lines != 1 || !bytes.Contains(b.Bytes(), []byte(`"msg":"attempt_failed"`)) {
-		t.Fatalf("want only the warning, got %q", b.String())
+	if lines != 2 || !bytes.Contains(b.Bytes(), []byte(`"msg":"attempt_failed"`)) || !bytes.Contains(b.Bytes(), []byte(`"msg":"call_discarded"`)) {
+		t.Fatalf("want only the warnings, got %q", b.String())
 	}
 }
 

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/trace"
+)
+
+// callRecorder is a run seen as the invocation pipeline's Recorder: every
+// gate decision is journaled, every call record goes to Config.OnCall, and
+// a result discarded after a timeout is journaled too.
+type callRecorder run
+
+var _ invoke.Recorder = (*callRecorder)(nil)
+
+// GateDecided journals one decision of the gate.
+func (c *callRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
+	r := (*run)(c)
+	r.record(trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: tool,
+		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: d.Reason})
+}
+
+// Called hands rec to Config.OnCall. A call abandoned at its deadline keeps
+// the run out of the engine's pool, since its tool may still report (Late);
+// a Late record is journaled as long as the run has not settled.
+func (c *callRecorder) Called(rec invoke.Record) {
+	r := (*run)(c)
+	if rec.Abandoned {
+		r.abandoned.Store(true)
+	}
+	if rec.Outcome == invoke.Late {
+		msg := fmt.Sprintf("tool %s returned %s after the call was given up at its deadline; the result was discarded", rec.Tool, rec.Duration.Round(1e6))
+		if rec.Err != nil {
+			msg = fmt.Sprintf("tool %s failed %s after the call was given up at its deadline; the failure was discarded: %v", rec.Tool, rec.Duration.Round(1e6), rec.Err)
+		}
+		if rec.At.ForEach {
+			msg = fmt.Sprintf("item %d: %s", rec.At.Item, msg)
+		}
+		ev := trace.Event{Kind: trace.CallDiscarded, StepID: rec.At.StepID, PlanStep: rec.At.PlanStep, Tool: rec.Tool,
+			Attempt: traceAttempt(&rec.At), Status: string(invoke.Late), DurationMS: rec.Duration.Milliseconds(), Origin: trace.OriginTool, Error: msg}
+		if rec.Err != nil {
+			ev.ErrorClass = string(fault.ClassOf(rec.Err))
+		}
+		r.recordUnlessSettled(ev)
+	}
+	if on := r.e.cfg.OnCall; on != nil {
+		on(rec)
+	}
+}
+
+// traceAttempt is the attempt events show for a call: the step's, or for a
+// plan step the plan's number, as the executor's own events do.
+func traceAttempt(at *invoke.Position) int {
+	if at.PlanStep != "" {
+		return at.Plan
+	}
+	return at.Attempt
+}

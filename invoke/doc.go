@@ -1,0 +1,36 @@
+// Package invoke is the one path of every tool call rein makes — flow tool
+// steps and their for_each items and repeat rounds, fallback tools, plan
+// steps, and (as they arrive) agent calls, MCP tools, workflow adapters and
+// compensations. A caller builds a Pipeline once and passes each call
+// through Pipeline.Call, which runs the same stages in the same order:
+//
+//  1. args schema: the args are checked against the tool's input schema
+//     (a business error, nothing called);
+//  2. gate: the safety.Gate decides, and every decision is handed to the
+//     Recorder before anything else happens (anything but allow is a policy
+//     error, nothing called);
+//  3. idempotency key: derived from the call's Position (see Key) and
+//     given to the tool in its tool.CallInfo;
+//  4. call: a panic becomes a business error; when the context has a
+//     deadline the call returns at the deadline even if the tool ignores
+//     its context — the tool keeps running on its own goroutine, and what it
+//     returns afterwards is discarded and recorded (Outcome Late), never
+//     counted as success;
+//  5. normalise: the output becomes plain JSON values (value.Normalize);
+//  6. output schema: the output is checked against the given schema;
+//  7. call record: a Record (position, key, tool, args, outcome, timing) is
+//     handed to the Recorder.
+//
+// The idempotency key has one format for every caller:
+//
+//	key = run "/" step ["[" item "]"] ["#" round] ["/fallback"] "/" attempt {sub}
+//	sub = "/plan" n "/" plan-step   (a step of the n-th plan of a plan step)
+//	    | "/turn" t "/call" c       (call c of turn t of an agent step)
+//
+// so a plain step's key is exactly run/step/attempt, a for_each item's is
+// run/step[2]/1, a repeat round's run/step#3/1, a fallback tool's
+// run/step/fallback/1, and a plan step's extends the key of the flow step's
+// attempt it runs in: run/step/1/plan2/fetch. The same call made again
+// (a resumed run retrying an idempotent step) gets the same key; any other
+// call gets another.
+package invoke

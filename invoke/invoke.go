@@ -1,0 +1,226 @@
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
+)
+
+// Validator checks a JSON value against a schema (*schema.Schema is one).
+type Validator interface {
+	Validate(v any) error
+}
+
+// Pipeline passes tool calls through the stages of the package
+// documentation. Build it once; it is safe for concurrent use.
+type Pipeline struct {
+	// Gate decides on every call. Nil or safety.AllowAll means every call
+	// is allowed: the gate is not consulted and no decision is recorded.
+	Gate safety.Gate
+	// Now is the clock of call records. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Request is one call.
+type Request struct {
+	Tool tool.Tool
+	// Spec is what the gate sees and messages name. Nil: Tool.Spec().
+	Spec *tool.Spec
+	// Args is the JSON value the tool is called with.
+	Args any
+	// Input and Output check the args and the output. Nil: any value.
+	Input, Output Validator
+	At            Position
+	// Info, when set, is the tool.CallInfo the tool finds in its context;
+	// its IdempotencyKey is filled in. Nil: RunID, StepID and Attempt come
+	// from At.
+	Info *tool.CallInfo
+	// Recorder receives the gate's decisions and the call records. Nil:
+	// none are kept.
+	Recorder Recorder
+}
+
+// Call passes req through the pipeline and returns the normalised output,
+// or an error classed with package fault, together with the outcome:
+// InvalidArgs and InvalidOutput are business errors, Blocked a policy
+// error, Panicked a business error, TimedOut and Cancelled carry the
+// context's cause (a step's timeout is transient), Failed the tool's own
+// error (unclassified counts as business). Errors name the tool.
+func (p *Pipeline) Call(ctx context.Context, req *Request) (any, Outcome, error) {
+	var spec tool.Spec
+	if req.Spec != nil {
+		spec = *req.Spec
+	} else {
+		spec = req.Tool.Spec()
+	}
+	var kb [128]byte
+	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Start: p.now()}
+	out, err := p.call(ctx, req, &spec, &rec)
+	if req.Recorder != nil {
+		rec.Err, rec.Duration = err, p.now().Sub(rec.Start)
+		req.Recorder.Called(rec)
+	}
+	return out, rec.Outcome, err
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// call runs the stages, leaving the outcome in rec.
+func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec *Record) (any, error) {
+	if req.Input != nil {
+		if err := req.Input.Validate(req.Args); err != nil {
+			rec.Outcome = InvalidArgs
+			return nil, fault.BusinessErr(fmt.Errorf("args for tool %s %w", spec.Name, err))
+		}
+	}
+	info := req.Info
+	if info == nil {
+		info = &tool.CallInfo{RunID: req.At.RunID, StepID: req.At.StepID, Attempt: req.At.Attempt}
+	}
+	info.IdempotencyKey = rec.Key
+	if err := p.check(ctx, req, info, spec); err != nil {
+		rec.Outcome = Blocked
+		return nil, err
+	}
+	cctx := tool.WithCallInfo(ctx, info)
+	var out any
+	var err error
+	if _, ok := ctx.Deadline(); ok {
+		out, err = p.callBounded(cctx, req.Tool, req.Args, rec, req.Recorder)
+	} else {
+		out, rec.Outcome, err = safeCall(cctx, req.Tool, req.Args)
+	}
+	if err != nil {
+		if rec.Outcome == Failed && ctx.Err() != nil {
+			rec.Outcome = ctxOutcome(ctx)
+		}
+		if !strings.HasPrefix(err.Error(), "tool "+spec.Name+":") {
+			err = fmt.Errorf("tool %s: %w", spec.Name, err)
+		}
+		return nil, err
+	}
+	if out, err = value.Normalize(out); err != nil {
+		rec.Outcome = InvalidOutput
+		return nil, fault.BusinessErr(fmt.Errorf("tool %s returned %w", spec.Name, err))
+	}
+	if req.Output != nil {
+		if err := req.Output.Validate(out); err != nil {
+			rec.Outcome = InvalidOutput
+			return nil, fault.BusinessErr(fmt.Errorf("tool %s output %w", spec.Name, err))
+		}
+	}
+	rec.Outcome = OK
+	return out, nil
+}
+
+// check asks the gate, which sees the call as the tool will (info);
+// anything but allow is a policy error.
+func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec) error {
+	if p.Gate == nil || p.Gate == safety.AllowAll {
+		return nil
+	}
+	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args}
+	d, err := p.Gate.Check(ctx, &inv)
+	if err != nil {
+		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
+	}
+	if d.Verdict == "" {
+		d.Verdict = safety.Allow
+	}
+	if req.Recorder != nil {
+		req.Recorder.GateDecided(req.At, spec.Name, d)
+	}
+	if d.Verdict != safety.Allow {
+		msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
+		if d.Verdict != safety.Block {
+			msg += " (approvals and reviews of single calls are not available yet; until then this blocks)"
+		}
+		return fault.Errorf(fault.Policy, "%s", msg)
+	}
+	return nil
+}
+
+type result struct {
+	out     any
+	outcome Outcome
+	err     error
+}
+
+// callBounded calls the tool on a goroutine and returns when it does, or
+// when ctx is done, whichever comes first. An abandoned tool runs on; if it
+// then returns anything but its context's error, that is recorded as Late.
+func (p *Pipeline) callBounded(ctx context.Context, t tool.Tool, args any, rec *Record, r Recorder) (any, error) {
+	// state: 0 running, 1 returned in time, 2 abandoned.
+	var state atomic.Int32
+	done := make(chan result, 1)
+	late := *rec
+	go func() {
+		out, outcome, err := safeCall(ctx, t, args)
+		if state.CompareAndSwap(0, 1) {
+			done <- result{out, outcome, err}
+			return
+		}
+		if r == nil || err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			return
+		}
+		late.Outcome, late.Abandoned, late.Err, late.Duration = Late, false, err, p.now().Sub(late.Start)
+		r.Called(late)
+	}()
+	select {
+	case res := <-done:
+		rec.Outcome = res.outcome
+		return res.out, res.err
+	case <-ctx.Done():
+		if !state.CompareAndSwap(0, 2) {
+			res := <-done // it returned just as ctx ended
+			rec.Outcome = res.outcome
+			return res.out, res.err
+		}
+		rec.Outcome, rec.Abandoned = ctxOutcome(ctx), true
+		return nil, fmt.Errorf("tool %s: %w; it had not returned, and whatever it returns now is discarded", late.Tool, context.Cause(ctx))
+	}
+}
+
+func ctxOutcome(ctx context.Context) Outcome {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return TimedOut
+	}
+	return Cancelled
+}
+
+// safeCall calls t; a panic becomes a business error.
+func safeCall(ctx context.Context, t tool.Tool, args any) (out any, outcome Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, outcome = nil, Panicked
+			err = fault.Errorf(fault.Business, "panicked: %v\n%s", p, firstLines(debug.Stack(), 12))
+		}
+	}()
+	out, err = t.Call(ctx, args)
+	if err != nil {
+		return nil, Failed, err
+	}
+	return out, OK, nil
+}
+
+func firstLines(b []byte, n int) string {
+	lines := strings.SplitN(string(b), "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,74 @@
+package invoke
+
+import (
+	"time"
+
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/value"
+)
+
+// Outcome is how a call ended.
+type Outcome string
+
+// Outcomes.
+const (
+	OK            Outcome = "ok"             // the output passed every check
+	InvalidArgs   Outcome = "invalid_args"   // the args broke the input schema; not called
+	Blocked       Outcome = "blocked"        // the gate did not allow it (or failed); not called
+	Failed        Outcome = "failed"         // the tool returned an error
+	Panicked      Outcome = "panicked"       // the tool panicked
+	InvalidOutput Outcome = "invalid_output" // the output is not JSON or breaks the output schema
+	TimedOut      Outcome = "timed_out"      // the deadline passed before the tool returned
+	Cancelled     Outcome = "cancelled"      // the context was cancelled before the tool returned
+	// Late is the second record of a TimedOut or Cancelled call: the tool
+	// returned after all (Err is its error, if any) and its result was
+	// discarded. A tool that honours its context and returns the context's
+	// error gets no Late record.
+	Late Outcome = "late"
+)
+
+// Record is the call record of one invocation.
+type Record struct {
+	At  Position
+	Key string
+	// Tool is the tool's name.
+	Tool string
+	// Args are the args the tool was (or would have been) called with;
+	// shared, not copied.
+	Args    any
+	Outcome Outcome
+	// Err is why the call did not succeed (nil for OK).
+	Err error
+	// Abandoned marks a TimedOut or Cancelled call whose tool had not
+	// returned: it runs on, unobserved, and a Late record follows if it
+	// returns anything but its context's error.
+	Abandoned bool
+	// Start is when the pipeline took the call; Duration runs to its
+	// outcome (for Late: to the tool's return).
+	Start    time.Time
+	Duration time.Duration
+}
+
+// ArgsDigest returns the sha256 (hex) of the args' canonical JSON, or ""
+// when they have none. It is computed on demand: the hot path does not pay
+// for it.
+func (r *Record) ArgsDigest() string {
+	b, err := value.Canonical(r.Args)
+	if err != nil {
+		return ""
+	}
+	return value.Digest(b)
+}
+
+// Recorder receives what the pipeline decides and does. Its methods may be
+// called concurrently (calls in parallel, and a Late record from the
+// goroutine of a tool that returned after its deadline, possibly after the
+// caller moved on) and must not block for long.
+type Recorder interface {
+	// GateDecided receives every decision of a configured gate, before the
+	// call is made or refused.
+	GateDecided(at Position, tool string, d safety.Decision)
+	// Called receives the record of every call once its outcome is known,
+	// and a second record (Outcome Late) if a timed-out tool returns.
+	Called(rec Record)
+}
