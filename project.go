@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/store"
@@ -148,7 +149,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			if b, ok := opts.flowFiles[path]; ok {
 				return b, nil
 			}
-			return os.ReadFile(path)
+			return yamlnode.ReadFile(path, flow.MaxFileBytes)
 		}
 	}
 	if opts.flowText != nil {

@@ -154,6 +154,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 		if len(seq.Values) == 0 {
 			d.diags.add(posOf(stepsNode), "", "steps is empty: a flow needs at least one step")
 		}
+		if len(seq.Values) > MaxSteps {
+			d.diags.add(posOf(seq.Values[MaxSteps]), "", "the flow has %d steps, more than the %d a flow may have: split the work into several flows", len(seq.Values), MaxSteps)
+			return
+		}
 		for i, n := range seq.Values {
 			d.decodeStep(n, i)
 		}

@@ -86,6 +86,8 @@ type Flow struct {
 	Steps []*Step
 	// Order is a topological order of step indexes (file order among peers).
 	Order []int
+	// byID indexes Steps by id once the graph is built.
+	byID map[string]int
 	// File is the path the flow was loaded from ("" for Parse without one).
 	File string
 	// Dir is the folder relative paths resolve against.
@@ -120,8 +122,6 @@ type Step struct {
 	// Requires are the ids of the direct upstream steps; RequireIdx their indexes.
 	Requires   []string
 	RequireIdx []int
-	// Upstream holds every transitive upstream step id.
-	Upstream map[string]bool
 	// Downstream are the indexes of the steps that require this one directly.
 	Downstream []int
 	// When, Gate: compiled expressions or nil.
@@ -208,6 +208,12 @@ type Pos struct {
 
 // StepByID returns the step called id, or nil.
 func (f *Flow) StepByID(id string) *Step {
+	if f.byID != nil {
+		if i, ok := f.byID[id]; ok {
+			return f.Steps[i]
+		}
+		return nil
+	}
 	for _, s := range f.Steps {
 		if s.ID == id {
 			return s

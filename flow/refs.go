@@ -179,7 +179,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 		return
 	}
 	if up := f.StepByID(root); up != nil {
-		if !s.Upstream[root] {
+		if !f.IsUpstream(s, root) {
 			if root == s.ID {
 				fail("{%s} is this step itself; its output is visible only in gate and repeat.until (as output)", root)
 				return
@@ -201,7 +201,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 			return // inputs leaves room for it
 		}
 		fail("{%s} is neither an upstream step nor a field of inputs (upstream: %s; inputs: %s)%s", u.path,
-			noneIfEmpty(sortedKeys(s.Upstream)), noneIfEmpty(sortedKeys(inputFields)), didYouMean(root, append(sortedKeys(s.Upstream), sortedKeys(inputFields)...)))
+			noneIfEmpty(f.Upstream(s)), noneIfEmpty(sortedKeys(inputFields)), didYouMean(root, append(f.Upstream(s), sortedKeys(inputFields)...)))
 		return
 	}
 	guessed[root] = true
@@ -219,7 +219,7 @@ func (d *decoder) checkStatusUse(s *Step, u use, fail func(string, ...any)) {
 		fail("steps.%s names no step%s", id, didYouMean(id, d.stepIDs()))
 		return
 	}
-	if !s.Upstream[id] {
+	if !d.flow.IsUpstream(s, id) {
 		fail("steps.%s: step %s is not upstream of this step: add it to requires", id, id)
 		return
 	}

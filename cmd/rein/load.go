@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 // loadFlags are the flags every command that loads a flow takes.
@@ -96,7 +96,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 		if file == "" {
 			file = fallback
 		}
-		b, err := os.ReadFile(file)
+		b, err := yamlnode.ReadFile(file, maxInputBytes)
 		if err != nil {
 			return nil, usageErr("read input: %v", err)
 		}
@@ -104,6 +104,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 	default:
 		return map[string]any{}, nil
 	}
+	data = yamlnode.TrimBOM(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -115,6 +116,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 	return v, nil
 }
 
+// maxInputBytes bounds a run's input (--input FILE, stdin, input.json).
 const maxInputBytes = 64 << 20
 
 func readAllLimited(r io.Reader) ([]byte, error) {
@@ -123,7 +125,7 @@ func readAllLimited(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxInputBytes {
-		return nil, fmt.Errorf("input is larger than %d bytes", maxInputBytes)
+		return nil, fmt.Errorf("input is more than the %d bytes it may have", maxInputBytes)
 	}
 	return b, nil
 }

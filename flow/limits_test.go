@@ -1,0 +1,119 @@
+package flow_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+)
+
+// chain returns a flow of n tool steps in a line, each reading the first.
+func chain(n int) string {
+	var b strings.Builder
+	b.WriteString("name: chain\nsteps:\n  - {id: s0, type: tool, tool: search}\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - {id: s%d, type: tool, tool: send_email, args: {q: \"{s0.results}\"}}\n", i)
+	}
+	return b.String()
+}
+
+// TestLimits checks that each bound on a flow file is reported at its
+// place, before the work it prevents.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"too many steps", chain(20_000), flow.MaxSteps + 3, 5, "the flow has 20000 steps, more than the 10000 a flow may have"},
+		{"nesting", "name: x\nsteps:\n  - id: a\n    type: tool\n    tool: search\n    args: {q: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "}\n",
+			6, 139, "the flow file nests more than 128 levels deep here"},
+		{"documents", strings.Repeat("---\nname: x\n", 100_000), 33, 1, "the flow file holds more than 16 YAML documents"},
+		{"NUL", "name: \"x\x00\"\nsteps: []\n", 1, 9, "the flow file holds a NUL byte here"},
+		{"invalid UTF-8", "name: x\nsteps:\n  - id: a\n    description: caf\xe9\n", 4, 21, "the flow file is not valid UTF-8 here (byte 0xe9)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			errs := parseErr(t, tt.src)
+			if len(errs) != 1 || errs[0].Line != tt.line || errs[0].Col != tt.col || !strings.Contains(errs[0].Message, tt.msg) {
+				t.Fatalf("errors = %v, want one at %d:%d containing %q", errs, tt.line, tt.col, tt.msg)
+			}
+		})
+	}
+}
+
+// TestLongChain checks that a flow at the step limit, every step reading
+// the first one through all the others, validates: upstream sets are not
+// materialised per step.
+func TestLongChain(t *testing.T) {
+	t.Parallel()
+	f := parse(t, chain(flow.MaxSteps))
+	last := f.Steps[len(f.Steps)-1]
+	if !f.IsUpstream(last, "s0") || f.IsUpstream(f.Steps[0], last.ID) {
+		t.Fatal("IsUpstream is wrong on the chain")
+	}
+	if len(f.Order) != flow.MaxSteps || f.Order[0] != 0 || f.Order[len(f.Order)-1] != flow.MaxSteps-1 {
+		t.Fatalf("Order has %d steps", len(f.Order))
+	}
+}
+
+// TestBOM checks that a flow, a rein.yaml and a schema file that start with
+// a UTF-8 byte order mark load, with positions as without it.
+func TestBOM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const bom = "\xEF\xBB\xBF"
+	files := map[string]string{
+		"flow.yaml":        bom + "name: x\nsteps:\n  - {id: a, type: tool, tool: search, output_schema: out}\n",
+		"rein.yaml":        bom + "tools:\n  greet: {command: [echo], effect: none}\n",
+		"schemas/out.json": bom + `{"type": "object"}`,
+	}
+	for name, body := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := flow.Load(filepath.Join(dir, "flow.yaml"), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Steps[0]; s.Pos.Line != 3 || s.OutputSchema == nil {
+		t.Fatalf("step a at %v, schema %v", s.Pos, s.OutputSchema)
+	}
+	cfg, err := flow.LoadConfig(filepath.Join(dir, "rein.yaml"))
+	if err != nil || cfg.Tools["greet"] == nil {
+		t.Fatalf("LoadConfig = %v, %v", cfg, err)
+	}
+	_, err = flow.Parse([]byte(bom+"name: x\nsteps: 1\n"), "flow.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "flow.yaml:2:8: steps must be a list") {
+		t.Fatalf("err = %v, want it at 2:8", err)
+	}
+}
+
+// TestSchemaFileLimit checks that a schema file past MaxSchemaFileBytes is
+// refused, naming it.
+func TestSchemaFileLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := `{"description": "` + strings.Repeat("x", flow.MaxSchemaFileBytes) + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "out.json"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := "name: x\nsteps:\n  - {id: a, type: tool, tool: search, output_schema: out}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := flow.Load(filepath.Join(dir, "flow.yaml"), testOptions())
+	if err == nil || !strings.Contains(err.Error(), "output_schema: schema file out.json is 1048595 bytes, more than the 1048576 a schema file may have") {
+		t.Fatalf("err = %v", err)
+	}
+}
