@@ -242,7 +242,7 @@ func (r *Router) Has(name string) bool {
 // naming the rule. Errors of the semantic router are returned wrapped,
 // with their class.
 func (r *Router) Route(ctx context.Context, req Request) (Result, error) {
-	res, ok, err := r.Match(req)
+	res, ok, err := r.Match(ctx, req)
 	if err != nil || ok {
 		return res, err
 	}
