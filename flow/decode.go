@@ -11,10 +11,10 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
-		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill", "approval", "message",
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "approval", "message",
 		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
@@ -63,6 +63,7 @@ func (d *decoder) decodeFlow(root ast.Node) {
 	f.Enabled = true
 	f.MaxIterations = DefaultMaxIterations
 	f.Concurrency = DefaultConcurrency
+	f.MaxInputBytes = DefaultMaxInputBytes
 	var stepsNode ast.Node
 	seen := map[string]bool{}
 	for _, fl := range fields {
@@ -107,6 +108,14 @@ func (d *decoder) decodeFlow(root ast.Node) {
 					d.diags.add(posOf(fl.value), "", "concurrency must be between 1 and 1024, not %d", n)
 				} else {
 					f.Concurrency = n
+				}
+			}
+		case "max_input_bytes":
+			if n, ok := d.integer(fl, ""); ok {
+				if n < 1 {
+					d.diags.add(posOf(fl.value), "", "max_input_bytes must be positive")
+				} else {
+					f.MaxInputBytes = int64(n)
 				}
 			}
 		case "budgets":
@@ -209,7 +218,7 @@ func (d *decoder) decodeStep(n ast.Node, index int) {
 	}
 	// Index is the position in Flow.Steps, which skips entries that are not
 	// mappings; index (the position in the YAML list) only labels messages.
-	s := &Step{Index: len(d.flow.Steps), Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes,
+	s := &Step{Index: len(d.flow.Steps), Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes, MaxInputBytes: d.flow.MaxInputBytes,
 		Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: DefaultBackoffFactor}}
 	src := &stepSrc{step: s, node: n, fields: map[string]field{}}
 	for _, f := range fields {
@@ -388,6 +397,14 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 				d.diags.add(posOf(f.value), label, "max_output_bytes must be positive")
 			} else {
 				s.MaxOutputBytes = int64(n)
+			}
+		}
+	case "max_input_bytes":
+		if n, ok := d.integer(f, label); ok {
+			if n < 1 {
+				d.diags.add(posOf(f.value), label, "max_input_bytes must be positive")
+			} else {
+				s.MaxInputBytes = int64(n)
 			}
 		}
 	default:

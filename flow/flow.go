@@ -44,6 +44,7 @@ const (
 	DefaultConcurrency    = 8
 	DefaultForEachLimit   = 4
 	DefaultMaxOutputBytes = 1 << 20
+	DefaultMaxInputBytes  = 1 << 20
 	MaxRetries            = 10
 	MaxRepeat             = 100
 	DefaultBackoffInitial = 100 * time.Millisecond
@@ -73,6 +74,9 @@ type Flow struct {
 	Budgets       Budgets
 	// Concurrency bounds the steps running at once. Defaults to DefaultConcurrency.
 	Concurrency int
+	// MaxInputBytes is the steps' MaxInputBytes where they set none.
+	// Defaults to DefaultMaxInputBytes.
+	MaxInputBytes int64
 	// Inputs is the JSON Schema of the run input, or nil.
 	Inputs *Schema
 	// UndeclaredInputs are the names that templates and expressions use as
@@ -151,7 +155,11 @@ type Step struct {
 	Repeat  *Repeat
 	// MaxOutputBytes bounds the canonical JSON size of the step's output.
 	MaxOutputBytes int64
-	Skill          string
+	// MaxInputBytes bounds what rendering produces for one execution: the
+	// prompt (prompt_template, text, goal) or the args as JSON. Rendering
+	// stops as soon as it passes the bound. Defaults to the flow's.
+	MaxInputBytes int64
+	Skill         string
 	// ApprovalRequired (approval: required on a tool step) makes the run
 	// wait for a person before the tool executes.
 	ApprovalRequired bool
