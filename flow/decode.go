@@ -74,11 +74,11 @@ func (d *decoder) decodeFlow(root ast.Node) {
 		seen[fl.key] = true
 		switch fl.key {
 		case "name":
-			f.Name, _ = d.str(fl, "")
+			f.Name = d.name(fl, "")
 		case "id":
-			f.ID, _ = d.str(fl, "")
+			f.ID = d.name(fl, "")
 		case "version":
-			f.Version, _ = d.str(fl, "")
+			f.Version = d.name(fl, "")
 		case "description":
 			d.str(fl, "")
 		case "schema":
@@ -129,6 +129,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 				continue
 			}
 			for _, s := range sf {
+				if msg := yamlnode.NameProblem(s.key); msg != "" {
+					d.diags.add(s.keyPos, "", "schema name %q %s: write plain text", s.key, msg)
+					continue
+				}
 				d.schemaNodes[s.key] = s
 			}
 		case "tools":

@@ -117,3 +117,49 @@ func TestSchemaFileLimit(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestNamesArePlainText checks that NUL, control characters and text that
+// is not UTF-8, which YAML escapes can write into quoted strings, are
+// rejected in names, at their place.
+func TestNamesArePlainText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src       string
+		line, col int
+		msg       string
+	}{
+		{"name: \"a\\0b\"\nsteps:\n  - {id: a, tool: search, args: {}}\n", 1, 7, `name "a\x00b" holds a NUL character`},
+		{"name: \"a\\e[2Jb\"\nsteps:\n  - {id: a, tool: search, args: {}}\n", 1, 7, `name "a\x1b[2Jb" holds the control character U+001B`},
+		{"name: x\nversion: \"1\\x85\"\nsteps:\n  - {id: a, tool: search, args: {}}\n", 2, 10, "holds the control character U+0085"},
+		{"name: x\nschemas:\n  \"s\\0\": {type: object}\nsteps:\n  - {id: a, tool: search, args: {}}\n", 3, 3, `schema name "s\x00" holds a NUL character`},
+	}
+	for _, tt := range tests {
+		errs := parseErr(t, tt.src)
+		if len(errs) == 0 || errs[0].Line != tt.line || errs[0].Col != tt.col || !strings.Contains(errs[0].Message, tt.msg) {
+			t.Errorf("errors = %v, want %d:%d containing %q", errs, tt.line, tt.col, tt.msg)
+		}
+	}
+	_, err := flow.ParseConfig([]byte("models:\n  \"m\\e\": {provider: openai, model: x}\n"), "rein.yaml")
+	if err == nil || !strings.Contains(err.Error(), `rein.yaml:2:3: model name "m\x1b" holds the control character U+001B`) {
+		t.Errorf("ParseConfig = %v", err)
+	}
+}
+
+// TestTrustedToolsOnly checks that a flow declaring tools of its own is
+// refused, at its tools: key, when only trusted tools are allowed.
+func TestTrustedToolsOnly(t *testing.T) {
+	t.Parallel()
+	src := "name: x\ntools:\n  sh: {command: [sh, -c, 'echo {}'], effect: none}\nsteps:\n  - {id: a, tool: sh, args: {}}\n"
+	opts := testOptions()
+	if _, err := flow.Parse([]byte(src), "flow.yaml", opts); err != nil {
+		t.Fatal(err)
+	}
+	opts.TrustedToolsOnly = true
+	_, err := flow.Parse([]byte(src), "flow.yaml", opts)
+	if err == nil || !strings.Contains(err.Error(), "flow.yaml:2:1: the flow declares tools: of its own, and only trusted tools are allowed") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := flow.Parse([]byte("name: x\nsteps:\n  - {id: a, tool: search, args: {}}\n"), "flow.yaml", opts); err != nil {
+		t.Fatalf("a flow using the application's tools: %v", err)
+	}
+}

@@ -35,6 +35,11 @@ type Options struct {
 	// files) by absolute path. Nil means os.ReadFile. A resumed run passes
 	// the files it pinned when it started (Flow.Files).
 	ReadFile func(path string) ([]byte, error)
+	// TrustedToolsOnly refuses a flow that declares tools: of its own. A
+	// flow's exec tools run the commands it names, so a flow that declares
+	// them is code; with TrustedToolsOnly, tools come only from the
+	// application (Tools: rein.yaml and Go tools) and a flow file is data.
+	TrustedToolsOnly bool
 }
 
 // Load reads, validates and compiles the flow file at path. Relative paths
@@ -106,6 +111,9 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	d.decodeFlow(file.Docs[0].Body)
 	d.resolveSchemas()
 	if d.hasTools {
+		if opts.TrustedToolsOnly {
+			d.diags.add(d.toolNodes.keyPos, "", "the flow declares tools: of its own, and only trusted tools are allowed (--trusted-tools-only): declare them in rein.yaml, or register them in Go")
+		}
 		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
 	}
 	d.checkTargets()

@@ -138,6 +138,10 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 	}
 	for _, e := range entries {
 		where := "model " + e.key
+		if msg := yamlnode.NameProblem(e.key); msg != "" {
+			d.diags.add(e.keyPos, "", "model name %q %s: write plain text", e.key, msg)
+			continue
+		}
 		fields, ok := fieldsOf(e.value)
 		if !ok {
 			d.diags.add(posOf(e.value), "", "%s must be a mapping like {provider: openai, model: gpt-4o-mini}, not %s", where, yamlnode.Kind(e.value))

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 )
 
@@ -202,8 +202,8 @@ func checkName(name string) string {
 		return "missing route name"
 	case strings.TrimSpace(name) != name:
 		return fmt.Sprintf("route name %q has leading or trailing white space", name)
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return fmt.Sprintf("route name %q holds a control character", name)
+	case yamlnode.NameProblem(name) != "":
+		return fmt.Sprintf("route name %q %s", name, yamlnode.NameProblem(name))
 	case len(name) > maxNameLen:
 		return fmt.Sprintf("route name is %d bytes long; the limit is %d", len(name), maxNameLen)
 	}

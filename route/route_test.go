@@ -224,7 +224,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			"routes[0].name: missing route name",
 			`routes[2].name: duplicate route name "a" (first at routes[1])`,
 			`routes[3].name: route name " b" has leading or trailing white space`,
-			`routes[4].name: route name "c\nd" holds a control character`,
+			`routes[4].name: route name "c\nd" holds the control character U+000A`,
 			`routes[5].description: route "e" needs a description`,
 		}},
 		{"rules", route.Config{Routes: testRoutes, Rules: []route.Rule{

@@ -18,9 +18,14 @@ import (
 type loadFlags struct {
 	script, config        string
 	model, record, replay string
+	trustedToolsOnly      bool
 }
 
+// trustedToolsUsage is the help of --trusted-tools-only.
+const trustedToolsUsage = "refuse a flow that declares tools: of its own (they run commands); allow only the tools of rein.yaml"
+
 func (l *loadFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&l.trustedToolsOnly, "trusted-tools-only", false, trustedToolsUsage)
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script answering every model (default: script.yaml in the flow's folder)")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	cmd.Flags().StringVar(&l.model, "model", "", "answer every model name with this model: a rein.yaml models: name or provider/model (e.g. openai/gpt-4o-mini)")
@@ -41,7 +46,8 @@ func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 	if l.model != "" && l.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay})
+	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
+		TrustedToolsOnly: l.trustedToolsOnly})
 	if err != nil {
 		return nil, loadError(s, err)
 	}
