@@ -60,6 +60,29 @@ func TestCPUBoundWorkStopsAtTheTimeout(t *testing.T) {
 	}
 }
 
+// TestStepTimeoutStopsRouteRules checks that a route step's timeout stops
+// its rules on time: thousands of regexps over a large text fail the step
+// as timed out, not after they all ran.
+func TestStepTimeoutStopsRouteRules(t *testing.T) {
+	t.Parallel()
+	var rules strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&rules, "{regexp: '(x|y){%d}[a-w]'}, ", i%50+1)
+	}
+	fx := newFixture(t)
+	f := fx.parse("name: slow\nsteps:\n  - id: a\n    type: route\n    timeout: 1s\n    retries: 0\n    text: \"{input.text}\"\n    routes:\n      - {name: r, description: r, rules: [" + rules.String() + "]}\n      - {name: s, description: s}\n")
+	start := time.Now()
+	res, err := fx.engine().Run(context.Background(), f, map[string]any{"text": strings.Repeat("xy", 150_000)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the step stopped after %s, timeout 1s", d)
+	}
+	wantStatus(t, res, trace.RunFailed)
+	wantErrorClass(t, res, fault.Transient, "the step's timeout")
+}
+
 // TestCtrlCStopsAnEvaluation checks that cancelling the run's context
 // (what Ctrl-C does) stops a long when expression.
 func TestCtrlCStopsAnEvaluation(t *testing.T) {

@@ -40,7 +40,10 @@ type decoder struct {
 	schemas     *schemaSet
 	toolNodes   field
 	hasTools    bool
-	inputsNode  ast.Node
+	// upstream holds each step's transitive upstream steps as a bitset,
+	// by step index, once isUpstream needed them.
+	upstream   [][]uint64
+	inputsNode ast.Node
 }
 
 // stepSrc keeps the nodes of one step for located messages in later passes.

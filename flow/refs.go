@@ -179,7 +179,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 		return
 	}
 	if up := f.StepByID(root); up != nil {
-		if !f.IsUpstream(s, root) {
+		if !d.isUpstream(s, root) {
 			if root == s.ID {
 				fail("{%s} is this step itself; its output is visible only in gate and repeat.until (as output)", root)
 				return
@@ -219,7 +219,7 @@ func (d *decoder) checkStatusUse(s *Step, u use, fail func(string, ...any)) {
 		fail("steps.%s names no step%s", id, didYouMean(id, d.stepIDs()))
 		return
 	}
-	if !d.flow.IsUpstream(s, id) {
+	if !d.isUpstream(s, id) {
 		fail("steps.%s: step %s is not upstream of this step: add it to requires", id, id)
 		return
 	}
