@@ -163,3 +163,17 @@ func TestTrustedToolsOnly(t *testing.T) {
 		t.Fatalf("a flow using the application's tools: %v", err)
 	}
 }
+
+// TestConfigFileLimit checks that a rein.yaml past MaxFileBytes is refused,
+// naming it, before it is read whole.
+func TestConfigFileLimit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rein.yaml")
+	if err := os.WriteFile(path, []byte("# "+strings.Repeat("x", flow.MaxFileBytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := flow.LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), path+" is 4194306 bytes, more than the 4194304 it may have") {
+		t.Fatalf("err = %v", err)
+	}
+}
