@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/store"
@@ -52,6 +53,11 @@ type LoadOptions struct {
 	Record, Replay string
 	// Getenv reads API keys; defaults to os.Getenv.
 	Getenv func(string) string
+	// TrustedToolsOnly refuses a flow that declares tools: of its own (exec
+	// tools run commands, so such a flow is code): tools then come only
+	// from the rein.yaml and Tools. A resumed run is refused too when its
+	// pinned flow declares tools. See flow.Options.TrustedToolsOnly.
+	TrustedToolsOnly bool
 
 	// flowText, when set, is parsed instead of reading the flow file, and
 	// flowFiles are read instead of the files on disk (a resumed run's
@@ -144,14 +150,15 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			}
 			return tool.Spec{}, false
 		},
-		Models: p.hasModel,
+		Models:           p.hasModel,
+		TrustedToolsOnly: opts.TrustedToolsOnly,
 	}
 	if opts.flowFiles != nil {
 		fopts.ReadFile = func(path string) ([]byte, error) {
 			if b, ok := opts.flowFiles[path]; ok {
 				return b, nil
 			}
-			return os.ReadFile(path)
+			return yamlnode.ReadFile(path, flow.MaxFileBytes)
 		}
 	}
 	if opts.flowText != nil {

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -53,7 +56,7 @@ func (r *run) prepare(i int) *job {
 	case s.Repeat != nil:
 		// rounds render against their own scope (previous, iteration).
 	default:
-		j.in, j.renderErr = renderInput(s, r.env, -1, r.defaultArgs(s))
+		j.in, j.renderErr = renderInput(r.ctx, s, r.env, -1, r.defaultArgs(s))
 	}
 	if j.renderErr == nil {
 		var err error
@@ -88,39 +91,50 @@ func (r *run) defaultArgs(s *flow.Step) any {
 	return m
 }
 
-func renderInput(s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
+// renderInput renders one execution's input within the step's
+// max_input_bytes, stopping when ctx ends.
+func renderInput(ctx context.Context, s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
 	in := unitInput{item: item}
+	b := &template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}
+	var err error
 	switch s.Type {
 	case flow.LLM:
-		p, err := s.Prompt.RenderString(scope)
-		if err != nil {
-			return in, fault.BusinessErr(fmt.Errorf("prompt_template: %w", err))
+		if in.prompt, err = s.Prompt.RenderStringBounded(scope, b); err != nil {
+			return in, renderFailure(ctx, s, "prompt_template", err)
 		}
-		in.prompt = p
 	case flow.Route:
-		t, err := s.RouteSpec.Text.RenderString(scope)
-		if err != nil {
-			return in, fault.BusinessErr(fmt.Errorf("text: %w", err))
+		if in.prompt, err = s.RouteSpec.Text.RenderStringBounded(scope, b); err != nil {
+			return in, renderFailure(ctx, s, "text", err)
 		}
-		in.prompt = t
 	case flow.Plan:
-		g, err := s.PlanSpec.Goal.RenderString(scope)
-		if err != nil {
-			return in, fault.BusinessErr(fmt.Errorf("goal: %w", err))
+		if in.prompt, err = s.PlanSpec.Goal.RenderStringBounded(scope, b); err != nil {
+			return in, renderFailure(ctx, s, "goal", err)
 		}
-		in.prompt = g
 	case flow.Tool:
 		if s.Args == nil {
 			in.args = defaults
 			return in, nil
 		}
-		a, err := s.Args.Render(scope)
-		if err != nil {
-			return in, fault.BusinessErr(fmt.Errorf("args: %w", err))
+		if in.args, err = s.Args.RenderBounded(scope, b); err != nil {
+			return in, renderFailure(ctx, s, "args", err)
 		}
-		in.args = a
 	}
 	return in, nil
+}
+
+// renderFailure classifies a failed rendering or evaluation of step s's
+// field: once ctx ended, its cause (the run's timeout or cancellation, which
+// stops the run); past max_input_bytes, a business error saying so;
+// anything else, a business error about the field.
+func renderFailure(ctx context.Context, s *flow.Step, field string, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var se *template.SizeError
+	if errors.As(err, &se) {
+		return fault.BusinessErr(fmt.Errorf("%s: the rendered input is more than max_input_bytes (%d bytes): pass less to the step, or raise its max_input_bytes", field, se.Max))
+	}
+	return fault.BusinessErr(fmt.Errorf("%s: %w", field, err))
 }
 
 // renderItems evaluates for_each and renders one input per item, with item
@@ -128,9 +142,9 @@ func renderInput(s *flow.Step, scope map[string]any, item int, defaults any) (un
 // cannot be rendered is that item's failure (errs[k]); otherwise it fails
 // the step before any item runs.
 func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []error, err error) {
-	v, err := s.ForEach.Items.EvalValue(r.env)
+	v, err := s.ForEach.Items.EvalValueContext(r.ctx, r.env)
 	if err != nil {
-		return nil, nil, nil, fault.BusinessErr(fmt.Errorf("for_each %q: %w", s.ForEach.Items.Source(), err))
+		return nil, nil, nil, renderFailure(r.ctx, s, fmt.Sprintf("for_each %q", s.ForEach.Items.Source()), err)
 	}
 	list, ok := v.([]any)
 	if !ok && v != nil {
@@ -150,7 +164,7 @@ func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []err
 		if s.Type == flow.Tool && s.Args == nil {
 			args = it
 		}
-		in, err := renderInput(s, r.env, k, args)
+		in, err := renderInput(r.ctx, s, r.env, k, args)
 		out[k] = in
 		if err == nil {
 			continue

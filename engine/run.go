@@ -228,7 +228,12 @@ func (r *run) interruption() *RunError {
 func (r *run) dispatch(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	if skip, why := r.shouldSkip(s); skip {
+	skip, why := r.shouldSkip(s)
+	if r.ctx.Err() != nil {
+		r.fail(r.interruption(), "") // the run's time ran out while when was evaluated
+		return
+	}
+	if skip {
 		if s.Mandatory {
 			r.steps[i].status = trace.StepFailed
 			err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine,
@@ -256,6 +261,10 @@ func (r *run) dispatch(i int) {
 		return
 	}
 	job := r.prepare(i)
+	if r.ctx.Err() != nil {
+		r.fail(r.interruption(), "") // the run's time ran out while the input was rendered
+		return
+	}
 	st.status = trace.StepRunning
 	st.started = r.e.cfg.Clock.Now()
 	st.attempts = 1
@@ -302,7 +311,7 @@ func (r *run) shouldSkip(s *flow.Step) (skip bool, reason string) {
 	if s.When == nil {
 		return false, ""
 	}
-	ok, err := s.When.Eval(r.env)
+	ok, err := s.When.EvalContext(r.ctx, r.env)
 	if err != nil {
 		return false, fmt.Sprintf("when %q could not be evaluated: %v", s.When.Source(), err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -198,9 +199,9 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 		return fb.Value, nil
 	case fb.Tool != "":
 		if fb.Args != nil {
-			a, err := fb.Args.Render(scope)
+			a, err := fb.Args.RenderBounded(scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
 			if err != nil {
-				return nil, fault.BusinessErr(fmt.Errorf("fallback.args: %w", err))
+				return nil, renderFailure(r.ctx, s, "fallback.args", err)
 			}
 			in.args = a
 		}
@@ -209,9 +210,9 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 		return out, err
 	case fb.Model != "":
 		if fb.Prompt != nil {
-			p, err := fb.Prompt.RenderString(scope)
+			p, err := fb.Prompt.RenderStringBounded(scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
 			if err != nil {
-				return nil, fault.BusinessErr(fmt.Errorf("fallback.prompt_template: %w", err))
+				return nil, renderFailure(r.ctx, s, "fallback.prompt_template", err)
 			}
 			in.prompt = p
 		}
@@ -330,7 +331,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(s, scope, -1, nil)
+		in, err := renderInput(r.ctx, s, scope, -1, nil)
 		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine
@@ -348,10 +349,10 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		}
 		last = out
 		scope["output"], scope[s.ID] = out, out
-		done, err := s.Repeat.Until.Eval(scope)
+		done, err := s.Repeat.Until.EvalContext(r.ctx, scope)
 		if err != nil {
 			o.origin = trace.OriginEngine
-			return nil, fault.BusinessErr(fmt.Errorf("repeat.until %q: %w", s.Repeat.Until.Source(), err))
+			return nil, renderFailure(r.ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err)
 		}
 		if done {
 			break
@@ -365,9 +366,9 @@ func (r *run) checkGate(j *job, out any) error {
 	s := j.step
 	scope := j.scope
 	scope["output"], scope[s.ID] = out, out
-	ok, err := s.Gate.Eval(scope)
+	ok, err := s.Gate.EvalContext(r.ctx, scope)
 	if err != nil {
-		return fault.BusinessErr(fmt.Errorf("gate %q could not be evaluated: %w", s.Gate.Source(), err))
+		return renderFailure(r.ctx, s, fmt.Sprintf("gate %q could not be evaluated", s.Gate.Source()), err)
 	}
 	if !ok {
 		return fault.BusinessErr(fmt.Errorf("gate %q does not hold on the output", s.Gate.Source()))

@@ -11,10 +11,10 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
-		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "skill", "approval", "message",
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "approval", "message",
 		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
@@ -40,7 +40,10 @@ type decoder struct {
 	schemas     *schemaSet
 	toolNodes   field
 	hasTools    bool
-	inputsNode  ast.Node
+	// upstream holds each step's transitive upstream steps as a bitset,
+	// by step index, once isUpstream needed them.
+	upstream   [][]uint64
+	inputsNode ast.Node
 }
 
 // stepSrc keeps the nodes of one step for located messages in later passes.
@@ -63,6 +66,7 @@ func (d *decoder) decodeFlow(root ast.Node) {
 	f.Enabled = true
 	f.MaxIterations = DefaultMaxIterations
 	f.Concurrency = DefaultConcurrency
+	f.MaxInputBytes = DefaultMaxInputBytes
 	var stepsNode ast.Node
 	seen := map[string]bool{}
 	for _, fl := range fields {
@@ -73,11 +77,11 @@ func (d *decoder) decodeFlow(root ast.Node) {
 		seen[fl.key] = true
 		switch fl.key {
 		case "name":
-			f.Name, _ = d.str(fl, "")
+			f.Name = d.name(fl, "")
 		case "id":
-			f.ID, _ = d.str(fl, "")
+			f.ID = d.name(fl, "")
 		case "version":
-			f.Version, _ = d.str(fl, "")
+			f.Version = d.name(fl, "")
 		case "description":
 			d.str(fl, "")
 		case "schema":
@@ -109,6 +113,14 @@ func (d *decoder) decodeFlow(root ast.Node) {
 					f.Concurrency = n
 				}
 			}
+		case "max_input_bytes":
+			if n, ok := d.integer(fl, ""); ok {
+				if n < 1 {
+					d.diags.add(posOf(fl.value), "", "max_input_bytes must be positive")
+				} else {
+					f.MaxInputBytes = int64(n)
+				}
+			}
 		case "budgets":
 			d.decodeBudgets(fl)
 		case "inputs":
@@ -120,6 +132,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 				continue
 			}
 			for _, s := range sf {
+				if msg := yamlnode.NameProblem(s.key); msg != "" {
+					d.diags.add(s.keyPos, "", "schema name %q %s: write plain text", s.key, msg)
+					continue
+				}
 				d.schemaNodes[s.key] = s
 			}
 		case "tools":
@@ -153,6 +169,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 	default:
 		if len(seq.Values) == 0 {
 			d.diags.add(posOf(stepsNode), "", "steps is empty: a flow needs at least one step")
+		}
+		if len(seq.Values) > MaxSteps {
+			d.diags.add(posOf(seq.Values[MaxSteps]), "", "the flow has %d steps, more than the %d a flow may have: split the work into several flows", len(seq.Values), MaxSteps)
+			return
 		}
 		for i, n := range seq.Values {
 			d.decodeStep(n, i)
@@ -205,7 +225,7 @@ func (d *decoder) decodeStep(n ast.Node, index int) {
 	}
 	// Index is the position in Flow.Steps, which skips entries that are not
 	// mappings; index (the position in the YAML list) only labels messages.
-	s := &Step{Index: len(d.flow.Steps), Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes,
+	s := &Step{Index: len(d.flow.Steps), Pos: posOf(n), OnError: Raise, MaxOutputBytes: DefaultMaxOutputBytes, MaxInputBytes: d.flow.MaxInputBytes,
 		Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: DefaultBackoffFactor}}
 	src := &stepSrc{step: s, node: n, fields: map[string]field{}}
 	for _, f := range fields {
@@ -384,6 +404,14 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 				d.diags.add(posOf(f.value), label, "max_output_bytes must be positive")
 			} else {
 				s.MaxOutputBytes = int64(n)
+			}
+		}
+	case "max_input_bytes":
+		if n, ok := d.integer(f, label); ok {
+			if n < 1 {
+				d.diags.add(posOf(f.value), label, "max_input_bytes must be positive")
+			} else {
+				s.MaxInputBytes = int64(n)
 			}
 		}
 	default:

@@ -40,8 +40,8 @@ func TestDesignExamplesLoad(t *testing.T) {
 		if no.Type != flow.Tool || no.Tool != "send_email" || no.OnError != flow.Skip || no.When == nil || no.Retries != 3 {
 			t.Errorf("notify_result = %+v", no)
 		}
-		if !no.Upstream["extract_info"] || !no.Upstream["score_candidate"] {
-			t.Errorf("notify_result.Upstream = %v", no.Upstream)
+		if !f.IsUpstream(no, "extract_info") || !f.IsUpstream(no, "score_candidate") || f.IsUpstream(no, "notify_result") {
+			t.Errorf("Upstream(notify_result) = %v", f.Upstream(no))
 		}
 		if strings.Join(f.UndeclaredInputs, ",") != "input_text" {
 			t.Errorf("UndeclaredInputs = %v, want [input_text]", f.UndeclaredInputs)

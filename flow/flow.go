@@ -48,6 +48,7 @@ const (
 	DefaultConcurrency    = 8
 	DefaultForEachLimit   = 4
 	DefaultMaxOutputBytes = 1 << 20
+	DefaultMaxInputBytes  = 1 << 20
 	MaxRetries            = 10
 	MaxRepeat             = 100
 	DefaultBackoffInitial = 100 * time.Millisecond
@@ -77,6 +78,9 @@ type Flow struct {
 	Budgets       Budgets
 	// Concurrency bounds the steps running at once. Defaults to DefaultConcurrency.
 	Concurrency int
+	// MaxInputBytes is the steps' MaxInputBytes where they set none.
+	// Defaults to DefaultMaxInputBytes.
+	MaxInputBytes int64
 	// Inputs is the JSON Schema of the run input, or nil.
 	Inputs *Schema
 	// UndeclaredInputs are the names that templates and expressions use as
@@ -90,6 +94,8 @@ type Flow struct {
 	Steps []*Step
 	// Order is a topological order of step indexes (file order among peers).
 	Order []int
+	// byID indexes Steps by id once the graph is built.
+	byID map[string]int
 	// File is the path the flow was loaded from ("" for Parse without one).
 	File string
 	// Dir is the folder relative paths resolve against.
@@ -134,8 +140,6 @@ type Step struct {
 	// and those whose output the step reads, less those whose status its
 	// when reads. In file order.
 	SkipFrom []int
-	// Upstream holds every transitive upstream step id.
-	Upstream map[string]bool
 	// Downstream are the indexes of the steps that require this one directly.
 	Downstream []int
 	// When, Gate: compiled expressions or nil.
@@ -165,7 +169,11 @@ type Step struct {
 	Repeat  *Repeat
 	// MaxOutputBytes bounds the canonical JSON size of the step's output.
 	MaxOutputBytes int64
-	Skill          string
+	// MaxInputBytes bounds what rendering produces for one execution: the
+	// prompt (prompt_template, text, goal) or the args as JSON. Rendering
+	// stops as soon as it passes the bound. Defaults to the flow's.
+	MaxInputBytes int64
+	Skill         string
 	// ApprovalRequired (approval: required on a tool step) makes the run
 	// wait for a person before the tool executes.
 	ApprovalRequired bool
@@ -222,6 +230,12 @@ type Pos struct {
 
 // StepByID returns the step called id, or nil.
 func (f *Flow) StepByID(id string) *Step {
+	if f.byID != nil {
+		if i, ok := f.byID[id]; ok {
+			return f.Steps[i]
+		}
+		return nil
+	}
 	for _, s := range f.Steps {
 		if s.ID == id {
 			return s

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"container/heap"
 	"sort"
 	"strings"
 )
@@ -12,6 +13,7 @@ import (
 func (d *decoder) buildGraph() bool {
 	f := d.flow
 	byID := map[string]int{}
+	f.byID = byID
 	ok := true
 	for i, s := range f.Steps {
 		if s.ID == "" {
@@ -79,18 +81,92 @@ func (d *decoder) buildGraph() bool {
 		return false
 	}
 	f.Order = topoOrder(f.Steps)
-	for _, i := range f.Order {
-		s := f.Steps[i]
-		s.Upstream = map[string]bool{}
-		for _, j := range s.RequireIdx {
-			up := f.Steps[j]
-			s.Upstream[up.ID] = true
-			for id := range up.Upstream {
-				s.Upstream[id] = true
+	return true
+}
+
+// isUpstream is IsUpstream for validation, which asks it for every
+// reference: the first call computes every step's upstream set as a bitset,
+// in topological order (n²/8 bytes, 12.5 MB at MaxSteps), which the decoder
+// drops with itself; the compiled Flow keeps none.
+func (d *decoder) isUpstream(s *Step, id string) bool {
+	f := d.flow
+	target := f.StepByID(id)
+	if target == nil || target == s {
+		return false
+	}
+	if d.upstream == nil {
+		words := (len(f.Steps) + 63) / 64
+		d.upstream = make([][]uint64, len(f.Steps))
+		for _, i := range f.Order {
+			set := make([]uint64, words)
+			for _, j := range f.Steps[i].RequireIdx {
+				set[j/64] |= 1 << (j % 64)
+				for w, bits := range d.upstream[j] {
+					set[w] |= bits
+				}
 			}
+			d.upstream[i] = set
 		}
 	}
-	return true
+	set := d.upstream[s.Index]
+	return set != nil && set[target.Index/64]&(1<<(target.Index%64)) != 0
+}
+
+// IsUpstream reports whether s requires the step called id, directly or
+// through other steps. It walks the requires (linear in the flow's size,
+// and constant for a direct upstream).
+func (f *Flow) IsUpstream(s *Step, id string) bool {
+	target := f.StepByID(id)
+	if target == nil || target == s {
+		return false
+	}
+	found := false
+	f.walkUpstream(s, func(up *Step) bool {
+		found = up == target
+		return !found
+	})
+	return found
+}
+
+// Upstream returns the ids of every step s requires, directly or through
+// other steps, sorted.
+func (f *Flow) Upstream(s *Step) []string {
+	var ids []string
+	f.walkUpstream(s, func(up *Step) bool {
+		ids = append(ids, up.ID)
+		return true
+	})
+	sort.Strings(ids)
+	return ids
+}
+
+// walkUpstream calls visit once for each transitive upstream step of s,
+// direct ones first, until visit returns false. Requires must be acyclic.
+func (f *Flow) walkUpstream(s *Step, visit func(*Step) bool) {
+	for _, j := range s.RequireIdx {
+		if !visit(f.Steps[j]) {
+			return
+		}
+	}
+	seen := make([]bool, len(f.Steps))
+	stack := append([]int(nil), s.RequireIdx...)
+	for _, j := range stack {
+		seen[j] = true
+	}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, j := range f.Steps[i].RequireIdx {
+			if seen[j] {
+				continue
+			}
+			seen[j] = true
+			if !visit(f.Steps[j]) {
+				return
+			}
+			stack = append(stack, j)
+		}
+	}
 }
 
 // findCycle returns the step indexes of one cycle, closed (first == last),
@@ -139,31 +215,39 @@ func findCycle(steps []*Step) []int {
 	return nil
 }
 
-// topoOrder is Kahn's algorithm, taking ready steps in file order.
+// topoOrder is Kahn's algorithm, taking the ready step that comes first in
+// the file each time (a min-heap of indexes).
 func topoOrder(steps []*Step) []int {
 	indeg := make([]int, len(steps))
+	ready := &indexHeap{}
 	for i, s := range steps {
-		indeg[i] = len(s.RequireIdx)
-	}
-	order := make([]int, 0, len(steps))
-	done := make([]bool, len(steps))
-	for len(order) < len(steps) {
-		progressed := false
-		for i := range steps {
-			if done[i] || indeg[i] != 0 {
-				continue
-			}
-			done[i] = true
-			order = append(order, i)
-			for _, j := range steps[i].Downstream {
-				indeg[j]--
-			}
-			progressed = true
-			break
+		if indeg[i] = len(s.RequireIdx); indeg[i] == 0 {
+			ready.ints = append(ready.ints, i)
 		}
-		if !progressed {
-			break
+	}
+	heap.Init(ready)
+	order := make([]int, 0, len(steps))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		order = append(order, i)
+		for _, j := range steps[i].Downstream {
+			if indeg[j]--; indeg[j] == 0 {
+				heap.Push(ready, j)
+			}
 		}
 	}
 	return order
+}
+
+// indexHeap is a min-heap of step indexes.
+type indexHeap struct{ ints []int }
+
+func (h *indexHeap) Len() int           { return len(h.ints) }
+func (h *indexHeap) Less(a, b int) bool { return h.ints[a] < h.ints[b] }
+func (h *indexHeap) Swap(a, b int)      { h.ints[a], h.ints[b] = h.ints[b], h.ints[a] }
+func (h *indexHeap) Push(x any)         { h.ints = append(h.ints, x.(int)) }
+func (h *indexHeap) Pop() any {
+	x := h.ints[len(h.ints)-1]
+	h.ints = h.ints[:len(h.ints)-1]
+	return x
 }

@@ -3,17 +3,24 @@ package flow
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/parser"
 
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/tool"
 )
 
-// MaxFileBytes bounds a flow file.
-const MaxFileBytes = 4 << 20
+// The bounds on the files a flow is made of. A file past its bound is
+// refused before it is read whole, with a message naming the file.
+const (
+	// MaxFileBytes bounds a flow file and a rein.yaml.
+	MaxFileBytes = 4 << 20
+	// MaxSchemaFileBytes bounds a JSON Schema file a flow refers to.
+	MaxSchemaFileBytes = 1 << 20
+	// MaxSteps bounds the steps of one flow.
+	MaxSteps = 10000
+)
 
 // Options tell the loader what exists outside the flow file.
 type Options struct {
@@ -28,35 +35,22 @@ type Options struct {
 	// files) by absolute path. Nil means os.ReadFile. A resumed run passes
 	// the files it pinned when it started (Flow.Files).
 	ReadFile func(path string) ([]byte, error)
+	// TrustedToolsOnly refuses a flow that declares tools: of its own. A
+	// flow's exec tools run the commands it names, so a flow that declares
+	// them is code; with TrustedToolsOnly, tools come only from the
+	// application (Tools: rein.yaml and Go tools) and a flow file is data.
+	TrustedToolsOnly bool
 }
 
 // Load reads, validates and compiles the flow file at path. Relative paths
 // inside it (schema files, tool commands) resolve against its folder. The
 // error is an *Error listing every problem, or an I/O error.
 func Load(path string, opts *Options) (*Flow, error) {
-	data, err := readLimited(path)
+	data, err := yamlnode.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load flow: %w", err)
 	}
 	return Parse(data, path, opts)
-}
-
-func readLimited(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("load flow: %w", err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("load flow %s: is a folder (pass the folder to rein run, or the flow.yaml inside it)", path)
-	}
-	if st.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("load flow %s: file is %d bytes, more than the %d a flow may have", path, st.Size(), MaxFileBytes)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load flow: %w", err)
-	}
-	return data, nil
 }
 
 // readFile reads a file the flow refers to and records it in Flow.Files.
@@ -64,7 +58,7 @@ func (d *decoder) readFile(path string) ([]byte, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	read := os.ReadFile
+	read := func(path string) ([]byte, error) { return yamlnode.ReadFile(path, MaxFileBytes) }
 	if d.opts.ReadFile != nil {
 		read = d.opts.ReadFile
 	}
@@ -101,7 +95,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		d.diags.add(Pos{1, 1}, "", "flow is %d bytes, more than the %d a flow may have", len(data), MaxFileBytes)
 		return nil, d.result()
 	}
-	file, err := parser.ParseBytes(data, 0)
+	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "the flow file"})
 	if err != nil {
 		d.syntaxError(err)
 		return nil, d.result()
@@ -117,6 +111,9 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	d.decodeFlow(file.Docs[0].Body)
 	d.resolveSchemas()
 	if d.hasTools {
+		if opts.TrustedToolsOnly {
+			d.diags.add(d.toolNodes.keyPos, "", "the flow declares tools: of its own, and only trusted tools are allowed (--trusted-tools-only): declare them in rein.yaml, or register them in Go")
+		}
 		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
 	}
 	d.checkTargets()
@@ -131,6 +128,11 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 }
 
 func (d *decoder) syntaxError(err error) {
+	var le *yamlnode.LimitError
+	if errors.As(err, &le) {
+		d.diags.add(Pos{le.Line, le.Col}, "", "%s", le.Message)
+		return
+	}
 	var se *yaml.SyntaxError
 	if errors.As(err, &se) && se.Token != nil && se.Token.Position != nil {
 		d.diags.add(Pos{se.Token.Position.Line, se.Token.Position.Column}, "", "YAML syntax: %s", se.Message)

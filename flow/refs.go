@@ -114,7 +114,7 @@ func (d *decoder) readsOutputOf(s *Step, u use) *Step {
 	} else if (id == "item" || id == "index") && s.ForEach != nil || (id == "previous" || id == "iteration") && s.Repeat != nil {
 		return nil
 	}
-	if !s.Upstream[id] {
+	if !d.isUpstream(s, id) {
 		return nil
 	}
 	return d.flow.StepByID(id)
@@ -253,7 +253,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 		return
 	}
 	if up := f.StepByID(root); up != nil {
-		if !s.Upstream[root] {
+		if !d.isUpstream(s, root) {
 			if root == s.ID {
 				fail("{%s} is this step itself; its output is visible only in gate and repeat.until (as output)", root)
 				return
@@ -275,7 +275,7 @@ func (d *decoder) checkUse(s *Step, u use, inputFields, guessed map[string]bool)
 			return // inputs leaves room for it
 		}
 		fail("{%s} is neither an upstream step nor a field of inputs (upstream: %s; inputs: %s)%s", u.path,
-			noneIfEmpty(sortedKeys(s.Upstream)), noneIfEmpty(sortedKeys(inputFields)), didYouMean(root, append(sortedKeys(s.Upstream), sortedKeys(inputFields)...)))
+			noneIfEmpty(f.Upstream(s)), noneIfEmpty(sortedKeys(inputFields)), didYouMean(root, append(f.Upstream(s), sortedKeys(inputFields)...)))
 		return
 	}
 	guessed[root] = true
@@ -307,7 +307,7 @@ func (d *decoder) checkStatusUse(s *Step, u use, fail func(string, ...any)) {
 		fail("steps.%s names no step%s", id, didYouMean(id, d.stepIDs()))
 		return
 	}
-	if !s.Upstream[id] {
+	if !d.isUpstream(s, id) {
 		fail("steps.%s: step %s is not upstream of this step: add it to requires", id, id)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/value/schema"
 )
 
@@ -51,7 +52,10 @@ func (ss *schemaSet) lookupFile(rel, name string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if len(data) > MaxSchemaFileBytes {
+		return nil, fmt.Errorf("schema file %s is %d bytes, more than the %d a schema file may have", rel, len(data), MaxSchemaFileBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(yamlnode.TrimBOM(data)))
 	if err != nil {
 		return nil, fmt.Errorf("schema file %s is not JSON: %w", rel, err)
 	}

@@ -56,7 +56,7 @@ steps:
 				t.Errorf("%s.RequireIdx[%d] = %d, not %s", tt.id, k, s.RequireIdx[k], r)
 			}
 		}
-		if got := keys(s.Upstream); !equalStrings(got, tt.upstream) {
+		if got := f.Upstream(s); !equalStrings(got, tt.upstream) {
 			t.Errorf("%s.Upstream = %v, want %v", tt.id, got, tt.upstream)
 		}
 		var down []string

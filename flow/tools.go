@@ -2,13 +2,11 @@ package flow
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/tool"
@@ -89,7 +87,7 @@ var modelFields = []string{"provider", "model", "base_url", "api_key_env", "max_
 // LoadConfig reads a rein.yaml. The error is an *Error with located problems,
 // or an I/O error.
 func LoadConfig(path string) (*Config, error) {
-	data, err := readLimited(path)
+	data, err := yamlnode.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
@@ -100,9 +98,9 @@ func LoadConfig(path string) (*Config, error) {
 // the folder of filename.
 func ParseConfig(data []byte, filename string) (*Config, error) {
 	d := &decoder{diags: diagnostics{file: filename}, flow: &Flow{},
-		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}, read: os.ReadFile}}
+		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}, read: func(path string) ([]byte, error) { return yamlnode.ReadFile(path, MaxFileBytes) }}}
 	cfg := &Config{File: filename, Tools: map[string]*ToolDecl{}}
-	file, err := parser.ParseBytes(data, 0)
+	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "rein.yaml", MaxBytes: MaxFileBytes})
 	if err != nil {
 		d.syntaxError(err)
 		return nil, d.result()
@@ -142,6 +140,10 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 	}
 	for _, e := range entries {
 		where := "model " + e.key
+		if msg := yamlnode.NameProblem(e.key); msg != "" {
+			d.diags.add(e.keyPos, "", "model name %q %s: write plain text", e.key, msg)
+			continue
+		}
 		fields, ok := fieldsOf(e.value)
 		if !ok {
 			d.diags.add(posOf(e.value), "", "%s must be a mapping like {provider: openai, model: gpt-4o-mini}, not %s", where, yamlnode.Kind(e.value))

@@ -185,6 +185,20 @@ func (d *decoder) str(f field, step string) (string, bool) {
 	return "", false
 }
 
+// name is str for a field that names something (the flow's name, id and
+// version): a NUL, a control character or text that is not UTF-8 (which
+// YAML escapes can write) is reported at the value.
+func (d *decoder) name(f field, step string) string {
+	s, ok := d.str(f, step)
+	if !ok {
+		return ""
+	}
+	if msg := yamlnode.NameProblem(s); msg != "" {
+		d.diags.add(posOf(f.value), step, "%s %q %s: names are printed and used as keys; write plain text", f.key, s, msg)
+	}
+	return s
+}
+
 func (d *decoder) integer(f field, step string) (int, bool) {
 	if n, ok := d.integerQuiet(f); ok {
 		return n, true

@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -36,7 +37,7 @@ func BenchmarkRuleMatch100(b *testing.B) {
 	req := route.Request{Text: "Hello, could you look at KEYWORD97 for me before the meeting tomorrow?"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, ok, err := r.Match(req)
+		res, ok, err := r.Match(context.Background(), req)
 		if !ok || err != nil || res.Rule.Index != 97 {
 			b.Fatalf("got %+v, %v, %v", res, ok, err)
 		}
@@ -50,7 +51,7 @@ func BenchmarkRuleMatch100Expr(b *testing.B) {
 	req := route.Request{Text: "Hello, could you look at token98 for me before the meeting tomorrow?"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, ok, err := r.Match(req)
+		res, ok, err := r.Match(context.Background(), req)
 		if !ok || err != nil || res.Rule.Index != 98 {
 			b.Fatalf("got %+v, %v, %v", res, ok, err)
 		}
@@ -63,7 +64,7 @@ func BenchmarkRuleMatch100Miss(b *testing.B) {
 	req := route.Request{Text: "Hello, could you look at this for me before the meeting tomorrow?"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok, err := r.Match(req); ok || err != nil {
+		if _, ok, err := r.Match(context.Background(), req); ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

@@ -3,14 +3,12 @@ package route
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/reinhq/rein/internal/yamlnode"
@@ -68,7 +66,7 @@ type fileLocs struct {
 
 // ParseFile reads and parses the routes file at path; see Parse.
 func ParseFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlnode.ReadFile(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read routes file: %w", err)
 	}
@@ -216,7 +214,7 @@ func (fp *fileParser) parse(data []byte) *File {
 		fp.at(f.locs.top, "", "routes file is %d bytes long; the limit is %d", len(data), MaxFileSize)
 		return f
 	}
-	file, err := parser.ParseBytes(data, 0)
+	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "the routes file"})
 	if err != nil {
 		fp.yamlError(err)
 		return f
@@ -465,6 +463,11 @@ func locOf(n ast.Node) loc {
 
 // yamlError records a go-yaml error with its position.
 func (fp *fileParser) yamlError(err error) {
+	var le *yamlnode.LimitError
+	if errors.As(err, &le) {
+		fp.at(loc{line: le.Line, col: le.Col}, "", "%s", le.Message)
+		return
+	}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		var l loc

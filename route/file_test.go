@@ -143,3 +143,24 @@ func TestParseFileMissing(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestParseFileLimit checks that a routes file past MaxFileSize is refused,
+// naming it, before it is read whole; a BOM is accepted.
+func TestParseFileLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", route.MaxFileSize)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := route.ParseFile(big); err == nil || !strings.Contains(err.Error(), big+" is 1048578 bytes, more than the 1048576 it may have") {
+		t.Fatalf("err = %v", err)
+	}
+	bom := filepath.Join(dir, "bom.yaml")
+	if err := os.WriteFile(bom, []byte("\xEF\xBB\xBFroutes:\n  - {name: a, description: b}\nfallback: a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := route.ParseFile(bom); err != nil {
+		t.Fatalf("a routes file with a BOM: %v", err)
+	}
+}

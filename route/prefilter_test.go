@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ func checkPrefilter(t *testing.T, rules []Rule, texts []string) {
 		t.Fatal(err)
 	}
 	for _, text := range texts {
-		m := matcher{lits: r.lits, text: text}
+		m := matcher{ctx: context.Background(), lits: r.lits, text: text}
 		for i := range r.rules {
 			c := &r.rules[i]
 			got, gerr := m.match(c)

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 )
 
@@ -202,8 +202,8 @@ func checkName(name string) string {
 		return "missing route name"
 	case strings.TrimSpace(name) != name:
 		return fmt.Sprintf("route name %q has leading or trailing white space", name)
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return fmt.Sprintf("route name %q holds a control character", name)
+	case yamlnode.NameProblem(name) != "":
+		return fmt.Sprintf("route name %q %s", name, yamlnode.NameProblem(name))
 	case len(name) > maxNameLen:
 		return fmt.Sprintf("route name is %d bytes long; the limit is %d", len(name), maxNameLen)
 	}
@@ -242,7 +242,7 @@ func (r *Router) Has(name string) bool {
 // naming the rule. Errors of the semantic router are returned wrapped,
 // with their class.
 func (r *Router) Route(ctx context.Context, req Request) (Result, error) {
-	res, ok, err := r.Match(req)
+	res, ok, err := r.Match(ctx, req)
 	if err != nil || ok {
 		return res, err
 	}

@@ -3,9 +3,11 @@ package route_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/route"
@@ -156,7 +158,7 @@ func TestNoMatchAndFallback(t *testing.T) {
 	if res, _ := r.Route(context.Background(), route.Request{Text: "weather: Rome"}); res.Source != route.SourceRule {
 		t.Fatalf("a rule match went to %+v", res)
 	}
-	if res, ok, err := r.Match(route.Request{Text: "rewrite this"}); ok || err != nil {
+	if res, ok, err := r.Match(context.Background(), route.Request{Text: "rewrite this"}); ok || err != nil {
 		t.Fatalf("Match without a matching rule: %+v, %v, %v", res, ok, err)
 	}
 }
@@ -222,7 +224,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			"routes[0].name: missing route name",
 			`routes[2].name: duplicate route name "a" (first at routes[1])`,
 			`routes[3].name: route name " b" has leading or trailing white space`,
-			`routes[4].name: route name "c\nd" holds a control character`,
+			`routes[4].name: route name "c\nd" holds the control character U+000A`,
 			`routes[5].description: route "e" needs a description`,
 		}},
 		{"rules", route.Config{Routes: testRoutes, Rules: []route.Rule{
@@ -305,8 +307,36 @@ func TestCancelledContext(t *testing.T) {
 	if _, err := r.Route(ctx, route.Request{Text: "rewrite this"}); fault.ClassOf(err) != fault.Cancelled {
 		t.Fatalf("got %v (class %s), want cancelled", err, fault.ClassOf(err))
 	}
-	// Rules need no context: a rule match still routes.
-	if res, err := r.Route(ctx, route.Request{Text: "weather: Oslo"}); err != nil || res.Route != "weather" {
-		t.Fatalf("got %+v, %v", res, err)
+	// Rules stop too: a run whose time is up routes nothing.
+	if res, err := r.Route(ctx, route.Request{Text: "weather: Oslo"}); fault.ClassOf(err) != fault.Cancelled {
+		t.Fatalf("got %+v, %v; want cancelled", res, err)
+	}
+}
+
+// TestRulesStopOnTime checks that thousands of rules over a large text,
+// which take far longer than the deadline, stop soon after it.
+func TestRulesStopOnTime(t *testing.T) {
+	t.Parallel()
+	routes := []route.Route{{Name: "a", Description: "a"}}
+	var rules []route.Rule
+	for i := range 5000 {
+		rules = append(rules, route.Rule{Regexp: fmt.Sprintf(`(x|y)+z%d$`, i), Route: "a"})
+		rules = append(rules, route.Rule{Expr: fmt.Sprintf(`any(split(text, ""), {# == "q%d"})`, i), Route: "a"})
+	}
+	r, err := route.New(route.Config{Routes: routes, Rules: rules, Fallback: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("xy", 1<<19) // 1 MiB
+	cause := errors.New("time is up")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, cause)
+	defer cancel()
+	start := time.Now()
+	_, err = r.Route(ctx, route.Request{Text: text})
+	if !errors.Is(err, cause) {
+		t.Fatalf("err = %v, want the deadline's cause", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stopped after %s", d)
 	}
 }

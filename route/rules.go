@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -116,13 +117,21 @@ func regexpMessage(err error) string {
 
 // Match tries the rules only, in order, and never calls the semantic
 // router: ok is false when none matches. The error is a fault.Business
-// error naming the rule whose expression failed at run time.
-func (r *Router) Match(req Request) (res Result, ok bool, err error) {
-	m := matcher{lits: r.lits, text: req.Text, meta: req.Metadata}
+// error naming the rule whose expression failed at run time, or
+// context.Cause(ctx) once ctx ends (checked before every rule and inside
+// the loops of rule expressions).
+func (r *Router) Match(ctx context.Context, req Request) (res Result, ok bool, err error) {
+	m := matcher{ctx: ctx, lits: r.lits, text: req.Text, meta: req.Metadata}
 	for i := range r.rules {
 		c := &r.rules[i]
+		if ctx.Err() != nil {
+			return Result{}, false, context.Cause(ctx)
+		}
 		hit, err := m.match(c)
 		if err != nil {
+			if ctx.Err() != nil {
+				return Result{}, false, context.Cause(ctx)
+			}
 			return Result{}, false, fault.BusinessErr(fmt.Errorf("route: rules[%d] (%s): %w", c.index, c.rule, err))
 		}
 		if hit {
@@ -140,6 +149,7 @@ func (r *Router) Match(req Request) (res Result, ok bool, err error) {
 // matcher holds what is derived from one request, each computed at most
 // once and only when a rule needs it.
 type matcher struct {
+	ctx     context.Context
 	lits    *literalSet
 	text    string
 	meta    map[string]any
@@ -205,5 +215,5 @@ func (m *matcher) match(c *compiledRule) (bool, error) {
 		}
 		m.env = map[string]any{"text": m.text, "metadata": meta}
 	}
-	return c.prog.Eval(m.env)
+	return c.prog.EvalContext(m.ctx, m.env)
 }

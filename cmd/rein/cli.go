@@ -42,16 +42,20 @@ func usageErr(format string, args ...any) error {
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+	// term is stderr itself, for the live progress view, which escapes
+	// what it prints itself; out and err escape control characters.
+	term io.Writer
 }
 
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s := &streams{in: stdin, out: stdout, err: stderr}
+	s := &streams{in: stdin, out: escapingWriter{stdout}, err: escapingWriter{stderr}, term: stderr}
+	stderr = s.err
 	root := newRoot(s)
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

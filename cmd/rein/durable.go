@@ -27,6 +27,7 @@ func (d *dbFlag) register(cmd *cobra.Command) {
 func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script to resume with, instead of the one the run recorded")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to resume with, instead of the one the run recorded")
+	cmd.Flags().BoolVar(&l.trustedToolsOnly, "trusted-tools-only", false, trustedToolsUsage)
 }
 
 // open opens the store; a DSN that does not open is bad usage (exit 2).

@@ -6,21 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/yamlnode"
 )
 
 // loadFlags are the flags every command that loads a flow takes.
 type loadFlags struct {
 	script, config        string
 	model, record, replay string
+	trustedToolsOnly      bool
 }
 
+// trustedToolsUsage is the help of --trusted-tools-only.
+const trustedToolsUsage = "refuse a flow that declares tools: of its own (they run commands); allow only the tools of rein.yaml"
+
 func (l *loadFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&l.trustedToolsOnly, "trusted-tools-only", false, trustedToolsUsage)
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script answering every model (default: script.yaml in the flow's folder)")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	cmd.Flags().StringVar(&l.model, "model", "", "answer every model name with this model: a rein.yaml models: name or provider/model (e.g. openai/gpt-4o-mini)")
@@ -41,7 +46,8 @@ func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 	if l.model != "" && l.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay})
+	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
+		TrustedToolsOnly: l.trustedToolsOnly})
 	if err != nil {
 		return nil, loadError(s, err)
 	}
@@ -96,7 +102,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 		if file == "" {
 			file = fallback
 		}
-		b, err := os.ReadFile(file)
+		b, err := yamlnode.ReadFile(file, maxInputBytes)
 		if err != nil {
 			return nil, usageErr("read input: %v", err)
 		}
@@ -104,6 +110,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 	default:
 		return map[string]any{}, nil
 	}
+	data = yamlnode.TrimBOM(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -115,6 +122,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 	return v, nil
 }
 
+// maxInputBytes bounds a run's input (--input FILE, stdin, input.json).
 const maxInputBytes = 64 << 20
 
 func readAllLimited(r io.Reader) ([]byte, error) {
@@ -123,7 +131,7 @@ func readAllLimited(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxInputBytes {
-		return nil, fmt.Errorf("input is larger than %d bytes", maxInputBytes)
+		return nil, fmt.Errorf("input is more than the %d bytes it may have", maxInputBytes)
 	}
 	return b, nil
 }

@@ -146,7 +146,7 @@ func (p *progress) line(e *trace.Event) {
 	if e.ErrorClass != "" {
 		fmt.Fprintf(&b, " [%s/%s] %s", e.ErrorClass, e.Origin, clip(e.Error, 200))
 	}
-	fmt.Fprintln(p.w, b.String())
+	fmt.Fprintln(p.w, printable(b.String()))
 }
 
 func (p *progress) redraw() {
@@ -164,7 +164,7 @@ func (p *progress) redraw() {
 		if elapsed > 0 || row.status == string(trace.StepRunning) {
 			t = elapsed.Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "\x1b[2K%s %-24s %-10s %8s  %s\n", symbol(row.status), s.ID, row.status, t, row.note)
+		fmt.Fprintf(&b, "\x1b[2K%s %-24s %-10s %8s  %s\n", symbol(row.status), printable(s.ID), row.status, t, printable(row.note))
 	}
 	p.drawn = len(p.flow.Steps)
 	io.WriteString(p.w, b.String())

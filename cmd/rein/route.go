@@ -77,7 +77,7 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 	if err != nil {
 		return routesFileError(s, err)
 	}
-	res, matched, err := rules.Match(req)
+	res, matched, err := rules.Match(cmd.Context(), req)
 	if err == nil && matched {
 		return f.print(s, res)
 	}

@@ -99,7 +99,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if f.detach {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
 	}
-	progress := newProgress(s.err, p.Flow)
+	progress := newProgress(s.term, p.Flow)
 	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink
 	if f.tracePath != "" {

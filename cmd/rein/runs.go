@@ -404,11 +404,11 @@ func advance(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *
 		}
 		return res, order, nil
 	}
-	p, err := rein.LoadRun(ctx, db, id, &rein.LoadOptions{Script: l.script, Config: l.config})
+	p, err := rein.LoadRun(ctx, db, id, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
 	if err != nil {
 		return nil, nil, loadError(s, err)
 	}
-	progress := newProgress(s.err, p.Flow)
+	progress := newProgress(s.term, p.Flow)
 	if steps, err := db.Steps(ctx, id); err == nil {
 		progress.seed(steps)
 	}

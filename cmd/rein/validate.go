@@ -41,7 +41,7 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 			bad := 0
 			for _, path := range args {
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
-				p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config})
+				p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
 				var fe *flow.Error
 				switch {
 				case err == nil:

@@ -19,6 +19,7 @@ func newWorkerCmd(s *streams) *cobra.Command {
 		o           rein.WorkerOptions
 		tracePath   string
 		concurrency int
+		trusted     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -42,6 +43,9 @@ with 130. A log line per run goes to stderr.`,
 				return usageErr("--poll and --lease must be positive durations, --grace not negative")
 			}
 			o.Concurrency = concurrency
+			if trusted {
+				o.Load = &rein.LoadOptions{TrustedToolsOnly: true}
+			}
 			ctx := cmd.Context()
 			st, dsn, err := db.open(ctx)
 			if err != nil {
@@ -84,5 +88,6 @@ with 130. A log line per run goes to stderr.`,
 	cmd.Flags().DurationVar(&o.LeaseTTL, "lease", engine.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
 	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long runs in flight may finish before they are abandoned")
 	cmd.Flags().StringVar(&tracePath, "trace", "", "write the events of every run to this JSONL file")
+	cmd.Flags().BoolVar(&trusted, "trusted-tools-only", false, trustedToolsUsage)
 	return cmd
 }

@@ -44,7 +44,8 @@ func isAllowed(name string) bool {
 // names without reflection), every builtin off but the whitelist, and a
 // node budget.
 var options = func() []expr.Option {
-	opts := []expr.Option{expr.Env(map[string]any{}), expr.AllowUndefinedVariables(), expr.DisableAllBuiltins(), expr.MaxNodes(MaxNodes)}
+	opts := []expr.Option{expr.Env(map[string]any{}), expr.AllowUndefinedVariables(), expr.DisableAllBuiltins(), expr.MaxNodes(MaxNodes),
+		expr.Function(tickFunc, tick, new(func(any, any) any)), expr.Patch(tickPatch{})}
 	for _, name := range allowed {
 		opts = append(opts, expr.EnableBuiltin(name))
 	}
@@ -65,6 +66,9 @@ type Program struct {
 	prog  *vm.Program
 	sites []Ref
 	refs  []ref.Path
+	// loops is true when the program has predicates (all, filter, map, …):
+	// only those can run long, and only those check for cancellation.
+	loops bool
 }
 
 // Compile compiles src. It rejects sources longer than MaxSourceLen bytes
@@ -102,7 +106,7 @@ func Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, fromExpr(src, err)
 	}
-	p := &Program{src: src, prog: prog, sites: w.sites}
+	p := &Program{src: src, prog: prog, sites: w.sites, loops: hasPredicate(tree.Node)}
 	slices.SortStableFunc(p.sites, func(a, b Ref) int { return a.Offset - b.Offset })
 	seen := make(map[string]bool, len(p.sites))
 	for _, s := range p.sites {

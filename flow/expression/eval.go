@@ -1,7 +1,9 @@
 package expression
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/expr-lang/expr/vm"
@@ -17,12 +19,32 @@ var vms = sync.Pool{New: func() any { return new(vm.VM) }}
 // of nil or exceeding expr's memory budget, are returned as an *Error with
 // the offset of the failing operation; they never panic.
 func (p *Program) EvalValue(env map[string]any) (any, error) {
+	return p.EvalValueContext(context.Background(), env)
+}
+
+// EvalValueContext is EvalValue that stops when ctx ends: before it starts,
+// and inside every loop (the predicates of all, any, filter, map, …), so a
+// program over large inputs stops on time. It then returns
+// context.Cause(ctx), unwrapped.
+func (p *Program) EvalValueContext(ctx context.Context, env map[string]any) (any, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if p.loops && ctx.Done() != nil {
+		withCtx := make(map[string]any, len(env)+1)
+		maps.Copy(withCtx, env)
+		withCtx[ctxName] = ctx
+		env = withCtx
+	}
 	m := vms.Get().(*vm.VM)
 	out, err := m.Run(p.prog, env)
 	clear(m.Stack)
 	clear(m.Variables)
 	vms.Put(m)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		return nil, fromExpr(p.src, err)
 	}
 	return out, nil
@@ -32,7 +54,12 @@ func (p *Program) EvalValue(env map[string]any) (any, error) {
 // other result is an *Error naming the type it got. Errors are as for
 // EvalValue.
 func (p *Program) Eval(env map[string]any) (bool, error) {
-	out, err := p.EvalValue(env)
+	return p.EvalContext(context.Background(), env)
+}
+
+// EvalContext is Eval that stops when ctx ends, as EvalValueContext.
+func (p *Program) EvalContext(ctx context.Context, env map[string]any) (bool, error) {
+	out, err := p.EvalValueContext(ctx, env)
 	if err != nil {
 		return false, err
 	}

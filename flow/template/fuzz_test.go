@@ -42,9 +42,9 @@ func FuzzParse(f *testing.F) {
 
 func FuzzRender(f *testing.F) {
 	for _, s := range fuzzSeeds {
-		f.Add(s, "value")
+		f.Add(s, "value", uint16(8))
 	}
-	f.Fuzz(func(t *testing.T, s, val string) {
+	f.Fuzz(func(t *testing.T, s, val string, limit uint16) {
 		tm, err := Parse(s)
 		if err != nil {
 			return
@@ -65,6 +65,18 @@ func FuzzRender(f *testing.F) {
 			if _, ok := out.(string); !ok {
 				t.Fatalf("Render(%q) = %T, want string", s, out)
 			}
+		}
+		// Bounded text rendering counts exactly: it succeeds when the text
+		// fits and otherwise fails with a *SizeError.
+		want, _ := tm.RenderString(sc)
+		max := int64(limit) + 1
+		got, err := tm.RenderStringBounded(sc, &Bounds{MaxBytes: max})
+		var se *SizeError
+		switch fits := int64(len(want)) <= max; {
+		case fits && (err != nil || got != want):
+			t.Fatalf("RenderStringBounded(%q, %d) = %q, %v; want %q", s, max, got, err, want)
+		case !fits && !errors.As(err, &se):
+			t.Fatalf("RenderStringBounded(%q, %d) = %q, %v; want a *SizeError (text is %d bytes)", s, max, got, err, len(want))
 		}
 	})
 }

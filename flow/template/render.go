@@ -32,22 +32,48 @@ func (e *RenderError) Unwrap() error { return e.Err }
 // or field is a *RenderError wrapping a *ref.MissingError; a value that
 // cannot be encoded as JSON is a *RenderError too.
 func (t *Template) Render(scope map[string]any) (any, error) {
+	return t.render(scope, nil)
+}
+
+func (t *Template) render(scope map[string]any, m *meter) (any, error) {
 	if t.Single() {
 		r := t.parts[0].ref
+		if err := m.tick(); err != nil {
+			return nil, err
+		}
 		v, err := ref.Resolve(scope, r.Path)
 		if err != nil {
 			return nil, &RenderError{Ref: r, Err: err}
 		}
+		if err := m.addValue(v); err != nil {
+			return nil, err
+		}
 		return v, nil
 	}
-	return t.RenderString(scope)
+	return t.renderString(scope, m, 2)
 }
 
 // RenderString is like Render but always returns a string: a Single
 // template's value is formatted as it would be inside text.
 func (t *Template) RenderString(scope map[string]any) (string, error) {
+	return t.renderString(scope, nil, 0)
+}
+
+// RenderStringBounded is RenderString within b: it stops with a
+// *SizeError as soon as the text passes b.MaxBytes, and with the context's
+// cause once b.Ctx ends.
+func (t *Template) RenderStringBounded(scope map[string]any, b *Bounds) (string, error) {
+	return t.renderString(scope, newMeter(b), 0)
+}
+
+// renderString renders the text; extra is what the text costs m beyond
+// its bytes (2 for the quotes of a JSON string).
+func (t *Template) renderString(scope map[string]any, m *meter, extra int64) (string, error) {
 	if len(t.parts) == 1 && !t.parts[0].isRef {
-		return t.parts[0].text, nil
+		return t.parts[0].text, m.add(int64(len(t.parts[0].text)) + extra)
+	}
+	if err := m.add(int64(t.litSize) + extra); err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	b.Grow(t.litSize + 16*len(t.refs))
@@ -56,12 +82,27 @@ func (t *Template) RenderString(scope map[string]any) (string, error) {
 			b.WriteString(p.text)
 			continue
 		}
+		if err := m.tick(); err != nil {
+			return "", err
+		}
 		v, err := ref.Resolve(scope, p.ref.Path)
 		if err != nil {
 			return "", &RenderError{Ref: p.ref, Err: err}
 		}
+		if s, ok := v.(string); ok {
+			// counted before it is copied
+			if err := m.add(int64(len(s))); err != nil {
+				return "", err
+			}
+			b.WriteString(s)
+			continue
+		}
+		before := b.Len()
 		if err := writeValue(&b, v); err != nil {
 			return "", &RenderError{Ref: p.ref, Err: err}
+		}
+		if err := m.add(int64(b.Len() - before)); err != nil {
+			return "", err
 		}
 	}
 	return b.String(), nil

@@ -77,7 +77,7 @@ func ParseValue(v any) (*Value, []*ValueError) {
 	}
 	val := &Value{root: root, refs: c.refs}
 	if len(c.refs) == 0 {
-		val.static, _ = root.render(nil)
+		val.static, _ = root.render(nil, nil)
 	}
 	return val, nil
 }
@@ -154,35 +154,58 @@ func (v *Value) IsLiteral() bool { return len(v.refs) == 0 }
 // copy them before modifying. The first failing leaf's error is returned,
 // as a *ValueError naming its pointer and wrapping the *RenderError.
 func (v *Value) Render(scope map[string]any) (any, error) {
+	return v.RenderBounded(scope, nil)
+}
+
+// RenderBounded is Render within b: it stops with a *SizeError as soon as the tree's size as JSON passes b.MaxBytes (a
+// placeholder that keeps a value counts that value's size), and with the
+// context's cause once b.Ctx ends.
+func (v *Value) RenderBounded(scope map[string]any, b *Bounds) (any, error) {
+	m := newMeter(b)
 	if len(v.refs) == 0 {
-		return v.static, nil
+		return v.static, m.addValue(v.static)
 	}
-	return v.root.render(scope)
+	return v.root.render(scope, m)
 }
 
 // render builds the output tree of n.
-func (n *node) render(scope map[string]any) (any, error) {
+func (n *node) render(scope map[string]any, m *meter) (any, error) {
 	switch n.kind {
 	case kindTemplate:
-		out, err := n.tmpl.Render(scope)
+		out, err := n.tmpl.render(scope, m)
 		if err != nil {
+			if _, ok := err.(*RenderError); !ok {
+				return nil, err // the bounds' own errors concern the whole tree
+			}
 			return nil, &ValueError{Pointer: n.ptr, Err: err}
 		}
 		return out, nil
 	case kindMap:
-		m := make(map[string]any, len(n.keys))
+		if err := m.add(2); err != nil {
+			return nil, err
+		}
+		out := make(map[string]any, len(n.keys))
 		for i, k := range n.keys {
-			e, err := n.elems[i].render(scope)
+			if err := m.add(int64(len(k)) + 4); err != nil {
+				return nil, err
+			}
+			e, err := n.elems[i].render(scope, m)
 			if err != nil {
 				return nil, err
 			}
-			m[k] = e
+			out[k] = e
 		}
-		return m, nil
+		return out, nil
 	case kindList:
+		if err := m.add(2); err != nil {
+			return nil, err
+		}
 		l := make([]any, len(n.elems))
 		for i := range n.elems {
-			e, err := n.elems[i].render(scope)
+			if err := m.add(1); err != nil {
+				return nil, err
+			}
+			e, err := n.elems[i].render(scope, m)
 			if err != nil {
 				return nil, err
 			}
@@ -190,6 +213,6 @@ func (n *node) render(scope map[string]any) (any, error) {
 		}
 		return l, nil
 	default:
-		return n.konst, nil
+		return n.konst, m.addValue(n.konst)
 	}
 }

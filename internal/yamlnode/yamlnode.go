@@ -4,7 +4,10 @@
 package yamlnode
 
 import (
+	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
@@ -92,4 +95,24 @@ func String(n ast.Node) (string, bool) {
 		return v.Value.Value, true
 	}
 	return "", false
+}
+
+// NameProblem says what makes s unfit as a name (of a flow, a schema, a
+// model, a route): "is not valid UTF-8", "holds a NUL character", "holds
+// the control character U+001B"; "" when nothing does. Names are printed
+// and used as keys, and a YAML escape ("\0", "\e") can put any of these in
+// a quoted string.
+func NameProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		switch {
+		case r == 0:
+			return "holds a NUL character"
+		case unicode.IsControl(r):
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/yamlnode"
@@ -30,7 +29,6 @@ const oneOfAnswers = "output, raw, error, route or plan"
 // scriptParser collects the problems of one script.
 type scriptParser struct {
 	problems []Problem
-	anchors  map[string]ast.Node
 }
 
 func (p *scriptParser) addf(n ast.Node, format string, args ...any) {
@@ -40,7 +38,7 @@ func (p *scriptParser) addf(n ast.Node, format string, args ...any) {
 
 // parseScript turns a script into replies, or lists what is wrong with it.
 func parseScript(data []byte) (replies []Reply, problems []Problem) {
-	p := &scriptParser{anchors: map[string]ast.Node{}}
+	p := &scriptParser{}
 	defer func() {
 		// The YAML library is fuzzed upstream; this keeps a crash in it from
 		// taking the process down with a user's script.
@@ -48,7 +46,7 @@ func parseScript(data []byte) (replies []Reply, problems []Problem) {
 			replies, problems = nil, []Problem{{Line: 1, Column: 1, Message: fmt.Sprintf("YAML parser failed: %v", r)}}
 		}
 	}()
-	file, err := parser.ParseBytes(data, 0)
+	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "a script", MaxBytes: MaxFileBytes, NoAnchors: true})
 	if err != nil {
 		return nil, []Problem{yamlProblem(err)}
 	}
@@ -64,7 +62,6 @@ func parseScript(data []byte) (replies []Reply, problems []Problem) {
 	for _, d := range docs[1:] {
 		p.addf(d.Body, "a script is one YAML document; remove this second document")
 	}
-	ast.Walk(p, docs[0].Body)
 	replies = p.top(docs[0].Body)
 	slices.SortStableFunc(p.problems, func(a, b Problem) int {
 		if a.Line != b.Line {
@@ -75,35 +72,7 @@ func parseScript(data []byte) (replies []Reply, problems []Problem) {
 	return replies, p.problems
 }
 
-// Visit records anchors so that aliases can be resolved.
-func (p *scriptParser) Visit(n ast.Node) ast.Visitor {
-	if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-		p.anchors[a.Name.GetToken().Value] = a.Value
-	}
-	return p
-}
-
-// resolve strips anchors, tags of plain maps and aliases from n.
-func (p *scriptParser) resolve(n ast.Node) ast.Node {
-	for range 8 {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.AliasNode:
-			target, ok := p.anchors[v.Value.GetToken().Value]
-			if !ok {
-				return n
-			}
-			n = target
-		default:
-			return n
-		}
-	}
-	return n
-}
-
 func (p *scriptParser) top(body ast.Node) []Reply {
-	body = p.resolve(body)
 	if _, ok := body.(*ast.SequenceNode); ok {
 		p.addf(body, "a script is a mapping with a `replies:` list; indent this list under `replies:`")
 		return nil
@@ -117,7 +86,7 @@ func (p *scriptParser) top(body ast.Node) []Reply {
 		p.addf(body, "missing `replies:` list")
 		return nil
 	}
-	seq, ok := p.resolve(list.Value).(*ast.SequenceNode)
+	seq, ok := list.Value.(*ast.SequenceNode)
 	if !ok {
 		p.addf(list.Value, "replies must be a list, got %s", kind(list.Value))
 		return nil
@@ -134,7 +103,6 @@ func (p *scriptParser) top(body ast.Node) []Reply {
 // mapping returns the fields of a mapping node, reporting non-mappings,
 // duplicate keys and keys not in known. It returns nil for a non-mapping.
 func (p *scriptParser) mapping(n ast.Node, what string, known []string) map[string]*ast.MappingValueNode {
-	n = p.resolve(n)
 	values, ok := yamlnode.Entries(n)
 	if !ok {
 		p.addf(n, "%s must be a mapping, got %s", what, kind(n))
@@ -142,7 +110,7 @@ func (p *scriptParser) mapping(n ast.Node, what string, known []string) map[stri
 	}
 	fields := make(map[string]*ast.MappingValueNode, len(values))
 	for _, mv := range values {
-		key, ok := yamlnode.String(p.resolve(mv.Key))
+		key, ok := yamlnode.String(mv.Key)
 		if !ok {
 			p.addf(mv.Key, "%s has a key that is not a string", what)
 			continue
@@ -281,7 +249,7 @@ func (p *scriptParser) route(r *Reply, fields map[string]*ast.MappingValueNode, 
 
 // plan returns a plan reply's object.
 func (p *scriptParser) plan(f *ast.MappingValueNode, what string) any {
-	switch p.resolve(f.Value).(type) {
+	switch f.Value.(type) {
 	case *ast.MappingNode, *ast.MappingValueNode:
 	default:
 		p.addf(f.Value, "%s: plan must be a mapping (a plan object such as {goal: ..., steps: [...]}), got %s", what, kind(f.Value))
@@ -292,7 +260,7 @@ func (p *scriptParser) plan(f *ast.MappingValueNode, what string) any {
 
 // str returns a string field, reporting anything that is not a string.
 func (p *scriptParser) str(f *ast.MappingValueNode, what string) string {
-	s, ok := yamlnode.String(p.resolve(f.Value))
+	s, ok := yamlnode.String(f.Value)
 	if !ok {
 		p.addf(f.Value, "%s: %s must be a string, got %s", what, keyName(f), kind(f.Value))
 	}
@@ -328,7 +296,7 @@ func (p *scriptParser) tokens(f *ast.MappingValueNode, what string) *model.Usage
 		if !ok {
 			continue
 		}
-		n, ok := p.resolve(mv.Value).(*ast.IntegerNode)
+		n, ok := mv.Value.(*ast.IntegerNode)
 		var v int
 		if !ok || yaml.NodeToValue(n, &v) != nil || v < 0 {
 			p.addf(mv.Value, "%s: %s must be a non-negative integer, got %s", sub, name, describe(mv.Value))
@@ -340,7 +308,7 @@ func (p *scriptParser) tokens(f *ast.MappingValueNode, what string) *model.Usage
 }
 
 func (p *scriptParser) delay(f *ast.MappingValueNode, what string) time.Duration {
-	s, ok := yamlnode.String(p.resolve(f.Value))
+	s, ok := yamlnode.String(f.Value)
 	d, err := time.ParseDuration(s)
 	if !ok || err != nil || d < 0 {
 		p.addf(f.Value, "%s: delay must be a non-negative duration such as 50ms or 2s, got %s", what, describe(f.Value))
@@ -383,6 +351,10 @@ func describe(n ast.Node) string {
 
 // yamlProblem turns a go-yaml error into a positioned problem.
 func yamlProblem(err error) Problem {
+	var le *yamlnode.LimitError
+	if errors.As(err, &le) {
+		return Problem{Line: le.Line, Column: le.Col, Message: le.Message}
+	}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		line, col := yamlnode.TokenPos(ye.GetToken())

@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -94,10 +95,9 @@ func TestParseAccepts(t *testing.T) {
 			},
 		},
 		{
-			name: "anchors, aliases and block strings",
-			src:  "replies:\n  - &r {step: a, output: [1, 2.5, true]}\n  - *r\n  - step: b\n    raw: |\n      line1\n      line2\n",
+			name: "a BOM and block strings",
+			src:  "\xEF\xBB\xBFreplies:\n  - {step: a, output: [1, 2.5, true]}\n  - step: b\n    raw: |\n      line1\n      line2\n",
 			want: []Reply{
-				{Step: "a", Output: []any{uint64(1), 2.5, true}},
 				{Step: "a", Output: []any{uint64(1), 2.5, true}},
 				{Step: "b", Raw: strp("line1\nline2\n")},
 			},
@@ -233,7 +233,12 @@ func TestParseRejects(t *testing.T) {
 		{name: "syntax error", src: "a: b: c\n", want: []string{`s.yaml:1:4: mapping value is not allowed in this context`}},
 		{name: "two documents", src: "replies: []\n---\nx: 1\n", want: []string{`s.yaml:3:1: a script is one YAML document; remove this second document`}},
 		{name: "NaN output", src: "replies:\n  - step: a\n    output: .nan\n", want: []string{`s.yaml:3:13: replies[0]: output cannot be written as JSON: json: unsupported value: NaN`}},
-		{name: "unknown alias", src: "replies:\n  - step: a\n    output: *nope\n", want: []string{`s.yaml:3:13: replies[0]: output: could not find alias "nope"`}},
+		{name: "alias", src: "replies:\n  - step: a\n    output: *nope\n", want: []string{`s.yaml:3:13: YAML anchors (&name) and aliases (*name) are not supported in a script: write the value out`}},
+		// Eight levels of aliases once expanded to gigabytes.
+		{name: "alias bomb", src: "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nreplies: []\n", want: []string{`s.yaml:1:4: YAML anchors (&name) and aliases (*name) are not supported in a script: write the value out`}},
+		{name: "too deep", src: "replies: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n", want: []string{`s.yaml:1:137: a script nests more than 128 levels deep here`}},
+		{name: "too large", src: "replies: []\n#" + strings.Repeat("x", MaxFileBytes), want: []string{fmt.Sprintf("s.yaml:1:1: a script is %d bytes, more than the %d it may have", MaxFileBytes+13, MaxFileBytes)}},
+		{name: "NUL", src: "replies:\n  - step: \"a\x00\"\n", want: []string{`s.yaml:2:13: a script holds a NUL byte here: remove it`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

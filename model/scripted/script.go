@@ -2,11 +2,11 @@ package scripted
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 )
 
@@ -96,9 +96,12 @@ func Parse(data []byte, filename string) (*Model, error) {
 	return New(replies), nil
 }
 
+// MaxFileBytes bounds a script (script.yaml).
+const MaxFileBytes = 4 << 20
+
 // Load reads and parses the script at path.
 func Load(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlnode.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load script: %w", err)
 	}

@@ -1,0 +1,138 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/trace"
+)
+
+// slow is an expression over input.items that takes hours (5,000^3
+// predicate calls) unless it stops.
+const slow = "all(input.items, {all(input.items, {all(input.items, {# >= 0})})})"
+
+// TestCPUBoundWorkStopsAtTheTimeout runs flows whose when, gate, for_each,
+// repeat.until or route rules would compute far past budgets.timeout (1s):
+// each run stops soon after it with the timeout budget's error, instead of
+// computing on and reporting success.
+func TestCPUBoundWorkStopsAtTheTimeout(t *testing.T) {
+	t.Parallel()
+	items := make([]any, 5000)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	var rules strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&rules, "{regexp: '(x|y){%d}[a-w]'}, ", i%50+1)
+	}
+	text := strings.Repeat("xy", 150_000)
+	cases := []struct {
+		name, steps string
+		input       map[string]any
+	}{
+		{"when", "  - {id: a, tool: echo, args: {}, when: \"" + slow + "\"}\n", map[string]any{"items": items}},
+		{"gate", "  - {id: a, tool: echo, args: {}, gate: \"" + slow + "\"}\n", map[string]any{"items": items}},
+		{"for_each", "  - {id: a, tool: echo, for_each: \"filter(input.items, {" + slow + "})\", args: {x: \"{item}\"}}\n", map[string]any{"items": items}},
+		{"repeat", "  - {id: a, tool: echo, args: {}, repeat: {until: \"" + slow + "\", max: 3}}\n", map[string]any{"items": items}},
+		{"route rules", "  - id: a\n    type: route\n    text: \"{input.text}\"\n    routes:\n      - {name: r, description: r, rules: [" + rules.String() + "]}\n      - {name: s, description: s}\n",
+			map[string]any{"text": text}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newFixture(t, goTool("echo", func(_ context.Context, args map[string]any) (any, error) { return args, nil }))
+			f := fx.parse("name: slow\nbudgets: {timeout: 1s}\nsteps:\n" + tc.steps)
+			start := time.Now()
+			res, err := fx.engine().Run(context.Background(), f, tc.input, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the run stopped after %s, budget 1s", d)
+			}
+			wantStatus(t, res, trace.RunFailed)
+			wantErrorClass(t, res, fault.Budget, "budget timeout of 1s")
+		})
+	}
+}
+
+// TestStepTimeoutStopsRouteRules checks that a route step's timeout stops
+// its rules on time: thousands of regexps over a large text fail the step
+// as timed out, not after they all ran.
+func TestStepTimeoutStopsRouteRules(t *testing.T) {
+	t.Parallel()
+	var rules strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&rules, "{regexp: '(x|y){%d}[a-w]'}, ", i%50+1)
+	}
+	fx := newFixture(t)
+	f := fx.parse("name: slow\nsteps:\n  - id: a\n    type: route\n    timeout: 1s\n    retries: 0\n    text: \"{input.text}\"\n    routes:\n      - {name: r, description: r, rules: [" + rules.String() + "]}\n      - {name: s, description: s}\n")
+	start := time.Now()
+	res, err := fx.engine().Run(context.Background(), f, map[string]any{"text": strings.Repeat("xy", 150_000)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the step stopped after %s, timeout 1s", d)
+	}
+	wantStatus(t, res, trace.RunFailed)
+	wantErrorClass(t, res, fault.Transient, "the step's timeout")
+}
+
+// TestCtrlCStopsAnEvaluation checks that cancelling the run's context
+// (what Ctrl-C does) stops a long when expression.
+func TestCtrlCStopsAnEvaluation(t *testing.T) {
+	t.Parallel()
+	items := make([]any, 5000)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	fx := newFixture(t, goTool("echo", func(_ context.Context, args map[string]any) (any, error) { return args, nil }))
+	f := fx.parse("name: slow\nsteps:\n  - {id: a, tool: echo, args: {}, when: \"" + slow + "\"}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := fx.engine().Run(ctx, f, map[string]any{"items": items}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the run stopped after %s", d)
+	}
+	if res.Status == trace.RunSucceeded || res.Error == nil || res.Error.Class != fault.Cancelled {
+		t.Fatalf("run = %s, %v; want it stopped as cancelled", res.Status, res.Error)
+	}
+}
+
+// TestMaxInputBytes renders 3,000 placeholders over a 1 MB output: the step
+// fails naming max_input_bytes, having rendered about the bound; a flow
+// default and a step's own bound apply.
+func TestMaxInputBytes(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1_000_000)
+	fx := newFixture(t,
+		goTool("gen", func(context.Context, map[string]any) (any, error) { return map[string]any{"text": big}, nil }),
+		goTool("echo", func(_ context.Context, args map[string]any) (any, error) {
+			return map[string]any{"n": float64(len(args))}, nil
+		}))
+	many := strings.Repeat(`"{gen.text}", `, 3000)
+	res := fx.run("name: big\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: use, tool: echo, args: {to: ["+many+"]}}\n", nil)
+	wantStatus(t, res, trace.RunFailed)
+	wantErrorClass(t, res, fault.Business, "args: the rendered input is more than max_input_bytes (1048576 bytes)")
+	if res.Error.Step != "use" {
+		t.Fatalf("error names step %q", res.Error.Step)
+	}
+
+	prompt := strings.Repeat("{gen.text}", 3)
+	fx.script()
+	res = fx.run("name: big\nmax_input_bytes: 2000000\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: ask, type: llm, model: m, prompt_template: \""+prompt+"\"}\n", nil)
+	wantStatus(t, res, trace.RunFailed)
+	wantErrorClass(t, res, fault.Business, "prompt_template: the rendered input is more than max_input_bytes (2000000 bytes)")
+
+	res = fx.run("name: big\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: use, tool: echo, args: {a: \"{gen.text}\"}, max_input_bytes: 100}\n", nil)
+	wantErrorClass(t, res, fault.Business, "more than max_input_bytes (100 bytes)")
+}
