@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
@@ -161,6 +162,10 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
+	if err := r.restoreUsage(ctx, run); err != nil {
+		e.release(runID)
+		return nil, err
+	}
 	res := r.resume(ctx)
 	r.recycle()
 	return res, nil
@@ -264,6 +269,57 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 		st := r.steps[i].status
 		if !settled[i] && r.waiting[i] == 0 && st != trace.StepWaiting && st != trace.StepUnknown && !slices.Contains(r.d.toPark, i) {
 			r.ready = append(r.ready, i)
+		}
+	}
+	return nil
+}
+
+// restoreUsage carries what the run's earlier processes did into this
+// one: their model calls and tokens (folded from the journal's model_call
+// and corrective_retry events, so a process that died before it wrote its
+// usage is counted too), run and step alike, and the iterations of the
+// last usage written. Budgets count on from there, and the run's duration
+// is reckoned from its creation.
+func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
+	if run.LastSeq > 0 {
+		r.born = run.CreatedAt
+	}
+	var u Usage
+	if len(run.Usage) > 0 {
+		_ = json.Unmarshal(run.Usage, &u)
+	}
+	r.usage.iterations.Store(int64(u.Iterations))
+	if run.LastSeq == 0 {
+		return nil
+	}
+	events, err := r.e.cfg.Store.Events(ctx, r.id, 0, 0)
+	if err != nil {
+		return fmt.Errorf("engine: read the journal of run %s: %w", r.id, err)
+	}
+	index := make(map[string]int, len(r.f.Steps))
+	for _, s := range r.f.Steps {
+		index[s.ID] = s.Index
+	}
+	for _, ev := range events {
+		var use stepUse
+		switch ev.Kind {
+		case trace.ModelCall:
+			use = stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut}
+			r.usage.llmCalls.Add(1)
+			r.usage.tokensIn.Add(int64(ev.TokensIn))
+			r.usage.tokensOut.Add(int64(ev.TokensOut))
+		case trace.CorrectiveRetry:
+			use = stepUse{corrections: 1}
+		case trace.Kind(plan.PlanRejected):
+			if ev.Status != plan.RejectedCorrected {
+				continue
+			}
+			use = stepUse{corrections: 1}
+		default:
+			continue
+		}
+		if i, ok := index[ev.StepID]; ok {
+			r.addUse(i, use)
 		}
 	}
 	return nil

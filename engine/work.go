@@ -204,7 +204,7 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 			v, err := r.runUnit(ctx, j, j.items[k], sub)
 			mu.Lock()
 			defer mu.Unlock()
-			o.attempts += sub.attempts
+			o.attempts = max(o.attempts, sub.attempts)
 			if err != nil {
 				if firstErr == nil {
 					firstErr, firstOrigin = fmt.Errorf("item %d: %w", k, err), sub.origin
@@ -242,7 +242,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		}
 		sub := &outcome{}
 		out, err := r.runUnit(r.ctx, j, in, sub)
-		o.attempts += sub.attempts
+		o.attempts = max(o.attempts, sub.attempts)
 		if err != nil {
 			o.origin = sub.origin
 			return nil, err
