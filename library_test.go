@@ -142,3 +142,29 @@ steps:
 		t.Fatalf("LoadRun with the Go tool: %v", err)
 	}
 }
+
+// rein.yaml defaults: reach the steps of a flow loaded beside it.
+func TestConfigDefaultsApplyToTheFlow(t *testing.T) {
+	t.Parallel()
+	dir := writeFlowDir(t, "name: hang\nsteps:\n  - {id: h, tool: hang, args: {}}\n")
+	if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("defaults: {retries: 0, timeout: 50ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	hang := tool.Func(tool.Spec{Name: "hang"}, func(ctx context.Context, _ any) (any, error) {
+		calls++
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	p, err := rein.Load(dir, &rein.LoadOptions{Tools: []tool.Tool{hang}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != rein.StatusFailed || calls != 1 || res.Error.Class != rein.ClassTransient || !strings.Contains(res.Error.Message, "timed out after 50ms") {
+		t.Fatalf("run %s after %d calls: %+v", res.Status, calls, res.Error)
+	}
+}

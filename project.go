@@ -1,6 +1,7 @@
 package rein
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,6 +150,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		},
 		Models: p.hasModel,
 	}
+	if cfg != nil {
+		fopts.Defaults = cfg.Defaults
+	}
 	if opts.flowFiles != nil {
 		fopts.ReadFile = func(path string) ([]byte, error) {
 			if b, ok := opts.flowFiles[path]; ok {
@@ -183,10 +187,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	return p, nil
 }
 
-// ExecTool builds the exec tool a declaration describes.
+// ExecTool builds the exec tool a declaration describes. A declaration
+// without a timeout gets flow.DefaultToolTimeout.
 func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
 	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env,
-		Timeout: d.Timeout, MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent}
+		Timeout: cmp.Or(d.Timeout, flow.DefaultToolTimeout), MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent}
 	if d.InputSchema != nil {
 		cfg.InputSchema = d.InputSchema.JSON()
 	}

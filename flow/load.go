@@ -28,6 +28,11 @@ type Options struct {
 	// files) by absolute path. Nil means os.ReadFile. A resumed run passes
 	// the files it pinned when it started (Flow.Files).
 	ReadFile func(path string) ([]byte, error)
+	// Defaults replace the built-in retries and timeouts of steps that set
+	// none (rein.yaml defaults:, Config.Defaults). Nil means the built-in
+	// ones (DefaultRetries, DefaultModelTimeout, DefaultToolTimeout,
+	// DefaultPlanTimeout).
+	Defaults *Defaults
 }
 
 // Load reads, validates and compiles the flow file at path. Relative paths
@@ -119,6 +124,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	if d.hasTools {
 		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
 	}
+	d.applyDefaults()
 	d.checkTargets()
 	if d.buildGraph() {
 		d.checkReferences()

@@ -1,0 +1,128 @@
+package flow
+
+import (
+	"time"
+
+	"github.com/reinhq/rein/internal/yamlnode"
+)
+
+// Built-in defaults of the steps that call something, so that nothing hangs
+// forever and a blip does not fail a run. rein.yaml defaults: replaces
+// them; a step's own retries: and timeout: replace both.
+const (
+	// DefaultRetries is how often a step retries a transient error (a
+	// timeout, 429, 5xx, a lost connection, exec exit 75), with backoff.
+	// Other classes are never retried unless on_error is retry.
+	DefaultRetries = 2
+	// DefaultModelTimeout bounds one attempt of an llm or route step.
+	DefaultModelTimeout = 120 * time.Second
+	// DefaultToolTimeout bounds one attempt of a tool step, and one call of
+	// an exec tool (tools: in a flow or rein.yaml) that sets no timeout.
+	DefaultToolTimeout = 5 * time.Minute
+	// DefaultPlanTimeout bounds one attempt of a plan step (its planner's
+	// model calls and every tool call of its plans).
+	DefaultPlanTimeout = 10 * time.Minute
+)
+
+// Defaults are what rein.yaml defaults: sets for every step that leaves a
+// field out (Options.Defaults).
+type Defaults struct {
+	// Retries replaces DefaultRetries when set; 0 turns retries off.
+	Retries *int
+	// Timeout, when positive, replaces the built-in timeouts: of one
+	// attempt of each llm, route, tool and plan step, and of one call of
+	// an exec tool.
+	Timeout time.Duration
+}
+
+var defaultsFields = []string{"retries", "timeout"}
+
+// decodeDefaults reads rein.yaml defaults:.
+func (d *decoder) decodeDefaults(fl field) *Defaults {
+	out := &Defaults{}
+	fields, ok := fieldsOf(fl.value)
+	if !ok {
+		if !isNull(fl.value) {
+			d.diags.add(posOf(fl.value), "", "defaults must be a mapping like {retries: 2, timeout: 2m}, not %s", yamlnode.Kind(fl.value))
+		}
+		return out
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "retries":
+			if n, ok := d.integer(f, ""); ok {
+				if n < 0 || n > MaxRetries {
+					d.diags.add(posOf(f.value), "", "defaults: retries must be between 0 and %d, not %d", MaxRetries, n)
+				} else {
+					out.Retries = &n
+				}
+			}
+		case "timeout":
+			if t, ok := d.duration(f, ""); ok {
+				if t <= 0 {
+					d.diags.add(posOf(f.value), "", "defaults: timeout must be positive")
+				} else {
+					out.Timeout = t
+				}
+			}
+		default:
+			d.unknownField(f, "", "defaults", defaultsFields)
+		}
+	}
+	return out
+}
+
+// applyDefaults gives every step that leaves retries: or timeout: out the
+// default, and every exec tool of the flow without a timeout its own.
+func (d *decoder) applyDefaults() {
+	def := d.opts.Defaults
+	if def == nil {
+		def = &Defaults{}
+	}
+	retries := DefaultRetries
+	if def.Retries != nil {
+		retries = *def.Retries
+	}
+	for _, src := range d.srcs {
+		s := src.step
+		if _, set := src.fields["retries"]; !set {
+			s.Retries = retries
+		}
+		if _, set := src.fields["timeout"]; !set {
+			s.Timeout = defaultTimeout(s.Type, def)
+		}
+	}
+	for _, t := range d.flow.Tools {
+		t.applyDefaults(def)
+	}
+}
+
+// defaultTimeout is the timeout of a step of type t that sets none.
+func defaultTimeout(t Type, def *Defaults) time.Duration {
+	var builtIn time.Duration
+	switch t {
+	case LLM, Route:
+		builtIn = DefaultModelTimeout
+	case Tool:
+		builtIn = DefaultToolTimeout
+	case Plan:
+		builtIn = DefaultPlanTimeout
+	default:
+		return 0 // waits for a person or an agent: no attempt to bound
+	}
+	if def.Timeout > 0 {
+		return def.Timeout
+	}
+	return builtIn
+}
+
+// applyDefaults gives an exec tool without a timeout the default one.
+func (t *ToolDecl) applyDefaults(def *Defaults) {
+	if t.Timeout > 0 || len(t.Command) == 0 {
+		return
+	}
+	t.Timeout = DefaultToolTimeout
+	if def != nil && def.Timeout > 0 {
+		t.Timeout = def.Timeout
+	}
+}
