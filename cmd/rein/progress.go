@@ -97,6 +97,8 @@ func (p *progress) Emit(_ context.Context, e *trace.Event) {
 		case trace.AttemptFailed:
 			row.attempt = e.Attempt
 			row.note = fmt.Sprintf("attempt %d failed (%s)", e.Attempt, e.ErrorClass)
+		case trace.CorrectiveRetry:
+			row.note = fmt.Sprintf("attempt %d: reply rejected, asking once more", e.Attempt)
 		case trace.ApprovalRequested:
 			row.status, row.note = e.Status, "waiting for a person ("+e.Decision+")"
 		case trace.StepSettled:
