@@ -214,4 +214,8 @@ steps:
 	if res.Usage.LLMCalls != 1 || res.Usage.TokensIn != 7 || res.Steps["ask"].LLMCalls != 1 || res.Steps["ask"].TokensIn != 7 {
 		t.Fatalf("usage %+v, step %+v: the first process's model call is missing", res.Usage, res.Steps["ask"])
 	}
+	res, err = durable("p3").Status(ctx, "w")
+	if err != nil || res.Steps["ask"].LLMCalls != 1 || res.Steps["ask"].TokensOut != 1 || res.Duration < 59*time.Minute {
+		t.Fatalf("status of the finished run: %v, step %+v, duration %v", err, res.Steps["ask"], res.Duration)
+	}
 }

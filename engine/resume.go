@@ -292,37 +292,45 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	if run.LastSeq == 0 {
 		return nil
 	}
-	events, err := r.e.cfg.Store.Events(ctx, r.id, 0, 0)
+	use, err := journalUse(ctx, r.e.cfg.Store, r.id)
 	if err != nil {
-		return fmt.Errorf("engine: read the journal of run %s: %w", r.id, err)
+		return err
 	}
-	index := make(map[string]int, len(r.f.Steps))
 	for _, s := range r.f.Steps {
-		index[s.ID] = s.Index
+		spent := use[s.ID]
+		r.steps[s.Index].use = spent
+		r.usage.llmCalls.Add(int64(spent.llmCalls))
+		r.usage.tokensIn.Add(int64(spent.tokensIn))
+		r.usage.tokensOut.Add(int64(spent.tokensOut))
 	}
+	return nil
+}
+
+// journalUse folds a run's journal into what each step's model calls
+// cost: model_call events, and the corrective requests of llm steps
+// (corrective_retry) and planners (plan_rejected, status corrected).
+func journalUse(ctx context.Context, st store.Store, runID string) (map[string]stepUse, error) {
+	events, err := st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
+	out := map[string]stepUse{}
 	for _, ev := range events {
-		var use stepUse
-		switch ev.Kind {
-		case trace.ModelCall:
-			use = stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut}
-			r.usage.llmCalls.Add(1)
-			r.usage.tokensIn.Add(int64(ev.TokensIn))
-			r.usage.tokensOut.Add(int64(ev.TokensOut))
-		case trace.CorrectiveRetry:
-			use = stepUse{corrections: 1}
-		case trace.Kind(plan.PlanRejected):
-			if ev.Status != plan.RejectedCorrected {
-				continue
-			}
-			use = stepUse{corrections: 1}
+		u := out[ev.StepID]
+		switch {
+		case ev.Kind == trace.ModelCall:
+			u.llmCalls++
+			u.tokensIn += ev.TokensIn
+			u.tokensOut += ev.TokensOut
+		case ev.Kind == trace.CorrectiveRetry,
+			ev.Kind == trace.Kind(plan.PlanRejected) && ev.Status == plan.RejectedCorrected:
+			u.corrections++
 		default:
 			continue
 		}
-		if i, ok := index[ev.StepID]; ok {
-			r.addUse(i, use)
-		}
+		out[ev.StepID] = u
 	}
-	return nil
+	return out, nil
 }
 
 // resume runs the restored scheduler: like execute, without the start.
@@ -362,9 +370,14 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
 	}
+	use, err := journalUse(ctx, e.cfg.Store, runID)
+	if err != nil {
+		return nil, err
+	}
 	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
 	for _, row := range rows {
-		sr := StepResult{Status: row.Status, Attempts: row.Attempt}
+		u := use[row.StepID]
+		sr := StepResult{Status: row.Status, Attempts: row.Attempt, Corrections: u.corrections, LLMCalls: u.llmCalls, TokensIn: u.tokensIn, TokensOut: u.tokensOut}
 		if !row.SettledAt.IsZero() && !row.StartedAt.IsZero() {
 			sr.Duration = row.SettledAt.Sub(row.StartedAt)
 		}
