@@ -16,12 +16,13 @@ const (
 	DefaultRetries = 2
 	// DefaultModelTimeout bounds one attempt of an llm or route step.
 	DefaultModelTimeout = 120 * time.Second
-	// DefaultToolTimeout bounds one attempt of a tool step, and one call of
-	// an exec tool (tools: in a flow or rein.yaml) that sets no timeout.
+	// DefaultToolTimeout bounds one call of an exec tool (tools: in a flow
+	// or rein.yaml) that sets no timeout. Tool and plan steps have no
+	// built-in step timeout: their exec tools and model calls are bounded
+	// each (a model by its own timeout:), and a Go tool is the program's
+	// code, bounded by the program (or a step's timeout:, or defaults:),
+	// which keeps a timer off the path of every in-process step.
 	DefaultToolTimeout = 5 * time.Minute
-	// DefaultPlanTimeout bounds one attempt of a plan step (its planner's
-	// model calls and every tool call of its plans).
-	DefaultPlanTimeout = 10 * time.Minute
 )
 
 // Defaults are what rein.yaml defaults: sets for every step that leaves a
@@ -29,9 +30,9 @@ const (
 type Defaults struct {
 	// Retries replaces DefaultRetries when set; 0 turns retries off.
 	Retries *int
-	// Timeout, when positive, replaces the built-in timeouts: of one
-	// attempt of each llm, route, tool and plan step, and of one call of
-	// an exec tool.
+	// Timeout, when positive, bounds one attempt of each llm, route, tool
+	// and plan step and one call of an exec tool, in place of the built-in
+	// DefaultModelTimeout and DefaultToolTimeout.
 	Timeout time.Duration
 }
 
@@ -99,21 +100,16 @@ func (d *decoder) applyDefaults() {
 
 // defaultTimeout is the timeout of a step of type t that sets none.
 func defaultTimeout(t Type, def *Defaults) time.Duration {
-	var builtIn time.Duration
 	switch t {
-	case LLM, Route:
-		builtIn = DefaultModelTimeout
-	case Tool:
-		builtIn = DefaultToolTimeout
-	case Plan:
-		builtIn = DefaultPlanTimeout
-	default:
-		return 0 // waits for a person or an agent: no attempt to bound
+	case LLM, Route, Tool, Plan:
+		if def.Timeout > 0 {
+			return def.Timeout
+		}
+		if t == LLM || t == Route {
+			return DefaultModelTimeout
+		}
 	}
-	if def.Timeout > 0 {
-		return def.Timeout
-	}
-	return builtIn
+	return 0 // no built-in bound (see DefaultToolTimeout), or nothing to bound
 }
 
 // applyDefaults gives an exec tool without a timeout the default one.

@@ -42,7 +42,7 @@ func TestStepDefaultsAndOverrides(t *testing.T) {
 	check(f, map[string]want{
 		"ask":  {flow.DefaultRetries, flow.DefaultModelTimeout},
 		"pick": {flow.DefaultRetries, flow.DefaultModelTimeout},
-		"call": {flow.DefaultRetries, flow.DefaultToolTimeout},
+		"call": {flow.DefaultRetries, 0}, // its exec tool is bounded per call
 		"once": {0, 45 * time.Second},
 		"ok":   {flow.DefaultRetries, 0},
 	})

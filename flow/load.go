@@ -30,8 +30,7 @@ type Options struct {
 	ReadFile func(path string) ([]byte, error)
 	// Defaults replace the built-in retries and timeouts of steps that set
 	// none (rein.yaml defaults:, Config.Defaults). Nil means the built-in
-	// ones (DefaultRetries, DefaultModelTimeout, DefaultToolTimeout,
-	// DefaultPlanTimeout).
+	// ones (DefaultRetries, DefaultModelTimeout, DefaultToolTimeout).
 	Defaults *Defaults
 }
 
