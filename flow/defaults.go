@@ -73,8 +73,9 @@ func (d *decoder) decodeDefaults(fl field) *Defaults {
 	return out
 }
 
-// applyDefaults gives every step that leaves retries: or timeout: out the
-// default, and every exec tool of the flow without a timeout its own.
+// applyDefaults gives every step that calls something (llm, route, tool,
+// plan) and leaves retries: or timeout: out the default, and every exec
+// tool of the flow without a timeout its own.
 func (d *decoder) applyDefaults() {
 	def := d.opts.Defaults
 	if def == nil {
@@ -86,6 +87,9 @@ func (d *decoder) applyDefaults() {
 	}
 	for _, src := range d.srcs {
 		s := src.step
+		if !calls(s.Type) {
+			continue // an approval waits for a person: nothing to retry or bound
+		}
 		if _, set := src.fields["retries"]; !set {
 			s.Retries = retries
 		}
@@ -98,18 +102,25 @@ func (d *decoder) applyDefaults() {
 	}
 }
 
-// defaultTimeout is the timeout of a step of type t that sets none.
-func defaultTimeout(t Type, def *Defaults) time.Duration {
+// calls reports whether steps of type t call a tool or a model.
+func calls(t Type) bool {
 	switch t {
 	case LLM, Route, Tool, Plan:
-		if def.Timeout > 0 {
-			return def.Timeout
-		}
-		if t == LLM || t == Route {
-			return DefaultModelTimeout
-		}
+		return true
 	}
-	return 0 // no built-in bound (see DefaultToolTimeout), or nothing to bound
+	return false
+}
+
+// defaultTimeout is the timeout of a step of type t (one that calls
+// something) that sets none.
+func defaultTimeout(t Type, def *Defaults) time.Duration {
+	switch {
+	case def.Timeout > 0:
+		return def.Timeout
+	case t == LLM || t == Route:
+		return DefaultModelTimeout
+	}
+	return 0 // no built-in bound of its own: see DefaultToolTimeout
 }
 
 // applyDefaults gives an exec tool without a timeout the default one.

@@ -44,7 +44,7 @@ func TestStepDefaultsAndOverrides(t *testing.T) {
 		"pick": {flow.DefaultRetries, flow.DefaultModelTimeout},
 		"call": {flow.DefaultRetries, 0}, // its exec tool is bounded per call
 		"once": {0, 45 * time.Second},
-		"ok":   {flow.DefaultRetries, 0},
+		"ok":   {0, 0}, // an approval calls nothing
 	})
 	if f.Tools["slow"].Timeout != flow.DefaultToolTimeout || f.Tools["quick"].Timeout != 3*time.Second {
 		t.Errorf("exec tool timeouts: slow %v, quick %v", f.Tools["slow"].Timeout, f.Tools["quick"].Timeout)

@@ -131,8 +131,8 @@ type Step struct {
 	WhenStatusOf map[string]bool
 	Gate         *expression.Program
 	// Retries is how often a transient error is retried (every error with
-	// on_error: retry); a step without retries: gets the defaults
-	// (Options.Defaults, else DefaultRetries).
+	// on_error: retry); an llm, route, tool or plan step without retries:
+	// gets the defaults (Options.Defaults, else DefaultRetries).
 	Retries int
 	Backoff Backoff
 	// Timeout bounds one attempt; zero means none (the run's timeout still
