@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -166,5 +167,28 @@ func TestConfigDefaultsApplyToTheFlow(t *testing.T) {
 	}
 	if res.Status != rein.StatusFailed || calls != 1 || res.Error.Class != rein.ClassTransient || !strings.Contains(res.Error.Message, "timed out after 50ms") {
 		t.Fatalf("run %s after %d calls: %+v", res.Status, calls, res.Error)
+	}
+}
+
+// A planner's plans are checked against the schemas tool.Typed derived: a
+// misspelt argument, or a $ref to a field the output does not have, is
+// rejected before anything runs.
+func TestTypedToolSchemasReachThePlanner(t *testing.T) {
+	t.Parallel()
+	cat, err := plan.NewCatalog(plan.CatalogConfig{Tools: []tool.Spec{lookupTool().Spec()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]string{
+		`{"goal":"g","steps":[{"id":"a","tool":"lookup","args":{"ordr":"A-1"}}]}`:                                                                 "ordr",
+		`{"goal":"g","steps":[{"id":"a","tool":"lookup","args":{"order":"A-1"}},{"id":"b","tool":"lookup","args":{"order":{"$ref":"a.staus"}}}]}`: "staus",
+	} {
+		p, err := plan.Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plan.Validate(p, cat); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("plan %s: Validate = %v, want a problem naming %q", doc, err, want)
+		}
 	}
 }
