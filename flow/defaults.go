@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/internal/yamlnode"
+	"github.com/reinhq/rein/tool"
 )
 
 // Built-in defaults of the steps that call something, so that nothing hangs
@@ -12,7 +13,10 @@ import (
 const (
 	// DefaultRetries is how often a step retries a transient error (a
 	// timeout, 429, 5xx, a lost connection, exec exit 75), with backoff.
-	// Other classes are never retried unless on_error is retry.
+	// Other classes are never retried unless on_error is retry. A tool
+	// step whose tool has side effects (write, external, destructive) and
+	// is not idempotent gets no default retries: a timeout does not say
+	// whether the effect happened.
 	DefaultRetries = 2
 	// DefaultModelTimeout bounds one attempt of an llm or route step.
 	DefaultModelTimeout = 120 * time.Second
@@ -28,7 +32,8 @@ const (
 // Defaults are what rein.yaml defaults: sets for every step that leaves a
 // field out (Options.Defaults).
 type Defaults struct {
-	// Retries replaces DefaultRetries when set; 0 turns retries off.
+	// Retries replaces DefaultRetries when set; 0 turns retries off. Like
+	// DefaultRetries, it skips tool steps with unrepeatable side effects.
 	Retries *int
 	// Timeout, when positive, bounds one attempt of each llm, route, tool
 	// and plan step and one call of an exec tool, in place of the built-in
@@ -90,7 +95,7 @@ func (d *decoder) applyDefaults() {
 		if !calls(s.Type) {
 			continue // an approval waits for a person: nothing to retry or bound
 		}
-		if _, set := src.fields["retries"]; !set {
+		if _, set := src.fields["retries"]; !set && d.repeatable(s) {
 			s.Retries = retries
 		}
 		if _, set := src.fields["timeout"]; !set {
@@ -100,6 +105,23 @@ func (d *decoder) applyDefaults() {
 	for _, t := range d.flow.Tools {
 		t.applyDefaults(def)
 	}
+}
+
+// repeatable reports whether a retry of s cannot repeat a side effect: it
+// is not a tool step, or its tool only reads or is idempotent.
+func (d *decoder) repeatable(s *Step) bool {
+	if s.Type != Tool {
+		return true
+	}
+	spec, ok := d.toolSpec(s.Tool)
+	if !ok {
+		return false // reported as an unknown tool
+	}
+	switch spec.Effect {
+	case "", tool.EffectNone, tool.EffectRead:
+		return true
+	}
+	return spec.Idempotent
 }
 
 // calls reports whether steps of type t call a tool or a model.

@@ -12,12 +12,17 @@ const defaultsFlow = `name: d
 tools:
   slow: {command: ["./slow.sh"], effect: read}
   quick: {command: ["./quick.sh"], effect: read, timeout: 3s}
+  send: {command: ["./send.sh"], effect: external}
+  upsert: {command: ["./upsert.sh"], effect: write, idempotent: true}
 steps:
   - {id: ask, prompt_template: "a"}
   - {id: pick, type: route, text: "x", routes: [{name: a, description: "all", rules: [{prefix: "a"}]}], fallback_route: a}
   - {id: call, tool: slow, args: {}}
   - {id: once, tool: slow, args: {}, retries: 0, timeout: 45s}
   - {id: ok, type: approval}
+  - {id: mail, tool: send, args: {}}
+  - {id: mail_again, tool: send, args: {}, retries: 1}
+  - {id: save, tool: upsert, args: {}}
 `
 
 // Every step that calls something has a timeout and transient retries by
@@ -45,6 +50,11 @@ func TestStepDefaultsAndOverrides(t *testing.T) {
 		"call": {flow.DefaultRetries, 0}, // its exec tool is bounded per call
 		"once": {0, 45 * time.Second},
 		"ok":   {0, 0}, // an approval calls nothing
+		// a side effect that a timeout leaves in doubt is not repeated
+		// unless the step says so; an idempotent one is.
+		"mail":       {0, 0},
+		"mail_again": {1, 0},
+		"save":       {flow.DefaultRetries, 0},
 	})
 	if f.Tools["slow"].Timeout != flow.DefaultToolTimeout || f.Tools["quick"].Timeout != 3*time.Second {
 		t.Errorf("exec tool timeouts: slow %v, quick %v", f.Tools["slow"].Timeout, f.Tools["quick"].Timeout)
