@@ -9,6 +9,12 @@
 //
 //	p, err := rein.Load("examples/resume-screen", &rein.LoadOptions{Script: "script.yaml"})
 //	res, err := p.Run(ctx, input, nil)
+//	if res.Status == rein.StatusSucceeded { ... }
+//
+// The types of a run (RunConfig, RunOptions, Result, the run and step
+// statuses, approvals) are aliased here, so a program needs only this
+// package, and package tool for its Go tools (tool.Typed derives their
+// schemas from Go types).
 //
 // Load reads a flow (a file, or a folder holding flow.yaml) together with
 // what it needs to run: the exec tools of the flow and of a rein.yaml beside

@@ -1,6 +1,7 @@
 package rein
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
@@ -84,8 +86,9 @@ type Project struct {
 	execTools map[string]*flow.ToolDecl
 
 	getenv  func(string) string
-	model   string // LoadOptions.Model
-	refs    bool   // provider/model references resolve
+	goTools []string // the Go tools (LoadOptions.Tools) the flow names, sorted
+	model   string   // LoadOptions.Model
+	refs    bool     // provider/model references resolve
 	closers []func() error
 }
 
@@ -141,6 +144,10 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	fopts := &flow.Options{
 		Tools: func(name string) (tool.Spec, bool) {
 			if t, ok := p.Tools.Lookup(name); ok {
+				// only Go tools are registered while the flow parses.
+				if i, found := slices.BinarySearch(p.goTools, name); !found {
+					p.goTools = slices.Insert(p.goTools, i, name)
+				}
 				return t.Spec(), true
 			}
 			if cfg != nil {
@@ -152,6 +159,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		},
 		Models:           p.hasModel,
 		TrustedToolsOnly: opts.TrustedToolsOnly,
+	}
+	if cfg != nil {
+		fopts.Defaults = cfg.Defaults
 	}
 	if opts.flowFiles != nil {
 		fopts.ReadFile = func(path string) ([]byte, error) {
@@ -188,10 +198,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	return p, nil
 }
 
-// ExecTool builds the exec tool a declaration describes.
+// ExecTool builds the exec tool a declaration describes. A declaration
+// without a timeout gets flow.DefaultToolTimeout.
 func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
 	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env,
-		Timeout: d.Timeout, MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent}
+		Timeout: cmp.Or(d.Timeout, flow.DefaultToolTimeout), MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent}
 	if d.InputSchema != nil {
 		cfg.InputSchema = d.InputSchema.JSON()
 	}
@@ -285,6 +296,9 @@ type RunMeta struct {
 	Script string `json:"script,omitempty"`
 	// Model is the --model the run was started with.
 	Model string `json:"model,omitempty"`
+	// GoTools are the Go tools (LoadOptions.Tools) the flow names: a
+	// resume needs them again.
+	GoTools []string `json:"go_tools,omitempty"`
 	// Files are the schema and routes files the flow was loaded with, by
 	// absolute path: a resume reads these, not the files on disk.
 	Files map[string][]byte `json:"files,omitempty"`
@@ -300,15 +314,17 @@ func (p *Project) meta() json.RawMessage {
 		}
 		return s
 	}
-	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, Files: p.Flow.Files})
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, GoTools: p.goTools, Files: p.Flow.Files})
 	return b
 }
 
 // LoadRun rebuilds the project of a durable run from st: the flow text the
 // run pinned (never the file on disk, which may have changed), parsed as if
 // it were at its original path so its schema files resolve, with the
-// rein.yaml and script the run recorded. opts may add Go tools and models
-// (Config and Script override the recorded ones).
+// rein.yaml and script the run recorded. A run started with Go tools needs
+// them again: pass the same ones in opts.Tools (a run names those it lacks
+// in the error). opts may add models too (Config and Script override the
+// recorded ones).
 func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOptions) (*Project, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
@@ -333,6 +349,10 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 	if o.Model == "" && o.Script == "" {
 		o.Model = m.Model
 	}
+	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {
+		return nil, fmt.Errorf("run %s was started with the Go tools %s, which LoadRun was not given: pass the program's Go tools again (rein.LoadRun(ctx, st, id, &rein.LoadOptions{Tools: …})); the rein CLI cannot resume it, the program that started it (or a rein.Work worker with WorkerOptions.Load.Tools) can",
+			runID, strings.Join(missing, ", "))
+	}
 	o.NoDefaults = true
 	o.flowText, o.flowFiles = run.FlowText, m.Files
 	path := run.FlowPath
@@ -344,6 +364,17 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 		return nil, fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err)
 	}
 	return p, nil
+}
+
+// missingTools returns the names in want that no tool in have carries.
+func missingTools(want []string, have []tool.Tool) []string {
+	var missing []string
+	for _, name := range want {
+		if !slices.ContainsFunc(have, func(t tool.Tool) bool { return t.Spec().Name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 func resolveFlowPath(path string) (string, bool, error) {

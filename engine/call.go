@@ -45,7 +45,7 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 // the metered model.
 func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int) (any, error) {
 	s := j.step
-	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
 	mm := metered{name: name, m: m}
 	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
 		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}
@@ -61,8 +61,8 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 	}
 	d, err := model.Decide(ctx, mm, req, model.DecideOptions[any]{Schema: s.OutputSchema,
 		OnReject: func(_ int, problems error) {
-			// traced like a failed attempt: the corrective request follows.
-			r.recordAttemptFailed(s, attempt, in.item, fault.FormatErr(fmt.Errorf("model %s: reply rejected, asking once more: %w", name, problems)), trace.OriginModel)
+			// a corrective retry within this attempt, not a failed attempt.
+			r.recordCorrection(j, attempt, in.item, fmt.Errorf("model %s: reply rejected, asking once more: %w", name, problems))
 		}})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)

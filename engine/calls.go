@@ -40,7 +40,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 			msg = fmt.Sprintf("item %d: %s", rec.At.Item, msg)
 		}
 		ev := trace.Event{Kind: trace.CallDiscarded, StepID: rec.At.StepID, PlanStep: rec.At.PlanStep, Tool: rec.Tool,
-			Attempt: traceAttempt(&rec.At), Status: string(invoke.Late), DurationMS: rec.Duration.Milliseconds(), Origin: trace.OriginTool, Error: msg}
+			Attempt: traceAttempt(&rec.At), Status: string(invoke.Late), DurationMS: trace.Millis(rec.Duration), Origin: trace.OriginTool, Error: msg}
 		if rec.Err != nil {
 			ev.ErrorClass = string(fault.ClassOf(rec.Err))
 		}

@@ -19,6 +19,7 @@ import (
 type callScope struct {
 	r       *run
 	step    *flow.Step
+	index   int // the step's index, for its usage
 	attempt int
 }
 
@@ -52,7 +53,7 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 	start := r.e.cfg.Clock.Now()
 	resp, err := mm.m.Generate(ctx, req)
 	ev := trace.Event{Kind: trace.ModelCall, StepID: s.ID, StepType: string(s.Type), Attempt: c.attempt, Model: mm.name,
-		DurationMS: r.e.cfg.Clock.Now().Sub(start).Milliseconds(), Status: "ok", Decision: req.Decision}
+		DurationMS: trace.Millis(r.e.cfg.Clock.Now().Sub(start)), Status: "ok", Decision: req.Decision}
 	if resp != nil {
 		ev.TokensIn, ev.TokensOut = resp.Usage.In, resp.Usage.Out
 		if resp.Model != "" {
@@ -63,6 +64,7 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
 	}
 	r.record(ev)
+	r.addUse(c.index, stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut})
 	if resp != nil {
 		if berr := r.countTokens(resp.Usage); berr != nil {
 			return nil, berr
@@ -122,7 +124,7 @@ func (e *Engine) bindPlan(s *flow.Step) (*plan.Catalog, error) {
 // callRoute routes the step's rendered text.
 func (r *run) callRoute(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
-	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
 	req := route.Request{Text: in.prompt}
 	if m, ok := r.input.(map[string]any); ok {
 		req.Metadata = m
@@ -146,12 +148,12 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	s := j.step
 	ps := s.PlanSpec
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate, Recorder: (*callRecorder)(r),
-		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(s, ev) }})
+		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(j, ev) }})
 	if err != nil {
 		return nil, err
 	}
 	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
-	ctx = withScope(ctx, &callScope{r: r, step: s, attempt: attempt})
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
 	// the plan's calls extend this attempt's key (package invoke).
 	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
 	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: at.Key()})
@@ -175,13 +177,22 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 		"executed": float64(res.Executed), "replans": float64(res.Replans), "failures": failures}, nil
 }
 
-// recordPlanEvent traces one event of a plan step's executor.
-func (r *run) recordPlanEvent(s *flow.Step, ev plan.Event) {
+// recordPlanEvent traces one event of a plan step's planner or executor.
+// A rejected plan is the model's doing; a corrective request the planner
+// makes counts as the step's correction.
+func (r *run) recordPlanEvent(j *job, ev plan.Event) {
+	s := j.step
 	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: s.ID, StepType: string(s.Type), Attempt: ev.Attempt,
-		PlanStep: ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: ev.Duration.Milliseconds(),
+		PlanStep: ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
 		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
 	if ev.ErrorClass != "" {
 		e.Origin = trace.OriginTool
+		if ev.Kind == plan.PlanRejected {
+			e.Origin = trace.OriginModel
+		}
 	}
 	r.record(e)
+	if ev.Kind == plan.PlanRejected && ev.Status == plan.RejectedCorrected {
+		r.addUse(j.index, stepUse{corrections: 1})
+	}
 }

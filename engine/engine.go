@@ -136,9 +136,21 @@ type Result struct {
 
 // StepResult is one step's outcome.
 type StepResult struct {
-	Status   trace.StepStatus
+	Status trace.StepStatus
+	// Attempts is the number of the step's last attempt (1 when it was not
+	// retried); for for_each and repeat steps, the highest any item or
+	// round reached. Corrective requests do not count: see Corrections.
 	Attempts int
-	Duration time.Duration
+	// Corrections counts the corrective requests made after a model reply
+	// broke the step's output schema (at most one per attempt).
+	Corrections int
+	// LLMCalls, TokensIn and TokensOut are the model calls the step made
+	// (corrective ones, the router's and the planner's included) and their
+	// tokens, as counted by the process that produced this Result.
+	LLMCalls  int
+	TokensIn  int
+	TokensOut int
+	Duration  time.Duration
 	// Error is the step's last failure, also when on_error let the run go on.
 	Error *RunError
 }

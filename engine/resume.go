@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
@@ -161,6 +162,10 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
+	if err := r.restoreUsage(ctx, run); err != nil {
+		e.release(runID)
+		return nil, err
+	}
 	res := r.resume(ctx)
 	r.recycle()
 	return res, nil
@@ -269,6 +274,65 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 	return nil
 }
 
+// restoreUsage carries what the run's earlier processes did into this
+// one: their model calls and tokens (folded from the journal's model_call
+// and corrective_retry events, so a process that died before it wrote its
+// usage is counted too), run and step alike, and the iterations of the
+// last usage written. Budgets count on from there, and the run's duration
+// is reckoned from its creation.
+func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
+	if run.LastSeq > 0 {
+		r.born = run.CreatedAt
+	}
+	var u Usage
+	if len(run.Usage) > 0 {
+		_ = json.Unmarshal(run.Usage, &u)
+	}
+	r.usage.iterations.Store(int64(u.Iterations))
+	if run.LastSeq == 0 {
+		return nil
+	}
+	use, err := journalUse(ctx, r.e.cfg.Store, r.id)
+	if err != nil {
+		return err
+	}
+	for _, s := range r.f.Steps {
+		spent := use[s.ID]
+		r.steps[s.Index].use = spent
+		r.usage.llmCalls.Add(int64(spent.llmCalls))
+		r.usage.tokensIn.Add(int64(spent.tokensIn))
+		r.usage.tokensOut.Add(int64(spent.tokensOut))
+	}
+	return nil
+}
+
+// journalUse folds a run's journal into what each step's model calls
+// cost: model_call events, and the corrective requests of llm steps
+// (corrective_retry) and planners (plan_rejected, status corrected).
+func journalUse(ctx context.Context, st store.Store, runID string) (map[string]stepUse, error) {
+	events, err := st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
+	out := map[string]stepUse{}
+	for _, ev := range events {
+		u := out[ev.StepID]
+		switch {
+		case ev.Kind == trace.ModelCall:
+			u.llmCalls++
+			u.tokensIn += ev.TokensIn
+			u.tokensOut += ev.TokensOut
+		case ev.Kind == trace.CorrectiveRetry,
+			ev.Kind == trace.Kind(plan.PlanRejected) && ev.Status == plan.RejectedCorrected:
+			u.corrections++
+		default:
+			continue
+		}
+		out[ev.StepID] = u
+	}
+	return out, nil
+}
+
 // resume runs the restored scheduler: like execute, without the start.
 func (r *run) resume(parent context.Context) *Result {
 	r.begin(parent)
@@ -306,9 +370,14 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
 	}
+	use, err := journalUse(ctx, e.cfg.Store, runID)
+	if err != nil {
+		return nil, err
+	}
 	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
 	for _, row := range rows {
-		sr := StepResult{Status: row.Status, Attempts: row.Attempt}
+		u := use[row.StepID]
+		sr := StepResult{Status: row.Status, Attempts: row.Attempt, Corrections: u.corrections, LLMCalls: u.llmCalls, TokensIn: u.tokensIn, TokensOut: u.tokensOut}
 		if !row.SettledAt.IsZero() && !row.StartedAt.IsZero() {
 			sr.Duration = row.SettledAt.Sub(row.StartedAt)
 		}

@@ -29,6 +29,9 @@ type run struct {
 	cancel      context.CancelCauseFunc
 	stopTimeout context.CancelFunc
 	start       time.Time
+	// born, when set, is when a resumed run was created: its duration
+	// covers its whole life, not only this process.
+	born time.Time
 
 	// env is the scope of templates and expressions: input fields, "input",
 	// "steps" (id → {status, output}) and every settled step's output by id.
@@ -81,6 +84,13 @@ type stepState struct {
 	settled    time.Time
 	duration   time.Duration
 	err        *RunError
+	// use is what the step's model calls cost; workers add to it under
+	// the run's recordMu (addUse).
+	use stepUse
+}
+
+type stepUse struct {
+	corrections, llmCalls, tokensIn, tokensOut int
 }
 
 // storeCtx is the context of commits: they must finish even when the run's
@@ -408,7 +418,8 @@ func (r *run) finish(parent context.Context) *Result {
 	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: make(map[string]any, len(r.steps)), Steps: make(map[string]StepResult, len(r.steps))}
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
-		res.Steps[s.ID] = StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err}
+		res.Steps[s.ID] = StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err,
+			Corrections: st.use.corrections, LLMCalls: st.use.llmCalls, TokensIn: st.use.tokensIn, TokensOut: st.use.tokensOut}
 		switch st.status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output
@@ -432,8 +443,12 @@ func (r *run) finish(parent context.Context) *Result {
 	res.Error = r.failure
 	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),
 		TokensIn: int(r.usage.tokensIn.Load()), TokensOut: int(r.usage.tokensOut.Load())}
-	res.Duration = r.e.cfg.Clock.Now().Sub(r.start)
-	ev := trace.Event{Kind: trace.RunSettled, Flow: r.f.Name, Status: string(res.Status), DurationMS: res.Duration.Milliseconds(),
+	since := r.start
+	if !r.born.IsZero() {
+		since = r.born
+	}
+	res.Duration = r.e.cfg.Clock.Now().Sub(since)
+	ev := trace.Event{Kind: trace.RunSettled, Flow: r.f.Name, Status: string(res.Status), DurationMS: trace.Millis(res.Duration),
 		TokensIn: res.Usage.TokensIn, TokensOut: res.Usage.TokensOut}
 	if res.Status == trace.RunWaiting {
 		ev.Kind = trace.RunParked
@@ -517,7 +532,7 @@ func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
-		Attempt: st.attempts, DurationMS: st.duration.Milliseconds(), Time: st.settled}
+		Attempt: st.attempts, DurationMS: trace.Millis(st.duration), Time: st.settled}
 	if o != nil {
 		ev.OutputSHA, ev.Preview = o.outputSHA, o.preview
 	}
@@ -526,6 +541,18 @@ func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	}
 	r.record(ev)
 	r.stageStep(i)
+}
+
+// addUse charges one model call, or one corrective request, to step i.
+// Safe for concurrent use by the step's workers.
+func (r *run) addUse(i int, u stepUse) {
+	r.recordMu.Lock()
+	st := &r.steps[i].use
+	st.corrections += u.corrections
+	st.llmCalls += u.llmCalls
+	st.tokensIn += u.tokensIn
+	st.tokensOut += u.tokensOut
+	r.recordMu.Unlock()
 }
 
 // scope returns a private copy of env for a worker that evaluates against it.

@@ -136,6 +136,18 @@ func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, or
 		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err)})
 }
 
+// recordCorrection traces a corrective request of attempt and counts it.
+func (r *run) recordCorrection(j *job, attempt, item int, problems error) {
+	msg := problems.Error()
+	if item >= 0 {
+		msg = fmt.Sprintf("item %d: %s", item, msg)
+	}
+	s := j.step
+	r.record(trace.Event{Kind: trace.CorrectiveRetry, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
+		Status: "corrected", ErrorClass: string(fault.Format), Error: msg, Origin: trace.OriginModel})
+	r.addUse(j.index, stepUse{corrections: 1})
+}
+
 // toRunError converts any error into a RunError.
 func toRunError(err error, step string, origin trace.Origin) *RunError {
 	var re *RunError

@@ -300,7 +300,7 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			o.attempts += sub.attempts
+			o.attempts = max(o.attempts, sub.attempts)
 			if absorbed != nil && k < firstAbsorbed {
 				// the first item's, whatever order they finished in
 				o.lastErr, o.origin, firstAbsorbed = fmt.Errorf("item %d: %w", k, absorbed), sub.origin, k
@@ -342,7 +342,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		}
 		sub := &outcome{}
 		out, err := r.runUnit(r.ctx, j, in, sub)
-		o.attempts += sub.attempts
+		o.attempts = max(o.attempts, sub.attempts)
 		if err != nil {
 			o.origin = sub.origin
 			return nil, err

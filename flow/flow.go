@@ -148,9 +148,14 @@ type Step struct {
 	// (steps.<id>.status); a skip of those does not propagate.
 	WhenStatusOf map[string]bool
 	Gate         *expression.Program
-	Retries      int
-	Backoff      Backoff
-	// Timeout bounds one attempt; zero means none (the run's timeout still applies).
+	// Retries is how often a transient error is retried (every error with
+	// on_error: retry); an llm, route, tool or plan step without retries:
+	// gets the defaults (Options.Defaults, else DefaultRetries).
+	Retries int
+	Backoff Backoff
+	// Timeout bounds one attempt; zero means none (the run's timeout still
+	// applies). A step without timeout: gets the default of its type
+	// (defaultTimeout).
 	Timeout time.Duration
 	OnError OnError
 	// FallbackValue is used by on_error skip and fallback when HasFallbackValue.

@@ -40,6 +40,10 @@ type Options struct {
 	// them is code; with TrustedToolsOnly, tools come only from the
 	// application (Tools: rein.yaml and Go tools) and a flow file is data.
 	TrustedToolsOnly bool
+	// Defaults replace the built-in retries and timeouts of steps that set
+	// none (rein.yaml defaults:, Config.Defaults). Nil means the built-in
+	// ones (DefaultRetries, DefaultModelTimeout, DefaultToolTimeout).
+	Defaults *Defaults
 }
 
 // Load reads, validates and compiles the flow file at path. Relative paths
@@ -116,6 +120,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		}
 		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
 	}
+	d.applyDefaults()
 	d.checkTargets()
 	if d.buildGraph() {
 		d.checkReferences()

@@ -235,7 +235,7 @@ steps:
 	if a.Backoff != wantBackoff {
 		t.Errorf("Backoff = %+v, want %+v", a.Backoff, wantBackoff)
 	}
-	if a.OnError != flow.Raise || a.Retries != 0 || a.Timeout != 0 || a.MaxOutputBytes != 1<<20 || a.Mandatory || a.Type != flow.LLM {
+	if a.OnError != flow.Raise || a.Retries != flow.DefaultRetries || a.Timeout != flow.DefaultModelTimeout || a.MaxOutputBytes != 1<<20 || a.Mandatory || a.Type != flow.LLM {
 		t.Errorf("step defaults: %+v", a)
 	}
 	if fan := f.Steps[1]; fan.ForEach == nil || fan.ForEach.Concurrency != flow.DefaultForEachLimit {

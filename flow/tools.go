@@ -23,9 +23,11 @@ type ToolDecl struct {
 	Description string
 	// Command is the program and its arguments. A relative program path
 	// ("./tools/x.sh") resolves against Dir; a bare name uses PATH.
-	Command       []string
-	Dir           string
-	Env           map[string]string
+	Command []string
+	Dir     string
+	Env     map[string]string
+	// Timeout bounds one call; a declaration without timeout: gets the
+	// defaults (Defaults.Timeout, else DefaultToolTimeout).
 	Timeout       time.Duration
 	MaxOutput     int64
 	Effect        tool.Effect
@@ -58,6 +60,10 @@ func (t *ToolDecl) Spec() tool.Spec {
 type Config struct {
 	File  string
 	Tools map[string]*ToolDecl
+	// Defaults are rein.yaml defaults: (retries, timeout) for the steps of
+	// the flows loaded with it (Options.Defaults) and its exec tools; nil
+	// when it has none.
+	Defaults *Defaults
 	// Models are the configured model providers by name (rein.yaml models:).
 	Models map[string]*ModelDecl
 }
@@ -119,12 +125,17 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Tools = d.decodeTools(f, filepath.Dir(filename))
 		case "models":
 			cfg.Models = d.decodeModels(f)
+		case "defaults":
+			cfg.Defaults = d.decodeDefaults(f)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults"})
 		}
 	}
 	if err := d.result(); err != nil {
 		return nil, err
+	}
+	for _, t := range cfg.Tools {
+		t.applyDefaults(cfg.Defaults)
 	}
 	return cfg, nil
 }

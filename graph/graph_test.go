@@ -15,10 +15,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// testOptions accept every tool and model name.
+// testOptions accept every tool and model name. Steps retry only where
+// they say so (rein.yaml defaults: {retries: 0}), so that the drawings
+// show the paths each case is about.
 var testOptions = &flow.Options{
-	Tools:  func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, true },
-	Models: func(string) bool { return true },
+	Tools:    func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, true },
+	Models:   func(string) bool { return true },
+	Defaults: &flow.Defaults{Retries: new(0)},
 }
 
 // parse compiles a flow from YAML text as if it were testdata/name.yaml.
@@ -111,6 +114,11 @@ func TestPaths(t *testing.T) {
 			absent: []string{"retry"},
 		},
 		{
+			name:    "default retries are drawn",
+			yaml:    "name: x\nsteps:\n  - { id: a, tool: t }\n",
+			mermaid: []string{`  s0_a -.->|"retry ×2 (transient)"| s0_a`},
+		},
+		{
 			name:    "transient retries",
 			yaml:    "name: x\nsteps:\n  - { id: a, tool: t, retries: 2 }\n",
 			mermaid: []string{`  s0_a -.->|"retry ×2 (transient)"| s0_a`},
@@ -186,7 +194,14 @@ func TestPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := parse(t, "paths", []byte(tc.yaml))
+			opts := *testOptions
+			if strings.HasPrefix(tc.name, "default retries") {
+				opts.Defaults = nil
+			}
+			f, err := flow.Parse([]byte(tc.yaml), filepath.Join("testdata", "paths.yaml"), &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var m, d bytes.Buffer
 			if err := Mermaid(&m, f); err != nil {
 				t.Fatal(err)

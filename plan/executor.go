@@ -61,6 +61,14 @@ const (
 	Replanning   EventKind = "plan_replan"       // a step failed; the planner is asked again
 )
 
+// Statuses of a PlanRejected event that the planner's validation (not
+// the executor's) rejected: corrected when the planner asks the model once
+// more, final when it gave up. The executor's rejections have no status.
+const (
+	RejectedCorrected = "corrected"
+	RejectedFinal     = "rejected"
+)
+
 // Event is one thing the executor or Run did.
 type Event struct {
 	Kind   EventKind

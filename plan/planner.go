@@ -77,6 +77,11 @@ func (mp *ModelPlanner) Plan(ctx context.Context, req *Request) (*Plan, error) {
 		Schema:      sch,
 		Corrections: mp.Corrections,
 		Instruction: instr,
+		OnReject: func(_ int, problems error) {
+			if req.OnReject != nil {
+				req.OnReject(problems)
+			}
+		},
 		Check: func(r reply) error {
 			if r.p == nil {
 				return fmt.Errorf("reply holds no plan")

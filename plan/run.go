@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -35,6 +36,10 @@ type Request struct {
 	// RunID and StepID identify the run and the step being planned.
 	RunID  string
 	StepID string
+	// OnReject, when set, is told of every reply the planner rejected and
+	// asks again about (a corrective request follows), with the problems.
+	// Run sets it to emit a PlanRejected event.
+	OnReject func(problems error)
 }
 
 // Failure describes a failed step, for the planner and for results.
@@ -105,10 +110,19 @@ func Run(ctx context.Context, pl Planner, ex *Executor, goal string, lim Limits)
 	maxReplans := max(lim.MaxReplans, 0)
 	req := &Request{Goal: goal, Catalog: cat, RunID: st.RunID, StepID: st.StepID}
 	for {
+		attempt := req.Replan + 1
+		req.OnReject = func(problems error) {
+			ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedCorrected,
+				ErrorClass: fault.Format, Error: problems.Error()})
+		}
 		p, err := pl.Plan(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("planner stopped: %w", context.Cause(ctx))
+			}
+			if rej := (*model.RejectedError)(nil); errors.As(err, &rej) {
+				ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedFinal,
+					ErrorClass: fault.ClassOf(err), Error: rej.Problems.Error()})
 			}
 			return res, plannerError(err)
 		}

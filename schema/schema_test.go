@@ -125,6 +125,10 @@ func TestConfigCases(t *testing.T) {
 		{"bad reversibility", "tools:\n  t: { command: x, reversibility: maybe }\n", false},
 		{"bad tool name", "tools:\n  9t: { command: x }\n", false},
 		{"bad timeout", "tools:\n  t: { command: x, timeout: soon }\n", false},
+		{"defaults", "defaults: { retries: 0, timeout: 90s }\n", true},
+		{"defaults retries out of range", "defaults: { retries: 11 }\n", false},
+		{"defaults zero timeout", "defaults: { timeout: 0 }\n", false},
+		{"unknown defaults field", "defaults: { retry: 1 }\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

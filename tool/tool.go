@@ -9,7 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
+
+	"github.com/reinhq/rein/value/schema"
 )
 
 // Effect is the strongest thing a tool does to the world.
@@ -92,9 +95,23 @@ func (t funcTool) Spec() Spec                                      { return t.sp
 func (t funcTool) Call(ctx context.Context, args any) (any, error) { return t.fn(ctx, args) }
 
 // Typed builds a Tool from a function over Go types: the args are decoded
-// into In with encoding/json (unknown fields rejected is up to In's shape)
-// and Out is returned as is. Decoding failures are business errors.
+// into In with encoding/json and Out is returned as is. Decoding failures
+// are business errors.
+//
+// Unless spec gives them, the input and output schemas are derived from In
+// and Out (schema.Reflect, as model.SchemaFor does: fields without
+// omitempty are required, unknown fields are rejected; in the output
+// schema any value may also be null, as a nil slice, map or pointer
+// encodes). So the engine checks the args before the call, `rein validate`
+// catches a reference to a field Out does not have, and a planner sees
+// both. An interface type (any) gives no schema.
 func Typed[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	if spec.InputSchema == nil {
+		spec.InputSchema = reflectedSchema(reflect.TypeFor[In](), nil)
+	}
+	if spec.OutputSchema == nil {
+		spec.OutputSchema = reflectedSchema(reflect.TypeFor[Out](), &schema.ReflectOptions{Nullable: true})
+	}
 	return Func(spec, func(ctx context.Context, args any) (any, error) {
 		var in In
 		raw, err := json.Marshal(args)
@@ -106,6 +123,16 @@ func Typed[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, err
 		}
 		return fn(ctx, in)
 	})
+}
+
+// reflectedSchema is the schema of t, or nil when t gives none (an
+// interface type, or a kind JSON cannot hold, which the call reports).
+func reflectedSchema(t reflect.Type, opts *schema.ReflectOptions) json.RawMessage {
+	s, err := schema.Reflect(t, opts)
+	if err != nil || s == nil {
+		return nil
+	}
+	return s.JSON()
 }
 
 // CallInfo identifies one tool invocation. Tools find it in their context.

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -25,7 +26,9 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"step_type":`, e.StepType)
 	dst = appendIntField(dst, `,"attempt":`, int64(e.Attempt))
 	dst = appendStringField(dst, `,"status":`, e.Status)
-	dst = appendIntField(dst, `,"duration_ms":`, e.DurationMS)
+	if e.DurationMS != 0 {
+		dst = appendFloat(append(dst, `,"duration_ms":`...), e.DurationMS)
+	}
 	dst = appendStringField(dst, `,"model":`, e.Model)
 	dst = appendStringField(dst, `,"tool":`, e.Tool)
 	dst = appendIntField(dst, `,"tokens_in":`, int64(e.TokensIn))
@@ -54,4 +57,22 @@ func appendIntField(dst []byte, key string, v int64) []byte {
 		return dst
 	}
 	return strconv.AppendInt(append(dst, key...), v, 10)
+}
+
+// appendFloat writes f as encoding/json does: the shortest representation
+// that reads back as f, in exponent form only below 1e-6 or from 1e21 on.
+func appendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9, as encoding/json writes it.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }

@@ -16,8 +16,13 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{},
 		{Seq: 1, Time: at, Kind: trace.RunStarted, RunID: "r", Flow: "f"},
 		{Seq: 7, Time: at, Kind: trace.StepSettled, RunID: "r", StepID: "s<&>", StepType: "tool", Attempt: 2, Status: "failed",
-			DurationMS: 12, Model: "m", Tool: "t", TokensIn: 3, TokensOut: 4, ErrorClass: "business", Error: "bad \"quote\"\n\u2028",
+			DurationMS: 12.5, Model: "m", Tool: "t", TokensIn: 3, TokensOut: 4, ErrorClass: "business", Error: "bad \"quote\"\n\u2028",
 			Origin: trace.OriginTool, Budget: "b", Decision: "d", PlanStep: "p", InputSHA: "i", OutputSHA: "o", Preview: `{"a":1}`},
+		{Seq: 8, Time: at, Kind: trace.StepSettled, RunID: "r", DurationMS: 0.137482},
+		{Seq: 9, Time: at, Kind: trace.ModelCall, RunID: "r", DurationMS: 1e-6},
+		{Seq: 10, Time: at, Kind: trace.ModelCall, RunID: "r", DurationMS: 3e-7},
+		{Seq: 11, Time: at, Kind: trace.RunSettled, RunID: "r", DurationMS: 123456.000001},
+		{Seq: 12, Time: at, Kind: trace.RunSettled, RunID: "r", DurationMS: 2e21},
 	} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
@@ -39,5 +44,20 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	var back trace.Event
 	if err := json.Unmarshal(trace.AppendJSON(nil, &e), &back); err != nil || !back.Time.Equal(at) || back.Time.Location() != time.UTC {
 		t.Errorf("zoned time read back as %v, %v", back.Time, err)
+	}
+}
+
+// A journal written when durations were whole milliseconds reads the same.
+func TestWholeMillisecondDurationsRead(t *testing.T) {
+	t.Parallel()
+	var e trace.Event
+	if err := json.Unmarshal([]byte(`{"seq":3,"kind":"step_settled","run_id":"r","duration_ms":12}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.DurationMS != 12 || e.Duration() != 12*time.Millisecond {
+		t.Errorf("duration_ms 12 read as %v (%v)", e.DurationMS, e.Duration())
+	}
+	if got := trace.Millis(137482 * time.Nanosecond); got != 0.137482 {
+		t.Errorf("Millis(137.482µs) = %v, want 0.137482", got)
 	}
 }

@@ -6,6 +6,7 @@ package trace
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -27,6 +28,10 @@ const (
 	ApprovalDecided   Kind = "approval_decided"   // a person's decision was applied on resume
 	RunParked         Kind = "run_waiting"        // nothing can advance until a person decides; the run is parked
 	RunResumed        Kind = "run_resumed"        // a process took the run up again from its journal
+	// CorrectiveRetry: a model's reply broke the step's output schema (or
+	// the planner's plan broke validation) and one corrective request
+	// follows within the same attempt. It is not a failed attempt.
+	CorrectiveRetry Kind = "corrective_retry"
 )
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).
@@ -83,25 +88,30 @@ const (
 // Event is one entry of a run's record. Fields that do not apply are zero and
 // are left out of the JSONL encoding.
 type Event struct {
-	Seq        int64     `json:"seq"`
-	Time       time.Time `json:"time"`
-	Kind       Kind      `json:"kind"`
-	RunID      string    `json:"run_id"`
-	Flow       string    `json:"flow,omitempty"`
-	StepID     string    `json:"step_id,omitempty"`
-	StepType   string    `json:"step_type,omitempty"`
-	Attempt    int       `json:"attempt,omitempty"`
-	Status     string    `json:"status,omitempty"`
-	DurationMS int64     `json:"duration_ms,omitempty"`
-	Model      string    `json:"model,omitempty"`
-	Tool       string    `json:"tool,omitempty"`
-	TokensIn   int       `json:"tokens_in,omitempty"`
-	TokensOut  int       `json:"tokens_out,omitempty"`
-	ErrorClass string    `json:"error_class,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Origin     Origin    `json:"origin,omitempty"`
-	Budget     string    `json:"budget,omitempty"`
-	Decision   string    `json:"decision,omitempty"`
+	Seq      int64     `json:"seq"`
+	Time     time.Time `json:"time"`
+	Kind     Kind      `json:"kind"`
+	RunID    string    `json:"run_id"`
+	Flow     string    `json:"flow,omitempty"`
+	StepID   string    `json:"step_id,omitempty"`
+	StepType string    `json:"step_type,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	// DurationMS is what the event measured (a step, a model call, the
+	// run), in milliseconds with nanosecond precision: 0.137 is 137 µs.
+	// It is set on every event that measures something; it is left out
+	// only where nothing ran (a skipped step, run_started). Journals
+	// written before it was fractional hold whole numbers, read the same.
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	Tool       string  `json:"tool,omitempty"`
+	TokensIn   int     `json:"tokens_in,omitempty"`
+	TokensOut  int     `json:"tokens_out,omitempty"`
+	ErrorClass string  `json:"error_class,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Origin     Origin  `json:"origin,omitempty"`
+	Budget     string  `json:"budget,omitempty"`
+	Decision   string  `json:"decision,omitempty"`
 	// PlanStep names the plan step of a plan step's events.
 	PlanStep  string `json:"plan_step,omitempty"`
 	InputSHA  string `json:"input_sha256,omitempty"`
@@ -148,6 +158,14 @@ var Discard Sink = discard{}
 type discard struct{}
 
 func (discard) Emit(context.Context, *Event) {}
+
+// Millis converts d to the milliseconds of Event.DurationMS.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Duration returns DurationMS as a time.Duration.
+func (e *Event) Duration() time.Duration {
+	return time.Duration(math.Round(e.DurationMS * float64(time.Millisecond)))
+}
 
 // PreviewBytes is the length to which Event.Preview is cut.
 const PreviewBytes = 200

@@ -160,7 +160,7 @@ func TestTraceSummary(t *testing.T) {
 		`(?m)^  quote +tool +succeeded +\S+ +3$`,
 		`(?m)^most tokens: no model calls$`,
 		`(?m)^retried$`,
-		`(?m)^  quote +2 +transient, transient +succeeded$`,
+		`(?m)^  quote +2 +0 +transient, transient +succeeded$`,
 		`(?m)^failures$`,
 		`(?m)^  news +1 +tool +business +tool broken_news`,
 	} {
@@ -169,7 +169,8 @@ func TestTraceSummary(t *testing.T) {
 		}
 	}
 
-	// resume-screen spends tokens, and its failed attempt is the model's.
+	// resume-screen spends tokens, and its rejected reply is corrected
+	// within the attempt: a correction, not a retry or a failure.
 	code, out, _ = cli(t, "trace", resume)
 	if code != exitOK {
 		t.Fatalf("trace: exit %d", code)
@@ -177,7 +178,9 @@ func TestTraceSummary(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^  tokens 276 in / 58 out in 3 model calls$`,
 		`(?m)^most tokens$`,
-		`(?m)^  score_candidate +1 +model +format +`,
+		`(?m)^retried$`,
+		`(?m)^  score_candidate +0 +1 +- +succeeded$`,
+		`(?m)^failures: none$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("resume-screen summary lacks %s:\n%s", re, out)
@@ -394,5 +397,62 @@ func TestSchemaCommands(t *testing.T) {
 		if _, ok := v["$schema"]; !ok {
 			t.Errorf("schema %s has no $schema: %.200s", which, out)
 		}
+	}
+}
+
+// The result of `rein run --output json` and `rein runs show` give each
+// step's model calls, tokens and corrections; durations keep their
+// fraction of a millisecond.
+func TestStepUsageInResults(t *testing.T) {
+	t.Setenv("REIN_OUTBOX", t.TempDir())
+	db := filepath.Join(t.TempDir(), "rein.db")
+	code, out, stderr := cli(t, "run", "../../examples/resume-screen", "--db", db, "--output", "json")
+	if code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	type use struct {
+		StepID      string   `json:"step_id"`
+		Status      string   `json:"status"`
+		Attempts    int      `json:"attempts"`
+		Attempt     int      `json:"attempt"`
+		Corrections int      `json:"corrections"`
+		LLMCalls    int      `json:"llm_calls"`
+		TokensIn    int      `json:"tokens_in"`
+		TokensOut   int      `json:"tokens_out"`
+		DurationMS  *float64 `json:"duration_ms"`
+	}
+	var res struct {
+		RunID string         `json:"run_id"`
+		Steps map[string]use `json:"steps"`
+	}
+	decodeOne(t, out, &res)
+	sc := res.Steps["score_candidate"]
+	if sc.Attempts != 1 || sc.Corrections != 1 || sc.LLMCalls != 2 || sc.TokensIn != 180 || sc.TokensOut != 30 || sc.DurationMS == nil || *sc.DurationMS <= 0 {
+		t.Errorf("score_candidate = %+v, want 1 attempt, 1 correction, 2 calls, 180/30 tokens, a duration", sc)
+	}
+	if ex := res.Steps["extract_info"]; ex.LLMCalls != 1 || ex.TokensIn != 96 || ex.Corrections != 0 {
+		t.Errorf("extract_info = %+v", ex)
+	}
+
+	code, out, _ = cli(t, "runs", "show", res.RunID, "--db", db, "--output", "json")
+	var view struct {
+		Steps []use `json:"steps"`
+	}
+	decodeOne(t, out, &view)
+	found := false
+	for _, s := range view.Steps {
+		if s.StepID == "score_candidate" {
+			found = true
+			if s.Attempt != 1 || s.Corrections != 1 || s.LLMCalls != 2 || s.TokensIn != 180 || s.TokensOut != 30 {
+				t.Errorf("runs show: score_candidate = %+v", s)
+			}
+		}
+	}
+	if code != exitOK || !found {
+		t.Fatalf("runs show: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "runs", "show", res.RunID, "--db", db)
+	if code != exitOK || !regexp.MustCompile(`(?m)^  score_candidate +succeeded +attempts=1 +model_calls=2 tokens=180/30 corrections=1 `).MatchString(out) {
+		t.Errorf("runs show text: exit %d\n%s", code, out)
 	}
 }

@@ -241,11 +241,11 @@ type planRunJSON struct {
 }
 
 type planStepJSON struct {
-	ID         string `json:"id"`
-	Tool       string `json:"tool"`
-	Status     string `json:"status"` // succeeded, failed, not_run
-	DurationMS int64  `json:"duration_ms"`
-	Error      string `json:"error,omitempty"`
+	ID         string  `json:"id"`
+	Tool       string  `json:"tool"`
+	Status     string  `json:"status"` // succeeded, failed, not_run
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // planErrorJSON is why a plan run did not succeed.
@@ -369,9 +369,9 @@ func (pp *planProgress) event(e plan.Event) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%7.3fs %-18s %s tool=%s", time.Since(pp.start).Seconds(), e.Kind, e.PlanStep, e.Tool)
 	if e.Kind == plan.StepSettled {
-		fmt.Fprintf(&b, " %s %dms", e.Status, e.Duration.Milliseconds())
+		fmt.Fprintf(&b, " %s %s", e.Status, roundDuration(e.Duration))
 		if st := pp.steps[e.PlanStep]; st != nil {
-			st.Status, st.DurationMS, st.Error = e.Status, e.Duration.Milliseconds(), e.Error
+			st.Status, st.DurationMS, st.Error = e.Status, float64(e.Duration)/float64(time.Millisecond), e.Error
 		}
 	}
 	if e.ErrorClass != "" {

@@ -97,10 +97,12 @@ func (p *progress) Emit(_ context.Context, e *trace.Event) {
 		case trace.AttemptFailed:
 			row.attempt = e.Attempt
 			row.note = fmt.Sprintf("attempt %d failed (%s)", e.Attempt, e.ErrorClass)
+		case trace.CorrectiveRetry:
+			row.note = fmt.Sprintf("attempt %d: reply rejected, asking once more", e.Attempt)
 		case trace.ApprovalRequested:
 			row.status, row.note = e.Status, "waiting for a person ("+e.Decision+")"
 		case trace.StepSettled:
-			row.status, row.duration = e.Status, time.Duration(e.DurationMS)*time.Millisecond
+			row.status, row.duration = e.Status, e.Duration()
 			row.note = ""
 			if e.Error != "" {
 				row.note = clip(e.Error, 60)
@@ -141,7 +143,7 @@ func (p *progress) line(e *trace.Event) {
 		fmt.Fprintf(&b, " model=%s tokens=%d/%d", e.Model, e.TokensIn, e.TokensOut)
 	}
 	if e.DurationMS > 0 {
-		fmt.Fprintf(&b, " %dms", e.DurationMS)
+		fmt.Fprintf(&b, " %s", e.Duration().Round(time.Microsecond))
 	}
 	if e.ErrorClass != "" {
 		fmt.Fprintf(&b, " [%s/%s] %s", e.ErrorClass, e.Origin, clip(e.Error, 200))

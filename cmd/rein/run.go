@@ -205,10 +205,14 @@ type resultJSON struct {
 }
 
 type stepResultJSON struct {
-	Status     trace.StepStatus `json:"status"`
-	Attempts   int              `json:"attempts"`
-	DurationMS int64            `json:"duration_ms"`
-	Error      *engine.RunError `json:"error,omitempty"`
+	Status      trace.StepStatus `json:"status"`
+	Attempts    int              `json:"attempts"`
+	Corrections int              `json:"corrections"`
+	DurationMS  float64          `json:"duration_ms"`
+	LLMCalls    int              `json:"llm_calls"`
+	TokensIn    int              `json:"tokens_in"`
+	TokensOut   int              `json:"tokens_out"`
+	Error       *engine.RunError `json:"error,omitempty"`
 }
 
 func toResultJSON(res *engine.Result, existing bool) resultJSON {
@@ -218,7 +222,8 @@ func toResultJSON(res *engine.Result, existing bool) resultJSON {
 		out.Pending = []*store.Approval{}
 	}
 	for id, st := range res.Steps {
-		out.Steps[id] = stepResultJSON{Status: st.Status, Attempts: st.Attempts, DurationMS: st.Duration.Milliseconds(), Error: st.Error}
+		out.Steps[id] = stepResultJSON{Status: st.Status, Attempts: st.Attempts, Corrections: st.Corrections, DurationMS: trace.Millis(st.Duration),
+			LLMCalls: st.LLMCalls, TokensIn: st.TokensIn, TokensOut: st.TokensOut, Error: st.Error}
 	}
 	return out
 }
@@ -229,13 +234,20 @@ func writeResultJSON(s *streams, res *engine.Result, existing bool) error {
 
 func writeResultText(s *streams, res *engine.Result, order []string) {
 	w := s.out
-	fmt.Fprintf(w, "run %s: %s %s in %s\n", res.RunID, res.Flow, res.Status, res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(w, "run %s: %s %s in %s\n", res.RunID, res.Flow, res.Status, roundDuration(res.Duration))
 	for _, id := range order {
 		st, ok := res.Steps[id]
 		if !ok {
 			st.Status = trace.StepPending
 		}
-		fmt.Fprintf(w, "  %-24s %-10s attempts=%d %s\n", id, st.Status, st.Attempts, st.Duration.Round(time.Millisecond))
+		fmt.Fprintf(w, "  %-24s %-10s attempts=%d", id, st.Status, st.Attempts)
+		if st.Corrections > 0 {
+			fmt.Fprintf(w, " corrections=%d", st.Corrections)
+		}
+		if st.LLMCalls > 0 {
+			fmt.Fprintf(w, " model_calls=%d tokens=%d/%d", st.LLMCalls, st.TokensIn, st.TokensOut)
+		}
+		fmt.Fprintf(w, " %s\n", roundDuration(st.Duration))
 	}
 	if res.Usage.LLMCalls > 0 {
 		fmt.Fprintf(w, "model calls: %d, tokens: %d in / %d out\n", res.Usage.LLMCalls, res.Usage.TokensIn, res.Usage.TokensOut)
@@ -251,4 +263,16 @@ func writeResultText(s *streams, res *engine.Result, order []string) {
 		b, _ := json.MarshalIndent(res.Outputs, "", "  ")
 		fmt.Fprintf(w, "outputs:\n%s\n", b)
 	}
+}
+
+// roundDuration keeps three significant places below a second (137µs,
+// 12.3ms) and milliseconds above, so a quick step does not read as 0s.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }

@@ -174,13 +174,44 @@ type runView struct {
 	Run       *store.Run
 	Steps     []*store.Step
 	Approvals []*store.Approval
+	// Use is each step's model calls, tokens and corrections, folded from
+	// the journal, by step id.
+	Use map[string]stepUse
+}
+
+// stepUse is what a step's model calls cost, as `rein runs show` gives it.
+type stepUse struct {
+	LLMCalls    int `json:"llm_calls"`
+	TokensIn    int `json:"tokens_in"`
+	TokensOut   int `json:"tokens_out"`
+	Corrections int `json:"corrections"`
 }
 
 // runViewJSON is what `rein runs show --output json` prints.
 type runViewJSON struct {
 	Run       runRow            `json:"run"`
-	Steps     []*store.Step     `json:"steps"`
+	Steps     []stepViewJSON    `json:"steps"`
 	Approvals []*store.Approval `json:"approvals"`
+}
+
+type stepViewJSON struct {
+	*store.Step
+	stepUse
+}
+
+// stepUses folds a run's journal into each step's usage.
+func stepUses(events []*trace.Event) map[string]stepUse {
+	evs := make([]trace.Event, len(events))
+	for i, e := range events {
+		evs[i] = *e
+	}
+	out := map[string]stepUse{}
+	for _, r := range summary.Summarize(evs).Runs {
+		for _, s := range r.Steps {
+			out[s.StepID] = stepUse{LLMCalls: s.ModelCalls, TokensIn: s.TokensIn, TokensOut: s.TokensOut, Corrections: s.Corrections}
+		}
+	}
+	return out
 }
 
 func newRunsShowCmd(s *streams) *cobra.Command {
@@ -203,8 +234,17 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 				if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
 					return failed("approvals of run %s: %w", id, err)
 				}
+				events, err := db.Events(ctx, id, 0, 0)
+				if err != nil {
+					return failed("journal of run %s: %w", id, err)
+				}
+				v.Use = stepUses(events)
 				if f.output == "json" {
-					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: orEmpty(v.Steps), Approvals: orEmpty(v.Approvals)})
+					steps := make([]stepViewJSON, len(v.Steps))
+					for i, st := range v.Steps {
+						steps[i] = stepViewJSON{Step: st, stepUse: v.Use[st.StepID]}
+					}
+					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: steps, Approvals: orEmpty(v.Approvals)})
 				}
 				writeRunView(s.out, &v, dsn)
 				return nil
@@ -267,7 +307,14 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 			case len(st.Input) > 0:
 				detail = "input: " + preview(st.Input, 100)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tattempts=%d\t%s\n", st.StepID, st.Status, st.Attempt, detail)
+			use := ""
+			if u := v.Use[st.StepID]; u.LLMCalls > 0 {
+				use = fmt.Sprintf("model_calls=%d tokens=%d/%d", u.LLMCalls, u.TokensIn, u.TokensOut)
+				if u.Corrections > 0 {
+					use += fmt.Sprintf(" corrections=%d", u.Corrections)
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t%s\tattempts=%d\t%s\t%s\n", st.StepID, st.Status, st.Attempt, use, detail)
 		}
 		_ = tw.Flush()
 	}

@@ -7,7 +7,7 @@
 // Each line is one [trace.Event] encoded with its json tags, fields in struct
 // order, zero fields left out exactly as their omitempty tags say; seq, time,
 // kind and run_id are always present. time is RFC 3339 with nanoseconds in
-// UTC. For events whose Time is in UTC the output is byte for byte what
+// UTC; duration_ms is a number of milliseconds with a fraction (0.137). For events whose Time is in UTC the output is byte for byte what
 // encoding/json produces with SetEscapeHTML(false):
 //
 //   - '"', '\\' and control characters are escaped (\n, \r, \t, \b, \f, else \u00XX);

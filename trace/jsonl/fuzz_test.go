@@ -22,7 +22,7 @@ func FuzzEmit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string, seq, unixNano int64, n int) {
 		e := trace.Event{
 			Seq: seq, Time: time.Unix(0, unixNano), Kind: trace.Kind(a), RunID: b,
-			Flow: a + b, StepID: b, StepType: a, Attempt: n, Status: a, DurationMS: seq,
+			Flow: a + b, StepID: b, StepType: a, Attempt: n, Status: a, DurationMS: float64(seq) / 7,
 			Model: b, Tool: a, TokensIn: n, TokensOut: -n, ErrorClass: b, Error: a + "\n" + b,
 			Origin: trace.Origin(b), Budget: a, Decision: b, PlanStep: a, InputSHA: a, OutputSHA: b, Preview: a,
 		}

@@ -70,7 +70,9 @@ func appendAttrs(a []slog.Attr, e *trace.Event) []slog.Attr {
 	a = str(a, "step_type", e.StepType)
 	a = num(a, "attempt", int64(e.Attempt))
 	a = str(a, "status", e.Status)
-	a = num(a, "duration_ms", e.DurationMS)
+	if e.DurationMS != 0 {
+		a = append(a, slog.Float64("duration_ms", e.DurationMS))
+	}
 	a = str(a, "model", e.Model)
 	a = str(a, "tool", e.Tool)
 	a = num(a, "tokens_in", int64(e.TokensIn))

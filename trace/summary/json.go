@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/reinhq/rein/trace"
 )
 
 // WriteJSON writes s as one indented JSON document (for `--output json`).
-// Durations are integer milliseconds under duration_ms. It returns the first
+// Durations are milliseconds under duration_ms, with a fractional part
+// below the millisecond. It returns the first
 // write error.
 func (s *Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -23,8 +26,8 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	type plain Run
 	return json.Marshal(struct {
 		plain
-		DurationMS int64 `json:"duration_ms"`
-	}{plain(r), r.Duration.Milliseconds()})
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(r), trace.Millis(r.Duration)})
 }
 
 // MarshalJSON encodes s with its Duration as duration_ms.
@@ -32,6 +35,6 @@ func (s Step) MarshalJSON() ([]byte, error) {
 	type plain Step
 	return json.Marshal(struct {
 		plain
-		DurationMS int64 `json:"duration_ms"`
-	}{plain(s), s.Duration.Milliseconds()})
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(s), trace.Millis(s.Duration)})
 }

@@ -46,11 +46,16 @@ type Step struct {
 	Attempts int `json:"attempts"`
 	// Retries counts the failed attempts that another attempt followed;
 	// normally Attempts-1.
-	Retries    int           `json:"retries"`
-	Duration   time.Duration `json:"-"` // step_settled's duration_ms
-	TokensIn   int           `json:"tokens_in"`
-	TokensOut  int           `json:"tokens_out"`
-	ModelCalls int           `json:"model_calls"`
+	Retries int `json:"retries"`
+	// Corrections counts the corrective requests made within attempts
+	// after a model's reply broke the output schema or a planner's plan
+	// broke validation (corrective_retry, and plan_rejected with status
+	// corrected). They are neither attempts nor failures.
+	Corrections int           `json:"corrections"`
+	Duration    time.Duration `json:"-"` // step_settled's duration_ms
+	TokensIn    int           `json:"tokens_in"`
+	TokensOut   int           `json:"tokens_out"`
+	ModelCalls  int           `json:"model_calls"`
 	// Failure is (a copy of) the step's decisive failure: the error of step_settled if it
 	// carries one, else the last failed attempt. It is nil when no attempt
 	// failed and the step did not fail.
@@ -133,7 +138,7 @@ func (b *runBuilder) add(e *trace.Event) {
 	if e.Kind == trace.RunSettled {
 		b.run.Status = trace.RunStatus(e.Status)
 		if e.DurationMS != 0 {
-			b.run.Duration = time.Duration(e.DurationMS) * time.Millisecond
+			b.run.Duration = e.Duration()
 		}
 		if f, ok := failureOf(e); ok {
 			b.run.Failure = &f
@@ -170,6 +175,13 @@ func addStep(s *Step, st *stepState, e *trace.Event) {
 		if !st.settled {
 			s.Status = trace.StepRunning
 		}
+	case trace.CorrectiveRetry:
+		st.seen(e.Attempt)
+		s.Corrections++
+	case planRejected:
+		if e.Status == correctedStatus {
+			s.Corrections++
+		}
 	case trace.AttemptFailed:
 		st.seen(e.Attempt)
 		st.failed = append(st.failed, e.Attempt)
@@ -180,10 +192,17 @@ func addStep(s *Step, st *stepState, e *trace.Event) {
 		st.seen(e.Attempt)
 		st.settled = true
 		s.Status = trace.StepStatus(e.Status)
-		s.Duration = time.Duration(e.DurationMS) * time.Millisecond
+		s.Duration = e.Duration()
 		settle(s, e)
 	}
 }
+
+// The plan executor's events are journalled with its own kinds (package
+// plan); a plan_rejected with status corrected is the planner asking again.
+const (
+	planRejected    trace.Kind = "plan_rejected"
+	correctedStatus            = "corrected"
+)
 
 // settle records the failure a step_settled event carries.
 func settle(s *Step, e *trace.Event) {

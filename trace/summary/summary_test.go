@@ -212,7 +212,7 @@ func TestWriteGolden(t *testing.T) {
 		id := "step" + string(rune('a'+i))
 		many = append(many,
 			trace.Event{Kind: trace.ModelCall, RunID: "run-8", StepID: id, Attempt: 1, TokensIn: 10 * i, TokensOut: i},
-			trace.Event{Kind: trace.StepSettled, RunID: "run-8", StepID: id, Attempt: 1, Status: "succeeded", DurationMS: int64(100 + i)})
+			trace.Event{Kind: trace.StepSettled, RunID: "run-8", StepID: id, Attempt: 1, Status: "succeeded", DurationMS: float64(100 + i)})
 	}
 	many = append(many, trace.Event{Kind: trace.RunSettled, RunID: "run-8", Status: "succeeded", DurationMS: 1500})
 	tests := []struct {

@@ -102,16 +102,16 @@ func (p *printer) tokens(steps []Step) {
 }
 
 func (p *printer) retried(steps []Step) {
-	retried := filter(steps, func(s *Step) bool { return s.Retries > 0 })
+	retried := filter(steps, func(s *Step) bool { return s.Retries > 0 || s.Corrections > 0 })
 	p.line("")
 	if len(retried) == 0 {
 		p.line("retried: none")
 		return
 	}
 	p.line("retried")
-	p.line("  STEP\tRETRIES\tFAILED ATTEMPTS\tFINAL STATUS")
+	p.line("  STEP\tRETRIES\tCORRECTIONS\tFAILED ATTEMPTS\tFINAL STATUS")
 	for _, s := range retried {
-		p.line("  %s\t%d\t%s\t%s", s.StepID, s.Retries, strings.Join(s.FailedClasses(), ", "), s.Status)
+		p.line("  %s\t%d\t%d\t%s\t%s", s.StepID, s.Retries, s.Corrections, orDash(strings.Join(s.FailedClasses(), ", ")), s.Status)
 	}
 }
 
