@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/route"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -48,6 +49,11 @@ type Config struct {
 	// LeaseTTL is how long a lease lasts without a heartbeat; heartbeats
 	// come every third of it. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Redactor hides secrets in every error message the engine records
+	// (events, step rows, the Result). Defaults to redact.Process(): the
+	// values of the process's environment variables whose names say they
+	// are secrets.
+	Redactor *redact.Redactor
 }
 
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
@@ -85,6 +91,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = NewOwner()
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Process()
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "max_output_bytes"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -25,9 +26,12 @@ type ToolDecl struct {
 	Description string
 	// Command is the program and its arguments. A relative program path
 	// ("./tools/x.sh") resolves against Dir; a bare name uses PATH.
-	Command       []string
-	Dir           string
-	Env           map[string]string
+	Command []string
+	Dir     string
+	Env     map[string]string
+	// PassEnv names the variables of rein's environment the program gets
+	// besides the base set (PATH, HOME, locale, …); NAME_* passes a prefix.
+	PassEnv       []string
 	Timeout       time.Duration
 	MaxOutput     int64
 	Effect        tool.Effect
@@ -60,6 +64,10 @@ type Config struct {
 	Tools map[string]*ToolDecl
 	// Models are the configured model providers by name (rein.yaml models:).
 	Models map[string]*ModelDecl
+	// Secrets names environment variables whose values are secrets even
+	// though their names do not say so (rein.yaml secrets:): they are
+	// hidden wherever rein stores or prints a string (package redact).
+	Secrets []string
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -119,8 +127,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Tools = d.decodeTools(f, filepath.Dir(filename))
 		case "models":
 			cfg.Models = d.decodeModels(f)
+		case "secrets":
+			cfg.Secrets = d.envNames(f, "secrets", false)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "secrets"})
 		}
 	}
 	if err := d.result(); err != nil {
@@ -266,6 +276,8 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			}
 		case "env":
 			t.Env = d.env(f, where)
+		case "pass_env":
+			t.PassEnv = d.envNames(f, where+": pass_env", true)
 		default:
 			d.unknownField(f, "", where, toolFields)
 		}
@@ -314,6 +326,28 @@ func (d *decoder) env(f field, where string) map[string]string {
 	}
 	return out
 }
+
+// envNames reads a list of environment variable names; with glob a name
+// may end in * (a prefix).
+func (d *decoder) envNames(f field, where string, glob bool) []string {
+	list, _, ok := d.strList(f, "")
+	if !ok {
+		return nil
+	}
+	for _, n := range list {
+		if !envName.MatchString(n) || !glob && strings.HasSuffix(n, "*") {
+			hint := ""
+			if glob {
+				hint = ", or a prefix ending in * like AWS_*"
+			}
+			d.diags.add(posOf(f.value), "", "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit%s)", where, n, hint)
+		}
+	}
+	return list
+}
+
+// envName is a variable name, or a prefix ending in *.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
 // schemaField reads an inline schema, a schema name or a .json path;
 // problems are reported under step ("" outside steps).

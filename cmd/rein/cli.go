@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/redact"
 )
 
 // Exit codes (shared/DESIGN.md §9).
@@ -59,15 +61,18 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return exitOK
 	}
+	// Every error is printed through the one redactor: a message may quote
+	// a failing program or server that echoed a key or a DSN.
+	red := redact.Process()
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "rein:", ee.err)
+			fmt.Fprintln(stderr, "rein:", red.String(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong argument count.
-	fmt.Fprintln(stderr, "rein:", err)
+	fmt.Fprintln(stderr, "rein:", red.String(err.Error()))
 	fmt.Fprintln(stderr, "Run 'rein help' for usage.")
 	return exitUsage
 }

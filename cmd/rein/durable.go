@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 )
 
@@ -39,21 +40,8 @@ func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
 	return st, dsn, nil
 }
 
-// redactDSN hides a password in a postgres:// URL before it is printed.
-func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return dsn
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return dsn
-}
+// redactDSN hides the passwords of a DSN (every form) before it is printed.
+func redactDSN(dsn string) string { return redact.DSN(dsn) }
 
 // closeStore closes st, reporting a failure on stderr.
 func closeStore(s *streams, st store.Store) {

@@ -1,0 +1,105 @@
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// DSNMask replaces a password in a DSN; it keeps the DSN readable as one
+// (url.URL.Redacted writes the same).
+const DSNMask = "xxxxx"
+
+// secretParams are the DSN parameters (URL query or key=value) that hold
+// a secret.
+var secretParams = []string{"password", "sslpassword", "passwd", "pwd", "secret", "token", "access_token", "api_key", "apikey"}
+
+// kvParam matches one secret parameter of a key=value DSN
+// ("host=db password='a b' user=rein"), a value quoted or not.
+var kvParam = regexp.MustCompile(`(?i)(\b(?:` + strings.Join(secretParams, "|") + `)\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;]+)`)
+
+// DSN returns dsn with its passwords replaced by DSNMask, in every form:
+// a URL's user:password@, secret query parameters (?password=,
+// ?sslpassword=), and key=value pairs (password=… host=…). A DSN without
+// a password is returned unchanged.
+func DSN(dsn string) string {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.ContainsAny(scheme, " =") {
+		if u, err := url.Parse(dsn); err == nil {
+			changed := false
+			if u.User != nil {
+				if _, has := u.User.Password(); has {
+					u.User = url.UserPassword(u.User.Username(), DSNMask)
+					changed = true
+				}
+			}
+			if q := u.Query(); len(q) > 0 {
+				for k := range q {
+					if isSecretParam(k) {
+						q.Set(k, DSNMask)
+						changed = true
+					}
+				}
+				if changed {
+					u.RawQuery = q.Encode()
+				}
+			}
+			if changed {
+				s := u.String()
+				return strings.ReplaceAll(s, url.QueryEscape(DSNMask), DSNMask)
+			}
+			return dsn
+		}
+		// An unparsable URL: hide what lies between user: and the last @.
+		if at := strings.LastIndex(dsn, "@"); at > 0 {
+			head := dsn[:at]
+			if i := strings.Index(head, "://"); i >= 0 {
+				if c := strings.Index(head[i+3:], ":"); c >= 0 {
+					dsn = head[:i+3+c+1] + DSNMask + dsn[at:]
+				}
+			}
+		}
+	}
+	return kvParam.ReplaceAllString(dsn, "${1}"+DSNMask)
+}
+
+// Passwords returns the passwords dsn holds (URL user info, secret query
+// parameters, key=value pairs), as they are and unescaped; none when dsn
+// is not a DSN or holds none.
+func Passwords(dsn string) []string {
+	var out []string
+	if strings.Contains(dsn, "://") {
+		if u, err := url.Parse(dsn); err == nil {
+			if u.User != nil {
+				if p, ok := u.User.Password(); ok {
+					out = append(out, p)
+				}
+			}
+			for k, vs := range u.Query() {
+				if isSecretParam(k) {
+					out = append(out, vs...)
+				}
+			}
+		}
+	}
+	for _, m := range kvParam.FindAllStringSubmatch(dsn, -1) {
+		v := m[2]
+		if strings.HasPrefix(v, "'") {
+			v = strings.ReplaceAll(strings.Trim(v, "'"), `\'`, "'")
+		}
+		out = appendNew(out, v)
+		if u, err := url.QueryUnescape(v); err == nil {
+			out = appendNew(out, u)
+		}
+	}
+	return out
+}
+
+func isSecretParam(k string) bool {
+	k = strings.ToLower(k)
+	for _, p := range secretParams {
+		if k == p {
+			return true
+		}
+	}
+	return false
+}
