@@ -32,20 +32,19 @@ func DSN(dsn string) string {
 					changed = true
 				}
 			}
-			if q := u.Query(); len(q) > 0 {
-				for k := range q {
-					if isSecretParam(k) {
-						q.Set(k, DSNMask)
-						changed = true
+			if u.RawQuery != "" {
+				// Parameter by parameter, so their order stays as written.
+				params := strings.Split(u.RawQuery, "&")
+				for i, p := range params {
+					k, _, _ := strings.Cut(p, "=")
+					if name, err := url.QueryUnescape(k); err == nil && isSecretParam(name) {
+						params[i], changed = k+"="+DSNMask, true
 					}
 				}
-				if changed {
-					u.RawQuery = q.Encode()
-				}
+				u.RawQuery = strings.Join(params, "&")
 			}
 			if changed {
-				s := u.String()
-				return strings.ReplaceAll(s, url.QueryEscape(DSNMask), DSNMask)
+				return u.String()
 			}
 			return dsn
 		}

@@ -71,3 +71,26 @@ steps:
 		}
 	}
 }
+
+// A DSN's password, in any of its forms, is not printed by a command that
+// fails to open the store or by the worker's log.
+func TestDSNPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{
+		"postgres://rein:pw-in-userinfo-1@127.0.0.1:1/rein?connect_timeout=1",
+		"postgres://rein@127.0.0.1:1/rein?password=pw-in-query-2&connect_timeout=1",
+		"postgresql://rein@127.0.0.1:1/rein?sslpassword=pw-in-sslpassword-3&connect_timeout=1&sslmode=disable",
+	} {
+		for _, args := range [][]string{{"runs", "list"}, {"worker", "--concurrency", "1"}} {
+			code, out, stderr := cli(t, append(args, "--db", dsn)...)
+			if code == exitOK {
+				t.Errorf("%v with an unreachable store: exit 0", args)
+			}
+			for _, pw := range []string{"pw-in-userinfo-1", "pw-in-query-2", "pw-in-sslpassword-3"} {
+				if strings.Contains(out+stderr, pw) {
+					t.Errorf("rein %v --db %s printed its password:\n%s%s", args, dsn, out, stderr)
+				}
+			}
+		}
+	}
+}
