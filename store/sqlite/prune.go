@@ -30,6 +30,9 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
 	}
+	if s.ckpt != nil && res.Runs > 0 {
+		s.ckpt.kick()
+	}
 	return &res, nil
 }
 
@@ -88,7 +91,11 @@ func (x *wtx) prune(st [3]any, before time.Time, res *store.PruneResult) error {
 		return err
 	}
 	x.mark = -1 // read again when needed (x.reset: not the writer's either)
-	return nil
+	// Hand the freed pages back to the file system (auto_vacuum is
+	// INCREMENTAL, see vacuum.go): the file shrinks at the checkpoint that
+	// copies this transaction, at the latest when the store closes.
+	_, err = x.exec(`PRAGMA incremental_vacuum`)
+	return err
 }
 
 // deleteRun deletes a run with its journal, approvals and blob references,
