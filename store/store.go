@@ -351,10 +351,18 @@ type PruneParams struct {
 	Before time.Time
 	// Status, when set, restricts pruning to one final status.
 	Status trace.RunStatus
+	// Vacuum, after the deletion, gives the space the store no longer
+	// uses back to the file system: SQLite rewrites the database (VACUUM,
+	// in time proportional to its size; the file shrinks at the next
+	// checkpoint, at the latest when the store closes). Backends that
+	// reuse space on their own (PostgreSQL's autovacuum) ignore it.
+	Vacuum bool
 }
 
 // PruneResult counts what Prune deleted.
 type PruneResult struct {
 	Runs  int `json:"runs"`
 	Blobs int `json:"blobs"`
+	// Reclaimed is how many bytes Vacuum gave back (0 without Vacuum).
+	Reclaimed int64 `json:"reclaimed_bytes,omitempty"`
 }

@@ -455,12 +455,17 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 func newRunsPruneCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	var olderThan, status string
+	var vacuum bool
 	cmd := &cobra.Command{
-		Use:   "prune --older-than DURATION",
+		Use:   "prune --older-than DURATION [--vacuum]",
 		Short: "Delete finished runs settled before a time, with their unreferenced blobs",
 		Long: `Delete finished runs (succeeded, failed, cancelled) that settled more than
 DURATION ago (30d, 12h, 90m), with their events, steps, approvals and the blobs
-no other run refers to. A run whose flow sets a longer retention: is kept.`,
+no other run refers to. A run whose flow sets a longer retention: is kept.
+
+--vacuum then gives the freed space back to the file system: SQLite rewrites
+the database file (VACUUM), which takes time in proportion to its size.
+PostgreSQL reuses the space on its own and ignores it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan == "" {
@@ -475,7 +480,7 @@ no other run refers to. A run whose flow sets a longer retention: is kept.`,
 				return err
 			}
 			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				res, err := db.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-d), Status: st})
+				res, err := db.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-d), Status: st, Vacuum: vacuum})
 				if err != nil {
 					return failed("prune %s: %w", redactDSN(dsn), err)
 				}
@@ -483,6 +488,9 @@ no other run refers to. A run whose flow sets a longer retention: is kept.`,
 					return encodeJSON(s, res)
 				}
 				fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
+				if vacuum && res.Reclaimed > 0 {
+					fmt.Fprintf(s.out, "gave %.1f MB back to the file system\n", float64(res.Reclaimed)/1e6)
+				}
 				return nil
 			})
 		},
@@ -490,5 +498,6 @@ no other run refers to. A run whose flow sets a longer retention: is kept.`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs settled longer ago than this (30d, 12h, 90m)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this final status (succeeded, failed, cancelled)")
+	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then give the freed space back to the file system (SQLite: VACUUM)")
 	return cmd
 }

@@ -410,7 +410,7 @@ func TestCancelAndPrune(t *testing.T) {
 		t.Fatalf("prune succeeded: exit %d %s", code, out)
 	}
 	time.Sleep(2 * time.Millisecond)
-	code, out, _ = fx.cli("runs", "prune", "--older-than", "1ms")
+	code, out, _ = fx.cli("runs", "prune", "--older-than", "1ms", "--vacuum")
 	if code != exitOK || !strings.HasPrefix(out, "pruned 1 run and ") {
 		t.Fatalf("prune: exit %d %q", code, out)
 	}

@@ -155,12 +155,6 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.rdb.SetMaxOpenConns(o.ReadConns)
 		s.rdb.SetMaxIdleConns(o.ReadConns)
 	}
-	if !s.memory {
-		if err := s.incrementalVacuum(ctx); err != nil {
-			s.closeDBs()
-			return nil, err
-		}
-	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
