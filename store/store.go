@@ -16,8 +16,8 @@
 // store/postgres (pgx). Ephemeral keeps nothing. store/storetest is the
 // conformance suite every backend passes.
 //
-// Every backend maps its own errors to ErrNotFound and ErrConflict, so
-// callers test with errors.Is.
+// Every backend maps its own errors to ErrNotFound, ErrConflict and
+// ErrDamaged, so callers test with errors.Is.
 package store
 
 import (
@@ -36,6 +36,11 @@ var (
 	// on, its lease is held by someone else, an approval was already
 	// decided. The loser backs off and re-reads.
 	ErrConflict = errors.New("conflict")
+	// ErrDamaged: the store's data is damaged (a truncated or overwritten
+	// database file, a write-ahead log whose committed transactions would
+	// be dropped, a page that fails its check). Nothing more is read or
+	// written; restore the store from a backup.
+	ErrDamaged = errors.New("the run store is damaged")
 )
 
 // JournalVersion is the version of the event records this binary writes.
