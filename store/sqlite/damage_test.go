@@ -214,4 +214,3 @@ func TestCheckRunsIntegrityCheck(t *testing.T) {
 		t.Fatalf("Check of a scribbled file = %+v, %v", r, err)
 	}
 }
-
