@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/store"
 )
 
 // Exit codes (shared/DESIGN.md §9).
@@ -19,6 +20,7 @@ const (
 	exitWaiting     = 3
 	exitConflict    = 4 // another process holds or advanced the run: nothing more was done here
 	exitCancelled   = 5 // the run was cancelled (rein runs cancel), not this process interrupted
+	exitDamaged     = 6 // the run store is damaged: nothing was read or written; restore a backup
 	exitInterrupted = 130
 )
 
@@ -66,6 +68,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	red := redact.Process()
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if errors.Is(ee.err, store.ErrDamaged) {
+			ee.code = exitDamaged
+		}
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "rein:", red.String(ee.err.Error()))
 		}
@@ -89,7 +94,8 @@ timeouts, budgets, approvals and persistence are code: every run is journaled
 
 Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
 (nothing ran), 3 run waiting for a person or an agent, 4 another process holds
-or advanced the run (nothing more was done here), 5 run cancelled, 130
+or advanced the run (nothing more was done here), 5 run cancelled, 6 the run
+store is damaged (nothing was read or written: see rein runs check), 130
 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -30,10 +30,14 @@ func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to resume with, instead of the one the run recorded")
 }
 
-// open opens the store; a DSN that does not open is bad usage (exit 2).
+// open opens the store; a DSN that does not open is bad usage (exit 2),
+// a damaged store exit 6.
 func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
 	dsn := rein.DBFromEnv(d.dsn)
 	st, err := rein.OpenStore(ctx, dsn)
+	if errors.Is(err, store.ErrDamaged) {
+		return nil, dsn, &exitError{code: exitDamaged, err: fmt.Errorf("--db %s: %w (rein runs check --db %s lists what is wrong)", redactDSN(dsn), err, shellQuote(redactDSN(dsn)))}
+	}
 	if err != nil {
 		return nil, dsn, usageErr("--db %s: %v", redactDSN(dsn), err)
 	}

@@ -65,7 +65,7 @@ func newRunsCmd(s *streams) *cobra.Command {
 	}
 	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsCancelCmd(s),
 		newDecideCmd(s, store.ApprovalApproved), newDecideCmd(s, store.ApprovalRejected), newDecideCmd(s, store.ApprovalSettled),
-		newRunsPruneCmd(s))
+		newRunsPruneCmd(s), newRunsCheckCmd(s))
 	return cmd
 }
 

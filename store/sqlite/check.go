@@ -13,17 +13,19 @@ const maxIntegrityLines = 20
 
 // Report is what Check found in a database.
 type Report struct {
-	Path string
+	Path string `json:"path"`
 	// Problems are damage: while there is any, Open refuses the database
 	// (or SQLite finds the damage on use). Restore it from a backup.
-	Problems []string
+	Problems []string `json:"problems"`
 	// Notes lose nothing that was committed, e.g. the torn frames of a
 	// transaction a stopped process was writing, which SQLite ignores.
-	Notes []string
+	Notes []string `json:"notes,omitempty"`
 	// Pages is the database's size in pages as SQLite sees it (with the
 	// WAL); WALFrames and WALCommits count the log's intact frames and the
 	// transactions they commit.
-	Pages, WALFrames, WALCommits int
+	Pages      int `json:"pages"`
+	WALFrames  int `json:"wal_frames"`
+	WALCommits int `json:"wal_commits"`
 }
 
 // OK reports whether Check found no damage.
@@ -38,7 +40,7 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // check reads the whole file: about 0.3 s per 100 MB. The error is for a
 // check that could not run (an unreadable file); damage is in the Report.
 func Check(ctx context.Context, path string) (*Report, error) {
-	r := &Report{Path: path}
+	r := &Report{Path: path, Problems: []string{}}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("sqlite: check %s: %w", path, err)
 	}
