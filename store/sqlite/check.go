@@ -3,9 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // maxIntegrityLines caps the problems Check quotes from integrity_check.
@@ -38,7 +42,8 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // a problem, an uncommitted torn tail a note), and, read-only, SQLite's
 // PRAGMA integrity_check over every page, index and constraint. That last
 // check reads the whole file: about 0.3 s per 100 MB. The error is for a
-// check that could not run (an unreadable file); damage is in the Report.
+// check that could not run (an unreadable file, a file that is no SQLite
+// database); damage is in the Report.
 func Check(ctx context.Context, path string) (*Report, error) {
 	r := &Report{Path: path, Problems: []string{}}
 	if _, err := os.Stat(path); err != nil {
@@ -71,6 +76,11 @@ func Check(ctx context.Context, path string) (*Report, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if err := db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&r.Pages); err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB {
+			// No header of ours matched and no log lies beside it.
+			return nil, fmt.Errorf("sqlite: %s is not a SQLite database: %w", path, err)
+		}
 		r.Problems = append(r.Problems, fmt.Sprintf("SQLite cannot read it: %v", err))
 		return r, nil
 	}

@@ -214,3 +214,31 @@ func TestCheckRunsIntegrityCheck(t *testing.T) {
 		t.Fatalf("Check of a scribbled file = %+v, %v", r, err)
 	}
 }
+
+// Without a log beside it, an overwritten header is still told from a
+// file that is no database at all: the rest of the first page is SQLite's.
+func TestOverwrittenHeaderWithoutWAL(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rein.db")
+	s, err := sqlite.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillMore(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corrupt(t, path, 0, []byte("overwritten....."))
+	wantDamaged(t, path, "the header was overwritten")
+
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(other, []byte(strings.Repeat("just some text\n", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(context.Background(), other, nil); err == nil || errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "is not a SQLite database") {
+		t.Errorf("Open of a text file: %v", err)
+	}
+	if _, err := sqlite.Check(context.Background(), other); err == nil || !strings.Contains(err.Error(), "is not a SQLite database") {
+		t.Errorf("Check of a text file: %v", err)
+	}
+}

@@ -56,7 +56,7 @@ func damage(path string) ([]string, error) {
 		return nil, err
 	}
 	size := fi.Size()
-	hdr := make([]byte, 100)
+	hdr := make([]byte, 101)
 	n, err := io.ReadFull(f, hdr)
 	switch {
 	case size == 0:
@@ -65,12 +65,18 @@ func damage(path string) ([]string, error) {
 		}
 		return problems, nil
 	case err != nil && n < len(hdr):
+		if wal.pageSize == 0 && string(hdr[:n]) != sqliteMagic[:min(n, 16)] {
+			return problems, nil // a small file that is no database: SQLite says so (SQLITE_NOTADB)
+		}
 		return append(problems, fmt.Sprintf("the database file is %d bytes, shorter than a SQLite header", size)), nil
 	case string(hdr[:16]) != sqliteMagic:
-		if wal.pageSize == 0 {
-			return problems, nil // not a database at all: SQLite says so (SQLITE_NOTADB)
+		switch {
+		case wal.pageSize != 0:
+			return append(problems, "the database file does not start with the SQLite header, but a write-ahead log lies beside it: the file was overwritten"), nil
+		case size%512 == 0 && btreePage(hdr[100]):
+			return append(problems, "the database file does not start with the SQLite header, but the rest of its first page is a SQLite page: the header was overwritten"), nil
 		}
-		return append(problems, "the database file does not start with the SQLite header, but a write-ahead log lies beside it: the file was overwritten"), nil
+		return problems, nil // not a database at all: SQLite says so (SQLITE_NOTADB)
 	}
 	pageSize := int64(binary.BigEndian.Uint16(hdr[16:]))
 	if pageSize == 1 {
@@ -89,6 +95,10 @@ func damage(path string) ([]string, error) {
 	}
 	return problems, nil
 }
+
+// btreePage reports whether b is the first byte of a SQLite b-tree page
+// header (the schema table's, on the first page after the file header).
+func btreePage(b byte) bool { return b == 0x02 || b == 0x05 || b == 0x0a || b == 0x0d }
 
 // checkFiles refuses a damaged database before SQLite opens it: an error
 // wrapping store.ErrDamaged that lists the problems. A problem must be
