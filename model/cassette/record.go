@@ -51,6 +51,17 @@ func Record(m model.Model, path string) (*Recorder, error) {
 	return &Recorder{next: m, path: path, redactor: redact.Process()}, nil
 }
 
+// UseRedactor replaces the recorder's redactor (by default
+// redact.Process(), the process environment's secrets) with red, which
+// may know more (a project's rein.yaml secrets:). Values given to Redact
+// before are dropped. Call it before the calls whose exchanges could
+// hold secrets.
+func (r *Recorder) UseRedactor(red *redact.Redactor) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.redactor = red
+}
+
 // Redact adds values that must never be written to the cassette, such as
 // the API key a provider was configured with when its variable's name does
 // not say KEY or TOKEN. Empty values are ignored. Call it before the calls
