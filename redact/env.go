@@ -14,6 +14,9 @@ var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CRED
 // PGPASSWORD do.
 func SecretName(name string) bool {
 	upper := strings.ToUpper(name)
+	if upper == "REIN_IDEMPOTENCY_KEY" {
+		return false // rein's own call variable (rein running as a tool): an id, not a secret
+	}
 	for _, w := range secretWords {
 		if strings.Contains(upper, w) {
 			return true

@@ -65,6 +65,7 @@ func TestFromEnv(t *testing.T) {
 		"PGPASSWORD=pg-password-value",
 		"MY_LLM_CRED=named-in-config-99",
 		"HOME=/home/someone-long",
+		"REIN_IDEMPOTENCY_KEY=run-0123/step/1",
 		"REIN_DB=postgres://rein:db-pass-4321@db/rein",
 		"OTHER_DSN=host=db password='kv pass 77' user=rein",
 	}, "MY_LLM_CRED")
@@ -73,8 +74,10 @@ func TestFromEnv(t *testing.T) {
 			t.Errorf("%q not hidden: %q", secret, got)
 		}
 	}
-	if got := r.String("/home/someone-long"); got != "/home/someone-long" {
-		t.Errorf("HOME hidden: %q", got)
+	for _, plain := range []string{"/home/someone-long", "run-0123/step/1"} {
+		if got := r.String(plain); got != plain {
+			t.Errorf("%q hidden: %q", plain, got)
+		}
 	}
 }
 
