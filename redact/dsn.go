@@ -23,42 +23,37 @@ var kvParam = regexp.MustCompile(`(?i)(\b(?:` + strings.Join(secretParams, "|") 
 // ?sslpassword=), and key=value pairs (password=… host=…). A DSN without
 // a password is returned unchanged.
 func DSN(dsn string) string {
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.ContainsAny(scheme, " =") {
-		if u, err := url.Parse(dsn); err == nil {
-			changed := false
-			if u.User != nil {
-				if _, has := u.User.Password(); has {
-					u.User = url.UserPassword(u.User.Username(), DSNMask)
-					changed = true
-				}
-			}
-			if u.RawQuery != "" {
-				// Parameter by parameter, so their order stays as written.
-				params := strings.Split(u.RawQuery, "&")
-				for i, p := range params {
-					k, _, _ := strings.Cut(p, "=")
-					if name, err := url.QueryUnescape(k); err == nil && isSecretParam(name) {
-						params[i], changed = k+"="+DSNMask, true
-					}
-				}
-				u.RawQuery = strings.Join(params, "&")
-			}
-			if changed {
-				return u.String()
-			}
-			return dsn
-		}
-		// An unparsable URL: hide what lies between user: and the last @.
-		if at := strings.LastIndex(dsn, "@"); at > 0 {
-			head := dsn[:at]
-			if i := strings.Index(head, "://"); i >= 0 {
-				if c := strings.Index(head[i+3:], ":"); c >= 0 {
-					dsn = head[:i+3+c+1] + DSNMask + dsn[at:]
-				}
-			}
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok || strings.ContainsAny(scheme, " =") {
+		return kvParam.ReplaceAllString(dsn, "${1}"+DSNMask)
+	}
+	// Edited in place, not parsed and printed again, so that the rest of
+	// the DSN stays exactly as written. The user info ends at the last @
+	// before the query (a password may hold an unescaped @ or /).
+	q := strings.IndexByte(rest, '?')
+	if q < 0 {
+		q = len(rest)
+	}
+	if at := strings.LastIndexByte(rest[:q], '@'); at >= 0 {
+		if c := strings.IndexByte(rest[:at], ':'); c >= 0 {
+			rest = rest[:c+1] + DSNMask + rest[at:]
 		}
 	}
-	return kvParam.ReplaceAllString(dsn, "${1}"+DSNMask)
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		query, frag, hasFrag := strings.Cut(rest[q+1:], "#")
+		params := strings.Split(query, "&")
+		for i, p := range params {
+			k, _, _ := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); err == nil && isSecretParam(name) {
+				params[i] = k + "=" + DSNMask
+			}
+		}
+		rest = rest[:q+1] + strings.Join(params, "&")
+		if hasFrag {
+			rest += "#" + frag
+		}
+	}
+	return scheme + "://" + rest
 }
 
 // Passwords returns the passwords dsn holds (URL user info, secret query
