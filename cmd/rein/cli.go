@@ -53,6 +53,10 @@ type streams struct {
 
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything on stdout (results, runs show, JSON) is printed through
+	// the one redactor, so a secret a tool wrote into its output, or a run
+	// recorded before its secret was known, is not shown.
+	stdout = redactingWriter{w: stdout, red: redact.Process()}
 	s := &streams{in: stdin, out: stdout, err: stderr}
 	root := newRoot(s)
 	root.SetArgs(args)
@@ -80,6 +84,21 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fmt.Fprintln(stderr, "rein:", red.String(err.Error()))
 	fmt.Fprintln(stderr, "Run 'rein help' for usage.")
 	return exitUsage
+}
+
+// redactingWriter writes what it is given with the secrets red knows
+// hidden. Each Write is redacted on its own: the CLI writes whole lines
+// or documents at a time.
+type redactingWriter struct {
+	w   io.Writer
+	red *redact.Redactor
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, r.red.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func newRoot(s *streams) *cobra.Command {

@@ -94,3 +94,26 @@ func TestDSNPasswordNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// What rein prints on stdout goes through the redactor too: a tool that
+// was passed the key and returns it in its output does not get it shown.
+func TestStdoutIsRedacted(t *testing.T) {
+	// Not parallel: it sets an environment variable.
+	const key = "sk-Test-Printed-Key-0123456789abcdef"
+	t.Setenv("OPENAI_API_KEY", key)
+	path := writeFlow(t, `name: echo
+tools:
+  echo:
+    command: ["sh", "-c", "cat >/dev/null; echo \"{\\\"key\\\": \\\"$OPENAI_API_KEY\\\"}\""]
+    effect: none
+    pass_env: [OPENAI_API_KEY]
+steps:
+  - {id: echo, tool: echo, args: {}}
+`)
+	for _, format := range []string{"json", "text"} {
+		code, out, stderr := cli(t, "run", path, "--output", format)
+		if code != exitOK || strings.Contains(out+stderr, key) || !strings.Contains(out, "[REDACTED]") {
+			t.Errorf("--output %s: exit %d\nstdout: %s\nstderr: %s", format, code, out, stderr)
+		}
+	}
+}
