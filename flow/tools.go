@@ -330,17 +330,17 @@ func (d *decoder) env(f field, where string) map[string]string {
 // envNames reads a list of environment variable names; with glob a name
 // may end in * (a prefix).
 func (d *decoder) envNames(f field, where string, glob bool) []string {
-	list, _, ok := d.strList(f, "")
+	list, pos, ok := d.strList(f, "")
 	if !ok {
 		return nil
 	}
-	for _, n := range list {
+	for i, n := range list {
 		if !envName.MatchString(n) || !glob && strings.HasSuffix(n, "*") {
 			hint := ""
 			if glob {
 				hint = ", or a prefix ending in * like AWS_*"
 			}
-			d.diags.add(posOf(f.value), "", "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit%s)", where, n, hint)
+			d.diags.add(pos[i], "", "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit%s)", where, n, hint)
 		}
 	}
 	return list
