@@ -120,6 +120,7 @@ func (p *Project) record(path string) error {
 	if err != nil {
 		return err
 	}
+	rec.UseRedactor(p.Redactor())
 	wrapped := &model.Registry{}
 	for _, n := range p.Models.Names() {
 		wrapped.Register(n, rec)

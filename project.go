@@ -16,7 +16,9 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/provider"
 	"github.com/reinhq/rein/model/scripted"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/exec"
@@ -85,11 +87,12 @@ type Project struct {
 	// execTools are the exec tool declarations the tools came from.
 	execTools map[string]*flow.ToolDecl
 
-	getenv  func(string) string
-	goTools []string // the Go tools (LoadOptions.Tools) the flow names, sorted
-	model   string   // LoadOptions.Model
-	refs    bool     // provider/model references resolve
-	closers []func() error
+	getenv   func(string) string
+	redactor *redact.Redactor
+	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
+	model    string   // LoadOptions.Model
+	refs     bool     // provider/model references resolve
+	closers  []func() error
 }
 
 // Load reads the flow at path (a flow file, or a folder holding flow.yaml),
@@ -141,6 +144,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := p.setupModels(opts, cfg, opts.Script != ""); err != nil {
 		return nil, err
 	}
+	p.redactor = secrets(cfg, p.getenv)
 	fopts := &flow.Options{
 		Tools: func(name string) (tool.Spec, bool) {
 			if t, ok := p.Tools.Lookup(name); ok {
@@ -201,7 +205,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 // ExecTool builds the exec tool a declaration describes. A declaration
 // without a timeout gets flow.DefaultToolTimeout.
 func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
-	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env,
+	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env, PassEnv: d.PassEnv,
 		Timeout: cmp.Or(d.Timeout, flow.DefaultToolTimeout), MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent}
 	if d.InputSchema != nil {
 		cfg.InputSchema = d.InputSchema.JSON()
@@ -237,10 +241,52 @@ func registerExecTools(reg *tool.Registry, decls map[string]*flow.ToolDecl) erro
 }
 
 // Engine returns an engine wired to the project's tools and models; cfg
-// supplies the rest (sink, gate, store, clock) and may be zero.
+// supplies the rest (sink, gate, store, clock) and may be zero. Unless cfg
+// has a Redactor, the engine hides the project's secrets (Redactor).
 func (p *Project) Engine(cfg engine.Config) *engine.Engine {
 	cfg.Tools, cfg.Models = p.Tools, p.Models
+	if cfg.Redactor == nil {
+		cfg.Redactor = p.redactor
+	}
 	return engine.New(cfg)
+}
+
+// Redactor hides the project's secrets: the values of the environment
+// variables whose names say they are secrets, of every variable a model
+// provider reads its key from (presets and rein.yaml api_key_env), and of
+// the variables rein.yaml secrets: names.
+func (p *Project) Redactor() *redact.Redactor {
+	if p.redactor == nil {
+		return redact.Process()
+	}
+	return p.redactor
+}
+
+// secrets builds the project's Redactor from the environment, cfg (which
+// may be nil) and getenv (LoadOptions.Getenv, which may hold keys the
+// process's environment does not).
+func secrets(cfg *flow.Config, getenv func(string) string) *redact.Redactor {
+	var names []string
+	for _, p := range provider.Presets() {
+		if p.KeyEnv != "" {
+			names = append(names, p.KeyEnv)
+		}
+	}
+	if cfg != nil {
+		for _, m := range cfg.Models {
+			if m.APIKeyEnv != "" {
+				names = append(names, m.APIKeyEnv)
+			}
+		}
+		names = append(names, cfg.Secrets...)
+	}
+	vals := make([]string, 0, len(names))
+	if getenv != nil {
+		for _, n := range names {
+			vals = append(vals, getenv(n))
+		}
+	}
+	return redact.Process(names...).With(vals...)
 }
 
 // Run runs the project's flow once with input on an engine with cfg.

@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/route"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -56,6 +57,11 @@ type Config struct {
 	// It is called from the calls' goroutines, concurrently, and must not
 	// block for long.
 	OnCall func(invoke.Record)
+	// Redactor hides secrets in every error message the engine records
+	// (events, step rows, the Result). Defaults to redact.Process(): the
+	// values of the process's environment variables whose names say they
+	// are secrets.
+	Redactor *redact.Redactor
 }
 
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
@@ -95,6 +101,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = NewOwner()
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Process()
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL

@@ -347,7 +347,7 @@ func (r *run) settle(o *outcome) {
 	}
 	if o.err != nil {
 		st.status = o.failStatus()
-		st.err = toRunError(o.err, s.ID, o.origin)
+		st.err = r.hide(toRunError(o.err, s.ID, o.origin))
 		r.setStatus(i, st.status)
 		r.emitSettled(i, nil, o, st.err)
 		r.fail(st.err, s.ID)
@@ -358,7 +358,7 @@ func (r *run) settle(o *outcome) {
 	st.outputSHA = o.outputSHA
 	st.outputJSON = o.outputJSON
 	if o.lastErr != nil {
-		st.err = toRunError(o.lastErr, s.ID, o.origin)
+		st.err = r.hide(toRunError(o.lastErr, s.ID, o.origin))
 	}
 	r.publish(i, o.output)
 	r.emitSettled(i, o.output, o, st.err)
@@ -481,8 +481,20 @@ func (r *run) finish(parent context.Context) *Result {
 	return res
 }
 
-// record numbers an event, stamps it, and hands it to the sink and the
-// store. Safe for concurrent use by a run's workers.
+// hide returns e with the secrets the engine's Redactor knows hidden from
+// its message: a step's error is stored, traced and printed from here.
+func (r *run) hide(e *RunError) *RunError {
+	if m := r.e.cfg.Redactor.String(e.Message); m != e.Message {
+		c := *e
+		c.Message = m
+		return &c
+	}
+	return e
+}
+
+// record numbers an event, stamps it, hides the secrets in its error,
+// and hands it to the sink and the store. Safe for concurrent use by a
+// run's workers.
 func (r *run) record(e trace.Event) {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
@@ -510,6 +522,9 @@ func (r *run) recordLocked(e trace.Event) {
 	ev.RunID = r.id
 	if ev.Time.IsZero() {
 		ev.Time = r.e.cfg.Clock.Now()
+	}
+	if ev.Error != "" {
+		ev.Error = r.e.cfg.Redactor.String(ev.Error)
 	}
 	r.e.cfg.Sink.Emit(r.ctx, ev)
 	if r.d.on {

@@ -48,3 +48,36 @@ func TestConfigModelsRejectsBadEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigSecretsAndPassEnv(t *testing.T) {
+	t.Parallel()
+	cfg, err := flow.ParseConfig([]byte(`secrets: [MAILER_LOGIN, smtp_cred]
+tools:
+  mail: {command: [./mail.sh], effect: external, pass_env: [MAILER_LOGIN, AWS_*]}
+`), "rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Secrets; len(got) != 2 || got[0] != "MAILER_LOGIN" || got[1] != "smtp_cred" {
+		t.Errorf("Secrets = %q", got)
+	}
+	if got := cfg.Tools["mail"].PassEnv; len(got) != 2 || got[1] != "AWS_*" {
+		t.Errorf("PassEnv = %q", got)
+	}
+	_, err = flow.ParseConfig([]byte(`secrets: [AWS_*, "1BAD"]
+tools:
+  mail: {command: [./mail.sh], effect: external, pass_env: ["A=B", OK_*]}
+`), "rein.yaml")
+	if err == nil {
+		t.Fatal("bad names accepted")
+	}
+	for _, want := range []string{
+		`rein.yaml:1:11: secrets: "AWS_*" is not an environment variable name`,
+		`rein.yaml:1:18: secrets: "1BAD" is not an environment variable name`,
+		`rein.yaml:3:61: tool mail: pass_env: "A=B" is not an environment variable name (letters, digits and _, not starting with a digit, or a prefix ending in * like AWS_*)`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "max_output_bytes"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -26,6 +27,9 @@ type ToolDecl struct {
 	Command []string
 	Dir     string
 	Env     map[string]string
+	// PassEnv names the variables of rein's environment the program gets
+	// besides the base set (PATH, HOME, locale, …); NAME_* passes a prefix.
+	PassEnv []string
 	// Timeout bounds one call; a declaration without timeout: gets the
 	// defaults (Defaults.Timeout, else DefaultToolTimeout).
 	Timeout       time.Duration
@@ -66,6 +70,10 @@ type Config struct {
 	Defaults *Defaults
 	// Models are the configured model providers by name (rein.yaml models:).
 	Models map[string]*ModelDecl
+	// Secrets names environment variables whose values are secrets even
+	// though their names do not say so (rein.yaml secrets:): they are
+	// hidden wherever rein stores or prints a string (package redact).
+	Secrets []string
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -127,8 +135,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Models = d.decodeModels(f)
 		case "defaults":
 			cfg.Defaults = d.decodeDefaults(f)
+		case "secrets":
+			cfg.Secrets = d.envNames(f, "secrets", false)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets"})
 		}
 	}
 	if err := d.result(); err != nil {
@@ -284,6 +294,8 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			}
 		case "env":
 			t.Env = d.env(f, where)
+		case "pass_env":
+			t.PassEnv = d.envNames(f, where+": pass_env", true)
 		default:
 			d.unknownField(f, "", where, toolFields)
 		}
@@ -332,6 +344,28 @@ func (d *decoder) env(f field, where string) map[string]string {
 	}
 	return out
 }
+
+// envNames reads a list of environment variable names; with glob a name
+// may end in * (a prefix).
+func (d *decoder) envNames(f field, where string, glob bool) []string {
+	list, pos, ok := d.strList(f, "")
+	if !ok {
+		return nil
+	}
+	for i, n := range list {
+		if !envName.MatchString(n) || !glob && strings.HasSuffix(n, "*") {
+			hint := ""
+			if glob {
+				hint = ", or a prefix ending in * like AWS_*"
+			}
+			d.diags.add(pos[i], "", "%s: %q is not an environment variable name (letters, digits and _, not starting with a digit%s)", where, n, hint)
+		}
+	}
+	return list
+}
+
+// envName is a variable name, or a prefix ending in *.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
 // schemaField reads an inline schema, a schema name or a .json path;
 // problems are reported under step ("" outside steps).

@@ -16,8 +16,8 @@
 // store/postgres (pgx). Ephemeral keeps nothing. store/storetest is the
 // conformance suite every backend passes.
 //
-// Every backend maps its own errors to ErrNotFound and ErrConflict, so
-// callers test with errors.Is.
+// Every backend maps its own errors to ErrNotFound, ErrConflict and
+// ErrDamaged, so callers test with errors.Is.
 package store
 
 import (
@@ -42,6 +42,11 @@ var (
 	// decided. The loser backs off and re-reads. Its class is
 	// fault.Conflict.
 	ErrConflict = fault.New(fault.Conflict, errors.New("conflict"))
+	// ErrDamaged: the store's data is damaged (a truncated or overwritten
+	// database file, a write-ahead log whose committed transactions would
+	// be dropped, a page that fails its check). Nothing more is read or
+	// written; restore the store from a backup.
+	ErrDamaged = errors.New("the run store is damaged")
 )
 
 // JournalVersion is the version of the event records this binary writes.
@@ -367,6 +372,12 @@ type PruneParams struct {
 	// DryRun selects the same runs and deletes nothing: the result lists
 	// them in RunIDs (oldest first) and counts them in Runs; Blobs is 0.
 	DryRun bool
+	// Vacuum, after the deletion, gives the space the store no longer
+	// uses back to the file system: SQLite rewrites the database (VACUUM,
+	// in time proportional to its size; the file shrinks at the next
+	// checkpoint, at the latest when the store closes). Backends that
+	// reuse space on their own (PostgreSQL's autovacuum) ignore it.
+	Vacuum bool
 }
 
 // PruneResult counts what Prune deleted.
@@ -375,4 +386,6 @@ type PruneResult struct {
 	Blobs int `json:"blobs"`
 	// RunIDs are the runs a dry run selected.
 	RunIDs []string `json:"run_ids,omitempty"`
+	// Reclaimed is how many bytes Vacuum gave back (0 without Vacuum).
+	Reclaimed int64 `json:"reclaimed_bytes,omitempty"`
 }

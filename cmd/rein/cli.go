@@ -7,6 +7,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/store"
 )
 
 // Exit codes (shared/DESIGN.md §9).
@@ -17,6 +20,7 @@ const (
 	exitWaiting     = 3
 	exitConflict    = 4 // another process holds or advanced the run: nothing more was done here
 	exitCancelled   = 5 // the run was cancelled (rein runs cancel), not this process interrupted
+	exitDamaged     = 6 // the run store is damaged: nothing was read or written; restore a backup
 	exitInterrupted = 130
 )
 
@@ -49,7 +53,11 @@ type streams struct {
 
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s := &streams{in: stdin, out: escapingWriter{stdout}, err: escapingWriter{stderr}, term: stderr}
+	// Everything on stdout (results, runs show, JSON) is printed through
+	// the one redactor, so a secret a tool wrote into its output, or a run
+	// recorded before its secret was known, is not shown; control
+	// characters are escaped after it.
+	s := &streams{in: stdin, out: redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}, err: escapingWriter{stderr}, term: stderr}
 	stderr = s.err
 	root := newRoot(s)
 	root.SetArgs(args)
@@ -60,17 +68,38 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return exitOK
 	}
+	// Every error is printed through the one redactor: a message may quote
+	// a failing program or server that echoed a key or a DSN.
+	red := redact.Process()
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if errors.Is(ee.err, store.ErrDamaged) {
+			ee.code = exitDamaged
+		}
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "rein:", ee.err)
+			fmt.Fprintln(stderr, "rein:", red.String(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong argument count.
-	fmt.Fprintln(stderr, "rein:", err)
+	fmt.Fprintln(stderr, "rein:", red.String(err.Error()))
 	fmt.Fprintln(stderr, "Run 'rein help' for usage.")
 	return exitUsage
+}
+
+// redactingWriter writes what it is given with the secrets red knows
+// hidden. Each Write is redacted on its own: the CLI writes whole lines
+// or documents at a time.
+type redactingWriter struct {
+	w   io.Writer
+	red *redact.Redactor
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, r.red.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func newRoot(s *streams) *cobra.Command {
@@ -85,7 +114,8 @@ timeouts, budgets, approvals and persistence are code: every run is journaled
 
 Exit codes: 0 succeeded, 1 run failed, 2 bad usage or invalid flow or input
 (nothing ran), 3 run waiting for a person or an agent, 4 another process holds
-or advanced the run (nothing more was done here), 5 run cancelled, 130
+or advanced the run (nothing more was done here), 5 run cancelled, 6 the run
+store is damaged (nothing was read or written: see rein runs check), 130
 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 )
 
@@ -30,31 +31,22 @@ func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&l.trustedToolsOnly, "trusted-tools-only", false, trustedToolsUsage)
 }
 
-// open opens the store; a DSN that does not open is bad usage (exit 2).
+// open opens the store; a DSN that does not open is bad usage (exit 2),
+// a damaged store exit 6.
 func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
 	dsn := rein.DBFromEnv(d.dsn)
 	st, err := rein.OpenStore(ctx, dsn)
+	if errors.Is(err, store.ErrDamaged) {
+		return nil, dsn, &exitError{code: exitDamaged, err: fmt.Errorf("--db %s: %w (rein runs check --db %s lists what is wrong)", redactDSN(dsn), err, shellQuote(redactDSN(dsn)))}
+	}
 	if err != nil {
 		return nil, dsn, usageErr("--db %s: %v", redactDSN(dsn), err)
 	}
 	return st, dsn, nil
 }
 
-// redactDSN hides a password in a postgres:// URL before it is printed.
-func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return dsn
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return dsn
-}
+// redactDSN hides the passwords of a DSN (every form) before it is printed.
+func redactDSN(dsn string) string { return redact.DSN(dsn) }
 
 // closeStore closes st, reporting a failure on stderr.
 func closeStore(s *streams, st store.Store) {

@@ -22,9 +22,9 @@ var finalStatuses = []trace.RunStatus{trace.RunSucceeded, trace.RunFailed, trace
 func newRunsPruneCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	var olderThan, status string
-	var dryRun, yes bool
+	var dryRun, yes, vacuum bool
 	cmd := &cobra.Command{
-		Use:   "prune [--older-than DURATION] [--status S]",
+		Use:   "prune [--older-than DURATION] [--status S] [--vacuum]",
 		Short: "Delete finished runs settled before a time, with their unreferenced blobs (--dry-run lists them)",
 		Long: `Delete finished runs (succeeded, failed, cancelled) that settled more than
 DURATION ago (30d, 12h, 90m; without --older-than: every finished run), with
@@ -34,7 +34,11 @@ whose flow sets a longer retention: is kept.
 --dry-run lists the runs that would be deleted and deletes nothing. A prune
 that would delete every finished run (no --older-than and no --status) or
 leave the store empty asks for confirmation on a terminal, and otherwise
-needs --yes.`,
+needs --yes.
+
+--vacuum then gives the freed space back to the file system: SQLite rewrites
+the database file (VACUUM), which takes time in proportion to its size.
+PostgreSQL reuses the space on its own and ignores it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
@@ -70,7 +74,7 @@ needs --yes.`,
 						}
 					}
 				}
-				p.DryRun = false
+				p.DryRun, p.Vacuum = false, vacuum
 				res, err := db.Prune(ctx, p)
 				if err != nil {
 					return failed("prune %s: %w", redactDSN(dsn), err)
@@ -79,6 +83,9 @@ needs --yes.`,
 					return encodeJSON(s, res)
 				}
 				fmt.Fprintf(s.out, "pruned %d %s and %d %s\n", res.Runs, pluralize(res.Runs, "run", "runs"), res.Blobs, pluralize(res.Blobs, "blob", "blobs"))
+				if vacuum && res.Reclaimed > 0 {
+					fmt.Fprintf(s.out, "gave %.1f MB back to the file system\n", float64(res.Reclaimed)/1e6)
+				}
 				return nil
 			})
 		},
@@ -87,6 +94,7 @@ needs --yes.`,
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs settled longer ago than this (30d, 12h, 90m; default: every finished run)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this final status (succeeded, failed, cancelled)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs that would be deleted; delete nothing")
+	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then give the freed space back to the file system (SQLite: VACUUM)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking, even when the prune deletes every run")
 	_ = cmd.RegisterFlagCompletionFunc("status", fixedValues(statusNames(finalStatuses)...))
 	return cmd

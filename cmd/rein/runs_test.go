@@ -432,7 +432,7 @@ func TestCancelAndPrune(t *testing.T) {
 		t.Fatalf("prune succeeded: exit %d %s", code, out)
 	}
 	time.Sleep(2 * time.Millisecond)
-	code, out, _ = fx.cli("runs", "prune", "--older-than", "1ms")
+	code, out, _ = fx.cli("runs", "prune", "--older-than", "1ms", "--vacuum")
 	if code != exitOK || !strings.HasPrefix(out, "pruned 1 run and ") {
 		t.Fatalf("prune: exit %d %q", code, out)
 	}
@@ -561,10 +561,12 @@ func allSucceeded(t *testing.T, fx *durableFixture, ids []string) bool {
 func TestRedactDSN(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"postgres://rein:s3cret@db:5432/rein": "postgres://rein:xxxxx@db:5432/rein",
-		"postgres://rein@db/rein":             "postgres://rein@db/rein",
-		".rein/rein.db":                       ".rein/rein.db",
-		":memory:":                            ":memory:",
+		"postgres://rein:s3cret@db:5432/rein":     "postgres://rein:xxxxx@db:5432/rein",
+		"postgres://rein@db/rein":                 "postgres://rein@db/rein",
+		"postgres://rein@db/rein?password=s3cret": "postgres://rein@db/rein?password=xxxxx",
+		"host=db password=s3cret user=rein":       "host=db password=xxxxx user=rein",
+		".rein/rein.db":                           ".rein/rein.db",
+		":memory:":                                ":memory:",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)

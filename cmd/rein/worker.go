@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
 )
@@ -53,10 +54,12 @@ with 130. A log line per run goes to stderr.`,
 			}
 			defer closeStore(s, st)
 			var mu sync.Mutex
+			red := redact.Process().With(redact.Passwords(dsn)...)
 			o.Logf = func(format string, args ...any) {
+				line := red.String(redact.DSN(fmt.Sprintf(format, args...)))
 				mu.Lock()
 				defer mu.Unlock()
-				fmt.Fprintf(s.err, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+				fmt.Fprintf(s.err, "%s %s\n", time.Now().Format("15:04:05.000"), line)
 			}
 			if tracePath != "" {
 				js, err := jsonl.Create(tracePath)

@@ -46,10 +46,11 @@
 //
 // Secrets. Requests carry no API keys, but prompts, replies and above all
 // provider error messages may echo one. Before anything is written the
-// recorder replaces with [REDACTED]: the values of environment variables
-// whose names contain KEY, TOKEN, SECRET or PASSWORD (8 bytes or longer),
-// values given to Recorder.Redact, and token-shaped strings (sk-…, AIza…,
-// "Bearer …") everywhere; in error messages also the values of header- and
+// recorder replaces with [REDACTED], through package redact: the values of
+// environment variables whose names say they are secrets (redact.SecretName,
+// 8 bytes or longer) and values given to Recorder.Redact, in their common
+// encodings, and token-shaped strings (sk-…, AIza…, "Bearer …")
+// everywhere; in error messages also the values of header- and
 // parameter-like secrets (Authorization:, x-api-key:, api_key=, …). Keys
 // are computed before redaction, so a redacted cassette still replays; a
 // redacted reply is replayed redacted.

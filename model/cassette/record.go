@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/redact"
 )
 
 // Recorder is a model.Model that forwards every call to another model and
@@ -22,7 +23,7 @@ type Recorder struct {
 	path string
 
 	mu        sync.Mutex
-	redactor  *redactor
+	redactor  *redact.Redactor
 	exchanges []Exchange
 	closed    bool
 	closeErr  error
@@ -47,7 +48,18 @@ func Record(m model.Model, path string) (*Recorder, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("record cassette %s: %s is not a directory", path, dir)
 	}
-	return &Recorder{next: m, path: path, redactor: newRedactor(os.Environ())}, nil
+	return &Recorder{next: m, path: path, redactor: redact.Process()}, nil
+}
+
+// UseRedactor replaces the recorder's redactor (by default
+// redact.Process(), the process environment's secrets) with red, which
+// may know more (a project's rein.yaml secrets:). Values given to Redact
+// before are dropped. Call it before the calls whose exchanges could
+// hold secrets.
+func (r *Recorder) UseRedactor(red *redact.Redactor) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.redactor = red
 }
 
 // Redact adds values that must never be written to the cassette, such as
@@ -57,7 +69,7 @@ func Record(m model.Model, path string) (*Recorder, error) {
 func (r *Recorder) Redact(values ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.redactor = r.redactor.with(values)
+	r.redactor = r.redactor.With(values...)
 }
 
 // Generate forwards req to the wrapped model and records the exchange,
@@ -101,7 +113,7 @@ func (r *Recorder) Generate(ctx context.Context, req *model.Request) (*model.Res
 	r.mu.Lock()
 	red := r.redactor // immutable: Redact replaces it
 	r.mu.Unlock()
-	red.exchange(&x)
+	redactExchange(red, &x)
 	r.mu.Lock()
 	if !r.closed {
 		r.exchanges = append(r.exchanges, x)

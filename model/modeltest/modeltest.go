@@ -80,7 +80,7 @@ type Reply struct {
 const (
 	// APIKey is the key the suite hands New. It must never appear in any
 	// error text.
-	APIKey = "sk-modeltest-0123456789-SECRET-abcdef"
+	APIKey = "sk-modeltest-0123456789/SECRET+abcdef"
 	// RequestModel is the model every request names.
 	RequestModel = "test-model"
 	// ServedModel is the model the server reports having used.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -214,13 +215,22 @@ func testKeyNeverInErrors(t *testing.T, p Provider) {
 	for _, status := range []int{http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			req := conversation()
-			s := errorServer(t, p, req, status, "rejected key "+APIKey+" (Bearer "+APIKey+")", nil)
+			// Servers echo the key as sent, lowercased, and %-escaped
+			// (from a URL they logged).
+			s := errorServer(t, p, req, status, "rejected key "+APIKey+" (Bearer "+APIKey+"), normalised "+strings.ToLower(APIKey)+
+				", from ?key="+url.QueryEscape(APIKey)+" or "+strings.ToLower(url.QueryEscape(APIKey)), nil)
 			_, err := generate(t, s.model(p), req)
 			if err == nil {
 				t.Fatal("Generate succeeded, want an error")
 			}
-			if strings.Contains(fmt.Sprintf("%v %+v %#v %s", err, err, err, err), APIKey) {
-				t.Errorf("formatted error holds the API key: %v", err)
+			text := strings.ToLower(fmt.Sprintf("%v %+v %#v %s", err, err, err, err))
+			for _, form := range []string{APIKey, url.QueryEscape(APIKey)} {
+				if strings.Contains(text, strings.ToLower(form)) {
+					t.Errorf("formatted error holds the API key as %q: %v", form, err)
+				}
+			}
+			if strings.Contains(text, "secret+abcdef") || strings.Contains(text, "secret%2babcdef") {
+				t.Errorf("formatted error holds part of the API key: %v", err)
 			}
 		})
 	}

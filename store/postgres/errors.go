@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 )
 
@@ -92,26 +91,14 @@ func again(ctx context.Context, idempotent bool, fn func() error) error {
 	}
 }
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-
-// redact removes the passwords found in dsn (URL or key=value form) and
-// any extra secrets from text.
-func redact(text, dsn string, secrets ...string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
-		}
-		if q := u.Query().Get("password"); q != "" {
-			secrets = append(secrets, q, url.QueryEscape(q))
-		}
-	}
-	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
-		secrets = append(secrets, strings.Trim(m[2], "'"))
-	}
-	text = kvPassword.ReplaceAllString(text, "${1}xxxxx")
-	for _, s := range secrets {
+// hideDSN removes from text the DSN forms redact.DSN knows, and the
+// passwords found in dsn and any extra secrets, however short: they are
+// known to be passwords, so even a short one is hidden.
+func hideDSN(text, dsn string, secrets ...string) string {
+	text = redact.DSN(text)
+	for _, s := range append(redact.Passwords(dsn), secrets...) {
 		if s != "" {
-			text = strings.ReplaceAll(text, s, "xxxxx")
+			text = strings.ReplaceAll(text, s, redact.DSNMask)
 		}
 	}
 	return text

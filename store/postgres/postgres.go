@@ -68,7 +68,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, &dsnError{msg: "postgres store: invalid DSN: " + redact(err.Error(), dsn), err: err}
+		return nil, &dsnError{msg: "postgres store: invalid DSN: " + hideDSN(err.Error(), dsn), err: err}
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
@@ -115,6 +115,6 @@ func (e *dsnError) Unwrap() error { return e.err }
 func connectErr(cfg *pgxpool.Config, dsn string, err error) error {
 	c := cfg.ConnConfig
 	msg := fmt.Sprintf("postgres store: cannot connect to %s:%d (database %q, user %q): %s; check that the server is running and the DSN is right",
-		c.Host, c.Port, c.Database, c.User, redact(err.Error(), dsn, c.Password))
+		c.Host, c.Port, c.Database, c.User, hideDSN(err.Error(), dsn, c.Password))
 	return &dsnError{msg: msg, err: err}
 }

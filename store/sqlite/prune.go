@@ -13,7 +13,8 @@ import (
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and, when they set one, longer
 // ago than their own Retention — with their events, steps and approvals —
-// and the blobs no remaining run refers to.
+// and the blobs no remaining run refers to. With p.Vacuum it then gives
+// the freed space back to the file system (vacuum).
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	st := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
 	if p.Status != "" {
@@ -38,6 +39,11 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
+	}
+	if p.Vacuum {
+		if res.Reclaimed, err = s.vacuum(ctx); err != nil {
+			return &res, fmt.Errorf("sqlite: prune: the runs were deleted, but VACUUM failed (run prune --vacuum again): %w", err)
+		}
 	}
 	return &res, nil
 }

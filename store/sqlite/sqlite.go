@@ -89,7 +89,12 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database at path and brings its
-// schema up to date. path ":memory:" is a private in-memory database that
+// schema up to date. A damaged database is refused with an error wrapping
+// store.ErrDamaged, before SQLite reads it: a file truncated or
+// overwritten while a write-ahead log lies beside it (SQLite would serve
+// the pages the log holds and commit on top), or a log in which committed
+// transactions follow a frame that fails its checksum (SQLite would drop
+// them silently). Check looks deeper. path ":memory:" is a private in-memory database that
 // lives until Close. The parent directory of a file is created. A file that
 // is not a rein SQLite database, or whose schema is newer than this binary
 // knows, is an error naming the file.
@@ -106,6 +111,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	s := &Store{path: path, opts: o, memory: path == ":memory:"}
 	if !s.memory {
+		if err := s.checkFiles(); err != nil {
+			return nil, err
+		}
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
@@ -211,7 +219,7 @@ func (s *Store) openErr(err error) error {
 		case sqlite3.SQLITE_NOTADB:
 			return fmt.Errorf("sqlite: %s is not a SQLite database (or is encrypted or damaged): %w", s.path, err)
 		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("sqlite: %s is corrupt (truncated or damaged); restore it from a backup: %w", s.path, err)
+			return fmt.Errorf("%w: sqlite: %s is corrupt (truncated or damaged); restore it from a backup: %w", store.ErrDamaged, s.path, err)
 		case sqlite3.SQLITE_CANTOPEN:
 			return fmt.Errorf("sqlite: cannot open %s (check the path and its permissions): %w", s.path, err)
 		}
@@ -220,7 +228,8 @@ func (s *Store) openErr(err error) error {
 }
 
 // mapErr turns SQLite errors into the port's vocabulary: a uniqueness or
-// primary-key violation is store.ErrConflict.
+// primary-key violation is store.ErrConflict, a damaged page
+// store.ErrDamaged.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -230,6 +239,9 @@ func mapErr(err error) error {
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		}
+		if c := se.Code() & 0xff; c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB {
+			return fmt.Errorf("%w: %w", store.ErrDamaged, err)
 		}
 	}
 	return err

@@ -96,9 +96,12 @@ func testPrune(t *testing.T, h Harness) {
 	for _, id := range []string{"s-new", "w-old", "r-old", "p-old", "s-unsettled"} {
 		wantKept(t, s, id)
 	}
-	if res := prune(t, s, store.PruneParams{Before: now.Add(-time.Hour)}); res.Runs != 0 {
+	// Vacuum gives space back where the backend can; it deletes nothing
+	// more and keeps what is left readable.
+	if res := prune(t, s, store.PruneParams{Before: now.Add(-time.Hour), Vacuum: true}); res.Runs != 0 {
 		t.Errorf("second Prune deleted %d runs", res.Runs)
 	}
+	wantKept(t, s, "w-old")
 	runs, err := s.ListRuns(t.Context(), &store.ListRunsParams{})
 	if err != nil || len(runs) != 5 {
 		t.Errorf("ListRuns after Prune = %v, %v; want 5 runs", ids(runs), err)

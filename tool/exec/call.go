@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -63,7 +64,8 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	cmd := exec.CommandContext(runCtx, path, t.cfg.Command[1:]...)
 	cmd.Args[0] = t.cfg.Command[0]
 	cmd.Dir = t.cfg.Dir
-	cmd.Env = t.env(tool.CallInfoFrom(ctx))
+	env := t.env(tool.CallInfoFrom(ctx))
+	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -89,7 +91,7 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	case werr != nil && runCtx.Err() != nil:
 		return nil, t.ctxError(ctx, runCtx, limit, limitBy)
 	case werr != nil:
-		return nil, t.exitError(werr, stderr.String())
+		return nil, t.exitError(werr, redact.FromEnv(env).String(stderr.String()))
 	}
 	return t.decode(stdout.buf.Bytes())
 }
@@ -132,10 +134,18 @@ func (t *Tool) resolve() (string, error) {
 	return p, nil
 }
 
-// env is the parent environment with PWD set to the working directory, then
+// env is the program's whole environment: the parent's variables that
+// BaseEnv or Config.PassEnv name, PWD set to the working directory, then
 // Config.Env, then the call variables; later entries win.
 func (t *Tool) env(info tool.CallInfo) []string {
-	env := append(os.Environ(), "PWD="+t.cfg.Dir)
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if passes(BaseEnv, name) || passes(t.cfg.PassEnv, name) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PWD="+t.cfg.Dir)
 	for _, k := range slices.Sorted(maps.Keys(t.cfg.Env)) {
 		env = append(env, k+"="+t.cfg.Env[k])
 	}
@@ -145,6 +155,17 @@ func (t *Tool) env(info tool.CallInfo) []string {
 		"REIN_ATTEMPT="+strconv.Itoa(info.Attempt),
 		"REIN_IDEMPOTENCY_KEY="+info.IdempotencyKey,
 	)
+}
+
+// passes reports whether one of names (exact, or a prefix ending in *)
+// matches the variable name.
+func passes(names []string, name string) bool {
+	for _, n := range names {
+		if p, glob := strings.CutSuffix(n, "*"); glob && strings.HasPrefix(name, p) || n == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Tool) startError(path string, err error) error {

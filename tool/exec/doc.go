@@ -2,13 +2,16 @@
 // declares under tools: becomes a tool.Tool.
 //
 // The protocol is small. The step's args arrive on stdin as one JSON value
-// and a newline, then stdin is closed. The environment is the parent's (with
-// PWD set to the working directory), plus Config.Env, plus REIN_RUN_ID,
-// REIN_STEP_ID, REIN_ATTEMPT and REIN_IDEMPOTENCY_KEY from
-// tool.CallInfoFrom. The program prints exactly one JSON value on stdout
+// and a newline, then stdin is closed. The environment is explicit: the
+// parent's variables that BaseEnv (PATH, HOME, locale, TZ, TMPDIR, …) or
+// Config.PassEnv name, PWD set to the working directory, Config.Env, and
+// REIN_RUN_ID, REIN_STEP_ID, REIN_ATTEMPT and REIN_IDEMPOTENCY_KEY from
+// tool.CallInfoFrom. Nothing else of the parent's environment (API keys,
+// database passwords) reaches the program. The program prints exactly one JSON value on stdout
 // (surrounding whitespace is fine) and exits 0. Exit code 75 (EX_TEMPFAIL)
 // is a transient failure the engine may retry; any other non-zero exit is a
-// business failure whose message carries the tail of stderr.
+// business failure whose message carries the tail of stderr, with the
+// secrets the program was given hidden (package redact).
 //
 // Each call runs in its own process group. On a timeout, a cancellation or
 // output past the size cap, the whole group is killed with SIGKILL, so

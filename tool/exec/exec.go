@@ -23,6 +23,14 @@ const ExitTransient = 75
 // reserved are the environment variables every call sets itself.
 var reserved = []string{"REIN_RUN_ID", "REIN_STEP_ID", "REIN_ATTEMPT", "REIN_IDEMPOTENCY_KEY"}
 
+// BaseEnv are the variables of rein's own environment every exec tool
+// gets (when they are set): what programs need to find other programs,
+// files, the locale and the time zone. A name ending in * stands for
+// every variable it prefixes. Nothing else of rein's environment is
+// passed unless Config.PassEnv names it, so API keys and passwords rein
+// holds never reach a tool by accident.
+var BaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
+
 // Config declares an exec tool. The flow loader fills it from a flow file's
 // tools: section.
 type Config struct {
@@ -37,9 +45,13 @@ type Config struct {
 	// of the declaring file) and the program's working directory. Defaults
 	// to the working directory of the process at New.
 	Dir string
-	// Env is added to the parent's environment. The REIN_* call variables
-	// are reserved.
+	// Env sets variables for the program (over BaseEnv and PassEnv). The
+	// REIN_* call variables are reserved.
 	Env map[string]string
+	// PassEnv names the variables of rein's own environment the program
+	// gets besides BaseEnv; a name ending in * passes every variable it
+	// prefixes (AWS_*). A variable rein does not have is left out.
+	PassEnv []string
 	// Timeout bounds each call on top of the caller's deadline; 0 means
 	// only the caller's deadline applies.
 	Timeout time.Duration
@@ -105,6 +117,15 @@ func New(cfg Config) (*Tool, error) {
 			bad("env %s holds a NUL byte", k)
 		}
 	}
+	for _, k := range cfg.PassEnv {
+		name := strings.TrimSuffix(k, "*")
+		switch {
+		case name == "" || strings.ContainsAny(name, "=*\x00"):
+			bad("pass_env %q is not a variable name (or a prefix ending in *, like AWS_*)", k)
+		case slices.Contains(reserved, k):
+			bad("pass_env %s is reserved: rein sets it for every call", k)
+		}
+	}
 	if cfg.InputSchema != nil && !json.Valid(cfg.InputSchema) {
 		bad("input schema is not valid JSON")
 	}
@@ -121,6 +142,7 @@ func New(cfg Config) (*Tool, error) {
 	cfg.Dir = dir
 	cfg.Command = slices.Clone(cfg.Command)
 	cfg.Env = maps.Clone(cfg.Env)
+	cfg.PassEnv = slices.Clone(cfg.PassEnv)
 	if cfg.MaxOutputBytes == 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/redact"
 )
 
 // API is the provider API whose calls fail: what its errors name and what
@@ -90,14 +91,13 @@ func (a *API) Status(model string, resp *http.Response) error {
 	return err
 }
 
-// Redact returns text with the API key replaced by "[redacted]". Keys
-// shorter than four bytes are left alone (replacing them would garble
-// every message, and a key that short protects nothing).
+// Redact returns text with the API key hidden in every encoding package
+// redact knows (as is, in any case, %-escaped, JSON-escaped, base64), and
+// credential-shaped strings too. Keys shorter than redact.MinLen are left
+// alone (replacing them would garble every message, and a key that short
+// protects nothing).
 func (a *API) Redact(text string) string {
-	if k := a.Key; len(k) >= 4 {
-		text = strings.ReplaceAll(text, k, "[redacted]")
-	}
-	return text
+	return redact.New(a.Key).String(text)
 }
 
 // Message finds the human message in an error body: OpenAI's and

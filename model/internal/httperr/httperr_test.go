@@ -41,7 +41,7 @@ func TestStatus(t *testing.T) {
 		absent []string
 	}{
 		{"401 names the key's variable", answer(401, `{"error":{"message":"bad key sk-secret-key"}}`, nil), fault.Business, 0,
-			[]string{"acme: m: 401 Unauthorized: bad key [redacted]", "set ACME_API_KEY to a valid key"}, []string{"sk-secret-key"}},
+			[]string{"acme: m: 401 Unauthorized: bad key [REDACTED]", "set ACME_API_KEY to a valid key"}, []string{"sk-secret-key"}},
 		{"403", answer(403, `{"error":"forbidden"}`, nil), fault.Business, 0,
 			[]string{"403 Forbidden: forbidden", "the key in ACME_API_KEY may not use"}, nil},
 		{"404 names model and base_url", answer(404, `{"detail":"no such model"}`, nil), fault.Business, 0,
@@ -105,7 +105,7 @@ func TestFail(t *testing.T) {
 		{"deadline", expired, nil, errors.New("x"), fault.Transient, "acme: m: no reply from api.acme.test before the deadline"},
 		{"cancelled", cancelled, nil, errors.New("x"), fault.Cancelled, "acme: m: call cancelled"},
 		{"status", context.Background(), answer(503, ``, nil), errors.New("x"), fault.Transient, "acme: m: 503 Service Unavailable"},
-		{"network", context.Background(), nil, errors.New("dial tcp: refused, key sk-secret-key"), fault.Transient, "acme: m: dial tcp: refused, key [redacted]"},
+		{"network", context.Background(), nil, errors.New("dial tcp: refused, key sk-secret-key"), fault.Transient, "acme: m: dial tcp: refused, key [REDACTED]"},
 		{"a 2xx body that is no reply", context.Background(), answer(200, `{}`, nil), errors.New("bad json"), fault.Transient, "acme: m: bad json"},
 	}
 	for _, tt := range tests {
@@ -187,7 +187,7 @@ func TestRedactShortKey(t *testing.T) {
 		t.Errorf("short key redacted: %q", got)
 	}
 	a.Key = "sk-long-key"
-	if got := a.Redact("bad key sk-long-key!"); got != "bad key [redacted]!" {
+	if got := a.Redact("bad key sk-long-key!"); got != "bad key [REDACTED]!" {
 		t.Errorf("Redact = %q", got)
 	}
 }

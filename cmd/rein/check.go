@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/store/sqlite"
+)
+
+func newRunsCheckCmd(s *streams) *cobra.Command {
+	var db dbFlag
+	var output string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check the run store for damage, without changing it",
+		Long: `Check a SQLite run store without changing it: the database file's header and
+size against its pages, every frame of its write-ahead log (-wal) with
+SQLite's checksums, and SQLite's integrity_check over every page and index
+(it reads the whole file, about 0.3 s per 100 MB).
+
+Exit 0 when the store is sound, 6 when it is damaged (restore it from a
+backup). A log tail that a stopped process left half-written is reported
+as a note: SQLite ignores it, and nothing committed is lost. PostgreSQL
+checks its own pages; there is nothing for rein to check.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat("--output", output); err != nil {
+				return err
+			}
+			dsn := rein.DBFromEnv(db.dsn)
+			if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || dsn == ":memory:" {
+				fmt.Fprintf(s.err, "rein: %s: nothing to check (PostgreSQL checks its own pages; :memory: keeps nothing)\n", redactDSN(dsn))
+				return nil
+			}
+			r, err := sqlite.Check(cmd.Context(), dsn)
+			if err != nil {
+				return usageErr("--db %s: %v", dsn, err)
+			}
+			if output == "json" {
+				if err := encodeJSON(s, r); err != nil {
+					return err
+				}
+			} else {
+				writeCheck(s, r)
+			}
+			if !r.OK() {
+				return &exitError{code: exitDamaged}
+			}
+			return nil
+		},
+	}
+	db.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func writeCheck(s *streams, r *sqlite.Report) {
+	if r.OK() {
+		fmt.Fprintf(s.out, "%s: ok (%d pages; write-ahead log: %d frames, %d transactions)\n", r.Path, r.Pages, r.WALFrames, r.WALCommits)
+	} else {
+		fmt.Fprintf(s.out, "%s: damaged; restore it from a backup\n", r.Path)
+		for _, p := range r.Problems {
+			fmt.Fprintf(s.out, "  problem: %s\n", p)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(s.out, "  note: %s\n", n)
+	}
+}

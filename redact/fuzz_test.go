@@ -1,0 +1,41 @@
+package redact_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/redact"
+)
+
+// FuzzString: a known secret (letters and digits, MinLen or longer) never
+// survives String, in any case, wherever it stands.
+func FuzzString(f *testing.F) {
+	f.Add("sk0123456789abcdef", "error: ", " rejected")
+	f.Add("PassWord1234", "url ?k=", "&x=1")
+	f.Fuzz(func(t *testing.T, secret, before, after string) {
+		if len(secret) < redact.MinLen || strings.TrimFunc(secret, isAlnum) != "" {
+			return
+		}
+		out := redact.New(secret).String(before + strings.ToUpper(secret) + after + secret)
+		if strings.Contains(strings.ToLower(out), strings.ToLower(secret)) {
+			t.Errorf("String kept %q: %q", secret, out)
+		}
+	})
+}
+
+func isAlnum(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+}
+
+// FuzzDSN: DSN never panics, and hiding twice changes nothing more.
+func FuzzDSN(f *testing.F) {
+	for _, s := range []string{"postgres://u:p@h/d?password=x", "host=h password='a b' user=u", "postgres://u:p:q@h@i/d", ":memory:", "%zz://a:b@c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		once := redact.DSN(dsn)
+		if twice := redact.DSN(once); twice != once {
+			t.Errorf("DSN(%q) = %q, then %q", dsn, once, twice)
+		}
+	})
+}

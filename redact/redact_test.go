@@ -1,0 +1,107 @@
+package redact_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/redact"
+)
+
+func TestStringHidesEveryEncoding(t *testing.T) {
+	t.Parallel()
+	const key = "Zq9/Key+Secret&Value=01"
+	r := redact.New(key, "short")
+	js, _ := json.Marshal(map[string]string{"k": key + "<"})
+	cases := map[string]string{
+		"as is":            "error: " + key + " rejected",
+		"lower":            "error: " + strings.ToLower(key),
+		"upper":            "ERROR: " + strings.ToUpper(key),
+		"query-escaped":    "url ?k=" + url.QueryEscape(key),
+		"path-escaped":     "url /" + url.PathEscape(key),
+		"escaped, lower":   strings.ToLower(url.QueryEscape(key)),
+		"json":             string(js),
+		"base64":           "basic " + base64.StdEncoding.EncodeToString([]byte(key)),
+		"base64 url, raw":  base64.RawURLEncoding.EncodeToString([]byte(key)),
+		"credential shape": "Authorization: Bearer abcdefghijkl sk-proj-AbCdEfGhIjKlMnOpQrSt",
+	}
+	for name, in := range cases {
+		got := r.String(in)
+		if !strings.Contains(got, redact.Mask) {
+			t.Errorf("%s: %q → %q: nothing hidden", name, in, got)
+		}
+		low := strings.ToLower(got)
+		for _, leak := range []string{strings.ToLower(key), strings.ToLower(url.QueryEscape(key)), "zq9", "abcdefghijkl", "abcdefghijklmnopqrst"} {
+			if strings.Contains(low, leak) {
+				t.Errorf("%s: %q → %q still holds %q", name, in, got, leak)
+			}
+		}
+	}
+	if got := r.String("a short word"); got != "a short word" {
+		t.Errorf("a value shorter than MinLen was hidden: %q", got)
+	}
+}
+
+func TestMessageHidesFields(t *testing.T) {
+	t.Parallel()
+	var r *redact.Redactor // nil knows no values
+	got := r.Message(`401: x-api-key: abc123secret, password=hunter22; key: visible`)
+	want := `401: x-api-key: [REDACTED], password=[REDACTED]; key: [REDACTED]`
+	if got != want {
+		t.Errorf("Message = %q, want %q", got, want)
+	}
+	if got := r.String("key: visible"); got != "key: visible" {
+		t.Errorf("String hid a field: %q", got)
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	t.Parallel()
+	r := redact.FromEnv([]string{
+		"OPENAI_API_KEY=sk-live-value-1234",
+		"GITHUB_TOKEN=gh-token-value-5678",
+		"PGPASSWORD=pg-password-value",
+		"MY_LLM_CRED=named-in-config-99",
+		"HOME=/home/someone-long",
+		"REIN_IDEMPOTENCY_KEY=run-0123/step/1",
+		"REIN_DB=postgres://rein:db-pass-4321@db/rein",
+		"OTHER_DSN=host=db password='kv pass 77' user=rein",
+	}, "MY_LLM_CRED")
+	for _, secret := range []string{"sk-live-value-1234", "gh-token-value-5678", "pg-password-value", "named-in-config-99", "db-pass-4321", "kv pass 77"} {
+		if got := r.String("x " + secret + " y"); strings.Contains(got, secret) {
+			t.Errorf("%q not hidden: %q", secret, got)
+		}
+	}
+	for _, plain := range []string{"/home/someone-long", "run-0123/step/1"} {
+		if got := r.String(plain); got != plain {
+			t.Errorf("%q hidden: %q", plain, got)
+		}
+	}
+}
+
+func TestDSN(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"postgres://rein:s3cret@db:5432/rein":                          "postgres://rein:xxxxx@db:5432/rein",
+		"postgres://rein@db/rein?password=s3cret&sslmode=disable":      "postgres://rein@db/rein?password=xxxxx&sslmode=disable",
+		"postgresql://db/rein?sslpassword=k3y&user=rein":               "postgresql://db/rein?sslpassword=xxxxx&user=rein",
+		"host=db password=s3cret user=rein":                            "host=db password=xxxxx user=rein",
+		"host=db password='s3 cret' user=rein":                         "host=db password=xxxxx user=rein",
+		"postgres://rein:p@ss:w@rd@db/rein":                            "postgres://rein:xxxxx@db/rein",
+		"postgres://rein@db/rein":                                      "postgres://rein@db/rein",
+		".rein/rein.db":                                                ".rein/rein.db",
+		":memory:":                                                     ":memory:",
+		"file:/tmp/r.db?_pragma=busy_timeout(5000)":                    "file:/tmp/r.db?_pragma=busy_timeout(5000)",
+		"postgres://u:pw%2Fx@h/d?application_name=rein&password=again": "postgres://u:xxxxx@h/d?application_name=rein&password=xxxxx",
+	} {
+		if got := redact.DSN(in); got != want {
+			t.Errorf("DSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+	got := redact.Passwords("postgres://u:pw%2Fx@h/d?password=q1")
+	if len(got) != 2 || got[0] != "pw/x" || got[1] != "q1" {
+		t.Errorf("Passwords = %q", got)
+	}
+}
