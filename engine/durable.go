@@ -223,6 +223,11 @@ func (r *run) flushLocked() {
 	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
 		return
 	}
+	if r.interrupted() {
+		// the process is stopping: the run stays as its last commit left it.
+		r.discardLocked()
+		return
+	}
 	if lost := d.lost.Load(); lost != nil && r.storeErr == nil {
 		// the lease is gone: the run stops where its last committed
 		// transition left it, for whoever takes it up next.
@@ -249,6 +254,13 @@ func (r *run) flushLocked() {
 			d.version, d.create = t.Version, nil
 		}
 	}
+	r.discardLocked()
+}
+
+// discardLocked empties the transition being assembled (after its commit,
+// or instead of it), keeping its step rows for reuse.
+func (r *run) discardLocked() {
+	d := &r.d
 	clear(d.pendPtrs)
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)

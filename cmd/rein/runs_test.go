@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,8 +20,29 @@ import (
 // throwaway.
 func TestMain(m *testing.M) {
 	os.Setenv("REIN_DB", ":memory:")
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
+
+// binDir holds the rein binary the process tests build (reinBinary).
+var binDir string
+
+// reinBinary builds rein once for the tests that run it as a process.
+var reinBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "rein-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "rein")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // durableFixture is a copy of a testdata flow folder and a SQLite file.
 type durableFixture struct {
