@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,11 @@ type durability struct {
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
 	firstAttempt map[int]int
-	// toPark are resumed steps found in flight that are not idempotent.
+	// toPark are resumed steps found in flight that are not idempotent;
+	// notes says, by step index, what was found of their tools' processes
+	// (stopLeftovers), for the question a person is asked.
 	toPark []int
+	notes  map[int]string
 	// create, until the first commit, is the run that commit creates
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
@@ -340,6 +344,9 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) {
 	case kind == store.KindUnknown:
 		// the step's own message says what it does; this says what is unknown.
 		a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		if note := r.d.notes[i]; note != "" {
+			a.Message += ". " + strings.ToUpper(note[:1]) + note[1:]
+		}
 		if asked != "" {
 			a.Message += " (the step: " + asked + ")"
 		}

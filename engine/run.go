@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -144,6 +145,10 @@ func (r *run) begin(parent context.Context) {
 	r.stopTimeout = nil
 	if t := r.f.Budgets.Timeout; t > 0 {
 		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
+	}
+	if r.d.on {
+		// tools tell a durable run the process groups they start (onProcess).
+		ctx = tool.WithProcessHook(ctx, r.onProcess)
 	}
 	r.ctx, r.cancel = ctx, cancel
 }

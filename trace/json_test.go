@@ -18,6 +18,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{Seq: 7, Time: at, Kind: trace.StepSettled, RunID: "r", StepID: "s<&>", StepType: "tool", Attempt: 2, Status: "failed",
 			DurationMS: 12, Model: "m", Tool: "t", TokensIn: 3, TokensOut: 4, ErrorClass: "business", Error: "bad \"quote\"\n\u2028",
 			Origin: trace.OriginTool, Budget: "b", Decision: "d", PlanStep: "p", InputSHA: "i", OutputSHA: "o", Preview: `{"a":1}`},
+		{Seq: 8, Time: at, Kind: trace.ToolProcess, RunID: "r", StepID: "s", Attempt: 1,
+			Process: trace.Process{PGID: 4242, Start: 987654, Boot: "b-1", Owner: "host/12/ab/pidns:4"}},
+		{Seq: 9, Time: at, Kind: trace.ToolProcess, RunID: "r", Process: trace.Process{PGID: 7}},
 	} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)

@@ -195,6 +195,9 @@ func TestInterruptLeavesTheRunResumable(t *testing.T) {
 	if len(resumed.Pending) != 1 || resumed.Pending[0].StepID != "send" || resumed.Pending[0].Kind != string(store.KindUnknown) {
 		t.Fatalf("pending after resume: %+v", resumed.Pending)
 	}
+	if msg := resumed.Pending[0].Message; !strings.Contains(msg, "No tool process of the stopped process was left running") {
+		t.Errorf("the unknown step's question does not say what was found of its tool: %s", msg)
+	}
 	if got := f.calls(); got != "prep\nsend\n" {
 		t.Fatalf("calls %q: a settled step or the step whose effect began ran again", got)
 	}
@@ -320,4 +323,82 @@ func TestWorkerStopsOnSIGTERM(t *testing.T) {
 	if got := f.calls(); got != "prep\nsend\nsend\n" {
 		t.Fatalf("calls %q", got)
 	}
+}
+
+// TestKilledReinLeavesNoToolRunning: kill -9 of rein during a long exec
+// tool. The tool's own process dies with rein (the parent-death signal);
+// the child it spawned is still in its group, and the resume kills it
+// before it parks the step as unknown, and says so in the question.
+func TestKilledReinLeavesNoToolRunning(t *testing.T) {
+	t.Parallel()
+	f := newProcFixture(t, false)
+	cmd, _, stderr := f.start("run", f.dir, "--db", f.db, "-o", "json")
+	leader, child := f.pid("leader.pid"), f.pid("child.pid")
+	id := f.waitProcessRecorded()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); processLive(leader); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-leader, syscall.SIGKILL)
+			t.Fatalf("the tool (pid %d) outlived rein\n%s", leader, stderr)
+		}
+	}
+	if live, _ := proc.Live(leader); len(live) != 1 || live[0] != child {
+		t.Fatalf("group %d holds %v; want only the tool's child %d, which the resume must stop", leader, live, child)
+	}
+	code, out, errs := f.cli("runs", "resume", id, "-o", "json")
+	if code != exitWaiting {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errs)
+	}
+	var res durableResult
+	decodeOne(t, out, &res)
+	want := "Tool process group " + strconv.Itoa(leader) + " of the stopped process (1 process) was still running: rein killed it before parking the step"
+	if len(res.Pending) != 1 || res.Pending[0].Kind != string(store.KindUnknown) || !strings.Contains(res.Pending[0].Message, want) {
+		t.Fatalf("pending %+v; want step send unknown, saying %q", res.Pending, want)
+	}
+	waitNoLive(t, leader, "after the resume")
+	if got := f.calls(); got != "prep\nsend\n" {
+		t.Fatalf("calls %q", got)
+	}
+}
+
+// waitProcessRecorded waits until the only run of the store journaled its
+// tool's process group, and returns the run's id.
+func (f *procFixture) waitProcessRecorded() string {
+	f.t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, f.db, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer st.Close()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		runs, err := st.ListRuns(ctx, &store.ListRunsParams{})
+		if err != nil || len(runs) != 1 {
+			continue
+		}
+		evs, err := st.Events(ctx, runs[0].ID, 0, -1)
+		if err != nil {
+			continue
+		}
+		for _, e := range evs {
+			if e.Kind == trace.ToolProcess {
+				return runs[0].ID
+			}
+		}
+	}
+	f.t.Fatal("the tool's process group was never journaled")
+	return ""
+}
+
+// processLive reports whether pid runs (a zombie does not: it runs no code).
+func processLive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
