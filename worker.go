@@ -54,9 +54,10 @@ const (
 // a run is only ever advanced by the worker holding its lease.
 //
 // When ctx is done, Work stops claiming, lets runs in flight go on for
-// opts.Grace, then abandons the rest: it stops them without recording
-// anything more (their last committed transition stands, as after a
-// crash) and releases their leases, so that another worker resumes them.
+// opts.Grace, then abandons the rest: it stops them with
+// engine.ErrInterrupted, so they record nothing more (their last committed
+// transition stands, as after a crash) and release their leases, and
+// another worker resumes them at once.
 // Work returns nil once every run it took up has finished or been
 // abandoned. A claim that fails (the database is away) is logged and
 // retried after opts.Poll. A run whose flow cannot be rebuilt is logged
@@ -79,9 +80,9 @@ type worker struct {
 
 // workRun is one run in flight and the means to abandon it.
 type workRun struct {
-	id     string
-	guard  *guardStore
-	cancel context.CancelFunc
+	id        string
+	cancel    context.CancelCauseFunc
+	abandoned atomic.Bool
 }
 
 func newWorker(st store.Store, opts *WorkerOptions) *worker {
@@ -141,8 +142,8 @@ func (w *worker) loop(ctx context.Context) error {
 // start advances run on its own goroutine; done receives when it ends.
 func (w *worker) start(ctx context.Context, run *store.Run, done chan<- struct{}) {
 	// The run does not stop with ctx: shutdown decides when to abandon it.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	wr := &workRun{id: run.ID, guard: &guardStore{Store: w.st}, cancel: cancel}
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	wr := &workRun{id: run.ID, cancel: cancel}
 	w.mu.Lock()
 	w.live[run.ID] = wr
 	w.mu.Unlock()
@@ -150,7 +151,7 @@ func (w *worker) start(ctx context.Context, run *store.Run, done chan<- struct{}
 	go func() {
 		defer w.wg.Done()
 		defer func() { done <- struct{}{} }()
-		defer cancel()
+		defer cancel(nil)
 		w.advance(rctx, run, wr)
 		w.mu.Lock()
 		delete(w.live, run.ID)
@@ -163,10 +164,10 @@ func (w *worker) advance(ctx context.Context, run *store.Run, wr *workRun) {
 	p, err := LoadRun(ctx, w.st, run.ID, w.o.Load)
 	if err == nil {
 		var res *engine.Result
-		res, err = p.Resume(ctx, run.ID, &engine.Config{Store: wr.guard, Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL})
+		res, err = p.Resume(ctx, run.ID, &engine.Config{Store: w.st, Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL})
 		switch {
 		case err != nil:
-		case wr.guard.abandoned.Load():
+		case res.Interrupted:
 			w.o.Logf("worker %s: run %s: abandoned at shutdown; its last committed transition stands for another worker", w.o.Owner, run.ID)
 		default:
 			msg := ""
@@ -176,8 +177,10 @@ func (w *worker) advance(ctx context.Context, run *store.Run, wr *workRun) {
 			w.o.Logf("worker %s: run %s (flow %s): %s%s", w.o.Owner, run.ID, run.Flow, res.Status, msg)
 		}
 	}
-	if wr.guard.abandoned.Load() {
-		// never leave an abandoned run leased to a worker that is gone.
+	if wr.abandoned.Load() {
+		// never leave an abandoned run leased to a worker that is gone
+		// (the engine releases the lease of a run it stopped; this one
+		// may have been abandoned before the engine took it up).
 		_ = w.st.ReleaseLease(context.WithoutCancel(ctx), run.ID, w.o.Owner)
 		return
 	}
@@ -201,28 +204,9 @@ func (w *worker) shutdown() {
 	}
 	w.mu.Lock()
 	for _, wr := range w.live {
-		wr.guard.abandoned.Store(true)
-		wr.cancel()
+		wr.abandoned.Store(true)
+		wr.cancel(engine.ErrInterrupted)
 	}
 	w.mu.Unlock()
 	<-finished
-}
-
-// errAbandoned refuses the commits of a run its worker abandoned.
-var errAbandoned = errors.New("rein: the worker is shutting down; this run was abandoned for another worker to resume")
-
-// guardStore is a run's view of the store while a worker advances it:
-// once the run is abandoned it refuses every commit, so that stopping the
-// run records nothing (not a cancellation) and the run stays where its
-// last committed transition left it.
-type guardStore struct {
-	store.Store
-	abandoned atomic.Bool
-}
-
-func (g *guardStore) Commit(ctx context.Context, t *store.Transition) error {
-	if g.abandoned.Load() {
-		return errAbandoned
-	}
-	return g.Store.Commit(ctx, t)
 }

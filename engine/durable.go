@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,11 @@ type durability struct {
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
 	firstAttempt map[int]int
-	// toPark are resumed steps found in flight that are not idempotent.
+	// toPark are resumed steps found in flight that are not idempotent;
+	// notes says, by step index, what was found of their tools' processes
+	// (stopLeftovers), for the question a person is asked.
 	toPark []int
+	notes  map[int]string
 	// create, until the first commit, is the run that commit creates
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
@@ -223,6 +227,11 @@ func (r *run) flushLocked() {
 	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
 		return
 	}
+	if r.interrupted() {
+		// the process is stopping: the run stays as its last commit left it.
+		r.discardLocked()
+		return
+	}
 	if lost := d.lost.Load(); lost != nil && r.storeErr == nil {
 		// the lease is gone: the run stops where its last committed
 		// transition left it, for whoever takes it up next.
@@ -249,6 +258,13 @@ func (r *run) flushLocked() {
 			d.version, d.create = t.Version, nil
 		}
 	}
+	r.discardLocked()
+}
+
+// discardLocked empties the transition being assembled (after its commit,
+// or instead of it), keeping its step rows for reuse.
+func (r *run) discardLocked() {
+	d := &r.d
 	clear(d.pendPtrs)
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
@@ -330,6 +346,9 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	case kind == store.KindUnknown:
 		// the step's own message says what it does; this says what is unknown.
 		a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		if note := r.d.notes[i]; note != "" {
+			a.Message += ". " + strings.ToUpper(note[:1]) + note[1:]
+		}
 		if asked != "" {
 			a.Message += " (the step: " + asked + ")"
 		}

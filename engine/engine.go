@@ -137,6 +137,11 @@ type Result struct {
 	// Existing is true when the flow's idempotency key named a run that
 	// already existed: this Result is that run's, and nothing new ran.
 	Existing bool
+	// Interrupted is true when the run's context ended with
+	// ErrInterrupted: the run stopped without settling, committed nothing
+	// more, and released its lease; Resume continues it. Status is then
+	// running (steps in flight are running) and Error says why it stopped.
+	Interrupted bool
 	// Pending are the approvals a waiting run waits on.
 	Pending  []*store.Approval
 	Usage    Usage
@@ -209,7 +214,9 @@ func (e *InputError) Error() string {
 // an *InputError when the input does not fit the flow's inputs (nothing ran,
 // nothing was written), or an error naming a tool or model the engine
 // cannot resolve. A run that started always comes back as a Result, whose
-// Status and Error say how it ended; cancelling ctx cancels the run.
+// Status and Error say how it ended; cancelling ctx cancels the run, unless
+// its cause is ErrInterrupted and the run is durable: then the run stops
+// and stays resumable (Result.Interrupted).
 func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOptions) (*Result, error) {
 	if f == nil {
 		return nil, errors.New("engine: Run needs a flow")

@@ -28,18 +28,25 @@ func NewOwner() string {
 // host, another namespace, a format it does not know, a process that runs
 // (or a PID reused since) — is not gone.
 func ownerGone(owner string) bool {
+	pid, ok := localPID(owner)
+	return ok && pid != os.Getpid() && processGone(pid)
+}
+
+// localPID returns the PID of owner, as NewOwner writes it, when it is a
+// process of this host and PID namespace; ok is false for anything else.
+func localPID(owner string) (pid int, ok bool) {
 	parts := strings.Split(owner, "/")
 	if len(parts) != 4 || !strings.HasPrefix(parts[3], "pidns:") {
-		return false
+		return 0, false
 	}
 	host, _ := os.Hostname()
 	ns := pidNamespace()
 	if host == "" || parts[0] != host || ns == "" || parts[3] != "pidns:"+ns {
-		return false
+		return 0, false
 	}
 	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
+	if err != nil || pid <= 0 {
+		return 0, false
 	}
-	return processGone(pid)
+	return pid, true
 }

@@ -345,6 +345,11 @@ func (r *run) resume(parent context.Context) *Result {
 		kind = trace.RunStarted // an enqueued run a worker starts
 	}
 	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	if len(r.d.toPark) > 0 && r.failure == nil {
+		// what the dead process's tools left running is stopped before
+		// anybody can decide the steps.
+		r.d.notes = r.stopLeftovers(parent)
+	}
 	for _, i := range r.d.toPark {
 		if r.failure != nil {
 			break // the run failed already: nobody is asked about it

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -161,6 +162,10 @@ func (r *run) begin(parent context.Context) {
 	if t := r.f.Budgets.Timeout; t > 0 {
 		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
 	}
+	if r.d.on {
+		// tools tell a durable run the process groups they start (onProcess).
+		ctx = tool.WithProcessHook(ctx, r.onProcess)
+	}
 	r.ctx, r.cancel = ctx, cancel
 }
 
@@ -205,25 +210,21 @@ func (r *run) loop() {
 			// a step that ran inline is done: nothing to wait for, so no
 			// barrier here; its settlement is committed before the next
 			// step starts (dispatch) or with the run's (finish).
-			r.running--
-			r.settle(o)
+			r.take(o)
 			continue
 		default:
 		}
 		r.flush()
 		select {
 		case o := <-r.results:
-			r.running--
-			r.settle(o)
+			r.take(o)
 		case <-r.ctx.Done():
 			if r.failure == nil {
 				r.fail(r.interruption(), "")
 			}
 			// in-flight workers see the same ctx and report back; keep
 			// draining so none outlives the run.
-			o := <-r.results
-			r.running--
-			r.settle(o)
+			r.take(<-r.results)
 		}
 	}
 }
@@ -293,9 +294,13 @@ func (r *run) dispatch(i int) {
 		// settlement before the next step. A pure step's start alone has
 		// nothing to protect: it rides with its settlement (pureStart).
 		if !r.pureStart(i) || r.barrierPending() || r.storeErr != nil {
-			if r.flush(); r.storeErr != nil {
+			if r.flush(); r.storeErr != nil || r.interrupted() {
 				st.status = trace.StepPending // it never ran
-				r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
+				if r.storeErr != nil {
+					r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
+				} else {
+					r.fail(r.interruption(), "")
+				}
 				return
 			}
 		}
@@ -424,6 +429,9 @@ func (r *run) finish(parent context.Context) *Result {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output
 		}
+	}
+	if r.interrupted() {
+		return r.stop(res)
 	}
 	if r.storeErr != nil && r.failure == nil {
 		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)

@@ -32,6 +32,9 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.attempts = attempt
 		if attempt > first {
 			r.beginAttempt(j, attempt)
+			if err := ctx.Err(); err != nil {
+				return nil, r.ctxCause(err) // stopped before the retry was journaled
+			}
 		}
 		out, origin, err := r.attempt(ctx, j, in, attempt)
 		if err == nil {

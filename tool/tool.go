@@ -166,6 +166,52 @@ func CallInfoFrom(ctx context.Context) CallInfo {
 	return CallInfo{}
 }
 
+// Process identifies an operating-system process group a tool started for
+// one call (package tool/exec starts each call in a group of its own).
+type Process struct {
+	// PGID is the group's id: the PID of its leader, the started program.
+	PGID int
+	// Start is the leader's start time as the system counts it (Linux:
+	// clock ticks since boot, field 22 of /proc/PID/stat); 0 where unknown.
+	// With Boot it tells the group apart from a later one that reuses the
+	// id.
+	Start uint64
+	// Boot identifies the boot Start counts from (Linux:
+	// /proc/sys/kernel/random/boot_id); "" where unknown.
+	Boot string
+}
+
+// ProcessHook is told about every process group a tool starts. It runs on
+// the tool's goroutine after the process started and before the tool waits
+// for it (the process already runs), with the call's context, so
+// CallInfoFrom names the run, step and attempt. It must be safe for
+// concurrent use and should return promptly.
+type ProcessHook func(ctx context.Context, p Process)
+
+type processHookKey struct{}
+
+// WithProcessHook returns ctx carrying hook, for the tools called with it
+// (the engine records each group so that a resume can stop what a dead
+// process left running).
+func WithProcessHook(ctx context.Context, hook ProcessHook) context.Context {
+	return context.WithValue(ctx, processHookKey{}, hook)
+}
+
+// HasProcessHook reports whether ctx carries a hook, so a tool can skip
+// working out a Process nobody asked for.
+func HasProcessHook(ctx context.Context) bool {
+	h, _ := ctx.Value(processHookKey{}).(ProcessHook)
+	return h != nil
+}
+
+// ProcessStarted tells ctx's hook, if any, that the tool started p. Tools
+// that start processes call it once per process group.
+func ProcessStarted(ctx context.Context, p Process) {
+	if h, _ := ctx.Value(processHookKey{}).(ProcessHook); h != nil {
+		h(ctx, p)
+	}
+}
+
 // Registry maps tool names to Tools. The zero value is empty and ready;
 // fill it before handing it to an engine (it is not safe for concurrent
 // mutation).

@@ -42,6 +42,15 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"input_sha256":`, e.InputSHA)
 	dst = appendStringField(dst, `,"output_sha256":`, e.OutputSHA)
 	dst = appendStringField(dst, `,"preview":`, e.Preview)
+	if p := &e.Process; *p != (Process{}) {
+		dst = strconv.AppendInt(append(dst, `,"process":{"pgid":`...), int64(p.PGID), 10)
+		if p.Start != 0 {
+			dst = strconv.AppendUint(append(dst, `,"start":`...), p.Start, 10)
+		}
+		dst = appendStringField(dst, `,"boot":`, p.Boot)
+		dst = appendStringField(dst, `,"owner":`, p.Owner)
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }
 

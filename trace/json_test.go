@@ -23,6 +23,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		{Seq: 10, Time: at, Kind: trace.ModelCall, RunID: "r", DurationMS: 3e-7},
 		{Seq: 11, Time: at, Kind: trace.RunSettled, RunID: "r", DurationMS: 123456.000001},
 		{Seq: 12, Time: at, Kind: trace.RunSettled, RunID: "r", DurationMS: 2e21},
+		{Seq: 13, Time: at, Kind: trace.ToolProcess, RunID: "r", StepID: "s", Attempt: 1,
+			Process: trace.Process{PGID: 4242, Start: 987654, Boot: "b-1", Owner: "host/12/ab/pidns:4"}},
+		{Seq: 14, Time: at, Kind: trace.ToolProcess, RunID: "r", Process: trace.Process{PGID: 7}},
 	} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)

@@ -32,6 +32,7 @@ const (
 	// the planner's plan broke validation) and one corrective request
 	// follows within the same attempt. It is not a failed attempt.
 	CorrectiveRetry Kind = "corrective_retry"
+	ToolProcess     Kind = "tool_process" // a non-idempotent step's tool started a process group (Process)
 )
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).
@@ -117,6 +118,24 @@ type Event struct {
 	InputSHA  string `json:"input_sha256,omitempty"`
 	OutputSHA string `json:"output_sha256,omitempty"`
 	Preview   string `json:"preview,omitempty"`
+	// Process is the process group a tool started (tool_process events).
+	Process Process `json:"process,omitzero"`
+}
+
+// Process identifies an operating-system process group that a tool
+// started, and the process that started it, so that a resume in another
+// process can find what is left of the group and stop it.
+type Process struct {
+	// PGID is the group's id (its leader's PID).
+	PGID int `json:"pgid"`
+	// Start is the leader's start time in clock ticks since boot (Linux);
+	// 0 where unknown. With Boot it tells the group from a reused id.
+	Start uint64 `json:"start,omitempty"`
+	// Boot is the id of the boot Start counts from; "" where unknown.
+	Boot string `json:"boot,omitempty"`
+	// Owner is the lease owner of the process that started the tool
+	// (engine.NewOwner: host, PID and PID namespace).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Sink receives events. Emit is called from the run's scheduler goroutine

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +14,16 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// TestExitCode: each way a run ends has its own exit code, and a cancelled
-// run is 130 only when this process was interrupted.
+// TestExitCode: each way a run ends has its own exit code: a run this
+// process's interruption stopped is 130, a run cancelled (also by a second
+// Ctrl-C) is 5.
 func TestExitCode(t *testing.T) {
 	t.Parallel()
 	live := context.Background()
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
+	signalled, cancelSig := context.WithCancelCause(context.Background())
+	cancelSig(&interrupt{sig: os.Interrupt})
 	failed := func(c fault.Class) *engine.Result {
 		return &engine.Result{Status: trace.RunFailed, Error: &engine.RunError{Class: c, Message: "x"}}
 	}
@@ -35,7 +39,9 @@ func TestExitCode(t *testing.T) {
 		{"budget", live, failed(fault.Budget), exitRunFailed},
 		{"lease lost", live, failed(fault.Conflict), exitConflict},
 		{"cancelled", live, &engine.Result{Status: trace.RunCancelled, Error: &engine.RunError{Class: fault.Cancelled}}, exitCancelled},
-		{"interrupted", done, &engine.Result{Status: trace.RunCancelled, Error: &engine.RunError{Class: fault.Cancelled}}, exitInterrupted},
+		{"interrupted", done, &engine.Result{Status: trace.RunRunning, Interrupted: true, Error: &engine.RunError{Class: fault.Cancelled}}, exitInterrupted},
+		{"cancelled after an interrupt", signalled, &engine.Result{Status: trace.RunCancelled, Error: &engine.RunError{Class: fault.Cancelled}}, exitCancelled},
+		{"cancelled with the process", done, &engine.Result{Status: trace.RunCancelled, Error: &engine.RunError{Class: fault.Cancelled}}, exitInterrupted},
 	} {
 		if got := exitCode(c.ctx, c.res); got != c.want {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)

@@ -139,6 +139,9 @@ func (p *progress) line(e *trace.Event) {
 	} else if e.Attempt > 0 {
 		fmt.Fprintf(&b, " plan=%d", e.Attempt)
 	}
+	if e.Kind == trace.ToolProcess {
+		fmt.Fprintf(&b, " pgid=%d", e.Process.PGID)
+	}
 	if e.Model != "" && e.Kind == trace.ModelCall {
 		fmt.Fprintf(&b, " model=%s tokens=%d/%d", e.Model, e.TokensIn, e.TokensOut)
 	}

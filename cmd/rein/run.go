@@ -23,7 +23,7 @@ type runFlags struct {
 	loadFlags
 	db                                           dbFlag
 	input, inputJSON, tracePath, output, session string
-	detach                                       bool
+	detach, cancelOnInterrupt                    bool
 }
 
 func newRunCmd(s *streams) *cobra.Command {
@@ -46,8 +46,15 @@ A waiting run prints what it waits on and the commands to go on.
 Exit codes: 0 succeeded (or --detach recorded the run), 1 failed, 2 invalid
 flow or input (nothing ran), 3 waiting for a person, 4 another process holds
 or advanced the run (this one stopped; the run goes on there or with rein runs
-resume), 5 cancelled (an earlier run of the same idempotency key), 130
-interrupted.`,
+resume), 5 cancelled (by a second Ctrl-C or --cancel-on-interrupt, or an
+earlier run of the same idempotency key), 130 interrupted.
+
+Ctrl-C (SIGINT) or SIGTERM stops this process, not the run: the steps in
+flight are stopped (an exec tool's process group is killed), nothing more is
+recorded, and the run stays resumable with rein runs resume RUN, which stderr
+prints. A step that was in flight runs again on resume if its tool is
+idempotent, and otherwise waits for a person as unknown (its effect may have
+begun). A second Ctrl-C, or --cancel-on-interrupt, cancels the run instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, s, args[0]) },
 	}
@@ -60,6 +67,7 @@ interrupted.`,
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "result format: text or json")
 	cmd.Flags().StringVar(&f.session, "session", "", "session id, for flows with idempotency: session_workflow_input_hash")
 	cmd.Flags().BoolVar(&f.detach, "detach", false, "record the run as pending for a worker (rein worker) and print its id; run nothing here")
+	cmd.Flags().BoolVar(&f.cancelOnInterrupt, "cancel-on-interrupt", false, "on SIGINT or SIGTERM cancel the run (exit 5) instead of leaving it resumable")
 	return cmd
 }
 
@@ -123,6 +131,9 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
+	if res, err = afterInterrupt(ctx, s, st, dsn, res, f.cancelOnInterrupt); err != nil {
+		return err
+	}
 	existing := res.Existing
 	if existing {
 		fmt.Fprintf(s.err, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", res.RunID, p.Flow.Idempotency)
@@ -167,18 +178,22 @@ func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order [
 	return &exitError{code: exitCode(ctx, res)}
 }
 
-// exitCode maps a run's result to the exit code: a cancelled run is 130
-// when ctx, this command's, ended (SIGINT, SIGTERM), else 5; a run that
+// exitCode maps a run's result to the exit code: a run this process's
+// interruption stopped (resumable) is 130, a cancelled run 5 (130 if ctx,
+// this command's, ended and the run could not stay resumable); a run that
 // stopped because another process holds or advanced it (class conflict) is
 // 4, any other failure 1.
 func exitCode(ctx context.Context, res *engine.Result) int {
+	if res.Interrupted {
+		return exitInterrupted
+	}
 	switch res.Status {
 	case trace.RunSucceeded:
 		return exitOK
 	case trace.RunWaiting:
 		return exitWaiting
 	case trace.RunCancelled:
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && interruptOf(ctx) == nil {
 			return exitInterrupted
 		}
 		return exitCancelled
@@ -202,6 +217,8 @@ type resultJSON struct {
 	Pending []*store.Approval `json:"pending"`
 	// Existing: an idempotency key returned a run started earlier.
 	Existing bool `json:"existing,omitempty"`
+	// Interrupted: this process stopped; the run stays resumable.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 type stepResultJSON struct {
@@ -217,7 +234,7 @@ type stepResultJSON struct {
 
 func toResultJSON(res *engine.Result, existing bool) resultJSON {
 	out := resultJSON{RunID: res.RunID, Flow: res.Flow, Status: res.Status, Outputs: res.Outputs, Usage: res.Usage,
-		Error: res.Error, Steps: map[string]stepResultJSON{}, Pending: res.Pending, Existing: existing}
+		Error: res.Error, Steps: map[string]stepResultJSON{}, Pending: res.Pending, Existing: existing, Interrupted: res.Interrupted}
 	if out.Pending == nil {
 		out.Pending = []*store.Approval{}
 	}

@@ -400,8 +400,11 @@ func newRunsResumeCmd(s *streams) *cobra.Command {
 		Long: `Continue a run from its last committed transition, with the flow it pinned
 when it started (never the file on disk). Steps that settled do not run again;
 a step that was in flight when its process died runs again if its tool is
-idempotent, and otherwise waits for a person (rein runs approve|reject|settle).
-A finished run is left as it is. Exit codes as rein run.`,
+idempotent, and otherwise waits for a person (rein runs approve|reject|settle);
+if that step was an exec tool whose process group outlived the process that
+died, the group is killed first and the question says so. A finished run is
+left as it is. Ctrl-C stops this process and leaves the run resumable, as
+with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, func(_ context.Context, db store.Store, dsn string) error {
@@ -467,6 +470,9 @@ func advance(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *
 			return nil, nil, &exitError{code: exitConflict, err: fmt.Errorf("%w; nothing was done here", err)}
 		}
 		return nil, nil, &exitError{code: exitRunFailed, err: err}
+	}
+	if res, err = afterInterrupt(ctx, s, db, dsn, res, false); err != nil {
+		return nil, nil, err
 	}
 	return res, stepOrder(p.Flow), nil
 }

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,8 +20,29 @@ import (
 // throwaway.
 func TestMain(m *testing.M) {
 	os.Setenv("REIN_DB", ":memory:")
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
+
+// binDir holds the rein binary the process tests build (reinBinary).
+var binDir string
+
+// reinBinary builds rein once for the tests that run it as a process.
+var reinBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "rein-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "rein")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // durableFixture is a copy of a testdata flow folder and a SQLite file.
 type durableFixture struct {
@@ -189,7 +213,7 @@ func TestDurableRunListShowTrace(t *testing.T) {
 		}
 		kinds = append(kinds, e.Kind)
 	}
-	if code != exitOK || strings.Join(kinds, ",") != "run_started,step_started,step_settled,run_settled" {
+	if code != exitOK || strings.Join(kinds, ",") != "run_started,step_started,tool_process,step_settled,run_settled" {
 		t.Fatalf("runs trace --jsonl: exit %d, kinds %v", code, kinds)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,9 +33,11 @@ at a time. Several workers may share one store (PostgreSQL for several hosts);
 a run is only advanced by the worker that holds its lease.
 
 On SIGINT or SIGTERM the worker stops claiming, gives the runs in flight
---grace to finish, then abandons the rest (their last committed transition
-stands, their leases are released, another worker resumes them) and exits
-with 130. A log line per run goes to stderr.`,
+--grace to finish, then stops the rest without recording anything more
+(their last committed transition stands, their leases are released, another
+worker resumes them at once) and exits: 0 after SIGTERM (a clean stop, as a
+service manager asks for it), 130 after SIGINT. A log line per run goes to
+stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if concurrency <= 0 {
@@ -79,6 +82,9 @@ with 130. A log line per run goes to stderr.`,
 			}
 			if ctx.Err() != nil {
 				o.Logf("worker: stopped")
+				if in := interruptOf(ctx); in != nil && in.sig == syscall.SIGTERM {
+					return nil // asked to stop, and stopped cleanly
+				}
 				return &exitError{code: exitInterrupted}
 			}
 			return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/proc"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/tool"
 )
@@ -73,11 +74,17 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	isolate(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 
+	defer pinThread()() // from before Start until the group is killed
 	if err := cmd.Start(); err != nil {
 		if cerr := t.ctxError(ctx, runCtx, limit, limitBy); cerr != nil {
 			return nil, cerr
 		}
 		return nil, t.startError(path, err)
+	}
+	if tool.HasProcessHook(ctx) {
+		p := tool.Process{PGID: cmd.Process.Pid, Boot: proc.BootID()}
+		p.Start, _ = proc.StartTime(p.PGID)
+		tool.ProcessStarted(ctx, p)
 	}
 	werr := cmd.Wait()
 	_ = killGroup(cmd.Process) // stragglers of a program that exited

@@ -17,6 +17,13 @@
 // output past the size cap, the whole group is killed with SIGKILL, so
 // children a script spawned die with it; stragglers left behind by a
 // program that exited are killed too, so no process outlives its call.
+// On Linux the program also gets a parent-death signal (SIGKILL): when rein
+// dies, even by kill -9, the program it started dies with it. Processes the
+// program spawned stay in its group; a caller that put a tool.ProcessHook
+// in the call's context is told the group (id, leader start time, boot) as
+// soon as it started, so that it can record it and a later process can
+// stop what is left (the engine does, before it parks an unknown step).
 // Process groups need a Unix system (Linux is what rein tests on); elsewhere
-// only the direct child is killed.
+// only the direct child is killed, and outside Linux there is no
+// parent-death signal.
 package exec

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/proc"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -46,21 +47,49 @@ func scriptTool(t *testing.T, body string, edit func(*Config)) *Tool {
 	return tl
 }
 
-// readPID waits for a script to write a pid into path.
+// readPID reads the pid a script wrote into path, waiting for it up to a
+// minute (a bound for a hung script, not a speed the test counts on).
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		data, err := os.ReadFile(path)
-		if err == nil && bytes.HasSuffix(data, []byte("\n")) {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatalf("pid file %s: %v", path, err)
-			}
-			return pid
+	if !waitFile(path, time.Minute) {
+		t.Fatalf("no pid in %s", path)
+	}
+	data, _ := os.ReadFile(path)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
+	}
+	return pid
+}
+
+// waitFile reports whether path holds a whole line within d.
+// (d 0: looks once).
+func waitFile(path string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if data, err := os.ReadFile(path); err == nil && bytes.HasSuffix(data, []byte("\n")) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
 		}
 	}
-	t.Fatalf("no pid in %s", path)
-	return 0
+}
+
+// waitGroupGone fails the test unless process group pgid has no live
+// member within ten seconds.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		live, err := proc.Live(pgid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(live) == 0 {
+			return
+		}
+	}
+	t.Errorf("process group %d still has live members after the call returned", pgid)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // processGone reports whether pid no longer runs (a zombie waiting for a
@@ -77,10 +106,10 @@ func processGone(pid int) bool {
 	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
 }
 
-// waitGone fails the test unless pid is gone within two seconds.
+// waitGone fails the test unless pid is gone within ten seconds.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if processGone(pid) {
 			return
 		}

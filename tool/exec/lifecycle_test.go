@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/tool"
 )
 
 func evalSymlinks(t *testing.T, p string) string {
@@ -28,27 +31,38 @@ const hang = `sleep 30 &
 echo $! > "$PIDFILE"
 wait`
 
+// TestCallKillsProcessGroup stops a script that waits on a child, by the
+// tool's timeout, the caller's deadline, or a cancellation, and expects the
+// whole group gone when Call returns. The group comes from the process
+// hook, known as soon as the script started: a timer that fires before the
+// shell got to spawn its child (a loaded machine) still leaves a group to
+// check, so no case depends on the machine's speed. The cancellation comes
+// only once the child's pid was written, so there the child is certain.
 func TestCallKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
 		timeout time.Duration // Config.Timeout
-		ctx     func() (context.Context, context.CancelFunc)
-		class   fault.Class
-		is      error
-		msg     string
+		// ctx returns the call's context; ready is closed once the child's
+		// pid was written.
+		ctx   func(ready <-chan struct{}) (context.Context, context.CancelFunc)
+		class fault.Class
+		is    error
+		msg   string
 	}{
 		{
 			name:    "tool timeout",
 			timeout: 300 * time.Millisecond,
-			ctx:     func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
-			class:   fault.Transient, is: context.DeadlineExceeded,
+			ctx: func(<-chan struct{}) (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			class: fault.Transient, is: context.DeadlineExceeded,
 			msg: "tool t: timed out after 300ms (the tool's timeout)",
 		},
 		{
 			name:    "caller deadline sooner",
 			timeout: time.Minute,
-			ctx: func() (context.Context, context.CancelFunc) {
+			ctx: func(<-chan struct{}) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 300*time.Millisecond)
 			},
 			class: fault.Transient, is: context.DeadlineExceeded,
@@ -56,9 +70,12 @@ func TestCallKillsProcessGroup(t *testing.T) {
 		},
 		{
 			name: "cancellation",
-			ctx: func() (context.Context, context.CancelFunc) {
+			ctx: func(ready <-chan struct{}) (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancelCause(context.Background())
-				time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("user pressed ^C")) })
+				go func() {
+					<-ready
+					cancel(errors.New("user pressed ^C"))
+				}()
 				return ctx, func() { cancel(nil) }
 			},
 			class: fault.Cancelled, is: context.Canceled,
@@ -73,17 +90,45 @@ func TestCallKillsProcessGroup(t *testing.T) {
 				c.Timeout = tt.timeout
 				c.Env = map[string]string{"PIDFILE": pidfile}
 			})
-			ctx, cancel := tt.ctx()
+			ready, returned := make(chan struct{}), make(chan struct{})
+			var group atomic.Int64
+			var watching sync.WaitGroup
+			defer watching.Wait()
+			defer close(returned)
+			hook := func(_ context.Context, p tool.Process) {
+				group.Store(int64(p.PGID))
+				watching.Go(func() {
+					for {
+						if waitFile(pidfile, 0) {
+							close(ready)
+							return
+						}
+						select {
+						case <-returned:
+							return
+						case <-time.After(10 * time.Millisecond):
+						}
+					}
+				})
+			}
+			ctx, cancel := tt.ctx(ready)
 			defer cancel()
 			start := time.Now()
-			_, err := tl.Call(ctx, nil)
-			if took := time.Since(start); took > 5*time.Second {
+			_, err := tl.Call(tool.WithProcessHook(ctx, hook), nil)
+			if took := time.Since(start); took > time.Minute {
 				t.Errorf("Call took %v; the hanging script was not stopped", took)
 			}
 			if !errors.Is(err, tt.is) || fault.ClassOf(err) != tt.class || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("err = %v (class %q), want %v, class %q, containing %q", err, fault.ClassOf(err), tt.is, tt.class, tt.msg)
 			}
-			waitGone(t, readPID(t, pidfile))
+			pgid := int(group.Load())
+			if pgid == 0 {
+				t.Fatal("the process hook was not called")
+			}
+			waitGroupGone(t, pgid)
+			if tt.name == "cancellation" {
+				waitGone(t, readPID(t, pidfile)) // the child certainly ran
+			}
 		})
 	}
 }

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package proc
+
+import (
+	"errors"
+	"time"
+)
+
+// StartTime is not known outside Linux.
+func StartTime(int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// BootID is not known outside Linux.
+func BootID() string { return "" }
+
+// Stop cannot tell a tool's group from a reused id outside Linux, so it
+// kills nothing.
+func Stop(int, uint64, string, time.Duration) (Report, error) {
+	return Report{}, errors.ErrUnsupported
+}
+
+// Live cannot list a group's members outside Linux.
+func Live(int) ([]int, error) { return nil, errors.ErrUnsupported }
