@@ -75,7 +75,7 @@ type sentRequest struct {
 	} `json:"tools"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	ResponseFormat *struct {
+	ResponseFormat    *struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
 			Name   string         `json:"name"`
