@@ -35,8 +35,8 @@ func ExampleParse_errors() {
 	_, err := scripted.Parse([]byte("replies:\n  - step: a\n    outptu: {}\n  - raw: x\n"), "script.yaml")
 	fmt.Println(err)
 	// Output:
-	// script.yaml:2:5: replies[0]: give exactly one of output, raw, error, route or plan
-	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, error, message, tokens, delay)
+	// script.yaml:2:5: replies[0]: give exactly one of output, raw, error, route, plan or tool_calls
+	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, tool_calls, error, message, tokens, delay)
 	// script.yaml:4:5: replies[1]: missing `step:` (the step id this reply answers)
 }
 
