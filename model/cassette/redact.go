@@ -95,13 +95,22 @@ func replaceKeeping(p *regexp.Regexp, s string) string {
 	return p.ReplaceAllString(s, "${1}"+Redacted)
 }
 
-// exchange redacts x in place: messages, reply and error message.
+// exchange redacts x in place: messages (tool call arguments and results
+// included), reply, the reply's tool call arguments and error message. x
+// must own its messages and tool calls.
 func (r *redactor) exchange(x *Exchange) {
 	for i := range x.Request.Messages {
-		x.Request.Messages[i].Content = r.text(x.Request.Messages[i].Content)
+		m := &x.Request.Messages[i]
+		m.Content = r.text(m.Content)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Args = r.text(m.ToolCalls[j].Args)
+		}
 	}
 	if x.Response != nil {
 		x.Response.Text = r.text(x.Response.Text)
+		for j := range x.Response.ToolCalls {
+			x.Response.ToolCalls[j].Args = r.text(x.Response.ToolCalls[j].Args)
+		}
 	}
 	if x.Error != nil {
 		x.Error.Message = r.errorText(x.Error.Message)
