@@ -87,12 +87,18 @@ func TestToolCallsInKey(t *testing.T) {
 	_, base, _ := agentTurns()
 	k := cassette.Key(base)
 	differ := map[string]func(*model.Request){
-		"no tools":       func(r *model.Request) { r.Tools = nil },
-		"tool schema":    func(r *model.Request) { r.Tools = []model.ToolDef{r.Tools[0], {Name: "get_time", Schema: json.RawMessage(`{}`)}} },
-		"tool choice":    func(r *model.Request) { r.ToolChoice = model.ToolChoice{Mode: model.ToolNone} },
-		"no parallel":    func(r *model.Request) { r.ToolChoice = model.ToolChoice{NoParallel: true} },
-		"call args":      func(r *model.Request) { r.Messages[1].ToolCalls = []model.ToolCall{{ID: "call_0_0", Name: "get_weather", Args: `{"city":"Rome"}`}} },
-		"call id":        func(r *model.Request) { r.Messages[1].ToolCalls = []model.ToolCall{{ID: "x", Name: "get_weather", Args: `{"city":"Paris"}`}} },
+		"no tools": func(r *model.Request) { r.Tools = nil },
+		"tool schema": func(r *model.Request) {
+			r.Tools = []model.ToolDef{r.Tools[0], {Name: "get_time", Schema: json.RawMessage(`{}`)}}
+		},
+		"tool choice": func(r *model.Request) { r.ToolChoice = model.ToolChoice{Mode: model.ToolNone} },
+		"no parallel": func(r *model.Request) { r.ToolChoice = model.ToolChoice{NoParallel: true} },
+		"call args": func(r *model.Request) {
+			r.Messages[1].ToolCalls = []model.ToolCall{{ID: "call_0_0", Name: "get_weather", Args: `{"city":"Rome"}`}}
+		},
+		"call id": func(r *model.Request) {
+			r.Messages[1].ToolCalls = []model.ToolCall{{ID: "x", Name: "get_weather", Args: `{"city":"Paris"}`}}
+		},
 		"result":         func(r *model.Request) { r.Messages[2].Content = "rain" },
 		"result call id": func(r *model.Request) { r.Messages[2].ToolCallID = "call_0_1" },
 		"error flag":     func(r *model.Request) { r.Messages[3].IsError = false },
