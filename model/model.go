@@ -107,8 +107,9 @@ type Response struct {
 	// ToolCalls are the calls the model asks for, in the order it gave
 	// them; several are parallel calls. Adapters pass names and arguments
 	// through as the provider sent them (an unknown tool, arguments that
-	// are not JSON): the caller validates them. Every call has an ID,
-	// unique within the Response, and there are at most MaxToolCalls.
+	// are not JSON): the caller validates them. Every call names a tool and
+	// has an ID unique within the Response, and there are at most
+	// MaxToolCalls (see CheckToolCalls).
 	ToolCalls []ToolCall
 	Usage     Usage
 	// Model is the model that actually answered, when the provider says.

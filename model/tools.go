@@ -158,15 +158,19 @@ func checkToolMessages(msgs []Message, add func(string, ...any)) {
 }
 
 // CheckToolCalls checks the calls of one reply as an adapter decoded them:
-// at most MaxToolCalls, and IDs unique. A call without an ID (some
-// OpenAI-compatible servers send none) is given "call_<index>". Names and
-// arguments are not checked. The error is meant to be classed
-// fault.Format by the adapter.
+// at most MaxToolCalls, each naming a tool, and IDs unique. A call without
+// an ID (some OpenAI-compatible servers send none) is given
+// "call_<index>". Whether the name is a tool the request offered, and the
+// arguments, are not checked: that is the caller's to report. The error is
+// meant to be classed fault.Format by the adapter.
 func CheckToolCalls(calls []ToolCall) error {
 	if len(calls) > MaxToolCalls {
 		return fmt.Errorf("the reply asks for %d tool calls; at most %d are accepted in one reply (model.MaxToolCalls): ask for fewer at a time", len(calls), MaxToolCalls)
 	}
 	for i := range calls {
+		if calls[i].Name == "" {
+			return fmt.Errorf("tool_calls[%d] names no tool", i)
+		}
 		if calls[i].ID == "" {
 			calls[i].ID = "call_" + strconv.Itoa(i)
 		}

@@ -88,14 +88,20 @@ func TestCheckToolCalls(t *testing.T) {
 	if calls[0].ID != "call_0" || calls[1].ID != "x" || calls[2].ID != "call_2" {
 		t.Errorf("ids %q %q %q, want call_0 x call_2 (missing ids filled by position)", calls[0].ID, calls[1].ID, calls[2].ID)
 	}
-	if err := model.CheckToolCalls([]model.ToolCall{{ID: "a"}, {ID: "b"}, {ID: "a"}}); err == nil || !strings.Contains(err.Error(), `tool_calls[2] repeats the id "a" of tool_calls[0]`) {
+	if err := model.CheckToolCalls([]model.ToolCall{{ID: "a", Name: "n"}, {ID: "b"}}); err == nil || !strings.Contains(err.Error(), "tool_calls[1] names no tool") {
+		t.Errorf("a call without a name: %v", err)
+	}
+	if err := model.CheckToolCalls([]model.ToolCall{{ID: "a", Name: "n"}, {ID: "b", Name: "n"}, {ID: "a", Name: "n"}}); err == nil || !strings.Contains(err.Error(), `tool_calls[2] repeats the id "a" of tool_calls[0]`) {
 		t.Errorf("duplicate ids: %v", err)
 	}
 	many := make([]model.ToolCall, 10000)
+	for i := range many {
+		many[i].Name = "n"
+	}
 	if err := model.CheckToolCalls(many); err == nil || !strings.Contains(err.Error(), "10000 tool calls; at most 128") {
 		t.Errorf("10000 calls: %v", err)
 	}
-	if err := model.CheckToolCalls(make([]model.ToolCall, model.MaxToolCalls)); err != nil {
+	if err := model.CheckToolCalls(many[:model.MaxToolCalls]); err != nil {
 		t.Errorf("MaxToolCalls calls: %v", err)
 	}
 }
@@ -110,5 +116,13 @@ func TestPromptIncludesToolResults(t *testing.T) {
 	}}
 	if got := req.Prompt(); got != "q\nobs" {
 		t.Errorf("Prompt %q, want the user turn and the observation", got)
+	}
+}
+
+// A request without tools costs the adapters nothing to check.
+func TestCheckRequestAllocatesNothingWithoutTools(t *testing.T) {
+	req := &model.Request{Messages: []model.Message{{Role: model.System, Content: "s"}, {Role: model.User, Content: "q"}, {Role: model.Assistant, Content: "a"}}}
+	if n := testing.AllocsPerRun(100, func() { _ = model.CheckRequest(req) }); n != 0 {
+		t.Errorf("CheckRequest allocates %v times per plain request, want 0", n)
 	}
 }
