@@ -99,7 +99,7 @@ func TestDecideAcceptsFirstReply(t *testing.T) {
 	if got.Corrective || got.StepID != "triage" || got.Decision != "route" || got.Model != "gpt-4o-mini" || got.RunID != "run-1" {
 		t.Errorf("request identity lost: %+v", got)
 	}
-	if len(got.Messages) != 2 || got.Messages[0].Role != model.System || got.Messages[1] != userReq().Messages[0] {
+	if len(got.Messages) != 2 || got.Messages[0].Role != model.System || !reflect.DeepEqual(got.Messages[1], userReq().Messages[0]) {
 		t.Fatalf("messages = %+v, want the instruction then the user turn", got.Messages)
 	}
 	if sys := got.Messages[0].Content; !strings.Contains(sys, "one JSON value") || !strings.Contains(sys, string(sch.JSON())) {
@@ -125,11 +125,11 @@ func TestDecideCorrectsProse(t *testing.T) {
 	if first.Corrective || !second.Corrective {
 		t.Errorf("Corrective = %v, %v; want false, true", first.Corrective, second.Corrective)
 	}
-	if !slices.Equal(second.Messages[:len(first.Messages)], first.Messages) || len(second.Messages) != len(first.Messages)+2 {
+	if !reflect.DeepEqual(second.Messages[:len(first.Messages)], first.Messages) || len(second.Messages) != len(first.Messages)+2 {
 		t.Fatalf("corrective messages = %+v, want the first request's then two more", second.Messages)
 	}
 	rejected, correction := second.Messages[len(first.Messages)], second.Messages[len(first.Messages)+1]
-	if rejected != (model.Message{Role: model.Assistant, Content: prose}) {
+	if !reflect.DeepEqual(rejected, model.Message{Role: model.Assistant, Content: prose}) {
 		t.Errorf("rejected turn = %+v, want the prose reply as the assistant's", rejected)
 	}
 	if correction.Role != model.User || !strings.Contains(correction.Content, "reply is not JSON") || !strings.Contains(correction.Content, `"Sure! The route`) {
@@ -376,7 +376,7 @@ func TestDecideDoesNotMutateRequest(t *testing.T) {
 		t.Errorf("request changed:\n got %+v\nwant %+v", *req, before)
 	}
 	for i, m := range spare[2:] {
-		if m != (model.Message{}) {
+		if !reflect.DeepEqual(m, model.Message{}) {
 			t.Errorf("spare capacity %d written: %+v", i+2, m)
 		}
 	}

@@ -1,5 +1,6 @@
 // Package model is the port through which rein talks to language models.
-// A Model turns messages into text (usually JSON) plus token usage; errors it
+// A Model turns messages into text (usually JSON) or tool calls, plus token
+// usage; errors it
 // returns are classed with package fault (transient, business, format) so the
 // engine, not the model, decides what to do about them. Adapters live in
 // subpackages: model/openai (OpenAI and every OpenAI-compatible server),
@@ -26,12 +27,26 @@ const (
 	System    Role = "system"
 	User      Role = "user"
 	Assistant Role = "assistant"
+	// Tool is the result of one tool call, sent back to the model: its
+	// ToolCallID names the call, Content is the observation.
+	Tool Role = "tool"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation. An assistant message may carry the
+// tool calls the model asked for (beside or instead of text); a Tool message
+// answers one of them. Results of parallel calls follow the assistant
+// message as consecutive Tool messages, in any order.
 type Message struct {
 	Role    Role   `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an Assistant message asked for, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the ID of the call a Tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// IsError marks a Tool message whose Content reports that the call
+	// failed (Anthropic's is_error; OpenAI has no such flag, the content
+	// says it).
+	IsError bool `json:"is_error,omitempty"`
 }
 
 // Request is one call to a model.
@@ -51,16 +66,25 @@ type Request struct {
 	// Corrective is true for the one corrective retry after a format error.
 	Corrective bool
 	// Decision says which primitive asks: "" for an llm step, "route" for
-	// the semantic router, "plan" for the planner. Adapters may ignore it;
-	// the scripted model and cassettes match on it.
+	// the semantic router, "plan" for the planner, "agent" for a turn of
+	// the agent loop. Adapters may ignore it; the scripted model and
+	// cassettes match on it.
 	Decision string
+	// Tools are the tools the model may call (native tool calling). With
+	// none, the model answers with text only. See CheckRequest for the
+	// rules they follow.
+	Tools []ToolDef
+	// ToolChoice says whether and which tool the model must call; the zero
+	// value leaves it to the model (auto) and sends nothing.
+	ToolChoice ToolChoice
 }
 
-// Prompt returns the concatenated user content of the request.
+// Prompt returns the concatenated user content of the request: the user
+// messages and the tool results (observations), in order.
 func (r *Request) Prompt() string {
 	var b strings.Builder
 	for _, m := range r.Messages {
-		if m.Role == User {
+		if m.Role == User || m.Role == Tool {
 			if b.Len() > 0 {
 				b.WriteByte('\n')
 			}
@@ -76,10 +100,18 @@ type Usage struct {
 	Out int `json:"out"`
 }
 
-// Response is a model's answer.
+// Response is a model's answer: text, tool calls, or both (text that
+// accompanies the calls). A Response with no ToolCalls is a final answer.
 type Response struct {
-	Text  string
-	Usage Usage
+	Text string
+	// ToolCalls are the calls the model asks for, in the order it gave
+	// them; several are parallel calls. Adapters pass names and arguments
+	// through as the provider sent them (an unknown tool, arguments that
+	// are not JSON): the caller validates them. Every call names a tool and
+	// has an ID unique within the Response, and there are at most
+	// MaxToolCalls (see CheckToolCalls).
+	ToolCalls []ToolCall
+	Usage     Usage
 	// Model is the model that actually answered, when the provider says.
 	Model string
 }

@@ -120,8 +120,10 @@ func New(cfg Config) (*Model, error) {
 // Generate sends req as one Messages call. Errors are classed: 408, 429,
 // 5xx, network errors and a passed deadline are transient (with the
 // server's Retry-After attached), a reply cut off at max_tokens is a
-// format error, refusals and other 4xx are business errors. A Response
-// with the usage is returned beside a truncation or refusal error.
+// format error, and so is a reply with more than model.MaxToolCalls tool
+// calls; refusals, other 4xx and a request model.CheckRequest rejects are
+// business errors. A Response with the usage is returned beside a
+// truncation, refusal or tool-call error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	name := m.cfg.Model
 	if name == "" {
@@ -129,6 +131,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	}
 	if name == "" {
 		return nil, fault.Errorf(fault.Business, "anthropic: no model to ask for: name one in the config (model:) or the request")
+	}
+	if err := model.CheckRequest(req); err != nil {
+		return nil, fault.BusinessErr(fmt.Errorf("anthropic: %w", err))
 	}
 	params, ps, err := m.params(name, req)
 	if err != nil {
@@ -157,6 +162,7 @@ type message struct {
 	Content []struct {
 		Type  string          `json:"type"`
 		Text  string          `json:"text"`
+		ID    string          `json:"id"`
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
 	} `json:"content"`
@@ -185,12 +191,20 @@ func (m *Model) response(name string, msg *message, ps *preparedSchema) (*model.
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			if ps != nil && b.Name == AnswerTool {
-				answer = b.Input
+			if ps != nil {
+				if b.Name == AnswerTool {
+					answer = b.Input
+				}
+				continue
 			}
+			resp.ToolCalls = append(resp.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
 		}
 	}
 	resp.Text = text.String()
+	if err := toolCalls(name, resp.ToolCalls); err != nil {
+		resp.ToolCalls = nil
+		return resp, err
+	}
 	switch msg.StopReason {
 	case sdk.StopReasonRefusal:
 		why := strings.TrimSpace(msg.StopDetails.Explanation)

@@ -12,6 +12,19 @@
 // block's input is the answer, returned as the Response text for the
 // engine to validate against the schema as given.
 //
+// Native tool calling: Request.Tools go out as tools (input_schema: the
+// argument schema), Request.ToolChoice as tool_choice (auto, none, any for
+// required, tool for a named one; NoParallel as
+// disable_parallel_tool_use). An assistant message's tool calls become
+// tool_use blocks after its text (their arguments must be a JSON object);
+// consecutive tool results become tool_result blocks (is_error kept) of
+// one user turn, which a user message right after them joins. A reply's
+// tool_use blocks come back as Response.ToolCalls, input as the raw JSON
+// the server sent; more than model.MaxToolCalls calls, or two with one id,
+// is a format error. A request with tools of its own sends its schema in
+// the prompt only: a forced answer tool would keep the model from calling
+// them.
+//
 // Errors carry fault classes: 408, 429, 5xx (529 overloaded included),
 // network errors and a passed deadline are transient (the server's
 // Retry-After attached, see fault.RetryAfterOf); a reply cut off at

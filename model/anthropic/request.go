@@ -21,22 +21,18 @@ func (m *Model) params(name string, req *model.Request) (sdk.MessageNewParams, *
 		MaxTokens: int64(m.cfg.MaxTokens),
 		Messages:  make([]sdk.MessageParam, 0, len(req.Messages)),
 	}
-	for i, msg := range req.Messages {
-		switch msg.Role {
-		case model.System:
-			p.System = append(p.System, sdk.TextBlockParam{Text: msg.Content})
-		case model.User:
-			p.Messages = append(p.Messages, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
-		case model.Assistant:
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(sdk.NewTextBlock(msg.Content)))
-		default:
-			return p, nil, fmt.Errorf("anthropic: messages[%d]: role %q is not system, user or assistant", i, msg.Role)
-		}
+	if err := turns(&p, req.Messages); err != nil {
+		return p, nil, err
 	}
 	if len(req.Messages) > 0 && len(p.Messages) == 0 {
 		return p, nil, fmt.Errorf("anthropic: the request holds only system messages; the Messages API needs a user message")
 	}
-	if len(req.Schema) == 0 {
+	if err := toolParams(&p, req); err != nil {
+		return p, nil, err
+	}
+	// With tools of its own, a request's schema travels in the prompt only:
+	// a forced answer tool would keep the model from calling them.
+	if len(req.Schema) == 0 || len(req.Tools) > 0 {
 		return p, nil, nil
 	}
 	ps, err := m.prepared(req.Schema)
@@ -96,12 +92,25 @@ func prepareSchema(raw json.RawMessage) (*preparedSchema, error) {
 		wrapper["required"] = json.RawMessage(`["` + wrapKey + `"]`)
 		root = wrapper
 	}
+	input, err := objectSchema(root)
+	if err != nil {
+		return nil, err
+	}
+	ps.input = input
+	return ps, nil
+}
+
+// objectSchema is an object schema's members as an input_schema:
+// properties, required, and every other member but type and $schema as
+// extra fields.
+func objectSchema(root map[string]json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+	var in sdk.ToolInputSchemaParam
 	if p, ok := root["properties"]; ok {
-		ps.input.Properties = p
+		in.Properties = p
 	}
 	if r, ok := root["required"]; ok {
-		if err := json.Unmarshal(r, &ps.input.Required); err != nil {
-			return nil, fmt.Errorf("anthropic: request schema: required: %w", err)
+		if err := json.Unmarshal(r, &in.Required); err != nil {
+			return in, fmt.Errorf("anthropic: request schema: required: %w", err)
 		}
 	}
 	for k, v := range root {
@@ -109,12 +118,12 @@ func prepareSchema(raw json.RawMessage) (*preparedSchema, error) {
 		case "type", "properties", "required", "$schema":
 			continue
 		}
-		if ps.input.ExtraFields == nil {
-			ps.input.ExtraFields = make(map[string]any)
+		if in.ExtraFields == nil {
+			in.ExtraFields = make(map[string]any)
 		}
-		ps.input.ExtraFields[k] = v
+		in.ExtraFields[k] = v
 	}
-	return ps, nil
+	return in, nil
 }
 
 // unwrap returns the answer given as a tool's input, unwrapped when the

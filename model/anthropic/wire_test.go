@@ -57,19 +57,18 @@ type sentRequest struct {
 		Text string `json:"text"`
 	} `json:"system"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
+		Role    string      `json:"role"`
+		Content []sentBlock `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
 		Name        string         `json:"name"`
+		Description string         `json:"description"`
 		InputSchema map[string]any `json:"input_schema"`
 	} `json:"tools"`
 	ToolChoice *struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	} `json:"tool_choice"`
 }
 
@@ -98,6 +97,24 @@ func wire() modeltest.Wire {
 			m := message(r, "refusal")
 			m["stop_details"] = map[string]any{"type": "refusal", "category": nil, "explanation": r.Text}
 			writeJSON(w, 200, m)
+		},
+		ToolCalls: func(w http.ResponseWriter, r modeltest.Reply) {
+			var content []any
+			if r.Text != "" {
+				content = append(content, textBlock(r.Text))
+			}
+			for _, tc := range r.Calls {
+				var input any = json.RawMessage(tc.Args)
+				if !json.Valid([]byte(tc.Args)) {
+					input = tc.Args
+				}
+				content = append(content, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": input})
+			}
+			writeJSON(w, 200, message(r, "tool_use", content...))
+		},
+		ArgsOnWire: func(args string) string {
+			b, _ := json.Marshal(args)
+			return string(b)
 		},
 		Error: func(w http.ResponseWriter, status int, message string) {
 			typ := map[int]string{
@@ -149,14 +166,23 @@ func checkRequest(r *http.Request, body []byte, req *model.Request, apiKey strin
 			return fmt.Errorf("system[%d] = %+v, want text %q", i, sent.System[i], m.Content)
 		}
 	}
-	if len(sent.Messages) != len(turns) {
-		return fmt.Errorf("%d messages, want %d", len(sent.Messages), len(turns))
+	want := wantTurns(turns)
+	if len(sent.Messages) != len(want) {
+		return fmt.Errorf("%d messages, want %d", len(sent.Messages), len(want))
 	}
-	for i, m := range turns {
+	for i, w := range want {
 		got := sent.Messages[i]
-		if got.Role != string(m.Role) || len(got.Content) != 1 || got.Content[0].Type != "text" || got.Content[0].Text != m.Content {
-			return fmt.Errorf("messages[%d] = %+v, want %s: %q", i, got, m.Role, m.Content)
+		if got.Role != w.role || len(got.Content) != len(w.blocks) {
+			return fmt.Errorf("messages[%d] = %s with %d blocks, want %s with %d", i, got.Role, len(got.Content), w.role, len(w.blocks))
 		}
+		for j, b := range w.blocks {
+			if err := b.check(got.Content[j]); err != nil {
+				return fmt.Errorf("messages[%d].content[%d]: %v", i, j, err)
+			}
+		}
+	}
+	if len(req.Tools) > 0 {
+		return checkTools(sent, req)
 	}
 	return checkTool(sent, req)
 }

@@ -46,13 +46,28 @@ type Request struct {
 	Corrective bool            `json:"corrective,omitempty"`
 	Messages   []model.Message `json:"messages"`
 	Schema     json.RawMessage `json:"schema,omitempty"`
+	// Tools and ToolChoice are the request's, when it offered tools.
+	Tools      []model.ToolDef   `json:"tools,omitempty"`
+	ToolChoice *model.ToolChoice `json:"tool_choice,omitempty"`
 }
 
 // Response is the recorded part of a model.Response.
 type Response struct {
-	Text  string      `json:"text"`
-	Usage model.Usage `json:"usage"`
-	Model string      `json:"model,omitempty"`
+	Text      string           `json:"text"`
+	ToolCalls []model.ToolCall `json:"tool_calls,omitempty"`
+	Usage     model.Usage      `json:"usage"`
+	Model     string           `json:"model,omitempty"`
+}
+
+// ModelRequest is the request r records, as a model.Request whose Key is
+// the exchange's (unless the key was set by hand).
+func (r *Request) ModelRequest() *model.Request {
+	req := &model.Request{Model: r.Model, Decision: r.Decision, StepID: r.Step, Corrective: r.Corrective,
+		Messages: r.Messages, Schema: r.Schema, Tools: r.Tools}
+	if r.ToolChoice != nil {
+		req.ToolChoice = *r.ToolChoice
+	}
+	return req
 }
 
 // Error is a recorded failure: its fault class and message.
@@ -62,36 +77,66 @@ type Error struct {
 }
 
 // Key returns the hex sha256 of the canonical JSON of req's model name,
-// decision, messages and schema: what replay matches on. Run id, step id,
-// attempt and the corrective flag are left out. A schema that is not JSON
-// counts as its text.
+// decision, messages (with their tool calls and results) and schema, and
+// of its tools and tool choice when it has them: what replay matches on.
+// Run id, step id, attempt and the corrective flag are left out. A schema
+// that is not JSON counts as its text. A request without tools has the
+// key it had before tool calling existed, so older cassettes replay.
 func Key(req *model.Request) string {
-	return keyOf(req.Model, req.Decision, req.Messages, req.Schema)
-}
-
-func keyOf(modelName, decision string, messages []model.Message, sch json.RawMessage) string {
-	msgs := make([]any, len(messages))
-	for i, m := range messages {
-		msgs[i] = map[string]any{"role": string(m.Role), "content": m.Content}
-	}
-	var schemaValue any
-	if len(bytes.TrimSpace(sch)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(sch))
-		dec.UseNumber()
-		if err := dec.Decode(&schemaValue); err != nil || dec.More() {
-			schemaValue = string(sch)
+	msgs := make([]any, len(req.Messages))
+	for i, m := range req.Messages {
+		msg := map[string]any{"role": string(m.Role), "content": m.Content}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]any, len(m.ToolCalls))
+			for j, tc := range m.ToolCalls {
+				calls[j] = map[string]any{"id": tc.ID, "name": tc.Name, "args": tc.Args}
+			}
+			msg["tool_calls"] = calls
 		}
+		if m.ToolCallID != "" {
+			msg["tool_call_id"] = m.ToolCallID
+		}
+		if m.IsError {
+			msg["is_error"] = true
+		}
+		msgs[i] = msg
 	}
-	canon, err := value.Canonical(map[string]any{
-		"model":    modelName,
-		"decision": decision,
+	key := map[string]any{
+		"model":    req.Model,
+		"decision": req.Decision,
 		"messages": msgs,
-		"schema":   schemaValue,
-	})
+		"schema":   jsonValue(req.Schema),
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]any, len(req.Tools))
+		for i, t := range req.Tools {
+			tools[i] = map[string]any{"name": t.Name, "description": t.Description, "schema": jsonValue(t.Schema)}
+		}
+		key["tools"] = tools
+	}
+	if c := req.ToolChoice; !c.IsZero() {
+		key["tool_choice"] = map[string]any{"mode": string(c.Mode), "name": c.Name, "no_parallel": c.NoParallel}
+	}
+	canon, err := value.Canonical(key)
 	if err != nil { // cannot happen: every value above is plain JSON
-		canon = fmt.Appendf(nil, "%q %q %v %q", modelName, decision, messages, sch)
+		canon = fmt.Appendf(nil, "%q %q %v %q %v %v", req.Model, req.Decision, req.Messages, req.Schema, req.Tools, req.ToolChoice)
 	}
 	return value.Digest(canon)
+}
+
+// jsonValue decodes raw for a key: nil when empty, its text when it is not
+// one JSON value.
+func jsonValue(raw json.RawMessage) any {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return string(raw)
+	}
+	return v
 }
 
 // Read reads and parses the cassette at path.
@@ -148,7 +193,7 @@ func Parse(data []byte, filename string) (*Cassette, error) {
 		at := fmt.Sprintf("exchanges[%d]", i)
 		switch {
 		case x.Key == "":
-			x.Key = keyOf(x.Request.Model, x.Request.Decision, x.Request.Messages, x.Request.Schema)
+			x.Key = Key(x.Request.ModelRequest())
 		case !hexKey.MatchString(x.Key):
 			problems = append(problems, fmt.Sprintf("%s: key must be 64 lowercase hex digits (a sha256), got %q; delete it to have it computed", at, cut(x.Key, 80)))
 		}

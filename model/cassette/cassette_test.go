@@ -129,7 +129,7 @@ func TestReplayMiss(t *testing.T) {
 		want string
 	}{
 		{"another step", req("notify", long), `cassette ` + path + ` holds no exchange for step "notify" (prompt "` + long[:60] + `…"): re-record with --record`},
-		{"changed prompt", req("extract", "resume of Li"), `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Li"); it holds 1 exchange(s) for this step with another model, decision, prompt or schema: re-record with --record`},
+		{"changed prompt", req("extract", "resume of Li"), `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Li"); it holds 1 exchange(s) for this step with another model, decision, prompt, schema or tools: re-record with --record`},
 		{"other model", &model.Request{Model: "gpt-4o", StepID: "extract", Messages: msgs("resume of Zhang")}, `holds 1 exchange(s) for this step with another model`},
 		{"other decision", &model.Request{Model: "gpt-4o-mini", StepID: "extract", Decision: "plan", Messages: msgs("resume of Zhang")}, `holds 1 exchange(s) for this step with another model`},
 	}

@@ -9,9 +9,15 @@
 // and the prompt, so a changed prompt is noticed rather than papered over.
 //
 // The key is the sha256 of the canonical JSON of the request's model name,
-// decision, messages and schema. Run id, step id, attempt and the
-// corrective flag are not part of it, so a replay in a new run matches, and
-// renaming a step does not invalidate a cassette. Identical requests
+// decision, messages and schema, and, when the request offers tools, its
+// tools and tool choice; the messages' tool calls (ids, names, arguments)
+// and tool results (call id, content, error flag) are part of the
+// messages. So each turn of an agent conversation replays the exchange
+// recorded for it, and a turn whose tool results differ misses. A request
+// without tools has the key it had before tool calling, so older
+// cassettes still replay. Run id, step id, attempt and the corrective flag
+// are not part of it, so a replay in a new run matches, and renaming a step
+// does not invalidate a cassette. Identical requests
 // recorded several times (a retry after a transient error, the same
 // prompt in two steps) are answered in the order they were recorded.
 //
@@ -39,6 +45,12 @@
 //	  ]
 //	}
 //
+// A request that offers tools also records "tools" (name, description,
+// schema) and "tool_choice"; its messages carry "tool_calls" and
+// "tool_call_id"/"is_error" where they have them, and a response its
+// "tool_calls" ({"id", "name", "args"}, the arguments' text as the model
+// wrote it).
+//
 // "step" and "corrective" are informational. "key" is what replay matches
 // on; after editing a request by hand, delete its key and it is computed
 // from the request when the cassette is read. An exchange has a response,
@@ -50,7 +62,7 @@
 // environment variables whose names say they are secrets (redact.SecretName,
 // 8 bytes or longer) and values given to Recorder.Redact, in their common
 // encodings, and token-shaped strings (sk-…, AIza…, "Bearer …")
-// everywhere; in error messages also the values of header- and
+// everywhere, tool call arguments and tool results included; in error messages also the values of header- and
 // parameter-like secrets (Authorization:, x-api-key:, api_key=, …). Keys
 // are computed before redaction, so a redacted cassette still replays; a
 // redacted reply is replayed redacted.

@@ -2,10 +2,10 @@ package cassette_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/cassette"
 )
 
@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"version":1,"exchanges":[{"request":{"model":"m","messages":[{"role":"user","content":"hi"}],"schema":{"type":"object"}},"response":{"text":"x","usage":{"in":1,"out":2}}}]}`,
 		`{"version":1,"exchanges":[{"key":"` + strings.Repeat("0", 64) + `","request":{"messages":[]},"error":{"class":"transient","message":"m"}}]}`,
+		`{"version":1,"exchanges":[{"request":{"decision":"agent","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"","tool_calls":[{"id":"a","name":"t","args":"{\"x"}]},{"role":"tool","content":"r","tool_call_id":"a","is_error":true}],"tools":[{"name":"t","schema":{"type":"object"}}],"tool_choice":{"mode":"tool","name":"t"}},"response":{"text":"","tool_calls":[{"id":"b","name":"t","args":"{}"}],"usage":{"in":1,"out":2}}}]}`,
 		`{"version":2}`,
 		`{"version":1}{}`,
 		`{"version":1,"exchanges":[{"request":{"messages":[{"content":5}]}}]}`,
@@ -39,12 +40,12 @@ func FuzzParse(f *testing.F) {
 			if x.Key == "" {
 				t.Fatal("exchange without a key")
 			}
-			if x.Key != cassette.Key(&model.Request{Model: x.Request.Model, Decision: x.Request.Decision, Messages: x.Request.Messages, Schema: x.Request.Schema}) {
+			r := x.Request.ModelRequest()
+			if x.Key != cassette.Key(r) {
 				continue // a hand-set key: it answers some other request
 			}
-			r := &model.Request{Model: x.Request.Model, Decision: x.Request.Decision, Messages: x.Request.Messages, Schema: x.Request.Schema}
 			resp, err := p.Generate(context.Background(), r)
-			if x.Response != nil && (resp == nil || resp.Text != x.Response.Text) {
+			if x.Response != nil && (resp == nil || resp.Text != x.Response.Text || !reflect.DeepEqual(resp.ToolCalls, x.Response.ToolCalls)) {
 				t.Fatalf("replayed %+v, %v for %+v", resp, err, x)
 			}
 			if x.Error != nil && err == nil {

@@ -94,8 +94,18 @@ func (r *Recorder) Generate(ctx context.Context, req *model.Request) (*model.Res
 		Decision:   req.Decision,
 		Step:       req.StepID,
 		Corrective: req.Corrective,
-		Messages:   slices.Clone(req.Messages),
+		Messages:   recordedMessages(req.Messages),
 		Schema:     recordedSchema(req.Schema),
+	}
+	if len(req.Tools) > 0 {
+		rec.Tools = make([]model.ToolDef, len(req.Tools))
+		for i, t := range req.Tools {
+			t.Schema = recordedSchema(t.Schema)
+			rec.Tools[i] = t
+		}
+	}
+	if c := req.ToolChoice; !c.IsZero() {
+		rec.ToolChoice = &c
 	}
 	resp, err := r.next.Generate(ctx, req)
 	if err != nil && ctx.Err() != nil {
@@ -103,7 +113,7 @@ func (r *Recorder) Generate(ctx context.Context, req *model.Request) (*model.Res
 	}
 	x := Exchange{Key: key, Request: rec}
 	if resp != nil {
-		x.Response = &Response{Text: resp.Text, Usage: resp.Usage, Model: resp.Model}
+		x.Response = &Response{Text: resp.Text, ToolCalls: slices.Clone(resp.ToolCalls), Usage: resp.Usage, Model: resp.Model}
 	}
 	if err != nil {
 		x.Error = &Error{Class: fault.ClassOf(err), Message: err.Error()}
@@ -120,6 +130,15 @@ func (r *Recorder) Generate(ctx context.Context, req *model.Request) (*model.Res
 	}
 	r.mu.Unlock()
 	return resp, err
+}
+
+// recordedMessages copies messages, their tool calls included.
+func recordedMessages(msgs []model.Message) []model.Message {
+	out := slices.Clone(msgs)
+	for i := range out {
+		out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
+	}
+	return out
 }
 
 // recordedSchema is the schema as it can be written: valid JSON as is,

@@ -3,6 +3,7 @@ package cassette
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -75,7 +76,7 @@ func (p *Player) Generate(ctx context.Context, req *model.Request) (*model.Respo
 	x := &p.exchanges[idx[n]]
 	var resp *model.Response
 	if x.Response != nil {
-		resp = &model.Response{Text: x.Response.Text, Usage: x.Response.Usage, Model: x.Response.Model}
+		resp = &model.Response{Text: x.Response.Text, ToolCalls: slices.Clone(x.Response.ToolCalls), Usage: x.Response.Usage, Model: x.Response.Model}
 	}
 	if x.Error != nil {
 		return resp, fault.Errorf(x.Error.Class, "%s", x.Error.Message)
@@ -90,7 +91,7 @@ func (p *Player) miss(req *model.Request, held int) error {
 	case held > 0:
 		why = fmt.Sprintf("; it holds this request %d time(s), all replayed already", held)
 	case steps > 0:
-		why = fmt.Sprintf("; it holds %d exchange(s) for this step with another model, decision, prompt or schema", steps)
+		why = fmt.Sprintf("; it holds %d exchange(s) for this step with another model, decision, prompt, schema or tools", steps)
 	}
 	return fault.Errorf(fault.Business, "cassette %s holds no exchange for step %s (prompt %s)%s: re-record with --record", p.name, strconv.Quote(req.StepID), prompt, why)
 }

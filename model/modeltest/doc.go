@@ -16,7 +16,15 @@
 //   - 400 is fault.Business with the provider's message, 401 names the
 //     environment variable that holds the key;
 //   - the API key never appears in any error text, even when the server
-//     echoes it back.
+//     echoes it back;
+//   - native tool calling: tools, tool_choice, assistant tool calls and
+//     tool results go out the provider's way; one call, parallel calls
+//     (in order, with the text beside them), arguments that are not JSON
+//     and calls to tools the request did not offer come back as the
+//     model sent them; a final answer follows tool results; each turn
+//     reports its own usage; a reply with more than model.MaxToolCalls
+//     calls is fault.Format; a request model.CheckRequest rejects is
+//     fault.Business and never sent.
 //
 // Wire formats differ, so the Provider value brings a Wire: functions that
 // write the provider's response for each scenario and one that checks the

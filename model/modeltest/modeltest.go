@@ -59,6 +59,15 @@ type Wire struct {
 	// Error writes the provider's error response for status with message.
 	// Headers the suite set before (Retry-After) must be kept.
 	Error func(w http.ResponseWriter, status int, message string)
+	// ToolCalls writes a complete reply in which the model calls r.Calls,
+	// in order (each call's Args as the model wrote them, JSON or not),
+	// after the text r.Text when it is not empty.
+	ToolCalls func(w http.ResponseWriter, r Reply)
+	// ArgsOnWire, when set, returns the Args a faithful adapter reports
+	// for a call the fixture wrote with args that are not JSON (a wire
+	// that carries arguments as JSON carries such text as a JSON string).
+	// Nil means the args themselves.
+	ArgsOnWire func(args string) string
 }
 
 // Reply is what a fixture is asked to answer.
@@ -74,6 +83,8 @@ type Reply struct {
 	Schema json.RawMessage
 	// In and Out are the token counts to report.
 	In, Out int
+	// Calls are the tool calls to answer with (ToolCalls).
+	Calls []model.ToolCall
 }
 
 // The values the suite uses; fixtures may reuse them in their own tests.
@@ -100,7 +111,7 @@ func Run(t *testing.T, p Provider) {
 	t.Helper()
 	if p.New == nil || p.KeyEnv == "" || p.Wire.Path == "" || p.Wire.CheckRequest == nil ||
 		p.Wire.Text == nil || p.Wire.Structured == nil || p.Wire.Truncated == nil ||
-		p.Wire.Refusal == nil || p.Wire.Error == nil {
+		p.Wire.Refusal == nil || p.Wire.Error == nil || p.Wire.ToolCalls == nil {
 		t.Fatal("modeltest: Provider needs New, KeyEnv and every Wire field")
 	}
 	for _, sc := range scenarios {
@@ -132,6 +143,15 @@ var scenarios = []scenario{
 	{"cancelled", testCancelled},
 	{"key_never_in_errors", testKeyNeverInErrors},
 	{"concurrent", testConcurrent},
+	{"tool_call", testToolCall},
+	{"parallel_tool_calls", testParallelToolCalls},
+	{"malformed_tool_arguments", testMalformedArguments},
+	{"unknown_tool", testUnknownTool},
+	{"tool_results_then_answer", testToolResults},
+	{"tool_choice", testToolChoice},
+	{"usage_across_turns", testUsageAcrossTurns},
+	{"too_many_tool_calls", testTooManyToolCalls},
+	{"bad_tool_request", testBadToolRequest},
 }
 
 // conversation is the request of most scenarios: every role, system first.
@@ -168,9 +188,17 @@ type server struct {
 
 func newServer(t *testing.T, p Provider, req *model.Request, handle func(w http.ResponseWriter, body []byte)) *server {
 	t.Helper()
+	return newTurnServer(t, p, []*model.Request{req}, func(w http.ResponseWriter, _ int, body []byte) { handle(w, body) })
+}
+
+// newTurnServer is a server for a conversation: the n-th request (from 0)
+// is checked against reqs[n] (the last one past the end) and answered by
+// handle with its turn n.
+func newTurnServer(t *testing.T, p Provider, reqs []*model.Request, handle func(w http.ResponseWriter, turn int, body []byte)) *server {
+	t.Helper()
 	s := &server{release: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
+		turn := int(s.requests.Add(1)) - 1
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("read request body: %v", err)
@@ -180,10 +208,11 @@ func newServer(t *testing.T, p Provider, req *model.Request, handle func(w http.
 		if r.Method != http.MethodPost || r.URL.Path != p.Wire.Path {
 			t.Errorf("request %s %s, want POST %s", r.Method, r.URL.Path, p.Wire.Path)
 		}
+		req := reqs[min(turn, len(reqs)-1)]
 		if err := p.Wire.CheckRequest(r, body, req, APIKey); err != nil {
-			t.Errorf("request does not carry the call: %v\nbody: %s", err, body)
+			t.Errorf("request %d does not carry the call: %v\nbody: %s", turn, err, body)
 		}
-		handle(w, body)
+		handle(w, turn, body)
 	}))
 	// Cleanups run last-in first-out: release hanging handlers, then close.
 	t.Cleanup(s.Close)

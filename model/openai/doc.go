@@ -3,7 +3,19 @@
 // (https://api.deepseek.com), vLLM, Ollama and LM Studio (their /v1
 // endpoints). It is built on github.com/openai/openai-go/v3.
 //
-// Messages map one to one (system, user, assistant). A request with a
+// Messages map one to one (system, user, assistant, tool). Native tool
+// calling: Request.Tools go out as function tools (parameters: the
+// argument schema as given, not strict), Request.ToolChoice as tool_choice
+// ("auto", "none", "required" or a named function) and NoParallel as
+// parallel_tool_calls: false; an assistant message's tool calls as its
+// tool_calls, a tool result as a role "tool" message with its
+// tool_call_id. A reply's tool_calls come back as Response.ToolCalls with
+// their arguments' text as sent (an object some compatible servers send
+// instead of a string is kept as its JSON); a call without an id gets
+// "call_<index>", a reply with more than model.MaxToolCalls calls or two
+// calls with one id is a format error.
+//
+// A request with a
 // schema asks for structured output the way the server supports it
 // (Config.Structured):
 //

@@ -132,8 +132,10 @@ func New(cfg Config) (*Model, error) {
 // Generate sends req as one chat completion. Errors are classed: 408, 429,
 // 5xx, network errors and a passed deadline are transient (with the
 // server's Retry-After attached), a reply cut off by the token limit is a
-// format error, refusals and other 4xx are business errors. A Response
-// with the usage is returned beside a truncation or refusal error.
+// format error, and so is a reply with more than model.MaxToolCalls tool
+// calls; refusals, other 4xx and a request model.CheckRequest rejects are
+// business errors. A Response with the usage is returned beside a
+// truncation, refusal or tool-call error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	name := m.cfg.Model
 	if name == "" {
@@ -141,6 +143,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	}
 	if name == "" {
 		return nil, fault.Errorf(fault.Business, "openai: no model to ask for: name one in the config (model:) or the request")
+	}
+	if err := model.CheckRequest(req); err != nil {
+		return nil, fault.BusinessErr(fmt.Errorf("openai: %w", err))
 	}
 	params, sh, err := m.params(name, req)
 	if err != nil {
@@ -169,8 +174,9 @@ type completion struct {
 	Choices []struct {
 		FinishReason string `json:"finish_reason"`
 		Message      struct {
-			Content string `json:"content"`
-			Refusal string `json:"refusal"`
+			Content   string     `json:"content"`
+			Refusal   string     `json:"refusal"`
+			ToolCalls []toolCall `json:"tool_calls"`
 		} `json:"message"`
 	} `json:"choices"`
 	Usage struct {
@@ -192,6 +198,11 @@ func (m *Model) response(name string, c *completion, sh shape) (*model.Response,
 		return resp, fault.Errorf(fault.Business, "openai: %s refused to answer: %s", name, m.api.Redact(r))
 	}
 	resp.Text = ch.Message.Content
+	calls, err := toolCalls(name, ch.Message.ToolCalls)
+	if err != nil {
+		return resp, err
+	}
+	resp.ToolCalls = calls
 	switch ch.FinishReason {
 	case "length":
 		return resp, fault.Errorf(fault.Format, "openai: %s: the reply was cut off at the token limit after %d output tokens (finish_reason: length); raise max_tokens or ask for less", name, resp.Usage.Out)

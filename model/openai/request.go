@@ -23,10 +23,15 @@ func (m *Model) params(name string, req *model.Request) (sdk.ChatCompletionNewPa
 		case model.User:
 			p.Messages = append(p.Messages, sdk.UserMessage(msg.Content))
 		case model.Assistant:
-			p.Messages = append(p.Messages, sdk.AssistantMessage(msg.Content))
+			p.Messages = append(p.Messages, assistantMessage(&req.Messages[i]))
+		case model.Tool:
+			p.Messages = append(p.Messages, sdk.ToolMessage(msg.Content, msg.ToolCallID))
 		default:
-			return p, shape{}, fmt.Errorf("openai: messages[%d]: role %q is not system, user or assistant", i, msg.Role)
+			return p, shape{}, fmt.Errorf("openai: messages[%d]: role %q is not system, user, assistant or tool", i, msg.Role)
 		}
+	}
+	if err := toolParams(&p, req); err != nil {
+		return p, shape{}, fmt.Errorf("openai: %w", err)
 	}
 	if n := int64(m.cfg.MaxTokens); n > 0 {
 		if m.official {

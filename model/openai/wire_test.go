@@ -60,10 +60,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type sentRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role       string     `json:"role"`
+		Content    *string    `json:"content"`
+		ToolCallID string     `json:"tool_call_id"`
+		ToolCalls  []sentCall `json:"tool_calls"`
 	} `json:"messages"`
-	ResponseFormat *struct {
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string         `json:"name"`
+			Description string         `json:"description"`
+			Parameters  map[string]any `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	ResponseFormat    *struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
 			Name   string         `json:"name"`
@@ -93,9 +105,12 @@ func wire(mode string) modeltest.Wire {
 				return fmt.Errorf("%d messages, want %d", len(sent.Messages), len(req.Messages))
 			}
 			for i, m := range req.Messages {
-				if sent.Messages[i].Role != string(m.Role) || sent.Messages[i].Content != m.Content {
-					return fmt.Errorf("messages[%d] = %+v, want %+v", i, sent.Messages[i], m)
+				if err := checkMessage(sent, i, m); err != nil {
+					return err
 				}
+			}
+			if err := checkTools(sent, req); err != nil {
+				return err
 			}
 			return checkFormat(sent, req, mode)
 		},
@@ -110,6 +125,22 @@ func wire(mode string) modeltest.Wire {
 		},
 		Refusal: func(w http.ResponseWriter, r modeltest.Reply) {
 			writeJSON(w, 200, completion(r, nil, r.Text, "stop"))
+		},
+		ToolCalls: func(w http.ResponseWriter, r modeltest.Reply) {
+			var content any
+			if r.Text != "" {
+				content = r.Text
+			}
+			c := completion(r, content, nil, "tool_calls")
+			calls := make([]any, len(r.Calls))
+			for i, tc := range r.Calls {
+				calls[i] = map[string]any{
+					"id": tc.ID, "type": "function",
+					"function": map[string]any{"name": tc.Name, "arguments": tc.Args},
+				}
+			}
+			c["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"] = calls
+			writeJSON(w, 200, c)
 		},
 		Error: func(w http.ResponseWriter, status int, message string) {
 			typ, code := "invalid_request_error", any(nil)

@@ -35,12 +35,30 @@
 //	      steps:
 //	        - {id: weather, tool: read_primary_weather, args: {city: Tokyo}}
 //
+// A turn of an agent loop (a request with tools) may be answered with
+// tool calls; the same step's next reply answers the next turn:
+//
+//	replies:
+//	  - step: travel_agent
+//	    tool_calls:                   # answered as model.Response.ToolCalls
+//	      - {name: get_weather, args: {city: Paris}}    # id made: call_0_0
+//	      - {id: t2, name: get_weather, raw_args: '{"city": "Ro'}  # as is
+//	  - step: travel_agent
+//	    contains: "21"                # the prompt holds the tool results
+//	    raw: "Paris is sunny at 21°C; Rome did not answer."
+//
 // decision is an optional filter matched against model.Request.Decision:
-// route, plan, or llm for an llm step (Decision ""). A reply gives exactly
-// one of output, raw, error, route and plan; route needs a non-empty
-// reason; plan must be a mapping (it is not checked further: the planner
-// validates plans, and a test may want a bad one); a route or plan reply
-// may not name another decision. To exercise the router's or planner's
+// route, plan, agent, or llm for an llm step (Decision ""). A reply gives
+// exactly one of output, raw, error, route, plan and tool_calls; route
+// needs a non-empty reason; plan must be a mapping (it is not checked
+// further: the planner validates plans, and a test may want a bad one); a
+// route or plan reply may not name another decision, nor may tool_calls
+// say route or plan. A tool call needs a name; args is a mapping (answered
+// as compact JSON, {} when absent), raw_args text answered as is (to feed
+// an agent arguments that are not JSON); ids, when given, are unique in
+// the reply, and the ones left out are made from the reply's and the
+// call's index (call_<reply>_<call>), the same on every run. A reply holds
+// at most model.MaxToolCalls calls. To exercise the router's or planner's
 // rejections, answer with raw: or output: instead.
 //
 // Parse and Load check a script strictly and report every problem at once

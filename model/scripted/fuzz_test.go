@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/model"
 )
 
 func FuzzParse(f *testing.F) {
@@ -17,6 +19,8 @@ func FuzzParse(f *testing.F) {
 		"replies:\n  - &r {step: a, output: [1, *r]}\n  - *r\n",
 		"replies:\n  - {step: a, decision: route, route: r, reason: why}\n  - {step: a, decision: plan, plan: {goal: g, steps: [{id: s, tool: t}]}}\n",
 		"replies:\n  - {step: a, decision: llm, output: 1, route: r}\n  - {step: a, reason: x}\n  - {step: a, plan: [1]}\n",
+		"replies:\n  - {step: a, decision: agent, tool_calls: [{name: t, args: {x: 1}}, {id: k, name: u, raw_args: '{\"x'}]}\n",
+		"replies:\n  - {step: a, tool_calls: [{name: t, id: k}, {name: t, id: k}, {args: [1]}, {name: v, args: {}, raw_args: x}]}\n",
 		"replies: {}\n---\n- x\n",
 		"a: b: c\n",
 		"",
@@ -54,6 +58,25 @@ func FuzzParse(f *testing.F) {
 				var got struct{ Route, Reason string }
 				if json.Unmarshal([]byte(resp.Text), &got) != nil || got.Route != r.Route || got.Reason != r.Reason {
 					t.Fatalf("route reply %+v answered %q", r, resp.Text)
+				}
+			}
+			if len(r.ToolCalls) > 0 {
+				if len(r.ToolCalls) > model.MaxToolCalls {
+					t.Fatalf("accepted %d tool calls", len(r.ToolCalls))
+				}
+				for _, tc := range r.ToolCalls {
+					if tc.Name == "" {
+						t.Fatalf("accepted a tool call without a name: %+v", r)
+					}
+				}
+				if err == nil {
+					seen := map[string]bool{}
+					for _, tc := range resp.ToolCalls {
+						if tc.ID == "" || seen[tc.ID] {
+							t.Fatalf("answered a missing or repeated id: %+v", resp.ToolCalls)
+						}
+						seen[tc.ID] = true
+					}
 				}
 			}
 			if r.Plan != nil {

@@ -18,13 +18,13 @@ import (
 )
 
 // replyFields lists the fields a reply may have, in the order messages name them.
-var replyFields = []string{"step", "decision", "contains", "model", "output", "raw", "route", "reason", "plan", "error", "message", "tokens", "delay"}
+var replyFields = []string{"step", "decision", "contains", "model", "output", "raw", "route", "reason", "plan", "tool_calls", "error", "message", "tokens", "delay"}
 
 // answerFields are the fields of which a reply gives exactly one.
-var answerFields = []string{"output", "raw", "error", "route", "plan"}
+var answerFields = []string{"output", "raw", "error", "route", "plan", "tool_calls"}
 
 // oneOfAnswers is answerFields for messages.
-const oneOfAnswers = "output, raw, error, route or plan"
+const oneOfAnswers = "output, raw, error, route, plan or tool_calls"
 
 // scriptParser collects the problems of one script.
 type scriptParser struct {
@@ -147,14 +147,14 @@ func (p *scriptParser) reply(i int, item ast.Node) (Reply, bool) {
 	}
 	if f, ok := fields["decision"]; ok {
 		switch d := p.str(f, what); d {
-		case "route", "plan", "llm":
+		case "route", "plan", "agent", "llm":
 			r.Decision = d
 		case "":
 			if len(p.problems) == before {
-				p.addf(f.Value, "%s: decision must be route, plan or llm, got \"\"", what)
+				p.addf(f.Value, "%s: decision must be route, plan, agent or llm, got \"\"", what)
 			}
 		default:
-			p.addf(f.Value, "%s: decision must be route, plan or llm, got %q", what, d)
+			p.addf(f.Value, "%s: decision must be route, plan, agent or llm, got %q", what, d)
 		}
 	}
 	if f, ok := fields["contains"]; ok {
@@ -216,6 +216,12 @@ func (p *scriptParser) answer(r *Reply, fields map[string]*ast.MappingValueNode,
 		r.Plan = p.plan(f, what)
 		if r.Decision != "" && r.Decision != "plan" {
 			p.addf(f.Key, "%s: a plan reply answers the planner, but decision is %s (drop decision: or say decision: plan)", what, r.Decision)
+		}
+	}
+	if f, ok := fields["tool_calls"]; ok {
+		r.ToolCalls = p.toolCalls(f, what)
+		if r.Decision == "route" || r.Decision == "plan" {
+			p.addf(f.Key, "%s: tool_calls answer a turn that offers tools, but decision is %s, which offers none (drop decision: or say decision: agent)", what, r.Decision)
 		}
 	}
 }

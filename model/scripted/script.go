@@ -11,15 +11,16 @@ import (
 )
 
 // Reply is one canned answer of a script. Exactly one of Output, Raw,
-// Error, Route and Plan says what the reply answers; when a Reply built in
-// Go sets more than one, Error wins over Raw, Raw over Route, Route over
-// Plan and Plan over Output (a nil Output with nothing else answers the
-// JSON text "null").
+// Error, Route, Plan and ToolCalls says what the reply answers; when a
+// Reply built in Go sets more than one, Error wins over ToolCalls,
+// ToolCalls over Raw, Raw over Route, Route over Plan and Plan over Output
+// (a nil Output with nothing else answers the JSON text "null").
 type Reply struct {
 	// Step is the step id the reply answers (model.Request.StepID).
 	Step string
-	// Decision, when not empty, must match the request's Decision: "route"
-	// or "plan", or "llm" for a request whose Decision is "" (an llm step).
+	// Decision, when not empty, must match the request's Decision: "route",
+	// "plan" or "agent", or "llm" for a request whose Decision is "" (an
+	// llm step).
 	Decision string
 	// Contains, when not empty, must occur in the request's Prompt().
 	Contains string
@@ -38,6 +39,12 @@ type Reply struct {
 	// plan object a planner proposes ({"goal": …, "steps": […]}). It is not
 	// validated here; the planner does that.
 	Plan any
+	// ToolCalls, when not empty, answers with these tool calls
+	// (model.Response.ToolCalls) and no text: a turn of an agent loop. A
+	// call without an ID gets "call_<reply>_<call>" (the reply's and the
+	// call's index), so ids are unique in a script and the same on every
+	// run. Args are answered as they are, JSON or not.
+	ToolCalls []model.ToolCall
 	// Error, when not empty, makes the call fail with this class; scripts
 	// may only say fault.Transient or fault.Business.
 	Error fault.Class
@@ -79,10 +86,13 @@ func (e *ParseError) Error() string {
 
 // Parse reads a script. filename is used only in messages ("<script>" when
 // empty). Unknown fields, wrong types, a reply without a step or without
-// exactly one of output, raw, error, route and plan, an error kind other
-// than transient or business, a decision other than route, plan or llm, a
-// route without a reason (or a reason without a route), a plan that is not
-// a mapping, a route or plan reply whose decision says otherwise, and bad
+// exactly one of output, raw, error, route, plan and tool_calls, an error
+// kind other than transient or business, a decision other than route,
+// plan, agent or llm, a route without a reason (or a reason without a
+// route), a plan that is not a mapping, a route, plan or tool_calls reply
+// whose decision says otherwise, tool calls without a name, with both args
+// and raw_args, with args that are not a mapping, with a repeated id, an
+// empty tool_calls list or one longer than model.MaxToolCalls, and bad
 // tokens or delays are all rejected; the error is a *ParseError listing
 // every problem found.
 func Parse(data []byte, filename string) (*Model, error) {

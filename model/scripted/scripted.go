@@ -131,6 +131,8 @@ func answer(r *Reply, i int, step, prompt string) (*model.Response, error) {
 			msg = fmt.Sprintf("scripted %s error", r.Error)
 		}
 		return &model.Response{Usage: usage(r, prompt, "")}, fault.Errorf(r.Error, "scripted model: step %q, replies[%d]: %s", step, i, msg)
+	case len(r.ToolCalls) > 0:
+		return toolCallAnswer(r, i, step, prompt)
 	case r.Raw != nil:
 		return &model.Response{Text: *r.Raw, Usage: usage(r, prompt, *r.Raw)}, nil
 	}
@@ -149,6 +151,30 @@ func answer(r *Reply, i int, step, prompt string) (*model.Response, error) {
 	}
 	text := strings.TrimSuffix(b.String(), "\n")
 	return &model.Response{Text: text, Usage: usage(r, prompt, text)}, nil
+}
+
+// toolCallAnswer answers reply r (index i) with its tool calls, ids made
+// for the calls without one.
+func toolCallAnswer(r *Reply, i int, step, prompt string) (*model.Response, error) {
+	calls := make([]model.ToolCall, len(r.ToolCalls))
+	size := 0
+	for j, tc := range r.ToolCalls {
+		if tc.ID == "" {
+			tc.ID = fmt.Sprintf("call_%d_%d", i, j)
+		}
+		calls[j] = tc
+		size += len(tc.Name) + len(tc.Args)
+	}
+	if err := model.CheckToolCalls(calls); err != nil {
+		return nil, fault.Errorf(fault.Business, "scripted model: step %q, replies[%d]: %v", step, i, err)
+	}
+	resp := &model.Response{ToolCalls: calls}
+	if r.Tokens != nil {
+		resp.Usage = *r.Tokens
+	} else {
+		resp.Usage = model.Usage{In: (len(prompt) + 3) / 4, Out: (size + 3) / 4}
+	}
+	return resp, nil
 }
 
 // routeAnswer is how a route reply is answered: the semantic router's
