@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -492,6 +493,10 @@ func checkRecordError(t *testing.T, what string, err error, newer bool) {
 	}
 	if newer && (!strings.Contains(strings.ToLower(msg), "newer") || !strings.Contains(msg, "upgrade rein")) {
 		t.Errorf("%s: error %q does not say the record is from a newer rein and to upgrade rein", what, msg)
+	}
+	var ve *journal.VersionError
+	if newer && (!errors.As(err, &ve) || !ve.Newer()) {
+		t.Errorf("%s: error %q does not wrap a *journal.VersionError", what, msg)
 	}
 }
 

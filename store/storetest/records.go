@@ -1,10 +1,13 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/journal/journaltest"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -16,10 +19,10 @@ import (
 func testRecordsKeepEveryField(t *testing.T, h Harness) {
 	s := open(t, h)
 	var (
-		e  trace.Event
-		st store.Step
+		e       trace.Event
+		st, big store.Step
 	)
-	for _, v := range []any{&e, &st} {
+	for _, v := range []any{&e, &st, &big} {
 		if _, err := journaltest.Fill(v); err != nil {
 			t.Fatal(err)
 		}
@@ -27,8 +30,14 @@ func testRecordsKeepEveryField(t *testing.T, h Harness) {
 	const id = "run-every-field"
 	e.Seq, e.RunID = 1, id
 	st.RunID = id
+	// big's payloads go to blobs; its OutputSHA is its output's digest, as
+	// the engine sets it.
+	big.RunID, big.StepID = id, "big"
+	big.Output, big.Input = bigJSON("out", 2*store.DefaultBlobThreshold), bigJSON("in", 2*store.DefaultBlobThreshold)
+	sum := sha256.Sum256(big.Output)
+	big.OutputSHA = hex.EncodeToString(sum[:])
 	r := create(t, s, &store.CreateRunParams{ID: id})
-	commit(t, s, &store.Transition{RunID: id, Version: r.Version, Events: []*trace.Event{&e}, Steps: []*store.Step{&st}})
+	commit(t, s, &store.Transition{RunID: id, Version: r.Version, Events: []*trace.Event{&e}, Steps: []*store.Step{&st, &big}})
 	evs := events(t, s, id, 0, 0)
 	if len(evs) != 1 {
 		t.Fatalf("Events = %d events, want 1", len(evs))
@@ -37,11 +46,14 @@ func testRecordsKeepEveryField(t *testing.T, h Harness) {
 		t.Errorf("event read back: %s", d)
 	}
 	sts := steps(t, s, id)
-	if len(sts) != 1 {
-		t.Fatalf("Steps = %d steps, want 1", len(sts))
+	if len(sts) != 2 {
+		t.Fatalf("Steps = %d steps, want 2", len(sts))
 	}
 	for _, d := range journaltest.Diff(st, *sts[0]) {
 		t.Errorf("step read back: %s", d)
+	}
+	for _, d := range journaltest.Diff(big, *sts[1]) {
+		t.Errorf("step with payloads in blobs read back: %s", d)
 	}
 }
 
@@ -74,6 +86,10 @@ func testNewerStepVersion(t *testing.T, h Harness) {
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s step record: err is ErrNotFound: %v", tc.name, err)
+		}
+		var ve *journal.VersionError
+		if errors.As(err, &ve) != (tc.name == "newer") {
+			t.Errorf("%s step record: error %q: a *journal.VersionError only for the newer one", tc.name, err)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(err.Error(), w) {
