@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -49,10 +50,10 @@ var (
 	ErrDamaged = errors.New("the run store is damaged")
 )
 
-// JournalVersion is the version of the event records this binary writes.
-// A record with a higher version is refused with an error naming the run
-// and sequence, never guessed at.
-const JournalVersion = 1
+// JournalVersion is journal.Version, the version of the records this
+// binary writes. A record with a higher version is refused with an error
+// naming the run and the record, never guessed at.
+const JournalVersion = journal.Version
 
 // DefaultBlobThreshold is the payload size above which outputs and inputs
 // go to the content-addressed blob table and rows refer to them by sha256.
@@ -254,29 +255,10 @@ func (u *RunUpdate) CloseReason() string {
 	return "the run is " + string(u.Status)
 }
 
-// Step is the step projection: where one step of a run stands.
-type Step struct {
-	RunID  string           `json:"run_id"`
-	StepID string           `json:"step_id"`
-	Type   string           `json:"type,omitempty"`
-	Status trace.StepStatus `json:"status"`
-	// Attempt is the number of the attempt last started (1-based); a step
-	// found running after a crash was in flight with this attempt.
-	Attempt int `json:"attempt"`
-	// Output is the step's output as canonical JSON, when it settled with
-	// one. The backend moves outputs larger than its blob threshold to the
-	// blob table (OutputSHA names them) and reads them back in Steps.
-	Output    json.RawMessage `json:"output,omitempty"`
-	OutputSHA string          `json:"output_sha256,omitempty"`
-	// Input is what the step ran with (rendered prompt or tool args), for
-	// `rein runs show` and approvals.
-	Input json.RawMessage `json:"input,omitempty"`
-	// Idempotent records whether a re-run after a crash is safe.
-	Idempotent bool            `json:"idempotent,omitempty"`
-	Error      json.RawMessage `json:"error,omitempty"`
-	StartedAt  time.Time       `json:"started_at,omitzero"`
-	SettledAt  time.Time       `json:"settled_at,omitzero"`
-}
+// Step is journal.Step (an alias): a step's record, set by a transition
+// and read back as the step projection. Package journal owns it and its
+// encoding.
+type Step = journal.Step
 
 // ApprovalStatus is where an approval stands.
 type ApprovalStatus string

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
@@ -206,10 +207,7 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			return nil, fmt.Errorf("event %d (%s) has seq %d, not after %d: events carry their sequence numbers, increasing", i, e.Kind, e.Seq, p.maxSeq)
 		}
 		// stored events leave out the row's run ID; reading puts it back.
-		ev := *e
-		ev.RunID = ""
-		buf = trace.AppendJSON(buf[:0], &ev)
-		p.events = frames.AppendEvent(p.events, e.Seq, buf)
+		p.events, buf = frames.EncodeEvent(p.events, buf, e)
 		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
 	spill := func(sha string, data []byte) {
@@ -226,9 +224,8 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		if st == nil || st.StepID == "" {
 			return nil, errors.New("step without a StepID")
 		}
-		var e frames.EncodedStep
-		e, buf = frames.EncodeStep(st, s.blobThreshold, buf[:0])
-		p.steps = frames.AppendStep(p.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		var e journal.EncodedStep
+		p.steps, buf, e = frames.EncodeStep(p.steps, buf, st, s.blobThreshold)
 		spill(e.OutputBlob, e.OutputData)
 		spill(e.InputBlob, e.InputData)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
@@ -103,16 +104,12 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 		// an event's run is the transition's (t.RunID): stored events
 		// leave it out (it was a tenth of a row), and reading puts it back.
-		ev := *e
-		ev.RunID = ""
-		buf = trace.AppendJSON(buf[:0], &ev)
-		c.events = frames.AppendEvent(c.events, e.Seq, buf)
+		c.events, buf = frames.EncodeEvent(c.events, buf, e)
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		var e frames.EncodedStep
-		e, buf = frames.EncodeStep(st, s.opts.BlobThreshold, buf[:0])
-		c.steps = frames.AppendStep(c.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		var e journal.EncodedStep
+		c.steps, buf, e = frames.EncodeStep(c.steps, buf, st, s.opts.BlobThreshold)
 		if e.OutputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
@@ -341,11 +338,10 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	out := make([]*store.Step, len(last))
 	for i := range last {
 		sf := &last[i]
-		r, err := sf.Decode(runID)
+		st, r, err := journal.DecodeStep(runID, sf)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
-		st := sf.Step(runID, &r)
 		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
 		// Payloads stored as blobs (large ones only), read back.
 		if r.OutputBlob {
