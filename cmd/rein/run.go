@@ -162,7 +162,7 @@ func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order [
 		}
 	} else {
 		writeResultText(s, res, order)
-		writePending(s.out, res.RunID, dsn, res.Pending)
+		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
 	return &exitError{code: exitCode(ctx, res)}
 }
