@@ -107,7 +107,7 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, nee
 	}
 	if len(needsTools) > 0 {
 		db += " --no-resume"
-		fmt.Fprintf(w, "decide with one of these; %s:\n", needsToolsAdvice(runID, needsTools))
+		fmt.Fprintf(w, "%s\ndecide here with one of:\n", needsToolsAdvice(runID, needsTools))
 	} else {
 		fmt.Fprintln(w, "go on with one of:")
 	}
