@@ -64,6 +64,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "rein:", ee.err)
+			if advice := cliAdvice(ee.err); advice != "" {
+				fmt.Fprintln(stderr, "rein:", advice)
+			}
 		}
 		return ee.code
 	}
