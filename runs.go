@@ -146,7 +146,7 @@ func (r *Runs) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*Ou
 	return r.resume(ctx, run.ID, opts)
 }
 
-func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (*Outcome, error) {
+func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (out *Outcome, err error) {
 	run, err := r.st.GetRun(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
@@ -158,7 +158,11 @@ func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (*Out
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
+	defer func() {
+		if cerr := p.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run %s: %w", id, cerr)
+		}
+	}()
 	cfg := r.cfg
 	if opts != nil && opts.Watch != nil {
 		steps, err := r.st.Steps(ctx, id)
