@@ -230,11 +230,12 @@ func (r *Runs) Cancel(ctx context.Context, ref, reason string) (*store.Run, erro
 		return nil, finishedErr(run, "there is nothing to cancel")
 	}
 	if err := engine.New(r.cfg).Cancel(ctx, run.ID, reason); err != nil {
+		// the run may have settled, or been taken, since it was read.
+		held, gerr := r.st.GetRun(ctx, run.ID)
+		if gerr == nil && held.Finished() {
+			return nil, finishedErr(held, "there is nothing to cancel")
+		}
 		if errors.Is(err, store.ErrConflict) {
-			held, gerr := r.st.GetRun(ctx, run.ID)
-			if gerr == nil && held.Finished() {
-				return nil, finishedErr(held, "there is nothing to cancel")
-			}
 			if gerr == nil {
 				run = held
 			}

@@ -22,7 +22,7 @@ func TestGoToolsRunIsNotResumedHere(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(`name: gotools
 steps:
   - {id: review, type: approval, message: "go on?"}
-  - {id: greet, tool: greet, args: {name: ann}}
+  - {id: greet, tool: greet, approval: required, args: {name: ann}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,14 @@ steps:
 		t.Fatal(err)
 	}
 	o, err := runs.Resume(ctx, id, nil)
-	if err != nil || o.Result.Status != rein.StatusSucceeded {
+	if err != nil || o.Result.Status != rein.StatusWaiting || o.Result.Pending[0].StepID != "greet" {
+		t.Fatalf("resume with the tools: %v %+v", err, o)
+	}
+	code, stdout, stderr = cli(t, "runs", "approve", id, "greet", "--no-resume", "--db", db)
+	if code != exitOK || !strings.Contains(stdout, "step greet of run "+id+" approved by") || !strings.Contains(stdout, advice) || strings.Contains(stdout, "rein runs resume") {
+		t.Fatalf("approve --no-resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if o, err = runs.Resume(ctx, id, nil); err != nil || o.Result.Status != rein.StatusSucceeded || o.Result.Outputs["greet"].(map[string]any)["hello"] != "ann" {
 		t.Fatalf("resume with the tools: %v %+v", err, o)
 	}
 }
