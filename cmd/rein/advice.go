@@ -5,6 +5,7 @@ import (
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/cassette"
 )
 
 // cliAdvice says which flag fixes err, for the errors of the library whose
@@ -19,6 +20,8 @@ func cliAdvice(err error) string {
 		return "pass the input with --input FILE (- for stdin) or --input-json JSON"
 	case errors.Is(err, model.ErrNotConfigured):
 		return "answer it with --model NAME|provider/model, or offline with --script FILE"
+	case errors.Is(err, cassette.ErrRecordAgain):
+		return "record it with --record FILE (and a model that answers: rein.yaml models:, or --model)"
 	}
 	return ""
 }
