@@ -209,7 +209,7 @@ func (r *Runs) finished(ctx context.Context, run *store.Run) (*Outcome, error) {
 func (r *Runs) heldErr(ctx context.Context, id string, err error) error {
 	h := Hint{Code: HintHeldByAnotherProcess, RunID: id}
 	if run, gerr := r.st.GetRun(ctx, id); gerr == nil {
-		h.Owner, h.Until = run.LeaseOwner, run.LeaseExpires
+		h.Owner, h.Until, h.Since = run.LeaseOwner, run.LeaseExpires, run.UpdatedAt
 	}
 	return runsErr(ClassConflict, h, err)
 }
@@ -239,9 +239,10 @@ func (r *Runs) Cancel(ctx context.Context, ref, reason string) (*store.Run, erro
 			if gerr == nil {
 				run = held
 			}
-			return nil, runsErr(ClassConflict, Hint{Code: HintHeldByAnotherProcess, RunID: run.ID, Owner: run.LeaseOwner, Until: run.LeaseExpires},
-				fmt.Errorf("%w: run %s is being advanced by %s (its lease runs until %s): stop that process, or wait for its lease to expire, then cancel again",
-					err, run.ID, run.LeaseOwner, run.LeaseExpires.Local().Format(time.DateTime)))
+			h := Hint{Code: HintHeldByAnotherProcess, RunID: run.ID, Owner: run.LeaseOwner, Until: run.LeaseExpires, Since: run.UpdatedAt}
+			return nil, runsErr(ClassConflict, h,
+				fmt.Errorf("%w: run %s is being advanced by %s (last change %s, lease until %s): stop that process, or wait for its lease to expire, then cancel again",
+					err, run.ID, h.Owner, h.Since.Local().Format(time.DateTime), h.Until.Local().Format(time.DateTime)))
 		}
 		return nil, err
 	}

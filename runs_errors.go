@@ -18,8 +18,8 @@ const (
 	// give (Hint.Tools): only a program that registers them can resume it.
 	HintNeedsTools HintCode = "needs_tools"
 	// HintHeldByAnotherProcess: another process holds the run's lease
-	// (Hint.Owner, until Hint.Until): stop it or wait for the lease to
-	// expire.
+	// (Hint.Owner, until Hint.Until; the run last changed at Hint.Since):
+	// stop it or wait for the lease to expire.
 	HintHeldByAnotherProcess HintCode = "held_by_another_process"
 	// HintAlreadyDecided: the step's approval was decided already
 	// (Hint.Status, Hint.DecidedBy, Hint.DecidedAt); Hint.Waiting lists
@@ -50,9 +50,12 @@ type Hint struct {
 	RunID string `json:"run_id,omitempty"`
 	// Tools are the Go tools a needs_tools run lacks, sorted.
 	Tools []string `json:"tools,omitempty"`
-	// Owner and Until are the holder of the lease and its expiry.
+	// Owner and Until are the holder of the lease and its expiry; Since
+	// is when the held run last changed (its last commit, lease or
+	// decision).
 	Owner string    `json:"owner,omitempty"`
 	Until time.Time `json:"until,omitzero"`
+	Since time.Time `json:"since,omitzero"`
 	// Status is a finished run's status, or an approval's decision.
 	Status string `json:"status,omitempty"`
 	// DecidedBy and DecidedAt say who decided an approval, and when.

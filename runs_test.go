@@ -175,7 +175,7 @@ func TestRunsErrors(t *testing.T) {
 	}
 	_, err = runs.Cancel(ctx, "held", "")
 	h = wantErr(t, "cancel a held run", err, rein.ClassConflict, rein.HintHeldByAnotherProcess)
-	if h.Owner != "elsewhere" || h.Until.Before(time.Now()) || !strings.Contains(err.Error(), "wait for its lease to expire") {
+	if h.Owner != "elsewhere" || h.Until.Before(time.Now()) || h.Since.IsZero() || h.Since.After(h.Until) || !strings.Contains(err.Error(), "wait for its lease to expire") {
 		t.Fatalf("held: %+v %v", h, err)
 	}
 	_, err = runs.Resume(ctx, "held", nil)
