@@ -35,9 +35,6 @@ type DecideOptions struct {
 	ResumeOptions
 }
 
-// ApprovalSettled is the decision that records a step's output by hand.
-const ApprovalSettled = store.ApprovalSettled
-
 // Decide records d on the pending approval of step in the run ref names,
 // then, with opts.Resume, resumes the run. Errors are *Error values:
 // not_found (HintNoRun), conflict (HintAmbiguousRun; HintRunFinished: the

@@ -76,6 +76,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the cause's message.
 func (e *Error) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause, classed, so that fault.ClassOf agrees with
