@@ -84,7 +84,7 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	h.Write([]byte{0})
 	if f.Idempotency == "session_workflow_input_hash" {
 		if session == "" {
-			return "", errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (--session)")
+			return "", ErrSessionRequired
 		}
 		h.Write([]byte(session))
 		h.Write([]byte{0})
@@ -93,11 +93,16 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	return f.Idempotency + ":" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ErrSessionRequired is the error of starting a flow whose idempotency is
+// session_workflow_input_hash without a session (RunOptions.Session).
+// Its class is business.
+var ErrSessionRequired = fault.New(fault.Business, errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (RunOptions.Session)"))
+
 // needsStore reports why a flow cannot run without a durable store.
 func needsStore(f *flow.Flow) string {
 	for _, s := range f.Steps {
 		if s.Type == flow.Approval || s.ApprovalRequired {
-			return "step " + s.ID + " waits for an approval, which needs a durable store (rein run --db, or engine.Config.Store)"
+			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
 	}
 	return ""
@@ -558,7 +563,7 @@ func (r *run) renewLease(ctx context.Context, ttl time.Duration, giveUp time.Tim
 		}
 		wait := min(time.Until(giveUp), ttl/12)
 		if wait <= 0 {
-			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for rein runs resume once the store is reachable, or a worker", r.id, err))
+			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for a resume once the store is reachable, or a worker", r.id, err))
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -202,6 +202,9 @@ func (e *RunError) Unwrap() error { return e.err }
 type InputError struct {
 	Flow    string
 	Problem string
+	// Missing are the fields the flow's templates read that the input
+	// lacks, when that is the problem.
+	Missing []string
 }
 
 // Error describes the problem.

@@ -157,7 +157,7 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 // could answer, so the step fails, saying so.
 func (r *run) escalate(j *job, err error, o *outcome) {
 	if !r.d.on {
-		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: rein run --db, or engine.Config.Store)", err))
+		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: Config.Store)", err))
 		return
 	}
 	o.lastErr, o.escalated = err, true
