@@ -54,6 +54,8 @@ func Run(t *testing.T, h Harness) {
 		{"CommitCreates", testCommitCreates},
 		{"Events", testEvents},
 		{"Steps", testSteps},
+		{"Calls", testCalls},
+		{"CallsAtomic", testCallsAtomic},
 		{"Blobs", testBlobs},
 		{"CorruptEvent", testCorruptEvent},
 		{"NewerJournalVersion", testNewerJournalVersion},
