@@ -35,12 +35,12 @@ var _ invoke.Starter = (*callRecorder)(nil)
 // Starting commits the start of a call that wants a record, when its tool
 // is not idempotent: the start is durable before the side effect. An error
 // means the run can commit nothing more, and the call is not made.
-func (c *callRecorder) Starting(rec *invoke.Record, spec *tool.Spec) error {
+func (c *callRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
 	r := (*run)(c)
 	if spec.Idempotent || !r.wantsCall(&rec.At) {
 		return nil
 	}
-	cl := r.toolCall(rec, store.CallStarted)
+	cl := r.toolCall(&rec, store.CallStarted)
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
 	r.d.pendCalls = append(r.d.pendCalls, cl)

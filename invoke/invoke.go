@@ -97,7 +97,7 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		return nil, err
 	}
 	if st, ok := req.Recorder.(Starter); ok {
-		if err := st.Starting(rec, spec); err != nil {
+		if err := st.Starting(*rec, *spec); err != nil {
 			rec.Outcome = Cancelled
 			var fe *fault.Error
 			if !errors.As(err, &fe) {

@@ -81,7 +81,8 @@ type Recorder interface {
 // durable before any side effect (a durable run records the start of a
 // call to a tool that is not idempotent). An error stops the call: the
 // pipeline returns it, classed cancelled unless it has a class, with
-// Outcome Cancelled, and the tool is not called.
+// Outcome Cancelled, and the tool is not called. rec (without outcome and
+// timing) and spec are copies: the hot path allocates nothing for them.
 type Starter interface {
-	Starting(rec *Record, spec *tool.Spec) error
+	Starting(rec Record, spec tool.Spec) error
 }

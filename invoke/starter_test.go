@@ -20,9 +20,9 @@ type starter struct {
 	spec   tool.Spec
 }
 
-func (s *starter) Starting(rec *invoke.Record, spec *tool.Spec) error {
+func (s *starter) Starting(rec invoke.Record, spec tool.Spec) error {
 	s.stage("start " + rec.Key)
-	s.spec = *spec
+	s.spec = spec
 	return s.refuse
 }
 
