@@ -129,8 +129,8 @@ type Store interface {
 	// Retention.
 	//
 	// Prune deletes finished runs (succeeded, failed, cancelled) settled
-	// before p.Before, with their events, steps, approvals and the blobs no
-	// other run refers to.
+	// before p.Before, with their events, steps, call records, approvals
+	// and the blobs no other run refers to.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
 	Close() error
