@@ -153,7 +153,7 @@ func TestCrashResumesFromCallRecords(t *testing.T) {
 		at string
 		// doubt, when set, is what the unknown approval must name; the
 		// person approves and the run is resumed again.
-		doubt, step string
+		doubt, step, kept string
 		// calls by key prefix, after the run succeeded.
 		calls map[string]int
 	}{
@@ -162,13 +162,13 @@ func TestCrashResumesFromCallRecords(t *testing.T) {
 		{at: "before:" + r + "/each[3]/1", calls: map[string]int{"each[0]": 1, "each[1]": 1, "each[2]": 1, "each[3]": 1, "each[4]": 1, "safe[0]": 1, "safe[4]": 1, "plan1/a": 1, "plan1/c": 1}},
 		// killed while item 2 ran: only item 2 is in doubt; approved, it
 		// runs again (a new attempt), and 0 and 1 do not.
-		{at: "during:" + r + "/each[2]/1", doubt: "item 2 (tool charge, idempotency key " + r + "/each[2]/1)", step: "each",
+		{at: "during:" + r + "/each[2]/1", doubt: "item 2 (tool charge, idempotency key " + r + "/each[2]/1)", step: "each", kept: "the 2 calls that succeeded are kept",
 			calls: map[string]int{"each[0]": 1, "each[1]": 1, "each[2]": 2, "each[3]": 1, "each[4]": 1, "safe[0]": 1}},
 		// an idempotent tool: item 2 runs again with the same key, unasked.
 		{at: "during:" + r + "/safe[2]/1", calls: map[string]int{"each[0]": 1, "each[4]": 1, "safe[0]": 1, "safe[1]": 1, "safe[2]/1": 2, "safe[3]": 1, "safe[4]": 1}},
 		// killed while plan step b ran: the same plan continues (the
 		// planner is not asked again), a is not run again, b is in doubt.
-		{at: "during:" + r + "/pl/1/plan1/b", doubt: "plan step b of plan 1 (tool charge, idempotency key " + r + "/pl/1/plan1/b)", step: "pl",
+		{at: "during:" + r + "/pl/1/plan1/b", doubt: "plan step b of plan 1 (tool charge, idempotency key " + r + "/pl/1/plan1/b)", step: "pl", kept: "the 1 call that succeeded is kept",
 			calls: map[string]int{"plan1/a": 1, "plan1/b": 2, "plan1/c": 1, "each[0]": 1}},
 		// killed before c started: a and b are kept, c runs, nobody is asked.
 		{at: "before:" + r + "/pl/1/plan1/c", calls: map[string]int{"plan1/a": 1, "plan1/b": 1, "plan1/c": 1, "each[0]": 1, "safe[4]": 1}},
@@ -206,8 +206,8 @@ func TestCrashResumesFromCallRecords(t *testing.T) {
 				if res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].Kind != store.KindUnknown || res.Pending[0].StepID != tc.step {
 					t.Fatalf("after resume: %s, pending %+v; want %s unknown", res.Status, res.Pending, tc.step)
 				}
-				if msg := res.Pending[0].Message; !strings.Contains(msg, tc.doubt) {
-					t.Fatalf("the approval asks %q; want it to name %q", msg, tc.doubt)
+				if msg := res.Pending[0].Message; !strings.Contains(msg, tc.doubt) || !strings.Contains(msg, tc.kept) {
+					t.Fatalf("the approval asks %q; want it to name %q and say %q", msg, tc.doubt, tc.kept)
 				}
 				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: r, StepID: tc.step, Status: store.ApprovalApproved}); err != nil {
 					t.Fatal(err)

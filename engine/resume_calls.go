@@ -24,8 +24,8 @@ type stepProgress struct {
 	// doubt describes the calls that were started and never settled: a
 	// tool that is not idempotent, whose effect nobody knows.
 	doubt []string
-	// settled counts the calls whose outcome is known.
-	settled int
+	// succeeded counts the calls that succeeded (kept, not made again).
+	succeeded int
 }
 
 // continuable reports whether step s keeps the call records a resume
@@ -108,8 +108,9 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 	for _, c := range calls {
 		switch {
 		case c.Item < 0 || c.PlanStep != "":
+		case c.Status == store.CallSucceeded:
+			p.succeeded++
 		case c.Status.Settled():
-			p.settled++
 		default:
 			if _, ok := p.items[c.Item]; !ok {
 				p.doubt = append(p.doubt, fmt.Sprintf("item %d (tool %s, idempotency key %s)", c.Item, c.Name, c.Key))
@@ -162,8 +163,8 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 		case !c.Status.Settled() && !done[c.PlanStep]:
 			p.doubt = append(p.doubt, fmt.Sprintf("plan step %s of plan %d (tool %s, idempotency key %s)", c.PlanStep, c.Plan, c.Name, c.Key))
 		}
-		if c.Status.Settled() {
-			p.settled++
+		if c.Status == store.CallSucceeded {
+			p.succeeded++
 		}
 	}
 	p.plan = prog
@@ -197,8 +198,8 @@ func (r *run) planProgress(i, item int) *plan.Progress {
 func (r *run) unknownMessage(i int) string {
 	s := r.f.Steps[i]
 	if p := r.d.progress[i]; p != nil && len(p.doubt) > 0 {
-		return fmt.Sprintf("step %s was running when the process stopped, and this call of a tool that is not idempotent was started but never settled: %s. Did its effect happen? approve to make it again (the %d %s that settled are kept, not made again), reject to fail the step, or settle the step with the output it should have produced",
-			s.ID, strings.Join(p.doubt, "; "), p.settled, plural(p.settled, "call", "calls"))
+		return fmt.Sprintf("step %s was running when the process stopped, and this call of a tool that is not idempotent was started but never settled: %s. Did its effect happen? approve to make it again (the %d %s that succeeded %s kept, not made again), reject to fail the step, or settle the step with the output it should have produced",
+			s.ID, strings.Join(p.doubt, "; "), p.succeeded, plural(p.succeeded, "call", "calls"), plural(p.succeeded, "is", "are"))
 	}
 	return fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
 }
