@@ -70,15 +70,16 @@ func crashCallsTools(dir, at string) *tool.Registry {
 	return reg
 }
 
-// crashCallsModels answers the plan step once: a parent that asked the
-// planner again would get no plan.
+// crashCallsModels answers the plan step plans times: a parent that asked
+// the planner again would get no plan. The plan's steps run one after the
+// other (depends_on), so each crash point leaves one state.
 func crashCallsModels(plans int) *model.Registry {
 	var replies []scripted.Reply
 	for range plans {
 		replies = append(replies, scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "charge", "steps": []any{
 			map[string]any{"id": "a", "tool": "charge", "args": map[string]any{"n": "a"}},
-			map[string]any{"id": "b", "tool": "charge", "args": map[string]any{"n": "b"}},
-			map[string]any{"id": "c", "tool": "charge", "args": map[string]any{"n": "c"}},
+			map[string]any{"id": "b", "tool": "charge", "depends_on": []any{"a"}, "args": map[string]any{"n": "b"}},
+			map[string]any{"id": "c", "tool": "charge", "depends_on": []any{"b"}, "args": map[string]any{"n": "c"}},
 		}}})
 	}
 	reg := &model.Registry{}
