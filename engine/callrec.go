@@ -21,9 +21,11 @@ import (
 // row says all a resume needs, and the hot path pays nothing.
 //
 // A settled record is committed as soon as its call returns, so a crash
-// after item k (or plan step k) succeeded never runs it again; the call of
-// a tool that is not idempotent is also committed as started before it is
-// made, so a resumed run knows which call, if any, is in doubt.
+// after item k (or plan step k) succeeded never runs it again — but for a
+// pure tool (effect none, idempotent), whose record rides with the run's
+// next commit; the call of a tool that is not idempotent is also committed
+// as started before it is made, so a resumed run knows which call, if
+// any, is in doubt.
 
 // wantsCall reports whether a call at at gets a record.
 func (r *run) wantsCall(at *invoke.Position) bool {
@@ -64,12 +66,34 @@ func (r *run) recordCall(rec *invoke.Record) {
 		status = store.CallLate
 	}
 	cl := r.toolCall(rec, status)
+	lazy := rec.Outcome == invoke.Late || r.pureCall(rec)
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
 	r.d.pendCalls = append(r.d.pendCalls, cl)
-	if rec.Outcome != invoke.Late {
+	if !lazy {
 		r.flushLocked()
 	}
+}
+
+// pureCall reports whether rec's tool has no effect and is idempotent.
+// Such a call's record rides with the run's next commit, as a pure step's
+// start does: were a crash to lose it, the call would be made again with
+// the same key, and a fan-out of pure calls costs no commit per call.
+func (r *run) pureCall(rec *invoke.Record) bool {
+	var t tool.Tool
+	if rec.At.PlanStep != "" {
+		t, _ = r.e.cfg.Tools.Lookup(rec.Tool)
+	} else if s := r.f.StepByID(rec.At.StepID); s != nil {
+		t = r.b.tools[s.Index]
+		if rec.At.Fallback {
+			t = r.b.fbTool[s.Index]
+		}
+	}
+	if t == nil {
+		return false
+	}
+	spec := t.Spec()
+	return spec.Effect == tool.EffectNone && spec.Idempotent
 }
 
 // toolCall is the store record of a tool call.

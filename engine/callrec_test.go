@@ -9,6 +9,7 @@ import (
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -80,5 +81,46 @@ steps:
 		if w.kind == store.CallTool && (c.ArgsSHA == "" || c.Name != "echo") {
 			t.Errorf("tool record %d: args digest %q, name %q", k, c.ArgsSHA, c.Name)
 		}
+	}
+}
+
+// TestForEachCommitsPerCall: the items of a for_each step over a tool with
+// an effect are committed one by one (a crash keeps the settled ones); over
+// a pure tool (no effect, idempotent) their records ride with the step's
+// settlement, so the fan-out costs no commit per item. Both keep a record
+// per item.
+func TestForEachCommitsPerCall(t *testing.T) {
+	t.Parallel()
+	const items = 5
+	for _, tc := range []struct {
+		name    string
+		pure    bool
+		commits int
+	}{
+		{"a tool with an effect", false, 2 + items}, // start, one per item, settlement
+		{"a pure tool", true, 1},                    // the start rides with the settlement
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := newKeyCounter("a", true)
+			if tc.pure {
+				a.spec.Effect = tool.EffectNone
+			}
+			fx := newFixture(t, a)
+			st := &countingStore{Store: openSQLite(t)}
+			res, err := durableEngine(fx, st, "p1").Run(context.Background(),
+				fx.parse("name: fe\nsteps:\n  - {id: each, tool: a, for_each: \"{input.items}\", args: {n: \"{item}\"}}\n"),
+				map[string]any{"items": []any{0.0, 1.0, 2.0, 3.0, 4.0}}, nil)
+			if err != nil || res.Status != trace.RunSucceeded {
+				t.Fatalf("run: %v, %+v", err, res)
+			}
+			if st.commits != tc.commits {
+				t.Errorf("Commit ×%d, want ×%d", st.commits, tc.commits)
+			}
+			calls, err := st.Calls(context.Background(), res.RunID, "each")
+			if err != nil || len(calls) != items {
+				t.Fatalf("Calls = %d records, %v; want %d", len(calls), err, items)
+			}
+		})
 	}
 }
