@@ -173,6 +173,7 @@ func toRunRow(r *store.Run) runRow {
 type runView struct {
 	Run       *store.Run
 	Steps     []*store.Step
+	Calls     []*store.Call
 	Approvals []*store.Approval
 }
 
@@ -180,6 +181,7 @@ type runView struct {
 type runViewJSON struct {
 	Run       runRow            `json:"run"`
 	Steps     []*store.Step     `json:"steps"`
+	Calls     []*store.Call     `json:"calls"`
 	Approvals []*store.Approval `json:"approvals"`
 }
 
@@ -187,7 +189,7 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show a run: its row, every step (status, attempts, output, error) and its approvals",
+		Short: "Show a run: its row, every step (status, attempts, output, error), the calls of its for_each and plan steps, and its approvals",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
@@ -200,11 +202,14 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 				if v.Steps, err = db.Steps(ctx, id); err != nil {
 					return failed("steps of run %s: %w", id, err)
 				}
+				if v.Calls, err = db.Calls(ctx, id, ""); err != nil {
+					return failed("call records of run %s: %w", id, err)
+				}
 				if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
 					return failed("approvals of run %s: %w", id, err)
 				}
 				if f.output == "json" {
-					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: orEmpty(v.Steps), Approvals: orEmpty(v.Approvals)})
+					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: orEmpty(v.Steps), Calls: orEmpty(v.Calls), Approvals: orEmpty(v.Approvals)})
 				}
 				writeRunView(s.out, &v, dsn)
 				return nil
@@ -271,6 +276,7 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 		}
 		_ = tw.Flush()
 	}
+	writeCalls(w, v.Calls)
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {
