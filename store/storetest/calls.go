@@ -118,3 +118,17 @@ func testCallsAtomic(t *testing.T, h Harness) {
 		t.Errorf("Calls of a pruned run = %v, want ErrNotFound", err)
 	}
 }
+
+// testCallsCreate: the transition that creates its run carries call
+// records too (a pure first step's records ride with it).
+func testCallsCreate(t *testing.T, h Harness) {
+	s := open(t, h)
+	tr := &store.Transition{RunID: "made", Create: &store.CreateRunParams{ID: "made", Flow: "f", FlowHash: "sha256:f", Input: []byte(`{}`), Status: trace.RunRunning},
+		Events: []*trace.Event{event("made", 1, trace.StepSettled, "each")},
+		Steps:  []*store.Step{{StepID: "each", Status: trace.StepSucceeded, Attempt: 1, Output: []byte(`[1]`)}},
+		Calls:  []*store.Call{{StepID: "each", Key: "made/each[0]/1", Item: 0, Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded, Output: []byte(`1`)}}}
+	commit(t, s, tr)
+	if cs := calls(t, s, "made", "each"); len(cs) != 1 || cs[0].RunID != "made" || string(cs[0].Output) != "1" {
+		t.Errorf("Calls of a created run = %s", jsonString(cs))
+	}
+}

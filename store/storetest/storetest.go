@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"Steps", testSteps},
 		{"Calls", testCalls},
 		{"CallsAtomic", testCallsAtomic},
+		{"CallsCreate", testCallsCreate},
 		{"Blobs", testBlobs},
 		{"CorruptEvent", testCorruptEvent},
 		{"NewerJournalVersion", testNewerJournalVersion},
