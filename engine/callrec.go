@@ -27,9 +27,21 @@ import (
 // as started before it is made, so a resumed run knows which call, if
 // any, is in doubt.
 
-// wantsCall reports whether a call at at gets a record.
+// wantsCall reports whether a call at at gets a record: a call of a
+// for_each item or a plan step, or the fallback tool of a plan step (a
+// resumed plan step must know whether its fallback ran).
 func (r *run) wantsCall(at *invoke.Position) bool {
-	return r.d.on && (at.ForEach || at.PlanStep != "") && at.Turn == 0
+	if !r.d.on || at.Turn != 0 {
+		return false
+	}
+	if at.ForEach || at.PlanStep != "" {
+		return true
+	}
+	if at.Fallback {
+		s := r.f.StepByID(at.StepID)
+		return s != nil && s.Type == flow.Plan
+	}
+	return false
 }
 
 var _ invoke.Starter = (*callRecorder)(nil)

@@ -29,14 +29,16 @@ type stepProgress struct {
 }
 
 // continuable reports whether step s keeps the call records a resume
-// continues from: a for_each step (but a plan per item), a plan step; not
-// inside a repeat loop.
+// continues from: a for_each step of tool or llm calls, a plan step (not a
+// plan per item); not inside a repeat loop. Only these record every call
+// they make, so only for them does "no call in doubt" mean no effect is
+// unknown.
 func continuable(s *flow.Step) bool {
 	if s.Repeat != nil {
 		return false
 	}
 	if s.ForEach != nil {
-		return s.Type != flow.Plan
+		return s.Type == flow.Tool || s.Type == flow.LLM
 	}
 	return s.Type == flow.Plan
 }
@@ -133,6 +135,9 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	var steps []*store.Call
 	done := map[string]bool{}
 	for _, c := range calls {
+		if c.Fallback && !c.Status.Settled() {
+			p.doubt = append(p.doubt, fmt.Sprintf("the fallback (tool %s, idempotency key %s)", c.Name, c.Key))
+		}
 		if c.Kind != store.CallTool || c.PlanStep == "" {
 			continue
 		}
