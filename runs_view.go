@@ -36,6 +36,9 @@ type RunView struct {
 	// Approvals are the run's approvals, oldest first: those still pending
 	// and the decisions (status, by, at, comment).
 	Approvals []*Approval `json:"approvals"`
+	// Calls are the run's call records (the calls of its for_each items and
+	// plan steps), in the order they were first committed.
+	Calls []*store.Call `json:"calls"`
 	// NeedsTools are the Go tools the run was started with that this Runs
 	// was not given: it cannot resume the run (see HintNeedsTools).
 	NeedsTools []string `json:"needs_tools,omitempty"`
@@ -81,12 +84,19 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("approvals of run %s: %w", id, err)
 	}
+	calls, err := r.st.Calls(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("call records of run %s: %w", id, err)
+	}
+	if calls == nil {
+		calls = []*store.Call{}
+	}
 	events, err := r.st.Events(ctx, id, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("journal of run %s: %w", id, err)
 	}
 	use := stepUses(events)
-	v := &RunView{Run: NewRunRow(run), Steps: make([]StepView, len(steps)), Approvals: approvals}
+	v := &RunView{Run: NewRunRow(run), Steps: make([]StepView, len(steps)), Approvals: approvals, Calls: calls}
 	if v.Approvals == nil {
 		v.Approvals = []*Approval{}
 	}

@@ -34,6 +34,8 @@ type durability struct {
 	pendSteps []*store.Step
 	pendRun   *store.RunUpdate
 	pendAppr  []*store.Approval
+	// pendCalls are call records (callrec.go), committed with the rest.
+	pendCalls []*store.Call
 	// freeRows are step rows of committed transitions, reused: a store is
 	// done with a transition once Commit returns (store.Store.Commit).
 	freeRows []*store.Step
@@ -50,6 +52,9 @@ type durability struct {
 	// (stopLeftovers), for the question a person is asked.
 	toPark []int
 	notes  map[int]string
+	// progress by step index: what the call records of a resumed step
+	// say it had done (resume_calls.go).
+	progress map[int]*stepProgress
 	// create, until the first commit, is the run that commit creates
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
@@ -229,7 +234,7 @@ func (r *run) flush() {
 
 func (r *run) flushLocked() {
 	d := &r.d
-	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
+	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 && len(d.pendCalls) == 0 {
 		return
 	}
 	if r.interrupted() {
@@ -248,7 +253,7 @@ func (r *run) flushLocked() {
 			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
 		}
 		d.pendSteps = lastPerStep(d.pendSteps)
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {
@@ -274,7 +279,8 @@ func (r *run) discardLocked() {
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)
-	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
+	clear(d.pendCalls)
+	d.pendEv, d.pendSteps, d.pendAppr, d.pendCalls, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], d.pendCalls[:0], nil
 }
 
 // lastPerStep keeps the newest projection row of each step (a pure step's
@@ -350,7 +356,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	switch {
 	case kind == store.KindUnknown:
 		// the step's own message says what it does; this says what is unknown.
-		a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		a.Message = r.unknownMessage(i)
 		if note := r.d.notes[i]; note != "" {
 			a.Message += ". " + strings.ToUpper(note[:1]) + note[1:]
 		}

@@ -28,7 +28,10 @@ func (ephemeral) Events(context.Context, string, int64, int) ([]*trace.Event, er
 	return nil, ErrNotFound
 }
 func (ephemeral) Steps(context.Context, string) ([]*Step, error) { return nil, ErrNotFound }
-func (ephemeral) Blob(context.Context, string) ([]byte, error)   { return nil, ErrNotFound }
+func (ephemeral) Calls(context.Context, string, string) ([]*Call, error) {
+	return nil, ErrNotFound
+}
+func (ephemeral) Blob(context.Context, string) ([]byte, error) { return nil, ErrNotFound }
 func (ephemeral) Approvals(context.Context, *ListApprovalsParams) ([]*Approval, error) {
 	return nil, nil
 }

@@ -162,7 +162,7 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show a run: its row, every step (status, attempts, output, error) and its approvals",
+		Short: "Show a run: its row, every step (status, attempts, output, error), the calls of its for_each and plan steps, and its approvals",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
@@ -245,6 +245,7 @@ func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
 		}
 		_ = tw.Flush()
 	}
+	writeCalls(w, v.Calls)
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {

@@ -130,6 +130,7 @@ type commitPlan struct {
 	create      *store.CreateRunParams
 	blobs       [][]any // sha256, data
 	approvals   [][]any
+	calls       [][]any
 }
 
 // The statements of a Commit. journalSQL inserts the transition's row
@@ -240,6 +241,12 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
 			timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt)})
 	}
+	for _, c := range t.Calls {
+		if c == nil || c.Key == "" || c.StepID == "" {
+			return nil, errors.New("call record without a key or a step")
+		}
+		p.calls = append(p.calls, callArgs(c))
+	}
 	if u := t.Run; u != nil {
 		p.update = true
 		p.status = string(u.Status)
@@ -257,7 +264,7 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	return p, nil
 }
 
-// commitOnce sends the plan: one statement, or, with blobs or approvals,
+// commitOnce sends the plan: one statement, or, with blobs, approvals or calls,
 // one batch that PostgreSQL runs as one implicit transaction (the first
 // error rolls back everything). applied reports whether the row was
 // inserted; when it was not, nothing was.
@@ -276,7 +283,7 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	case p.update:
 		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
-	if len(p.blobs) == 0 && len(p.approvals) == 0 {
+	if len(p.blobs) == 0 && len(p.approvals) == 0 && len(p.calls) == 0 {
 		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
 	}
 	b := &pgx.Batch{}
@@ -287,6 +294,9 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	}
 	for _, a := range p.approvals {
 		b.Queue(approvalSQL, append(after[:3:3], a...)...)
+	}
+	for _, c := range p.calls {
+		b.Queue(callSQL, append(after[:3:3], c...)...)
 	}
 	if p.final && len(p.approvals) > 0 {
 		// the approvals this transition asks for close with the run too.

@@ -62,6 +62,7 @@ type commitData struct {
 	events, steps                  []byte
 	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
+	calls                          []store.Call
 	create                         *store.CreateRunParams
 	flowSHA                        string // of create's flow text
 	closeReason                    string // comment on the approvals a final commit closes
@@ -78,7 +79,9 @@ func (c *commitData) recycle() {
 	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
 	clear(c.blobs)
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
+	clear(c.calls)
+	calls := c.calls[:0]
+	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, calls: calls, packBuf: c.packBuf, packIn: c.packIn}
 	commitPool.Put(c)
 }
 
@@ -116,6 +119,12 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
+	}
+	for _, cl := range t.Calls {
+		if cl == nil || cl.Key == "" || cl.StepID == "" {
+			return nil, fmt.Errorf("sqlite: commit run %s: a call record without a key or a step", t.RunID)
+		}
+		c.calls = append(c.calls, *cl)
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -211,6 +220,14 @@ func (c *commitData) apply(x *wtx) error {
 			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
 			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
 			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+		}
+	}
+	for i := range c.calls {
+		cl := &c.calls[i]
+		if _, err := x.exec(stmtSQL[stUpsertCall], c.runID, cl.Key, cl.StepID, cl.Item, cl.Round, cl.Plan, cl.PlanStep,
+			cl.Turn, cl.Index, cl.Fallback, cl.Attempt, string(cl.Kind), cl.Name, cl.ArgsSHA, string(cl.Status),
+			nullBytes(cl.Output), cl.ErrorClass, cl.Error, cl.TokensIn, cl.TokensOut, nanos(cl.StartedAt), int64(cl.Duration)); err != nil {
+			return fmt.Errorf("record call %s: %w", cl.Key, mapErr(err))
 		}
 	}
 	if c.final && next.approvals {
