@@ -46,11 +46,19 @@ type run struct {
 	usage    counters
 	recordMu sync.Mutex
 	seq      int64
-	// event is the one being recorded (under recordMu): sinks and stores
-	// must not retain it, so it is reused instead of allocated per event.
-	event    trace.Event
-	commitEv [1]*trace.Event
-	commitTx store.Transition
+	// slab is what the next events are cut from (under recordMu). An event
+	// is its sinks' to keep, so a slab is never reused: when it runs out a
+	// new one is made.
+	slab []trace.Event
+	// outbox holds the recorded events not handed to the sink yet, in
+	// sequence order (under recordMu); emitting is set while a goroutine
+	// hands them over, outside recordMu (see deliver). idle, when set, is
+	// closed when that goroutine is done.
+	outbox, sending []*trace.Event
+	emitting        bool
+	idle            chan struct{}
+	// quiet: no sink and no journal. Events are numbered, not made.
+	quiet    bool
 	storeCtx context.Context
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.
@@ -105,8 +113,8 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	if r == nil {
 		r = &run{}
 	}
-	env, steps, waiting, ready, results, buf := r.env, r.steps, r.waiting, r.ready, r.results, r.buf
-	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], storeCtx: storeCtx}
+	env, steps, waiting, ready, results, buf, outbox, sending := r.env, r.steps, r.waiting, r.ready, r.results, r.buf, r.outbox, r.sending
+	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], outbox: outbox[:0], sending: sending[:0], storeCtx: storeCtx}
 	if env == nil {
 		env = make(map[string]any, n+8)
 	} else {
@@ -128,6 +136,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		}
 	}
 	r.env["input"] = input
+	r.quiet = !e.durable && e.cfg.Sink == trace.Discard
 	if f.ReadsSteps {
 		r.stepsNS = make(map[string]any, len(f.Steps))
 		r.env["steps"] = r.stepsNS
@@ -147,8 +156,7 @@ func (r *run) recycle() {
 	}
 	e := r.e
 	clear(r.env)
-	r.event = trace.Event{}
-	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf}
+	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending}
 	e.runs.Put(r)
 }
 
@@ -457,6 +465,7 @@ func (r *run) finish(parent context.Context) *Result {
 		ev.StepID, ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = f.Step, string(f.Class), f.Message, f.Origin, f.Budget
 	}
 	r.record(ev)
+	defer r.delivered()
 	if r.d.on {
 		up := &store.RunUpdate{Status: res.Status}
 		up.Usage, _ = json.Marshal(res.Usage)
@@ -481,51 +490,108 @@ func (r *run) finish(parent context.Context) *Result {
 	return res
 }
 
-// record numbers an event, stamps it, and hands it to the sink and the
-// store. Safe for concurrent use by a run's workers.
+// record numbers an event, stamps it, stages it for the journal of a
+// durable run, and hands it to the sink, outside recordMu (deliver). Safe
+// for concurrent use by a run's workers.
 func (r *run) record(e trace.Event) {
 	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	r.recordLocked(e)
+	r.recordLocked(&e)
+	r.deliverLocked()
 }
 
 // recordUnlessSettled records e unless the run has recorded its last
 // event (a result reported after the run settled has no journal left).
 func (r *run) recordUnlessSettled(e trace.Event) {
 	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	if !r.closed {
-		r.recordLocked(e)
+	if r.closed {
+		r.recordMu.Unlock()
+		return
 	}
+	r.recordLocked(&e)
+	r.deliverLocked()
 }
 
-func (r *run) recordLocked(e trace.Event) {
+func (r *run) recordLocked(e *trace.Event) {
 	if e.Kind == trace.RunSettled || e.Kind == trace.RunParked {
 		r.closed = true
 	}
-	r.event = e
-	ev := &r.event
 	r.seq++
+	if r.quiet {
+		return
+	}
+	if len(r.slab) == 0 {
+		r.slab = make([]trace.Event, slabLen(len(r.f.Steps), r.seq))
+	}
+	ev := &r.slab[0]
+	r.slab = r.slab[1:]
+	*ev = *e
 	ev.Seq = r.seq
 	ev.RunID = r.id
 	if ev.Time.IsZero() {
 		ev.Time = r.e.cfg.Clock.Now()
 	}
-	r.e.cfg.Sink.Emit(r.ctx, ev)
+	r.outbox = append(r.outbox, ev)
 	if r.d.on {
-		r.d.pendEv = append(r.d.pendEv, *ev)
+		r.d.pendEv = append(r.d.pendEv, ev)
+	}
+}
+
+// slabLen is the number of events a new slab holds: a run's first is made
+// for a linear run of n steps (started and settled per step, and the
+// run's two), later ones for 16. A sink that keeps one event keeps its
+// slab, so slabs stay small.
+func slabLen(n int, seq int64) int {
+	if seq > 1 {
+		return 16
+	}
+	return min(2*n+2, 32)
+}
+
+// deliverLocked hands the events recorded so far to the sink in sequence
+// order, outside recordMu, which it releases. One goroutine at a time
+// delivers: one that records while another delivers leaves its events to
+// that one and returns, so neither the scheduler nor a worker waits for a
+// sink while holding the run's lock, and a worker never waits for one that
+// another goroutine is in.
+func (r *run) deliverLocked() {
+	if r.emitting || len(r.outbox) == 0 {
+		r.recordMu.Unlock()
 		return
 	}
-	if r.storeErr != nil {
+	r.emitting = true
+	for len(r.outbox) > 0 {
+		batch := r.outbox
+		r.outbox = r.sending[:0]
+		r.recordMu.Unlock()
+		for _, ev := range batch {
+			r.e.cfg.Sink.Emit(r.ctx, ev)
+		}
+		clear(batch)
+		r.recordMu.Lock()
+		r.sending = batch[:0]
+	}
+	r.emitting = false
+	if r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
+	r.recordMu.Unlock()
+}
+
+// delivered waits until every event recorded so far has been handed to
+// the sink (by another goroutine, if one is delivering).
+func (r *run) delivered() {
+	r.recordMu.Lock()
+	if !r.emitting {
+		r.deliverLocked()
 		return
 	}
-	r.commitEv[0] = ev
-	r.commitTx = store.Transition{RunID: r.id, Events: r.commitEv[:]}
-	if err := r.e.cfg.Store.Commit(r.storeCtx, &r.commitTx); err != nil {
-		r.storeErr = fmt.Errorf("commit event %d of run %s: %w", ev.Seq, r.id, err)
-		r.cancel(r.storeErr)
+	if r.idle == nil {
+		r.idle = make(chan struct{})
 	}
-	r.commitEv[0] = nil
+	idle := r.idle
+	r.recordMu.Unlock()
+	<-idle
 }
 
 func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {

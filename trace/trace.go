@@ -1,7 +1,3 @@
-// Package trace defines the events a run emits and the Sink port they go to.
-// Events are the run's record: the durable store persists exactly these, and
-// `rein trace` summarises them. Adapters live in subpackages (trace/jsonl,
-// trace/slogsink); the engine depends only on this package.
 package trace
 
 import (
@@ -119,15 +115,26 @@ type Event struct {
 	Preview   string `json:"preview,omitempty"`
 }
 
-// Sink receives events. Emit is called from the run's scheduler goroutine
-// (one run never calls Emit concurrently with itself; different runs may) and
-// must not retain e past the call. Emit must not block for long: it is on the
-// hot path of every step.
+// Sink receives events.
+//
+// An event handed to Emit is the sink's to keep: the caller never changes
+// or reuses it afterwards, so a sink may hold on to e (queue it, batch it,
+// export it later) without copying. It is shared, read-only: the same
+// event goes to every sink of a Multi and to the store's journal, so Emit
+// must not modify it.
+//
+// One run's events arrive in sequence order (Seq 1, 2, …) and never
+// concurrently with each other; different runs may call Emit concurrently.
+// Emit is called outside the run's locks, but synchronously: the run waits
+// for it, and a run returns only once every one of its events was handed
+// to the sink. A sink that may be slow (a network exporter, a stream to a
+// client) belongs behind [NewAsync], which never lets it stall a run.
 type Sink interface {
 	Emit(ctx context.Context, e *Event)
 }
 
-// Multi fans an event out to several sinks in order. Nil sinks are dropped.
+// Multi fans an event out to several sinks in order: each gets the same
+// *Event (see Sink: it is shared and read-only). Nil sinks are dropped.
 func Multi(sinks ...Sink) Sink {
 	var out multi
 	for _, s := range sinks {
