@@ -31,7 +31,9 @@ type Config struct {
 	Models *model.Registry
 	// Tools answers tool steps. Defaults to an empty registry.
 	Tools *tool.Registry
-	// Sink receives every event. Defaults to trace.Discard.
+	// Sink receives every event, in order, and may keep it (trace.Sink).
+	// A run waits for its sink: wrap one that can be slow in
+	// trace.NewAsync. Defaults to trace.Discard.
 	Sink trace.Sink
 	// Gate decides on every tool invocation. Defaults to safety.AllowAll.
 	Gate safety.Gate

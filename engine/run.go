@@ -52,7 +52,7 @@ type run struct {
 	slab []trace.Event
 	// outbox holds the recorded events not handed to the sink yet, in
 	// sequence order (under recordMu); emitting is set while a goroutine
-	// hands them over, outside recordMu (see deliver). idle, when set, is
+	// hands them over, outside recordMu (deliverLocked). idle, when set, is
 	// closed when that goroutine is done.
 	outbox, sending []*trace.Event
 	emitting        bool
