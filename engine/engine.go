@@ -79,6 +79,9 @@ type Engine struct {
 	runs sync.Pool
 	// durable: Config.Store keeps runs (it is not store.Ephemeral).
 	durable bool
+	// borrow: Config.Sink keeps no event (trace.Borrower), so a run's
+	// event memory is reused.
+	borrow bool
 }
 
 // New returns an Engine with cfg's defaults filled in.
@@ -114,7 +117,8 @@ func New(cfg Config) *Engine {
 	if err != nil {
 		panic(err) // only for a size ≤ 0
 	}
-	return &Engine{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Clock.Now}, bindings: bindings, durable: !store.IsEphemeral(cfg.Store)}
+	return &Engine{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Clock.Now}, bindings: bindings,
+		durable: !store.IsEphemeral(cfg.Store), borrow: trace.Borrows(cfg.Sink)}
 }
 
 // RunOptions are per-run settings; a nil *RunOptions means defaults.

@@ -46,10 +46,14 @@ type run struct {
 	usage    counters
 	recordMu sync.Mutex
 	seq      int64
-	// slab is what the next events are cut from (under recordMu). An event
-	// is its sinks' to keep, so a slab is never reused: when it runs out a
-	// new one is made.
-	slab []trace.Event
+	// slab is what events are cut from (under recordMu): slab[len:cap] is
+	// free. An event is its sink's to keep, so a slab is not reused: when
+	// it runs out a new one is made. When the sink is a trace.Borrower
+	// (borrow), the slab is reused from the start once no event is in
+	// flight (none waits for the sink or the journal), and kept with the
+	// pooled run.
+	slab   []trace.Event
+	borrow bool
 	// outbox holds the recorded events not handed to the sink yet, in
 	// sequence order (under recordMu); emitting is set while a goroutine
 	// hands them over, outside recordMu (deliverLocked). idle, when set, is
@@ -113,8 +117,11 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	if r == nil {
 		r = &run{}
 	}
-	env, steps, waiting, ready, results, buf, outbox, sending := r.env, r.steps, r.waiting, r.ready, r.results, r.buf, r.outbox, r.sending
+	env, steps, waiting, ready, results, buf, outbox, sending, slab := r.env, r.steps, r.waiting, r.ready, r.results, r.buf, r.outbox, r.sending, r.slab
 	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], outbox: outbox[:0], sending: sending[:0], storeCtx: storeCtx}
+	if e.borrow {
+		r.slab = slab[:0]
+	}
 	if env == nil {
 		env = make(map[string]any, n+8)
 	} else {
@@ -137,6 +144,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	}
 	r.env["input"] = input
 	r.quiet = !e.durable && e.cfg.Sink == trace.Discard
+	r.borrow = e.borrow
 	if f.ReadsSteps {
 		r.stepsNS = make(map[string]any, len(f.Steps))
 		r.env["steps"] = r.stepsNS
@@ -156,7 +164,11 @@ func (r *run) recycle() {
 	}
 	e := r.e
 	clear(r.env)
-	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending}
+	slab := r.slab[:0]
+	if !r.borrow {
+		slab = nil // its events are the sink's
+	}
+	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending, slab: slab}
 	e.runs.Put(r)
 }
 
@@ -519,11 +531,7 @@ func (r *run) recordLocked(e *trace.Event) {
 	if r.quiet {
 		return
 	}
-	if len(r.slab) == 0 {
-		r.slab = make([]trace.Event, slabLen(len(r.f.Steps), r.seq))
-	}
-	ev := &r.slab[0]
-	r.slab = r.slab[1:]
+	ev := r.newEventLocked()
 	*ev = *e
 	ev.Seq = r.seq
 	ev.RunID = r.id
@@ -536,15 +544,26 @@ func (r *run) recordLocked(e *trace.Event) {
 	}
 }
 
-// slabLen is the number of events a new slab holds: a run's first is made
-// for a linear run of n steps (started and settled per step, and the
-// run's two), later ones for 16. A sink that keeps one event keeps its
-// slab, so slabs stay small.
-func slabLen(n int, seq int64) int {
-	if seq > 1 {
-		return 16
+// newEventLocked returns the memory of the next event. r.recordMu must be
+// held.
+func (r *run) newEventLocked() *trace.Event {
+	if r.borrow && len(r.outbox) == 0 && !r.emitting && len(r.d.pendEv) == 0 {
+		r.slab = r.slab[:0] // nothing is in flight: the sink has let go of every event
 	}
-	return min(2*n+2, 32)
+	n := len(r.slab)
+	if n == cap(r.slab) {
+		size := 16 // a sink that keeps one event keeps its slab: slabs stay small
+		switch {
+		case r.seq == 1:
+			size = min(2*len(r.f.Steps)+2, 32) // a linear run's events: started and settled per step, and the run's two
+		case r.borrow:
+			size = max(2*n, 16) // in flight at once: a transition's events, at most
+		}
+		r.slab = make([]trace.Event, 0, size)
+		n = 0
+	}
+	r.slab = r.slab[:n+1]
+	return &r.slab[n]
 }
 
 // deliverLocked hands the events recorded so far to the sink in sequence

@@ -185,3 +185,31 @@ func TestNewAsyncRejectsAnUnknownPolicy(t *testing.T) {
 	}()
 	trace.NewAsync(trace.Discard, &trace.AsyncOptions{OnFull: 7})
 }
+
+type keeping struct{}
+
+func (keeping) Emit(context.Context, *trace.Event) {}
+
+// Multi is a Borrower only when every one of its sinks is; Async keeps
+// events (it queues them), so it is not one.
+func TestMultiBorrowsWhenEverySinkDoes(t *testing.T) {
+	t.Parallel()
+	async := trace.NewAsync(trace.Discard, nil)
+	defer func() { _ = async.Close(context.Background()) }()
+	for _, tc := range []struct {
+		name string
+		sink trace.Sink
+		want bool
+	}{
+		{"Discard", trace.Discard, true},
+		{"a keeping sink", keeping{}, false},
+		{"Async", async, false},
+		{"Multi of borrowers", trace.Multi(trace.Discard, trace.Discard), true},
+		{"Multi with a keeping sink", trace.Multi(trace.Discard, keeping{}), false},
+		{"Multi of one", trace.Multi(nil, keeping{}), false},
+	} {
+		if got := trace.Borrows(tc.sink); got != tc.want {
+			t.Errorf("Borrows(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -133,20 +133,43 @@ type Sink interface {
 	Emit(ctx context.Context, e *Event)
 }
 
+// Borrower is a Sink that only reads each event while Emit runs and keeps
+// no reference to it once Emit returns (it may keep copies of fields: strings
+// do not change). The engine then recycles the memory of a run's events
+// instead of allocating each one. The sinks of trace/jsonl and
+// trace/slogsink, and Discard, are Borrowers; any Sink that is not one may
+// keep every event.
+type Borrower interface {
+	Sink
+	// BorrowsEvents marks the sink as a Borrower; it is never called.
+	BorrowsEvents()
+}
+
+// Borrows reports whether s is a Borrower.
+func Borrows(s Sink) bool {
+	_, ok := s.(Borrower)
+	return ok
+}
+
 // Multi fans an event out to several sinks in order: each gets the same
-// *Event (see Sink: it is shared and read-only). Nil sinks are dropped.
+// *Event (see Sink: it is shared and read-only). Nil sinks are dropped. The
+// result is a Borrower when every sink is.
 func Multi(sinks ...Sink) Sink {
 	var out multi
+	borrows := true
 	for _, s := range sinks {
 		if s != nil {
 			out = append(out, s)
+			borrows = borrows && Borrows(s)
 		}
 	}
-	switch len(out) {
-	case 0:
+	switch {
+	case len(out) == 0:
 		return Discard
-	case 1:
+	case len(out) == 1:
 		return out[0]
+	case borrows:
+		return borrowingMulti{out}
 	}
 	return out
 }
@@ -159,12 +182,17 @@ func (m multi) Emit(ctx context.Context, e *Event) {
 	}
 }
 
+type borrowingMulti struct{ multi }
+
+func (borrowingMulti) BorrowsEvents() {}
+
 // Discard is a Sink that drops every event.
 var Discard Sink = discard{}
 
 type discard struct{}
 
 func (discard) Emit(context.Context, *Event) {}
+func (discard) BorrowsEvents()               {}
 
 // Millis converts d to the milliseconds of Event.DurationMS.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
