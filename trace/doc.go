@@ -6,7 +6,9 @@
 // # Sinks
 //
 // A [Sink] gets every event of a run, in order, and may keep it: the engine
-// allocates each event for its sinks and never touches it again. Emit runs
+// allocates each event for its sinks and never touches it again, unless the
+// sink is a [Borrower] (it keeps nothing once Emit returns), whose events'
+// memory the engine reuses. Emit runs
 // synchronously, outside the run's locks; before Engine.Run returns, every
 // event of the run has been handed to the sink. A sink that can be slow
 // (an exporter over the network, a stream to a browser) goes behind

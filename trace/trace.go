@@ -119,7 +119,8 @@ type Event struct {
 //
 // An event handed to Emit is the sink's to keep: the caller never changes
 // or reuses it afterwards, so a sink may hold on to e (queue it, batch it,
-// export it later) without copying. It is shared, read-only: the same
+// export it later) without copying — unless the sink is a Borrower, which
+// promises to keep nothing. It is shared, read-only: the same
 // event goes to every sink of a Multi and to the store's journal, so Emit
 // must not modify it.
 //
