@@ -554,10 +554,12 @@ func (r *run) newEventLocked() *trace.Event {
 	if n == cap(r.slab) {
 		size := 16 // a sink that keeps one event keeps its slab: slabs stay small
 		switch {
+		case r.borrow:
+			// as many as are in flight at once: one in memory, a
+			// transition's in a durable run.
+			size = max(2*n, 2)
 		case r.seq == 1:
 			size = min(2*len(r.f.Steps)+2, 32) // a linear run's events: started and settled per step, and the run's two
-		case r.borrow:
-			size = max(2*n, 16) // in flight at once: a transition's events, at most
 		}
 		r.slab = make([]trace.Event, 0, size)
 		n = 0
