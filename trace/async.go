@@ -36,7 +36,7 @@ const (
 // AsyncOptions configure NewAsync. A nil *AsyncOptions means defaults.
 type AsyncOptions struct {
 	// Buffer is how many events the queue holds, besides the batch being
-	// delivered. Defaults to DefaultAsyncBuffer.
+	// delivered. Zero or less means DefaultAsyncBuffer.
 	Buffer int
 	// OnFull is the policy when the queue is full. Defaults to DropNewest.
 	OnFull FullPolicy
