@@ -29,8 +29,7 @@ type durability struct {
 	on      bool
 	version int64
 	// the transition being assembled until the next barrier (flush).
-	pendEv    []trace.Event
-	pendPtrs  []*trace.Event
+	pendEv    []*trace.Event
 	pendSteps []*store.Step
 	pendRun   *store.RunUpdate
 	pendAppr  []*store.Approval
@@ -248,12 +247,8 @@ func (r *run) flushLocked() {
 		r.storeErr = lost
 	}
 	if r.storeErr == nil {
-		d.pendPtrs = d.pendPtrs[:0]
-		for i := range d.pendEv {
-			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
-		}
 		d.pendSteps = lastPerStep(d.pendSteps)
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {
@@ -275,7 +270,7 @@ func (r *run) flushLocked() {
 // or instead of it), keeping its step rows for reuse.
 func (r *run) discardLocked() {
 	d := &r.d
-	clear(d.pendPtrs)
+	clear(d.pendEv)
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)

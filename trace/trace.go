@@ -1,8 +1,3 @@
-// Package trace is the Sink port a run's events go to. The events are the
-// run's record, owned by package journal (Event, the states and kinds are
-// re-exported here as aliases): the durable store persists exactly these,
-// and `rein trace` summarises them. Adapters live in subpackages (trace/jsonl,
-// trace/slogsink); the engine depends only on this package.
 package trace
 
 import (
@@ -81,27 +76,62 @@ type Event = journal.Event
 // Process is journal.Process (an alias): a process group a tool started.
 type Process = journal.Process
 
-// Sink receives events. Emit is called from the run's scheduler goroutine
-// (one run never calls Emit concurrently with itself; different runs may) and
-// must not retain e past the call. Emit must not block for long: it is on the
-// hot path of every step.
+// Sink receives events.
+//
+// An event handed to Emit is the sink's to keep: the caller never changes
+// or reuses it afterwards, so a sink may hold on to e (queue it, batch it,
+// export it later) without copying — unless the sink is a Borrower, which
+// promises to keep nothing. It is shared, read-only: the same
+// event goes to every sink of a Multi and to the store's journal, so Emit
+// must not modify it.
+//
+// One run's events arrive in sequence order (Seq 1, 2, …) and never
+// concurrently with each other; different runs may call Emit concurrently.
+// Emit is called outside the run's locks, but synchronously: the run waits
+// for it, and a run returns only once every one of its events was handed
+// to the sink. A sink that may be slow (a network exporter, a stream to a
+// client) belongs behind [NewAsync], which never lets it stall a run.
 type Sink interface {
 	Emit(ctx context.Context, e *Event)
 }
 
-// Multi fans an event out to several sinks in order. Nil sinks are dropped.
+// Borrower is a Sink that only reads each event while Emit runs and keeps
+// no reference to it once Emit returns (it may keep copies of fields: strings
+// do not change). The engine then recycles the memory of a run's events
+// instead of allocating each one. The sinks of trace/jsonl and
+// trace/slogsink, and Discard, are Borrowers; any Sink that is not one may
+// keep every event.
+type Borrower interface {
+	Sink
+	// BorrowsEvents marks the sink as a Borrower; it is never called.
+	BorrowsEvents()
+}
+
+// Borrows reports whether s is a Borrower.
+func Borrows(s Sink) bool {
+	_, ok := s.(Borrower)
+	return ok
+}
+
+// Multi fans an event out to several sinks in order: each gets the same
+// *Event (see Sink: it is shared and read-only). Nil sinks are dropped. The
+// result is a Borrower when every sink is.
 func Multi(sinks ...Sink) Sink {
 	var out multi
+	borrows := true
 	for _, s := range sinks {
 		if s != nil {
 			out = append(out, s)
+			borrows = borrows && Borrows(s)
 		}
 	}
-	switch len(out) {
-	case 0:
+	switch {
+	case len(out) == 0:
 		return Discard
-	case 1:
+	case len(out) == 1:
 		return out[0]
+	case borrows:
+		return borrowingMulti{out}
 	}
 	return out
 }
@@ -114,12 +144,17 @@ func (m multi) Emit(ctx context.Context, e *Event) {
 	}
 }
 
+type borrowingMulti struct{ multi }
+
+func (borrowingMulti) BorrowsEvents() {}
+
 // Discard is a Sink that drops every event.
 var Discard Sink = discard{}
 
 type discard struct{}
 
 func (discard) Emit(context.Context, *Event) {}
+func (discard) BorrowsEvents()               {}
 
 // Millis converts d to the milliseconds of Event.DurationMS (journal.Millis).
 func Millis(d time.Duration) float64 { return journal.Millis(d) }
