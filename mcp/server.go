@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync/atomic"
 
@@ -169,12 +168,4 @@ func (s *Server) Handler() http.Handler {
 // Run serves one session over t until the client disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.sdk.Run(ctx, t)
-}
-
-// ServeStdio serves one session of newline-delimited JSON-RPC read from in
-// and written to out, until in ends or ctx does. out must be the process's
-// own stream, unaltered: a writer that rewrote bytes (escaping, redaction)
-// would break the framing; answers are redacted before they are encoded.
-func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return s.sdk.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
 }

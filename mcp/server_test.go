@@ -41,7 +41,9 @@ func testTools() []tool.Tool {
 	submit := tool.Func(tool.Spec{Name: "submit", Description: "Always refuses.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, any) (any, error) { return nil, &structuredErr{Pointer: "/score"} })
 	flaky := tool.Func(tool.Spec{Name: "flaky"},
-		func(context.Context, any) (any, error) { return nil, fault.TransientErr(errors.New("upstream is busy")) })
+		func(context.Context, any) (any, error) {
+			return nil, fault.TransientErr(errors.New("upstream is busy"))
+		})
 	wipe := tool.Func(tool.Spec{Name: "wipe", Effect: tool.EffectDestructive},
 		func(context.Context, any) (any, error) { panic("the gate should have stopped this call") })
 	return []tool.Tool{greet, submit, flaky, wipe}
