@@ -62,11 +62,15 @@ func (noDestructive) Check(_ context.Context, inv *safety.Invocation) (safety.De
 
 func newServer(t *testing.T) *mcp.Server {
 	t.Helper()
-	s, err := mcp.New(testTools(), &mcp.Options{Pipeline: &invoke.Pipeline{Gate: noDestructive{}}})
+	s, err := newServerErr()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func newServerErr() (*mcp.Server, error) {
+	return mcp.New(testTools(), &mcp.Options{Pipeline: &invoke.Pipeline{Gate: noDestructive{}}})
 }
 
 func connectInMemory(t *testing.T, s *mcp.Server) *sdk.ClientSession {

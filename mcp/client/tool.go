@@ -25,7 +25,8 @@ func (t *remoteTool) Spec() tool.Spec { return t.spec }
 // Call calls the server tool with args (a JSON object; nil is {}). The
 // answer is the result's structured content, else its text (parsed when
 // it is JSON). A result marked as an error is a business error carrying
-// its text; no answer within the timeout is a transient error.
+// its text (transient when its structured content says "retryable":
+// true); no answer within the timeout is a transient error.
 func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 	if args == nil {
 		args = map[string]any{}
@@ -50,7 +51,7 @@ func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 		return nil, fault.BusinessErr(fmt.Errorf("MCP server %s refused the call: %w", t.srv.decl.Name, err))
 	}
 	if res.IsError {
-		return nil, fault.BusinessErr(errors.New(resultText(res)))
+		return nil, toolError(res)
 	}
 	if res.StructuredContent != nil {
 		return res.StructuredContent, nil
@@ -61,6 +62,17 @@ func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 		return v, nil
 	}
 	return text, nil
+}
+
+// toolError is a result marked as an error: a business error with its
+// text, unless its structured content says {"retryable": true} (as rein's
+// own MCP server does for transient errors), which makes it transient.
+func toolError(res *sdk.CallToolResult) error {
+	err := errors.New(resultText(res))
+	if m, ok := res.StructuredContent.(map[string]any); ok && m["retryable"] == true {
+		return fault.TransientErr(err)
+	}
+	return fault.BusinessErr(err)
 }
 
 // resultText joins the result's text contents.
