@@ -24,7 +24,9 @@ type sumIn struct {
 func TestStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	sum := tool.Typed(tool.Spec{Name: "sum", Description: "Adds.", Effect: tool.EffectNone},
-		func(_ context.Context, in sumIn) (map[string]float64, error) { return map[string]float64{"sum": in.A + in.B}, nil })
+		func(_ context.Context, in sumIn) (map[string]float64, error) {
+			return map[string]float64{"sum": in.A + in.B}, nil
+		})
 	busy := tool.Func(tool.Spec{Name: "busy"}, func(context.Context, any) (any, error) {
 		return nil, fault.TransientErr(errors.New("try later"))
 	})
