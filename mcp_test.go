@@ -135,8 +135,34 @@ func TestMCPClientUndeclaredTool(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644)
 	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n"), 0o644)
 	_, err = rein.Load(dir, nil)
-	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: die, hang, lookup, refund)"
+	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: die, env, hang, lookup, refund)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Load: %v\nwant %s", err, want)
+	}
+}
+
+// TestMCPClientEnvironment: a command server gets the base set, pass_env
+// and env:, and nothing else of rein's environment.
+func TestMCPClientEnvironment(t *testing.T) {
+	t.Setenv("CRM_TOKEN", "tok-123")
+	t.Setenv("REIN_TEST_UNPASSED", "leak")
+	p := crmProject(t, "    pass_env: [CRM_TOKEN]\n    env: {CRM_MODE: live}\n", "crm.env", "{}")
+	res, err := p.Run(context.Background(), map[string]any{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Outputs["call"]); got != "map[CRM_MODE:live CRM_TOKEN:tok-123 UNPASSED:]" {
+		t.Errorf("the server's environment: %s (%v)", got, res.Error)
+	}
+}
+
+func TestMCPClientCannotStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("mcp:\n  crm: {command: [./no-such-server]}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup}\n"), 0o644)
+	_, err := rein.Load(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "rein.yaml:2:3: mcp server crm: cannot connect") || !strings.Contains(err.Error(), "no-such-server") {
+		t.Errorf("Load: %v", err)
 	}
 }

@@ -55,7 +55,7 @@ func (s *Server) failure(err error) *sdk.CallToolResult {
 // character JSON escapes, so the result is JSON still (checked: if it were
 // not, the secret-free message says so instead).
 func (s *Server) redacted(b []byte) json.RawMessage {
-	out := []byte(s.red.String(string(b)))
+	out := []byte(s.redact(string(b)))
 	if !json.Valid(out) {
 		out, _ = json.Marshal(ErrorJSON{ErrorType: string(fault.Business), Message: "the answer held a secret and could not be shown with it hidden"})
 	}

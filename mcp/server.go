@@ -26,9 +26,11 @@ type Options struct {
 	// Recorder receives the gate's decisions and the call records. Nil:
 	// none are kept.
 	Recorder invoke.Recorder
-	// Redactor hides secrets in every answer and error before it leaves
-	// the process. Nil: redact.Process(), the secrets of the environment.
-	Redactor *redact.Redactor
+	// Redact hides secrets in every answer and error (their JSON text)
+	// before it leaves the process; it must not add characters JSON
+	// escapes. Nil: redact.Process().String, the secrets of the
+	// environment.
+	Redact func(string) string
 }
 
 // Server serves a fixed set of tools over MCP. It is safe for concurrent
@@ -37,7 +39,7 @@ type Server struct {
 	sdk      *sdk.Server
 	pipeline *invoke.Pipeline
 	recorder invoke.Recorder
-	red      *redact.Redactor
+	redact   func(string) string
 	calls    atomic.Int64
 }
 
@@ -64,13 +66,13 @@ func New(tools []tool.Tool, opts *Options) (*Server, error) {
 		sdk:      sdk.NewServer(&sdk.Implementation{Name: name, Version: opts.Version}, nil),
 		pipeline: opts.Pipeline,
 		recorder: opts.Recorder,
-		red:      opts.Redactor,
+		redact:   opts.Redact,
 	}
 	if s.pipeline == nil {
 		s.pipeline = &invoke.Pipeline{}
 	}
-	if s.red == nil {
-		s.red = redact.Process()
+	if s.redact == nil {
+		s.redact = redact.Process().String
 	}
 	seen := map[string]bool{}
 	for _, t := range tools {

@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
@@ -226,6 +227,34 @@ func TestNewRefuses(t *testing.T) {
 	} {
 		if _, err := mcp.New(c.tools, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New: err = %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestServerRedacts: a secret in an answer or an error leaves the
+// server masked, in the text and in the structured content alike.
+func TestServerRedacts(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2-very-secret"
+	leak := tool.Func(tool.Spec{Name: "leak"}, func(context.Context, any) (any, error) {
+		return map[string]any{"token": secret}, nil
+	})
+	fail := tool.Func(tool.Spec{Name: "fail"}, func(context.Context, any) (any, error) {
+		return nil, errors.New("login with " + secret + " refused")
+	})
+	s, err := mcp.New([]tool.Tool{leak, fail}, &mcp.Options{Redact: redact.New(secret).String})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectInMemory(t, s)
+	for _, name := range []string{"leak", "fail"} {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		if strings.Contains(string(b), secret) || !strings.Contains(text(res), redact.Mask) {
+			t.Errorf("%s: %s", name, b)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/mcp"
-	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -66,11 +65,15 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				return usageErr("--db: %v", err)
 			}
 			tools = append(tools, mcp.RunsTools(runs)...)
-			red := redact.Process()
-			if len(projects) == 1 {
-				red = projects[0].Redactor()
+			// Each project's redactor knows the environment's secrets and
+			// its own rein.yaml secrets:.
+			hide := func(text string) string {
+				for _, p := range projects {
+					text = p.Redactor().String(text)
+				}
+				return text
 			}
-			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redactor: red})
+			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide})
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -1,7 +1,8 @@
 // Command server is a real MCP server on stdio, built from the go-sdk's
 // server API, for the tests of package mcp/client and of rein.yaml mcp:.
 // Its tools: lookup answers a customer, refund always fails, die ends the
-// process during the call, hang never answers.
+// process during the call, env answers its environment, hang never
+// answers.
 package main
 
 import (
@@ -39,6 +40,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "crm: out of memory")
 			os.Exit(3)
 			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Answers the variables it was given."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, map[string]string, error) {
+			return nil, map[string]string{"CRM_TOKEN": os.Getenv("CRM_TOKEN"), "CRM_MODE": os.Getenv("CRM_MODE"), "UNPASSED": os.Getenv("REIN_TEST_UNPASSED")}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
