@@ -189,17 +189,20 @@ func (s *Server) current(ctx context.Context) (*sdk.ClientSession, error) {
 }
 
 // lost forgets cs after it ended, so the next call connects again, and
-// returns what the server wrote to stderr last.
+// returns what the server wrote to stderr last. Closing the session waits
+// for a command server's exit, and so for the last of its stderr.
 func (s *Server) lost(cs *sdk.ClientSession) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var said string
-	if s.session == cs {
+	mine, tl := s.session == cs, s.stderr
+	if mine {
 		s.session = nil
-		said = s.stderr.say()
 	}
-	go cs.Close() // reaps a command server; it already ended
-	return said
+	s.mu.Unlock()
+	cs.Close()
+	if !mine {
+		return ""
+	}
+	return tl.say()
 }
 
 // tail keeps the last bytes a server wrote to stderr.
