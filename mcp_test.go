@@ -83,6 +83,10 @@ func TestMCPClientTools(t *testing.T) {
 	if s := die.Spec(); s.Effect != tool.EffectExternal || s.Idempotent {
 		t.Errorf("crm.die (undeclared) effect = %q, idempotent %v; want external, false", s.Effect, s.Idempotent)
 	}
+	p.Close()
+	if _, err := lookup.Call(context.Background(), map[string]any{"id": "1"}); err == nil || !strings.Contains(err.Error(), "mcp server crm: the connection is closed") {
+		t.Errorf("a call after Project.Close: %v", err)
+	}
 }
 
 // TestMCPClientFailures: a tool error, a server that dies mid-call (and
