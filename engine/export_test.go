@@ -1,4 +1,40 @@
 package engine
 
+import (
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/trace"
+)
+
 // LastPerStep exposes lastPerStep to the external tests.
 var LastPerStep = lastPerStep
+
+// Replayed is one step's state after a replay.
+type Replayed struct {
+	Status    trace.StepStatus
+	Attempts  int
+	OutputSHA string
+}
+
+// Replay feeds a stored journal to a fresh scheduler machine of f and
+// returns the state it reaches: the run's status, each step that left
+// pending, and the approvals waited on ("step:kind").
+func Replay(f *flow.Flow, events []*trace.Event) (trace.RunStatus, map[string]Replayed, []string, error) {
+	var m machine
+	m.reset(f)
+	for _, ev := range events {
+		if err := m.apply(ev); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	steps := map[string]Replayed{}
+	for i, s := range f.Steps {
+		if m.status[i] != trace.StepPending {
+			steps[s.ID] = Replayed{Status: m.status[i], Attempts: m.attempts[i], OutputSHA: m.sha[i]}
+		}
+	}
+	var pending []string
+	for _, p := range m.pending {
+		pending = append(pending, f.Steps[p.step].ID+":"+string(p.kind))
+	}
+	return m.run, steps, pending, nil
+}
