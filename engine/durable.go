@@ -111,9 +111,9 @@ func (r *run) stageStep(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	row := r.stepRow()
-	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.status[i], Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
-	if hasOutput(st.status) {
+	if hasOutput(r.m.status[i]) {
 		if st.outputJSON != nil {
 			row.Output = st.outputJSON
 		} else if b, err := value.AppendCanonical(nil, st.output); err == nil {
@@ -325,11 +325,8 @@ func (r *run) beginAttempt(j *job, n int) {
 func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	st.status = trace.StepWaiting
-	if kind == store.KindUnknown {
-		st.status = trace.StepUnknown
-	}
-	r.setStatus(i, st.status)
+	r.m.park(i, kind, st.attempts)
+	r.setStatus(i, r.m.status[i])
 	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
 		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
 	var asked string
@@ -366,7 +363,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
 	r.stageStep(i)
-	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
 		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
 	if kind == store.KindEscalation {
 		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
@@ -396,6 +393,7 @@ func (r *run) decide(i int) (handled bool) {
 		return true
 	}
 	delete(r.d.decisions, s.ID)
+	r.m.decided(i)
 	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
 	st := &r.steps[i]
 	st.started = r.e.cfg.Clock.Now()

@@ -181,3 +181,23 @@ func (m *machine) apply(ev *trace.Event) error {
 	}
 	return nil
 }
+
+// restore sets step i as a resumed run's rows say, without releasing
+// anything: recount then works out what waits, and seed what is ready.
+func (m *machine) restore(i int, status trace.StepStatus, attempts int, sha string) {
+	m.status[i], m.attempts[i], m.sha[i] = status, attempts, sha
+}
+
+// recount counts, for every step, the requires that have not settled.
+func (m *machine) recount() {
+	for i, s := range m.f.Steps {
+		n := 0
+		for _, k := range s.RequireIdx {
+			switch m.status[k] {
+			case trace.StepPending, trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
+				n++
+			}
+		}
+		m.waiting[i] = n
+	}
+}
