@@ -71,20 +71,7 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 			fault.TransientErr(fmt.Errorf("timed out after %s (the step's timeout)", s.Timeout)))
 		defer cancel()
 	}
-	switch s.Type {
-	case flow.LLM:
-		origin = trace.OriginModel
-		out, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt)
-	case flow.Route:
-		origin = trace.OriginModel
-		out, err = r.callRoute(actx, j, in, attempt)
-	case flow.Plan:
-		origin = trace.OriginTool
-		out, err = r.callPlan(actx, j, in, attempt)
-	default:
-		origin = trace.OriginTool
-		out, origin, err = r.callTool(actx, j, r.b.tools[j.index], in, attempt, false)
-	}
+	out, origin, err = r.b.kinds[j.index].call(r, actx, j, in, attempt)
 	if err != nil {
 		if actx.Err() != nil {
 			err = withCause(err, actx)

@@ -81,10 +81,7 @@ func (r *run) work(j *job) (o *outcome) {
 		if err = r.finishOutput(s, out, o); err == nil {
 			return o
 		}
-		o.origin = trace.OriginTool
-		if s.Type == flow.LLM {
-			o.origin = trace.OriginModel
-		}
+		o.origin = r.b.kinds[j.index].outputOrigin
 	}
 	r.applyOnError(j, err, o)
 	return o
@@ -161,7 +158,7 @@ func (r *run) escalate(j *job, err error, o *outcome) {
 		return
 	}
 	o.lastErr, o.escalated = err, true
-	if j.step.Type == flow.Tool && j.step.ForEach == nil {
+	if r.b.kinds[j.index].takesArgs && j.step.ForEach == nil {
 		o.escArgs, _ = value.AppendCanonical(nil, j.in.args)
 	}
 }
@@ -331,13 +328,13 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(r.ctx, s, scope, -1, nil)
+		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil)
 		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine
 			return nil, err
 		}
-		if s.Type == flow.Tool && s.Args == nil {
+		if r.b.kinds[j.index].takesArgs && s.Args == nil {
 			in.args = map[string]any{"previous": last, "iteration": float64(round)}
 		}
 		sub := &outcome{}
