@@ -22,8 +22,9 @@ type kind struct {
 	// engine's registries into b; problems go to bb.
 	bind func(bb *binder, b *bound, s *flow.Step)
 	// render renders one execution's input (its prompt or its args);
-	// defaults are the args of a tool step without args:.
-	render func(s *flow.Step, scope map[string]any, bounds *template.Bounds, in *unitInput, defaults any) error
+	// defaults are the args of a tool step without args:. The bounds come
+	// by value so that they stay on the caller's stack.
+	render func(s *flow.Step, scope map[string]any, bounds template.Bounds, defaults any) (prompt string, args any, err error)
 	// call makes one attempt of the step; origin says who failed.
 	call func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (out any, origin trace.Origin, err error)
 	// outputOrigin is who is blamed when the output breaks its checks.
@@ -44,9 +45,9 @@ type kind struct {
 var kinds = map[flow.Type]*kind{
 	flow.LLM: {
 		bind: func(bb *binder, b *bound, s *flow.Step) { b.models[s.Index] = bb.model(s.Model, s.ID) },
-		render: func(s *flow.Step, scope map[string]any, bounds *template.Bounds, in *unitInput, _ any) (err error) {
-			in.prompt, err = renderField(bounds, s, "prompt_template", s.Prompt.RenderStringBounded, scope)
-			return err
+		render: func(s *flow.Step, scope map[string]any, bounds template.Bounds, _ any) (string, any, error) {
+			p, err := renderField(&bounds, s, "prompt_template", s.Prompt.RenderStringBounded, scope)
+			return p, nil, err
 		},
 		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
 			out, err := r.callLLM(ctx, j, r.b.models[j.index], j.step.Model, in, attempt)
@@ -64,9 +65,9 @@ var kinds = map[flow.Type]*kind{
 			bb.check(s, err)
 			b.routers[s.Index] = rt
 		},
-		render: func(s *flow.Step, scope map[string]any, bounds *template.Bounds, in *unitInput, _ any) (err error) {
-			in.prompt, err = renderField(bounds, s, "text", s.RouteSpec.Text.RenderStringBounded, scope)
-			return err
+		render: func(s *flow.Step, scope map[string]any, bounds template.Bounds, _ any) (string, any, error) {
+			p, err := renderField(&bounds, s, "text", s.RouteSpec.Text.RenderStringBounded, scope)
+			return p, nil, err
 		},
 		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
 			out, err := r.callRoute(ctx, j, in, attempt)
@@ -85,9 +86,9 @@ var kinds = map[flow.Type]*kind{
 			bb.check(s, err)
 			b.catalogs[s.Index] = cat
 		},
-		render: func(s *flow.Step, scope map[string]any, bounds *template.Bounds, in *unitInput, _ any) (err error) {
-			in.prompt, err = renderField(bounds, s, "goal", s.PlanSpec.Goal.RenderStringBounded, scope)
-			return err
+		render: func(s *flow.Step, scope map[string]any, bounds template.Bounds, _ any) (string, any, error) {
+			p, err := renderField(&bounds, s, "goal", s.PlanSpec.Goal.RenderStringBounded, scope)
+			return p, nil, err
 		},
 		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
 			out, err := r.callPlan(ctx, j, in, attempt)
@@ -112,15 +113,15 @@ var kinds = map[flow.Type]*kind{
 				b.inSchemas[i] = bb.inputSchema(b.tools[i], s.ID)
 			}
 		},
-		render: func(s *flow.Step, scope map[string]any, bounds *template.Bounds, in *unitInput, defaults any) (err error) {
+		render: func(s *flow.Step, scope map[string]any, bounds template.Bounds, defaults any) (string, any, error) {
 			if s.Args == nil {
-				in.args = defaults
-				return nil
+				return "", defaults, nil
 			}
-			if in.args, err = s.Args.RenderBounded(scope, bounds); err != nil {
-				return renderFailure(bounds.Ctx, s, "args", err)
+			args, err := s.Args.RenderBounded(scope, &bounds)
+			if err != nil {
+				return "", nil, renderFailure(bounds.Ctx, s, "args", err)
 			}
-			return nil
+			return "", args, nil
 		},
 		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
 			return r.callTool(ctx, j, r.b.tools[j.index], in, attempt, false)
@@ -133,7 +134,7 @@ var kinds = map[flow.Type]*kind{
 	flow.Approval: {
 		// nothing to bind, render or call: a person answers it.
 		bind:         func(*binder, *bound, *flow.Step) {},
-		render:       func(*flow.Step, map[string]any, *template.Bounds, *unitInput, any) error { return nil },
+		render:       func(*flow.Step, map[string]any, template.Bounds, any) (string, any, error) { return "", nil, nil },
 		outputOrigin: trace.OriginEngine,
 		idempotent:   never,
 		asksPerson:   true,

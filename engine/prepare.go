@@ -95,7 +95,8 @@ func (r *run) defaultArgs(s *flow.Step) any {
 // max_input_bytes, stopping when ctx ends.
 func renderInput(ctx context.Context, k *kind, s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
 	in := unitInput{item: item}
-	err := k.render(s, scope, &template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}, &in, defaults)
+	var err error
+	in.prompt, in.args, err = k.render(s, scope, template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}, defaults)
 	return in, err
 }
 
