@@ -417,17 +417,11 @@ func (r *run) finish(parent context.Context) *Result {
 	if r.storeErr != nil && r.failure == nil {
 		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)
 	}
-	switch {
-	case r.failure == nil && len(r.d.parked) > 0:
-		res.Status = trace.RunWaiting
+	switch res.Status = runOutcome(r.failure, len(r.m.pending) > 0, parent.Err() != nil); res.Status {
+	case trace.RunWaiting:
 		res.Pending = r.d.parked
-	case r.failure == nil:
-		res.Status = trace.RunSucceeded
-	case r.failure.Class == fault.Cancelled || parent.Err() != nil && r.failure.Class != fault.Budget:
-		res.Status = trace.RunCancelled
+	case trace.RunCancelled:
 		r.failure.Class = fault.Cancelled
-	default:
-		res.Status = trace.RunFailed
 	}
 	res.Error = r.failure
 	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),

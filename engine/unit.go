@@ -23,7 +23,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.origin = trace.OriginEngine
 		return nil, err
 	}
-	retries := 0
+	done := 0 // retries made
 	first := 1
 	if n := r.d.firstAttempt[j.index]; n > 0 {
 		first = n
@@ -43,15 +43,12 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.origin = origin
 		class := fault.ClassOf(err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
-		if ctx.Err() != nil || class == fault.Budget || class == fault.Cancelled || class == fault.Policy {
+		if stopsRun(class, ctx.Err() != nil) {
 			return nil, err
 		}
-		if (class == fault.Transient || s.OnError == flow.Retry) && retries < s.Retries {
-			retries++
-			wait := backoffDelay(s.Backoff, r.id, s.ID, retries)
-			if ra := fault.RetryAfterOf(err); ra > wait {
-				wait = ra // the provider asked for it (Retry-After)
-			}
+		if retries(s, class, done) {
+			done++
+			wait := retryWait(s, r.id, done, fault.RetryAfterOf(err))
 			if serr := r.e.cfg.Clock.Sleep(ctx, wait); serr != nil {
 				return nil, r.ctxCause(serr)
 			}
