@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/trace"
 )
@@ -24,6 +26,14 @@ func Replay(f *flow.Flow, events []*trace.Event) (trace.RunStatus, map[string]Re
 	for _, ev := range events {
 		if err := m.apply(ev); err != nil {
 			return "", nil, nil, err
+		}
+	}
+	// a resume restores the same graph from the statuses alone (recount).
+	released := append([]int(nil), m.waiting...)
+	m.recount()
+	for i, n := range m.waiting {
+		if s := m.f.Steps[i]; n != released[i] && m.status[i] == trace.StepPending {
+			return "", nil, nil, fmt.Errorf("step %s waits on %d requires after the journal, %d when restored", s.ID, released[i], n)
 		}
 	}
 	steps := map[string]Replayed{}

@@ -104,7 +104,7 @@ func (m *machine) unstart(i int) { m.status[i] = trace.StepPending }
 func (m *machine) settle(i int, status trace.StepStatus, attempts int, sha string) {
 	m.status[i], m.attempts[i], m.sha[i] = status, attempts, sha
 	m.decided(i)
-	if status == trace.StepSkipped || hasOutput(status) {
+	if releases(status) {
 		m.release(i)
 	}
 }
@@ -188,16 +188,22 @@ func (m *machine) restore(i int, status trace.StepStatus, attempts int, sha stri
 	m.status[i], m.attempts[i], m.sha[i] = status, attempts, sha
 }
 
-// recount counts, for every step, the requires that have not settled.
+// recount counts, for every step, the requires that have not released it
+// (as settle does: a failed step releases nothing).
 func (m *machine) recount() {
 	for i, s := range m.f.Steps {
 		n := 0
 		for _, k := range s.RequireIdx {
-			switch m.status[k] {
-			case trace.StepPending, trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
+			if !releases(m.status[k]) {
 				n++
 			}
 		}
 		m.waiting[i] = n
 	}
+}
+
+// releases reports whether a step with status st lets the steps that
+// require it run: it produced an output, or was skipped.
+func releases(st trace.StepStatus) bool {
+	return st == trace.StepSkipped || hasOutput(st)
 }
