@@ -9,17 +9,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model/scripted"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
-var updateReplay = flag.Bool("update-replay", false, "rewrite the replay corpus in testdata/replay from runs of today's engine")
+var updateReplay = flag.Bool("update-replay", false, "add the cases missing from testdata/replay, from runs of today's engine")
 
 // replayDir holds the replay corpus: per case, the flow text a run pinned
 // (NAME.flow.yaml), its journal as the store returns it (NAME.jsonl, one
@@ -93,10 +95,6 @@ func replayCases() []replayCase {
 			return "r", f.Source
 		}
 	}
-	approve := func(st store.Store, step string, status store.ApprovalStatus, out string) error {
-		_, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: step, Status: status, Output: json.RawMessage(out), DecidedBy: "ann"})
-		return err
-	}
 	return []replayCase{
 		{"tool_llm", plainRun("name: tl\nsteps:\n  - {id: fetch, tool: a, args: {q: \"{input.q}\"}}\n  - {id: sum, type: llm, model: m, prompt_template: \"sum {fetch.n}\"}\n",
 			map[string]any{"q": "x"}, []tool.Tool{newKeyCounter("a", false)}, scripted.Reply{Step: "sum", Output: map[string]any{"text": "ok"}})},
@@ -141,24 +139,103 @@ steps:
 			}
 			return id, src
 		}},
-		{"unknown_after_crash", func(t *testing.T, st store.Store) (string, []byte) {
-			started := make(chan struct{}, 1)
-			fx := newFixture(t, blocking(started), newKeyCounter("done", false))
-			f := fx.parse("name: i\nsteps:\n  - {id: first, tool: done, args: {}}\n  - {id: s, tool: send, args: {}}\n")
-			rctx, cancel := context.WithCancelCause(ctx)
-			go func() {
-				<-started
-				cancel(fmt.Errorf("interrupted: %w", engine.ErrInterrupted))
-			}()
-			if _, err := durableEngine(fx, st, "p1").Run(rctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := durableEngine(fx, st, "p2").Resume(ctx, f, "r"); err != nil {
+		{"unknown_after_crash", interruptCase(false)},
+		{"unknown_approved", interruptCase(false, func(st store.Store) error { return approve(st, "s", store.ApprovalApproved, "") })},
+		{"idempotent_rerun", interruptCase(true)},
+		{"escalate_approved", escalateCase(func(st store.Store) error { return approve(st, "pay", store.ApprovalApproved, "") })},
+		{"escalate_rejected", escalateCase(func(st store.Store) error { return approve(st, "pay", store.ApprovalRejected, "") })},
+		{"mandatory_skip", plainRun("name: ms\nsteps:\n  - {id: a1, tool: a, args: {}}\n  - {id: a2, tool: a, args: {}, when: \"a1.n > 5\", mandatory: true}\n",
+			nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"policy_blocked", func(t *testing.T, st store.Store) (string, []byte) {
+			fx := newFixture(t, newKeyCounter("a", false), newKeyCounter("b", false))
+			f := fx.parse("name: pb\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: two, tool: b, args: {}}\n")
+			gate := gateFunc(func(_ context.Context, inv *safety.Invocation) (safety.Decision, error) {
+				if inv.Tool.Name == "b" {
+					return safety.Decision{Verdict: safety.Block, Reason: "b is not allowed"}, nil
+				}
+				return safety.Decision{Verdict: safety.Allow}, nil
+			})
+			e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Store: st, Owner: "p1", Gate: gate})
+			if _, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
 				t.Fatal(err)
 			}
 			return "r", f.Source
 		}},
 	}
+}
+
+// interruptCase runs a flow whose second step is interrupted (as by Ctrl-C)
+// while its tool runs, resumes it in another process, then applies each
+// decision and resumes again. The tool blocks on its first call only.
+func interruptCase(idempotent bool, decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+	return func(t *testing.T, st store.Store) (string, []byte) {
+		ctx := context.Background()
+		started := make(chan struct{}, 1)
+		var calls atomic.Int32
+		send := tool.Func(tool.Spec{Name: "send", Effect: tool.EffectExternal, Idempotent: idempotent}, func(ctx context.Context, _ any) (any, error) {
+			if calls.Add(1) > 1 {
+				return map[string]any{"sent": true}, nil
+			}
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, fault.New(fault.Cancelled, fmt.Errorf("call cancelled: %w", context.Cause(ctx)))
+		})
+		fx := newFixture(t, send, newKeyCounter("done", false))
+		f := fx.parse("name: i\nsteps:\n  - {id: first, tool: done, args: {}}\n  - {id: s, tool: send, args: {}}\n")
+		rctx, cancel := context.WithCancelCause(ctx)
+		go func() {
+			<-started
+			cancel(fmt.Errorf("interrupted: %w", engine.ErrInterrupted))
+		}()
+		if _, err := durableEngine(fx, st, "p1").Run(rctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := durableEngine(fx, st, "p2").Resume(ctx, f, "r"); err != nil {
+			t.Fatal(err)
+		}
+		for k, decide := range decisions {
+			if err := decide(st); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := durableEngine(fx, st, fmt.Sprintf("p%d", k+3)).Resume(ctx, f, "r"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return "r", f.Source
+	}
+}
+
+// escalateCase runs a step that fails once with on_error: escalate, then
+// applies the decision and resumes the run.
+func escalateCase(decide func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+	return func(t *testing.T, st store.Store) (string, []byte) {
+		ctx := context.Background()
+		c := newKeyCounter("pay", false)
+		c.fail = func(n int) error {
+			if n == 1 {
+				return fault.BusinessErr(errors.New("card declined"))
+			}
+			return nil
+		}
+		fx := newFixture(t, c)
+		f := fx.parse("name: es\nsteps:\n  - {id: pay, tool: pay, args: {amount: 5}, on_error: escalate}\n")
+		if _, err := durableEngine(fx, st, "p1").Run(ctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := decide(st); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := durableEngine(fx, st, "p2").Resume(ctx, f, "r"); err != nil {
+			t.Fatal(err)
+		}
+		return "r", f.Source
+	}
+}
+
+// approve decides run r's approval of step (out for settled).
+func approve(st store.Store, step string, status store.ApprovalStatus, out string) error {
+	_, err := st.DecideApproval(context.Background(), &store.DecideApprovalParams{RunID: "r", StepID: step, Status: status, Output: json.RawMessage(out), DecidedBy: "ann"})
+	return err
 }
 
 // projected reads the state the store's projections hold for a run.
@@ -188,15 +265,20 @@ func projected(t *testing.T, st store.Store, runID string) replayState {
 	return s
 }
 
-// TestWriteReplayCorpus runs every case with today's engine on a SQLite
-// file and writes its flow, journal and projected state to testdata/replay
-// (only with -update-replay).
+// TestWriteReplayCorpus runs, with -update-replay, every case that has no
+// journal in testdata/replay yet with today's engine on a SQLite file, and
+// writes its flow, journal and projected state there. Journals already
+// there are never rewritten: they are what older engines wrote, which is
+// the point (delete a case's files to write it again).
 func TestWriteReplayCorpus(t *testing.T) {
 	if !*updateReplay {
-		t.Skip("run with -update-replay to rewrite the replay corpus")
+		t.Skip("run with -update-replay to add the missing cases to the replay corpus")
 	}
 	for _, c := range replayCases() {
 		t.Run(c.name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(replayDir, c.name+".jsonl")); err == nil {
+				t.Skip("written by an earlier engine: kept")
+			}
 			st := openSQLite(t)
 			id, src := c.run(t, st)
 			evs, err := st.Events(context.Background(), id, 0, 0)
