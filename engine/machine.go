@@ -31,6 +31,9 @@ type machine struct {
 	// pending are the approvals the run waits on, in the order asked.
 	pending []pendingApproval
 	run     trace.RunStatus
+	// stopped: the run failed (a step failed, or stop was called), so
+	// nothing more starts.
+	stopped bool
 }
 
 // pendingApproval is a step parked for a person.
@@ -43,7 +46,7 @@ type pendingApproval struct {
 // m's buffers.
 func (m *machine) reset(f *flow.Flow) {
 	n := len(f.Steps)
-	m.f, m.run = f, ""
+	m.f, m.run, m.stopped = f, "", false
 	if cap(m.status) < n {
 		m.status, m.attempts, m.sha, m.waiting, m.ready = make([]trace.StepStatus, n), make([]int, n), make([]string, n), make([]int, n), make([]int, 0, n)
 	} else {
@@ -67,6 +70,16 @@ func (m *machine) seed() {
 		}
 	}
 }
+
+// canStart reports whether another step may be dispatched while inFlight
+// are running: one is ready, the run has not stopped, and the flow's
+// concurrency leaves room.
+func (m *machine) canStart(inFlight int) bool {
+	return len(m.ready) > 0 && !m.stopped && inFlight < m.f.Concurrency
+}
+
+// stop records that the run failed: nothing more starts.
+func (m *machine) stop() { m.stopped = true }
 
 // next takes the first ready step, if any.
 func (m *machine) next() (int, bool) {
@@ -100,12 +113,14 @@ func (m *machine) unstart(i int) { m.status[i] = trace.StepPending }
 
 // settle gives step i its final status. A step that produced an output,
 // or was skipped, releases the steps that require it; a failed one
-// releases nothing (its run fails).
+// releases nothing and stops the run.
 func (m *machine) settle(i int, status trace.StepStatus, attempts int, sha string) {
 	m.status[i], m.attempts[i], m.sha[i] = status, attempts, sha
 	m.decided(i)
 	if releases(status) {
 		m.release(i)
+	} else {
+		m.stopped = true
 	}
 }
 
@@ -139,6 +154,9 @@ func (m *machine) settleRun(status trace.RunStatus) {
 	m.run = status
 	if status != trace.RunWaiting && status != trace.RunRunning {
 		m.pending = m.pending[:0]
+	}
+	if status == trace.RunFailed || status == trace.RunCancelled {
+		m.stopped = true
 	}
 }
 
@@ -186,6 +204,9 @@ func (m *machine) apply(ev *trace.Event) error {
 // anything: recount then works out what waits, and seed what is ready.
 func (m *machine) restore(i int, status trace.StepStatus, attempts int, sha string) {
 	m.status[i], m.attempts[i], m.sha[i] = status, attempts, sha
+	if status == trace.StepFailed || status == trace.StepBlocked {
+		m.stopped = true
+	}
 }
 
 // recount counts, for every step, the requires that have not released it

@@ -189,7 +189,7 @@ func (r *run) execute(parent context.Context) *Result {
 
 func (r *run) loop() {
 	for {
-		for len(r.m.ready) > 0 && r.failure == nil && r.running < r.f.Concurrency {
+		for r.m.canStart(r.running) {
 			if r.ctx.Err() != nil {
 				r.fail(r.interruption(), "")
 				break
@@ -393,6 +393,7 @@ func (r *run) fail(err *RunError, step string) {
 		err.Step = step
 	}
 	r.failure = err
+	r.m.stop()
 	if err.Class == fault.Cancelled || err.Class == fault.Budget && err.Step == "" {
 		r.cancel(err.err)
 		return
