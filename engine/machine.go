@@ -61,11 +61,13 @@ func (m *machine) reset(f *flow.Flow) {
 	}
 }
 
-// seed queues, in the flow's order, every pending step whose requires all
-// settled: a run's first steps, or a resumed run's next ones.
+// seed makes the ready queue, in the flow's order, every pending step
+// whose requires all released it: a run's first steps, or a resumed run's
+// next ones.
 func (m *machine) seed() {
+	m.ready = m.ready[:0]
 	for _, i := range m.f.Order {
-		if m.waiting[i] == 0 && m.status[i] == trace.StepPending && !slices.Contains(m.ready, i) {
+		if m.waiting[i] == 0 && m.status[i] == trace.StepPending {
 			m.ready = append(m.ready, i)
 		}
 	}
