@@ -73,6 +73,29 @@ func (m *machine) seed() {
 	}
 }
 
+// command is what the machine asks of whoever drives it.
+type command int
+
+const (
+	startStep    command = iota // dispatch the step decide returned
+	awaitOutcome                // wait for a step in flight to report (settle, park)
+	finishRun                   // nothing runs and nothing can start: settle the run (runOutcome)
+)
+
+// decide says what the driver does next, with inFlight steps running:
+// start the first ready step (taking it off the queue), wait for an
+// outcome, or finish the run.
+func (m *machine) decide(inFlight int) (command, int) {
+	if m.canStart(inFlight) {
+		i, _ := m.next()
+		return startStep, i
+	}
+	if inFlight > 0 {
+		return awaitOutcome, -1
+	}
+	return finishRun, -1
+}
+
 // canStart reports whether another step may be dispatched while inFlight
 // are running: one is ready, the run has not stopped, and the flow's
 // concurrency leaves room.

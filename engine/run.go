@@ -187,19 +187,21 @@ func (r *run) execute(parent context.Context) *Result {
 	return r.finish(parent)
 }
 
+// loop carries out the machine's commands until it says the run is done.
 func (r *run) loop() {
 	for {
-		for r.m.canStart(r.running) {
-			if r.ctx.Err() != nil {
-				r.fail(r.interruption(), "")
-				break
-			}
-			i, _ := r.m.next()
-			r.dispatch(i)
-		}
-		if r.running == 0 {
+		switch cmd, i := r.m.decide(r.running); cmd {
+		case finishRun:
 			return
+		case startStep:
+			if r.ctx.Err() != nil {
+				r.fail(r.interruption(), "") // the machine stops: nothing more starts
+			} else {
+				r.dispatch(i)
+			}
+			continue
 		}
+		// awaitOutcome
 		select {
 		case o := <-r.results:
 			// a step that ran inline is done: nothing to wait for, so no
