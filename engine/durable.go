@@ -103,9 +103,9 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 var ErrSessionRequired = fault.New(fault.Business, errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (RunOptions.Session)"))
 
 // needsStore reports why a flow cannot run without a durable store.
-func needsStore(f *flow.Flow) string {
-	for _, s := range f.Steps {
-		if s.Type == flow.Approval || s.ApprovalRequired {
+func needsStore(f *flow.Flow, b *bound) string {
+	for i, s := range f.Steps {
+		if b.kinds[i].asksPerson || s.ApprovalRequired {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
 	}
@@ -120,9 +120,9 @@ func (r *run) stageStep(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	row := r.stepRow()
-	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: st.status, Attempt: st.attempts,
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.status[i], Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
-	if hasOutput(st.status) {
+	if hasOutput(r.m.status[i]) {
 		if st.outputJSON != nil {
 			row.Output = st.outputJSON
 		} else if b, err := value.AppendCanonical(nil, st.output); err == nil {
@@ -163,21 +163,7 @@ func hasOutput(s trace.StepStatus) bool {
 // person's say: model calls have no side effects; a tool step only when its
 // tool says idempotent: true.
 func (r *run) idempotent(i int) bool {
-	switch s := r.f.Steps[i]; s.Type {
-	case flow.LLM, flow.Route:
-		return true
-	case flow.Tool:
-		return r.b.specs[i].Idempotent
-	case flow.Plan:
-		// a plan may call any of its tools: safe to re-run only if all are.
-		for _, name := range s.PlanSpec.Tools {
-			if t, ok := r.e.cfg.Tools.Lookup(name); !ok || !t.Spec().Idempotent {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	return r.b.kinds[i].idempotent(r, i)
 }
 
 // pureStart reports whether step i's start needs no commit of its own: a
@@ -189,9 +175,8 @@ func (r *run) idempotent(i int) bool {
 // the commit that settles that step (Temporal journals local activities
 // the same way: their completion only).
 func (r *run) pureStart(i int) bool {
-	s := r.f.Steps[i]
 	spec := &r.b.specs[i]
-	return s.Type == flow.Tool && spec.Effect == tool.EffectNone && spec.Idempotent
+	return r.b.kinds[i].takesArgs && spec.Effect == tool.EffectNone && spec.Idempotent
 }
 
 // barrierPending reports whether the transition being assembled holds
@@ -331,16 +316,13 @@ func (r *run) beginAttempt(j *job, n int) {
 func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	st.status = trace.StepWaiting
-	if kind == store.KindUnknown {
-		st.status = trace.StepUnknown
-	}
-	r.setStatus(i, st.status)
+	r.m.park(i, kind, st.attempts)
+	r.setStatus(i, r.m.status[i])
 	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
 		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
 	var asked string
 	if j != nil {
-		if s.Type == flow.Tool {
+		if r.b.kinds[i].takesArgs {
 			a.Args, _ = value.AppendCanonical(nil, j.in.args)
 		}
 		if s.Message != nil {
@@ -362,7 +344,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 		a.Message = fmt.Sprintf("step %s failed after %d %s: %s; approve to run it again, reject to fail the run with this error, or settle it with the output it should have produced",
 			s.ID, st.attempts, plural(st.attempts, "attempt", "attempts"), st.err.Message)
 	case a.Message != "":
-	case s.Type == flow.Tool:
+	case r.b.kinds[i].takesArgs:
 		a.Message = fmt.Sprintf("step %s wants to call tool %s", s.ID, s.Tool)
 	default:
 		a.Message = fmt.Sprintf("step %s asks for approval", s.ID)
@@ -372,7 +354,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
 	r.stageStep(i)
-	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
 		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
 	if kind == store.KindEscalation {
 		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
@@ -393,7 +375,7 @@ func plural(n int, one, many string) string {
 func (r *run) decide(i int) (handled bool) {
 	s := r.f.Steps[i]
 	a := r.d.decisions[s.ID]
-	needs := s.Type == flow.Approval || s.ApprovalRequired
+	needs := r.b.kinds[i].asksPerson || s.ApprovalRequired
 	if a == nil || a.Status == store.ApprovalPending {
 		if !needs {
 			return false
@@ -402,6 +384,7 @@ func (r *run) decide(i int) (handled bool) {
 		return true
 	}
 	delete(r.d.decisions, s.ID)
+	r.m.decided(i)
 	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
 	st := &r.steps[i]
 	st.started = r.e.cfg.Clock.Now()
@@ -433,7 +416,7 @@ func (r *run) decide(i int) (handled bool) {
 		return true
 	}
 	// approved
-	if s.Type == flow.Approval {
+	if r.b.kinds[i].asksPerson {
 		r.settleWith(i, map[string]any{"approved": true, "comment": a.Comment, "decided_by": a.DecidedBy})
 		return true
 	}

@@ -262,7 +262,7 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 		id = e.cfg.NewRunID()
 	}
 	durable := e.durable
-	if why := needsStore(f); why != "" && !durable {
+	if why := needsStore(f, bound); why != "" && !durable {
 		return nil, fmt.Errorf("engine: flow %s cannot run in memory: %s", f.Name, why)
 	}
 	var (
@@ -292,6 +292,8 @@ type bound struct {
 	fbTool []tool.Tool
 	fbMdl  []model.Model
 	specs  []tool.Spec
+	// kinds are the steps' kinds (kinds), by step index.
+	kinds []*kind
 	// inSchemas / fbInSchemas are the compiled input schemas of the tools.
 	inSchemas   []*flow.Schema
 	fbInSchemas []*flow.Schema
@@ -316,81 +318,33 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		return b, nil
 	}
 	b := &bound{tools: make([]tool.Tool, len(f.Steps)), models: make([]model.Model, len(f.Steps)),
-		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps))}
+		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps)),
+		kinds: make([]*kind, len(f.Steps))}
 	if e.durable {
 		b.flowHash, b.flowPath = FlowHash(f), absPath(f.File)
 	}
-	var problems []string
-	lookupTool := func(name, step string) tool.Tool {
-		t, ok := e.cfg.Tools.Lookup(name)
-		if !ok {
-			problems = append(problems, fmt.Sprintf("step %s: tool %q is not registered with the engine (known: %s)", step, name, strings.Join(e.cfg.Tools.Names(), ", ")))
-		}
-		return t
-	}
-	lookupModel := func(name, step string) model.Model {
-		m, err := e.cfg.Models.Lookup(name)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("step %s: %v", step, err))
-		}
-		return m
-	}
 	b.inSchemas, b.fbInSchemas = make([]*flow.Schema, len(f.Steps)), make([]*flow.Schema, len(f.Steps))
-	compileIn := func(t tool.Tool, step string) *flow.Schema {
-		if t == nil || len(t.Spec().InputSchema) == 0 {
-			return nil
-		}
-		sch, err := flow.CompileSchema(t.Spec().Name+" input_schema", t.Spec().InputSchema)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("step %s: %v", step, err))
-		}
-		return sch
-	}
+	bb := &binder{e: e}
 	for i, s := range f.Steps {
-		switch s.Type {
-		case flow.Tool:
-			if b.tools[i] = lookupTool(s.Tool, s.ID); b.tools[i] != nil {
-				b.specs[i] = b.tools[i].Spec()
-				b.inSchemas[i] = compileIn(b.tools[i], s.ID)
-			}
-		case flow.LLM:
-			b.models[i] = lookupModel(s.Model, s.ID)
-		case flow.Approval:
-			// nothing to bind: a person answers it.
-		case flow.Route:
-			if b.routers == nil {
-				b.routers = make([]*route.Router, len(f.Steps))
-			}
-			rt, err := e.bindRoute(s, lookupModel)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
-			}
-			b.routers[i] = rt
-		case flow.Plan:
-			if b.catalogs == nil {
-				b.catalogs = make([]*plan.Catalog, len(f.Steps))
-			}
-			b.models[i] = lookupModel(s.Model, s.ID)
-			cat, err := e.bindPlan(s)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
-			}
-			b.catalogs[i] = cat
-		default:
-			problems = append(problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
+		k := kinds[s.Type]
+		if k == nil {
+			bb.problems = append(bb.problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
+			continue
 		}
+		b.kinds[i] = k
+		k.bind(bb, b, s)
 		if fb := s.Fallback; fb != nil {
 			if fb.Tool != "" {
-				b.fbTool[i] = lookupTool(fb.Tool, s.ID)
-				b.fbInSchemas[i] = compileIn(b.fbTool[i], s.ID)
+				b.fbTool[i] = bb.tool(fb.Tool, s.ID)
+				b.fbInSchemas[i] = bb.inputSchema(b.fbTool[i], s.ID)
 			}
 			if fb.Model != "" {
-				b.fbMdl[i] = lookupModel(fb.Model, s.ID)
+				b.fbMdl[i] = bb.model(fb.Model, s.ID)
 			}
 		}
 	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(problems, "\n  "))
+	if len(bb.problems) > 0 {
+		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(bb.problems, "\n  "))
 	}
 	e.bindings.Add(f, b)
 	return b, nil

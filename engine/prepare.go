@@ -56,7 +56,7 @@ func (r *run) prepare(i int) *job {
 	case s.Repeat != nil:
 		// rounds render against their own scope (previous, iteration).
 	default:
-		j.in, j.renderErr = renderInput(r.ctx, s, r.env, -1, r.defaultArgs(s))
+		j.in, j.renderErr = renderInput(r.ctx, r.b.kinds[i], s, r.env, -1, r.defaultArgs(s))
 	}
 	if j.renderErr == nil {
 		var err error
@@ -77,7 +77,7 @@ func (r *run) prepare(i int) *job {
 // defaultArgs is what a tool step without args receives: the outputs of its
 // direct requires by id, and the run input for a root step.
 func (r *run) defaultArgs(s *flow.Step) any {
-	if s.Type != flow.Tool || s.Args != nil {
+	if !r.b.kinds[s.Index].takesArgs || s.Args != nil {
 		return nil
 	}
 	m := make(map[string]any, len(s.RequireIdx)+1)
@@ -93,33 +93,11 @@ func (r *run) defaultArgs(s *flow.Step) any {
 
 // renderInput renders one execution's input within the step's
 // max_input_bytes, stopping when ctx ends.
-func renderInput(ctx context.Context, s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
+func renderInput(ctx context.Context, k *kind, s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
 	in := unitInput{item: item}
-	b := &template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}
 	var err error
-	switch s.Type {
-	case flow.LLM:
-		if in.prompt, err = s.Prompt.RenderStringBounded(scope, b); err != nil {
-			return in, renderFailure(ctx, s, "prompt_template", err)
-		}
-	case flow.Route:
-		if in.prompt, err = s.RouteSpec.Text.RenderStringBounded(scope, b); err != nil {
-			return in, renderFailure(ctx, s, "text", err)
-		}
-	case flow.Plan:
-		if in.prompt, err = s.PlanSpec.Goal.RenderStringBounded(scope, b); err != nil {
-			return in, renderFailure(ctx, s, "goal", err)
-		}
-	case flow.Tool:
-		if s.Args == nil {
-			in.args = defaults
-			return in, nil
-		}
-		if in.args, err = s.Args.RenderBounded(scope, b); err != nil {
-			return in, renderFailure(ctx, s, "args", err)
-		}
-	}
-	return in, nil
+	in.prompt, in.args, err = k.render(s, scope, template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}, defaults)
+	return in, err
 }
 
 // renderFailure classifies a failed rendering or evaluation of step s's
@@ -161,10 +139,10 @@ func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []err
 	for k, it := range list {
 		r.env["item"], r.env["index"] = it, float64(k)
 		args := any(nil)
-		if s.Type == flow.Tool && s.Args == nil {
+		if r.b.kinds[s.Index].takesArgs && s.Args == nil {
 			args = it
 		}
-		in, err := renderInput(r.ctx, s, r.env, k, args)
+		in, err := renderInput(r.ctx, r.b.kinds[s.Index], s, r.env, k, args)
 		out[k] = in
 		if err == nil {
 			continue
@@ -191,7 +169,7 @@ func restore(m map[string]any, k string, v any, had bool) {
 // passthroughDigest is the input digest of a tool step whose args are one
 // upstream step's whole output: that output's digest, already computed.
 func (r *run) passthroughDigest(s *flow.Step) string {
-	if s.Type != flow.Tool {
+	if !r.b.kinds[s.Index].takesArgs {
 		return ""
 	}
 	p, ok := s.Args.Passthrough()
@@ -209,7 +187,7 @@ func (r *run) passthroughDigest(s *flow.Step) string {
 // digestInput hashes what the step is about to send (args or prompt).
 func (r *run) digestInput(s *flow.Step, in unitInput) (string, error) {
 	var v any = in.args
-	if s.Type != flow.Tool {
+	if !r.b.kinds[s.Index].takesArgs {
 		v = in.prompt
 	}
 	buf, err := value.AppendCanonical(r.buf[:0], v)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/reinhq/rein/fault"
@@ -189,7 +188,6 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			latest[a.StepID] = a
 		}
 	}
-	settled := make([]bool, len(r.f.Steps))
 	byID := make(map[string]*flow.Step, len(r.f.Steps))
 	for _, s := range r.f.Steps {
 		byID[s.ID] = s
@@ -211,22 +209,22 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 		}
 		switch row.Status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:
-			st.status, st.outputSHA = row.Status, row.OutputSHA
+			r.m.restore(i, row.Status, row.Attempt, row.OutputSHA)
+			st.outputSHA = row.OutputSHA
 			if len(row.Output) > 0 {
 				if err := json.Unmarshal(row.Output, &st.output); err != nil {
 					return fmt.Errorf("engine: output of step %s of run %s does not decode: %w", s.ID, r.id, err)
 				}
 			}
 			r.publish(i, st.output)
-			r.setStatus(i, st.status)
-			settled[i] = true
+			r.setStatus(i, row.Status)
 		case trace.StepFailed, trace.StepBlocked:
 			// a failed step fails its run; a failed row in an unfinished run
 			// means the crash came between the step and the run's
 			// settlement (a parallel branch was in flight). The step's
 			// effect happened: the run failed, it is not run again.
-			st.status = row.Status
-			r.setStatus(i, st.status)
+			r.m.restore(i, row.Status, row.Attempt, "")
+			r.setStatus(i, row.Status)
 			if st.err == nil {
 				st.err = &RunError{Class: fault.Business, Origin: trace.OriginEngine, Message: "step " + s.ID + " failed"}
 			}
@@ -236,7 +234,6 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			if r.failure == nil {
 				r.failure = st.err
 			}
-			settled[i] = true
 		case trace.StepRunning:
 			if a := latest[s.ID]; a != nil && a.Status == store.ApprovalApproved {
 				// approved before it ran: the approval is not asked again.
@@ -250,15 +247,17 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
 			}
+			r.m.restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
 			a := latest[s.ID]
 			if a == nil || a.Status == store.ApprovalPending {
-				st.status = row.Status
-				r.setStatus(i, st.status)
+				r.setStatus(i, row.Status)
 				if a != nil {
+					r.m.park(i, a.Kind, row.Attempt)
 					r.d.parked = append(r.d.parked, a)
 				} else {
+					r.m.restore(i, row.Status, row.Attempt, "")
 					r.d.toPark = append(r.d.toPark, i)
 				}
 				continue
@@ -269,21 +268,8 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			}
 		}
 	}
-	for i, s := range r.f.Steps {
-		n := 0
-		for _, k := range s.RequireIdx {
-			if !settled[k] {
-				n++
-			}
-		}
-		r.waiting[i] = n
-	}
-	for _, i := range r.f.Order {
-		st := r.steps[i].status
-		if !settled[i] && r.waiting[i] == 0 && st != trace.StepWaiting && st != trace.StepUnknown && !slices.Contains(r.d.toPark, i) {
-			r.ready = append(r.ready, i)
-		}
-	}
+	r.m.recount()
+	r.m.seed()
 	return nil
 }
 

@@ -36,11 +36,11 @@ type run struct {
 
 	// env is the scope of templates and expressions: input fields, "input",
 	// "steps" (id → {status, output}) and every settled step's output by id.
-	env      map[string]any
-	stepsNS  map[string]any
-	steps    []stepState
-	waiting  []int // requires not yet settled, by step index
-	ready    []int
+	env     map[string]any
+	stepsNS map[string]any
+	steps   []stepState
+	// m decides: statuses, the ready queue, what waits on a person.
+	m        machine
 	running  int
 	results  chan *outcome
 	failure  *RunError
@@ -85,8 +85,9 @@ type counters struct {
 	tokensOut  atomic.Int64
 }
 
+// stepState is what executing a step left beside its status (r.m):
+// its output, times, error and usage.
 type stepState struct {
-	status    trace.StepStatus
 	output    any
 	outputSHA string
 	// outputJSON is output's canonical JSON when the run is durable (the
@@ -118,8 +119,8 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	if r == nil {
 		r = &run{}
 	}
-	env, steps, waiting, ready, results, buf, outbox, sending, slab := r.env, r.steps, r.waiting, r.ready, r.results, r.buf, r.outbox, r.sending, r.slab
-	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], outbox: outbox[:0], sending: sending[:0], storeCtx: storeCtx}
+	env, steps, m, results, buf, outbox, sending, slab := r.env, r.steps, r.m, r.results, r.buf, r.outbox, r.sending, r.slab
+	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], outbox: outbox[:0], sending: sending[:0], storeCtx: storeCtx, m: m}
 	if e.borrow {
 		r.slab = slab[:0]
 	}
@@ -129,15 +130,16 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		clear(env)
 	}
 	if cap(steps) < n {
-		steps, waiting, ready = make([]stepState, n), make([]int, n), make([]int, 0, n)
+		steps = make([]stepState, n)
 	} else {
-		steps, waiting, ready = steps[:n], waiting[:n], ready[:0]
+		steps = steps[:n]
 		clear(steps)
 	}
+	r.m.reset(f)
 	if cap(results) < n {
 		results = make(chan *outcome, n)
 	}
-	r.env, r.steps, r.waiting, r.ready, r.results = env, steps, waiting, ready, results
+	r.env, r.steps, r.results = env, steps, results
 	if m, ok := input.(map[string]any); ok {
 		for k, v := range m {
 			r.env[k] = v
@@ -150,9 +152,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		r.stepsNS = make(map[string]any, len(f.Steps))
 		r.env["steps"] = r.stepsNS
 	}
-	for i, s := range f.Steps {
-		r.steps[i].status = trace.StepPending
-		r.waiting[i] = len(s.RequireIdx)
+	for i := range f.Steps {
 		r.setStatus(i, trace.StepPending)
 	}
 	return r
@@ -169,7 +169,7 @@ func (r *run) recycle() {
 	if !r.borrow {
 		slab = nil // its events are the sink's
 	}
-	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending, slab: slab}
+	*r = run{env: r.env, steps: r.steps, m: r.m, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending, slab: slab}
 	e.runs.Put(r)
 }
 
@@ -202,29 +202,26 @@ func (r *run) execute(parent context.Context) *Result {
 	defer r.end()
 	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
-	for _, i := range r.f.Order {
-		if r.waiting[i] == 0 {
-			r.ready = append(r.ready, i)
-		}
-	}
+	r.m.seed()
 	r.loop()
 	return r.finish(parent)
 }
 
+// loop carries out the machine's commands until it says the run is done.
 func (r *run) loop() {
 	for {
-		for len(r.ready) > 0 && r.failure == nil && r.running < r.f.Concurrency {
-			if r.ctx.Err() != nil {
-				r.fail(r.interruption(), "")
-				break
-			}
-			i := r.ready[0]
-			r.ready = r.ready[1:]
-			r.dispatch(i)
-		}
-		if r.running == 0 {
+		switch cmd, i := r.m.decide(r.running); cmd {
+		case finishRun:
 			return
+		case startStep:
+			if r.ctx.Err() != nil {
+				r.fail(r.interruption(), "") // the machine stops: nothing more starts
+			} else {
+				r.dispatch(i)
+			}
+			continue
 		}
+		// awaitOutcome
 		select {
 		case o := <-r.results:
 			// a step that ran inline is done: nothing to wait for, so no
@@ -259,30 +256,29 @@ func (r *run) interruption() *RunError {
 func (r *run) dispatch(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	skip, why := r.shouldSkip(s)
+	skip, why := r.shouldSkip(i)
 	if r.ctx.Err() != nil {
 		r.fail(r.interruption(), "") // the run's time ran out while when was evaluated
 		return
 	}
 	if skip {
 		if s.Mandatory {
-			r.steps[i].status = trace.StepFailed
 			err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine,
 				Message: "mandatory step cannot be skipped: " + why}
 			st.err = err
+			r.m.settle(i, trace.StepFailed, st.attempts, "")
 			r.emitSettled(i, nil, nil, err)
 			r.fail(err, s.ID)
 			return
 		}
-		st.status = trace.StepSkipped
+		r.m.settle(i, trace.StepSkipped, st.attempts, "")
 		r.publish(i, nil)
 		r.emitSettled(i, nil, nil, nil)
-		r.release(i)
 		return
 	} else if why != "" {
 		// the when expression itself failed.
 		err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine, Message: why}
-		r.steps[i].status = trace.StepFailed
+		r.m.settle(i, trace.StepFailed, st.attempts, "")
 		st.err = err
 		r.emitSettled(i, nil, nil, err)
 		r.fail(err, s.ID)
@@ -296,12 +292,12 @@ func (r *run) dispatch(i int) {
 		r.fail(r.interruption(), "") // the run's time ran out while the input was rendered
 		return
 	}
-	st.status = trace.StepRunning
 	st.started = r.e.cfg.Clock.Now()
 	st.attempts = 1
 	if n := r.d.firstAttempt[i]; n > 0 {
 		st.attempts = n
 	}
+	r.m.start(i, st.attempts)
 	r.setStatus(i, trace.StepRunning)
 	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
 		Model: s.Model, Tool: s.Tool, Time: st.started}
@@ -315,7 +311,7 @@ func (r *run) dispatch(i int) {
 		// nothing to protect: it rides with its settlement (pureStart).
 		if !r.pureStart(i) || r.barrierPending() || r.storeErr != nil {
 			if r.flush(); r.storeErr != nil || r.interrupted() {
-				st.status = trace.StepPending // it never ran
+				r.m.unstart(i) // it never ran
 				if r.storeErr != nil {
 					r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
 				} else {
@@ -326,22 +322,20 @@ func (r *run) dispatch(i int) {
 		}
 	}
 	r.running++
-	if r.running == 1 && len(r.ready) == 0 {
+	if r.running == 1 && len(r.m.ready) == 0 {
 		r.results <- r.work(job) // the only thing to do: run it inline
 		return
 	}
 	go func() { r.results <- r.work(job) }()
 }
 
-// shouldSkip applies when and skip propagation: a skip propagates only
-// from the steps of s.SkipFrom (explicit requires and steps whose output s
-// reads), never along the implicit order of a plain list. A non-empty
-// reason with skip=false means the when expression could not be evaluated.
-func (r *run) shouldSkip(s *flow.Step) (skip bool, reason string) {
-	for _, j := range s.SkipFrom {
-		if r.steps[j].status == trace.StepSkipped {
-			return true, "upstream step " + r.f.Steps[j].ID + " was skipped"
-		}
+// shouldSkip applies skip propagation (machine.skippedUpstream), then
+// step i's when. A non-empty reason with skip=false means the when
+// expression could not be evaluated.
+func (r *run) shouldSkip(i int) (skip bool, reason string) {
+	s := r.f.Steps[i]
+	if up := r.m.skippedUpstream(i); up != "" {
+		return true, "upstream step " + up + " was skipped"
 	}
 	if s.When == nil {
 		return false, ""
@@ -371,14 +365,14 @@ func (r *run) settle(o *outcome) {
 		return
 	}
 	if o.err != nil {
-		st.status = o.failStatus()
+		r.m.settle(i, o.failStatus(), o.attempts, "")
 		st.err = r.hide(toRunError(o.err, s.ID, o.origin))
-		r.setStatus(i, st.status)
+		r.setStatus(i, r.m.status[i])
 		r.emitSettled(i, nil, o, st.err)
 		r.fail(st.err, s.ID)
 		return
 	}
-	st.status = o.status
+	r.m.settle(i, o.status, o.attempts, o.outputSHA)
 	st.output = o.output
 	st.outputSHA = o.outputSHA
 	st.outputJSON = o.outputJSON
@@ -387,7 +381,6 @@ func (r *run) settle(o *outcome) {
 	}
 	r.publish(i, o.output)
 	r.emitSettled(i, o.output, o, st.err)
-	r.release(i)
 }
 
 // publish makes a settled step visible to templates and expressions.
@@ -395,7 +388,7 @@ func (r *run) publish(i int, out any) {
 	s := r.f.Steps[i]
 	r.env[s.ID] = out
 	if r.stepsNS != nil {
-		r.stepsNS[s.ID] = map[string]any{"status": string(r.steps[i].status), "output": out}
+		r.stepsNS[s.ID] = map[string]any{"status": string(r.m.status[i]), "output": out}
 	}
 }
 
@@ -413,16 +406,6 @@ func (r *run) setStatus(i int, st trace.StepStatus) {
 	m["status"] = string(st)
 }
 
-// release marks downstream steps whose requires are all settled as ready.
-func (r *run) release(i int) {
-	for _, j := range r.f.Steps[i].Downstream {
-		r.waiting[j]--
-		if r.waiting[j] == 0 {
-			r.ready = append(r.ready, j)
-		}
-	}
-}
-
 // fail records the run's first failure and stops in-flight work.
 func (r *run) fail(err *RunError, step string) {
 	if r.failure != nil {
@@ -432,6 +415,7 @@ func (r *run) fail(err *RunError, step string) {
 		err.Step = step
 	}
 	r.failure = err
+	r.m.stop()
 	if err.Class == fault.Cancelled || err.Class == fault.Budget && err.Step == "" {
 		r.cancel(err.err)
 		return
@@ -443,9 +427,9 @@ func (r *run) finish(parent context.Context) *Result {
 	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: make(map[string]any, len(r.steps)), Steps: make(map[string]StepResult, len(r.steps))}
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
-		res.Steps[s.ID] = StepResult{Status: st.status, Attempts: st.attempts, Duration: st.duration, Error: st.err,
+		res.Steps[s.ID] = StepResult{Status: r.m.status[i], Attempts: st.attempts, Duration: st.duration, Error: st.err,
 			Corrections: st.use.corrections, LLMCalls: st.use.llmCalls, TokensIn: st.use.tokensIn, TokensOut: st.use.tokensOut}
-		switch st.status {
+		switch r.m.status[i] {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output
 		}
@@ -456,17 +440,11 @@ func (r *run) finish(parent context.Context) *Result {
 	if r.storeErr != nil && r.failure == nil {
 		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)
 	}
-	switch {
-	case r.failure == nil && len(r.d.parked) > 0:
-		res.Status = trace.RunWaiting
+	switch res.Status = runOutcome(r.failure, len(r.m.pending) > 0, parent.Err() != nil); res.Status {
+	case trace.RunWaiting:
 		res.Pending = r.d.parked
-	case r.failure == nil:
-		res.Status = trace.RunSucceeded
-	case r.failure.Class == fault.Cancelled || parent.Err() != nil && r.failure.Class != fault.Budget:
-		res.Status = trace.RunCancelled
+	case trace.RunCancelled:
 		r.failure.Class = fault.Cancelled
-	default:
-		res.Status = trace.RunFailed
 	}
 	res.Error = r.failure
 	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),
@@ -640,7 +618,7 @@ func (r *run) delivered() {
 func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(st.status),
+	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
 		Attempt: st.attempts, DurationMS: trace.Millis(st.duration), Time: st.settled}
 	if o != nil {
 		ev.OutputSHA, ev.Preview = o.outputSHA, o.preview

@@ -23,7 +23,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.origin = trace.OriginEngine
 		return nil, err
 	}
-	retries := 0
+	done := 0 // retries made
 	first := 1
 	if n := r.d.firstAttempt[j.index]; n > 0 {
 		first = n
@@ -43,15 +43,12 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.origin = origin
 		class := fault.ClassOf(err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
-		if ctx.Err() != nil || class == fault.Budget || class == fault.Cancelled || class == fault.Policy {
+		if stopsRun(class, ctx.Err() != nil) {
 			return nil, err
 		}
-		if (class == fault.Transient || s.OnError == flow.Retry) && retries < s.Retries {
-			retries++
-			wait := backoffDelay(s.Backoff, r.id, s.ID, retries)
-			if ra := fault.RetryAfterOf(err); ra > wait {
-				wait = ra // the provider asked for it (Retry-After)
-			}
+		if retries(s, class, done) {
+			done++
+			wait := retryWait(s, r.id, done, fault.RetryAfterOf(err))
 			if serr := r.e.cfg.Clock.Sleep(ctx, wait); serr != nil {
 				return nil, r.ctxCause(serr)
 			}
@@ -71,20 +68,7 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 			fault.TransientErr(fmt.Errorf("timed out after %s (the step's timeout)", s.Timeout)))
 		defer cancel()
 	}
-	switch s.Type {
-	case flow.LLM:
-		origin = trace.OriginModel
-		out, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt, false)
-	case flow.Route:
-		origin = trace.OriginModel
-		out, err = r.callRoute(actx, j, in, attempt)
-	case flow.Plan:
-		origin = trace.OriginTool
-		out, err = r.callPlan(actx, j, in, attempt)
-	default:
-		origin = trace.OriginTool
-		out, origin, err = r.callTool(actx, j, r.b.tools[j.index], in, attempt, false)
-	}
+	out, origin, err = r.b.kinds[j.index].call(r, actx, j, in, attempt)
 	if err != nil {
 		if actx.Err() != nil {
 			err = withCause(err, actx)

@@ -81,10 +81,7 @@ func (r *run) work(j *job) (o *outcome) {
 		if err = r.finishOutput(s, out, o); err == nil {
 			return o
 		}
-		o.origin = trace.OriginTool
-		if s.Type == flow.LLM {
-			o.origin = trace.OriginModel
-		}
+		o.origin = r.b.kinds[j.index].outputOrigin
 	}
 	r.applyOnError(j, err, o)
 	return o
@@ -115,29 +112,20 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 // applyOnError decides what a final failure means for the step.
 func (r *run) applyOnError(j *job, err error, o *outcome) {
 	s := j.step
-	class := fault.ClassOf(err)
-	if class == fault.Budget || class == fault.Cancelled || class == fault.Policy || r.ctx.Err() != nil {
+	switch recoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
+	case stopWithRun:
 		o.err = r.ctxCause(err)
 		return
-	}
-	if s.OnError == flow.Escalate {
+	case escalateStep:
 		r.escalate(j, err, o)
 		return
-	}
-	if s.ForEach != nil {
-		// on_error applies per item (runItems); a failure of the step as
-		// a whole (its items, its gate, its size) has no slot to fill.
-		o.err = err
-		return
-	}
-	switch s.OnError {
-	case flow.Skip:
+	case defaultStep:
 		o.lastErr, o.status = err, trace.StepDefaulted
 		if ferr := r.finishOutput(s, s.FallbackValue, o); ferr != nil {
 			o.err = ferr
 		}
 		return
-	case flow.Fallback:
+	case fallBack:
 		out, ferr := r.runFallback(r.ctx, j, j.in, j.scope)
 		if ferr != nil {
 			o.err = fallbackFailed(ferr, err, "step")
@@ -161,7 +149,7 @@ func (r *run) escalate(j *job, err error, o *outcome) {
 		return
 	}
 	o.lastErr, o.escalated = err, true
-	if j.step.Type == flow.Tool && j.step.ForEach == nil {
+	if r.b.kinds[j.index].takesArgs && j.step.ForEach == nil {
 		o.escArgs, _ = value.AppendCanonical(nil, j.in.args)
 	}
 }
@@ -230,12 +218,10 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 // fallback's output. Errors that stop the run are not absorbed.
 func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, error) {
 	s := j.step
-	switch c := fault.ClassOf(err); {
-	case c == fault.Budget || c == fault.Cancelled || c == fault.Policy || ctx.Err() != nil:
-		return nil, err
-	case s.OnError == flow.Skip:
+	switch recoverItem(s, fault.ClassOf(err), ctx.Err() != nil) {
+	case defaultStep:
 		return s.FallbackValue, nil
-	case s.OnError != flow.Fallback:
+	case stopWithRun, failStep:
 		return nil, err
 	}
 	var scope map[string]any
@@ -336,13 +322,13 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(r.ctx, s, scope, -1, nil)
+		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil)
 		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine
 			return nil, err
 		}
-		if s.Type == flow.Tool && s.Args == nil {
+		if r.b.kinds[j.index].takesArgs && s.Args == nil {
 			in.args = map[string]any{"previous": last, "iteration": float64(round)}
 		}
 		sub := &outcome{}
