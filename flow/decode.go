@@ -40,6 +40,9 @@ type decoder struct {
 	schemas     *schemaSet
 	toolNodes   field
 	hasTools    bool
+	// agentTool is set while an agent.yaml's exec tool is decoded: its
+	// approval: is the agent's, not an unknown field.
+	agentTool bool
 	// upstream holds each step's transitive upstream steps as a bitset,
 	// by step index, once isUpstream needed them.
 	upstream   [][]uint64

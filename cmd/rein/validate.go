@@ -147,10 +147,10 @@ func newTraceCmd(s *streams) *cobra.Command {
 
 func newSchemaCmd(s *streams) *cobra.Command {
 	return &cobra.Command{
-		Use:       "schema [flow|config]",
-		Short:     "Print the JSON Schema of the flow format (or of rein.yaml) for editors",
+		Use:       "schema [flow|config|agent]",
+		Short:     "Print the JSON Schema of the flow format (or of rein.yaml, or agent.yaml) for editors",
 		Args:      cobra.MaximumNArgs(1),
-		ValidArgs: []string{"flow", "config"},
+		ValidArgs: []string{"flow", "config", "agent"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			which := "flow"
 			if len(args) == 1 {
@@ -163,8 +163,11 @@ func newSchemaCmd(s *streams) *cobra.Command {
 			case "config":
 				_, err := s.out.Write(schema.Config())
 				return err
+			case "agent":
+				_, err := s.out.Write(schema.Agent())
+				return err
 			}
-			return usageErr("schema: unknown %q: use flow or config", which)
+			return usageErr("schema: unknown %q: use flow, config or agent", which)
 		},
 	}
 }
