@@ -13,7 +13,6 @@ import (
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/value"
 )
 
 // check turns the model's call into a Call: StatusChosen when it names a
@@ -27,10 +26,13 @@ func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 		c.Observation = fmt.Sprintf("invalid call: there is no tool %q; the tools are %s. Call one of them.", cut(tc.Name, 80), l.toolNames())
 		return c
 	}
-	if _, err := parseArgs(tc.Args); err != nil {
+	args, err := parseArgs(tc.Args)
+	if err != nil {
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", tc.Name, err)
+		return c
 	}
+	c.args = args
 	return c
 }
 
@@ -39,24 +41,19 @@ func parseArgs(raw string) (map[string]any, error) {
 	if strings.TrimSpace(raw) == "" {
 		return map[string]any{}, nil
 	}
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("the arguments are not JSON (%v, at byte %d of %s)", err, dec.InputOffset(), quoteCut(raw, 120))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("the arguments hold more than one JSON value: %s", quoteCut(raw, 120))
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("the arguments are not JSON (%v, at byte %d of %s)", err, se.Offset, quoteCut(raw, 120))
+		}
+		return nil, fmt.Errorf("the arguments are not JSON (%v): %s", err, quoteCut(raw, 120))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("at (root): the arguments must be a JSON object, got %s", quoteCut(raw, 60))
 	}
-	nv, err := value.Normalize(m)
-	if err != nil {
-		return nil, err
-	}
-	return nv.(map[string]any), nil
+	return m, nil
 }
 
 func (l *Loop) toolNames() string {
@@ -87,7 +84,7 @@ func (l *Loop) position(turn, call int) invoke.Position {
 // unknown. Waiting and unknown calls follow their Decision, if any.
 func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res *Result) error {
 	var jobs []int
-	approved := make(map[int]bool)
+	var approved map[int]bool
 	for i := range t.Calls {
 		c := &t.Calls[i]
 		d, decided := s.Decisions[Ref(t.N, c.Index)]
@@ -114,6 +111,9 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			switch d.Verdict {
 			case Approve:
 				jobs = append(jobs, i)
+				if approved == nil {
+					approved = make(map[int]bool)
+				}
 				approved[i] = true
 				continue
 			case Settle:
@@ -154,6 +154,13 @@ func safeToRepeat(spec tool.Spec) bool {
 // Config.Concurrency at once, and commits each outcome as it comes. On
 // cancellation the calls still running are cancelled and left chosen.
 func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool) error {
+	if len(jobs) == 1 {
+		c := &t.Calls[jobs[0]]
+		if !l.call(ctx, t.N, c, approved[jobs[0]]) {
+			return context.Cause(ctx)
+		}
+		return l.commitCall(ctx, t.N, c)
+	}
 	var (
 		mu       sync.Mutex // serialises commits and guards firstErr
 		firstErr error
@@ -201,7 +208,10 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 // returns false when ctx ended first: the call stays chosen.
 func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool {
 	bt := l.tools[c.Tool]
-	args, _ := parseArgs(c.Args) // checked when the turn was taken
+	args := c.args
+	if args == nil {
+		args, _ = parseArgs(c.Args) // checked when the turn was taken
+	}
 	req := invoke.Request{Tool: bt.Tool, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
 	if bt.input != nil {

@@ -85,6 +85,7 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 		defer cancel()
 	}
 	res := &Result{}
+	var conv conversation
 	fresh := false
 	for {
 		if n := len(s.Turns); n > 0 {
@@ -102,7 +103,7 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 				return res, nil
 			}
 		}
-		if err := l.turn(ctx, s); err != nil {
+		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
 			res.Usage = UsageOf(s)
 			return res, l.cause(ctx, err)
 		}
@@ -121,7 +122,7 @@ func (l *Loop) cause(ctx context.Context, err error) error {
 }
 
 // turn asks the model for the next turn, commits it, and runs its calls.
-func (l *Loop) turn(ctx context.Context, s *Session) error {
+func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error {
 	u := UsageOf(s)
 	b := &l.cfg.Budgets
 	if u.Turns >= b.MaxTurns {
@@ -134,7 +135,7 @@ func (l *Loop) turn(ctx context.Context, s *Session) error {
 		return context.Cause(ctx)
 	}
 	t := Turn{N: u.Turns + 1}
-	req := &model.Request{Model: l.cfg.ModelName, Messages: l.messages(s), Tools: l.defs, Decision: "agent",
+	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent",
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
 	resp, err := l.cfg.Model.Generate(ctx, req)
 	t.LLMCalls++

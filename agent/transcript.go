@@ -91,6 +91,8 @@ type Call struct {
 	Blob string `json:"blob,omitempty"`
 	// Reason says why a call waits (who asks for approval).
 	Reason string `json:"reason,omitempty"`
+
+	args map[string]any // Args decoded, once checked
 }
 
 // Ref names a call within its loop: "turn<t>/call<c>", the suffix of its
@@ -122,32 +124,43 @@ type Decision struct {
 	Output  any     `json:"output,omitempty"`
 }
 
-// messages builds the conversation the model sees for the next turn.
-func (l *Loop) messages(s *Session) []model.Message {
-	n := 2 + len(s.History)
-	for i := range s.Turns {
-		n += 1 + len(s.Turns[i].Calls)
+// conversation is what the model sees, built once per Run and extended
+// by each settled turn: earlier messages are never changed, so requests
+// can share its backing array.
+type conversation struct {
+	msgs []model.Message
+	upto int // the turns of the Session it holds
+}
+
+// extend appends the instructions, history and task (the first time) and
+// the turns of s it does not hold yet.
+func (c *conversation) extend(l *Loop, s *Session) []model.Message {
+	if c.msgs == nil {
+		n := 2 + len(s.History)
+		for i := range s.Turns {
+			n += 1 + len(s.Turns[i].Calls)
+		}
+		c.msgs = make([]model.Message, 0, n+8)
+		if l.cfg.Instructions != "" {
+			c.msgs = append(c.msgs, model.Message{Role: model.System, Content: l.cfg.Instructions})
+		}
+		c.msgs = append(c.msgs, s.History...)
+		c.msgs = append(c.msgs, model.Message{Role: model.User, Content: s.Task})
 	}
-	msgs := make([]model.Message, 0, n)
-	if l.cfg.Instructions != "" {
-		msgs = append(msgs, model.Message{Role: model.System, Content: l.cfg.Instructions})
-	}
-	msgs = append(msgs, s.History...)
-	msgs = append(msgs, model.Message{Role: model.User, Content: s.Task})
-	for i := range s.Turns {
-		t := &s.Turns[i]
+	for ; c.upto < len(s.Turns); c.upto++ {
+		t := &s.Turns[c.upto]
 		m := model.Message{Role: model.Assistant, Content: t.Text}
 		if len(t.Calls) > 0 {
 			m.ToolCalls = make([]model.ToolCall, len(t.Calls))
-			for j, c := range t.Calls {
-				m.ToolCalls[j] = model.ToolCall{ID: c.ID, Name: c.Tool, Args: c.Args}
+			for j, call := range t.Calls {
+				m.ToolCalls[j] = model.ToolCall{ID: call.ID, Name: call.Tool, Args: call.Args}
 			}
 		}
-		msgs = append(msgs, m)
-		for _, c := range t.Calls {
-			msgs = append(msgs, model.Message{Role: model.Tool, ToolCallID: c.ID, Content: c.Observation,
-				IsError: c.Status != StatusOK})
+		c.msgs = append(c.msgs, m)
+		for _, call := range t.Calls {
+			c.msgs = append(c.msgs, model.Message{Role: model.Tool, ToolCallID: call.ID, Content: call.Observation,
+				IsError: call.Status != StatusOK})
 		}
 	}
-	return msgs
+	return c.msgs[:len(c.msgs):len(c.msgs)]
 }
