@@ -223,3 +223,40 @@ func (d *decoder) decodeAgentBudgets(fl field) AgentBudgets {
 	}
 	return b
 }
+
+// agentSpec returns s's agent definition, making it.
+func (d *decoder) agentSpec(s *Step) *AgentDef {
+	if s.Agent == nil {
+		s.Agent = &AgentDef{File: d.diags.file}
+	}
+	return s.Agent
+}
+
+// checkAgentStep checks a type: agent step once its fields are read: a
+// prompt_template (the task), a model, tools by name (exec tools are
+// declared in the flow's tools:), none of the fields of other kinds.
+func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
+	a := d.agentSpec(s)
+	a.Name, a.Model, a.OutputSchema = s.ID, s.Model, s.OutputSchema
+	if f, ok := src.fields["concurrency"]; ok {
+		if n, ok := d.integerQuiet(f); ok {
+			a.Concurrency = n // calls of one turn at once
+		}
+	}
+	if _, ok := src.fields["prompt_template"]; !ok {
+		d.diags.add(pos, label, "an agent step needs a prompt_template: the task it hands the agent")
+	}
+	if _, ok := src.fields["tools"]; !ok {
+		d.diags.add(pos, label, "an agent step needs tools: (names mapped to {} or {approval: required})")
+	}
+	for _, t := range a.Tools {
+		if t.Decl != nil {
+			d.diags.add(t.Pos, label, "tool %s: declare exec tools in the flow's tools: (or rein.yaml); an agent step names them", t.Name)
+		}
+	}
+	for _, k := range []string{"tool", "args", "for_each", "repeat", "approval", "message", "fallback"} {
+		if f, ok := src.fields[k]; ok {
+			d.diags.add(f.keyPos, label, "%s does not belong to an agent step", k)
+		}
+	}
+}

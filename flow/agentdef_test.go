@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/tool"
 )
 
 func TestParseAgent(t *testing.T) {
@@ -73,5 +74,56 @@ budgets: {max_turns: 0, max_calls: 3}
 	}
 	if _, err := flow.ParseAgent([]byte("instructions: x\n"), "agent.yaml"); err == nil || !strings.Contains(err.Error(), "agent.yaml:1:1: agent.yaml needs model:") {
 		t.Errorf("no model: %v", err)
+	}
+}
+
+func TestAgentStep(t *testing.T) {
+	t.Parallel()
+	opts := &flow.Options{
+		Tools:  func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, name == "lookup" || name == "refund" },
+		Models: func(string) bool { return true },
+	}
+	src := `name: f
+inputs: {type: object, properties: {task: {type: string}}}
+steps:
+  - id: support
+    type: agent
+    model: m
+    instructions: be kind
+    prompt_template: "{input.task}"
+    tools: {lookup: , refund: {approval: required}}
+    budgets: {max_turns: 4}
+    concurrency: 2
+`
+	f, err := flow.Parse([]byte(src), "f.yaml", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Steps[0].Agent
+	if a == nil || a.Model != "m" || a.Instructions != "be kind" || len(a.Tools) != 2 || !a.Tools[1].Approval ||
+		a.Budgets.MaxTurns != 4 || a.Concurrency != 2 {
+		t.Fatalf("agent %+v", a)
+	}
+	bad := `name: f
+steps:
+  - id: support
+    type: agent
+    model: m
+    tools: {lookp: }
+    args: {x: 1}
+  - id: t
+    tool: lookup
+    instructions: no
+`
+	_, err = flow.Parse([]byte(bad), "f.yaml", opts)
+	for _, want := range []string{
+		`f.yaml:4:11: step support: an agent step needs a prompt_template`,
+		`f.yaml:6:13: step support: unknown tool "lookp"`,
+		`f.yaml:7:5: step support: args does not belong to an agent step`,
+		`f.yaml:10:5: step t: instructions belongs to agent steps (type: agent)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
 	}
 }
