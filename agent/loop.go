@@ -135,7 +135,7 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return context.Cause(ctx)
 	}
 	t := Turn{N: u.Turns + 1}
-	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent",
+	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
 	resp, err := l.cfg.Model.Generate(ctx, req)
 	t.LLMCalls++

@@ -51,6 +51,8 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		dst = appendStringField(dst, `,"owner":`, p.Owner)
 		dst = append(dst, '}')
 	}
+	dst = appendIntField(dst, `,"turn":`, int64(e.Turn))
+	dst = appendStringField(dst, `,"data":`, e.Data)
 	return append(dst, '}')
 }
 

@@ -33,6 +33,11 @@ const (
 	// follows within the same attempt. It is not a failed attempt.
 	CorrectiveRetry Kind = "corrective_retry"
 	ToolProcess     Kind = "tool_process" // a non-idempotent step's tool started a process group (Process)
+	// AgentTurn is a turn of an agent step as the model gave it (Data: the
+	// agent.Turn), committed before its calls run; AgentCall is one call's
+	// outcome (Data: the agent.Call, Turn: its turn).
+	AgentTurn Kind = "agent_turn"
+	AgentCall Kind = "agent_call"
 )
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).
@@ -120,6 +125,11 @@ type Event struct {
 	Preview   string `json:"preview,omitempty"`
 	// Process is the process group a tool started (tool_process events).
 	Process Process `json:"process,omitzero"`
+	// Turn is the agent turn of agent_turn and agent_call events.
+	Turn int `json:"turn,omitempty"`
+	// Data is the record an event carries whole, as JSON text (agent_turn,
+	// agent_call): what a resume rebuilds the agent's transcript from.
+	Data string `json:"data,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
