@@ -99,6 +99,13 @@ func needsStore(f *flow.Flow) string {
 		if s.Type == flow.Approval || s.ApprovalRequired {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (rein run --db, or engine.Config.Store)"
 		}
+		if s.Agent != nil {
+			for _, t := range s.Agent.Tools {
+				if t.Approval {
+					return "agent step " + s.ID + " has tool " + t.Name + " with approval: required, which needs a durable store (rein run --db, or engine.Config.Store)"
+				}
+			}
+		}
 	}
 	return ""
 }
@@ -155,7 +162,9 @@ func hasOutput(s trace.StepStatus) bool {
 // tool says idempotent: true.
 func (r *run) idempotent(i int) bool {
 	switch s := r.f.Steps[i]; s.Type {
-	case flow.LLM, flow.Route:
+	case flow.LLM, flow.Route, flow.Agent:
+		// an agent step's loop keeps each call that may have had an
+		// effect from running twice (package agent).
 		return true
 	case flow.Tool:
 		return r.b.specs[i].Idempotent

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinhq/rein/agent"
 	"strings"
 	"sync"
 	"time"
@@ -276,6 +277,8 @@ type bound struct {
 	// routers and catalogs of route and plan steps, by step index.
 	routers  []*route.Router
 	catalogs []*plan.Catalog
+	// agents are the loops of agent steps, by step index.
+	agents []*agent.Loop
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.
@@ -352,6 +355,15 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
 			}
 			b.catalogs[i] = cat
+		case flow.Agent:
+			if b.agents == nil {
+				b.agents = make([]*agent.Loop, len(f.Steps))
+			}
+			l, err := e.bindAgent(s, lookupModel)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("step %s: %v", s.ID, err))
+			}
+			b.agents[i] = l
 		default:
 			problems = append(problems, fmt.Sprintf("step %s: type %s is not supported yet", s.ID, s.Type))
 		}

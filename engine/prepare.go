@@ -102,6 +102,10 @@ func renderInput(ctx context.Context, s *flow.Step, scope map[string]any, item i
 		if in.prompt, err = s.Prompt.RenderStringBounded(scope, b); err != nil {
 			return in, renderFailure(ctx, s, "prompt_template", err)
 		}
+	case flow.Agent:
+		if in.prompt, err = s.Prompt.RenderStringBounded(scope, b); err != nil {
+			return in, renderFailure(ctx, s, "prompt_template", err)
+		}
 	case flow.Route:
 		if in.prompt, err = s.RouteSpec.Text.RenderStringBounded(scope, b); err != nil {
 			return in, renderFailure(ctx, s, "text", err)

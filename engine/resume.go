@@ -242,6 +242,10 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 			}
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
+			if s.Type == flow.Agent {
+				r.restoreAgent(i, row, approvals)
+				continue
+			}
 			a := latest[s.ID]
 			if a == nil || a.Status == store.ApprovalPending {
 				st.status = row.Status

@@ -40,6 +40,9 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		if err == nil {
 			return out, nil
 		}
+		if _, wait := err.(*agentWait); wait {
+			return nil, err // not a failure: the step parks
+		}
 		o.origin = origin
 		class := fault.ClassOf(err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
@@ -81,6 +84,9 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 	case flow.Plan:
 		origin = trace.OriginTool
 		out, err = r.callPlan(actx, j, in, attempt)
+	case flow.Agent:
+		origin = trace.OriginTool
+		out, err = r.callAgent(actx, j, in, attempt)
 	default:
 		origin = trace.OriginTool
 		out, origin, err = r.callTool(actx, j, r.b.tools[j.index], in, attempt, false)

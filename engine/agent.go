@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// An agent step runs the agent loop (package agent) as one step attempt.
+// Its turns and calls are journaled as agent_turn and agent_call events,
+// each committed at once (one commit per turn, one per settled call), so a
+// resumed run rebuilds the transcript and continues: the loop never asks
+// the model again for a committed turn nor repeats a call that may have
+// had an effect. A call that waits for a person is an approval row of its
+// own, step id "<step>/turn<t>/call<c>" (rein runs approve RUN that-id);
+// once every one is decided, resuming the run runs the step again at the
+// same attempt and the loop applies the decisions.
+
+// bindAgent builds an agent step's loop from the engine's tools and models.
+func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model) (*agent.Loop, error) {
+	a := s.Agent
+	m := lookupModel(s.Model, s.ID)
+	if m == nil {
+		return nil, nil // reported by lookupModel
+	}
+	tools := make([]agent.Tool, 0, len(a.Tools))
+	var missing []string
+	for _, t := range a.Tools {
+		tl, ok := e.cfg.Tools.Lookup(t.Name)
+		if !ok {
+			missing = append(missing, t.Name)
+			continue
+		}
+		tools = append(tools, agent.Tool{Tool: tl, Approval: t.Approval})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
+	}
+	return agent.New(agent.Config{Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Now:     e.cfg.Clock.Now})
+}
+
+// agentWait is the "error" of an agent step whose calls wait for a person:
+// the step parks (settle) instead of failing.
+type agentWait struct {
+	pending []agent.Pending
+}
+
+func (w *agentWait) Error() string {
+	return fmt.Sprintf("%d tool call(s) wait for a person", len(w.pending))
+}
+
+// callAgent runs step j's agent loop for one attempt: the task is the
+// rendered prompt_template. A resumed attempt continues its transcript.
+func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
+	s := j.step
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
+	sess := &agent.Session{Task: in.prompt, Started: r.steps[j.index].started}
+	if r.d.on && r.d.firstAttempt[j.index] == attempt {
+		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
+			return nil, err
+		}
+	}
+	jr := &agentJournal{r: r, step: s, attempt: attempt}
+	res, err := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r)).Run(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == agent.StatusPaused {
+		if !r.d.on {
+			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval, which needs a durable store (rein run --db, or engine.Config.Store)", s.ID, len(res.Pending))
+		}
+		return nil, &agentWait{pending: res.Pending}
+	}
+	return res.Answer, nil
+}
+
+// agentJournal commits an agent step's turns and calls through the run's
+// journal, each at once.
+type agentJournal struct {
+	r       *run
+	step    *flow.Step
+	attempt int
+}
+
+func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	a.r.record(trace.Event{Kind: trace.AgentTurn, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: t.N, TokensIn: t.Usage.In, TokensOut: t.Usage.Out, Preview: value.Preview([]byte(t.Text), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+func (a *agentJournal) commit() error {
+	a.r.flush()
+	if a.r.d.on {
+		a.r.recordMu.Lock()
+		err := a.r.storeErr
+		a.r.recordMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreSession rebuilds the transcript of attempt of step s from the
+// journal, and the people's decisions on its calls from the approvals.
+func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
+	var after int64
+	for {
+		evs, err := r.e.cfg.Store.Events(ctx, r.id, after, 1000)
+		if err != nil {
+			return fmt.Errorf("engine: read the journal of agent step %s: %w", s.ID, err)
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.StepID != s.ID || ev.Attempt != attempt {
+				continue
+			}
+			switch ev.Kind {
+			case trace.AgentTurn:
+				var t agent.Turn
+				if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(sess.Turns)+1 {
+					return fmt.Errorf("engine: run %s: agent_turn event %d of step %s does not decode as turn %d: %v", r.id, ev.Seq, s.ID, len(sess.Turns)+1, err)
+				}
+				sess.Turns = append(sess.Turns, t)
+			case trace.AgentCall:
+				var c agent.Call
+				if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(sess.Turns) ||
+					c.Index < 1 || c.Index > len(sess.Turns[ev.Turn-1].Calls) {
+					return fmt.Errorf("engine: run %s: agent_call event %d of step %s names no call of its transcript: %v", r.id, ev.Seq, s.ID, err)
+				}
+				sess.Turns[ev.Turn-1].Calls[c.Index-1] = c
+			}
+		}
+		if len(evs) < 1000 {
+			break
+		}
+	}
+	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
+	if err != nil {
+		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)
+	}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		ref, ok := strings.CutPrefix(a.StepID, prefix)
+		if !ok || a.Status == store.ApprovalPending {
+			continue
+		}
+		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment}
+		switch a.Status {
+		case store.ApprovalRejected:
+			d.Verdict = agent.Reject
+		case store.ApprovalSettled:
+			d.Verdict = agent.Settle
+			if err := json.Unmarshal(a.Output, &d.Output); err != nil {
+				return fmt.Errorf("engine: the output settling %s is not JSON: %w", a.StepID, err)
+			}
+		}
+		if sess.Decisions == nil {
+			sess.Decisions = map[string]agent.Decision{}
+		}
+		sess.Decisions[ref] = d
+	}
+	return nil
+}
+
+// parkAgent makes agent step i wait for people: one approval per pending
+// call, committed with the step's waiting row.
+func (r *run) parkAgent(i int, w *agentWait) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	st.status = trace.StepWaiting
+	r.setStatus(i, st.status)
+	for _, p := range w.pending {
+		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
+			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
+			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+		if p.Kind == "unknown" {
+			a.Kind = store.KindUnknown
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
+		}
+		r.d.parked = append(r.d.parked, a)
+		r.recordMu.Lock()
+		r.d.pendAppr = append(r.d.pendAppr, a)
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(st.status),
+			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
+	}
+	r.stageStep(i)
+}
+
+// argsJSON is a call's arguments as the approval keeps them: the JSON the
+// model wrote, or that text as a JSON string when it is not JSON.
+func argsJSON(raw string) json.RawMessage {
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}
+
+// restoreAgent applies an agent step's approvals on resume: while any of
+// its calls waits, the step waits; once all are decided it runs again at
+// its attempt, and the loop applies the decisions.
+func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) {
+	s := r.f.Steps[i]
+	latest := map[string]*store.Approval{}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		if !strings.HasPrefix(a.StepID, prefix) {
+			continue
+		}
+		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
+			latest[a.StepID] = a
+		}
+	}
+	waiting := false
+	for _, a := range latest {
+		if a.Status == store.ApprovalPending {
+			waiting = true
+			r.d.parked = append(r.d.parked, a)
+		}
+	}
+	if waiting {
+		r.steps[i].status = trace.StepWaiting
+		r.setStatus(i, trace.StepWaiting)
+		return
+	}
+	r.d.firstAttempt[i] = max(row.Attempt, 1)
+}
