@@ -129,40 +129,85 @@ func (a *agentJournal) commit() error {
 	return nil
 }
 
-// restoreSession rebuilds the transcript of attempt of step s from the
-// journal, and the people's decisions on its calls from the approvals.
-func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
+// AgentTranscript reads the transcript of agent step stepID of a run from
+// its journal: the turns of the given attempt (0: the last one journaled),
+// each call as it stands (arguments, status, observation). A step that
+// journaled no turn has none (nil). Errors: the store's, or a record that
+// does not decode.
+func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, attempt int) ([]agent.Turn, error) {
+	var fold transcriptFold
+	fold.attempt = attempt
 	var after int64
 	for {
-		evs, err := r.e.cfg.Store.Events(ctx, r.id, after, 1000)
+		evs, err := st.Events(ctx, runID, after, 1000)
 		if err != nil {
-			return fmt.Errorf("engine: read the journal of agent step %s: %w", s.ID, err)
+			return nil, fmt.Errorf("read the journal of run %s: %w", runID, err)
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if ev.StepID != s.ID || ev.Attempt != attempt {
-				continue
-			}
-			switch ev.Kind {
-			case trace.AgentTurn:
-				var t agent.Turn
-				if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(sess.Turns)+1 {
-					return fmt.Errorf("engine: run %s: agent_turn event %d of step %s does not decode as turn %d: %v", r.id, ev.Seq, s.ID, len(sess.Turns)+1, err)
-				}
-				sess.Turns = append(sess.Turns, t)
-			case trace.AgentCall:
-				var c agent.Call
-				if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(sess.Turns) ||
-					c.Index < 1 || c.Index > len(sess.Turns[ev.Turn-1].Calls) {
-					return fmt.Errorf("engine: run %s: agent_call event %d of step %s names no call of its transcript: %v", r.id, ev.Seq, s.ID, err)
-				}
-				sess.Turns[ev.Turn-1].Calls[c.Index-1] = c
+			if err := fold.add(ev, stepID); err != nil {
+				return nil, err
 			}
 		}
 		if len(evs) < 1000 {
-			break
+			return fold.turns, nil
 		}
 	}
+}
+
+// FoldAgentTranscript is AgentTranscript over events already read.
+func FoldAgentTranscript(events []*trace.Event, stepID string, attempt int) ([]agent.Turn, error) {
+	fold := transcriptFold{attempt: attempt}
+	for _, ev := range events {
+		if err := fold.add(ev, stepID); err != nil {
+			return nil, err
+		}
+	}
+	return fold.turns, nil
+}
+
+// transcriptFold rebuilds turns from agent_turn and agent_call events.
+type transcriptFold struct {
+	attempt, at int
+	turns       []agent.Turn
+}
+
+func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
+	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
+		return nil
+	}
+	if f.attempt == 0 && ev.Attempt != f.at {
+		f.turns, f.at = nil, ev.Attempt // a later attempt starts afresh
+	}
+	if f.attempt != 0 && ev.Attempt != f.attempt {
+		return nil
+	}
+	switch ev.Kind {
+	case trace.AgentTurn:
+		var t agent.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(f.turns)+1 {
+			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err)
+		}
+		f.turns = append(f.turns, t)
+	case trace.AgentCall:
+		var c agent.Call
+		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(f.turns) ||
+			c.Index < 1 || c.Index > len(f.turns[ev.Turn-1].Calls) {
+			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err)
+		}
+		f.turns[ev.Turn-1].Calls[c.Index-1] = c
+	}
+	return nil
+}
+
+// restoreSession rebuilds the transcript of attempt of step s from the
+// journal, and the people's decisions on its calls from the approvals.
+func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
+	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	sess.Turns = turns
 	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
 	if err != nil {
 		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)

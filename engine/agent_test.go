@@ -84,7 +84,9 @@ func agentTools(dir, kill string) *tool.Registry {
 	return reg
 }
 
-func call(id, name, args string) model.ToolCall { return model.ToolCall{ID: id, Name: name, Args: args} }
+func call(id, name, args string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: name, Args: args}
+}
 
 // agentScript: turn 1 looks up the order and charges it, turn 2 refunds
 // (approval: required), turn 3 answers.

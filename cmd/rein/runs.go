@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinhq/rein/agent"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -177,6 +178,8 @@ type runView struct {
 	// Use is each step's model calls, tokens and corrections, folded from
 	// the journal, by step id.
 	Use map[string]stepUse
+	// Agents are the transcripts of agent steps, by step id.
+	Agents map[string][]agent.Turn
 }
 
 // stepUse is what a step's model calls cost, as `rein runs show` gives it.
@@ -192,6 +195,8 @@ type runViewJSON struct {
 	Run       runRow            `json:"run"`
 	Steps     []stepViewJSON    `json:"steps"`
 	Approvals []*store.Approval `json:"approvals"`
+	// Agents are the transcripts of agent steps, by step id.
+	Agents map[string][]agent.Turn `json:"agents,omitempty"`
 }
 
 type stepViewJSON struct {
@@ -239,12 +244,25 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 					return failed("journal of run %s: %w", id, err)
 				}
 				v.Use = stepUses(events)
+				for _, st := range v.Steps {
+					if st.Type != "agent" {
+						continue
+					}
+					turns, err := engine.FoldAgentTranscript(events, st.StepID, 0)
+					if err != nil {
+						return failed("transcript of step %s: %w", st.StepID, err)
+					}
+					if v.Agents == nil {
+						v.Agents = map[string][]agent.Turn{}
+					}
+					v.Agents[st.StepID] = turns
+				}
 				if f.output == "json" {
 					steps := make([]stepViewJSON, len(v.Steps))
 					for i, st := range v.Steps {
 						steps[i] = stepViewJSON{Step: st, stepUse: v.Use[st.StepID]}
 					}
-					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: steps, Approvals: orEmpty(v.Approvals)})
+					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: steps, Approvals: orEmpty(v.Approvals), Agents: v.Agents})
 				}
 				writeRunView(s.out, &v, dsn)
 				return nil
@@ -317,6 +335,12 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 			fmt.Fprintf(tw, "  %s\t%s\tattempts=%d\t%s\t%s\n", st.StepID, st.Status, st.Attempt, use, detail)
 		}
 		_ = tw.Flush()
+	}
+	for _, st := range v.Steps {
+		if turns := v.Agents[st.StepID]; len(turns) > 0 {
+			fmt.Fprintf(w, "transcript of %s:\n", st.StepID)
+			writeTranscript(w, "  ", turns)
+		}
 	}
 	var pending []*store.Approval
 	var decided []*store.Approval
