@@ -1,9 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -101,5 +107,61 @@ func TestAgentInvalidDefinition(t *testing.T) {
 	}
 	if code, _, stderr = cli(t, "agent", t.TempDir(), "hello"); code != exitUsage || !strings.Contains(stderr, "holds no agent.yaml") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestAgentWithAProvider runs the support agent with --model against an
+// OpenAI-compatible server (a stand-in speaking the wire format, native tool
+// calls): nothing in the loop is specific to the scripted model.
+func TestAgentWithAProvider(t *testing.T) {
+	t.Parallel()
+	var turns atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []map[string]any `json:"messages"`
+			Tools    []any            `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Tools) != 3 {
+			http.Error(w, `{"error": {"message": "want 3 tools"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if turns.Add(1) == 1 {
+			fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"finish_reason":"tool_calls",
+				"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"1042\"}"}}]}}],
+				"usage":{"prompt_tokens":120,"completion_tokens":20,"total_tokens":140}}`)
+			return
+		}
+		last := req.Messages[len(req.Messages)-1]
+		if last["role"] != "tool" || last["tool_call_id"] != "call_a" || !strings.Contains(fmt.Sprint(last["content"]), "Ana Lima") {
+			http.Error(w, `{"error": {"message": "the tool result is missing"}}`, http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, `{"id":"c2","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"finish_reason":"stop",
+			"message":{"role":"assistant","content":"Order 1042 of Ana Lima has shipped."}}],"usage":{"prompt_tokens":180,"completion_tokens":12,"total_tokens":192}}`)
+	}))
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "support")
+	if err := os.CopyFS(dir, os.DirFS("../../examples/support-agent")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "rein.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = append(cfg, []byte("models:\n  real: {provider: ollama, model: tiny, base_url: "+srv.URL+"/v1}\n")...)
+	if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "agent", dir, "where is order 1042?", "--model", "real", "--db", ":memory:", "--output", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	var res agentResultJSON
+	decodeOne(t, out, &res)
+	if res.Status != "answered" || res.Answer != "Order 1042 of Ana Lima has shipped." || len(res.Calls) != 1 ||
+		res.Calls[0].Status != "ok" || res.Usage["tokens_in"] != 300 {
+		t.Fatalf("result %+v", res)
 	}
 }
