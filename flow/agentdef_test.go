@@ -80,7 +80,9 @@ budgets: {max_turns: 0, max_calls: 3}
 func TestAgentStep(t *testing.T) {
 	t.Parallel()
 	opts := &flow.Options{
-		Tools:  func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, name == "lookup" || name == "refund" },
+		Tools: func(name string) (tool.Spec, bool) {
+			return tool.Spec{Name: name}, name == "lookup" || name == "refund"
+		},
 		Models: func(string) bool { return true },
 	}
 	src := `name: f
