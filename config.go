@@ -133,7 +133,7 @@ func (tb *Toolbox) Model(name string) (model.Model, error) {
 	if len(configured) > 0 {
 		where = "rein.yaml models: configures " + strings.Join(configured, ", ")
 	}
-	return nil, fmt.Errorf("model %q is not configured (%s): name a configured model, give provider/model (e.g. openai/gpt-4o-mini), or answer it offline with a scripted model (--script FILE)", name, where)
+	return nil, fmt.Errorf("model %q %w (%s): name a configured model, give provider/model (e.g. openai/gpt-4o-mini), or answer it offline with a scripted model", name, model.ErrNotConfigured, where)
 }
 
 // DefaultModel is the rein.yaml models: name that also answers steps

@@ -96,7 +96,8 @@ func TestLoadConfigModels(t *testing.T) {
 	if _, err := m.Generate(context.Background(), &model.Request{StepID: "s"}); err == nil || !strings.Contains(err.Error(), "REIN_TEST_CONFIG_KEY") {
 		t.Fatalf("lazy open: %v", err)
 	}
-	if _, err := tb.Model("nope"); err == nil || !strings.Contains(err.Error(), "configures default") || !strings.Contains(err.Error(), "--script") {
+	if _, err := tb.Model("nope"); err == nil || !strings.Contains(err.Error(), "configures default") ||
+		!errors.Is(err, model.ErrNotConfigured) || strings.Contains(err.Error(), "--") {
 		t.Fatalf("unknown model: %v", err)
 	}
 	if _, err := tb.Model("nosuch/x"); err == nil || !strings.Contains(err.Error(), "unknown provider") {

@@ -49,7 +49,7 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 	case opts.Model != "":
 		spec, err := p.modelRef(opts.Model, cfg)
 		if err != nil {
-			return fmt.Errorf("--model: %w", err)
+			return fmt.Errorf("model %s, which is to answer every model name: %w", opts.Model, err)
 		}
 		p.Models.SetFallback(opener(spec, getenv))
 	case explicitScript:

@@ -152,7 +152,7 @@ func TestRecordThenReplayRunsOffline(t *testing.T) {
 	}
 	// a request the cassette does not hold fails, it is never guessed.
 	res, err = p.Run(context.Background(), map[string]any{"name": "Someone else"}, nil)
-	if err != nil || res.Status != trace.RunFailed || !strings.Contains(res.Error.Message, "re-record") {
+	if err != nil || res.Status != trace.RunFailed || !strings.Contains(res.Error.Message, "record the cassette again") {
 		t.Fatalf("unknown request: %v %+v", err, res.Error)
 	}
 }

@@ -376,9 +376,9 @@ func (p *Project) meta() json.RawMessage {
 // run pinned (never the file on disk, which may have changed), parsed as if
 // it were at its original path so its schema files resolve, with the
 // rein.yaml and script the run recorded. A run started with Go tools needs
-// them again: pass the same ones in opts.Tools (a run names those it lacks
-// in the error). opts may add models too (Config and Script override the
-// recorded ones).
+// them again: pass the same ones in opts.Tools (without them, the error is
+// an *Error with HintNeedsTools naming those it lacks). opts may add models
+// too (Config and Script override the recorded ones).
 func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOptions) (*Project, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
@@ -388,11 +388,9 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 	if opts != nil {
 		o = *opts
 	}
-	var m RunMeta
-	if len(run.Meta) > 0 {
-		if err := json.Unmarshal(run.Meta, &m); err != nil {
-			return nil, fmt.Errorf("run %s: its metadata does not decode: %w", runID, err)
-		}
+	m, err := runMeta(run)
+	if err != nil {
+		return nil, err
 	}
 	if o.Config == "" {
 		o.Config = m.Config
@@ -404,8 +402,9 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 		o.Model = m.Model
 	}
 	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {
-		return nil, fmt.Errorf("run %s was started with the Go tools %s, which LoadRun was not given: pass the program's Go tools again (rein.LoadRun(ctx, st, id, &rein.LoadOptions{Tools: …})); the rein CLI cannot resume it, the program that started it (or a rein.Work worker with WorkerOptions.Load.Tools) can",
-			runID, strings.Join(missing, ", "))
+		return nil, runsErr(ClassBusiness, Hint{Code: HintNeedsTools, RunID: runID, Tools: missing},
+			fmt.Errorf("run %s was started with the Go tools %s, which were not given: only a program that registers them can resume it (LoadOptions{Tools: …}, RunsOptions.Load or WorkerOptions.Load)",
+				runID, strings.Join(missing, ", ")))
 	}
 	o.NoDefaults = true
 	o.flowText, o.flowFiles = run.FlowText, m.Files
@@ -415,7 +414,8 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 	}
 	p, err := Load(path, &o)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err)
+		return nil, runsErr(ClassFormat, Hint{Code: HintFlowDoesNotLoad, RunID: runID},
+			fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err))
 	}
 	return p, nil
 }

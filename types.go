@@ -58,8 +58,10 @@ const (
 	StepUnknown   = trace.StepUnknown // its process died while it ran; a person decides
 )
 
-// Decisions on an approval (DecideApprovalParams.Status).
+// Decisions on an approval (DecideApprovalParams.Status, Decision.Status).
 const (
 	ApprovalApproved = store.ApprovalApproved
 	ApprovalRejected = store.ApprovalRejected
+	// ApprovalSettled records a step's output by hand.
+	ApprovalSettled = store.ApprovalSettled
 )

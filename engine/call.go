@@ -43,9 +43,15 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 // carrying the validation errors before it is a format error. Without one
 // the reply's text is the output. Every exchange is budgeted and traced by
 // the metered model.
-func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int) (any, error) {
+func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int, fallback bool) (out any, err error) {
 	s := j.step
-	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
+	sc := &callScope{r: r, step: s, index: j.index, attempt: attempt}
+	ctx = withScope(ctx, sc)
+	if r.d.on && in.item >= 0 {
+		// a for_each item's output is recorded (callrec.go).
+		start := r.e.cfg.Clock.Now()
+		defer func() { r.recordModelCall(j, name, in, attempt, fallback, start, sc, out, err) }()
+	}
 	mm := metered{name: name, m: m}
 	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
 		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}

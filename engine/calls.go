@@ -46,6 +46,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		}
 		r.recordUnlessSettled(ev)
 	}
+	r.recordCall(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

@@ -22,6 +22,9 @@ type countingStore struct {
 	creating int // Commits that create their run
 }
 
+// Unwrap returns the wrapped store (store.IsEphemeral follows it).
+func (s *countingStore) Unwrap() store.Store { return s.Store }
+
 func (s *countingStore) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
 	s.mu.Lock()
 	s.creates++

@@ -21,6 +21,8 @@ type callScope struct {
 	step    *flow.Step
 	index   int // the step's index, for its usage
 	attempt int
+	// tokens the scope's model calls used (one call at a time).
+	tokensIn, tokensOut int
 }
 
 type scopeKey struct{}
@@ -56,6 +58,7 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 		DurationMS: trace.Millis(r.e.cfg.Clock.Now().Sub(start)), Status: "ok", Decision: req.Decision}
 	if resp != nil {
 		ev.TokensIn, ev.TokensOut = resp.Usage.In, resp.Usage.Out
+		c.tokensIn, c.tokensOut = c.tokensIn+resp.Usage.In, c.tokensOut+resp.Usage.Out
 		if resp.Model != "" {
 			ev.Model = resp.Model
 		}
@@ -147,17 +150,23 @@ func (r *run) callRoute(ctx context.Context, j *job, in unitInput, attempt int) 
 func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
 	ps := s.PlanSpec
+	// the plan's calls extend this attempt's key (package invoke).
+	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate, Recorder: (*callRecorder)(r),
-		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) { r.recordPlanEvent(j, ev) }})
+		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) {
+			if ev.Kind == plan.PlanProposed {
+				r.recordPlan(s, &at, &ev)
+			}
+			r.recordPlanEvent(j, ev)
+		}})
 	if err != nil {
 		return nil, err
 	}
 	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
 	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
-	// the plan's calls extend this attempt's key (package invoke).
-	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
 	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: at.Key()})
-	res, err := plan.Run(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted})
+	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted},
+		r.planProgress(j.index, in.item))
 	if err != nil {
 		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {
 			// plan steps already ran: retrying the step would run them again.

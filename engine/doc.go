@@ -11,7 +11,10 @@
 //
 // The engine depends on ports only — model.Model, tool.Tool, safety.Gate,
 // store.Store, trace.Sink — never on their adapters. Every event goes to the
-// trace sink as it is recorded. With a durable Config.Store the run is
+// trace sink as it is recorded, in order, outside the run's lock; the sink
+// may keep it, and Run returns once the sink has had every event of the
+// run (a slow sink belongs behind trace.NewAsync). With a durable
+// Config.Store the run is
 // journaled: the scheduler gathers its events and step rows into one
 // store.Transition per barrier — before a step's work starts (so no effect
 // precedes its record), before each retry, and before the scheduler waits
@@ -21,5 +24,6 @@
 // others are parked as unknown for a person), Enqueue records a pending run
 // for a worker, Cancel settles one, and a lease with heartbeats keeps two
 // processes from advancing the same run. Without a store (store.Ephemeral)
-// runs live in memory only.
+// runs live in memory only, and none of that is done: no transitions, no
+// commits, no lease.
 package engine

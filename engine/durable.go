@@ -29,11 +29,12 @@ type durability struct {
 	on      bool
 	version int64
 	// the transition being assembled until the next barrier (flush).
-	pendEv    []trace.Event
-	pendPtrs  []*trace.Event
+	pendEv    []*trace.Event
 	pendSteps []*store.Step
 	pendRun   *store.RunUpdate
 	pendAppr  []*store.Approval
+	// pendCalls are call records (callrec.go), committed with the rest.
+	pendCalls []*store.Call
 	// freeRows are step rows of committed transitions, reused: a store is
 	// done with a transition once Commit returns (store.Store.Commit).
 	freeRows []*store.Step
@@ -50,6 +51,9 @@ type durability struct {
 	// (stopLeftovers), for the question a person is asked.
 	toPark []int
 	notes  map[int]string
+	// progress by step index: what the call records of a resumed step
+	// say it had done (resume_calls.go).
+	progress map[int]*stepProgress
 	// create, until the first commit, is the run that commit creates
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
@@ -84,7 +88,7 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	h.Write([]byte{0})
 	if f.Idempotency == "session_workflow_input_hash" {
 		if session == "" {
-			return "", errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (--session)")
+			return "", ErrSessionRequired
 		}
 		h.Write([]byte(session))
 		h.Write([]byte{0})
@@ -93,11 +97,16 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	return f.Idempotency + ":" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ErrSessionRequired is the error of starting a flow whose idempotency is
+// session_workflow_input_hash without a session (RunOptions.Session).
+// Its class is business.
+var ErrSessionRequired = fault.New(fault.Business, errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (RunOptions.Session)"))
+
 // needsStore reports why a flow cannot run without a durable store.
 func needsStore(f *flow.Flow) string {
 	for _, s := range f.Steps {
 		if s.Type == flow.Approval || s.ApprovalRequired {
-			return "step " + s.ID + " waits for an approval, which needs a durable store (rein run --db, or engine.Config.Store)"
+			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
 		if s.Agent != nil {
 			for _, t := range s.Agent.Tools {
@@ -233,7 +242,7 @@ func (r *run) flush() {
 
 func (r *run) flushLocked() {
 	d := &r.d
-	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
+	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 && len(d.pendCalls) == 0 {
 		return
 	}
 	if r.interrupted() {
@@ -247,12 +256,8 @@ func (r *run) flushLocked() {
 		r.storeErr = lost
 	}
 	if r.storeErr == nil {
-		d.pendPtrs = d.pendPtrs[:0]
-		for i := range d.pendEv {
-			d.pendPtrs = append(d.pendPtrs, &d.pendEv[i])
-		}
 		d.pendSteps = lastPerStep(d.pendSteps)
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendPtrs, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {
@@ -274,11 +279,12 @@ func (r *run) flushLocked() {
 // or instead of it), keeping its step rows for reuse.
 func (r *run) discardLocked() {
 	d := &r.d
-	clear(d.pendPtrs)
+	clear(d.pendEv)
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)
-	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
+	clear(d.pendCalls)
+	d.pendEv, d.pendSteps, d.pendAppr, d.pendCalls, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], d.pendCalls[:0], nil
 }
 
 // lastPerStep keeps the newest projection row of each step (a pure step's
@@ -354,7 +360,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	switch {
 	case kind == store.KindUnknown:
 		// the step's own message says what it does; this says what is unknown.
-		a.Message = fmt.Sprintf("step %s was running when the process stopped and is not idempotent: did its effect happen? approve to run it again, reject to fail it, or settle it with the output it produced", s.ID)
+		a.Message = r.unknownMessage(i)
 		if note := r.d.notes[i]; note != "" {
 			a.Message += ". " + strings.ToUpper(note[:1]) + note[1:]
 		}
@@ -567,7 +573,7 @@ func (r *run) renewLease(ctx context.Context, ttl time.Duration, giveUp time.Tim
 		}
 		wait := min(time.Until(giveUp), ttl/12)
 		if wait <= 0 {
-			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for rein runs resume once the store is reachable, or a worker", r.id, err))
+			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for a resume once the store is reachable, or a worker", r.id, err))
 		}
 		t := time.NewTimer(wait)
 		select {

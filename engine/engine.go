@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
@@ -32,7 +33,9 @@ type Config struct {
 	Models *model.Registry
 	// Tools answers tool steps. Defaults to an empty registry.
 	Tools *tool.Registry
-	// Sink receives every event. Defaults to trace.Discard.
+	// Sink receives every event, in order, and may keep it (trace.Sink).
+	// A run waits for its sink: wrap one that can be slow in
+	// trace.NewAsync. Defaults to trace.Discard.
 	Sink trace.Sink
 	// Gate decides on every tool invocation. Defaults to safety.AllowAll.
 	Gate safety.Gate
@@ -65,16 +68,27 @@ type Config struct {
 	Redactor *redact.Redactor
 }
 
+// CachedFlows is how many flows an Engine keeps bound (their tools,
+// models, compiled tool schemas, routers and plan catalogs resolved), the
+// ones run last. Running a flow outside them binds it again, which costs
+// about as much as a run of it.
+const CachedFlows = 256
+
 // Engine runs flows. It is safe for concurrent use; each Run is independent.
 type Engine struct {
 	cfg Config
 	// pipe is the one invocation pipeline of every tool call.
 	pipe invoke.Pipeline
-	// bindings caches each flow's resolved tools and models (*flow.Flow →
-	// *bound); the registries do not change after New.
-	bindings sync.Map
+	// bindings caches the resolved tools and models of the CachedFlows
+	// flows run last; the registries do not change after New.
+	bindings *lru.Cache[*flow.Flow, *bound]
 	// runs pools finished runs' buffers.
 	runs sync.Pool
+	// durable: Config.Store keeps runs (it is not store.Ephemeral).
+	durable bool
+	// borrow: Config.Sink keeps no event (trace.Borrower), so a run's
+	// event memory is reused.
+	borrow bool
 }
 
 // New returns an Engine with cfg's defaults filled in.
@@ -109,7 +123,12 @@ func New(cfg Config) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	return &Engine{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Clock.Now}}
+	bindings, err := lru.New[*flow.Flow, *bound](CachedFlows)
+	if err != nil {
+		panic(err) // only for a size ≤ 0
+	}
+	return &Engine{cfg: cfg, pipe: invoke.Pipeline{Gate: cfg.Gate, Now: cfg.Clock.Now}, bindings: bindings,
+		durable: !store.IsEphemeral(cfg.Store), borrow: trace.Borrows(cfg.Sink)}
 }
 
 // RunOptions are per-run settings; a nil *RunOptions means defaults.
@@ -203,6 +222,9 @@ func (e *RunError) Unwrap() error { return e.err }
 type InputError struct {
 	Flow    string
 	Problem string
+	// Missing are the fields the flow's templates read that the input
+	// lacks, when that is the problem.
+	Missing []string
 }
 
 // Error describes the problem.
@@ -240,7 +262,7 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 	if id == "" {
 		id = e.cfg.NewRunID()
 	}
-	durable := !store.IsEphemeral(e.cfg.Store)
+	durable := e.durable
 	if why := needsStore(f); why != "" && !durable {
 		return nil, fmt.Errorf("engine: flow %s cannot run in memory: %s", f.Name, why)
 	}
@@ -293,12 +315,14 @@ func (b *bound) inputSchema(i int, fallback bool) *flow.Schema {
 }
 
 func (e *Engine) bind(f *flow.Flow) (*bound, error) {
-	if b, ok := e.bindings.Load(f); ok {
-		return b.(*bound), nil
+	if b, ok := e.bindings.Get(f); ok {
+		return b, nil
 	}
 	b := &bound{tools: make([]tool.Tool, len(f.Steps)), models: make([]model.Model, len(f.Steps)),
-		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps)),
-		flowHash: FlowHash(f), flowPath: absPath(f.File)}
+		fbTool: make([]tool.Tool, len(f.Steps)), fbMdl: make([]model.Model, len(f.Steps)), specs: make([]tool.Spec, len(f.Steps))}
+	if e.durable {
+		b.flowHash, b.flowPath = FlowHash(f), absPath(f.File)
+	}
 	var problems []string
 	lookupTool := func(name, step string) tool.Tool {
 		t, ok := e.cfg.Tools.Lookup(name)
@@ -380,6 +404,6 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(problems, "\n  "))
 	}
-	e.bindings.Store(f, b)
+	e.bindings.Add(f, b)
 	return b, nil
 }

@@ -43,7 +43,7 @@ func CheckInput(f *flow.Flow, input any) (any, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &InputError{Flow: f.Name, Problem: fmt.Sprintf("missing field %s (the flow's templates read %s; pass it with --input FILE or --input-json)",
+		return nil, &InputError{Flow: f.Name, Missing: missing, Problem: fmt.Sprintf("missing field %s (the flow's templates read %s)",
 			strings.Join(missing, ", "), strings.Join(f.UndeclaredInputs, ", "))}
 	}
 	return in, nil

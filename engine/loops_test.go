@@ -207,8 +207,10 @@ func TestInputIsCheckedBeforeAnythingRuns(t *testing.T) {
 		}
 	}
 	_, err := e.Run(context.Background(), guessed, map[string]any{"m": 1}, nil)
-	if err == nil || !strings.Contains(err.Error(), "missing field n") {
-		t.Fatalf("undeclared input: err = %v", err)
+	var ie *engine.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "missing field n") || len(ie.Missing) != 1 || ie.Missing[0] != "n" ||
+		strings.Contains(err.Error(), "--") {
+		t.Fatalf("undeclared input: err = %v (the engine's message names the fields, and no CLI flag)", err)
 	}
 	if c.Calls() != 0 || len(fx.events.all()) != 0 {
 		t.Fatal("something ran or was traced for a bad input")

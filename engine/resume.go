@@ -150,6 +150,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, fmt.Errorf("engine: read approvals of run %s: %w", runID, err)
 	}
+	calls, err := e.stepCalls(ctx, runID, steps)
+	if err != nil {
+		e.release(runID)
+		return nil, err
+	}
 	var input any
 	if err := json.Unmarshal(run.Input, &input); err != nil {
 		e.release(runID)
@@ -158,7 +163,7 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
-	if err := r.restore(steps, approvals); err != nil {
+	if err := r.restore(steps, approvals, calls); err != nil {
 		e.release(runID)
 		return nil, err
 	}
@@ -175,8 +180,9 @@ func (e *Engine) release(runID string) {
 	_ = e.cfg.Store.ReleaseLease(storeCtx, runID, e.cfg.Owner)
 }
 
-// restore rebuilds the scheduler's state from the step projection.
-func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
+// restore rebuilds the scheduler's state from the step projection, and
+// the progress of steps in flight from their call records (by step ID).
+func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map[string][]*store.Call) error {
 	latest := map[string]*store.Approval{}
 	for _, a := range approvals {
 		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
@@ -236,7 +242,11 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 				// approved before it ran: the approval is not asked again.
 				r.d.decisions[s.ID] = a
 			}
-			if row.Idempotent {
+			cont, err := r.resumeCalls(i, calls[s.ID])
+			if err != nil {
+				return err
+			}
+			if row.Idempotent || cont {
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
 			}
@@ -258,6 +268,9 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval) error {
 				continue
 			}
 			r.d.decisions[s.ID] = a
+			if _, err := r.resumeCalls(i, calls[s.ID]); err != nil {
+				return err
+			}
 		}
 	}
 	for i, s := range r.f.Steps {

@@ -47,11 +47,23 @@ type run struct {
 	usage    counters
 	recordMu sync.Mutex
 	seq      int64
-	// event is the one being recorded (under recordMu): sinks and stores
-	// must not retain it, so it is reused instead of allocated per event.
-	event    trace.Event
-	commitEv [1]*trace.Event
-	commitTx store.Transition
+	// slab is what events are cut from (under recordMu): slab[len:cap] is
+	// free. An event is its sink's to keep, so a slab is not reused: when
+	// it runs out a new one is made. When the sink is a trace.Borrower
+	// (borrow), the slab is reused from the start once no event is in
+	// flight (none waits for the sink or the journal), and kept with the
+	// pooled run.
+	slab   []trace.Event
+	borrow bool
+	// outbox holds the recorded events not handed to the sink yet, in
+	// sequence order (under recordMu); emitting is set while a goroutine
+	// hands them over, outside recordMu (deliverLocked). idle, when set, is
+	// closed when that goroutine is done.
+	outbox, sending []*trace.Event
+	emitting        bool
+	idle            chan struct{}
+	// quiet: no sink and no journal. Events are numbered, not made.
+	quiet    bool
 	storeCtx context.Context
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.
@@ -106,8 +118,11 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	if r == nil {
 		r = &run{}
 	}
-	env, steps, waiting, ready, results, buf := r.env, r.steps, r.waiting, r.ready, r.results, r.buf
-	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], storeCtx: storeCtx}
+	env, steps, waiting, ready, results, buf, outbox, sending, slab := r.env, r.steps, r.waiting, r.ready, r.results, r.buf, r.outbox, r.sending, r.slab
+	*r = run{e: e, f: f, b: b, id: id, input: input, buf: buf[:0], outbox: outbox[:0], sending: sending[:0], storeCtx: storeCtx}
+	if e.borrow {
+		r.slab = slab[:0]
+	}
 	if env == nil {
 		env = make(map[string]any, n+8)
 	} else {
@@ -129,6 +144,8 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		}
 	}
 	r.env["input"] = input
+	r.quiet = !e.durable && e.cfg.Sink == trace.Discard
+	r.borrow = e.borrow
 	if f.ReadsSteps {
 		r.stepsNS = make(map[string]any, len(f.Steps))
 		r.env["steps"] = r.stepsNS
@@ -148,8 +165,11 @@ func (r *run) recycle() {
 	}
 	e := r.e
 	clear(r.env)
-	r.event = trace.Event{}
-	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf}
+	slab := r.slab[:0]
+	if !r.borrow {
+		slab = nil // its events are the sink's
+	}
+	*r = run{env: r.env, steps: r.steps, waiting: r.waiting, ready: r.ready, results: r.results, buf: r.buf, outbox: r.outbox, sending: r.sending, slab: slab}
 	e.runs.Put(r)
 }
 
@@ -470,6 +490,7 @@ func (r *run) finish(parent context.Context) *Result {
 		ev.StepID, ev.ErrorClass, ev.Error, ev.Origin, ev.Budget = f.Step, string(f.Class), f.Message, f.Origin, f.Budget
 	}
 	r.record(ev)
+	defer r.delivered()
 	if r.d.on {
 		up := &store.RunUpdate{Status: res.Status}
 		up.Usage, _ = json.Marshal(res.Usage)
@@ -506,31 +527,36 @@ func (r *run) hide(e *RunError) *RunError {
 }
 
 // record numbers an event, stamps it, hides the secrets in its error,
-// and hands it to the sink and the store. Safe for concurrent use by a
-// run's workers.
+// stages it for the journal of a durable run, and hands it to the sink,
+// outside recordMu (deliver). Safe for concurrent use by a run's workers.
 func (r *run) record(e trace.Event) {
 	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	r.recordLocked(e)
+	r.recordLocked(&e)
+	r.deliverLocked()
 }
 
 // recordUnlessSettled records e unless the run has recorded its last
 // event (a result reported after the run settled has no journal left).
 func (r *run) recordUnlessSettled(e trace.Event) {
 	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	if !r.closed {
-		r.recordLocked(e)
+	if r.closed {
+		r.recordMu.Unlock()
+		return
 	}
+	r.recordLocked(&e)
+	r.deliverLocked()
 }
 
-func (r *run) recordLocked(e trace.Event) {
+func (r *run) recordLocked(e *trace.Event) {
 	if e.Kind == trace.RunSettled || e.Kind == trace.RunParked {
 		r.closed = true
 	}
-	r.event = e
-	ev := &r.event
 	r.seq++
+	if r.quiet {
+		return
+	}
+	ev := r.newEventLocked()
+	*ev = *e
 	ev.Seq = r.seq
 	ev.RunID = r.id
 	if ev.Time.IsZero() {
@@ -539,21 +565,81 @@ func (r *run) recordLocked(e trace.Event) {
 	if ev.Error != "" {
 		ev.Error = r.e.cfg.Redactor.String(ev.Error)
 	}
-	r.e.cfg.Sink.Emit(r.ctx, ev)
+	r.outbox = append(r.outbox, ev)
 	if r.d.on {
-		r.d.pendEv = append(r.d.pendEv, *ev)
+		r.d.pendEv = append(r.d.pendEv, ev)
+	}
+}
+
+// newEventLocked returns the memory of the next event. r.recordMu must be
+// held.
+func (r *run) newEventLocked() *trace.Event {
+	if r.borrow && len(r.outbox) == 0 && !r.emitting && len(r.d.pendEv) == 0 {
+		r.slab = r.slab[:0] // nothing is in flight: the sink has let go of every event
+	}
+	n := len(r.slab)
+	if n == cap(r.slab) {
+		size := 16 // a sink that keeps one event keeps its slab: slabs stay small
+		switch {
+		case r.borrow:
+			// as many as are in flight at once: one in memory, a
+			// transition's in a durable run.
+			size = max(2*n, 2)
+		case r.seq == 1:
+			size = min(2*len(r.f.Steps)+2, 32) // a linear run's events: started and settled per step, and the run's two
+		}
+		r.slab = make([]trace.Event, 0, size)
+		n = 0
+	}
+	r.slab = r.slab[:n+1]
+	return &r.slab[n]
+}
+
+// deliverLocked hands the events recorded so far to the sink in sequence
+// order, outside recordMu, which it releases. One goroutine at a time
+// delivers: one that records while another delivers leaves its events to
+// that one and returns, so neither the scheduler nor a worker waits for a
+// sink while holding the run's lock, and a worker never waits for one that
+// another goroutine is in.
+func (r *run) deliverLocked() {
+	if r.emitting || len(r.outbox) == 0 {
+		r.recordMu.Unlock()
 		return
 	}
-	if r.storeErr != nil {
+	r.emitting = true
+	for len(r.outbox) > 0 {
+		batch := r.outbox
+		r.outbox = r.sending[:0]
+		r.recordMu.Unlock()
+		for _, ev := range batch {
+			r.e.cfg.Sink.Emit(r.ctx, ev)
+		}
+		clear(batch)
+		r.recordMu.Lock()
+		r.sending = batch[:0]
+	}
+	r.emitting = false
+	if r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
+	r.recordMu.Unlock()
+}
+
+// delivered waits until every event recorded so far has been handed to
+// the sink (by another goroutine, if one is delivering).
+func (r *run) delivered() {
+	r.recordMu.Lock()
+	if !r.emitting {
+		r.deliverLocked()
 		return
 	}
-	r.commitEv[0] = ev
-	r.commitTx = store.Transition{RunID: r.id, Events: r.commitEv[:]}
-	if err := r.e.cfg.Store.Commit(r.storeCtx, &r.commitTx); err != nil {
-		r.storeErr = fmt.Errorf("commit event %d of run %s: %w", ev.Seq, r.id, err)
-		r.cancel(r.storeErr)
+	if r.idle == nil {
+		r.idle = make(chan struct{})
 	}
-	r.commitEv[0] = nil
+	idle := r.idle
+	r.recordMu.Unlock()
+	<-idle
 }
 
 func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {

@@ -77,7 +77,7 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 	switch s.Type {
 	case flow.LLM:
 		origin = trace.OriginModel
-		out, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt)
+		out, err = r.callLLM(actx, j, r.b.models[j.index], s.Model, in, attempt, false)
 	case flow.Route:
 		origin = trace.OriginModel
 		out, err = r.callRoute(actx, j, in, attempt)

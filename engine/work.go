@@ -163,7 +163,7 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 // could answer, so the step fails, saying so.
 func (r *run) escalate(j *job, err error, o *outcome) {
 	if !r.d.on {
-		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: rein run --db, or engine.Config.Store)", err))
+		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: Config.Store)", err))
 		return
 	}
 	o.lastErr, o.escalated = err, true
@@ -222,7 +222,7 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 			}
 			in.prompt = p
 		}
-		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1)
+		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1, true)
 		if err != nil {
 			return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
 		}
@@ -275,7 +275,12 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 	firstOrigin := trace.Origin("")
 	perItem := j.step.OnError == flow.Skip || j.step.OnError == flow.Fallback
 	firstAbsorbed := len(j.items)
+	done := r.itemsDone(j.index) // settled before a resume: not run again
 	for k := range j.items {
+		if v, ok := done[k]; ok {
+			out[k] = v
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():

@@ -14,7 +14,20 @@ type Diagnostic struct {
 	Step    string `json:"step,omitempty"` // the step id, when the problem belongs to a step
 	Message string `json:"message"`
 	Warning bool   `json:"warning,omitempty"`
+	// Code names the kind of problem for the problems a caller may give
+	// its own advice about (CodeModelNotConfigured, CodeUntrustedTools);
+	// "" for the others.
+	Code string `json:"code,omitempty"`
 }
+
+// Diagnostic codes.
+const (
+	// CodeModelNotConfigured: a step names a model nothing answers.
+	CodeModelNotConfigured = "model_not_configured"
+	// CodeUntrustedTools: the flow declares tools of its own and
+	// Options.TrustedToolsOnly refuses them.
+	CodeUntrustedTools = "untrusted_tools"
+)
 
 // String formats d as file:line:col: [warning: ]step ID: message.
 func (d Diagnostic) String() string {
@@ -56,6 +69,12 @@ type diagnostics struct {
 
 func (ds *diagnostics) add(pos Pos, step, format string, args ...any) {
 	ds.items = append(ds.items, Diagnostic{File: ds.file, Line: pos.Line, Col: pos.Col, Step: step, Message: fmt.Sprintf(format, args...)})
+}
+
+// addCode is add for a problem with a Diagnostic.Code.
+func (ds *diagnostics) addCode(code string, pos Pos, step, format string, args ...any) {
+	ds.add(pos, step, format, args...)
+	ds.items[len(ds.items)-1].Code = code
 }
 
 func (ds *diagnostics) warn(pos Pos, step, format string, args ...any) {

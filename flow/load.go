@@ -116,7 +116,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	d.resolveSchemas()
 	if d.hasTools {
 		if opts.TrustedToolsOnly {
-			d.diags.add(d.toolNodes.keyPos, "", "the flow declares tools: of its own, and only trusted tools are allowed (--trusted-tools-only): declare them in rein.yaml, or register them in Go")
+			d.diags.addCode(CodeUntrustedTools, d.toolNodes.keyPos, "", "the flow declares tools: of its own, and only trusted tools are allowed: declare them in rein.yaml, or register them in Go")
 		}
 		d.flow.Tools = d.decodeTools(d.toolNodes, dir)
 	}

@@ -119,7 +119,7 @@ func (d *decoder) checkModel(name string, f field, step string) {
 	if label == "" {
 		label = "(default)"
 	}
-	d.diags.add(posOf(f.value), step, "model %s is not configured: add it to rein.yaml models: (e.g. {provider: openai, model: gpt-4o-mini}), or pass --script FILE (or put a script.yaml beside the flow) to answer it with the scripted stand-in", label)
+	d.diags.addCode(CodeModelNotConfigured, posOf(f.value), step, "model %s is not configured: add it to rein.yaml models: (e.g. {provider: openai, model: gpt-4o-mini}), or answer it with a scripted model (a script.yaml beside the flow)", label)
 }
 
 // toolSpec resolves a tool name: the flow's own tools first, then Options.Tools.

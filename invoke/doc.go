@@ -15,14 +15,16 @@
 //     caller makes it again with Request.Approved;
 //  3. idempotency key: derived from the call's Position (see Key) and
 //     given to the tool in its tool.CallInfo;
-//  4. call: a panic becomes a business error; when the context has a
+//  4. call: a Recorder that is a Starter is told first, and may stop the
+//     call (a durable run commits the start of a non-idempotent call);
+//     a panic becomes a business error; when the context has a
 //     deadline the call returns at the deadline even if the tool ignores
 //     its context — the tool keeps running on its own goroutine, and what it
 //     returns afterwards is discarded and recorded (Outcome Late), never
 //     counted as success;
 //  5. normalise: the output becomes plain JSON values (value.Normalize);
 //  6. output schema: the output is checked against the given schema;
-//  7. call record: a Record (position, key, tool, args, outcome, timing) is
+//  7. call record: a Record (position, key, tool, args, output, outcome, timing) is
 //     handed to the Recorder.
 //
 // The idempotency key has one format for every caller:

@@ -125,6 +125,16 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		}
 		return nil, err
 	}
+	if st, ok := req.Recorder.(Starter); ok {
+		if err := st.Starting(*rec, *spec); err != nil {
+			rec.Outcome = Cancelled
+			var fe *fault.Error
+			if !errors.As(err, &fe) {
+				err = fault.New(fault.Cancelled, err)
+			}
+			return nil, fmt.Errorf("tool %s not called: %w", spec.Name, err)
+		}
+	}
 	cctx := tool.WithCallInfo(ctx, info)
 	var out any
 	var err error
@@ -152,7 +162,7 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 			return nil, fault.BusinessErr(fmt.Errorf("tool %s output %w", spec.Name, err))
 		}
 	}
-	rec.Outcome = OK
+	rec.Outcome, rec.Output = OK, out
 	return out, nil
 }
 

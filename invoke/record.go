@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
 )
 
@@ -38,7 +39,9 @@ type Record struct {
 	Tool string
 	// Args are the args the tool was (or would have been) called with;
 	// shared, not copied.
-	Args    any
+	Args any
+	// Output is the normalised output of an OK call; shared, not copied.
+	Output  any
 	Outcome Outcome
 	// Err is why the call did not succeed (nil for OK).
 	Err error
@@ -74,4 +77,15 @@ type Recorder interface {
 	// Called receives the record of every call once its outcome is known,
 	// and a second record (Outcome Late) if a timed-out tool returns.
 	Called(rec Record)
+}
+
+// A Starter is a Recorder that is told of a call just before it is made —
+// after the args and the gate passed — so it can make the call's start
+// durable before any side effect (a durable run records the start of a
+// call to a tool that is not idempotent). An error stops the call: the
+// pipeline returns it, classed cancelled unless it has a class, with
+// Outcome Cancelled, and the tool is not called. rec (without outcome and
+// timing) and spec are copies: the hot path allocates nothing for them.
+type Starter interface {
+	Starting(rec Record, spec tool.Spec) error
 }

@@ -14,10 +14,15 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 )
+
+// ErrNotConfigured is wrapped by the error of a model name nothing
+// answers ("model "x" is not configured: …").
+var ErrNotConfigured = errors.New("is not configured")
 
 // Role is who wrote a message.
 type Role string
@@ -174,7 +179,7 @@ func (r *Registry) Lookup(name string) (Model, error) {
 			return r.fallback, nil
 		}
 	}
-	return nil, fmt.Errorf("model %q is not configured: pass --script FILE to answer it with the scripted stand-in (or configure it in rein.yaml models:, or name one as provider/model)", name)
+	return nil, fmt.Errorf("model %q %w: configure it in rein.yaml models:, name one as provider/model, or answer it with a scripted model", name, ErrNotConfigured)
 }
 
 // Names returns the registered names, sorted.

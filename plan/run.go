@@ -97,9 +97,37 @@ type Result struct {
 // *StepError. The run's identity (for idempotency keys, the gate and
 // events) is the tool.CallInfo in ctx, if any.
 func Run(ctx context.Context, pl Planner, ex *Executor, goal string, lim Limits) (*Result, error) {
+	return RunFrom(ctx, pl, ex, goal, lim, nil)
+}
+
+// Progress is how far a planned run had come when its process stopped: the
+// plan it was executing, that plan's number, and the steps completed by
+// then (over every plan, in order), as the caller recorded them.
+type Progress struct {
+	Plan *Plan
+	// Number is the plan's number: 1, then 1 more per replan.
+	Number int
+	// Completed are the steps that succeeded; Executed counts the tool
+	// calls made (failed ones included).
+	Completed []StepResult
+	Executed  int
+}
+
+// RunFrom is Run continuing from p (nil: from the start, as Run): the
+// planner is not asked for p.Plan again, p.Plan runs as plan number
+// p.Number (so its calls keep their idempotency keys), and the completed
+// steps it lists again are reused, not run again. A failure after that
+// asks the planner for a revision as Run does, counting p.Number-1
+// revisions as made. The Result's Failures are those met after p.
+func RunFrom(ctx context.Context, pl Planner, ex *Executor, goal string, lim Limits, p *Progress) (*Result, error) {
 	res := &Result{Goal: goal}
 	info := tool.CallInfoFrom(ctx)
 	st := &State{RunID: info.RunID, StepID: info.StepID, MaxExecuted: lim.MaxExecuted}
+	var resumed *Plan
+	if p != nil && p.Plan != nil {
+		st.restore(p)
+		resumed, res.Replans = p.Plan, max(p.Number-1, 0)
+	}
 	defer func() {
 		res.Outputs, res.Completed, res.Executed = st.Outputs(), st.Completed(), st.Executed()
 	}()
@@ -108,27 +136,30 @@ func Run(ctx context.Context, pl Planner, ex *Executor, goal string, lim Limits)
 		return res, err
 	}
 	maxReplans := max(lim.MaxReplans, 0)
-	req := &Request{Goal: goal, Catalog: cat, RunID: st.RunID, StepID: st.StepID}
+	req := &Request{Goal: goal, Catalog: cat, RunID: st.RunID, StepID: st.StepID, Replan: res.Replans}
 	for {
-		attempt := req.Replan + 1
-		req.OnReject = func(problems error) {
-			ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedCorrected,
-				ErrorClass: fault.Format, Error: problems.Error()})
-		}
-		p, err := pl.Plan(ctx, req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, fmt.Errorf("planner stopped: %w", context.Cause(ctx))
+		p := resumed
+		if p == nil {
+			attempt := req.Replan + 1
+			req.OnReject = func(problems error) {
+				ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedCorrected,
+					ErrorClass: fault.Format, Error: problems.Error()})
 			}
-			if rej := (*model.RejectedError)(nil); errors.As(err, &rej) {
-				ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedFinal,
-					ErrorClass: fault.ClassOf(err), Error: rej.Problems.Error()})
+			var err error
+			if p, err = pl.Plan(ctx, req); err != nil {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("planner stopped: %w", context.Cause(ctx))
+				}
+				if rej := (*model.RejectedError)(nil); errors.As(err, &rej) {
+					ex.emit(Event{Kind: PlanRejected, RunID: st.RunID, StepID: st.StepID, Attempt: attempt, Status: RejectedFinal,
+						ErrorClass: fault.ClassOf(err), Error: rej.Problems.Error()})
+				}
+				return res, plannerError(err)
 			}
-			return res, plannerError(err)
+			ex.emit(Event{Kind: PlanProposed, RunID: req.RunID, StepID: req.StepID, Attempt: attempt, Plan: p})
 		}
-		res.Plan = p
-		ex.emit(Event{Kind: PlanProposed, RunID: req.RunID, StepID: req.StepID, Attempt: req.Replan + 1, Plan: p})
-		err = ex.execute(ctx, p, st, cat)
+		resumed, res.Plan = nil, p
+		err := ex.execute(ctx, p, st, cat)
 		if err == nil {
 			if n := len(p.Steps); n > 0 {
 				res.Output, _ = st.Output(p.Steps[n-1].ID)

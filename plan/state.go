@@ -76,3 +76,13 @@ func (s *State) settleRound(from int) {
 		s.results[from+k], s.order[from+k] = p.r, p.i
 	}
 }
+
+// restore makes s the state of a run that had come as far as p: p's
+// completed steps, its executed calls, and the plans before p.Plan.
+func (s *State) restore(p *Progress) {
+	for k, r := range p.Completed {
+		s.complete(k, r.ID, r.Tool, r.Output)
+	}
+	s.executed = max(p.Executed, len(p.Completed))
+	s.attempt = max(p.Number-1, 0)
+}

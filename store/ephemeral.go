@@ -8,11 +8,25 @@ import (
 
 // Ephemeral is the Store that keeps nothing: runs live in memory only and
 // cannot be resumed, listed or approved. The engine uses it when no store
-// is configured, and skips the work durability needs (encoding outputs).
+// is configured, and then does none of the work durability needs: no
+// transitions, no commits, no leases, no outputs encoded for a journal.
 var Ephemeral Store = ephemeral{}
 
-// IsEphemeral reports whether s keeps nothing.
-func IsEphemeral(s Store) bool { _, ok := s.(ephemeral); return s == nil || ok }
+// IsEphemeral reports whether s keeps nothing: s is nil or Ephemeral, or a
+// wrapper (metrics, tracing) whose Unwrap() Store method, followed as far
+// as it goes, leads to one of those.
+func IsEphemeral(s Store) bool {
+	for {
+		switch w := s.(type) {
+		case nil, ephemeral:
+			return true
+		case interface{ Unwrap() Store }:
+			s = w.Unwrap()
+		default:
+			return false
+		}
+	}
+}
 
 type ephemeral struct{}
 
@@ -28,7 +42,10 @@ func (ephemeral) Events(context.Context, string, int64, int) ([]*trace.Event, er
 	return nil, ErrNotFound
 }
 func (ephemeral) Steps(context.Context, string) ([]*Step, error) { return nil, ErrNotFound }
-func (ephemeral) Blob(context.Context, string) ([]byte, error)   { return nil, ErrNotFound }
+func (ephemeral) Calls(context.Context, string, string) ([]*Call, error) {
+	return nil, ErrNotFound
+}
+func (ephemeral) Blob(context.Context, string) ([]byte, error) { return nil, ErrNotFound }
 func (ephemeral) Approvals(context.Context, *ListApprovalsParams) ([]*Approval, error) {
 	return nil, nil
 }

@@ -5,7 +5,10 @@
 // crash loses nothing that was committed. The engine never acts on a
 // transition that was not committed.
 //
-// Besides the journal, the port holds content-addressed blobs (payloads
+// Call records (Call) describe the tool and model invocations inside a
+// step — for_each items, plan steps, agent turns — and are committed with
+// the transition that carries them, so they never disagree with the
+// journal. Besides the journal, the port holds content-addressed blobs (payloads
 // above DefaultBlobThreshold), approvals (a person's decision about a step,
 // or about a step whose effect is unknown after a crash), leases (one writer
 // per run until expiry; ClaimRuns hands ready runs to workers) and
@@ -27,6 +30,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -49,10 +53,10 @@ var (
 	ErrDamaged = errors.New("the run store is damaged")
 )
 
-// JournalVersion is the version of the event records this binary writes.
-// A record with a higher version is refused with an error naming the run
-// and sequence, never guessed at.
-const JournalVersion = 1
+// JournalVersion is journal.Version, the version of the records this
+// binary writes. A record with a higher version is refused with an error
+// naming the run and the record, never guessed at.
+const JournalVersion = journal.Version
 
 // DefaultBlobThreshold is the payload size above which outputs and inputs
 // go to the content-addressed blob table and rows refer to them by sha256.
@@ -74,8 +78,8 @@ type Store interface {
 
 	// Journal and projections.
 	//
-	// Commit appends t.Events and applies t.Run, t.Steps and t.Approvals in
-	// one transaction, on the condition that the run's version is still
+	// Commit appends t.Events and applies t.Run, t.Steps, t.Calls and
+	// t.Approvals in one transaction, on the condition that the run's version is still
 	// t.Version (ErrConflict otherwise); on success the run's version is
 	// t.Version+1 and t.Version is updated to it. A transition that gives
 	// the run a final status also drops its lease and closes the run's
@@ -93,6 +97,11 @@ type Store interface {
 	// Steps returns the step projection of a run, in first-started order.
 	// Outputs stored as blobs are read back transparently.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
+	// Calls returns a run's call records (see Call), one per Key — the
+	// last one committed — in the order their keys were first committed;
+	// stepID, when not empty, keeps that step's. ErrNotFound when the run
+	// does not exist; a run without records has none (nil, nil).
+	Calls(ctx context.Context, runID, stepID string) ([]*Call, error)
 
 	// Blobs (content-addressed, by hex sha256).
 	Blob(ctx context.Context, sha256 string) ([]byte, error)
@@ -126,8 +135,8 @@ type Store interface {
 	// Retention.
 	//
 	// Prune deletes finished runs (succeeded, failed, cancelled) settled
-	// before p.Before, with their events, steps, approvals and the blobs no
-	// other run refers to.
+	// before p.Before, with their events, steps, call records, approvals
+	// and the blobs no other run refers to.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
 	Close() error
@@ -223,6 +232,9 @@ type Transition struct {
 	Steps []*Step
 	// Approvals inserts pending approvals.
 	Approvals []*Approval
+	// Calls sets call records (by Key): each replaces what the run held
+	// for its key, keeping the key's place in the order Calls returns.
+	Calls []*Call
 	// Create, when set, makes this the run's first transition: Commit
 	// creates the run as CreateRun would (Version must be 0, RunID equal
 	// to Create.ID) and applies the transition to it, so a run costs no
@@ -254,29 +266,10 @@ func (u *RunUpdate) CloseReason() string {
 	return "the run is " + string(u.Status)
 }
 
-// Step is the step projection: where one step of a run stands.
-type Step struct {
-	RunID  string           `json:"run_id"`
-	StepID string           `json:"step_id"`
-	Type   string           `json:"type,omitempty"`
-	Status trace.StepStatus `json:"status"`
-	// Attempt is the number of the attempt last started (1-based); a step
-	// found running after a crash was in flight with this attempt.
-	Attempt int `json:"attempt"`
-	// Output is the step's output as canonical JSON, when it settled with
-	// one. The backend moves outputs larger than its blob threshold to the
-	// blob table (OutputSHA names them) and reads them back in Steps.
-	Output    json.RawMessage `json:"output,omitempty"`
-	OutputSHA string          `json:"output_sha256,omitempty"`
-	// Input is what the step ran with (rendered prompt or tool args), for
-	// `rein runs show` and approvals.
-	Input json.RawMessage `json:"input,omitempty"`
-	// Idempotent records whether a re-run after a crash is safe.
-	Idempotent bool            `json:"idempotent,omitempty"`
-	Error      json.RawMessage `json:"error,omitempty"`
-	StartedAt  time.Time       `json:"started_at,omitzero"`
-	SettledAt  time.Time       `json:"settled_at,omitzero"`
-}
+// Step is journal.Step (an alias): a step's record, set by a transition
+// and read back as the step projection. Package journal owns it and its
+// encoding.
+type Step = journal.Step
 
 // ApprovalStatus is where an approval stands.
 type ApprovalStatus string

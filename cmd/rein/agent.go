@@ -126,7 +126,7 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	} else {
 		writeTranscript(s.out, "", turns)
 		writeResultText(s, res, stepOrder(p.Flow))
-		writePending(s.out, res.RunID, dsn, res.Pending)
+		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
 	return &exitError{code: exitCode(ctx, res)}
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/store"
 )
 
@@ -84,52 +84,77 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 	if err := checkFormat("--output", f.format); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	db, dsn, err := f.db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, db)
-	run, err := resolveRun(ctx, db, dsn, runID)
-	if err != nil {
-		return err
-	}
-	runID = run.ID
-	if run.Finished() {
-		return usageErr("run %s already %s; there is nothing to decide", runID, run.Status)
-	}
-	a, err := db.DecideApproval(ctx, &store.DecideApprovalParams{RunID: runID, StepID: stepID, Status: f.status,
-		Output: out, Comment: f.comment, DecidedBy: decidedBy()})
-	if err != nil {
-		return f.decideErr(cmd, db, run, stepID, err)
-	}
-	verb := string(f.status)
-	if f.noResume {
+	return withRuns(cmd, s, &f.db, f.runsOptions(), func(ctx context.Context, runs *rein.Runs, dsn string) error {
+		d := rein.Decision{Status: f.status, Comment: f.comment, Output: out, By: decidedBy()}
+		opts := &rein.DecideOptions{Resume: !f.noResume}
+		if !f.noResume {
+			opts.ResumeOptions = *watchProgress(s)
+		}
+		o, err := runs.Decide(ctx, runID, stepID, d, opts)
+		if o == nil {
+			return runsError(s, dsn, runID, err)
+		}
+		a := o.Approval
+		id, verb := a.RunID, string(f.status)
+		if f.format == "text" && !f.noResume {
+			fmt.Fprintf(s.out, "step %s of run %s %s by %s\n", stepID, id, verb, a.DecidedBy)
+		}
+		if err != nil {
+			return f.resumeFailed(s, o, err)
+		}
+		if o.Result != nil {
+			if o.Result, err = afterInterrupt(ctx, s, runs.Store(), dsn, o.Result, false); err != nil {
+				return err
+			}
+		}
+		if f.noResume {
+			if f.format == "json" {
+				return encodeJSON(s, decisionJSON{Approval: a})
+			}
+			fmt.Fprintf(s.out, "step %s of run %s %s by %s; %s\n", stepID, id, verb, a.DecidedBy, goesOn(id, o.NeedsTools))
+			return nil
+		}
 		if f.format == "json" {
-			return encodeJSON(s, decisionJSON{Approval: a})
+			r := toResultJSON(o.Result, false)
+			if err := encodeJSON(s, decisionJSON{Approval: a, Result: &r}); err != nil {
+				return err
+			}
+			return &exitError{code: exitCode(ctx, o.Result)}
 		}
-		fmt.Fprintf(s.out, "step %s of run %s %s by %s; the run goes on with: rein runs resume %s\n", stepID, runID, verb, a.DecidedBy, runID)
-		return nil
+		return writeRunResult(ctx, s, o.Result, o.StepOrder, dsn, f.format, false)
+	})
+}
+
+// goesOn says how a run goes on after a decision recorded without a resume.
+func goesOn(runID string, needsTools []string) string {
+	if len(needsTools) > 0 {
+		return needsToolsAdvice(runID, needsTools)
 	}
-	if f.format == "text" {
-		fmt.Fprintf(s.out, "step %s of run %s %s by %s\n", stepID, runID, verb, a.DecidedBy)
-	}
-	res, order, err := advance(cmd, s, db, dsn, runID, &f.loadFlags)
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) && ee.err != nil {
-			ee.err = fmt.Errorf("the decision is recorded, but run %s did not resume: %w; try again with: rein runs resume %s", runID, ee.err, runID)
+	return "the run goes on with: rein runs resume " + runID
+}
+
+// resumeFailed reports a decision that was recorded when the resume after
+// it failed: a run that needs Go tools waits for the program that has them
+// (exit 3); otherwise the resume's error, and how to try again.
+func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error {
+	a := o.Approval
+	h := rein.HintOf(err)
+	if h.Code == rein.HintNeedsTools {
+		if f.format == "json" {
+			if jerr := encodeJSON(s, decisionJSON{Approval: a}); jerr != nil {
+				return jerr
+			}
 		}
-		return err
+		return &exitError{code: exitWaiting, err: fmt.Errorf("the decision is recorded; %s", needsToolsAdvice(a.RunID, h.Tools))}
 	}
-	if f.format == "json" {
-		r := toResultJSON(res, false)
-		if err := encodeJSON(s, decisionJSON{Approval: a, Result: &r}); err != nil {
-			return err
-		}
-		return &exitError{code: exitCode(ctx, res)}
+	code := exitRunFailed
+	switch {
+	case h.Code == rein.HintHeldByAnotherProcess:
+		code = exitConflict
+	case h.Code == rein.HintFlowDoesNotLoad:
+		code = exitUsage
 	}
-	return writeRunResult(ctx, s, res, order, dsn, f.format, false)
+	return &exitError{code: code, err: fmt.Errorf("%w; try again with: rein runs resume %s", err, a.RunID)}
 }
 
 // settleValue returns settle's --value, compacted. Before --value, settle
@@ -160,47 +185,4 @@ func (f *decideFlags) settleValue(s *streams) (json.RawMessage, error) {
 		return nil, usageErr("%s is not JSON: %v", flag, jsonErrAt([]byte(v), err))
 	}
 	return buf.Bytes(), nil
-}
-
-// decideErr explains why a decision could not be recorded.
-func (f *decideFlags) decideErr(cmd *cobra.Command, db store.Store, run *store.Run, stepID string, err error) error {
-	ctx := cmd.Context()
-	all, lerr := db.Approvals(ctx, &store.ListApprovalsParams{RunID: run.ID})
-	if lerr != nil {
-		return failed("decide step %s of run %s: %w", stepID, run.ID, err)
-	}
-	var waiting []string
-	var last *store.Approval
-	for _, a := range all {
-		if a.Status == store.ApprovalPending {
-			waiting = append(waiting, a.StepID)
-		}
-		if a.StepID == stepID && (last == nil || !a.CreatedAt.Before(last.CreatedAt)) {
-			last = a
-		}
-	}
-	switch {
-	case errors.Is(err, store.ErrConflict) && last != nil && last.Status != store.ApprovalPending:
-		msg := fmt.Sprintf("step %s of run %s was already %s by %s at %s", stepID, run.ID, last.Status, orCLI(last.DecidedBy), stamp(last.DecidedAt))
-		if len(waiting) > 0 {
-			msg += fmt.Sprintf("; still waiting: %s", strings.Join(waiting, ", "))
-		}
-		return usageErr("%s", msg)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict) && last == nil:
-		if len(waiting) == 0 {
-			return usageErr("run %s (%s) waits for no decision; there is nothing to %s", run.ID, run.Status, decideVerb(f.status))
-		}
-		return usageErr("run %s has no pending approval for step %s; waiting for a decision: %s", run.ID, stepID, strings.Join(waiting, ", "))
-	}
-	return failed("decide step %s of run %s: %w", stepID, run.ID, err)
-}
-
-func decideVerb(s store.ApprovalStatus) string {
-	switch s {
-	case store.ApprovalApproved:
-		return "approve"
-	case store.ApprovalRejected:
-		return "reject"
-	}
-	return "settle"
 }

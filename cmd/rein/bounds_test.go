@@ -31,7 +31,8 @@ func TestTrustedToolsOnly(t *testing.T) {
 		{"validate", path, "--trusted-tools-only"},
 	} {
 		code, _, stderr := cli(t, args...)
-		if code != exitUsage || !strings.Contains(stderr, ":2:1: "+refused) {
+		if code != exitUsage || !strings.Contains(stderr, ":2:1: "+refused) || strings.Contains(strings.Split(stderr, "\n")[0], "--") ||
+			!strings.Contains(stderr, "rein: --trusted-tools-only refuses the tools a flow declares itself") {
 			t.Errorf("%v: exit %d, stderr %s", args, code, stderr)
 		}
 	}

@@ -24,7 +24,7 @@ func TestRecordAndReplayARun(t *testing.T) {
 	}
 	// another request is not in the cassette: the run fails, nothing is guessed.
 	code, out, _ := cli(t, "run", "../../examples/routing", "--output", "json", "--input-json", `{"text": "Where is my parcel?"}`, "--replay", tape)
-	if code != exitRunFailed || !strings.Contains(out, "re-record") {
+	if code != exitRunFailed || !strings.Contains(out, "record the cassette again") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if code, _, stderr := cli(t, "run", "../../examples/routing", "--replay", tape, "--script", "x.yaml"); code != exitUsage || !strings.Contains(stderr, "does not go with") {

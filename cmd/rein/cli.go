@@ -78,6 +78,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "rein:", red.String(ee.err.Error()))
+			if advice := cliAdvice(ee.err); advice != "" {
+				fmt.Fprintln(stderr, "rein:", advice)
+			}
 		}
 		return ee.code
 	}

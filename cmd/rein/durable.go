@@ -69,17 +69,10 @@ func failed(format string, args ...any) error {
 	return &exitError{code: exitRunFailed, err: fmt.Errorf(format, args...)}
 }
 
-// runErr turns a store ErrNotFound about a run into a usage error, and any
-// other failure into exit 1.
-func runErr(dsn, runID string, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("run %s is not in %s (list the runs there with: rein runs list --db %s)", runID, redactDSN(dsn), shellQuote(redactDSN(dsn)))
-	}
-	return &exitError{code: exitRunFailed, err: err}
-}
-
 // writePending lists what a waiting run waits on and how to go on.
-func writePending(w io.Writer, runID, dsn string, pending []*store.Approval) {
+// A run started with Go tools the CLI does not have (needsTools) is only
+// decided here (--no-resume): the program that has them resumes it.
+func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, needsTools []string) {
 	if len(pending) == 0 {
 		return
 	}
@@ -105,7 +98,12 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval) {
 	if dsn != "" && dsn != rein.DefaultDB {
 		db = " --db " + shellQuote(redactDSN(dsn))
 	}
-	fmt.Fprintln(w, "go on with one of:")
+	if len(needsTools) > 0 {
+		db += " --no-resume"
+		fmt.Fprintf(w, "%s\ndecide here with one of:\n", needsToolsAdvice(runID, needsTools))
+	} else {
+		fmt.Fprintln(w, "go on with one of:")
+	}
 	for _, a := range pending {
 		fmt.Fprintf(w, "  rein runs approve %s %s%s\n", runID, a.StepID, db)
 		fmt.Fprintf(w, "  rein runs reject %s %s%s\n", runID, a.StepID, db)

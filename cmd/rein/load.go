@@ -61,9 +61,7 @@ func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 func loadError(s *streams, err error) error {
 	var fe *flow.Error
 	if errors.As(err, &fe) {
-		for _, d := range fe.Diagnostics {
-			fmt.Fprintln(s.err, d.String())
-		}
+		writeDiagnostics(s.err, fe.Diagnostics)
 		n := 0
 		for _, d := range fe.Diagnostics {
 			if !d.Warning {

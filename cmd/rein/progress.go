@@ -86,6 +86,10 @@ func (p *progress) Stop() {
 	p.mu.Unlock()
 }
 
+// BorrowsEvents marks progress as a trace.Borrower: Emit keeps nothing of
+// the event once it returns.
+func (*progress) BorrowsEvents() {}
+
 // Emit implements trace.Sink.
 func (p *progress) Emit(_ context.Context, e *trace.Event) {
 	p.mu.Lock()

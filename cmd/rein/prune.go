@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -54,19 +55,21 @@ PostgreSQL reuses the space on its own and ignores it.`,
 			if p.Status, err = parseStatus(status, finalStatuses); err != nil {
 				return err
 			}
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
+			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
 				p.DryRun = true
-				sel, err := db.Prune(ctx, p)
+				sel, err := runs.Prune(ctx, p)
 				if err != nil {
-					return failed("prune %s (dry run): %w", redactDSN(dsn), err)
+					return failed("%s (dry run): %w", redactDSN(dsn), err)
 				}
 				if dryRun {
-					return writePruneDryRun(ctx, s, db, sel, f.output)
+					return writePruneDryRun(ctx, s, runs.Store(), sel, f.output)
 				}
 				if sel.Runs > 0 && !yes {
-					every, err := prunesEverything(ctx, db, sel, olderThan == "" && status == "")
-					if err != nil {
-						return failed("prune %s: %w", redactDSN(dsn), err)
+					every := olderThan == "" && status == ""
+					if !every {
+						if every, err = runs.EmptiesStore(ctx, sel); err != nil {
+							return failed("prune %s: %w", redactDSN(dsn), err)
+						}
 					}
 					if every {
 						if err := confirmPrune(s, sel.Runs, dsn); err != nil {
@@ -75,9 +78,9 @@ PostgreSQL reuses the space on its own and ignores it.`,
 					}
 				}
 				p.DryRun, p.Vacuum = false, vacuum
-				res, err := db.Prune(ctx, p)
+				res, err := runs.Prune(ctx, p)
 				if err != nil {
-					return failed("prune %s: %w", redactDSN(dsn), err)
+					return failed("%s: %w", redactDSN(dsn), err)
 				}
 				if f.output == "json" {
 					return encodeJSON(s, res)
@@ -100,19 +103,6 @@ PostgreSQL reuses the space on its own and ignores it.`,
 	return cmd
 }
 
-// prunesEverything reports whether deleting sel empties the store, or
-// unfiltered (no --older-than, no --status) deletes every finished run.
-func prunesEverything(ctx context.Context, db store.Store, sel *store.PruneResult, unfiltered bool) (bool, error) {
-	if unfiltered {
-		return true, nil
-	}
-	runs, err := db.ListRuns(ctx, &store.ListRunsParams{Limit: sel.Runs + 1})
-	if err != nil {
-		return false, err
-	}
-	return len(runs) <= sel.Runs, nil
-}
-
 // confirmPrune asks on a terminal whether to delete every run; elsewhere it
 // refuses without --yes.
 func confirmPrune(s *streams, n int, dsn string) error {
@@ -132,18 +122,18 @@ func confirmPrune(s *streams, n int, dsn string) error {
 
 // pruneDryRunJSON is what prune --dry-run --output json prints.
 type pruneDryRunJSON struct {
-	DryRun bool     `json:"dry_run"`
-	Runs   []runRow `json:"runs"`
+	DryRun bool           `json:"dry_run"`
+	Runs   []*rein.RunRow `json:"runs"`
 }
 
 func writePruneDryRun(ctx context.Context, s *streams, db store.Store, sel *store.PruneResult, format string) error {
-	runs := make([]runRow, 0, len(sel.RunIDs))
+	runs := make([]*rein.RunRow, 0, len(sel.RunIDs))
 	for _, id := range sel.RunIDs {
 		r, err := db.GetRun(ctx, id)
 		if err != nil {
 			continue // pruned or changed since the selection
 		}
-		runs = append(runs, toRunRow(r))
+		runs = append(runs, rein.NewRunRow(r))
 	}
 	if format == "json" {
 		return encodeJSON(s, pruneDryRunJSON{DryRun: true, Runs: runs})

@@ -150,7 +150,7 @@ func (f *routeFlags) semantic(s *streams, file *route.File) (route.Semantic, err
 		// The script answers every name; a reply may filter on it (model:).
 		m, opts.Model = tb.Script, name
 	} else if m, err = tb.Model(name); err != nil {
-		return nil, usageErr("semantic router: %v", err)
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("semantic router: %w", err)}
 	}
 	return route.NewModelSemantic(m, opts), nil
 }

@@ -96,7 +96,7 @@ func TestRouteNoSemanticRouter(t *testing.T) {
 	}
 	// routes.yaml names model: default, which nothing configures.
 	code, _, stderr = cli(t, "route", "hello", "--routes", routeData+"routes.yaml")
-	if code != exitUsage || !strings.Contains(stderr, `model "default" is not configured`) {
+	if code != exitUsage || !strings.Contains(stderr, `model "default" is not configured`) || !strings.Contains(stderr, "rein: answer it with --model NAME|provider/model, or offline with --script FILE") {
 		t.Fatalf("unconfigured model: exit %d %s", code, stderr)
 	}
 }

@@ -95,7 +95,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		return err
 	}
 	if _, err := engine.CheckInput(p.Flow, input); err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 	}
 	ctx := cmd.Context()
 	st, dsn, err := f.db.open(ctx)
@@ -127,7 +127,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if err != nil {
 		var ie *engine.InputError
 		if errors.As(err, &ie) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
+			return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -173,7 +173,7 @@ func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order [
 		}
 	} else {
 		writeResultText(s, res, order)
-		writePending(s.out, res.RunID, dsn, res.Pending)
+		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
 	return &exitError{code: exitCode(ctx, res)}
 }

@@ -3,25 +3,55 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/store"
 )
 
 // resolveRun finds the run a RUN argument names (a full ID, a unique
-// prefix, or "last"; rein.ResolveRun). A ref that names no run, or more
+// prefix, or "last"; rein.Runs.Get). A ref that names no run, or more
 // than one, is bad usage (exit 2); any other failure exits 1.
-func resolveRun(ctx context.Context, db store.Store, dsn, ref string) (*store.Run, error) {
-	run, err := rein.ResolveRun(ctx, db, ref)
-	if err == nil {
-		return run, nil
+func resolveRun(ctx context.Context, s *streams, runs *rein.Runs, dsn, ref string) (*store.Run, error) {
+	run, err := runs.Get(ctx, ref)
+	if err != nil {
+		return nil, runsError(s, dsn, ref, err)
 	}
-	var amb *rein.AmbiguousRunError
-	if errors.As(err, &amb) {
-		return nil, usageErr("%v", amb)
+	return run, nil
+}
+
+// runsError turns an error of rein.Runs into the CLI's exit code and
+// advice, by its hint: a run that is not there, a decision that cannot be
+// taken or a flow that does not load is bad usage (2), a run another
+// process holds is 4, a run that needs Go tools the CLI does not have is
+// 2 with where to resume it, anything else 1.
+func runsError(s *streams, dsn, ref string, err error) error {
+	h := rein.HintOf(err)
+	switch h.Code {
+	case rein.HintNoRun:
+		if ref == rein.LastRun {
+			return usageErr("there is no last run: %s holds no runs yet", redactDSN(dsn))
+		}
+		return usageErr("run %s is not in %s (list the runs there with: rein runs list --db %s)", ref, redactDSN(dsn), shellQuote(redactDSN(dsn)))
+	case rein.HintAmbiguousRun, rein.HintRunFinished, rein.HintAlreadyDecided, rein.HintNothingToDecide:
+		return usageErr("%v", err)
+	case rein.HintHeldByAnotherProcess:
+		return &exitError{code: exitConflict, err: err}
+	case rein.HintNeedsTools:
+		return usageErr("%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
+	case rein.HintFlowDoesNotLoad:
+		return loadError(s, err)
 	}
-	if ref == rein.LastRun && errors.Is(err, store.ErrNotFound) {
-		return nil, usageErr("there is no last run: %s holds no runs yet", redactDSN(dsn))
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr("%v", err)
 	}
-	return nil, runErr(dsn, ref, err)
+	return &exitError{code: exitRunFailed, err: err}
+}
+
+// needsToolsAdvice says where a run started with Go tools goes on: only a
+// program that registers them can resume it, never this CLI.
+func needsToolsAdvice(runID string, tools []string) string {
+	return fmt.Sprintf("run %s was started by a program with its own Go tools (%s), which the rein CLI does not have: that program resumes it "+
+		"(rein.NewRuns with RunsOptions.Load.Tools, or a rein.Work worker with WorkerOptions.Load.Tools)", runID, strings.Join(tools, ", "))
 }

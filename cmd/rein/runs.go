@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/reinhq/rein/agent"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/engine"
-	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
@@ -35,17 +32,28 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 }
 
 // withStore checks the format, opens the store, calls fn with cmd's
-// context, the store and its DSN, and closes the store.
-func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, fn func(ctx context.Context, db store.Store, dsn string) error) error {
+// context, the run operations of the store (with opts) and its DSN, and
+// closes the store.
+func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, opts *rein.RunsOptions, fn func(ctx context.Context, runs *rein.Runs, dsn string) error) error {
 	if err := checkFormat("--output", f.output); err != nil {
 		return err
 	}
-	db, dsn, err := f.db.open(cmd.Context())
+	return withRuns(cmd, s, &f.db, opts, fn)
+}
+
+// withRuns opens the store db names, calls fn with cmd's context, the run
+// operations of the store (with opts) and its DSN, and closes the store.
+func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.RunsOptions, fn func(ctx context.Context, runs *rein.Runs, dsn string) error) error {
+	st, dsn, err := db.open(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer closeStore(s, db)
-	return fn(cmd.Context(), db, dsn)
+	defer closeStore(s, st)
+	runs, err := rein.NewRuns(st, opts)
+	if err != nil {
+		return usageErr("--db %s: %v", redactDSN(dsn), err)
+	}
+	return fn(cmd.Context(), runs, dsn)
 }
 
 func newRunsCmd(s *streams) *cobra.Command {
@@ -105,17 +113,13 @@ func newRunsListCmd(s *streams) *cobra.Command {
 			if limit < 0 {
 				return usageErr("--limit must be positive, not %d", limit)
 			}
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				runs, err := db.ListRuns(ctx, &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
+			return f.withStore(cmd, s, nil, func(ctx context.Context, rs *rein.Runs, dsn string) error {
+				runs, err := rs.List(ctx, &rein.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
 				if err != nil {
-					return failed("list runs in %s: %w", redactDSN(dsn), err)
+					return failed("%s: %w", redactDSN(dsn), err)
 				}
 				if f.output == "json" {
-					rows := make([]runRow, len(runs))
-					for i, r := range runs {
-						rows[i] = toRunRow(r)
-					}
-					return encodeJSON(s, rows)
+					return encodeJSON(s, orEmpty(runs))
 				}
 				if len(runs) == 0 {
 					fmt.Fprintf(s.err, "rein: no runs in %s match\n", redactDSN(dsn))
@@ -154,117 +158,22 @@ func stamp(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// runRow is a run as the runs commands print it in JSON: the store's row,
-// with its retention as a duration ("720h0m0s", which --older-than and a
-// flow's retention: accept) instead of nanoseconds.
-type runRow struct {
-	*store.Run
-	Retention string `json:"retention,omitempty"`
-}
-
-func toRunRow(r *store.Run) runRow {
-	row := runRow{Run: r}
-	if r.Retention > 0 {
-		row.Retention = r.Retention.String()
-	}
-	return row
-}
-
-// runView is what `rein runs show` shows.
-type runView struct {
-	Run       *store.Run
-	Steps     []*store.Step
-	Approvals []*store.Approval
-	// Use is each step's model calls, tokens and corrections, folded from
-	// the journal, by step id.
-	Use map[string]stepUse
-	// Agents are the transcripts of agent steps, by step id.
-	Agents map[string][]agent.Turn
-}
-
-// stepUse is what a step's model calls cost, as `rein runs show` gives it.
-type stepUse struct {
-	LLMCalls    int `json:"llm_calls"`
-	TokensIn    int `json:"tokens_in"`
-	TokensOut   int `json:"tokens_out"`
-	Corrections int `json:"corrections"`
-}
-
-// runViewJSON is what `rein runs show --output json` prints.
-type runViewJSON struct {
-	Run       runRow            `json:"run"`
-	Steps     []stepViewJSON    `json:"steps"`
-	Approvals []*store.Approval `json:"approvals"`
-	// Agents are the transcripts of agent steps, by step id.
-	Agents map[string][]agent.Turn `json:"agents,omitempty"`
-}
-
-type stepViewJSON struct {
-	*store.Step
-	stepUse
-}
-
-// stepUses folds a run's journal into each step's usage.
-func stepUses(events []*trace.Event) map[string]stepUse {
-	evs := make([]trace.Event, len(events))
-	for i, e := range events {
-		evs[i] = *e
-	}
-	out := map[string]stepUse{}
-	for _, r := range summary.Summarize(evs).Runs {
-		for _, s := range r.Steps {
-			out[s.StepID] = stepUse{LLMCalls: s.ModelCalls, TokensIn: s.TokensIn, TokensOut: s.TokensOut, Corrections: s.Corrections}
-		}
-	}
-	return out
-}
-
 func newRunsShowCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show a run: its row, every step (status, attempts, output, error) and its approvals",
+		Short: "Show a run: its row, every step (status, attempts, output, error), the calls of its for_each and plan steps, and its approvals",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				var v runView
-				var err error
-				if v.Run, err = resolveRun(ctx, db, dsn, args[0]); err != nil {
-					return err
-				}
-				id := v.Run.ID
-				if v.Steps, err = db.Steps(ctx, id); err != nil {
-					return failed("steps of run %s: %w", id, err)
-				}
-				if v.Approvals, err = db.Approvals(ctx, &store.ListApprovalsParams{RunID: id}); err != nil {
-					return failed("approvals of run %s: %w", id, err)
-				}
-				events, err := db.Events(ctx, id, 0, 0)
+			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
+				v, err := runs.Show(ctx, args[0])
 				if err != nil {
-					return failed("journal of run %s: %w", id, err)
-				}
-				v.Use = stepUses(events)
-				for _, st := range v.Steps {
-					if st.Type != "agent" {
-						continue
-					}
-					turns, err := engine.FoldAgentTranscript(events, st.StepID, 0)
-					if err != nil {
-						return failed("transcript of step %s: %w", st.StepID, err)
-					}
-					if v.Agents == nil {
-						v.Agents = map[string][]agent.Turn{}
-					}
-					v.Agents[st.StepID] = turns
+					return runsError(s, dsn, args[0], err)
 				}
 				if f.output == "json" {
-					steps := make([]stepViewJSON, len(v.Steps))
-					for i, st := range v.Steps {
-						steps[i] = stepViewJSON{Step: st, stepUse: v.Use[st.StepID]}
-					}
-					return encodeJSON(s, runViewJSON{Run: toRunRow(v.Run), Steps: steps, Approvals: orEmpty(v.Approvals), Agents: v.Agents})
+					return encodeJSON(s, v)
 				}
-				writeRunView(s.out, &v, dsn)
+				writeRunView(s.out, v, dsn)
 				return nil
 			})
 		},
@@ -273,8 +182,8 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 	return cmd
 }
 
-func writeRunView(w io.Writer, v *runView, dsn string) {
-	r := v.Run
+func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
+	r := v.Run.Run
 	fmt.Fprintf(w, "run %s\n", r.ID)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-10s %s\n", k, fmt.Sprintf(format, args...)) }
 	row("flow", "%s (sha256 %.12s)", r.Flow, r.FlowHash)
@@ -326,7 +235,7 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 				detail = "input: " + preview(st.Input, 100)
 			}
 			use := ""
-			if u := v.Use[st.StepID]; u.LLMCalls > 0 {
+			if u := st.StepUsage; u.LLMCalls > 0 {
 				use = fmt.Sprintf("model_calls=%d tokens=%d/%d", u.LLMCalls, u.TokensIn, u.TokensOut)
 				if u.Corrections > 0 {
 					use += fmt.Sprintf(" corrections=%d", u.Corrections)
@@ -336,6 +245,7 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 		}
 		_ = tw.Flush()
 	}
+	writeCalls(w, v.Calls)
 	for _, st := range v.Steps {
 		if turns := v.Agents[st.StepID]; len(turns) > 0 {
 			fmt.Fprintf(w, "transcript of %s:\n", st.StepID)
@@ -362,7 +272,7 @@ func writeRunView(w io.Writer, v *runView, dsn string) {
 		}
 	}
 	if r.Status == trace.RunWaiting {
-		writePending(w, r.ID, dsn, pending)
+		writePending(w, r.ID, dsn, pending, v.NeedsTools)
 	}
 }
 
@@ -381,13 +291,13 @@ func newRunsTraceCmd(s *streams) *cobra.Command {
 		Short: "Summarise a run's journal: slowest steps, tokens, retries, whose failure (--jsonl: dump its events)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				run, err := resolveRun(ctx, db, dsn, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
+				run, err := resolveRun(ctx, s, runs, dsn, args[0])
 				if err != nil {
 					return err
 				}
 				id := run.ID
-				events, err := db.Events(ctx, id, 0, 0)
+				events, err := runs.Store().Events(ctx, id, 0, 0)
 				if err != nil {
 					return failed("journal of run %s: %w", id, err)
 				}
@@ -431,8 +341,22 @@ left as it is. Ctrl-C stops this process and leaves the run resumable, as
 with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, func(_ context.Context, db store.Store, dsn string) error {
-				return resumeRun(cmd, s, db, dsn, args[0], l, f.output)
+			return f.withStore(cmd, s, l.runsOptions(), func(ctx context.Context, runs *rein.Runs, dsn string) error {
+				out, err := runs.Resume(ctx, args[0], watchProgress(s))
+				if err != nil {
+					if rein.HintOf(err).Code == rein.HintHeldByAnotherProcess {
+						return &exitError{code: exitConflict, err: fmt.Errorf("%w; nothing was done here", err)}
+					}
+					return runsError(s, dsn, args[0], err)
+				}
+				if out.Finished {
+					fmt.Fprintf(s.err, "rein: run %s already %s; nothing to resume\n", out.Result.RunID, out.Result.Status)
+				}
+				res, err := afterInterrupt(ctx, s, runs.Store(), dsn, out.Result, false)
+				if err != nil {
+					return err
+				}
+				return writeRunResult(ctx, s, res, out.StepOrder, dsn, f.output, false)
 			})
 		},
 	}
@@ -441,64 +365,20 @@ with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 	return cmd
 }
 
-// resumeRun resumes the run ref names and prints its result like rein run.
-func resumeRun(cmd *cobra.Command, s *streams, db store.Store, dsn, ref string, l *loadFlags, format string) error {
-	run, err := resolveRun(cmd.Context(), db, dsn, ref)
-	if err != nil {
-		return err
-	}
-	res, order, err := advance(cmd, s, db, dsn, run.ID, l)
-	if err != nil {
-		return err
-	}
-	return writeRunResult(cmd.Context(), s, res, order, dsn, format, false)
+// runsOptions are the run operations' options of a command that resumes
+// runs: --script, --config and --trusted-tools-only.
+func (l *loadFlags) runsOptions() *rein.RunsOptions {
+	return &rein.RunsOptions{Load: &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}}
 }
 
-// advance resumes run id (a finished run comes back as it is) and returns
-// its result and step order.
-func advance(cmd *cobra.Command, s *streams, db store.Store, dsn, id string, l *loadFlags) (*engine.Result, []string, error) {
-	ctx := cmd.Context()
-	run, err := db.GetRun(ctx, id)
-	if err != nil {
-		return nil, nil, runErr(dsn, id, err)
-	}
-	if run.Finished() {
-		fmt.Fprintf(s.err, "rein: run %s already %s; nothing to resume\n", id, run.Status)
-		res, err := engine.New(engine.Config{Store: db}).Status(ctx, id)
-		if err != nil {
-			return nil, nil, &exitError{code: exitRunFailed, err: err}
-		}
-		steps, err := db.Steps(ctx, id)
-		if err != nil {
-			return nil, nil, &exitError{code: exitRunFailed, err: err}
-		}
-		order := make([]string, len(steps))
-		for i, st := range steps {
-			order[i] = st.StepID
-		}
-		return res, order, nil
-	}
-	p, err := rein.LoadRun(ctx, db, id, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
-	if err != nil {
-		return nil, nil, loadError(s, err)
-	}
-	progress := newProgress(s.term, p.Flow)
-	if steps, err := db.Steps(ctx, id); err == nil {
+// watchProgress shows a resumed run's progress on the terminal (stderr).
+func watchProgress(s *streams) *rein.ResumeOptions {
+	return &rein.ResumeOptions{Watch: func(p *rein.Project, steps []*store.Step) (trace.Sink, func()) {
+		progress := newProgress(s.term, p.Flow)
 		progress.seed(steps)
-	}
-	progress.Start()
-	res, err := p.Resume(ctx, id, &engine.Config{Store: db, Sink: progress})
-	progress.Stop()
-	if err != nil {
-		if fault.ClassOf(err) == fault.Conflict {
-			return nil, nil, &exitError{code: exitConflict, err: fmt.Errorf("%w; nothing was done here", err)}
-		}
-		return nil, nil, &exitError{code: exitRunFailed, err: err}
-	}
-	if res, err = afterInterrupt(ctx, s, db, dsn, res, false); err != nil {
-		return nil, nil, err
-	}
-	return res, stepOrder(p.Flow), nil
+		progress.Start()
+		return progress, progress.Stop
+	}}
 }
 
 func newRunsCancelCmd(s *streams) *cobra.Command {
@@ -509,25 +389,15 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 		Short: "Cancel a run that is not being advanced elsewhere",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, func(ctx context.Context, db store.Store, dsn string) error {
-				run, err := resolveRun(ctx, db, dsn, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
+				run, err := runs.Cancel(ctx, args[0], reason)
 				if err != nil {
-					return err
-				}
-				id := run.ID
-				if run.Finished() {
-					return usageErr("run %s already %s; there is nothing to cancel", id, run.Status)
-				}
-				if err := engine.New(engine.Config{Store: db}).Cancel(ctx, id, reason); err != nil {
-					if errors.Is(err, store.ErrConflict) {
-						return &exitError{code: exitConflict, err: fmt.Errorf("%w: run %s is being advanced by %s; stop that process, or wait for its lease to expire (%s), then cancel again", err, id, run.LeaseOwner, stamp(run.LeaseExpires))}
-					}
-					return &exitError{code: exitRunFailed, err: err}
+					return runsError(s, dsn, args[0], err)
 				}
 				if f.output == "json" {
-					return encodeJSON(s, map[string]string{"run_id": id, "status": string(trace.RunCancelled)})
+					return encodeJSON(s, map[string]string{"run_id": run.ID, "status": string(run.Status)})
 				}
-				fmt.Fprintf(s.out, "run %s cancelled\n", id)
+				fmt.Fprintf(s.out, "run %s cancelled\n", run.ID)
 				return nil
 			})
 		},

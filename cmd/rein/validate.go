@@ -62,9 +62,7 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 				}
 				results = append(results, r)
 				if output == "text" {
-					for _, d := range r.Diagnostics {
-						fmt.Fprintln(s.err, d.String())
-					}
+					writeDiagnostics(s.err, r.Diagnostics)
 					if r.Error != "" {
 						fmt.Fprintln(s.err, r.Error)
 					}

@@ -153,6 +153,11 @@ var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // knownClasses are the classes a recorded error may have.
 var knownClasses = []fault.Class{fault.Transient, fault.Format, fault.Business, fault.Budget, fault.Policy, fault.Conflict, fault.NotFound, fault.Cancelled}
 
+// ErrRecordAgain is wrapped by the errors of a cassette that cannot answer
+// (empty, corrupt, too new, or without the request): the fix is to record
+// it again.
+var ErrRecordAgain = errors.New("record the cassette again")
+
 // Parse reads a cassette. filename is used only in messages ("<cassette>"
 // when empty). Errors name the file: a JSON syntax or type error with
 // line:col, a cassette from a newer version with both versions, and
@@ -164,7 +169,7 @@ func Parse(data []byte, filename string) (*Cassette, error) {
 		filename = "<cassette>"
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("cassette %s is empty: re-record with --record", filename)
+		return nil, fmt.Errorf("cassette %s is empty: %w", filename, ErrRecordAgain)
 	}
 	var head struct {
 		Version *int `json:"version"`
@@ -176,7 +181,7 @@ func Parse(data []byte, filename string) (*Cassette, error) {
 	case head.Version == nil:
 		return nil, fmt.Errorf("cassette %s has no \"version\": it is not a rein cassette", filename)
 	case *head.Version > Version:
-		return nil, fmt.Errorf("cassette %s is version %d, newer than this rein reads (%d): upgrade rein or re-record with --record", filename, *head.Version, Version)
+		return nil, fmt.Errorf("cassette %s is version %d, newer than this rein reads (%d): upgrade rein or %w", filename, *head.Version, Version, ErrRecordAgain)
 	case *head.Version < 1:
 		return nil, fmt.Errorf("cassette %s has version %d: versions start at 1", filename, *head.Version)
 	}
@@ -239,7 +244,7 @@ func jsonError(filename string, data []byte, err error) error {
 	switch {
 	case errors.As(err, &se):
 		line, col := lineCol(data, max(se.Offset-1, 0))
-		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %v (the file is corrupt: re-record with --record)", filename, line, col, se)
+		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %v (the file is corrupt: %w)", filename, line, col, se, ErrRecordAgain)
 	case errors.As(err, &ute):
 		line, col := lineCol(data, valueStart(data, ute.Offset))
 		field := ute.Field
@@ -251,7 +256,7 @@ func jsonError(filename string, data []byte, err error) error {
 		line, col := lineCol(data, te.offset)
 		return fmt.Errorf("cassette %s:%d:%d: %v", filename, line, col, te)
 	case strings.Contains(err.Error(), "unexpected EOF"):
-		return fmt.Errorf("cassette %s: truncated JSON (the file ends early: was the recording interrupted? re-record with --record)", filename)
+		return fmt.Errorf("cassette %s: truncated JSON (the file ends early: was the recording interrupted? %w)", filename, ErrRecordAgain)
 	}
 	return fmt.Errorf("cassette %s: %s", filename, strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -128,8 +128,8 @@ func TestReplayMiss(t *testing.T) {
 		req  *model.Request
 		want string
 	}{
-		{"another step", req("notify", long), `cassette ` + path + ` holds no exchange for step "notify" (prompt "` + long[:60] + `…"): re-record with --record`},
-		{"changed prompt", req("extract", "resume of Li"), `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Li"); it holds 1 exchange(s) for this step with another model, decision, prompt, schema or tools: re-record with --record`},
+		{"another step", req("notify", long), `cassette ` + path + ` holds no exchange for step "notify" (prompt "` + long[:60] + `…"): record the cassette again`},
+		{"changed prompt", req("extract", "resume of Li"), `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Li"); it holds 1 exchange(s) for this step with another model, decision, prompt, schema or tools: record the cassette again`},
 		{"other model", &model.Request{Model: "gpt-4o", StepID: "extract", Messages: msgs("resume of Zhang")}, `holds 1 exchange(s) for this step with another model`},
 		{"other decision", &model.Request{Model: "gpt-4o-mini", StepID: "extract", Decision: "plan", Messages: msgs("resume of Zhang")}, `holds 1 exchange(s) for this step with another model`},
 	}
@@ -147,7 +147,7 @@ func TestReplayMiss(t *testing.T) {
 		t.Fatalf("the held request: %v", err)
 	}
 	_, err = p.Generate(context.Background(), req("extract", "resume of Zhang"))
-	if want := `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Zhang"); it holds this request 1 time(s), all replayed already: re-record with --record`; err == nil || err.Error() != want {
+	if want := `cassette ` + path + ` holds no exchange for step "extract" (prompt "resume of Zhang"); it holds this request 1 time(s), all replayed already: record the cassette again`; err == nil || err.Error() != want {
 		t.Errorf("replayed twice: err = %v\nwant %s", err, want)
 	}
 }
@@ -271,12 +271,12 @@ func TestParseRejects(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
-		{"empty", " \n", "cassette c.json is empty: re-record with --record"},
-		{"syntax", "{\"version\": 1,\n  \"exchanges\": [,]}", "cassette c.json:2:17: not valid JSON: invalid character ',' looking for beginning of value (the file is corrupt: re-record with --record)"},
-		{"truncated", `{"version": 1, "exchanges": [{"request"`, "cassette c.json: truncated JSON (the file ends early: was the recording interrupted? re-record with --record)"},
+		{"empty", " \n", "cassette c.json is empty: record the cassette again"},
+		{"syntax", "{\"version\": 1,\n  \"exchanges\": [,]}", "cassette c.json:2:17: not valid JSON: invalid character ',' looking for beginning of value (the file is corrupt: record the cassette again)"},
+		{"truncated", `{"version": 1, "exchanges": [{"request"`, "cassette c.json: truncated JSON (the file ends early: was the recording interrupted? record the cassette again)"},
 		{"not an object", `[1]`, "cassette c.json:1:1: the cassette: got JSON array, want object"},
 		{"no version", `{"exchanges": []}`, `cassette c.json has no "version": it is not a rein cassette`},
-		{"newer", `{"version": 2, "exchanges": [], "future": true}`, "cassette c.json is version 2, newer than this rein reads (1): upgrade rein or re-record with --record"},
+		{"newer", `{"version": 2, "exchanges": [], "future": true}`, "cassette c.json is version 2, newer than this rein reads (1): upgrade rein or record the cassette again"},
 		{"version zero", `{"version": 0}`, "cassette c.json has version 0: versions start at 1"},
 		{"version string", `{"version": "1"}`, "cassette c.json:1:13: version: got JSON string, want integer"},
 		{"wrong type", "{\"version\": 1, \"exchanges\": [{\"request\": {\"messages\": [{\"role\": \"user\", \"content\": 5}]}}]}", "cassette c.json:1:84: exchanges.request.messages.content: got JSON number, want string"},

@@ -57,5 +57,5 @@ func ExampleRecord() {
 	// Output:
 	// {"route":"account","reason":"billing"} 12 9
 	// {"route":"account","reason":"billing"} 12 9
-	// cassette triage.json holds no exchange for step "triage" (prompt "Rewrite this paragraph"); it holds 1 exchange(s) for this step with another model, decision, prompt, schema or tools: re-record with --record
+	// cassette triage.json holds no exchange for step "triage" (prompt "Rewrite this paragraph"); it holds 1 exchange(s) for this step with another model, decision, prompt, schema or tools: record the cassette again
 }

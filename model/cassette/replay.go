@@ -93,7 +93,7 @@ func (p *Player) miss(req *model.Request, held int) error {
 	case steps > 0:
 		why = fmt.Sprintf("; it holds %d exchange(s) for this step with another model, decision, prompt, schema or tools", steps)
 	}
-	return fault.Errorf(fault.Business, "cassette %s holds no exchange for step %s (prompt %s)%s: re-record with --record", p.name, strconv.Quote(req.StepID), prompt, why)
+	return fault.Errorf(fault.Business, "cassette %s holds no exchange for step %s (prompt %s)%s: %w", p.name, strconv.Quote(req.StepID), prompt, why, ErrRecordAgain)
 }
 
 // Unused returns how many exchanges have not been replayed.

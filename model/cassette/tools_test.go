@@ -129,7 +129,7 @@ func TestToolResultMiss(t *testing.T) {
 	second.Messages[2].Content = "rain, 9°C"
 	_, _ = p.Generate(context.Background(), first)
 	_, err = p.Generate(context.Background(), second)
-	if fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), "schema or tools: re-record") {
+	if fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), "schema or tools: record the cassette again") {
 		t.Errorf("diverged turn: %v, want a miss", err)
 	}
 }

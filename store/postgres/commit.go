@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
@@ -129,6 +130,7 @@ type commitPlan struct {
 	create      *store.CreateRunParams
 	blobs       [][]any // sha256, data
 	approvals   [][]any
+	calls       [][]any
 }
 
 // The statements of a Commit. journalSQL inserts the transition's row
@@ -206,10 +208,7 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			return nil, fmt.Errorf("event %d (%s) has seq %d, not after %d: events carry their sequence numbers, increasing", i, e.Kind, e.Seq, p.maxSeq)
 		}
 		// stored events leave out the row's run ID; reading puts it back.
-		ev := *e
-		ev.RunID = ""
-		buf = trace.AppendJSON(buf[:0], &ev)
-		p.events = frames.AppendEvent(p.events, e.Seq, buf)
+		p.events, buf = frames.EncodeEvent(p.events, buf, e)
 		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
 	spill := func(sha string, data []byte) {
@@ -226,9 +225,8 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		if st == nil || st.StepID == "" {
 			return nil, errors.New("step without a StepID")
 		}
-		var e frames.EncodedStep
-		e, buf = frames.EncodeStep(st, s.blobThreshold, buf[:0])
-		p.steps = frames.AppendStep(p.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		var e journal.EncodedStep
+		p.steps, buf, e = frames.EncodeStep(p.steps, buf, st, s.blobThreshold)
 		spill(e.OutputBlob, e.OutputData)
 		spill(e.InputBlob, e.InputData)
 	}
@@ -242,6 +240,12 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		p.approvals = append(p.approvals, []any{a.ID, a.StepID, string(a.Kind), string(store.ApprovalPending),
 			a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
 			timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt)})
+	}
+	for _, c := range t.Calls {
+		if c == nil || c.Key == "" || c.StepID == "" {
+			return nil, errors.New("call record without a key or a step")
+		}
+		p.calls = append(p.calls, callArgs(c))
 	}
 	if u := t.Run; u != nil {
 		p.update = true
@@ -260,7 +264,7 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	return p, nil
 }
 
-// commitOnce sends the plan: one statement, or, with blobs or approvals,
+// commitOnce sends the plan: one statement, or, with blobs, approvals or calls,
 // one batch that PostgreSQL runs as one implicit transaction (the first
 // error rolls back everything). applied reports whether the row was
 // inserted; when it was not, nothing was.
@@ -279,7 +283,7 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	case p.update:
 		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
-	if len(p.blobs) == 0 && len(p.approvals) == 0 {
+	if len(p.blobs) == 0 && len(p.approvals) == 0 && len(p.calls) == 0 {
 		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
 	}
 	b := &pgx.Batch{}
@@ -290,6 +294,9 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	}
 	for _, a := range p.approvals {
 		b.Queue(approvalSQL, append(after[:3:3], a...)...)
+	}
+	for _, c := range p.calls {
+		b.Queue(callSQL, append(after[:3:3], c...)...)
 	}
 	if p.final && len(p.approvals) > 0 {
 		// the approvals this transition asks for close with the run too.

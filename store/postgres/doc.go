@@ -20,7 +20,7 @@
 //
 // # Schema and migrations
 //
-// The tables (rein_runs, rein_journal, rein_approvals, rein_blobs,
+// The tables (rein_runs, rein_journal, rein_approvals, rein_calls, rein_blobs,
 // rein_blob_refs) are created by numbered migrations embedded in the binary
 // and applied by Open in one transaction under an advisory lock; the
 // applied versions are recorded in rein_schema_migrations. A binary that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
@@ -90,14 +91,14 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 		return nil, s.runExists(ctx, what, runID)
 	}
 	out := make([]*store.Step, len(last))
-	recs := make([]frames.StepRecord, len(last))
+	recs := make([]journal.StepRecord, len(last))
 	var blobs []string
 	for i := range last {
-		r, err := last[i].Decode(runID)
+		st, r, err := journal.DecodeStep(runID, &last[i])
 		if err != nil {
 			return nil, fmt.Errorf("postgres store: %w", err)
 		}
-		out[i], recs[i] = last[i].Step(runID, &r), r
+		out[i], recs[i] = st, r
 		if r.OutputBlob {
 			blobs = append(blobs, r.OutputSHA)
 		}

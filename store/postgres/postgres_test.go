@@ -114,6 +114,9 @@ func TestConformance(t *testing.T) {
 		CorruptEvent: func(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte) {
 			corruptEvent(t, s.(*Store), runID, seq, version, data)
 		},
+		CorruptStep: func(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) {
+			corruptStep(t, s.(*Store), runID, stepID, version, rec)
+		},
 	})
 }
 
@@ -253,5 +256,43 @@ func corruptEvent(t *testing.T, s *Store, runID string, seq int64, version int, 
 	}
 	if _, err := s.pool.Exec(ctx, `UPDATE rein_journal SET events = $3 WHERE run_id = $1 AND version = $2`, runID, v, out); err != nil {
 		t.Fatalf("corrupt event %s seq %d: %v", runID, seq, err)
+	}
+}
+
+// corruptStep overwrites the record of step stepID in every journal row of
+// runID holding it.
+func corruptStep(t *testing.T, s *Store, runID, stepID string, version int, rec []byte) {
+	t.Helper()
+	ctx := t.Context()
+	rows, err := s.pool.Query(ctx, `SELECT version, steps FROM rein_journal WHERE run_id = $1 AND steps IS NOT NULL`, runID)
+	if err != nil {
+		t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
+	}
+	type change struct {
+		version int64
+		steps   []byte
+	}
+	var changes []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.version, &c.steps); err != nil {
+			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
+		}
+		out, hit, err := frames.ReplaceStep(c.steps, stepID, version, rec)
+		if err != nil {
+			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
+		}
+		if hit {
+			changes = append(changes, change{c.version, out})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(changes) == 0 {
+		t.Fatalf("corrupt step %s %s: %d rows hold it: %v", runID, stepID, len(changes), err)
+	}
+	for _, c := range changes {
+		if _, err := s.pool.Exec(ctx, `UPDATE rein_journal SET steps = $3 WHERE run_id = $1 AND version = $2`, runID, c.version, c.steps); err != nil {
+			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
+		}
 	}
 }

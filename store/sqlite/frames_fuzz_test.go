@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
@@ -35,8 +36,8 @@ func FuzzFrames(f *testing.F) {
 		if _, err := frames.DecodeEvents(nil, "r", events, 0, -1); err != nil && err.Error() == "" {
 			t.Fatal("empty error")
 		}
-		_ = frames.EachStepFrame("r", steps, func(sf *frames.StepFrame) {
-			if _, err := sf.Decode("r"); err != nil && err.Error() == "" {
+		_ = frames.EachStepFrame("r", steps, func(sf *journal.StoredStep) {
+			if _, _, err := journal.DecodeStep("r", sf); err != nil && err.Error() == "" {
 				t.Fatal("empty error")
 			}
 		})

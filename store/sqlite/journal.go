@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
@@ -61,6 +62,7 @@ type commitData struct {
 	events, steps                  []byte
 	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
+	calls                          []store.Call
 	create                         *store.CreateRunParams
 	flowSHA                        string // of create's flow text
 	closeReason                    string // comment on the approvals a final commit closes
@@ -77,7 +79,9 @@ func (c *commitData) recycle() {
 	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
 	clear(c.blobs)
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
+	clear(c.calls)
+	calls := c.calls[:0]
+	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, calls: calls, packBuf: c.packBuf, packIn: c.packIn}
 	commitPool.Put(c)
 }
 
@@ -103,22 +107,24 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 		// an event's run is the transition's (t.RunID): stored events
 		// leave it out (it was a tenth of a row), and reading puts it back.
-		ev := *e
-		ev.RunID = ""
-		buf = trace.AppendJSON(buf[:0], &ev)
-		c.events = frames.AppendEvent(c.events, e.Seq, buf)
+		c.events, buf = frames.EncodeEvent(c.events, buf, e)
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		var e frames.EncodedStep
-		e, buf = frames.EncodeStep(st, s.opts.BlobThreshold, buf[:0])
-		c.steps = frames.AppendStep(c.steps, st.StepID, e.Rec, e.Output, e.Input, e.Error)
+		var e journal.EncodedStep
+		c.steps, buf, e = frames.EncodeStep(c.steps, buf, st, s.opts.BlobThreshold)
 		if e.OutputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
+	}
+	for _, cl := range t.Calls {
+		if cl == nil || cl.Key == "" || cl.StepID == "" {
+			return nil, fmt.Errorf("sqlite: commit run %s: a call record without a key or a step", t.RunID)
+		}
+		c.calls = append(c.calls, *cl)
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -214,6 +220,14 @@ func (c *commitData) apply(x *wtx) error {
 			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
 			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
 			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+		}
+	}
+	for i := range c.calls {
+		cl := &c.calls[i]
+		if _, err := x.exec(stmtSQL[stUpsertCall], c.runID, cl.Key, cl.StepID, cl.Item, cl.Round, cl.Plan, cl.PlanStep,
+			cl.Turn, cl.Index, cl.Fallback, cl.Attempt, string(cl.Kind), cl.Name, cl.ArgsSHA, string(cl.Status),
+			nullBytes(cl.Output), cl.ErrorClass, cl.Error, cl.TokensIn, cl.TokensOut, nanos(cl.StartedAt), int64(cl.Duration)); err != nil {
+			return fmt.Errorf("record call %s: %w", cl.Key, mapErr(err))
 		}
 	}
 	if c.final && next.approvals {
@@ -341,11 +355,10 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	out := make([]*store.Step, len(last))
 	for i := range last {
 		sf := &last[i]
-		r, err := sf.Decode(runID)
+		st, r, err := journal.DecodeStep(runID, sf)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
-		st := sf.Step(runID, &r)
 		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
 		// Payloads stored as blobs (large ones only), read back.
 		if r.OutputBlob {

@@ -73,6 +73,67 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 	}
 }
 
+// corruptStep rewrites the record of step stepID, with version, in every
+// journal row holding it. A packed row is packed again.
+func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) {
+	t.Helper()
+	st := s.(*Store)
+	hits := 0
+	err := st.w.do(t.Context(), func(x *wtx) error {
+		rows, err := x.query(`SELECT id, events, steps FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
+		if err != nil {
+			return err
+		}
+		type change struct {
+			id            int64
+			events, steps []byte
+		}
+		var changes []change
+		for rows.Next() {
+			var (
+				id            int64
+				events, steps []byte
+			)
+			if err := rows.Scan(&id, &events, &steps); err != nil {
+				rows.Close()
+				return err
+			}
+			packed := isPacked(events)
+			if packed {
+				if events, steps, _, err = unpack(runID, events, nil); err != nil {
+					rows.Close()
+					return err
+				}
+			}
+			out, hit, err := frames.ReplaceStep(steps, stepID, version, rec)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if !hit {
+				continue
+			}
+			hits++
+			if packed {
+				if p, _, _, ok := pack(nil, nil, events, out); ok {
+					events, out = p, nil
+				}
+			}
+			changes = append(changes, change{id, events, out})
+		}
+		rows.Close()
+		for _, c := range changes {
+			if _, err := x.exec(`UPDATE journal SET events = ?, steps = ? WHERE id = ?`, c.events, c.steps, c.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || hits == 0 {
+		t.Fatalf("corrupt %s step %s: %d rows hold it: %v", runID, stepID, hits, err)
+	}
+}
+
 func TestConformanceFile(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, storetest.Harness{
@@ -84,6 +145,7 @@ func TestConformanceFile(t *testing.T) {
 			return s
 		},
 		CorruptEvent: corruptEvent,
+		CorruptStep:  corruptStep,
 	})
 }
 
@@ -98,5 +160,6 @@ func TestConformanceMemory(t *testing.T) {
 			return s
 		},
 		CorruptEvent: corruptEvent,
+		CorruptStep:  corruptStep,
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -490,8 +491,12 @@ func checkRecordError(t *testing.T, what string, err error, newer bool) {
 	if !strings.Contains(msg, "run-corrupt") || !seqPattern(2).MatchString(msg) {
 		t.Errorf("%s: error %q does not name the run (run-corrupt) and the sequence (seq 2)", what, msg)
 	}
-	if newer && !strings.Contains(strings.ToLower(msg), "newer") {
-		t.Errorf("%s: error %q does not say the record is from a newer rein", what, msg)
+	if newer && (!strings.Contains(strings.ToLower(msg), "newer") || !strings.Contains(msg, "upgrade rein")) {
+		t.Errorf("%s: error %q does not say the record is from a newer rein and to upgrade rein", what, msg)
+	}
+	var ve *journal.VersionError
+	if newer && (!errors.As(err, &ve) || !ve.Newer()) {
+		t.Errorf("%s: error %q does not wrap a *journal.VersionError", what, msg)
 	}
 }
 

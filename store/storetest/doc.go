@@ -6,6 +6,7 @@
 //		storetest.Run(t, storetest.Harness{
 //			New: func(t *testing.T) store.Store { … },
 //			CorruptEvent: func(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte) { … },
+//			CorruptStep:  func(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) { … },
 //		})
 //	}
 //
@@ -34,8 +35,11 @@
 //     in the order they were created.
 //   - Run.Input, Run.Meta, Run.FlowText and Step.Output round-trip
 //     byte-exact (no JSON normalisation).
-//   - A record that does not decode is an error naming the run and "seq N";
-//     one from a newer journal version says "newer".
+//   - Every field of an event and of a step, each set (journal/journaltest
+//     fills them by reflection), reads back as it was committed.
+//   - A record that does not decode is an error naming the run and "seq N"
+//     (a step record: "step ID"); one from a newer journal version says
+//     "newer" and "upgrade rein".
 //   - Several approvals may exist for one step over time (a step asked again
 //     after a second crash); DecideApproval settles the pending one.
 //   - AcquireLease by the current owner extends the lease; RenewLease does

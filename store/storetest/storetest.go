@@ -23,6 +23,8 @@ type Harness struct {
 	New func(t *testing.T) store.Store
 	// CorruptEvent overwrites the stored record of (runID, seq) with the given journal version and raw data, for decode-error cases; nil skips them.
 	CorruptEvent func(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte)
+	// CorruptStep overwrites the stored record of step stepID of runID (its JSON, not its payloads) with the given journal version and raw data; nil skips those cases.
+	CorruptStep func(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte)
 }
 
 // Run runs the conformance suite against h. Every subtest gets its own store
@@ -54,9 +56,14 @@ func Run(t *testing.T, h Harness) {
 		{"CommitCreates", testCommitCreates},
 		{"Events", testEvents},
 		{"Steps", testSteps},
+		{"Calls", testCalls},
+		{"CallsAtomic", testCallsAtomic},
+		{"CallsCreate", testCallsCreate},
 		{"Blobs", testBlobs},
 		{"CorruptEvent", testCorruptEvent},
 		{"NewerJournalVersion", testNewerJournalVersion},
+		{"NewerStepVersion", testNewerStepVersion},
+		{"RecordsKeepEveryField", testRecordsKeepEveryField},
 		{"Approvals", testApprovals},
 		{"DecideApproval", testDecideApproval},
 		{"DecideApprovalErrors", testDecideApprovalErrors},

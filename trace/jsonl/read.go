@@ -3,12 +3,13 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -68,7 +69,7 @@ func read(r io.Reader, path string) ([]trace.Event, error) {
 			return events, &LineError{Path: path, Line: line, Err: errors.New("not a JSON object")}
 		}
 		var e trace.Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		if err := journal.DecodeEvent(b, &e); err != nil {
 			return events, &LineError{Path: path, Line: line, Err: err}
 		}
 		events = append(events, e)

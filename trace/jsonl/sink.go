@@ -34,7 +34,11 @@ type Sink struct {
 	closed bool
 }
 
-var _ trace.Sink = (*Sink)(nil)
+var _ trace.Borrower = (*Sink)(nil)
+
+// BorrowsEvents marks the sink as a [trace.Borrower]: Emit keeps nothing of
+// the event once it returns.
+func (*Sink) BorrowsEvents() {}
 
 // New returns a Sink writing to w. Close flushes but does not close w: the
 // caller owns it.

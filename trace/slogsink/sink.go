@@ -14,7 +14,11 @@ type Sink struct {
 	l *slog.Logger
 }
 
-var _ trace.Sink = (*Sink)(nil)
+var _ trace.Borrower = (*Sink)(nil)
+
+// BorrowsEvents marks the sink as a [trace.Borrower]: Emit keeps nothing of
+// the event once it returns.
+func (*Sink) BorrowsEvents() {}
 
 // New returns a Sink logging to l; a nil l means slog.Default() at the time
 // of each Emit.

@@ -1,0 +1,93 @@
+package journal
+
+// Kind names what happened.
+type Kind string
+
+// Event kinds, in the order a run emits them. Kinds lists them all.
+const (
+	RunStarted    Kind = "run_started"
+	StepStarted   Kind = "step_started"   // a step execution began (once, before its first attempt)
+	AttemptFailed Kind = "attempt_failed" // one attempt failed; a retry or on_error follows
+	ModelCall     Kind = "model_call"     // one model exchange finished (tokens are here)
+	StepSettled   Kind = "step_settled"   // the step reached a final status
+	RunSettled    Kind = "run_settled"    // the run reached a final status
+	GateDecision  Kind = "gate_decision"  // the policy gate decided on a tool invocation (every decision of a configured gate)
+	CallDiscarded Kind = "call_discarded" // a tool returned after its call was given up at the deadline; its result was discarded
+	// Durable runs (a store other than the ephemeral one).
+	ApprovalRequested Kind = "approval_requested" // a step waits for a person (approval, or unknown after a crash)
+	ApprovalDecided   Kind = "approval_decided"   // a person's decision was applied on resume
+	RunParked         Kind = "run_waiting"        // nothing can advance until a person decides; the run is parked
+	RunResumed        Kind = "run_resumed"        // a process took the run up again from its journal
+	// CorrectiveRetry: a model's reply broke the step's output schema (or
+	// the planner's plan broke validation) and one corrective request
+	// follows within the same attempt. It is not a failed attempt.
+	CorrectiveRetry Kind = "corrective_retry"
+	// ToolProcess: a non-idempotent step's tool started a process group
+	// (Event.Process), committed before the tool is waited for.
+	ToolProcess Kind = "tool_process"
+	// AgentTurn is a turn of an agent step as the model gave it
+	// (Event.Data: the agent.Turn), committed before its calls run;
+	// AgentCall is one call's outcome (Data: the agent.Call, Turn: its
+	// turn).
+	AgentTurn Kind = "agent_turn"
+	AgentCall Kind = "agent_call"
+)
+
+// Kinds returns every event kind, in the order of their declaration. A
+// kind added above belongs here too (a test checks the file).
+func Kinds() []Kind {
+	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
+		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
+		AgentTurn, AgentCall}
+}
+
+// RunStatus is the state of a run (shared/DESIGN.md §3).
+type RunStatus string
+
+// Run states.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunWaiting   RunStatus = "waiting"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// StepStatus is the state of a step (shared/DESIGN.md §3).
+type StepStatus string
+
+// Step states.
+const (
+	StepPending   StepStatus = "pending"
+	StepReady     StepStatus = "ready"
+	StepRunning   StepStatus = "running"
+	StepSucceeded StepStatus = "succeeded"
+	StepDefaulted StepStatus = "defaulted" // on_error: skip used fallback_value
+	StepFellBack  StepStatus = "fell_back" // on_error: fallback produced the output
+	StepSkipped   StepStatus = "skipped"   // when was false, or an upstream was skipped
+	StepFailed    StepStatus = "failed"
+	StepWaiting   StepStatus = "waiting"
+	StepBlocked   StepStatus = "blocked"
+	StepUnknown   StepStatus = "unknown"
+)
+
+// Settled reports whether s is final.
+func (s StepStatus) Settled() bool {
+	switch s {
+	case StepSucceeded, StepDefaulted, StepFellBack, StepSkipped, StepFailed, StepBlocked, StepUnknown:
+		return true
+	}
+	return false
+}
+
+// Origin says which side a failure came from, so a trace can answer "was it
+// the model's fault or the tool's?".
+type Origin string
+
+// Failure origins.
+const (
+	OriginModel  Origin = "model"  // the model call failed or its output was rejected
+	OriginTool   Origin = "tool"   // the tool failed, returned bad output, or panicked
+	OriginEngine Origin = "engine" // a when/gate/template/budget/policy decision of the runtime
+)

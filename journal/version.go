@@ -1,0 +1,38 @@
+package journal
+
+import "fmt"
+
+// Version is the version of the records this binary writes, and the
+// newest it reads. Every stored record carries the version it was written
+// with; a record of a higher version is refused (VersionError), never
+// guessed at. Raise it for a change an older binary would misread; a new
+// field that reads as zero when absent needs no new version.
+const Version = 1
+
+// VersionError is a record this binary cannot read: written by a newer rein
+// (Version above this binary's), or with no valid version at all.
+type VersionError struct {
+	RunID   string
+	Record  string // which record: "seq 7", "step extract"
+	Version uint64 // the record's
+}
+
+func (e *VersionError) Error() string {
+	if e.Version > Version {
+		return fmt.Sprintf("run %s %s: journal record version %d is from a newer rein (this binary reads up to version %d): upgrade rein",
+			e.RunID, e.Record, e.Version, Version)
+	}
+	return fmt.Sprintf("run %s %s: journal record has no valid version (%d): the database is damaged", e.RunID, e.Record, e.Version)
+}
+
+// Newer reports whether the record is from a newer rein (rather than damaged).
+func (e *VersionError) Newer() bool { return e.Version > Version }
+
+// CheckVersion returns a *VersionError for a record of run runID (named by
+// record, e.g. "seq 7") that this binary cannot read, and nil otherwise.
+func CheckVersion(runID, record string, version uint64) error {
+	if version < 1 || version > Version {
+		return &VersionError{RunID: runID, Record: record, Version: version}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package rein
+
+import (
+	"errors"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+)
+
+// HintCode says, in a word a program can switch on, what an Error of the
+// run operations means and so what a caller can do about it. Each surface
+// (the CLI, an HTTP API, an MCP server) turns it into its own advice.
+type HintCode string
+
+// The hints of the run operations.
+const (
+	// HintNeedsTools: the run was started with Go tools the caller did not
+	// give (Hint.Tools): only a program that registers them can resume it.
+	HintNeedsTools HintCode = "needs_tools"
+	// HintHeldByAnotherProcess: another process holds the run's lease
+	// (Hint.Owner, until Hint.Until; the run last changed at Hint.Since):
+	// stop it or wait for the lease to expire.
+	HintHeldByAnotherProcess HintCode = "held_by_another_process"
+	// HintAlreadyDecided: the step's approval was decided already
+	// (Hint.Status, Hint.DecidedBy, Hint.DecidedAt); Hint.Waiting lists
+	// the steps still waiting.
+	HintAlreadyDecided HintCode = "already_decided"
+	// HintNothingToDecide: the step has no pending approval; Hint.Waiting
+	// lists the steps that have one (none: the run waits for nobody).
+	HintNothingToDecide HintCode = "nothing_to_decide"
+	// HintRunFinished: the run has finished (Hint.Status); there is
+	// nothing to decide or cancel.
+	HintRunFinished HintCode = "run_finished"
+	// HintAmbiguousRun: a run ID prefix matched several runs (the error
+	// wraps an *AmbiguousRunError listing them).
+	HintAmbiguousRun HintCode = "ambiguous_run"
+	// HintFlowDoesNotLoad: the flow a run pinned, with its rein.yaml and
+	// script, does not load any more (the error wraps the cause, a
+	// *flow.Error listing every problem when it is the flow).
+	HintFlowDoesNotLoad HintCode = "flow_does_not_load"
+	// HintNoRun: the reference names no run of the store.
+	HintNoRun HintCode = "no_run"
+)
+
+// Hint is the machine-readable part of an Error: a code and the data
+// that goes with it. Fields that do not belong to the code are zero.
+type Hint struct {
+	Code HintCode `json:"code"`
+	// RunID is the run the error is about, when one was resolved.
+	RunID string `json:"run_id,omitempty"`
+	// Tools are the Go tools a needs_tools run lacks, sorted.
+	Tools []string `json:"tools,omitempty"`
+	// Owner and Until are the holder of the lease and its expiry; Since
+	// is when the held run last changed (its last commit, lease or
+	// decision).
+	Owner string    `json:"owner,omitempty"`
+	Until time.Time `json:"until,omitzero"`
+	Since time.Time `json:"since,omitzero"`
+	// Status is a finished run's status, or an approval's decision.
+	Status string `json:"status,omitempty"`
+	// DecidedBy and DecidedAt say who decided an approval, and when.
+	DecidedBy string    `json:"decided_by,omitempty"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// Waiting are the steps of the run that wait for a decision.
+	Waiting []string `json:"waiting,omitempty"`
+}
+
+// Error is an error of the run operations (Runs): a class (ClassOf works
+// on it and on anything that wraps it), a message that says what happened
+// without advice for any one surface, and a Hint. errors.Is reaches the
+// cause (store.ErrNotFound, store.ErrConflict).
+type Error struct {
+	Class ErrorClass
+	Hint  Hint
+	// Err is the cause; its message is the Error's.
+	Err error
+}
+
+// Error returns the cause's message.
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause, classed, so that fault.ClassOf agrees with
+// Class.
+func (e *Error) Unwrap() error { return fault.New(e.Class, e.Err) }
+
+// HintOf returns the Hint of the *Error in err's chain, or the zero Hint.
+func HintOf(err error) Hint {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return Hint{}
+}
+
+func runsErr(class ErrorClass, h Hint, err error) *Error {
+	return &Error{Class: class, Hint: h, Err: err}
+}

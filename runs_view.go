@@ -1,0 +1,155 @@
+package rein
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/summary"
+)
+
+// RunRow is a run's row as the run operations return it: the store's row,
+// with its retention as a duration string ("720h0m0s", the form a flow's
+// retention: accepts) in JSON instead of nanoseconds.
+type RunRow struct {
+	*store.Run
+	Retention string `json:"retention,omitempty"`
+}
+
+// NewRunRow returns the row of run.
+func NewRunRow(run *store.Run) *RunRow {
+	row := &RunRow{Run: run}
+	if run.Retention > 0 {
+		row.Retention = run.Retention.String()
+	}
+	return row
+}
+
+// RunView is everything about one run: its row, every step (status,
+// attempts, input, output, error, what its model calls cost) and its
+// approvals, pending and decided. Its JSON is what surfaces print.
+type RunView struct {
+	Run   *RunRow    `json:"run"`
+	Steps []StepView `json:"steps"`
+	// Approvals are the run's approvals, oldest first: those still pending
+	// and the decisions (status, by, at, comment).
+	Approvals []*Approval `json:"approvals"`
+	// Calls are the run's call records (the calls of its for_each items and
+	// plan steps), in the order they were first committed.
+	Calls []*store.Call `json:"calls"`
+	// NeedsTools are the Go tools the run was started with that this Runs
+	// was not given: it cannot resume the run (see HintNeedsTools).
+	NeedsTools []string `json:"needs_tools,omitempty"`
+	// Agents are the transcripts of the run's agent steps, by step id:
+	// turns, each call with its arguments, status and observation.
+	Agents map[string][]agent.Turn `json:"agents,omitempty"`
+}
+
+// StepView is a step's row and its usage.
+type StepView struct {
+	*store.Step
+	StepUsage
+}
+
+// StepUsage is what a step's model calls cost, folded from the journal.
+type StepUsage struct {
+	LLMCalls    int `json:"llm_calls"`
+	TokensIn    int `json:"tokens_in"`
+	TokensOut   int `json:"tokens_out"`
+	Corrections int `json:"corrections"`
+}
+
+// Pending returns the approvals of v that wait for a decision.
+func (v *RunView) Pending() []*Approval {
+	var out []*Approval
+	for _, a := range v.Approvals {
+		if a.Status == store.ApprovalPending {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Show returns the view of the run ref names. Errors as Get.
+func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
+	run, err := r.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	id := run.ID
+	steps, err := r.st.Steps(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", id, err)
+	}
+	approvals, err := r.st.Approvals(ctx, &store.ListApprovalsParams{RunID: id})
+	if err != nil {
+		return nil, fmt.Errorf("approvals of run %s: %w", id, err)
+	}
+	calls, err := r.st.Calls(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("call records of run %s: %w", id, err)
+	}
+	if calls == nil {
+		calls = []*store.Call{}
+	}
+	events, err := r.st.Events(ctx, id, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal of run %s: %w", id, err)
+	}
+	use := stepUses(events)
+	v := &RunView{Run: NewRunRow(run), Steps: make([]StepView, len(steps)), Approvals: approvals, Calls: calls}
+	if v.Approvals == nil {
+		v.Approvals = []*Approval{}
+	}
+	for i, st := range steps {
+		v.Steps[i] = StepView{Step: st, StepUsage: use[st.StepID]}
+		if st.Type != "agent" {
+			continue
+		}
+		turns, err := engine.FoldAgentTranscript(events, st.StepID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("transcript of step %s: %w", st.StepID, err)
+		}
+		if v.Agents == nil {
+			v.Agents = map[string][]agent.Turn{}
+		}
+		v.Agents[st.StepID] = turns
+	}
+	if !run.Finished() {
+		v.NeedsTools, err = r.needsTools(run)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// needsTools returns the Go tools run was started with that r lacks.
+func (r *Runs) needsTools(run *store.Run) ([]string, error) {
+	m, err := runMeta(run)
+	if err != nil {
+		return nil, err
+	}
+	missing := missingTools(m.GoTools, r.load.Tools)
+	slices.Sort(missing)
+	return missing, nil
+}
+
+// stepUses folds a run's journal into each step's usage.
+func stepUses(events []*trace.Event) map[string]StepUsage {
+	evs := make([]trace.Event, len(events))
+	for i, e := range events {
+		evs[i] = *e
+	}
+	out := map[string]StepUsage{}
+	for _, r := range summary.Summarize(evs).Runs {
+		for _, s := range r.Steps {
+			out[s.StepID] = StepUsage{LLMCalls: s.ModelCalls, TokensIn: s.TokensIn, TokensOut: s.TokensOut, Corrections: s.Corrections}
+		}
+	}
+	return out
+}
