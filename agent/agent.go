@@ -179,10 +179,11 @@ func compileSchema(name string, raw []byte) (*schema.Schema, error) {
 
 // With returns a Loop that shares l's tools and settings and runs in
 // another place: its calls' keys are run/step/attempt/turn<t>/call<c>,
-// requests carry run, step and attempt, and j and rec receive its commits
-// and call records. Cheap: nothing is compiled again.
-func (l *Loop) With(runID, stepID string, attempt int, j Journal, rec invoke.Recorder) *Loop {
+// requests carry run, step and attempt, j and rec receive its commits and
+// call records, and b (nil: none) keeps large observations. Cheap:
+// nothing is compiled again.
+func (l *Loop) With(runID, stepID string, attempt int, j Journal, rec invoke.Recorder, b Blobs) *Loop {
 	c := *l
-	c.cfg.RunID, c.cfg.StepID, c.cfg.Attempt, c.cfg.Journal, c.cfg.Recorder = runID, stepID, attempt, j, rec
+	c.cfg.RunID, c.cfg.StepID, c.cfg.Attempt, c.cfg.Journal, c.cfg.Recorder, c.cfg.Blobs = runID, stepID, attempt, j, rec, b
 	return &c
 }

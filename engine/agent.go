@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -75,7 +76,11 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 		}
 	}
 	jr := &agentJournal{r: r, step: s, attempt: attempt}
-	res, err := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r)).Run(ctx, sess)
+	var blobs agent.Blobs
+	if r.d.on {
+		blobs = jr
+	}
+	res, err := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r), blobs).Run(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +94,33 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 }
 
 // agentJournal commits an agent step's turns and calls through the run's
-// journal, each at once.
+// journal, each at once. As the loop's Blobs it keeps an observation too
+// large for the transcript whole (up to the step's max_output_bytes): as
+// the call record of its call (store.Call, Turn and Index set, Output the
+// whole observation), committed with the call's outcome.
 type agentJournal struct {
 	r       *run
 	step    *flow.Step
 	attempt int
+
+	mu   sync.Mutex
+	kept map[string][]byte // by reference, until the call commits
+}
+
+// PutBlob keeps data for the call about to commit; its reference is
+// "sha256:<hex>".
+func (a *agentJournal) PutBlob(_ context.Context, data []byte) (string, error) {
+	if int64(len(data)) > a.step.MaxOutputBytes {
+		return "", fmt.Errorf("%d bytes is more than max_output_bytes %d", len(data), a.step.MaxOutputBytes)
+	}
+	ref := "sha256:" + value.Digest(data)
+	a.mu.Lock()
+	if a.kept == nil {
+		a.kept = map[string][]byte{}
+	}
+	a.kept[ref] = data
+	a.mu.Unlock()
+	return ref, nil
 }
 
 func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
@@ -110,6 +137,19 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
+	}
+	if c.Blob != "" {
+		a.mu.Lock()
+		whole := a.kept[c.Blob]
+		delete(a.kept, c.Blob)
+		a.mu.Unlock()
+		if whole != nil && a.r.d.on {
+			cl := &store.Call{RunID: a.r.id, StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+				Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded, Output: whole}
+			a.r.recordMu.Lock()
+			a.r.d.pendCalls = append(a.r.d.pendCalls, cl)
+			a.r.recordMu.Unlock()
+		}
 	}
 	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
 		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})

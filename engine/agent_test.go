@@ -321,3 +321,57 @@ func TestAgentStepCommitsOncePerTurnAndCall(t *testing.T) {
 		t.Errorf("3 more turns with one call each cost %d commits, want 6 (2 turns: %d, 5 turns: %d)", five-two, two, five)
 	}
 }
+
+// TestAgentStepKeepsAHugeObservationOutOfTheTranscript: the model sees a
+// bounded preview; the whole observation is the call's record.
+func TestAgentStepKeepsAHugeObservationOutOfTheTranscript(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	huge := strings.Repeat("0123456789", 50000) // 500 KB
+	dump := tool.Func(tool.Spec{Name: "dump", Effect: tool.EffectRead, Idempotent: true}, func(context.Context, any) (any, error) {
+		return huge, nil
+	})
+	reg := &tool.Registry{}
+	if err := reg.Register(dump); err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	models := &model.Registry{}
+	models.Register("m", model.Func(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if req.Turn == 1 {
+			return &model.Response{ToolCalls: []model.ToolCall{call("a", "dump", `{}`)}}, nil
+		}
+		for _, m := range req.Messages {
+			seen += len(m.Content)
+		}
+		return &model.Response{Text: "done"}, nil
+	}))
+	f, err := flow.Parse([]byte("name: h\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {dump: }, max_observation_bytes: 2000}\n"), "h.yaml",
+		&flow.Options{Tools: func(n string) (tool.Spec, bool) { tl, ok := reg.Lookup(n); return tl.Spec(), ok }, Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openSQLite(t)
+	res, err := engine.New(engine.Config{Tools: reg, Models: models, Store: st}).Run(ctx, f, nil, &engine.RunOptions{RunID: "h"})
+	if err != nil || res.Status != trace.RunSucceeded {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if seen > 2500 {
+		t.Errorf("the model was sent %d bytes after a 500 KB observation", seen)
+	}
+	turns, err := engine.AgentTranscript(ctx, st, "h", "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := turns[0].Calls[0]
+	if len(obs.Observation) > 2200 || !strings.HasPrefix(obs.Blob, "sha256:") || !strings.Contains(obs.Observation, "whole in blob "+obs.Blob) {
+		t.Fatalf("observation %d bytes, blob %q", len(obs.Observation), obs.Blob)
+	}
+	calls, err := st.Calls(ctx, "h", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].Turn != 1 || calls[0].Index != 1 || calls[0].Key != "h/a/1/turn1/call1" || len(calls[0].Output) != len(huge)+2 {
+		t.Fatalf("call records %+v", calls)
+	}
+}
