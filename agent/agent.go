@@ -42,7 +42,7 @@ const (
 	DefaultMaxToolCalls     = 50
 	DefaultObservationLimit = 4 << 10
 	DefaultConcurrency      = 8
-	DefaultCallTimeout      = 60 * time.Second
+	DefaultCallTimeout      = 5 * time.Minute
 )
 
 // Journal commits the loop's progress. CommitTurn records a turn as the

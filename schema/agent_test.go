@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -83,5 +84,20 @@ func TestAgentCases(t *testing.T) {
 				t.Errorf("the loader disagrees with the schema: ParseAgent ok = %v, want %v (%v)", got, tc.ok, lerr)
 			}
 		})
+	}
+}
+
+// TestAgentExamples validates every example folder's agent.yaml.
+func TestAgentExamples(t *testing.T) {
+	t.Parallel()
+	sch := compile(t, "agent.v1.json", Agent())
+	files, err := filepath.Glob("../examples/*/agent.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no ../examples/*/agent.yaml (%v)", err)
+	}
+	for _, path := range files {
+		if err := validateFile(t, sch, path); err != nil {
+			t.Errorf("%s breaks agent.v1.json:\n%v", path, err)
+		}
 	}
 }
