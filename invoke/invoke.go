@@ -201,8 +201,12 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 		return nil
 	}
 	msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
-	if d.Verdict != safety.Block {
-		msg += " (this caller cannot pause for a person's approval or review of a single call; until it can, this blocks)"
+	switch d.Verdict {
+	case safety.Block:
+	case safety.RequireApproval:
+		msg += " (this caller cannot pause for a person's approval of a single call; until it can, this blocks)"
+	default:
+		msg += " (reviews of single calls are not available yet; until then this blocks)"
 	}
 	return fault.Errorf(fault.Policy, "%s", msg)
 }
