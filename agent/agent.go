@@ -32,7 +32,9 @@ type Budgets struct {
 	// MaxTokens bounds input plus output tokens over all turns; 0 means
 	// no bound.
 	MaxTokens int
-	// Timeout bounds the wall time from Session.Started; 0 means none.
+	// Timeout bounds the wall time from Session.Started (set by Run when
+	// zero; the engine starts it afresh each time an agent step runs, so
+	// waiting for a person does not count); 0 means none.
 	Timeout time.Duration
 }
 

@@ -88,6 +88,17 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	for i := range t.Calls {
 		c := &t.Calls[i]
 		d, decided := s.Decisions[Ref(t.N, c.Index)]
+		if c.Status == StatusChosen || c.Status == StatusWaiting || c.Status == StatusUnknown {
+			if _, ok := l.tools[c.Tool]; !ok {
+				// the transcript names a tool the loop no longer offers.
+				c.Status = StatusInvalid
+				c.Observation = fmt.Sprintf("invalid call: there is no tool %q any more; the tools are %s.", c.Tool, l.toolNames())
+				if err := l.commitCall(ctx, t.N, c); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		if c.Status == StatusChosen && !fresh && !safeToRepeat(l.tools[c.Tool].spec) {
 			c.Status = StatusUnknown
 			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)

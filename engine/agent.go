@@ -69,7 +69,9 @@ func (w *agentWait) Error() string {
 func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
 	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
-	sess := &agent.Session{Task: in.prompt, Started: r.steps[j.index].started}
+	// the wall-time budget runs while the loop works: waiting for a person
+	// (or a restart) starts it again.
+	sess := &agent.Session{Task: in.prompt}
 	if r.d.on && r.d.firstAttempt[j.index] == attempt {
 		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
 			return nil, err
