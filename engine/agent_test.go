@@ -375,3 +375,43 @@ func TestAgentStepKeepsAHugeObservationOutOfTheTranscript(t *testing.T) {
 		t.Fatalf("call records %+v", calls)
 	}
 }
+
+// TestAgentStepOutputFlowsDownstream: the final answer, valid under the
+// step's output_schema, is the step's output, which later steps read.
+func TestAgentStepOutputFlowsDownstream(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	reg := agentTools(dir, "")
+	models := &model.Registry{}
+	models.Register("m", model.Func(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		switch {
+		case req.Turn == 1:
+			return &model.Response{ToolCalls: []model.ToolCall{call("a", "status", `{"order":"1042"}`)}}, nil
+		case req.Corrective:
+			return &model.Response{Text: `{"order": "1042"}`}, nil
+		}
+		return &model.Response{Text: `{"order": 1042}`}, nil // breaks the schema: one corrective request
+	}))
+	src := `name: f
+schemas:
+  answer: {type: object, properties: {order: {type: string}}, required: [order], additionalProperties: false}
+steps:
+  - {id: support, type: agent, model: m, prompt_template: "look up 1042", tools: {status: }, output_schema: answer}
+  - {id: after, tool: charge, args: {order: "{support.order}"}}
+`
+	f, err := flow.Parse([]byte(src), "f.yaml", &flow.Options{Tools: func(n string) (tool.Spec, bool) { tl, ok := reg.Lookup(n); return tl.Spec(), ok },
+		Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.New(engine.Config{Tools: reg, Models: models}).Run(context.Background(), f, nil, nil)
+	if err != nil || res.Status != trace.RunSucceeded {
+		t.Fatalf("%v %+v", err, res.Error)
+	}
+	if got := readLines(t, filepath.Join(dir, "charge.log")); len(got) != 2 || got[1] != "1042" {
+		t.Errorf("downstream call %v", got)
+	}
+	if res.Steps["support"].LLMCalls != 3 {
+		t.Errorf("model calls %d, want 3 (two turns, one correction)", res.Steps["support"].LLMCalls)
+	}
+}
