@@ -106,6 +106,12 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		opts = &LoadOptions{}
 	}
 	p := &Project{Tools: &tool.Registry{}, Models: &model.Registry{}}
+	loaded := false
+	defer func() {
+		if !loaded {
+			p.Close() // the MCP sessions and the cassette recorder opened so far
+		}
+	}()
 	flowPath, isDir, err := path, false, error(nil)
 	if opts.flowText == nil {
 		if flowPath, isDir, err = resolveFlowPath(path); err != nil {
@@ -148,6 +154,10 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		return nil, err
 	}
 	p.redactor = secrets(cfg, p.getenv)
+	mcpTools, err := p.connectMCP(cfg)
+	if err != nil {
+		return nil, err
+	}
 	fopts := &flow.Options{
 		Tools: func(name string) (tool.Spec, bool) {
 			if t, ok := p.Tools.Lookup(name); ok {
@@ -161,6 +171,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 				if d, ok := cfg.Tools[name]; ok {
 					return d.Spec(), true
 				}
+			}
+			if t, ok := mcpTools[name]; ok {
+				return t.Spec(), true
 			}
 			return tool.Spec{}, false
 		},
@@ -202,11 +215,15 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := registerExecTools(p.Tools, decls); err != nil {
 		return nil, err
 	}
+	if err := registerMCPTools(p.Tools, mcpTools); err != nil {
+		return nil, err
+	}
 	if opts.Record != "" {
 		if err := p.record(opts.Record); err != nil {
 			return nil, err
 		}
 	}
+	loaded = true
 	return p, nil
 }
 

@@ -18,7 +18,9 @@ const slow = "all(input.items, {all(input.items, {all(input.items, {# >= 0})})})
 // TestCPUBoundWorkStopsAtTheTimeout runs flows whose when, gate, for_each,
 // repeat.until or route rules would compute far past budgets.timeout (1s):
 // each run stops soon after it with the timeout budget's error, instead of
-// computing on and reporting success.
+// computing on and reporting success. The bound (15s) leaves room for a
+// loaded machine and the race detector; the work would take minutes to
+// hours.
 func TestCPUBoundWorkStopsAtTheTimeout(t *testing.T) {
 	t.Parallel()
 	items := make([]any, 5000)
@@ -51,7 +53,7 @@ func TestCPUBoundWorkStopsAtTheTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > 15*time.Second {
 				t.Errorf("the run stopped after %s, budget 1s", d)
 			}
 			wantStatus(t, res, trace.RunFailed)
@@ -76,7 +78,7 @@ func TestStepTimeoutStopsRouteRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the step stopped after %s, timeout 1s", d)
 	}
 	wantStatus(t, res, trace.RunFailed)
@@ -100,7 +102,7 @@ func TestCtrlCStopsAnEvaluation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the run stopped after %s", d)
 	}
 	if res.Status == trace.RunSucceeded || res.Error == nil || res.Error.Class != fault.Cancelled {

@@ -81,3 +81,49 @@ tools:
 		}
 	}
 }
+
+func TestConfigMCP(t *testing.T) {
+	t.Parallel()
+	cfg, err := flow.ParseConfig([]byte(`mcp:
+  crm:
+    command: [./crm-mcp, --readonly]
+    pass_env: [CRM_TOKEN]
+    timeout: 20s
+    tools:
+      find: {effect: read, idempotent: true}
+  search: {url: "https://search.example/mcp"}
+`), "/p/rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, search := cfg.MCP["crm"], cfg.MCP["search"]
+	if crm == nil || crm.Command[1] != "--readonly" || crm.Dir != "/p" || crm.PassEnv[0] != "CRM_TOKEN" || crm.Timeout != 20*time.Second ||
+		crm.Tools["find"].Effect != "read" || !crm.Tools["find"].Idempotent || search == nil || search.URL != "https://search.example/mcp" {
+		t.Errorf("MCP = %+v %+v", crm, search)
+	}
+	_, err = flow.ParseConfig([]byte(`mcp:
+  a: {command: [x], url: "http://h/mcp"}
+  b: {}
+  c: {url: "ftp://h"}
+  d: {command: [x], tools: {t: {effect: loud, undo: y}}}
+  e.f: {command: [x]}
+  g: {url: "http://h/mcp", pass_env: [X]}
+`), "rein.yaml")
+	want := []string{
+		"rein.yaml:2:3: mcp server a has both command: and url:: give one",
+		"rein.yaml:3:3: mcp server b needs command: [program, args...] (a server on stdio) or url: (a streamable-HTTP endpoint)",
+		`rein.yaml:4:12: mcp server c: url must be an http:// or https:// URL of a streamable-HTTP MCP endpoint, not "ftp://h"`,
+		`rein.yaml:5:41: mcp server d tool t: effect must be none, read, write, external or destructive, not "loud"`,
+		`rein.yaml:5:47: unknown field "undo" in mcp server d tool t`,
+		`rein.yaml:6:3: mcp server name "e.f" must be plain text without dots or spaces: its tools are called <server>.<tool>`,
+		"rein.yaml:7:3: mcp server g: env: and pass_env: are for a command: server, not a url: one",
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+}

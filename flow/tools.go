@@ -70,6 +70,8 @@ type Config struct {
 	Defaults *Defaults
 	// Models are the configured model providers by name (rein.yaml models:).
 	Models map[string]*ModelDecl
+	// MCP are the external MCP servers by name (rein.yaml mcp:).
+	MCP map[string]*MCPDecl
 	// Secrets names environment variables whose values are secrets even
 	// though their names do not say so (rein.yaml secrets:): they are
 	// hidden wherever rein stores or prints a string (package redact).
@@ -137,8 +139,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Defaults = d.decodeDefaults(f)
 		case "secrets":
 			cfg.Secrets = d.envNames(f, "secrets", false)
+		case "mcp":
+			cfg.MCP = d.decodeMCP(f, filepath.Dir(filename))
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp"})
 		}
 	}
 	if err := d.result(); err != nil {

@@ -49,6 +49,10 @@ type streams struct {
 	// term is stderr itself, for the live progress view, which escapes
 	// what it prints itself; out and err escape control characters.
 	term io.Writer
+	// rawIn and rawOut are stdin and stdout unaltered, for a protocol
+	// (rein mcp's JSON-RPC) that must not be rewritten mid-frame.
+	rawIn  io.Reader
+	rawOut io.Writer
 }
 
 // Main runs the CLI with args and returns the exit code.
@@ -57,7 +61,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// the one redactor, so a secret a tool wrote into its output, or a run
 	// recorded before its secret was known, is not shown; control
 	// characters are escaped after it.
-	s := &streams{in: stdin, out: redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}, err: escapingWriter{stderr}, term: stderr}
+	s := &streams{in: stdin, out: redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}, err: escapingWriter{stderr}, term: stderr, rawIn: stdin, rawOut: stdout}
 	stderr = s.err
 	root := newRoot(s)
 	root.SetArgs(args)
@@ -126,7 +130,7 @@ interrupted.`,
 	}
 	root.SetVersionTemplate("rein {{.Version}}\n")
 	root.AddCommand(newRunCmd(s), newAgentCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
-		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s))
+		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newMCPCmd(s))
 	registerCompletions(root)
 	return root
 }

@@ -141,27 +141,34 @@ func (t *Tool) resolve() (string, error) {
 	return p, nil
 }
 
-// env is the program's whole environment: the parent's variables that
-// BaseEnv or Config.PassEnv name, PWD set to the working directory, then
-// Config.Env, then the call variables; later entries win.
+// env is the program's whole environment: Environ's, then the call
+// variables; later entries win.
 func (t *Tool) env(info tool.CallInfo) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if passes(BaseEnv, name) || passes(t.cfg.PassEnv, name) {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "PWD="+t.cfg.Dir)
-	for _, k := range slices.Sorted(maps.Keys(t.cfg.Env)) {
-		env = append(env, k+"="+t.cfg.Env[k])
-	}
-	return append(env,
+	return append(Environ(t.cfg.Dir, t.cfg.PassEnv, t.cfg.Env),
 		"REIN_RUN_ID="+info.RunID,
 		"REIN_STEP_ID="+info.StepID,
 		"REIN_ATTEMPT="+strconv.Itoa(info.Attempt),
 		"REIN_IDEMPOTENCY_KEY="+info.IdempotencyKey,
 	)
+}
+
+// Environ is the explicit environment of a program rein starts in dir:
+// the variables of rein's own environment that BaseEnv or passEnv name
+// (NAME_* passes a prefix), PWD set to dir, then env; later entries win.
+// Exec tools and MCP servers (package mcp/client) get it.
+func Environ(dir string, passEnv []string, env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if passes(BaseEnv, name) || passes(passEnv, name) {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "PWD="+dir)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
 }
 
 // passes reports whether one of names (exact, or a prefix ending in *)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/tool"
+)
+
+func newMCPCmd(s *streams) *cobra.Command {
+	var l loadFlags
+	var db dbFlag
+	cmd := &cobra.Command{
+		Use:   "mcp DIR...",
+		Short: "Serve the tools of flow folders over MCP on stdio",
+		Long: `Serve over the Model Context Protocol, on stdin and stdout (newline-delimited
+JSON-RPC), so an MCP-capable agent host can call rein's tools.
+
+DIR is a flow folder (it holds flow.yaml) or a folder of flow folders. Served:
+every tool the flows can call (their rein.yaml's and their own tools: and the
+tools of the MCP servers their rein.yaml names), each through the policy gate
+and its schemas, and the read-only runs_list and runs_show over --db. A tool
+error is an MCP tool error whose text and structured content are the same JSON
+object {error_type, message, retryable}.
+
+Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var projects []*rein.Project
+			defer func() {
+				for _, p := range projects {
+					p.Close()
+				}
+			}()
+			for _, dir := range args {
+				flows, err := flowFolders(dir)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				for _, f := range flows {
+					p, err := l.load(s, f)
+					if err != nil {
+						return err
+					}
+					projects = append(projects, p)
+				}
+			}
+			tools, err := servedTools(projects)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			st, _, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, st)
+			runs, err := rein.NewRuns(st, nil)
+			if err != nil {
+				return usageErr("--db: %v", err)
+			}
+			tools = append(tools, mcp.RunsTools(runs)...)
+			// Each project's redactor knows the environment's secrets and
+			// its own rein.yaml secrets:.
+			hide := func(text string) string {
+				for _, p := range projects {
+					text = p.Redactor().String(text)
+				}
+				return text
+			}
+			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide})
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			fmt.Fprintf(s.err, "rein mcp: serving %d tools on stdio\n", len(tools))
+			// The protocol goes to the raw streams: the CLI's stdout
+			// writer escapes and redacts each write, which could alter a
+			// frame. The server hides secrets in each answer before it is
+			// encoded instead.
+			return srv.ServeStdio(cmd.Context(), s.rawIn, s.rawOut)
+		},
+	}
+	l.register(cmd)
+	db.register(cmd)
+	return cmd
+}
+
+// servedTools are the tools `rein mcp` serves from projects: every tool
+// each project's flow can call. The workflow tools (one <name>_workflow
+// per flow, package bridge) are to be added here. A name two projects
+// give to different tools is an error; the same declaration shared
+// through one rein.yaml is served once.
+func servedTools(projects []*rein.Project) ([]tool.Tool, error) {
+	var out []tool.Tool
+	from := map[string]string{}
+	for _, p := range projects {
+		for _, name := range p.Tools.Names() {
+			t, _ := p.Tools.Lookup(name)
+			if dir, dup := from[name]; dup {
+				if dir == p.Dir {
+					continue
+				}
+				prev, _ := lookupIn(projects, dir, name)
+				if sameSpec(prev.Spec(), t.Spec()) {
+					continue
+				}
+				return nil, fmt.Errorf("tool %s is declared differently for %s and %s: rename one of them, or serve the folders separately", name, dir, p.Dir)
+			}
+			from[name] = p.Dir
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	return out, nil
+}
+
+func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {
+	for _, p := range projects {
+		if p.Dir == dir {
+			return p.Tools.Lookup(name)
+		}
+	}
+	return nil, false
+}
+
+func sameSpec(a, b tool.Spec) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Effect == b.Effect && a.Idempotent == b.Idempotent &&
+		string(a.InputSchema) == string(b.InputSchema) && string(a.OutputSchema) == string(b.OutputSchema)
+}
+
+// flowFolders returns dir when it holds a flow, else its subfolders that
+// do, sorted; none at all is an error.
+func flowFolders(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, rein.FlowFile)); err == nil {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), rein.FlowFile)); err == nil {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("mcp: %s holds no %s, and none of its folders does: give a flow folder or a folder of flow folders", dir, rein.FlowFile)
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+// Command server is a real MCP server on stdio, built from the go-sdk's
+// server API, for the tests of package mcp/client and of rein.yaml mcp:.
+// Its tools: lookup answers a customer, refund always fails, die ends the
+// process during the call, env answers its environment, hang never
+// answers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type lookupIn struct {
+	ID string `json:"id" jsonschema:"the customer id"`
+}
+
+type customer struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+type none struct{}
+
+func main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Finds a customer."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, customer, error) {
+			return nil, customer{ID: in.ID, Name: "Customer " + in.ID}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "refund", Description: "Refunds an order."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return nil, nil, fmt.Errorf("refunds are closed today")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Ends the server mid-call."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "crm: out of memory")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Answers the variables it was given."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, map[string]string, error) {
+			return nil, map[string]string{"CRM_TOKEN": os.Getenv("CRM_TOKEN"), "CRM_MODE": os.Getenv("CRM_MODE"), "UNPASSED": os.Getenv("REIN_TEST_UNPASSED")}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			select {} // ignores the cancellation too
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}
