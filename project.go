@@ -68,6 +68,9 @@ type LoadOptions struct {
 	// pinned flow).
 	flowText  []byte
 	flowFiles map[string][]byte
+	// agent, with flowText, is the agent.yaml the flow was written from
+	// (LoadAgent): its tools and model are checked, located, in it.
+	agent *flow.AgentDef
 }
 
 // Project is a validated flow with its tools and models, ready to run.
@@ -186,6 +189,11 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 				return b, nil
 			}
 			return yamlnode.ReadFile(path, flow.MaxFileBytes)
+		}
+	}
+	if opts.agent != nil {
+		if err := checkAgent(opts.agent, fopts); err != nil {
+			return nil, err
 		}
 	}
 	if opts.flowText != nil {

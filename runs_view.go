@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/summary"
@@ -42,6 +44,9 @@ type RunView struct {
 	// NeedsTools are the Go tools the run was started with that this Runs
 	// was not given: it cannot resume the run (see HintNeedsTools).
 	NeedsTools []string `json:"needs_tools,omitempty"`
+	// Agents are the transcripts of the run's agent steps, by step id:
+	// turns, each call with its arguments, status and observation.
+	Agents map[string][]agent.Turn `json:"agents,omitempty"`
 }
 
 // StepView is a step's row and its usage.
@@ -102,6 +107,17 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 	}
 	for i, st := range steps {
 		v.Steps[i] = StepView{Step: st, StepUsage: use[st.StepID]}
+		if st.Type != "agent" {
+			continue
+		}
+		turns, err := engine.FoldAgentTranscript(events, st.StepID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("transcript of step %s: %w", st.StepID, err)
+		}
+		if v.Agents == nil {
+			v.Agents = map[string][]agent.Turn{}
+		}
+		v.Agents[st.StepID] = turns
 	}
 	if !run.Finished() {
 		v.NeedsTools, err = r.needsTools(run)

@@ -108,6 +108,13 @@ func needsStore(f *flow.Flow, b *bound) string {
 		if b.kinds[i].asksPerson || s.ApprovalRequired {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
+		if s.Agent != nil {
+			for _, t := range s.Agent.Tools {
+				if t.Approval {
+					return "agent step " + s.ID + " has tool " + t.Name + " with approval: required, which needs a durable store (Config.Store)"
+				}
+			}
+		}
 	}
 	return ""
 }

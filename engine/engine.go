@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinhq/rein/agent"
 	"strings"
 	"sync"
 	"time"
@@ -300,6 +301,8 @@ type bound struct {
 	// routers and catalogs of route and plan steps, by step index.
 	routers  []*route.Router
 	catalogs []*plan.Catalog
+	// agents are the loops of agent steps, by step index.
+	agents []*agent.Loop
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.

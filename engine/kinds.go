@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/model"
@@ -75,6 +76,28 @@ var kinds = map[flow.Type]*kind{
 		},
 		outputOrigin: trace.OriginTool,
 		idempotent:   always,
+	},
+	flow.Agent: {
+		bind: func(bb *binder, b *bound, s *flow.Step) {
+			if b.agents == nil {
+				b.agents = make([]*agent.Loop, len(b.tools))
+			}
+			l, err := bb.e.bindAgent(s, bb.model)
+			bb.check(s, err)
+			b.agents[s.Index] = l
+		},
+		render: func(s *flow.Step, scope map[string]any, bounds template.Bounds, _ any) (string, any, error) {
+			p, err := renderField(&bounds, s, "prompt_template", s.Prompt.RenderStringBounded, scope)
+			return p, nil, err
+		},
+		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
+			out, err := r.callAgent(ctx, j, in, attempt)
+			return out, trace.OriginTool, err
+		},
+		outputOrigin: trace.OriginTool,
+		// an agent step's loop keeps each call that may have had an effect
+		// from running twice (package agent).
+		idempotent: always,
 	},
 	flow.Plan: {
 		bind: func(bb *binder, b *bound, s *flow.Step) {

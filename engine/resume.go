@@ -250,6 +250,10 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			r.m.restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
+			if s.Type == flow.Agent {
+				r.restoreAgent(i, row, approvals)
+				continue
+			}
 			a := latest[s.ID]
 			if a == nil || a.Status == store.ApprovalPending {
 				r.setStatus(i, row.Status)

@@ -358,6 +358,11 @@ func (r *run) settle(o *outcome) {
 	st.attempts = o.attempts
 	st.settled = r.e.cfg.Clock.Now()
 	st.duration = st.settled.Sub(st.started)
+	if o.agentWait != nil {
+		st.settled = time.Time{}
+		r.parkAgent(i, o.agentWait)
+		return
+	}
 	if o.escalated {
 		st.settled, st.err = time.Time{}, toRunError(o.lastErr, s.ID, o.origin)
 		a := r.park(i, store.KindEscalation, nil)

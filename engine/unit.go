@@ -40,6 +40,9 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		if err == nil {
 			return out, nil
 		}
+		if _, wait := err.(*agentWait); wait {
+			return nil, err // not a failure: the step parks
+		}
 		o.origin = origin
 		class := fault.ClassOf(err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)

@@ -31,6 +31,8 @@ type outcome struct {
 	// are the canonical args of the failed tool call, for the approval.
 	escalated bool
 	escArgs   []byte
+	// agentWait: an agent step's calls wait for people; the step parks.
+	agentWait *agentWait
 	origin    trace.Origin
 	outputSHA string
 	// outputJSON: the canonical JSON of output, for a durable run's journal.
@@ -82,6 +84,10 @@ func (r *run) work(j *job) (o *outcome) {
 			return o
 		}
 		o.origin = r.b.kinds[j.index].outputOrigin
+	}
+	if w, ok := err.(*agentWait); ok {
+		o.agentWait = w
+		return o
 	}
 	r.applyOnError(j, err, o)
 	return o

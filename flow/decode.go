@@ -15,7 +15,8 @@ var (
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "approval", "message",
-		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps"}
+		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps",
+		"instructions", "budgets", "max_observation_bytes"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
 	repeatFields   = []string{"until", "max"}
@@ -40,6 +41,9 @@ type decoder struct {
 	schemas     *schemaSet
 	toolNodes   field
 	hasTools    bool
+	// agentTool is set while an agent.yaml's exec tool is decoded: its
+	// approval: is the agent's, not an unknown field.
+	agentTool bool
 	// upstream holds each step's transitive upstream steps as a bitset,
 	// by step index, once isUpstream needed them.
 	upstream   [][]uint64
@@ -375,8 +379,24 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 			d.planSpec(s).Goal = d.template(f.value, v, label, "goal")
 		}
 	case "tools":
-		if ids, _, ok := d.strList(f, label); ok {
+		if _, isMap := fieldsOf(f.value); isMap {
+			// an agent step's tools, as agent.yaml writes them.
+			d.agentSpec(s).Tools = d.decodeAgentTools(f, d.flow.Dir)
+		} else if ids, _, ok := d.strList(f, label); ok {
 			d.planSpec(s).Tools = ids
+		}
+	case "instructions":
+		if v, ok := d.str(f, label); ok {
+			d.agentSpec(s).Instructions = v
+		}
+	case "budgets":
+		d.agentSpec(s).Budgets = d.decodeAgentBudgets(f)
+	case "max_observation_bytes":
+		if n, ok := d.integer(f, label); ok {
+			if n < 1 {
+				d.diags.add(posOf(f.value), label, "max_observation_bytes must be at least 1")
+			}
+			d.agentSpec(s).MaxObservationBytes = n
 		}
 	case "max_steps", "max_replans", "max_executed_steps":
 		if n, ok := d.integer(f, label); ok {
@@ -426,7 +446,7 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 				s.ForEach.Concurrency = n
 			}
 		}
-	} else if f, ok := src.fields["concurrency"]; ok {
+	} else if f, ok := src.fields["concurrency"]; ok && s.Type != Agent {
 		d.diags.add(f.keyPos, label, "concurrency on a step bounds its for_each fan-out: add for_each or remove it (the flow-level concurrency bounds parallel steps)")
 	}
 	if s.Type == "" {
@@ -444,16 +464,16 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 		pos = posOf(f.value)
 	}
 	switch s.Type {
-	case LLM, Tool, Approval, Route, Plan:
+	case LLM, Tool, Approval, Route, Plan, Agent:
 	case "":
-		d.diags.add(pos, label, "the step needs a type: (llm, tool, approval, route or plan), or a tool: or prompt_template: to infer it from")
-	case Submit, Source, Agent, SubFlow:
+		d.diags.add(pos, label, "the step needs a type: (llm, tool, approval, route, plan or agent), or a tool: or prompt_template: to infer it from")
+	case Submit, Source, SubFlow:
 		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
-			Source: "source steps arrive with the agent bridge",
-			Agent:  "agent steps arrive with the agent loop", SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
+			Source:  "source steps arrive with the agent bridge",
+			SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
 		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
 	default:
-		d.diags.add(pos, label, "unknown type %q: use llm, tool, approval, route or plan%s", s.Type,
+		d.diags.add(pos, label, "unknown type %q: use llm, tool, approval, route, plan or agent%s", s.Type,
 			didYouMean(string(s.Type), []string{"llm", "tool", "submit", "source", "route", "plan", "approval", "agent", "flow"}))
 	}
 	switch s.Type {
@@ -484,6 +504,8 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 				d.diags.add(f.keyPos, label, "%s does not belong to a %s step", k, s.Type)
 			}
 		}
+	case Agent:
+		d.checkAgentStep(s, src, pos, label)
 	case Approval:
 		for _, k := range []string{"tool", "prompt_template", "model", "args", "for_each", "repeat", "approval"} {
 			if f, ok := src.fields[k]; ok {
@@ -503,8 +525,16 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 		}
 	}
 	for _, k := range []string{"goal", "tools", "max_steps", "max_replans", "max_executed_steps"} {
-		if f, ok := src.fields[k]; ok && s.Type != Plan {
+		if f, ok := src.fields[k]; ok && s.Type != Plan && !(k == "tools" && s.Type == Agent) {
 			d.diags.add(f.keyPos, label, "%s belongs to plan steps (type: plan)", k)
+		}
+	}
+	if f, ok := src.fields["tools"]; ok && s.Type == Plan && s.Agent != nil {
+		d.diags.add(posOf(f.value), label, "a plan step's tools: is a list of tool names")
+	}
+	for _, k := range []string{"instructions", "budgets", "max_observation_bytes"} {
+		if f, ok := src.fields[k]; ok && s.Type != Agent {
+			d.diags.add(f.keyPos, label, "%s belongs to agent steps (type: agent)", k)
 		}
 	}
 	if s.ForEach != nil && s.Repeat != nil {

@@ -185,9 +185,12 @@ type Step struct {
 	// Message is what an approval asks (type: approval, or with
 	// ApprovalRequired); nil means a default naming the step and tool.
 	Message *template.Template
-	// RouteSpec is set for route steps, PlanSpec for plan steps.
+	// RouteSpec is set for route steps, PlanSpec for plan steps, Agent for
+	// agent steps (its Model is the step's model, its OutputSchema the
+	// step's output_schema, its task the step's prompt_template).
 	RouteSpec *RouteSpec
 	PlanSpec  *PlanSpec
+	Agent     *AgentDef
 	// Pos is where the step starts in the file.
 	Pos Pos
 }

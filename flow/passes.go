@@ -66,8 +66,14 @@ func (d *decoder) checkTargets() {
 			for _, t := range s.PlanSpec.Tools {
 				d.checkTool(t, src.fields["tools"], s.ID)
 			}
+		case Agent:
+			for _, t := range s.Agent.Tools {
+				if t.Decl == nil {
+					d.checkToolAt(t.Name, t.Pos, s.ID)
+				}
+			}
 		}
-		if s.Type == LLM || s.Type == Plan {
+		if s.Type == LLM || s.Type == Plan || s.Type == Agent {
 			f, ok := src.fields["model"]
 			if !ok {
 				f = field{key: "model", keyPos: s.Pos, value: src.node}
@@ -90,6 +96,10 @@ func (d *decoder) checkTargets() {
 }
 
 func (d *decoder) checkTool(name string, f field, step string) {
+	d.checkToolAt(name, posOf(f.value), step)
+}
+
+func (d *decoder) checkToolAt(name string, pos Pos, step string) {
 	if _, ok := d.toolSpec(name); ok {
 		return
 	}
@@ -98,7 +108,7 @@ func (d *decoder) checkTool(name string, f field, step string) {
 	if len(known) > 0 {
 		where = "known tools: " + strings.Join(known, ", ")
 	}
-	d.diags.add(posOf(f.value), step, "unknown tool %q (%s)%s", name, where, didYouMean(name, known))
+	d.diags.add(pos, step, "unknown tool %q (%s)%s", name, where, didYouMean(name, known))
 }
 
 func (d *decoder) checkModel(name string, f field, step string) {

@@ -300,6 +300,10 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			t.Env = d.env(f, where)
 		case "pass_env":
 			t.PassEnv = d.envNames(f, where+": pass_env", true)
+		case "approval":
+			if !d.agentTool {
+				d.unknownField(f, "", where, toolFields)
+			}
 		default:
 			d.unknownField(f, "", where, toolFields)
 		}

@@ -8,7 +8,11 @@
 //     (a business error, nothing called);
 //  2. gate: the safety.Gate decides, and every decision is handed to the
 //     Recorder before anything else happens (anything but allow is a policy
-//     error, nothing called);
+//     error, nothing called); then approval: a call whose tool requires it
+//     (Request.RequireApproval), or that the gate answers require_approval
+//     for a caller that can pause (Request.Pausable: the agent loop), stops
+//     here with Outcome AwaitingApproval and an *ApprovalError until the
+//     caller makes it again with Request.Approved;
 //  3. idempotency key: derived from the call's Position (see Key) and
 //     given to the tool in its tool.CallInfo;
 //  4. call: a Recorder that is a Starter is told first, and may stop the

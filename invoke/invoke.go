@@ -47,6 +47,31 @@ type Request struct {
 	// Recorder receives the gate's decisions and the call records. Nil:
 	// none are kept.
 	Recorder Recorder
+	// RequireApproval says the tool's declaration wants a person to
+	// approve each call (approval: required). Without Approved such a
+	// call, or one the gate answers require_approval, stops after the gate
+	// with Outcome AwaitingApproval and an *ApprovalError; callers that
+	// cannot pause for a person treat it as blocked.
+	RequireApproval bool
+	// Pausable says the caller can pause for a person (the agent loop):
+	// the gate's require_approval then waits for approval as
+	// RequireApproval does, instead of blocking the call.
+	Pausable bool
+	// Approved says a person approved this call with exactly these args:
+	// the approval requirement, and a gate's require_approval, are met.
+	Approved bool
+}
+
+// ApprovalError is the error of a call that waits for a person's
+// approval (Outcome AwaitingApproval), classed fault.Policy. Reason says
+// who asked: the tool's declaration or the gate, with its reason.
+type ApprovalError struct {
+	Tool   string
+	Reason string
+}
+
+func (e *ApprovalError) Error() string {
+	return fmt.Sprintf("tool %s needs a person's approval: %s", e.Tool, e.Reason)
 }
 
 // Call passes req through the pipeline and returns the normalised output,
@@ -94,6 +119,10 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 	info.IdempotencyKey = rec.Key
 	if err := p.check(ctx, req, info, spec); err != nil {
 		rec.Outcome = Blocked
+		var ae *ApprovalError
+		if errors.As(err, &ae) {
+			rec.Outcome = AwaitingApproval
+		}
 		return nil, err
 	}
 	if st, ok := req.Recorder.(Starter); ok {
@@ -138,9 +167,14 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 }
 
 // check asks the gate, which sees the call as the tool will (info);
-// anything but allow is a policy error.
+// anything but allow is a policy error. A call that needs a person's
+// approval (RequireApproval, or require_approval for a Pausable caller)
+// and has none is an *ApprovalError.
 func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec) error {
 	if p.Gate == nil || p.Gate == safety.AllowAll {
+		if req.RequireApproval && !req.Approved {
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
+		}
 		return nil
 	}
 	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args}
@@ -154,14 +188,27 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if req.Recorder != nil {
 		req.Recorder.GateDecided(req.At, spec.Name, d)
 	}
-	if d.Verdict != safety.Allow {
-		msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
-		if d.Verdict != safety.Block {
-			msg += " (approvals and reviews of single calls are not available yet; until then this blocks)"
+	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && req.Pausable {
+		if req.Approved {
+			return nil
 		}
-		return fault.Errorf(fault.Policy, "%s", msg)
+		if d.Verdict == safety.RequireApproval {
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate: " + d.Reason})
+		}
+		if req.RequireApproval {
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
+		}
+		return nil
 	}
-	return nil
+	msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
+	switch d.Verdict {
+	case safety.Block:
+	case safety.RequireApproval:
+		msg += " (this caller cannot pause for a person's approval of a single call; until it can, this blocks)"
+	default:
+		msg += " (reviews of single calls are not available yet; until then this blocks)"
+	}
+	return fault.Errorf(fault.Policy, "%s", msg)
 }
 
 type result struct {

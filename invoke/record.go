@@ -13,14 +13,17 @@ type Outcome string
 
 // Outcomes.
 const (
-	OK            Outcome = "ok"             // the output passed every check
-	InvalidArgs   Outcome = "invalid_args"   // the args broke the input schema; not called
-	Blocked       Outcome = "blocked"        // the gate did not allow it (or failed); not called
-	Failed        Outcome = "failed"         // the tool returned an error
-	Panicked      Outcome = "panicked"       // the tool panicked
-	InvalidOutput Outcome = "invalid_output" // the output is not JSON or breaks the output schema
-	TimedOut      Outcome = "timed_out"      // the deadline passed before the tool returned
-	Cancelled     Outcome = "cancelled"      // the context was cancelled before the tool returned
+	OK          Outcome = "ok"           // the output passed every check
+	InvalidArgs Outcome = "invalid_args" // the args broke the input schema; not called
+	Blocked     Outcome = "blocked"      // the gate did not allow it (or failed); not called
+	// AwaitingApproval: the call needs a person's approval (Request.RequireApproval,
+	// or the gate's require_approval) and has none yet; not called.
+	AwaitingApproval Outcome = "awaiting_approval"
+	Failed           Outcome = "failed"         // the tool returned an error
+	Panicked         Outcome = "panicked"       // the tool panicked
+	InvalidOutput    Outcome = "invalid_output" // the output is not JSON or breaks the output schema
+	TimedOut         Outcome = "timed_out"      // the deadline passed before the tool returned
+	Cancelled        Outcome = "cancelled"      // the context was cancelled before the tool returned
 	// Late is the second record of a TimedOut or Cancelled call: the tool
 	// returned after all (Err is its error, if any) and its result was
 	// discarded. A tool that honours its context and returns the context's

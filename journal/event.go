@@ -44,6 +44,11 @@ type Event struct {
 	Preview   string `json:"preview,omitempty"`
 	// Process is the process group a tool started (tool_process events).
 	Process Process `json:"process,omitzero"`
+	// Turn is the agent turn of agent_turn and agent_call events.
+	Turn int `json:"turn,omitempty"`
+	// Data is the record an event carries whole, as JSON text (agent_turn,
+	// agent_call): what a resume rebuilds the agent's transcript from.
+	Data string `json:"data,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -117,6 +122,8 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		dst = appendStringField(dst, `,"owner":`, p.Owner)
 		dst = append(dst, '}')
 	}
+	dst = appendIntField(dst, `,"turn":`, int64(e.Turn))
+	dst = appendStringField(dst, `,"data":`, e.Data)
 	return append(dst, '}')
 }
 

@@ -26,6 +26,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		{Seq: 13, Time: at, Kind: journal.ToolProcess, RunID: "r", StepID: "s", Attempt: 1,
 			Process: journal.Process{PGID: 4242, Start: 987654, Boot: "b-1", Owner: "host/12/ab/pidns:4"}},
 		{Seq: 14, Time: at, Kind: journal.ToolProcess, RunID: "r", Process: journal.Process{PGID: 7}},
+		{Seq: 15, Time: at, Kind: journal.AgentCall, RunID: "r", StepID: "a", Attempt: 1, Turn: 3, Data: `{"index":1,"args":"{\"x\": \"<&>\"}"}`},
 	} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)

@@ -25,13 +25,20 @@ const (
 	// ToolProcess: a non-idempotent step's tool started a process group
 	// (Event.Process), committed before the tool is waited for.
 	ToolProcess Kind = "tool_process"
+	// AgentTurn is a turn of an agent step as the model gave it
+	// (Event.Data: the agent.Turn), committed before its calls run;
+	// AgentCall is one call's outcome (Data: the agent.Call, Turn: its
+	// turn).
+	AgentTurn Kind = "agent_turn"
+	AgentCall Kind = "agent_call"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
 // kind added above belongs here too (a test checks the file).
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
-		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess}
+		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
+		AgentTurn, AgentCall}
 }
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

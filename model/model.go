@@ -68,6 +68,9 @@ type Request struct {
 	RunID   string
 	StepID  string
 	Attempt int
+	// Turn is the agent loop's turn (from 1) a Decision "agent" request
+	// asks for; 0 otherwise. The scripted model matches replies on it.
+	Turn int
 	// Corrective is true for the one corrective retry after a format error.
 	Corrective bool
 	// Decision says which primitive asks: "" for an llm step, "route" for

@@ -10,6 +10,8 @@ var (
 	flowJSON []byte
 	//go:embed rein.v1.json
 	configJSON []byte
+	//go:embed agent.v1.json
+	agentJSON []byte
 )
 
 // Flow returns the JSON Schema of the flow format (v1), as the bytes of
@@ -21,3 +23,8 @@ func Flow() []byte { return bytes.Clone(flowJSON) }
 // schema/rein.v1.json. Each call returns a fresh copy the caller may keep
 // or change.
 func Config() []byte { return bytes.Clone(configJSON) }
+
+// Agent returns the JSON Schema of agent.yaml (v1), as the bytes of
+// schema/agent.v1.json. Each call returns a fresh copy the caller may keep
+// or change.
+func Agent() []byte { return bytes.Clone(agentJSON) }

@@ -19,6 +19,7 @@ func TestEmbedded(t *testing.T) {
 	}{
 		{"flow.v1.json", Flow},
 		{"rein.v1.json", Config},
+		{"agent.v1.json", Agent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +153,7 @@ func TestConfigCases(t *testing.T) {
 // TestSchemaFiles checks that the embedded bytes are the files on disk.
 func TestSchemaFiles(t *testing.T) {
 	t.Parallel()
-	for name, got := range map[string][]byte{"flow.v1.json": Flow(), "rein.v1.json": Config()} {
+	for name, got := range map[string][]byte{"flow.v1.json": Flow(), "rein.v1.json": Config(), "agent.v1.json": Agent()} {
 		want := mustRead(t, name)
 		if !bytes.Equal(got, want) {
 			t.Errorf("embedded %s differs from the file", name)

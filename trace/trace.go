@@ -27,6 +27,8 @@ const (
 	RunResumed        = journal.RunResumed
 	CorrectiveRetry   = journal.CorrectiveRetry
 	ToolProcess       = journal.ToolProcess
+	AgentTurn         = journal.AgentTurn
+	AgentCall         = journal.AgentCall
 )
 
 // RunStatus is journal.RunStatus (an alias), the state of a run.

@@ -366,7 +366,7 @@ func TestUsageErrors(t *testing.T) {
 		{"two input values", []string{"run", good, "--input-json", "{} {}"}, "more than one JSON value"},
 		{"unknown flag", []string{"validate", good, "--frob"}, "unknown flag: --frob"},
 		{"unknown command", []string{"runn", good}, `unknown command "runn"`},
-		{"unknown schema", []string{"schema", "nope"}, "use flow or config"},
+		{"unknown schema", []string{"schema", "nope"}, "use flow, config or agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

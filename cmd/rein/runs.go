@@ -246,6 +246,12 @@ func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
 		_ = tw.Flush()
 	}
 	writeCalls(w, v.Calls)
+	for _, st := range v.Steps {
+		if turns := v.Agents[st.StepID]; len(turns) > 0 {
+			fmt.Fprintf(w, "transcript of %s:\n", st.StepID)
+			writeTranscript(w, "  ", turns)
+		}
+	}
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {

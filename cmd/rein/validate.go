@@ -20,7 +20,7 @@ func newValidateCmd(s *streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
-		Short: "Check flows without running anything; every problem as file:line:col",
+		Short: "Check flows (and agent folders) without running anything; every problem as file:line:col",
 		Long: `Check flows without running anything: the flow format, schemas, references,
 expressions, tools and models, and that the program of every exec tool is
 there to run (a relative command against the folder of the file that
@@ -41,7 +41,11 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 			bad := 0
 			for _, path := range args {
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
-				p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
+				load := rein.Load
+				if rein.IsAgentDir(path) {
+					load = rein.LoadAgent // an agent folder: agent.yaml, checked in place
+				}
+				p, err := load(path, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
 				var fe *flow.Error
 				switch {
 				case err == nil:
@@ -145,10 +149,10 @@ func newTraceCmd(s *streams) *cobra.Command {
 
 func newSchemaCmd(s *streams) *cobra.Command {
 	return &cobra.Command{
-		Use:       "schema [flow|config]",
-		Short:     "Print the JSON Schema of the flow format (or of rein.yaml) for editors",
+		Use:       "schema [flow|config|agent]",
+		Short:     "Print the JSON Schema of the flow format (or of rein.yaml, or agent.yaml) for editors",
 		Args:      cobra.MaximumNArgs(1),
-		ValidArgs: []string{"flow", "config"},
+		ValidArgs: []string{"flow", "config", "agent"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			which := "flow"
 			if len(args) == 1 {
@@ -161,8 +165,11 @@ func newSchemaCmd(s *streams) *cobra.Command {
 			case "config":
 				_, err := s.out.Write(schema.Config())
 				return err
+			case "agent":
+				_, err := s.out.Write(schema.Agent())
+				return err
 			}
-			return usageErr("schema: unknown %q: use flow or config", which)
+			return usageErr("schema: unknown %q: use flow, config or agent", which)
 		},
 	}
 }

@@ -47,6 +47,10 @@
 //	    contains: "21"                # the prompt holds the tool results
 //	    raw: "Paris is sunny at 21°C; Rome did not answer."
 //
+// turn: N makes a reply answer only turn N of an agent loop (the
+// request's Turn): give it when a run may continue in another process,
+// after an approval, where the replies already used are not known.
+//
 // decision is an optional filter matched against model.Request.Decision:
 // route, plan, agent, or llm for an llm step (Decision ""). A reply gives
 // exactly one of output, raw, error, route, plan and tool_calls; route

@@ -36,7 +36,7 @@ func ExampleParse_errors() {
 	fmt.Println(err)
 	// Output:
 	// script.yaml:2:5: replies[0]: give exactly one of output, raw, error, route, plan or tool_calls
-	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, tool_calls, error, message, tokens, delay)
+	// script.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, turn, contains, model, output, raw, route, reason, plan, tool_calls, error, message, tokens, delay)
 	// script.yaml:4:5: replies[1]: missing `step:` (the step id this reply answers)
 }
 

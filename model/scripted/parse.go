@@ -18,7 +18,7 @@ import (
 )
 
 // replyFields lists the fields a reply may have, in the order messages name them.
-var replyFields = []string{"step", "decision", "contains", "model", "output", "raw", "route", "reason", "plan", "tool_calls", "error", "message", "tokens", "delay"}
+var replyFields = []string{"step", "decision", "turn", "contains", "model", "output", "raw", "route", "reason", "plan", "tool_calls", "error", "message", "tokens", "delay"}
 
 // answerFields are the fields of which a reply gives exactly one.
 var answerFields = []string{"output", "raw", "error", "route", "plan", "tool_calls"}
@@ -156,6 +156,16 @@ func (p *scriptParser) reply(i int, item ast.Node) (Reply, bool) {
 		default:
 			p.addf(f.Value, "%s: decision must be route, plan, agent or llm, got %q", what, d)
 		}
+	}
+	if f, ok := fields["turn"]; ok {
+		n, isInt := f.Value.(*ast.IntegerNode)
+		var v int
+		if !isInt || yaml.NodeToValue(n, &v) != nil || v < 1 {
+			p.addf(f.Value, "%s: turn must be an agent turn number from 1, got %s", what, describe(f.Value))
+		} else if r.Decision != "" && r.Decision != "agent" {
+			p.addf(f.Key, "%s: turn matches a turn of an agent loop, but decision is %s", what, r.Decision)
+		}
+		r.Turn = v
 	}
 	if f, ok := fields["contains"]; ok {
 		r.Contains = p.str(f, what)

@@ -147,7 +147,7 @@ func TestParseRejects(t *testing.T) {
     delay: -1s
 `,
 			want: []string{
-				`s.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, contains, model, output, raw, route, reason, plan, tool_calls, error, message, tokens, delay)`,
+				`s.yaml:3:5: unknown field "outptu" in replies[0] (known: step, decision, turn, contains, model, output, raw, route, reason, plan, tool_calls, error, message, tokens, delay)`,
 				`s.yaml:4:10: replies[0]: raw must be a string, got integer`,
 				`s.yaml:7:5: replies[1]: give exactly one of output, raw, error, route, plan or tool_calls, not output and raw`,
 				"s.yaml:8:5: replies[2]: missing `step:` (the step id this reply answers)",

@@ -22,6 +22,10 @@ type Reply struct {
 	// "plan" or "agent", or "llm" for a request whose Decision is "" (an
 	// llm step).
 	Decision string
+	// Turn, when not 0, must equal the request's Turn: the reply answers
+	// that turn of an agent loop only, so a run resumed in another process
+	// (after an approval) gets the reply of the turn it is at.
+	Turn int
 	// Contains, when not empty, must occur in the request's Prompt().
 	Contains string
 	// Model, when not empty, must equal the request's Model.

@@ -37,7 +37,7 @@ func New(replies []Reply) *Model {
 
 // Generate answers req with the first unused reply whose Step equals
 // req.StepID, whose Decision (if set) matches req.Decision ("llm" matching
-// ""), whose Model (if set) equals req.Model and whose Contains (if set)
+// ""), whose Model and Turn (if set) equal req.Model and req.Turn, and whose Contains (if set)
 // occurs in req.Prompt(), and marks that reply used before waiting for its
 // Delay. Errors: a business error when no unused reply matches; the
 // reply's class for error replies (the returned Response then still carries
@@ -91,7 +91,8 @@ func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 			otherDecision = true
 			continue
 		}
-		if (r.Model == "" || r.Model == req.Model) && (r.Contains == "" || strings.Contains(prompt, r.Contains)) {
+		if (r.Model == "" || r.Model == req.Model) && (r.Turn == 0 || r.Turn == req.Turn) &&
+			(r.Contains == "" || strings.Contains(prompt, r.Contains)) {
 			m.used[i] = true
 			return i, nil
 		}

@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value/schema"
+)
+
+// Tool is a tool the agent may call.
+type Tool struct {
+	tool.Tool
+	// Approval requires a person's approval of every call before it runs
+	// (approval: required in rein.yaml or agent.yaml).
+	Approval bool
+}
+
+// Budgets bound a run of the loop. Each is its own counter and its own
+// error (fault.Budget, named by fault.BudgetOf): "max_turns",
+// "max_tool_calls", "max_tokens", "timeout".
+type Budgets struct {
+	// MaxTurns bounds the model's turns. Defaults to 20.
+	MaxTurns int
+	// MaxToolCalls bounds the tool calls over all turns; a turn asking for
+	// more than remain runs none of them. Defaults to 50.
+	MaxToolCalls int
+	// MaxTokens bounds input plus output tokens over all turns; 0 means
+	// no bound.
+	MaxTokens int
+	// Timeout bounds the wall time from Session.Started (set by Run when
+	// zero; the engine starts it afresh each time an agent step runs, so
+	// waiting for a person does not count); 0 means none.
+	Timeout time.Duration
+}
+
+// Defaults of Budgets and Config.
+const (
+	DefaultMaxTurns         = 20
+	DefaultMaxToolCalls     = 50
+	DefaultObservationLimit = 4 << 10
+	DefaultConcurrency      = 8
+	DefaultCallTimeout      = 5 * time.Minute
+)
+
+// Journal commits the loop's progress. CommitTurn records a turn as the
+// model gave it (calls that failed the loop's own checks already settled,
+// the others StatusChosen) before any of its calls runs; CommitCall
+// records one call's outcome. The loop calls them one at a time, never
+// concurrently. An error stops the loop: nothing after an uncommitted turn
+// runs.
+type Journal interface {
+	CommitTurn(ctx context.Context, t *Turn) error
+	CommitCall(ctx context.Context, turn int, c *Call) error
+}
+
+// Blobs stores observations too large for the transcript.
+type Blobs interface {
+	// PutBlob stores data and returns its reference (e.g. "sha256:…").
+	PutBlob(ctx context.Context, data []byte) (string, error)
+}
+
+// Config configures a Loop. Model and Tools are required.
+type Config struct {
+	Model model.Model
+	// ModelName is the model named in each request.
+	ModelName string
+	// Instructions are the system message of every turn.
+	Instructions string
+	Tools        []Tool
+	// Pipeline passes every call (gate, key, deadline, records). Defaults
+	// to a Pipeline with no gate.
+	Pipeline *invoke.Pipeline
+	// Recorder receives the pipeline's gate decisions and call records.
+	Recorder invoke.Recorder
+	// Output, when set, is the schema the final answer must satisfy: the
+	// answer is parsed as JSON and validated, with one corrective request
+	// on failure, then a format error.
+	Output  *schema.Schema
+	Budgets Budgets
+	// ObservationLimit is the largest observation, in bytes, the
+	// transcript keeps whole (see the package documentation). Defaults to
+	// DefaultObservationLimit.
+	ObservationLimit int
+	// Blobs keeps observations above ObservationLimit whole. Nil: only
+	// the preview is kept.
+	Blobs Blobs
+	// Journal commits turns and calls. Nil: nothing is committed (the
+	// Session still holds every turn).
+	Journal Journal
+	// RunID, StepID and Attempt place the loop in a run: every call's key
+	// is run/step/attempt/turn<t>/call<c>, and requests carry them.
+	RunID, StepID string
+	Attempt       int
+	// Concurrency bounds the calls of one turn that run at once. Defaults
+	// to DefaultConcurrency.
+	Concurrency int
+	// CallTimeout bounds each tool call. Defaults to DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Now is the clock of the wall-time budget. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Loop runs agent tasks. Build it with New; it is safe for concurrent
+// use by Runs of different Sessions.
+type Loop struct {
+	cfg   Config
+	tools map[string]*boundTool
+	defs  []model.ToolDef
+}
+
+type boundTool struct {
+	Tool
+	spec          tool.Spec
+	input, output *schema.Schema
+}
+
+// New checks cfg and returns a Loop. Errors name the tool at fault: a
+// missing model, a tool name the providers refuse or given twice, an input
+// schema that does not compile.
+func New(cfg Config) (*Loop, error) {
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("agent: no model")
+	}
+	if cfg.Pipeline == nil {
+		cfg.Pipeline = &invoke.Pipeline{}
+	}
+	if cfg.Budgets.MaxTurns <= 0 {
+		cfg.Budgets.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.Budgets.MaxToolCalls <= 0 {
+		cfg.Budgets.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if cfg.ObservationLimit <= 0 {
+		cfg.ObservationLimit = DefaultObservationLimit
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	l := &Loop{cfg: cfg, tools: make(map[string]*boundTool, len(cfg.Tools))}
+	for i, t := range cfg.Tools {
+		if t.Tool == nil {
+			return nil, fmt.Errorf("agent: tools[%d] is nil", i)
+		}
+		b := &boundTool{Tool: t, spec: t.Spec()}
+		if _, dup := l.tools[b.spec.Name]; dup {
+			return nil, fmt.Errorf("agent: tools[%d]: tool %q is given twice", i, b.spec.Name)
+		}
+		var err error
+		if b.input, err = compileSchema(b.spec.Name+" input_schema", b.spec.InputSchema); err != nil {
+			return nil, fmt.Errorf("agent: tool %s: %w", b.spec.Name, err)
+		}
+		if b.output, err = compileSchema(b.spec.Name+" output_schema", b.spec.OutputSchema); err != nil {
+			return nil, fmt.Errorf("agent: tool %s: %w", b.spec.Name, err)
+		}
+		l.tools[b.spec.Name] = b
+		l.defs = append(l.defs, model.ToolDef{Name: b.spec.Name, Description: b.spec.Description, Schema: b.spec.InputSchema})
+	}
+	if err := model.CheckRequest(&model.Request{Tools: l.defs}); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return l, nil
+}
+
+func compileSchema(name string, raw []byte) (*schema.Schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return schema.Compile(name, json.RawMessage(raw))
+}
+
+// With returns a Loop that shares l's tools and settings and runs in
+// another place: its calls' keys are run/step/attempt/turn<t>/call<c>,
+// requests carry run, step and attempt, j and rec receive its commits and
+// call records, and b (nil: none) keeps large observations. Cheap:
+// nothing is compiled again.
+func (l *Loop) With(runID, stepID string, attempt int, j Journal, rec invoke.Recorder, b Blobs) *Loop {
+	c := *l
+	c.cfg.RunID, c.cfg.StepID, c.cfg.Attempt, c.cfg.Journal, c.cfg.Recorder, c.cfg.Blobs = runID, stepID, attempt, j, rec, b
+	return &c
+}

@@ -1,0 +1,43 @@
+// Package agent is the agent loop: a bounded ReAct loop in which a model
+// chooses tool calls or answers, and the runtime — not the model — decides
+// what happens to each call.
+//
+// Each turn the model sees the instructions, the conversation (a
+// Session's History and its Task) and every earlier turn with its calls and
+// their observations, and returns tool calls or a final answer. Each call
+// is then:
+//
+//  1. checked for a tool the loop offers and arguments that are a JSON
+//     object; a call that is not becomes a structured observation (what is
+//     wrong, where, what to do) and costs its turn;
+//  2. passed through the one invocation pipeline (package invoke): args
+//     schema (an invalid call is an observation naming the JSON pointer),
+//     gate, approval, idempotency key (run/step/attempt/turn<t>/call<c>),
+//     call with a deadline, normalise, output schema, call record;
+//  3. paused when it needs a person (the tool's approval: required, or
+//     the gate's require_approval): the call is committed with its exact
+//     arguments and the loop returns StatusWaiting; a Decision resumes it —
+//     approve runs exactly those arguments, reject hands the model
+//     "rejected by a person: <comment>" as the observation;
+//  4. executed, parallel calls of one turn concurrently (bounded by
+//     Config.Concurrency), and its observation recorded.
+//
+// Durability: the loop commits each turn (the model's reply with its
+// calls, before any of them runs) and then each call's outcome through a
+// Journal. Run continues a Session from its committed turns: a turn
+// already committed is never asked of the model again, a call already
+// settled never runs again, and a call committed without an outcome (the
+// process died while it ran) runs again only when its tool is idempotent
+// or only reads; otherwise it is StatusUnknown and waits for a person's
+// Decision, as flow steps do.
+//
+// Budgets are separate counters with separate errors (fault.Budget with
+// the budget's name): turns, tool calls, tokens and wall time.
+//
+// The context budget: an observation longer than
+// Config.ObservationLimit bytes is stored whole through Config.Blobs
+// (when set) and the transcript keeps its first ObservationLimit bytes
+// plus a note with its size and blob reference, so the conversation sent
+// to the model grows by at most ObservationLimit bytes (plus the note) per
+// call, never by a tool's whole output.
+package agent

@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
+)
+
+// Status is how a Run ended.
+type Status string
+
+// Run statuses.
+const (
+	// StatusAnswered: the model gave a final answer (valid under
+	// Config.Output).
+	StatusAnswered Status = "answered"
+	// StatusPaused: calls wait for a person (Result.Pending); give
+	// Session.Decisions and Run again.
+	StatusPaused Status = "waiting"
+)
+
+// Usage sums a Session's turns.
+type Usage struct {
+	Turns     int `json:"turns"`
+	ToolCalls int `json:"tool_calls"`
+	LLMCalls  int `json:"llm_calls"`
+	TokensIn  int `json:"tokens_in"`
+	TokensOut int `json:"tokens_out"`
+}
+
+// Pending is a call that waits for a person.
+type Pending struct {
+	// Ref is the call's name in Session.Decisions: turn<t>/call<c>.
+	Ref  string `json:"ref"`
+	Turn int    `json:"turn"`
+	Call int    `json:"call"`
+	Tool string `json:"tool"`
+	Args string `json:"args"`
+	// Kind is "approval" (the call has not run) or "unknown" (it may have).
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// Result is what a Run came to.
+type Result struct {
+	Status Status
+	// Answer is the final answer's value (StatusAnswered).
+	Answer  any
+	Usage   Usage
+	Pending []Pending
+}
+
+// UsageOf sums the turns of s.
+func UsageOf(s *Session) Usage {
+	u := Usage{Turns: len(s.Turns)}
+	for i := range s.Turns {
+		t := &s.Turns[i]
+		u.ToolCalls += len(t.Calls)
+		u.LLMCalls += t.LLMCalls
+		u.TokensIn += t.Usage.In
+		u.TokensOut += t.Usage.Out
+	}
+	return u
+}
+
+// Run advances s until the model answers, a call waits for a person, or
+// an error stops it. It continues from s.Turns: settles the last turn's
+// open calls first (with s.Decisions), then asks the model for the next
+// turn. Errors: a fault.Budget error naming the budget that ran out; the
+// model's own errors as classed; a fault.Format error for a final answer
+// that still breaks Config.Output after one corrective request; the
+// Journal's errors; ctx's cause when cancelled (calls in flight are
+// cancelled and left StatusChosen, uncommitted). On error s holds every
+// turn committed so far and the Result its usage.
+func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
+	if s.Started.IsZero() {
+		s.Started = l.cfg.Now()
+	}
+	if d := l.cfg.Budgets.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, s.Started.Add(d),
+			fault.BudgetErr("timeout", "agent: wall-time budget of %s ran out (budgets.timeout)", d))
+		defer cancel()
+	}
+	res := &Result{}
+	var conv conversation
+	fresh := false
+	for {
+		if n := len(s.Turns); n > 0 {
+			last := &s.Turns[n-1]
+			if last.Final {
+				res.Status, res.Answer, res.Usage = StatusAnswered, last.Answer, UsageOf(s)
+				return res, nil
+			}
+			if err := l.settle(ctx, s, last, fresh, res); err != nil {
+				res.Usage = UsageOf(s)
+				return res, l.cause(ctx, err)
+			}
+			if len(res.Pending) > 0 {
+				res.Status, res.Usage = StatusPaused, UsageOf(s)
+				return res, nil
+			}
+		}
+		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
+			res.Usage = UsageOf(s)
+			return res, l.cause(ctx, err)
+		}
+		fresh = true
+	}
+}
+
+// cause prefers the wall-time budget's error to the cancellation it caused.
+func (l *Loop) cause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		if c := context.Cause(ctx); c != nil && fault.BudgetOf(c) != "" && fault.BudgetOf(err) == "" {
+			return c
+		}
+	}
+	return err
+}
+
+// turn asks the model for the next turn, commits it, and runs its calls.
+func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error {
+	u := UsageOf(s)
+	b := &l.cfg.Budgets
+	if u.Turns >= b.MaxTurns {
+		return fault.BudgetErr("max_turns", "agent: turn budget exhausted: %d turns taken and the model has not answered (budgets.max_turns: %d)", u.Turns, b.MaxTurns)
+	}
+	if b.MaxTokens > 0 && u.TokensIn+u.TokensOut >= b.MaxTokens {
+		return fault.BudgetErr("max_tokens", "agent: token budget exhausted: %d tokens used (budgets.max_tokens: %d)", u.TokensIn+u.TokensOut, b.MaxTokens)
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	t := Turn{N: u.Turns + 1}
+	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
+		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
+	resp, err := l.cfg.Model.Generate(ctx, req)
+	t.LLMCalls++
+	if resp != nil {
+		t.Usage = resp.Usage
+	}
+	if err != nil {
+		return fmt.Errorf("agent: turn %d: model %s: %w", t.N, l.cfg.ModelName, err)
+	}
+	if resp == nil {
+		return fault.BusinessErr(fmt.Errorf("agent: turn %d: model %s returned no response", t.N, l.cfg.ModelName))
+	}
+	t.Text = resp.Text
+	if len(resp.ToolCalls) == 0 {
+		if err := l.final(ctx, req, resp, &t); err != nil {
+			return err
+		}
+		return l.commitTurn(ctx, s, &t)
+	}
+	if left := b.MaxToolCalls - u.ToolCalls; len(resp.ToolCalls) > left {
+		return fault.BudgetErr("max_tool_calls", "agent: tool-call budget exhausted: turn %d asks for %d calls, %d of %d remain (budgets.max_tool_calls); none of them ran", t.N, len(resp.ToolCalls), left, b.MaxToolCalls)
+	}
+	t.Calls = make([]Call, len(resp.ToolCalls))
+	for i, tc := range resp.ToolCalls {
+		t.Calls[i] = l.check(t.N, i+1, tc)
+	}
+	if err := l.commitTurn(ctx, s, &t); err != nil {
+		return err
+	}
+	if b.MaxTokens > 0 && t.Usage.In+t.Usage.Out+u.TokensIn+u.TokensOut > b.MaxTokens {
+		return fault.BudgetErr("max_tokens", "agent: token budget exhausted: %d tokens used after turn %d (budgets.max_tokens: %d); its calls did not run", t.Usage.In+t.Usage.Out+u.TokensIn+u.TokensOut, t.N, b.MaxTokens)
+	}
+	return nil // the loop settles the committed calls next
+}
+
+// commitTurn journals t and appends it to s.
+func (l *Loop) commitTurn(ctx context.Context, s *Session, t *Turn) error {
+	if l.cfg.Journal != nil {
+		if err := l.cfg.Journal.CommitTurn(ctx, t); err != nil {
+			return fmt.Errorf("agent: commit turn %d: %w", t.N, err)
+		}
+	}
+	s.Turns = append(s.Turns, *t)
+	return nil
+}
+
+// final accepts a final answer: the text, or under Config.Output a JSON
+// value valid against it, after at most one corrective request.
+func (l *Loop) final(ctx context.Context, req *model.Request, resp *model.Response, t *Turn) error {
+	t.Final = true
+	if l.cfg.Output == nil {
+		t.Answer = resp.Text
+		return nil
+	}
+	v, perr := model.ParseJSON[any](resp.Text, l.cfg.Output)
+	if perr == nil {
+		t.Answer = v
+		return nil
+	}
+	next := *req
+	next.Corrective = true
+	next.Messages = append(append([]model.Message(nil), req.Messages...),
+		model.Message{Role: model.Assistant, Content: resp.Text},
+		model.Message{Role: model.User, Content: model.CorrectionPrompt(perr)})
+	resp2, err := l.cfg.Model.Generate(ctx, &next)
+	t.LLMCalls++
+	if resp2 != nil {
+		t.Usage.In += resp2.Usage.In
+		t.Usage.Out += resp2.Usage.Out
+	}
+	if err != nil {
+		return fmt.Errorf("agent: turn %d: model %s (corrective request): %w", t.N, l.cfg.ModelName, err)
+	}
+	if resp2 == nil || len(resp2.ToolCalls) > 0 {
+		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer %v; the corrective request was answered with tool calls, not a corrected answer", t.N, perr))
+	}
+	if v, err = model.ParseJSON[any](resp2.Text, l.cfg.Output); err != nil {
+		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer still breaks the output schema after one corrective request: %w", t.N, err))
+	}
+	t.Text, t.Answer = resp2.Text, v
+	return nil
+}

@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/reinhq/rein/model"
+)
+
+// Session is one task of an agent and everything the loop has done for it:
+// the conversation before the task (History, for multi-turn sessions), the
+// task, and the committed turns. Run appends to Turns; a Session rebuilt
+// from a journal continues where it stopped.
+type Session struct {
+	// History is the conversation before Task (earlier exchanges of a
+	// chat session), sent before it on every turn.
+	History []model.Message
+	// Task is the user's request.
+	Task string
+	// Turns are the turns so far, oldest first.
+	Turns []Turn
+	// Decisions are people's decisions on calls that wait (approval) or
+	// whose outcome is unknown, by the call's Ref (turn<t>/call<c>).
+	Decisions map[string]Decision
+	// Started is when the task began, for the wall-time budget. Zero:
+	// when Run is first called.
+	Started time.Time
+}
+
+// Turn is one model reply and what became of its calls.
+type Turn struct {
+	// N numbers the turn from 1.
+	N int `json:"n"`
+	// Text is the reply's text (the final answer when Calls is empty).
+	Text  string      `json:"text,omitempty"`
+	Calls []Call      `json:"calls,omitempty"`
+	Usage model.Usage `json:"usage"`
+	// LLMCalls counts the model calls of the turn (2 with a corrective
+	// request).
+	LLMCalls int `json:"llm_calls"`
+	// Final marks the final answer; Answer is its value (the text, or the
+	// JSON value under an output schema).
+	Final  bool `json:"final,omitempty"`
+	Answer any  `json:"answer,omitempty"`
+}
+
+// CallStatus is where a call stands.
+type CallStatus string
+
+// Call statuses.
+const (
+	// StatusChosen: the model chose the call and it passed the loop's own
+	// checks; it has not settled (running, or the process died).
+	StatusChosen CallStatus = "chosen"
+	StatusOK     CallStatus = "ok"     // the tool answered
+	StatusFailed CallStatus = "failed" // the tool failed; the observation says why
+	// StatusInvalid: unknown tool, arguments not a JSON object, or
+	// arguments that break the tool's input schema; nothing ran.
+	StatusInvalid CallStatus = "invalid"
+	StatusBlocked CallStatus = "blocked" // the gate refused it; nothing ran
+	// StatusWaiting: the call waits for a person's approval.
+	StatusWaiting  CallStatus = "waiting"
+	StatusRejected CallStatus = "rejected" // a person rejected it; nothing ran
+	// StatusUnknown: the process died while a call that is neither
+	// idempotent nor read-only ran; a person settles it.
+	StatusUnknown CallStatus = "unknown"
+)
+
+// settled reports whether s is an outcome the model can be shown.
+func (s CallStatus) settled() bool {
+	return s != StatusChosen && s != StatusWaiting && s != StatusUnknown
+}
+
+// Call is one tool call of a turn.
+type Call struct {
+	// Index numbers the call within its turn, from 1.
+	Index int `json:"index"`
+	// ID is the model's id for the call.
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	// Args are the arguments exactly as the model wrote them; an approved
+	// call runs exactly these.
+	Args   string     `json:"args"`
+	Status CallStatus `json:"status"`
+	// Key is the call's idempotency key.
+	Key string `json:"key,omitempty"`
+	// Observation is what the model is shown: the output as JSON, or what
+	// went wrong, at most Config.ObservationLimit bytes plus a note.
+	Observation string `json:"observation,omitempty"`
+	// Blob references the whole observation when it was cut.
+	Blob string `json:"blob,omitempty"`
+	// Reason says why a call waits (who asks for approval).
+	Reason string `json:"reason,omitempty"`
+
+	args map[string]any // Args decoded, once checked
+}
+
+// Ref names a call within its loop: "turn<t>/call<c>", the suffix of its
+// idempotency key. Decisions are keyed by it.
+func Ref(turn, call int) string {
+	return "turn" + strconv.Itoa(turn) + "/call" + strconv.Itoa(call)
+}
+
+// Verdict is a person's decision on a call.
+type Verdict string
+
+// Verdicts.
+const (
+	// Approve runs the call with its recorded arguments (for an unknown
+	// call: runs it again).
+	Approve Verdict = "approve"
+	// Reject runs nothing; the model is told "rejected by a person:
+	// <comment>".
+	Reject Verdict = "reject"
+	// Settle (unknown calls) gives the call's output: Output becomes its
+	// observation.
+	Settle Verdict = "settle"
+)
+
+// Decision is a person's decision on a waiting or unknown call.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	Comment string  `json:"comment,omitempty"`
+	Output  any     `json:"output,omitempty"`
+}
+
+// conversation is what the model sees, built once per Run and extended
+// by each settled turn: earlier messages are never changed, so requests
+// can share its backing array.
+type conversation struct {
+	msgs []model.Message
+	upto int // the turns of the Session it holds
+}
+
+// extend appends the instructions, history and task (the first time) and
+// the turns of s it does not hold yet.
+func (c *conversation) extend(l *Loop, s *Session) []model.Message {
+	if c.msgs == nil {
+		n := 2 + len(s.History)
+		for i := range s.Turns {
+			n += 1 + len(s.Turns[i].Calls)
+		}
+		c.msgs = make([]model.Message, 0, n+8)
+		if l.cfg.Instructions != "" {
+			c.msgs = append(c.msgs, model.Message{Role: model.System, Content: l.cfg.Instructions})
+		}
+		c.msgs = append(c.msgs, s.History...)
+		c.msgs = append(c.msgs, model.Message{Role: model.User, Content: s.Task})
+	}
+	for ; c.upto < len(s.Turns); c.upto++ {
+		t := &s.Turns[c.upto]
+		m := model.Message{Role: model.Assistant, Content: t.Text}
+		if len(t.Calls) > 0 {
+			m.ToolCalls = make([]model.ToolCall, len(t.Calls))
+			for j, call := range t.Calls {
+				m.ToolCalls[j] = model.ToolCall{ID: call.ID, Name: call.Tool, Args: call.Args}
+			}
+		}
+		c.msgs = append(c.msgs, m)
+		for _, call := range t.Calls {
+			c.msgs = append(c.msgs, model.Message{Role: model.Tool, ToolCallID: call.ID, Content: call.Observation,
+				IsError: call.Status != StatusOK})
+		}
+	}
+	return c.msgs[:len(c.msgs):len(c.msgs)]
+}

@@ -1,0 +1,127 @@
+package rein
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/yamlnode"
+)
+
+// AgentStep is the id of the one step of an agent run (LoadAgent): its
+// calls that wait for a person are approvals of step AgentStep/turn<t>/call<c>.
+const AgentStep = "agent"
+
+// LoadAgent reads the agent folder dir (agent.yaml, and beside it the
+// rein.yaml and script.yaml Load would pick up) and returns a Project whose
+// flow is one step of type agent with agent.yaml's fields, its task the run
+// input's "task". A durable run of it is a run like any other (rein runs
+// list, show, resume, approve). A *flow.Error lists every problem of
+// agent.yaml, located in it; tools and models it names that do not resolve
+// are located there too.
+func LoadAgent(dir string, opts *LoadOptions) (*Project, error) {
+	if opts == nil {
+		opts = &LoadOptions{}
+	}
+	path := filepath.Join(dir, flow.AgentFile)
+	def, err := flow.LoadAgent(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := yamlnode.ReadFile(path, flow.MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("load agent: %w", err)
+	}
+	text, err := agentFlowText(def, data, dir)
+	if err != nil {
+		return nil, fmt.Errorf("load agent %s: %w", path, err)
+	}
+	o := *opts
+	o.flowText = text
+	o.agent = def
+	return Load(path, &o)
+}
+
+// IsAgentDir reports whether dir holds an agent.yaml and no flow.yaml.
+func IsAgentDir(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir() && exists(filepath.Join(dir, flow.AgentFile)) && !exists(filepath.Join(dir, FlowFile))
+}
+
+// agentFlowText writes the flow of an agent run: agent.yaml's fields as
+// one agent step (exec tools declared in place move to the flow's tools:),
+// as JSON, which is YAML. The run pins this text.
+func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) {
+	var src map[string]any
+	if err := yaml.Unmarshal(data, &src); err != nil {
+		return nil, err
+	}
+	name := def.Name
+	if name == "" {
+		name = filepath.Base(dir)
+	}
+	step := map[string]any{"id": AgentStep, "type": "agent", "prompt_template": "{input.task}"}
+	for _, k := range []string{"model", "instructions", "budgets", "output_schema", "max_observation_bytes", "concurrency", "description"} {
+		if v, ok := src[k]; ok {
+			step[k] = v
+		}
+	}
+	tools := map[string]any{}
+	declared := map[string]any{}
+	srcTools, _ := src["tools"].(map[string]any)
+	for _, t := range def.Tools {
+		entry := map[string]any{}
+		if t.Approval {
+			entry["approval"] = "required"
+		}
+		tools[t.Name] = entry
+		if t.Decl != nil {
+			decl := map[string]any{}
+			if m, ok := srcTools[t.Name].(map[string]any); ok {
+				for k, v := range m {
+					if k != "approval" {
+						decl[k] = v
+					}
+				}
+			}
+			declared[t.Name] = decl
+		}
+	}
+	step["tools"] = tools
+	f := map[string]any{
+		"name":   name,
+		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{"task": map[string]any{"type": "string", "minLength": 1}}},
+		"steps":  []any{step},
+	}
+	if len(declared) > 0 {
+		f["tools"] = declared
+	}
+	return json.MarshalIndent(f, "", "  ")
+}
+
+// checkAgent reports, located in agent.yaml, the tools and the model def
+// names that do not resolve.
+func checkAgent(def *flow.AgentDef, fopts *flow.Options) error {
+	var diags []flow.Diagnostic
+	for _, t := range def.Tools {
+		if t.Decl != nil {
+			continue
+		}
+		if _, ok := fopts.Tools(t.Name); !ok {
+			diags = append(diags, flow.Diagnostic{File: def.File, Line: t.Pos.Line, Col: t.Pos.Col,
+				Message: fmt.Sprintf("unknown tool %q: declare it in the rein.yaml beside agent.yaml, declare it here with command:, or register it in Go", t.Name)})
+		}
+	}
+	if def.Model != "" && !fopts.Models(def.Model) {
+		diags = append(diags, flow.Diagnostic{File: def.File, Line: def.ModelPos.Line, Col: def.ModelPos.Col,
+			Message: fmt.Sprintf("model %q is not configured: pass --script FILE (or a script.yaml beside agent.yaml), name one in rein.yaml models:, or give provider/model", def.Model)})
+	}
+	if len(diags) > 0 {
+		return &flow.Error{Diagnostics: diags}
+	}
+	return nil
+}

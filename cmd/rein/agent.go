@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/jsonl"
+)
+
+type agentFlags struct {
+	loadFlags
+	db                dbFlag
+	tracePath, output string
+}
+
+func newAgentCmd(s *streams) *cobra.Command {
+	f := &agentFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent DIR TASK",
+		Short: "Run an agent (a folder holding agent.yaml) on one task",
+		Long: `Run the agent of DIR (agent.yaml, with the rein.yaml and script.yaml beside it
+unless --config, --script or --model say otherwise) on TASK: each turn the
+model calls tools or answers; rein validates each call, passes it through the
+policy gate, waits for a person where a tool says approval: required, runs it
+and commits the turn before the next one.
+
+The run is durable like rein run's: rein runs list, show (the transcript),
+resume and approve work on it. A call that waits for a person is the approval
+of step agent/turn<T>/call<C>, printed with the commands to go on.
+--output json prints one object: run_id, status (answered, waiting, failed),
+answer, calls (turn, tool, args, status, observation preview), usage (turns,
+tool_calls, llm_calls, tokens_in, tokens_out), error and pending.
+Exit codes: 0 answered, 1 failed, 2 invalid agent or task (nothing ran),
+3 waiting for a person, 4, 5 and 130 as rein run.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, s, args[0], args[1]) },
+	}
+	f.register(cmd)
+	f.registerCassettes(cmd)
+	f.db.register(cmd)
+	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write the run's events to this JSONL file")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "result format: text or json")
+	return cmd
+}
+
+func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error {
+	if err := checkFormat("--output", f.output); err != nil {
+		return err
+	}
+	if task == "" {
+		return usageErr("the task is empty: say what the agent should do")
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if !rein.IsAgentDir(dir) {
+		return usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
+	}
+	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
+		return usageErr("--replay answers every model call: it does not go with --record, --model or --script")
+	}
+	if f.model != "" && f.script != "" {
+		return usageErr("--model and --script both answer every model name: give one")
+	}
+	p, err := rein.LoadAgent(dir, &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
+		TrustedToolsOnly: f.trustedToolsOnly})
+	if err != nil {
+		return loadError(s, err)
+	}
+	defer func() {
+		if cerr := p.Close(); cerr != nil {
+			fmt.Fprintf(s.err, "rein: %v\n", cerr)
+		}
+	}()
+	ctx := cmd.Context()
+	st, dsn, err := f.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, st)
+	progress := newProgress(s.term, p.Flow)
+	sinks := []trace.Sink{progress}
+	var js *jsonl.Sink
+	if f.tracePath != "" {
+		if js, err = jsonl.Create(f.tracePath); err != nil {
+			return usageErr("--trace: %v", err)
+		}
+		sinks = append(sinks, js)
+	}
+	progress.Start()
+	res, err := p.Start(ctx, map[string]any{"task": task}, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, nil)
+	progress.Stop()
+	if js != nil {
+		if cerr := js.Close(); cerr != nil {
+			fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", f.tracePath, cerr)
+		}
+	}
+	if err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
+		}
+		return &exitError{code: exitUsage, err: err}
+	}
+	if res, err = afterInterrupt(ctx, s, st, dsn, res, false); err != nil {
+		return err
+	}
+	turns, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)
+	if err != nil {
+		return err
+	}
+	if f.output == "json" {
+		if err := encodeJSON(s, toAgentJSON(res, turns)); err != nil {
+			return err
+		}
+	} else {
+		writeTranscript(s.out, "", turns)
+		writeResultText(s, res, stepOrder(p.Flow))
+		writePending(s.out, res.RunID, dsn, res.Pending, nil)
+	}
+	return &exitError{code: exitCode(ctx, res)}
+}
+
+// agentJSON is the one object `rein agent --output json` prints.
+type agentJSON struct {
+	RunID   string            `json:"run_id"`
+	Status  string            `json:"status"`
+	Answer  any               `json:"answer"`
+	Calls   []agentCallJSON   `json:"calls"`
+	Usage   agent.Usage       `json:"usage"`
+	Error   *engine.RunError  `json:"error"`
+	Pending []*store.Approval `json:"pending"`
+}
+
+type agentCallJSON struct {
+	Turn        int              `json:"turn"`
+	Tool        string           `json:"tool"`
+	Args        json.RawMessage  `json:"args"`
+	Status      agent.CallStatus `json:"status"`
+	Observation string           `json:"observation"`
+}
+
+func toAgentJSON(res *engine.Result, turns []agent.Turn) agentJSON {
+	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: res.Outputs[rein.AgentStep], Calls: []agentCallJSON{},
+		Usage: agent.UsageOf(&agent.Session{Turns: turns}), Error: res.Error, Pending: res.Pending}
+	if res.Status == trace.RunSucceeded {
+		out.Status = "answered"
+	}
+	if out.Pending == nil {
+		out.Pending = []*store.Approval{}
+	}
+	for _, t := range turns {
+		for _, c := range t.Calls {
+			args := json.RawMessage(c.Args)
+			if !json.Valid(args) {
+				args, _ = json.Marshal(c.Args)
+			}
+			out.Calls = append(out.Calls, agentCallJSON{Turn: t.N, Tool: c.Tool, Args: args, Status: c.Status, Observation: clip(c.Observation, 200)})
+		}
+	}
+	return out
+}
+
+// writeTranscript prints an agent's turns: each call with its arguments,
+// status and a preview of its observation, then the answer.
+func writeTranscript(w io.Writer, prefix string, turns []agent.Turn) {
+	for _, t := range turns {
+		fmt.Fprintf(w, "%sturn %d (tokens %d/%d)", prefix, t.N, t.Usage.In, t.Usage.Out)
+		if t.Final {
+			fmt.Fprintf(w, ": answer %s\n", clip(t.Text, 200))
+			continue
+		}
+		fmt.Fprintln(w)
+		for _, c := range t.Calls {
+			fmt.Fprintf(w, "%s  call %d %s %s -> %s", prefix, c.Index, c.Tool, clip(c.Args, 120), c.Status)
+			if c.Observation != "" {
+				fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
+			}
+			if c.Reason != "" {
+				fmt.Fprintf(w, " (%s)", c.Reason)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// An agent step runs the agent loop (package agent) as one step attempt.
+// Its turns and calls are journaled as agent_turn and agent_call events,
+// each committed at once (one commit per turn, one per settled call), so a
+// resumed run rebuilds the transcript and continues: the loop never asks
+// the model again for a committed turn nor repeats a call that may have
+// had an effect. A call that waits for a person is an approval row of its
+// own, step id "<step>/turn<t>/call<c>" (rein runs approve RUN that-id);
+// once every one is decided, resuming the run runs the step again at the
+// same attempt and the loop applies the decisions.
+
+// bindAgent builds an agent step's loop from the engine's tools and models.
+func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model) (*agent.Loop, error) {
+	a := s.Agent
+	m := lookupModel(s.Model, s.ID)
+	if m == nil {
+		return nil, nil // reported by lookupModel
+	}
+	tools := make([]agent.Tool, 0, len(a.Tools))
+	var missing []string
+	for _, t := range a.Tools {
+		tl, ok := e.cfg.Tools.Lookup(t.Name)
+		if !ok {
+			missing = append(missing, t.Name)
+			continue
+		}
+		tools = append(tools, agent.Tool{Tool: tl, Approval: t.Approval})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
+	}
+	return agent.New(agent.Config{Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Now:     e.cfg.Clock.Now})
+}
+
+// agentWait is the "error" of an agent step whose calls wait for a person:
+// the step parks (settle) instead of failing.
+type agentWait struct {
+	pending []agent.Pending
+}
+
+func (w *agentWait) Error() string {
+	return fmt.Sprintf("%d tool call(s) wait for a person", len(w.pending))
+}
+
+// callAgent runs step j's agent loop for one attempt: the task is the
+// rendered prompt_template. A resumed attempt continues its transcript.
+func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
+	s := j.step
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
+	// the wall-time budget runs while the loop works: waiting for a person
+	// (or a restart) starts it again.
+	sess := &agent.Session{Task: in.prompt}
+	if r.d.on && r.d.firstAttempt[j.index] == attempt {
+		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
+			return nil, err
+		}
+	}
+	jr := &agentJournal{r: r, step: s, attempt: attempt}
+	var blobs agent.Blobs
+	if r.d.on {
+		blobs = jr
+	}
+	res, err := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r), blobs).Run(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == agent.StatusPaused {
+		if !r.d.on {
+			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval, which needs a durable store (rein run --db, or engine.Config.Store)", s.ID, len(res.Pending))
+		}
+		return nil, &agentWait{pending: res.Pending}
+	}
+	return res.Answer, nil
+}
+
+// agentJournal commits an agent step's turns and calls through the run's
+// journal, each at once. As the loop's Blobs it keeps an observation too
+// large for the transcript whole (up to the step's max_output_bytes): as
+// the call record of its call (store.Call, Turn and Index set, Output the
+// whole observation), committed with the call's outcome.
+type agentJournal struct {
+	r       *run
+	step    *flow.Step
+	attempt int
+
+	mu   sync.Mutex
+	kept map[string][]byte // by reference, until the call commits
+}
+
+// PutBlob keeps data for the call about to commit; its reference is
+// "sha256:<hex>".
+func (a *agentJournal) PutBlob(_ context.Context, data []byte) (string, error) {
+	if int64(len(data)) > a.step.MaxOutputBytes {
+		return "", fmt.Errorf("%d bytes is more than max_output_bytes %d", len(data), a.step.MaxOutputBytes)
+	}
+	ref := "sha256:" + value.Digest(data)
+	a.mu.Lock()
+	if a.kept == nil {
+		a.kept = map[string][]byte{}
+	}
+	a.kept[ref] = data
+	a.mu.Unlock()
+	return ref, nil
+}
+
+func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	a.r.record(trace.Event{Kind: trace.AgentTurn, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: t.N, TokensIn: t.Usage.In, TokensOut: t.Usage.Out, Preview: value.Preview([]byte(t.Text), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if c.Blob != "" {
+		a.mu.Lock()
+		whole := a.kept[c.Blob]
+		delete(a.kept, c.Blob)
+		a.mu.Unlock()
+		if whole != nil && a.r.d.on {
+			cl := &store.Call{RunID: a.r.id, StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+				Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded, Output: whole}
+			a.r.recordMu.Lock()
+			a.r.d.pendCalls = append(a.r.d.pendCalls, cl)
+			a.r.recordMu.Unlock()
+		}
+	}
+	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+func (a *agentJournal) commit() error {
+	a.r.flush()
+	if a.r.d.on {
+		a.r.recordMu.Lock()
+		err := a.r.storeErr
+		a.r.recordMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AgentTranscript reads the transcript of agent step stepID of a run from
+// its journal: the turns of the given attempt (0: the last one journaled),
+// each call as it stands (arguments, status, observation). A step that
+// journaled no turn has none (nil). Errors: the store's, or a record that
+// does not decode.
+func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, attempt int) ([]agent.Turn, error) {
+	var fold transcriptFold
+	fold.attempt = attempt
+	var after int64
+	for {
+		evs, err := st.Events(ctx, runID, after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("read the journal of run %s: %w", runID, err)
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if err := fold.add(ev, stepID); err != nil {
+				return nil, err
+			}
+		}
+		if len(evs) < 1000 {
+			return fold.turns, nil
+		}
+	}
+}
+
+// FoldAgentTranscript is AgentTranscript over events already read.
+func FoldAgentTranscript(events []*trace.Event, stepID string, attempt int) ([]agent.Turn, error) {
+	fold := transcriptFold{attempt: attempt}
+	for _, ev := range events {
+		if err := fold.add(ev, stepID); err != nil {
+			return nil, err
+		}
+	}
+	return fold.turns, nil
+}
+
+// transcriptFold rebuilds turns from agent_turn and agent_call events.
+type transcriptFold struct {
+	attempt, at int
+	turns       []agent.Turn
+}
+
+func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
+	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
+		return nil
+	}
+	if f.attempt == 0 && ev.Attempt != f.at {
+		f.turns, f.at = nil, ev.Attempt // a later attempt starts afresh
+	}
+	if f.attempt != 0 && ev.Attempt != f.attempt {
+		return nil
+	}
+	switch ev.Kind {
+	case trace.AgentTurn:
+		var t agent.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(f.turns)+1 {
+			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err)
+		}
+		f.turns = append(f.turns, t)
+	case trace.AgentCall:
+		var c agent.Call
+		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(f.turns) ||
+			c.Index < 1 || c.Index > len(f.turns[ev.Turn-1].Calls) {
+			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err)
+		}
+		f.turns[ev.Turn-1].Calls[c.Index-1] = c
+	}
+	return nil
+}
+
+// restoreSession rebuilds the transcript of attempt of step s from the
+// journal, and the people's decisions on its calls from the approvals.
+func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
+	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	sess.Turns = turns
+	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
+	if err != nil {
+		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)
+	}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		ref, ok := strings.CutPrefix(a.StepID, prefix)
+		if !ok || a.Status == store.ApprovalPending {
+			continue
+		}
+		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment}
+		switch a.Status {
+		case store.ApprovalRejected:
+			d.Verdict = agent.Reject
+		case store.ApprovalSettled:
+			d.Verdict = agent.Settle
+			if err := json.Unmarshal(a.Output, &d.Output); err != nil {
+				return fmt.Errorf("engine: the output settling %s is not JSON: %w", a.StepID, err)
+			}
+		}
+		if sess.Decisions == nil {
+			sess.Decisions = map[string]agent.Decision{}
+		}
+		sess.Decisions[ref] = d
+	}
+	return nil
+}
+
+// parkAgent makes agent step i wait for people: one approval per pending
+// call, committed with the step's waiting row.
+func (r *run) parkAgent(i int, w *agentWait) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	r.m.park(i, store.KindApproval, st.attempts)
+	r.setStatus(i, r.m.status[i])
+	for _, p := range w.pending {
+		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
+			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
+			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+		if p.Kind == "unknown" {
+			a.Kind = store.KindUnknown
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
+		}
+		r.d.parked = append(r.d.parked, a)
+		r.recordMu.Lock()
+		r.d.pendAppr = append(r.d.pendAppr, a)
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
+			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
+	}
+	r.stageStep(i)
+}
+
+// argsJSON is a call's arguments as the approval keeps them: the JSON the
+// model wrote, or that text as a JSON string when it is not JSON.
+func argsJSON(raw string) json.RawMessage {
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}
+
+// restoreAgent applies an agent step's approvals on resume: while any of
+// its calls waits, the step waits; once all are decided it runs again at
+// its attempt, and the loop applies the decisions.
+func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) {
+	s := r.f.Steps[i]
+	latest := map[string]*store.Approval{}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		if !strings.HasPrefix(a.StepID, prefix) {
+			continue
+		}
+		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
+			latest[a.StepID] = a
+		}
+	}
+	waiting := false
+	for _, a := range latest {
+		if a.Status == store.ApprovalPending {
+			waiting = true
+			r.d.parked = append(r.d.parked, a)
+		}
+	}
+	if waiting {
+		r.m.park(i, store.KindApproval, row.Attempt)
+		r.setStatus(i, r.m.status[i])
+		return
+	}
+	r.d.firstAttempt[i] = max(row.Attempt, 1)
+}

@@ -1,0 +1,262 @@
+package flow
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/reinhq/rein/internal/yamlnode"
+)
+
+// AgentFile is the file that defines an agent in its folder.
+const AgentFile = "agent.yaml"
+
+var (
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "concurrency"}
+	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
+	agentToolRefField = []string{"approval"}
+)
+
+// AgentDef is an agent.yaml: the model, instructions, tools, budgets and
+// output schema of an agent (package agent runs it).
+type AgentDef struct {
+	File string
+	Name string
+	// Description says what the agent is for.
+	Description string
+	// Model is the model name: a rein.yaml models: name, provider/model,
+	// or any name a script answers.
+	Model        string
+	ModelPos     Pos
+	Instructions string
+	// Tools are the tools the agent may call, in file order.
+	Tools   []*AgentTool
+	Budgets AgentBudgets
+	// MaxObservationBytes is the largest observation kept whole in the
+	// transcript (0: the agent package's default).
+	MaxObservationBytes int
+	// Concurrency bounds the calls of one turn that run at once (0: the
+	// default).
+	Concurrency int
+	// OutputSchema, when set, is the schema the final answer must satisfy.
+	OutputSchema *Schema
+}
+
+// AgentBudgets are an agent's budgets; zero means the agent package's
+// default (max_turns, max_tool_calls) or no bound (max_tokens, timeout).
+type AgentBudgets struct {
+	MaxTurns     int
+	MaxToolCalls int
+	MaxTokens    int
+	Timeout      time.Duration
+}
+
+// AgentTool is one entry of an agent's tools:. An entry with command: is
+// an exec tool declared in place (Decl); one without names a tool of the
+// rein.yaml beside it or a Go tool the program registers.
+type AgentTool struct {
+	Name string
+	// Approval (approval: required) makes every call wait for a person's
+	// approval of its exact arguments.
+	Approval bool
+	Decl     *ToolDecl
+	Pos      Pos
+}
+
+// LoadAgent reads and checks an agent.yaml. The error is an *Error with
+// every problem located (file:line:col), or an I/O error.
+func LoadAgent(path string) (*AgentDef, error) {
+	data, err := yamlnode.ReadFile(path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("load agent: %w", err)
+	}
+	return ParseAgent(data, path)
+}
+
+// ParseAgent parses agent.yaml text; relative tool commands and schema
+// files resolve against the folder of filename.
+func ParseAgent(data []byte, filename string) (*AgentDef, error) {
+	dir := filepath.Dir(filename)
+	d := &decoder{diags: diagnostics{file: filename}, flow: &Flow{},
+		schemas: &schemaSet{dir: dir, byName: map[string]*Schema{}, files: map[string]*Schema{},
+			read: func(path string) ([]byte, error) { return yamlnode.ReadFile(path, MaxFileBytes) }}}
+	a := &AgentDef{File: filename}
+	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "agent.yaml", MaxBytes: MaxFileBytes})
+	if err != nil {
+		d.syntaxError(err)
+		return nil, d.result()
+	}
+	if len(file.Docs) != 1 || file.Docs[0].Body == nil {
+		d.diags.add(Pos{1, 1}, "", "agent.yaml holds exactly one mapping with model:, instructions: and tools:")
+		return nil, d.result()
+	}
+	root := file.Docs[0].Body
+	fields, ok := fieldsOf(root)
+	if !ok {
+		d.diags.add(posOf(root), "", "agent.yaml must be a mapping, not %s", yamlnode.Kind(root))
+		return nil, d.result()
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "name":
+			a.Name, _ = d.str(f, "")
+		case "description":
+			a.Description, _ = d.str(f, "")
+		case "model":
+			a.Model, _ = d.str(f, "")
+			a.ModelPos = posOf(f.value)
+		case "instructions":
+			a.Instructions, _ = d.str(f, "")
+		case "tools":
+			a.Tools = d.decodeAgentTools(f, dir)
+		case "budgets":
+			a.Budgets = d.decodeAgentBudgets(f)
+		case "output_schema":
+			a.OutputSchema = d.schemaField(f, "output_schema", "")
+		case "max_observation_bytes", "concurrency":
+			if n, ok := d.integer(f, ""); ok {
+				if n < 1 {
+					d.diags.add(posOf(f.value), "", "%s must be at least 1", f.key)
+				}
+				if f.key == "concurrency" {
+					a.Concurrency = n
+				} else {
+					a.MaxObservationBytes = n
+				}
+			}
+		default:
+			d.unknownField(f, "", "agent.yaml", agentFields)
+		}
+	}
+	if a.Model == "" {
+		d.diags.add(posOf(root), "", "agent.yaml needs model: (a rein.yaml models: name, or provider/model like openai/gpt-4o-mini)")
+	}
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
+	entries, ok := fieldsOf(fl.value)
+	if !ok {
+		if !isNull(fl.value) {
+			d.diags.add(posOf(fl.value), "", "tools must map tool names to {} (a tool of rein.yaml or Go), {approval: required}, or an exec declaration with command:, not %s", yamlnode.Kind(fl.value))
+		}
+		return nil
+	}
+	var out []*AgentTool
+	for _, e := range entries {
+		if !idPattern.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
+			continue
+		}
+		t := &AgentTool{Name: e.key, Pos: e.keyPos}
+		out = append(out, t)
+		if isNull(e.value) {
+			continue
+		}
+		fields, ok := fieldsOf(e.value)
+		if !ok {
+			d.diags.add(posOf(e.value), "", "tool %s must be a mapping, not %s", e.key, yamlnode.Kind(e.value))
+			continue
+		}
+		if f, ok := fieldByKey(fields, "approval"); ok {
+			switch v, _ := d.str(f, ""); v {
+			case "required":
+				t.Approval = true
+			case "none":
+			default:
+				d.diags.add(posOf(f.value), "", "tool %s: approval must be required or none, not %q", e.key, v)
+			}
+		}
+		if _, ok := fieldByKey(fields, "command"); ok {
+			d.agentTool = true
+			t.Decl = d.decodeTool(e, dir)
+			d.agentTool = false
+			continue
+		}
+		for _, f := range fields {
+			if f.key != "approval" {
+				d.diags.add(f.keyPos, "", "tool %s: %s belongs to an exec tool declaration, which needs command:; a tool of rein.yaml or Go takes only approval: here", e.key, f.key)
+			}
+		}
+	}
+	return out
+}
+
+func (d *decoder) decodeAgentBudgets(fl field) AgentBudgets {
+	var b AgentBudgets
+	fields, ok := fieldsOf(fl.value)
+	if !ok {
+		d.diags.add(posOf(fl.value), "", "budgets must be a mapping of %v, not %s", agentBudgetFields, yamlnode.Kind(fl.value))
+		return b
+	}
+	for _, f := range fields {
+		if f.key == "timeout" {
+			if v, ok := d.duration(f, ""); ok {
+				if v <= 0 {
+					d.diags.add(posOf(f.value), "", "budgets: timeout must be positive")
+				}
+				b.Timeout = v
+			}
+			continue
+		}
+		var dst *int
+		switch f.key {
+		case "max_turns":
+			dst = &b.MaxTurns
+		case "max_tool_calls":
+			dst = &b.MaxToolCalls
+		case "max_tokens":
+			dst = &b.MaxTokens
+		default:
+			d.unknownField(f, "", "budgets", agentBudgetFields)
+			continue
+		}
+		if n, ok := d.integer(f, ""); ok {
+			if n < 1 {
+				d.diags.add(posOf(f.value), "", "budgets: %s must be at least 1", f.key)
+			}
+			*dst = n
+		}
+	}
+	return b
+}
+
+// agentSpec returns s's agent definition, making it.
+func (d *decoder) agentSpec(s *Step) *AgentDef {
+	if s.Agent == nil {
+		s.Agent = &AgentDef{File: d.diags.file}
+	}
+	return s.Agent
+}
+
+// checkAgentStep checks a type: agent step once its fields are read: a
+// prompt_template (the task), a model, tools by name (exec tools are
+// declared in the flow's tools:), none of the fields of other kinds.
+func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
+	a := d.agentSpec(s)
+	a.Name, a.Model, a.OutputSchema = s.ID, s.Model, s.OutputSchema
+	if f, ok := src.fields["concurrency"]; ok {
+		if n, ok := d.integerQuiet(f); ok {
+			a.Concurrency = n // calls of one turn at once
+		}
+	}
+	if _, ok := src.fields["prompt_template"]; !ok {
+		d.diags.add(pos, label, "an agent step needs a prompt_template: the task it hands the agent")
+	}
+	if _, ok := src.fields["tools"]; !ok {
+		d.diags.add(pos, label, "an agent step needs tools: (names mapped to {} or {approval: required})")
+	}
+	for _, t := range a.Tools {
+		if t.Decl != nil {
+			d.diags.add(t.Pos, label, "tool %s: declare exec tools in the flow's tools: (or rein.yaml); an agent step names them", t.Name)
+		}
+	}
+	for _, k := range []string{"tool", "args", "for_each", "repeat", "approval", "message", "fallback"} {
+		if f, ok := src.fields[k]; ok {
+			d.diags.add(f.keyPos, label, "%s does not belong to an agent step", k)
+		}
+	}
+}

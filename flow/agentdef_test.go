@@ -1,0 +1,131 @@
+package flow_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/tool"
+)
+
+func TestParseAgent(t *testing.T) {
+	t.Parallel()
+	src := `name: support
+model: gpt-4o-mini
+instructions: Help customers with orders.
+tools:
+  lookup_order:
+  issue_refund: {approval: required}
+  list_charges:
+    command: [./tools/charges.sh]
+    effect: read
+    approval: none
+budgets: {max_turns: 8, max_tool_calls: 12, max_tokens: 20000, timeout: 2m}
+max_observation_bytes: 2048
+output_schema:
+  type: object
+  required: [answer]
+  properties: {answer: {type: string}}
+`
+	a, err := flow.ParseAgent([]byte(src), "agents/support/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Model != "gpt-4o-mini" || len(a.Tools) != 3 || a.OutputSchema == nil || a.MaxObservationBytes != 2048 {
+		t.Fatalf("%+v", a)
+	}
+	if a.Tools[0].Name != "lookup_order" || a.Tools[0].Decl != nil || a.Tools[0].Approval {
+		t.Errorf("tools[0] %+v", a.Tools[0])
+	}
+	if !a.Tools[1].Approval || a.Tools[2].Decl == nil || a.Tools[2].Decl.Dir != "agents/support" {
+		t.Errorf("tools %+v %+v", a.Tools[1], a.Tools[2])
+	}
+	if a.Budgets != (flow.AgentBudgets{MaxTurns: 8, MaxToolCalls: 12, MaxTokens: 20000, Timeout: 2 * time.Minute}) {
+		t.Errorf("budgets %+v", a.Budgets)
+	}
+}
+
+func TestParseAgentRejects(t *testing.T) {
+	t.Parallel()
+	src := `model: gpt-4o-mini
+instructons: typo
+tools:
+  refund: {approval: maybe}
+  lookup: {effect: read}
+  bad name: {}
+budgets: {max_turns: 0, max_calls: 3}
+`
+	_, err := flow.ParseAgent([]byte(src), "agent.yaml")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		`agent.yaml:2:1: unknown field "instructons" in agent.yaml`,
+		`agent.yaml:4:22: tool refund: approval must be required or none, not "maybe"`,
+		`agent.yaml:5:12: tool lookup: effect belongs to an exec tool declaration, which needs command:`,
+		`agent.yaml:6:3: tool name "bad name"`,
+		`agent.yaml:7:22: budgets: max_turns must be at least 1`,
+		`agent.yaml:7:25: unknown field "max_calls" in budgets`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+	if _, err := flow.ParseAgent([]byte("instructions: x\n"), "agent.yaml"); err == nil || !strings.Contains(err.Error(), "agent.yaml:1:1: agent.yaml needs model:") {
+		t.Errorf("no model: %v", err)
+	}
+}
+
+func TestAgentStep(t *testing.T) {
+	t.Parallel()
+	opts := &flow.Options{
+		Tools: func(name string) (tool.Spec, bool) {
+			return tool.Spec{Name: name}, name == "lookup" || name == "refund"
+		},
+		Models: func(string) bool { return true },
+	}
+	src := `name: f
+inputs: {type: object, properties: {task: {type: string}}}
+steps:
+  - id: support
+    type: agent
+    model: m
+    instructions: be kind
+    prompt_template: "{input.task}"
+    tools: {lookup: , refund: {approval: required}}
+    budgets: {max_turns: 4}
+    concurrency: 2
+`
+	f, err := flow.Parse([]byte(src), "f.yaml", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Steps[0].Agent
+	if a == nil || a.Model != "m" || a.Instructions != "be kind" || len(a.Tools) != 2 || !a.Tools[1].Approval ||
+		a.Budgets.MaxTurns != 4 || a.Concurrency != 2 {
+		t.Fatalf("agent %+v", a)
+	}
+	bad := `name: f
+steps:
+  - id: support
+    type: agent
+    model: m
+    tools: {lookp: }
+    args: {x: 1}
+  - id: t
+    tool: lookup
+    instructions: no
+`
+	_, err = flow.Parse([]byte(bad), "f.yaml", opts)
+	for _, want := range []string{
+		`f.yaml:4:11: step support: an agent step needs a prompt_template`,
+		`f.yaml:6:13: step support: unknown tool "lookp"`,
+		`f.yaml:7:5: step support: args does not belong to an agent step`,
+		`f.yaml:10:5: step t: instructions belongs to agent steps (type: agent)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+}
