@@ -75,7 +75,9 @@ type writer struct {
 	c      *stmtCache
 	conn   *sql.Conn // held for the writer's life (not for ":memory:")
 	memory bool
-	max    int
+	// noPin: never keep the read transaction between batches (pin.go).
+	noPin bool
+	max   int
 	// mu guards the queue and the lead: busy while a caller leads (only
 	// the leader touches the fields below batch and the statements).
 	mu      sync.Mutex
