@@ -23,12 +23,15 @@ import (
 // from its Go module (through the module proxy, with cgo).
 const litestreamVersion = "v0.3.13"
 
-// litestreamBinary builds the litestream CLI once per version into the user
-// cache directory and returns its path. Where it cannot be built (no Go
+// litestreamBinary returns $REIN_LITESTREAM, or else builds the litestream
+// CLI once per version into the user cache directory and returns its path. Where it cannot be built (no Go
 // proxy, no C compiler) the test is skipped with the reason, except under
 // CI, where that is a failure.
 func litestreamBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("REIN_LITESTREAM"); bin != "" {
+		return bin // built by .ci/run
+	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
