@@ -29,7 +29,9 @@ func DBFromEnv(flagValue string) string {
 
 // OpenStore opens the durable store a DSN names: postgres:// or
 // postgresql:// for PostgreSQL, ":memory:" for a throwaway SQLite database,
-// anything else a SQLite file (created with its folder if missing).
+// anything else a SQLite file (created with its folder if missing), which
+// may end in "?checkpoint=external" (a file litestream replicates, see
+// docs/durability.md) and "&synchronous=full" (sqlite.ParseDSN).
 func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
@@ -41,7 +43,11 @@ func OpenStore(ctx context.Context, dsn string) (store.Store, error) {
 	case dsn == "":
 		return nil, fmt.Errorf("open store: empty DSN: pass a SQLite file, :memory: or a postgres:// URL")
 	}
-	st, err := sqlite.Open(ctx, dsn, nil)
+	path, opts, err := sqlite.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

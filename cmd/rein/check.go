@@ -35,7 +35,11 @@ checks its own pages; there is nothing for rein to check.`,
 				fmt.Fprintf(s.err, "rein: %s: nothing to check (PostgreSQL checks its own pages; :memory: keeps nothing)\n", redactDSN(dsn))
 				return nil
 			}
-			r, err := sqlite.Check(cmd.Context(), dsn)
+			path, _, err := sqlite.ParseDSN(dsn)
+			if err != nil {
+				return usageErr("--db %s: %v", dsn, err)
+			}
+			r, err := sqlite.Check(cmd.Context(), path)
 			if err != nil {
 				return usageErr("--db %s: %v", dsn, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/store"
@@ -132,4 +133,20 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		return nil, mapErr(what, err)
 	}
 	return nil, fmt.Errorf("%s: already %s: %w", what, decided, store.ErrConflict)
+}
+
+// addApproval adds a transition's pending approval to its commit; one
+// without an ID gets a random one (written back to a).
+func addApproval(p *commitPlan, a *store.Approval) error {
+	if a == nil || a.StepID == "" {
+		return errors.New("approval without a StepID")
+	}
+	if a.ID == "" {
+		a.ID = uuid.NewString()
+	}
+	p.addAfter(approvalSQL, a.ID, a.StepID, string(a.Kind), string(store.ApprovalPending),
+		a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
+		timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt))
+	p.approvals++
+	return nil
 }

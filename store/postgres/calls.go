@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,15 @@ const callSQL = `INSERT INTO rein_calls (run_id, key, step_id, item, round, plan
 		args_sha = excluded.args_sha, status = excluded.status, output = excluded.output,
 		error_class = excluded.error_class, error = excluded.error, tokens_in = excluded.tokens_in,
 		tokens_out = excluded.tokens_out, started_at = excluded.started_at, duration_ns = excluded.duration_ns`
+
+// addCall adds a transition's call record to its commit.
+func addCall(p *commitPlan, c *store.Call) error {
+	if c == nil || c.Key == "" || c.StepID == "" {
+		return errors.New("call record without a key or a step")
+	}
+	p.addAfter(callSQL, callArgs(c)...)
+	return nil
+}
 
 // callArgs are callSQL's parameters from $4 on.
 func callArgs(c *store.Call) []any {

@@ -128,9 +128,26 @@ type commitPlan struct {
 	final       bool
 	closeReason string
 	create      *store.CreateRunParams
-	blobs       [][]any // sha256, data
-	approvals   [][]any
-	calls       [][]any
+	// after are the statements that follow the journal row in the same
+	// batch (blobs, approvals, call records, …), each guarded by
+	// appliedSQL: an entity written with a transition adds its own
+	// (addAfter) from a function in its file. approvals counts those of
+	// approvals.
+	after     []afterStmt
+	approvals int
+}
+
+// afterStmt is a statement of a Commit's batch after its journal row: sql
+// takes the run, the new version and the commit token as $1 … $3 (for
+// appliedSQL), and args from $4 on.
+type afterStmt struct {
+	sql  string
+	args []any
+}
+
+// addAfter adds a statement after the journal row (afterStmt).
+func (p *commitPlan) addAfter(sql string, args ...any) {
+	p.after = append(p.after, afterStmt{sql: sql, args: args})
 }
 
 // The statements of a Commit. journalSQL inserts the transition's row
@@ -195,6 +212,16 @@ const (
 		WHERE run_id = $1 AND status = 'pending' AND ` + appliedSQL
 )
 
+// addBlob adds the storing of a step payload as a blob (once per sha256 in
+// a transition; seen holds those added).
+func addBlob(p *commitPlan, seen map[string]bool, sha string, data []byte) {
+	if sha == "" || seen[sha] {
+		return
+	}
+	seen[sha] = true
+	p.addAfter(blobSQL, sha, data)
+}
+
 // plan encodes t: events and step records as frames, large payloads as
 // blobs. Approvals without an ID get a random one (written back to t).
 func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
@@ -211,41 +238,25 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		p.events, buf = frames.EncodeEvent(p.events, buf, e)
 		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
-	spill := func(sha string, data []byte) {
-		for _, b := range p.blobs {
-			if b[0] == sha {
-				return // one blob, stored once
-			}
-		}
-		if sha != "" {
-			p.blobs = append(p.blobs, []any{sha, data})
-		}
-	}
+	seen := map[string]bool{}
 	for _, st := range t.Steps {
 		if st == nil || st.StepID == "" {
 			return nil, errors.New("step without a StepID")
 		}
 		var e journal.EncodedStep
 		p.steps, buf, e = frames.EncodeStep(p.steps, buf, st, s.blobThreshold)
-		spill(e.OutputBlob, e.OutputData)
-		spill(e.InputBlob, e.InputData)
+		addBlob(p, seen, e.OutputBlob, e.OutputData)
+		addBlob(p, seen, e.InputBlob, e.InputData)
 	}
 	for _, a := range t.Approvals {
-		if a == nil || a.StepID == "" {
-			return nil, errors.New("approval without a StepID")
+		if err := addApproval(p, a); err != nil {
+			return nil, err
 		}
-		if a.ID == "" {
-			a.ID = uuid.NewString()
-		}
-		p.approvals = append(p.approvals, []any{a.ID, a.StepID, string(a.Kind), string(store.ApprovalPending),
-			a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
-			timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt)})
 	}
 	for _, c := range t.Calls {
-		if c == nil || c.Key == "" || c.StepID == "" {
-			return nil, errors.New("call record without a key or a step")
+		if err := addCall(p, c); err != nil {
+			return nil, err
 		}
-		p.calls = append(p.calls, callArgs(c))
 	}
 	if u := t.Run; u != nil {
 		p.update = true
@@ -283,24 +294,19 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	case p.update:
 		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
-	if len(p.blobs) == 0 && len(p.approvals) == 0 && len(p.calls) == 0 {
+	after := p.after
+	if p.final && p.approvals > 0 {
+		// the approvals this transition asks for close with the run too.
+		after = append(after[:len(after):len(after)], afterStmt{closeSQL, []any{p.closeReason}})
+	}
+	if len(after) == 0 {
 		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	after := []any{p.runID, p.version + 1, p.token}
-	for _, a := range p.blobs {
-		b.Queue(blobSQL, append(after[:3:3], a...)...)
-	}
-	for _, a := range p.approvals {
-		b.Queue(approvalSQL, append(after[:3:3], a...)...)
-	}
-	for _, c := range p.calls {
-		b.Queue(callSQL, append(after[:3:3], c...)...)
-	}
-	if p.final && len(p.approvals) > 0 {
-		// the approvals this transition asks for close with the run too.
-		b.Queue(closeSQL, append(after[:3:3], p.closeReason)...)
+	key := []any{p.runID, p.version + 1, p.token}
+	for _, a := range after {
+		b.Queue(a.sql, append(key[:3:3], a.args...)...)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	if counted := p.update && p.create == nil; counted {

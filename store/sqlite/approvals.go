@@ -62,8 +62,13 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		return nil, fmt.Errorf("sqlite: decide approval of step %s in run %s: status %q: want approved, rejected or settled", p.StepID, p.RunID, p.Status)
 	}
 	var out *store.Approval
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		out = nil
+		// the run's version is computed from its journal: the rows queued
+		// go in first.
+		if err := x.flush(); err != nil {
+			return err
+		}
 		var status string
 		err := x.queryRow(`SELECT status FROM runs WHERE id = ?`, p.RunID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -112,4 +117,23 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		return nil, fmt.Errorf("sqlite: decide approval of step %s in run %s: %w", p.StepID, p.RunID, err)
 	}
 	return out, nil
+}
+
+// insertApproval inserts a pending approval (a.RunID set).
+func insertApproval(x *wtx, a *store.Approval) error {
+	if _, err := x.exec(stmtSQL[stInsertApproval], a.RunID, a.ID, a.StepID, string(a.Kind), string(a.Status),
+		a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
+		a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
+		return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+	}
+	return nil
+}
+
+// closeApprovals settles a finished run's pending approvals with reason
+// as their comment, at now (Unix ns).
+func closeApprovals(x *wtx, runID, reason string, now int64) error {
+	if _, err := x.exec(stmtSQL[stCloseApprovals], reason, now, runID); err != nil {
+		return fmt.Errorf("close the run's pending approvals: %w", err)
+	}
+	return nil
 }

@@ -19,12 +19,23 @@ type head struct {
 	approvals    bool
 }
 
-// wtx is one batch's transaction on the driver connection.
+// wtx is one batch's transaction on the driver connection: the small
+// type behind which the writer keeps its batching and caching. An entity's
+// writes are plain statements on it (exec, query, queryRow), in a function
+// of the entity's file; what the writer should learn once the batch
+// commits goes through afterCommit, stageHead, forget and noteKey.
+//
+// Journal rows are queued (rows) and inserted together at the end of the
+// batch: an op whose SQL reads the journal (a run version computed from
+// it, or runs deleted) calls flush first, so that its SQL sees the rows
+// of the ops before it.
 type wtx struct {
 	ctx context.Context
 	c   *stmtCache
 	w   *writer
-	nv  []driver.NamedValue // argument buffer
+	// op is the op whose fn runs (for afterCommit).
+	op *op
+	nv []driver.NamedValue // argument buffer
 	// queued journal rows.
 	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
@@ -63,6 +74,16 @@ func (x *wtx) begin(ctx context.Context, c *stmtCache, w *writer) *wtx {
 	*x = wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: x.heads, keys: x.keys, forgot: x.forgot, evicted: x.evicted,
 		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}, mark: -1}
 	return x
+}
+
+// afterCommit makes f run on the writer once the op's batch committed,
+// before the op is answered; an op that fails, or runs again, drops it.
+func (x *wtx) afterCommit(f func()) {
+	if prev := x.op.after; prev != nil {
+		x.op.after = func() { prev(); f() }
+		return
+	}
+	x.op.after = f
 }
 
 // stageHead records a run's new head, for after the commit.

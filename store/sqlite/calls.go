@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/reinhq/rein/store"
@@ -43,4 +44,15 @@ func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call,
 		return nil, err
 	}
 	return nil, nil
+}
+
+// upsertCall writes a call record of run runID: it replaces the record
+// with its key, which keeps its place in the order Calls returns.
+func upsertCall(x *wtx, runID string, c *store.Call) error {
+	if _, err := x.exec(stmtSQL[stUpsertCall], runID, c.Key, c.StepID, c.Item, c.Round, c.Plan, c.PlanStep,
+		c.Turn, c.Index, c.Fallback, c.Attempt, string(c.Kind), c.Name, c.ArgsSHA, string(c.Status),
+		nullBytes(c.Output), c.ErrorClass, c.Error, c.TokensIn, c.TokensOut, nanos(c.StartedAt), int64(c.Duration)); err != nil {
+		return fmt.Errorf("record call %s: %w", c.Key, mapErr(err))
+	}
+	return nil
 }

@@ -206,13 +206,13 @@ func TestPruneAndCreateInOneBatchKeepTheFlowText(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &store.CreateRunParams{ID: "new", Flow: "f", FlowText: text, Status: trace.RunRunning}
-	err := s.w.do(t.Context(), func(x *wtx) error {
+	err := s.w.write(t.Context(), func(x *wtx) error {
 		var res store.PruneResult
 		all := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
 		if err := x.prune(all, time.Now().Add(time.Hour), &res); err != nil || res.Runs != 1 {
 			return fmt.Errorf("prune: %+v, %v", res, err)
 		}
-		_, err := x.insertRun(p, trace.RunRunning, flowSHA(text), time.Now())
+		_, err := insertRun(x, p, trace.RunRunning, flowSHA(text), time.Now())
 		return err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 	if err != nil {
 		return err
 	}
-	// the writer is done with c once doCommit returns (the driver copied
+	// the writer is done with c once commit returns (the driver copied
 	// the frames when it bound them): its buffers serve the next commit.
 	defer c.recycle()
 	var after func()
@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		runID := t.RunID
 		after = func() { s.dropped.Note(runID) }
 	}
-	if err := s.w.doCommit(ctx, c, after); err != nil {
+	if err := s.w.commit(ctx, c, after); err != nil {
 		return fmt.Errorf("sqlite: commit run %s: %w", t.RunID, err)
 	}
 	t.Version++
@@ -169,7 +169,7 @@ func (c *commitData) stage(x *wtx) error {
 		if status == "" {
 			status = trace.RunPending
 		}
-		if _, err := x.insertRun(p, status, c.flowSHA, time.Now()); err != nil {
+		if _, err := insertRun(x, p, status, c.flowSHA, time.Now()); err != nil {
 			return err
 		}
 		// the run row is written: a failure from here on is not clean,
@@ -198,52 +198,57 @@ func (c *commitData) apply(x *wtx) error {
 		return clean(fmt.Errorf("event seq %d is not after the run's last seq %d: %w", c.maxSeq, h.seq, store.ErrConflict))
 	}
 	if c.update {
-		if _, err := x.exec(stmtSQL[stUpdateRun], next.version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, c.final, rk, c.runID); err != nil {
+		if err := updateRun(x, rk, c, next.version); err != nil {
 			return err
-		}
-		if status, ok := c.status.(string); ok {
-			if err := x.noteStatus(rk, status, c.final); err != nil {
-				return err
-			}
 		}
 	}
 	for _, b := range c.blobs {
-		if _, err := x.exec(stmtSQL[stInsertBlob], b[0], b[1]); err != nil {
-			return fmt.Errorf("store blob: %w", err)
-		}
-		if _, err := x.exec(stmtSQL[stInsertBlobRef], b[0], rk); err != nil {
-			return fmt.Errorf("store blob reference: %w", err)
+		if err := insertBlob(x, rk, b[0], b[1]); err != nil {
+			return err
 		}
 	}
 	for _, a := range c.approvals {
-		if _, err := x.exec(stmtSQL[stInsertApproval], c.runID, a.ID, a.StepID, string(a.Kind), string(a.Status),
-			a.Tool, nullBytes(a.Args), a.Message, nullBytes(a.Output), a.Comment, a.DecidedBy,
-			a.CreatedAt.UnixNano(), nanos(a.DecidedAt)); err != nil {
-			return fmt.Errorf("insert approval %s: %w", a.ID, mapErr(err))
+		if err := insertApproval(x, a); err != nil {
+			return err
 		}
 	}
 	for i := range c.calls {
-		cl := &c.calls[i]
-		if _, err := x.exec(stmtSQL[stUpsertCall], c.runID, cl.Key, cl.StepID, cl.Item, cl.Round, cl.Plan, cl.PlanStep,
-			cl.Turn, cl.Index, cl.Fallback, cl.Attempt, string(cl.Kind), cl.Name, cl.ArgsSHA, string(cl.Status),
-			nullBytes(cl.Output), cl.ErrorClass, cl.Error, cl.TokensIn, cl.TokensOut, nanos(cl.StartedAt), int64(cl.Duration)); err != nil {
-			return fmt.Errorf("record call %s: %w", cl.Key, mapErr(err))
+		if err := upsertCall(x, c.runID, &c.calls[i]); err != nil {
+			return err
 		}
 	}
 	if c.final && next.approvals {
 		// a finished run waits for nobody (store.Store.Commit).
-		if _, err := x.exec(stmtSQL[stCloseApprovals], c.closeReason, c.now, c.runID); err != nil {
-			return fmt.Errorf("close the run's pending approvals: %w", err)
+		if err := closeApprovals(x, c.runID, c.closeReason, c.now); err != nil {
+			return err
 		}
 	}
-	if c.packed != nil {
-		x.rows.add(rk, next.version, next.seq, c.now, c.packed, nil)
-	} else {
-		x.rows.add(rk, next.version, next.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
-	}
+	appendJournal(x, rk, next, c)
 	x.stageHead(rk, next)
 	if c.final || c.status == string(trace.RunWaiting) {
 		x.evict(c.runID, rk)
+	}
+	return nil
+}
+
+// appendJournal queues the transition's journal row (its events and step
+// frames, packed when that is smaller) for the batch's multi-row insert.
+func appendJournal(x *wtx, rk int64, h head, c *commitData) {
+	if c.packed != nil {
+		x.rows.add(rk, h.version, h.seq, c.now, c.packed, nil)
+	} else {
+		x.rows.add(rk, h.version, h.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	}
+}
+
+// insertBlob stores a step payload under its sha256 and references it from
+// run rk (both kept when already there).
+func insertBlob(x *wtx, rk int64, sha, data any) error {
+	if _, err := x.exec(stmtSQL[stInsertBlob], sha, data); err != nil {
+		return fmt.Errorf("store blob: %w", err)
+	}
+	if _, err := x.exec(stmtSQL[stInsertBlobRef], sha, rk); err != nil {
+		return fmt.Errorf("store blob reference: %w", err)
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func TestJournalIndexAndTail(t *testing.T) {
 // forceIndex makes the writer index the whole journal in its next batch.
 func forceIndex(t *testing.T, s *Store) {
 	t.Helper()
-	if err := s.w.do(t.Context(), func(x *wtx) error { x.w.tail = -1; return nil }); err != nil {
+	if err := s.w.write(t.Context(), func(x *wtx) error { x.w.tail = -1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, tail := journalState(t, s); tail != 0 {

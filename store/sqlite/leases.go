@@ -20,7 +20,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
 	}
 	var out *store.Run
-	err := s.w.doRuns(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		out = nil
 		rk, h, err := x.head(p.RunID)
 		if err != nil {
@@ -40,8 +40,9 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		r.LastSeq = h.seq
 		x.stageHead(rk, head{version: r.Version, seq: h.seq, approvals: h.approvals})
 		out = r
+		x.afterCommit(func() { s.dropped.Forget(p.RunID) })
 		return nil
-	}, func() { s.dropped.Forget(p.RunID) })
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s for %s: %w", p.RunID, p.Owner, err)
 	}
@@ -65,7 +66,7 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 // the run's version: store.ErrConflict when the lease expired or another
 // owner holds it.
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
-	err := s.w.doRuns(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		now := time.Now()
 		res, err := x.exec(stmtSQL[stRenewLease], now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
@@ -75,7 +76,7 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 			return x.missingOrConflict(p.RunID, "lease lost")
 		}
 		return nil
-	}, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: renew lease of run %s for %s: %w", p.RunID, p.Owner, err)
 	}
@@ -90,10 +91,10 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 	if s.dropped.Take(runID) {
 		return nil
 	}
-	err := s.w.doRuns(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		_, err := x.exec(stmtSQL[stReleaseLease], runID, owner)
 		return err
-	}, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: release lease of run %s for %s: %w", runID, owner, err)
 	}
@@ -110,10 +111,13 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	}
 	limit := max(p.Limit, 1)
 	var out []*store.Run
-	// Through do, not doRuns: the journal rows queued before it are in the
-	// database, so the versions computed in SQL count them.
-	err := s.w.doThen(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		out = nil
+		// the versions are computed from the journal: the rows queued go in
+		// first.
+		if err := x.flush(); err != nil {
+			return err
+		}
 		now := time.Now()
 		rows, err := x.query(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
 			version = `+headVersion("runs.rk", "runs.version")+` + 1
@@ -136,11 +140,12 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 			x.forget(rk)
 			out = append(out, r)
 		}
+		x.afterCommit(func() {
+			for _, r := range out {
+				s.dropped.Forget(r.ID)
+			}
+		})
 		return rows.Err()
-	}, func() {
-		for _, r := range out {
-			s.dropped.Forget(r.ID)
-		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim runs for %s: %w", p.Owner, err)

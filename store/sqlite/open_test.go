@@ -212,7 +212,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	setMax := func(n int) {
 		t.Helper()
-		if err := s.w.do(ctx, func(x *wtx) error {
+		if err := s.w.write(ctx, func(x *wtx) error {
 			_, err := x.exec(fmt.Sprintf("PRAGMA max_page_count = %d", n))
 			return err
 		}); err != nil {

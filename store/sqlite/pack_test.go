@@ -143,7 +143,7 @@ func TestPackedRowDamaged(t *testing.T) {
 		// a block of 10 literal bytes whose split (127) runs past them
 		{"bad split", append([]byte{packMark, 10, 9 << 2, 0xff}, make([]byte, 9)...)},
 	} {
-		if err := s.w.do(t.Context(), func(x *wtx) error {
+		if err := s.w.write(t.Context(), func(x *wtx) error {
 			_, err := x.exec(`UPDATE journal SET events = ?`, damage.row)
 			return err
 		}); err != nil {

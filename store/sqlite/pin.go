@@ -45,7 +45,9 @@ import (
 //     back.
 //   - Before a ROLLBACK and at Close the pin is let go first.
 //
-// ":memory:" has no WAL and is never pinned.
+// ":memory:" has no WAL and is never pinned; nor is a store whose WAL
+// another program checkpoints (CheckpointExternal): litestream's
+// checkpoints that restart the WAL wait for every reader.
 
 // pinSQL is the pin: sqlite_schema is read by it and never written by the
 // writer's batches, and has at least the store's own tables, so the
@@ -59,7 +61,7 @@ var pinIdle = time.Second
 // pinOn opens the pin inside the batch's transaction, when there is none.
 // A pin that cannot be opened is no error: the writer works without it.
 func (w *writer) pinOn(c *stmtCache) {
-	if w.memory || w.pin != nil {
+	if w.memory || w.noPin || w.pin != nil {
 		return
 	}
 	st, err := c.prepared(context.Background(), pinSQL)

@@ -33,8 +33,12 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		}
 		return &store.PruneResult{Runs: len(ids), RunIDs: ids}, nil
 	}
-	err := s.w.do(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
+		// it deletes runs and their journal: the rows queued go in first.
+		if err := x.flush(); err != nil {
+			return err
+		}
 		return x.prune(st, p.Before, &res)
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		created bool
 		sha     = flowSHA(p.FlowText)
 	)
-	err := s.w.doRuns(ctx, func(x *wtx) error {
+	err := s.w.write(ctx, func(x *wtx) error {
 		run, created = nil, false
 		if p.IdempotencyKey != "" {
 			r, err := scanRun(x.queryRow(stmtSQL[stRunByKey], p.IdempotencyKey))
@@ -105,15 +105,12 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 			}
 		}
 		now := time.Now()
-		if _, err := x.insertRun(p, status, sha, now); err != nil {
+		if _, err := insertRun(x, p, status, sha, now); err != nil {
 			return err
 		}
 		run, created = insertedRun(p, status, now), true
+		x.afterCommit(func() { s.dropped.Forget(p.ID) })
 		return nil
-	}, func() {
-		if created {
-			s.dropped.Forget(p.ID)
-		}
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)
@@ -137,7 +134,7 @@ func flowSHA(text []byte) string {
 // sha (flowSHA), stored in flows unless the writer knows it is there — at
 // time now, and returns its key. A run with that ID is a clean
 // store.ErrConflict.
-func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha string, now time.Time) (int64, error) {
+func insertRun(x *wtx, p *store.CreateRunParams, status trace.RunStatus, sha string, now time.Time) (int64, error) {
 	var owner, expires any
 	if p.Owner != "" {
 		owner, expires = p.Owner, now.Add(p.LeaseTTL).UnixNano()
@@ -160,6 +157,19 @@ func (x *wtx) insertRun(p *store.CreateRunParams, status trace.RunStatus, sha st
 	x.noteKey(p.ID, res.lastID)
 	x.stageHead(res.lastID, head{})
 	return res.lastID, nil
+}
+
+// updateRun writes what a transition changes of run rk's row — status,
+// error, usage, settled time, at version — and keeps runs_live true for
+// its status (noteStatus).
+func updateRun(x *wtx, rk int64, c *commitData, version int64) error {
+	if _, err := x.exec(stmtSQL[stUpdateRun], version, c.now, c.status, c.errJSON, c.usage, c.settle, c.final, c.final, rk, c.runID); err != nil {
+		return err
+	}
+	if status, ok := c.status.(string); ok {
+		return x.noteStatus(rk, status, c.final)
+	}
+	return nil
 }
 
 // insertedRun is the run insertRun wrote at now, built rather than read back.

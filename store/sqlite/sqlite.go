@@ -40,7 +40,27 @@ type Options struct {
 	// ReadConns caps the connections of the read pool. Defaults to 4.
 	// A ":memory:" database has one connection shared by reads and writes.
 	ReadConns int
+	// Checkpoint says who copies the write-ahead log back into the file.
+	// Defaults to CheckpointAuto. CheckpointExternal is for a file that
+	// another program checkpoints, such as litestream replicating it.
+	Checkpoint Checkpoint
 }
+
+// Checkpoint is Options.Checkpoint.
+type Checkpoint string
+
+const (
+	// CheckpointAuto: rein checkpoints the WAL itself (checkpoint.go) and
+	// its writer keeps a read transaction between writes (pin.go).
+	CheckpointAuto Checkpoint = "auto"
+	// CheckpointExternal: rein runs no checkpoint of its own
+	// (wal_autocheckpoint 0 on every connection, no background
+	// checkpointer, no checkpoint after a vacuum) and its writer holds no
+	// read transaction between writes, so another program — litestream —
+	// checkpoints the WAL when it has copied it. The WAL grows until that
+	// program checkpoints it.
+	CheckpointExternal Checkpoint = "external"
+)
 
 func (o *Options) withDefaults() (Options, error) {
 	var out Options
@@ -66,6 +86,14 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if out.ReadConns <= 0 {
 		out.ReadConns = 4
+	}
+	switch Checkpoint(strings.ToLower(string(out.Checkpoint))) {
+	case "", CheckpointAuto:
+		out.Checkpoint = CheckpointAuto
+	case CheckpointExternal:
+		out.Checkpoint = CheckpointExternal
+	default:
+		return out, fmt.Errorf("sqlite: Options.Checkpoint %q: want auto or external", o.Checkpoint)
 	}
 	return out, nil
 }
@@ -130,10 +158,16 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	// temp_store(MEMORY): the statement journal of the writer's multi-row
 	// inserts stays in memory instead of a temporary file.
 	wq := url.Values{"_txlock": {"immediate"}, "_pragma": {"temp_store(MEMORY)"}}
-	background := !s.memory && backgroundCheckpoints(o.Synchronous)
-	if background {
+	external := o.Checkpoint == CheckpointExternal
+	background := !s.memory && !external && backgroundCheckpoints(o.Synchronous)
+	switch {
+	case s.memory:
+	case external:
+		// every connection: any connection that commits may checkpoint.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+	case background:
 		wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walRestartPages))
-	} else if !s.memory {
+	default:
 		wq.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", fullCheckpointPages))
 	}
 	for k, v := range q {
@@ -168,6 +202,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.w = newWriter(s.wdb, o.MaxBatch, s.memory)
+	s.w.noPin = external
 	if background {
 		cdb, err := sql.Open("sqlite", path+"?"+q.Encode())
 		if err != nil {

@@ -20,7 +20,7 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 	t.Helper()
 	st := s.(*Store)
 	// Through the writer, so the read pool sees it committed.
-	err := st.w.do(t.Context(), func(x *wtx) error {
+	err := st.w.write(t.Context(), func(x *wtx) error {
 		rows, err := x.query(`SELECT id, events, steps FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int,
 	t.Helper()
 	st := s.(*Store)
 	hits := 0
-	err := st.w.do(t.Context(), func(x *wtx) error {
+	err := st.w.write(t.Context(), func(x *wtx) error {
 		rows, err := x.query(`SELECT id, events, steps FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, runID)
 		if err != nil {
 			return err

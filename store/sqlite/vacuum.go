@@ -19,6 +19,9 @@ func (s *Store) vacuum(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	q := url.Values{"_pragma": {fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds())}}
+	if s.opts.Checkpoint == CheckpointExternal {
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	db, err := sql.Open("sqlite", s.path+"?"+q.Encode())
 	if err != nil {
 		return 0, err
@@ -46,6 +49,9 @@ func (s *Store) vacuum(ctx context.Context) (int64, error) {
 	}
 	// Best effort: copy the rewritten pages back now, which truncates the
 	// file, unless a reader holds the WAL (then a later checkpoint does).
-	_, _ = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	// A WAL checkpointed by another program is left to it.
+	if s.opts.Checkpoint != CheckpointExternal {
+		_, _ = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
 	return max(before-after, 0), nil
 }

@@ -18,20 +18,19 @@ import (
 // errClosed is returned by writes on a closed store.
 var errClosed = errors.New("sqlite: store is closed")
 
-// op is one queued write. fn runs inside the batch's transaction and must
-// be safe to run again (the writer retries a batch op by op when one op
-// fails half-way); it reports its results through variables it closes over,
-// which the caller reads only when the op succeeded.
+// op is one queued write: fn, or a transition to apply (commit). fn runs
+// inside the batch's transaction and must be safe to run again (the writer
+// retries a batch op by op when one op fails half-way); it reports its
+// results through variables it closes over, which the caller reads only
+// when the op succeeded.
 type op struct {
 	ctx context.Context
 	fn  func(*wtx) error
 	// commit, instead of fn, is a transition to apply (commitData.stage).
 	commit *commitData
-	// runsOnly marks an fn that reads and writes no events or steps, so the
-	// rows queued by the commits before it need not be inserted first.
-	runsOnly bool
-	// after, when set, runs on the writer once the op committed, before
-	// the op is answered (so it is ordered like the commits).
+	// after, set by the op through wtx.afterCommit, runs on the writer once
+	// the op committed, before the op is answered (so it is ordered like the
+	// commits).
 	after func()
 	err   error
 	done  chan error
@@ -75,7 +74,9 @@ type writer struct {
 	c      *stmtCache
 	conn   *sql.Conn // held for the writer's life (not for ":memory:")
 	memory bool
-	max    int
+	// noPin: never keep the read transaction between batches (pin.go).
+	noPin bool
+	max   int
 	// mu guards the queue and the lead: busy while a caller leads (only
 	// the leader touches the fields below batch and the statements).
 	mu      sync.Mutex
@@ -195,29 +196,18 @@ func newOp(ctx context.Context) *op {
 	return o
 }
 
-// do queues fn and waits for its batch to commit. Once queued, an op is
+// write queues fn and waits for its batch to commit; fn is one op's
+// statements in the batch's transaction (wtx). Once queued, an op is
 // waited for even if ctx ends (so the answer is always the truth); the
 // writer skips it if ctx has ended by the time its batch starts.
-func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
-	return w.doThen(ctx, fn, nil)
-}
-
-// doThen is do with a hook that runs on the writer once fn committed.
-func (w *writer) doThen(ctx context.Context, fn func(*wtx) error, after func()) error {
+func (w *writer) write(ctx context.Context, fn func(*wtx) error) error {
 	o := newOp(ctx)
-	o.fn, o.after = fn, after
+	o.fn = fn
 	return w.send(ctx, o)
 }
 
-// doRuns is doThen for an fn that touches no events or steps.
-func (w *writer) doRuns(ctx context.Context, fn func(*wtx) error, after func()) error {
-	o := newOp(ctx)
-	o.fn, o.after, o.runsOnly = fn, after, true
-	return w.send(ctx, o)
-}
-
-// doCommit applies a transition, then after.
-func (w *writer) doCommit(ctx context.Context, c *commitData, after func()) error {
+// commit applies a transition, then after (which may be nil).
+func (w *writer) commit(ctx context.Context, c *commitData, after func()) error {
 	o := newOp(ctx)
 	o.commit, o.after = c, after
 	return w.send(ctx, o)
@@ -303,21 +293,30 @@ func (w *writer) lead(mine *op) {
 		w.queue = w.queue[:rest]
 		w.mu.Unlock()
 
-		if !w.apply(batch) {
-			for _, o := range batch {
-				w.apply([]*op{o})
-			}
-		}
+		w.run(batch)
 		for _, o := range batch {
-			if o.err == nil && o.after != nil {
-				o.after()
-			}
 			o.answered = true
 			o.done <- o.err
 		}
 		w.grouped = len(batch) > 1
 		clear(batch)
 		w.batch = batch
+	}
+}
+
+// run applies ops in one transaction — or, when one of them failed after
+// writing, each in a transaction of its own — sets each op's err and runs
+// the after hooks of those that committed.
+func (w *writer) run(ops []*op) {
+	if !w.apply(ops) {
+		for _, o := range ops {
+			w.apply([]*op{o})
+		}
+	}
+	for _, o := range ops {
+		if o.err == nil && o.after != nil {
+			o.after()
+		}
 	}
 }
 
@@ -419,15 +418,13 @@ func (w *writer) applyOn(c *stmtCache, ops []*op) bool {
 			continue
 		}
 		var err error
-		switch {
-		case o.commit != nil:
+		if o.commit != nil {
 			err = o.commit.stage(x)
-		case o.runsOnly:
+		} else {
+			o.after = nil // set again by this run of fn
+			x.op = o
 			err = o.fn(x)
-		default:
-			if err = x.flush(); err == nil {
-				err = o.fn(x)
-			}
+			x.op = nil
 		}
 		var ce cleanErr
 		switch {
