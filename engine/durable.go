@@ -104,6 +104,9 @@ func needsStore(f *flow.Flow) string {
 		if s.Type == flow.Approval || s.ApprovalRequired {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
+		if waitsForAgent(s) {
+			return "step " + s.ID + " waits for an agent's submission, which needs a durable store (Config.Store)"
+		}
 	}
 	return ""
 }
@@ -357,6 +360,8 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 		if asked != "" {
 			a.Message += " (the step: " + asked + ")"
 		}
+	case kind == store.KindSubmission:
+		a.Message, a.Tool = submissionMessage(s), s.Adapter
 	case kind == store.KindEscalation:
 		a.Message = fmt.Sprintf("step %s failed after %d %s: %s; approve to run it again, reject to fail the run with this error, or settle it with the output it should have produced",
 			s.ID, st.attempts, plural(st.attempts, "attempt", "attempts"), st.err.Message)
@@ -393,6 +398,10 @@ func (r *run) decide(i int) (handled bool) {
 	s := r.f.Steps[i]
 	a := r.d.decisions[s.ID]
 	needs := s.Type == flow.Approval || s.ApprovalRequired
+	if waitsForAgent(s) && (a == nil || a.Status != store.ApprovalSettled && a.Status != store.ApprovalRejected) {
+		r.parkSubmission(i, a)
+		return true
+	}
 	if a == nil || a.Status == store.ApprovalPending {
 		if !needs {
 			return false

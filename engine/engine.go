@@ -334,8 +334,8 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 			}
 		case flow.LLM:
 			b.models[i] = lookupModel(s.Model, s.ID)
-		case flow.Approval:
-			// nothing to bind: a person answers it.
+		case flow.Approval, flow.Submit, flow.Source:
+			// nothing to bind: a person or an agent answers it.
 		case flow.Route:
 			if b.routers == nil {
 				b.routers = make([]*route.Router, len(f.Steps))
