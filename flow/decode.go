@@ -11,7 +11,7 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
@@ -44,6 +44,8 @@ type decoder struct {
 	// by step index, once isUpstream needed them.
 	upstream   [][]uint64
 	inputsNode ast.Node
+	// deliverablePos locates each id of the flow's deliverables:.
+	deliverablePos []Pos
 }
 
 // stepSrc keeps the nodes of one step for located messages in later passes.
@@ -88,6 +90,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 			f.Format, _ = d.str(fl, "")
 		case "enabled":
 			f.Enabled, _ = d.boolean(fl, "")
+		case "deliverables":
+			if ids, pos, ok := d.strList(fl, ""); ok {
+				f.Deliverables, d.deliverablePos = ids, pos
+			}
 		case "idempotency":
 			if s, ok := d.str(fl, ""); ok {
 				switch s {

@@ -68,7 +68,11 @@ type Flow struct {
 	Version string
 	// Format is the optional `schema:` tag (e.g. process.workflow.v1).
 	Format  string
+	// Enabled is false for a flow that may not start (enabled: false).
 	Enabled bool
+	// Deliverables are the ids of the steps whose outputs a delivery
+	// renders (deliverables:); nil means the final steps (FinalSteps).
+	Deliverables []string
 	// Idempotency is how a start is keyed: "input_hash" (the flow and its
 	// input), "session_workflow_input_hash" (also the session id), or ""/"none".
 	Idempotency string

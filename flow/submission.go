@@ -13,3 +13,24 @@ func (d *decoder) checkSubmission(s *Step, src *stepSrc, pos Pos, label string) 
 		d.diags.add(pos, label, "a source step needs adapter: NAME (a Go adapter registered with bridge.RegisterAdapter, or one of rein.yaml adapters:)")
 	}
 }
+
+// checkDeliverables checks that deliverables: names steps of the flow.
+func (d *decoder) checkDeliverables() {
+	for i, id := range d.flow.Deliverables {
+		if d.flow.StepByID(id) == nil {
+			d.diags.add(d.deliverablePos[i], "", "deliverables: no step %q%s", id, didYouMean(id, d.stepIDs()))
+		}
+	}
+}
+
+// FinalSteps returns the ids of the steps no other step requires, in file
+// order: what a delivery renders when the flow names no deliverables.
+func (f *Flow) FinalSteps() []string {
+	var out []string
+	for _, s := range f.Steps {
+		if len(s.Downstream) == 0 {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}

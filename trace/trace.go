@@ -18,20 +18,22 @@ type Kind = journal.Kind
 
 // Event kinds (journal's, re-exported), in the order a run emits them.
 const (
-	RunStarted        = journal.RunStarted
-	StepStarted       = journal.StepStarted
-	AttemptFailed     = journal.AttemptFailed
-	ModelCall         = journal.ModelCall
-	StepSettled       = journal.StepSettled
-	RunSettled        = journal.RunSettled
-	GateDecision      = journal.GateDecision
-	CallDiscarded     = journal.CallDiscarded
-	ApprovalRequested = journal.ApprovalRequested
-	ApprovalDecided   = journal.ApprovalDecided
-	RunParked         = journal.RunParked
-	RunResumed        = journal.RunResumed
-	CorrectiveRetry   = journal.CorrectiveRetry
-	ToolProcess       = journal.ToolProcess
+	RunStarted         = journal.RunStarted
+	StepStarted        = journal.StepStarted
+	AttemptFailed      = journal.AttemptFailed
+	ModelCall          = journal.ModelCall
+	StepSettled        = journal.StepSettled
+	RunSettled         = journal.RunSettled
+	GateDecision       = journal.GateDecision
+	CallDiscarded      = journal.CallDiscarded
+	ApprovalRequested  = journal.ApprovalRequested
+	ApprovalDecided    = journal.ApprovalDecided
+	RunParked          = journal.RunParked
+	RunResumed         = journal.RunResumed
+	CorrectiveRetry    = journal.CorrectiveRetry
+	ToolProcess        = journal.ToolProcess
+	SubmissionRejected = journal.SubmissionRejected
+	DeliveryPrepared   = journal.DeliveryPrepared
 )
 
 // RunStatus is journal.RunStatus (an alias), the state of a run.
