@@ -67,7 +67,7 @@ type Flow struct {
 	ID      string
 	Version string
 	// Format is the optional `schema:` tag (e.g. process.workflow.v1).
-	Format  string
+	Format string
 	// Enabled is false for a flow that may not start (enabled: false).
 	Enabled bool
 	// Deliverables are the ids of the steps whose outputs a delivery
