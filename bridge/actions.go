@@ -167,9 +167,9 @@ func readyStep(t *task, f *flow.Flow, req *Request) (*flow.Step, error) {
 	if a != nil && a.Kind == store.KindSubmission {
 		return s, nil
 	}
-	for _, r := range t.steps {
-		if r.StepID == s.ID && hasOutput(r.Status) {
-			e := errorf(fault.Conflict, "/step_id", "step %s was accepted already (its artifact is %s): read status for what is ready now", s.ID, r.OutputSHA)
+	for _, a := range t.approvals {
+		if a.StepID == s.ID && a.Status == store.ApprovalSettled {
+			e := errorf(fault.Conflict, "/step_id", "step %s accepted another submission already: read status for what is ready now", s.ID)
 			e.NextActions = nextActions(t, f)
 			return nil, e
 		}
