@@ -91,7 +91,8 @@ func (t *task) pending(step string) *store.Approval {
 
 // answer builds the answer of t with the steps of f.
 func (w *Workflow) answer(t *task, f *flow.Flow) *Answer {
-	a := &Answer{TaskID: t.run.ID, Workflow: w.flow.Name, Status: t.run.Status, NextActions: nextActions(t, f), Artifacts: artifacts(t, f, true)}
+	order, makers := flowMakers(f)
+	a := &Answer{TaskID: t.run.ID, Workflow: w.flow.Name, Status: t.run.Status, NextActions: nextActions(t, f), Artifacts: artifacts(t, order, makers, true)}
 	if t.run.Status == trace.RunFailed || t.run.Status == trace.RunCancelled {
 		a.Failure = t.run.Error
 	}
@@ -132,9 +133,11 @@ func nextActions(t *task, f *flow.Flow) []NextAction {
 	return out
 }
 
-// artifacts lists the accepted outputs of t in flow order; withOutput
-// includes each output itself.
-func artifacts(t *task, f *flow.Flow, withOutput bool) []Artifact {
+// artifacts lists the accepted outputs of t, in the order of the step
+// ids of order; makers names what produced each step's output when no
+// settle decision did (tool:NAME, model:NAME); withOutput includes each
+// output itself.
+func artifacts(t *task, order []string, makers map[string]string, withOutput bool) []Artifact {
 	rows := map[string]*store.Step{}
 	for _, r := range t.steps {
 		rows[r.StepID] = r
@@ -146,12 +149,12 @@ func artifacts(t *task, f *flow.Flow, withOutput bool) []Artifact {
 		}
 	}
 	out := []Artifact{}
-	for _, s := range f.Steps {
-		r := rows[s.ID]
+	for _, id := range order {
+		r := rows[id]
 		if r == nil || r.OutputSHA == "" || !hasOutput(r.Status) {
 			continue
 		}
-		art := Artifact{StepID: s.ID, Producer: producer(s, settled[s.ID]), Attempt: r.Attempt, SHA256: r.OutputSHA, Status: r.Status}
+		art := Artifact{StepID: id, Producer: producer(r, settled[id], makers[id]), Attempt: max(r.Attempt, 1), SHA256: r.OutputSHA, Status: r.Status}
 		if withOutput {
 			art.Output = r.Output
 		}
@@ -160,22 +163,85 @@ func artifacts(t *task, f *flow.Flow, withOutput bool) []Artifact {
 	return out
 }
 
+// flowMakers names the tool or model of each step of f that calls one.
+func flowMakers(f *flow.Flow) (order []string, makers map[string]string) {
+	makers = map[string]string{}
+	for _, s := range f.Steps {
+		order = append(order, s.ID)
+		switch {
+		case s.Type == flow.Tool:
+			makers[s.ID] = "tool:" + s.Tool
+		case s.Model != "":
+			makers[s.ID] = "model:" + s.Model
+		case s.Type == flow.LLM || s.Type == flow.Plan:
+			makers[s.ID] = "model:default"
+		}
+	}
+	return order, makers
+}
+
+// ListArtifacts returns the artifacts of the run runID of st (every
+// accepted output: its step, digest, producer and attempt), in the order
+// the steps started, with their outputs. It needs no flow: producers come
+// from the settle decisions and the journal.
+func ListArtifacts(ctx context.Context, st store.Store, runID string) ([]Artifact, error) {
+	t := &task{}
+	var err error
+	if t.run, err = st.GetRun(ctx, runID); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if t.steps, err = st.Steps(ctx, runID); err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	if t.approvals, err = st.Approvals(ctx, &store.ListApprovalsParams{RunID: runID}); err != nil {
+		return nil, fmt.Errorf("approvals of run %s: %w", runID, err)
+	}
+	events, err := st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal of run %s: %w", runID, err)
+	}
+	var order []string
+	seen := map[string]bool{}
+	makers := map[string]string{}
+	for _, ev := range events {
+		if ev.StepID == "" {
+			continue
+		}
+		if !seen[ev.StepID] {
+			seen[ev.StepID] = true
+			order = append(order, ev.StepID)
+		}
+		switch {
+		case ev.Model != "":
+			makers[ev.StepID] = "model:" + ev.Model
+		case ev.Tool != "" && ev.StepType == string(flow.Tool):
+			makers[ev.StepID] = "tool:" + ev.Tool
+		}
+	}
+	for _, r := range t.steps {
+		if !seen[r.StepID] {
+			order = append(order, r.StepID)
+		}
+	}
+	return artifacts(t, order, makers, true), nil
+}
+
 func hasOutput(s trace.StepStatus) bool {
 	return s == trace.StepSucceeded || s == trace.StepDefaulted || s == trace.StepFellBack
 }
 
-// producer says who produced step s's output; settle is its settle
-// decision, if any.
-func producer(s *flow.Step, settle *store.Approval) string {
+// producer says who produced a step's output: its settle decision's
+// decider (agent, adapter:NAME; a person's as person:NAME), else maker
+// (tool:NAME, model:NAME), else the engine.
+func producer(r *store.Step, settle *store.Approval, maker string) string {
+	sub := r.Type == string(flow.Submit) || r.Type == string(flow.Source)
 	switch {
-	case settle != nil && settle.DecidedBy != "" && (s.Type == flow.Submit || s.Type == flow.Source):
+	case settle != nil && sub && settle.DecidedBy != "":
 		return settle.DecidedBy
 	case settle != nil:
 		return "person:" + orDefault(settle.DecidedBy, "unknown")
-	case s.Type == flow.Tool:
-		return "tool:" + s.Tool
-	case s.Type == flow.LLM, s.Type == flow.Route && s.Model != "", s.Type == flow.Plan:
-		return "model:" + orDefault(s.Model, "default")
+	case maker != "":
+		return maker
 	}
 	return "engine"
 }

@@ -59,7 +59,8 @@ func (w *Workflow) prepareDelivery(ctx context.Context, req *Request) (*Answer, 
 	if ids == nil {
 		ids = f.FinalSteps()
 	}
-	all := artifacts(t, f, true)
+	order, makers := flowMakers(f)
+	all := artifacts(t, order, makers, true)
 	var arts []Artifact
 	for _, id := range ids {
 		for _, a := range all {
