@@ -26,7 +26,7 @@ func TestToolProcessWorkflow(t *testing.T) {
 		Delivery *struct {
 			Files []struct{ Name, Path string } `json:"files"`
 		} `json:"delivery"`
-		ErrorType string `json:"error_type"`
+		ErrorType string                     `json:"error_type"`
 		Problems  []struct{ Pointer string } `json:"problems"`
 	}
 	step := func(want int, args ...string) answer {
