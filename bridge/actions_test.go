@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
@@ -227,5 +228,32 @@ func TestToolAndRegister(t *testing.T) {
 	_, err = tl.Call(t.Context(), map[string]any{"action": "status", "task_id": "nope"})
 	if fault.ClassOf(err) != fault.NotFound {
 		t.Errorf("Call error = %v (class %s), want not_found", err, fault.ClassOf(err))
+	}
+}
+
+// TestPersonDecidesASubmission: approving a submit step is no output (it
+// waits again), rejecting it fails the task.
+func TestPersonDecidesASubmission(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	w := newWorkflow(t, "../examples/process-workflow", st)
+	runs, err := rein.NewRuns(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := mustDo(t, w, processStart).TaskID
+	if _, err := runs.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalApproved, By: "alice"}, &rein.DecideOptions{Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
+	if a.Status != "waiting" || !slices.Equal(nextIDs(a), []string{"parse:submit"}) {
+		t.Fatalf("after approve: %s %v", a.Status, nextIDs(a))
+	}
+	if _, err := runs.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalRejected, By: "alice", Comment: "out of scope"}, &rein.DecideOptions{Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	a = mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
+	if a.Status != "failed" || len(a.NextActions) != 0 || !strings.Contains(string(a.Failure), "out of scope") {
+		t.Fatalf("after reject: %s %v %s", a.Status, nextIDs(a), a.Failure)
 	}
 }

@@ -129,6 +129,12 @@ func TestProcessWorkflowExample(t *testing.T) {
 	if err != nil || len(rows) != 3 || strings.Join(rows[0], ",") != "item,material" || strings.Join(rows[2], ",") != "bracket,steel" {
 		t.Errorf("xlsx sheet = %v %v", rows, err)
 	}
+	again2 := mustDo(t, w, fmt.Sprintf(`{"action":"prepare_delivery","task_id":%q}`, task))
+	for i, f := range again2.Delivery.Files {
+		if f.SHA256 != d.Files[i].SHA256 {
+			t.Errorf("%s differs when prepared again", f.Name)
+		}
+	}
 	events, _ = st.Events(t.Context(), task, 0, 0)
 	if last := events[len(events)-1]; last.Kind != "delivery_prepared" || last.Preview != d.Dir {
 		t.Errorf("last event = %+v, want delivery_prepared", last)

@@ -201,15 +201,19 @@ func (w *Workflow) description() string {
 	return fmt.Sprintf("Drive workflow %s: start a task, then follow next_actions (submit each step's output, or submit_from_source), prepare_delivery once it succeeded; status and cancel at any time. Keep only task_id.", w.flow.Name)
 }
 
+// Register registers the workflow's tool in reg: a tool pack's entry
+// point. It fails when reg holds a tool of that name already.
+func (w *Workflow) Register(reg *tool.Registry) error { return reg.Register(w.Tool()) }
+
 // Register loads the workflow at each path with opts and registers its
-// tool in reg: the entry point of a tool pack.
+// tool in reg.
 func Register(reg *tool.Registry, opts *Options, paths ...string) error {
 	for _, p := range paths {
 		w, err := New(p, opts)
 		if err != nil {
 			return err
 		}
-		if err := reg.Register(w.Tool()); err != nil {
+		if err := w.Register(reg); err != nil {
 			return err
 		}
 	}
