@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,6 +22,9 @@ func init() {
 		in, _ := up["input"].(map[string]any)
 		words, _ := in["text"].(string)
 		return map[string]any{"n": len(strings.Fields(words))}, nil
+	})
+	bridge.RegisterAdapter("test.down", func(ctx context.Context, up map[string]any) (any, error) {
+		return nil, fault.New(fault.Transient, errors.New("the source is down"))
 	})
 }
 
@@ -255,5 +259,23 @@ func TestPersonDecidesASubmission(t *testing.T) {
 	a = mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
 	if a.Status != "failed" || len(a.NextActions) != 0 || !strings.Contains(string(a.Failure), "out of scope") {
 		t.Fatalf("after reject: %s %v %s", a.Status, nextIDs(a), a.Failure)
+	}
+}
+
+// TestAdapterFails: an adapter's error is a structured error with its
+// class (transient: retryable), and the step stays ready.
+func TestAdapterFails(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	w := newWorkflow(t, "testdata/broken", st)
+	task := mustDo(t, w, `{"action":"start"}`).TaskID
+	_, e := do(t, w, fmt.Sprintf(`{"action":"submit_from_source","task_id":%q,"step_id":"fetch"}`, task))
+	wantError(t, "adapter down", e, fault.Transient)
+	if !e.Retryable || !strings.Contains(e.Message, "the source is down") {
+		t.Errorf("error = %+v", e)
+	}
+	a := mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
+	if !slices.Equal(nextIDs(a), []string{"fetch:submit_from_source"}) {
+		t.Errorf("status = %v", nextIDs(a))
 	}
 }

@@ -182,11 +182,21 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 		gate = safety.AllowAll
 	}
 	pipe := invoke.Pipeline{Gate: gate}
-	var in invoke.Validator
-	if spec := ad.Spec(); len(spec.InputSchema) > 0 {
-		if sch, err := flow.CompileSchema(s.Adapter+" input_schema", spec.InputSchema); err == nil {
-			in = sch
+	var in, outSchema invoke.Validator
+	spec := ad.Spec()
+	if len(spec.InputSchema) > 0 {
+		sch, err := flow.CompileSchema(s.Adapter+" input_schema", spec.InputSchema)
+		if err != nil {
+			return nil, errorf(fault.Business, "/step_id", "adapter %s: %v", s.Adapter, err)
 		}
+		in = sch
+	}
+	if len(spec.OutputSchema) > 0 {
+		sch, err := flow.CompileSchema(s.Adapter+" output_schema", spec.OutputSchema)
+		if err != nil {
+			return nil, errorf(fault.Business, "/step_id", "adapter %s: %v", s.Adapter, err)
+		}
+		outSchema = sch
 	}
 	attempt := 1
 	for _, a := range t.approvals {
@@ -196,7 +206,7 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	}
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
-	out, _, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in,
+	out, _, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
 		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}})
 	if err != nil {
 		class := fault.ClassOf(err)
