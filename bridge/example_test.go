@@ -21,7 +21,16 @@ import (
 // prepare_delivery.
 func TestProcessWorkflowExample(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
+	driveProcess(t, openStore(t))
+}
+
+// TestProcessWorkflowPostgres drives the same task on PostgreSQL.
+func TestProcessWorkflowPostgres(t *testing.T) {
+	t.Parallel()
+	driveProcess(t, openPostgres(t))
+}
+
+func driveProcess(t *testing.T, st store.Store) {
 	w := newWorkflow(t, "../examples/process-workflow", st)
 	if w.Name() != "process_workflow" {
 		t.Errorf("Name = %s", w.Name())

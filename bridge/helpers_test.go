@@ -2,6 +2,8 @@ package bridge_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/store/sqlite"
 )
 
@@ -18,6 +21,27 @@ import (
 func openStore(t *testing.T) store.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// openPostgres opens a schema of its own on the test PostgreSQL, skipping
+// without one (failing under CI).
+func openPostgres(t *testing.T) store.Store {
+	t.Helper()
+	dsn := os.Getenv("REIN_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("REIN_TEST_POSTGRES_DSN is not set under CI: .ci/run must start PostgreSQL")
+		}
+		t.Skip(`needs PostgreSQL: eval "$(bash .ci/postgres)" && go test ./bridge -run Postgres`)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	st, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: "rein_bridge_" + hex.EncodeToString(rnd[:])})
 	if err != nil {
 		t.Fatal(err)
 	}
