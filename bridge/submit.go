@@ -58,18 +58,19 @@ func (w *Workflow) submit(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, e
 	}
 	_, err = w.runs().Decide(ctx, t.run.ID, s.ID, rein.Decision{Status: store.ApprovalSettled, Output: canon, By: by,
-		Comment: "submitted by the workflow tool"}, &rein.DecideOptions{Resume: true})
+		Comment: "submitted by the workflow tool"}, nil)
 	if err != nil {
-		switch rein.HintOf(err).Code {
-		case rein.HintAlreadyDecided:
+		if rein.HintOf(err).Code == rein.HintAlreadyDecided {
 			e := asError(err)
 			e.Retryable, e.Message = true, fmt.Sprintf("step %s took another submission meanwhile: read status, then submit to what is ready", s.ID)
 			return nil, e
-		case rein.HintHeldByAnotherProcess:
-			// the output is accepted; whoever holds the task runs it on.
-		default:
-			return nil, err
 		}
+		return nil, err
+	}
+	// the task's pinned project resumes it; a process that holds the task
+	// (another call that took it up meanwhile) runs it on instead.
+	if _, err := p.Resume(ctx, t.run.ID, w.runConfig()); err != nil && !errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("the submission is accepted, but task %s did not go on: %w", t.run.ID, err)
 	}
 	if t, err = w.readTask(ctx, t.run.ID); err != nil {
 		return nil, err
