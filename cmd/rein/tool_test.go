@@ -68,3 +68,16 @@ func TestToolProcessWorkflow(t *testing.T) {
 		t.Errorf("runs artifacts: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestRunWaitsForASubmission: rein run of a flow whose first step is a
+// submit step waits (exit 3) and says how an agent, or a person, goes on.
+func TestRunWaitsForASubmission(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "rein.db")
+	code, out, stderr := cli(t, "run", filepath.Join("..", "..", "examples", "process-workflow"), "--session", "s", "--db", db)
+	all := out + stderr
+	if code != exitWaiting || !strings.Contains(all, "step parse (submission)") || !strings.Contains(all, "rein tool FLOW submit --data 'JSON' --task ") ||
+		strings.Contains(all, "rein runs approve") {
+		t.Errorf("exit %d\n%s", code, all)
+	}
+}
