@@ -157,3 +157,19 @@ func driveProcess(t *testing.T, st store.Store) {
 		t.Errorf("settled submissions = %d, want 3", len(aps))
 	}
 }
+
+// TestDesignProcessFlowUnchanged runs the second flow of DESIGN.md §2, as
+// written there, end to end.
+func TestDesignProcessFlowUnchanged(t *testing.T) {
+	t.Parallel()
+	w := newWorkflow(t, "../flow/testdata/design/process", openStore(t))
+	if w.Name() != "process_from-long-desc_v1_workflow" {
+		t.Errorf("Name = %s", w.Name())
+	}
+	a := mustDo(t, w, `{"action":"start","workflow_id":"process.from-long-desc.v1","session_id":"s","input":{"text":"long description"}}`)
+	a = mustDo(t, w, fmt.Sprintf(`{"action":"submit","task_id":%q,"step_id":"parse","skill":"parse-input","data":{"items":["a"]}}`, a.TaskID))
+	a = mustDo(t, w, fmt.Sprintf(`{"action":"submit","task_id":%q,"step_id":"route","skill":"route-item","data":{"route":"r"}}`, a.TaskID))
+	if a.Status != "succeeded" || len(a.NextActions) != 0 || len(a.Artifacts) != 2 {
+		t.Errorf("answer = %s %v %d artifacts", a.Status, nextIDs(a), len(a.Artifacts))
+	}
+}
