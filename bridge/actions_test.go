@@ -279,3 +279,41 @@ func TestAdapterFails(t *testing.T) {
 		t.Errorf("status = %v", nextIDs(a))
 	}
 }
+
+// TestPersonSettlesABadSubmission: a settle decision (rein runs settle)
+// that breaks the step's schema or gate is refused by the engine the same
+// way: journaled, and the step waits again; the task does not fail.
+func TestPersonSettlesABadSubmission(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	w := newWorkflow(t, "../examples/process-workflow", st)
+	runs, err := rein.NewRuns(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := mustDo(t, w, processStart).TaskID
+	mustDo(t, w, fmt.Sprintf(`{"action":"submit","task_id":%q,"step_id":"parse","data":{"items":["a"]}}`, task))
+	for _, bad := range []string{`{"route":""}`, `{"route":7}`} {
+		if _, err := runs.Decide(t.Context(), task, "route", rein.Decision{Status: store.ApprovalSettled, Output: json.RawMessage(bad), By: "alice"},
+			&rein.DecideOptions{Resume: true}); err != nil {
+			t.Fatal(err)
+		}
+		a := mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
+		if a.Status != "waiting" || !slices.Equal(nextIDs(a), []string{"route:submit"}) || len(a.Artifacts) != 1 {
+			t.Fatalf("after settling %s: %s %v %d artifacts", bad, a.Status, nextIDs(a), len(a.Artifacts))
+		}
+	}
+	events, err := st.Events(t.Context(), task, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var why []string
+	for _, ev := range events {
+		if ev.Kind == "submission_rejected" {
+			why = append(why, ev.Error)
+		}
+	}
+	if len(why) != 2 || !strings.Contains(why[0], "gate") || !strings.Contains(why[1], "/route") {
+		t.Errorf("rejections = %q", why)
+	}
+}

@@ -458,6 +458,13 @@ func (r *run) settleWith(i int, out any) {
 	o := &outcome{index: i, status: trace.StepSucceeded, output: out, attempts: r.steps[i].attempts}
 	err := checkSettled(s, out)
 	if err == nil {
+		err = r.settledGate(s, out)
+	}
+	if err != nil && waitsForAgent(s) {
+		r.refuseSubmission(i, out, err)
+		return
+	}
+	if err == nil {
 		err = r.finishOutput(s, out, o)
 	}
 	if err != nil {
