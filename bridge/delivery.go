@@ -37,7 +37,7 @@ type DeliveryFile struct {
 
 // prepareDelivery renders the deliverables of a succeeded task into
 // DeliveryDir/<task_id>: deliverables.json, .md, .csv and .xlsx, and
-// run.mmd (a Mermaid diagram of the run), then journals the intent to
+// run.mmd (the flow's Mermaid diagram, each step coloured by its status), then journals the intent to
 // deliver (delivery_prepared). The files hold no timestamps: preparing
 // the same task again writes the same bytes.
 func (w *Workflow) prepareDelivery(ctx context.Context, req *Request) (*Answer, error) {
@@ -82,7 +82,7 @@ func (w *Workflow) prepareDelivery(ctx context.Context, req *Request) (*Answer, 
 		{"deliverables.md", func(b *bytes.Buffer) error { return renderMarkdown(b, t, f, all, arts) }},
 		{"deliverables.csv", func(b *bytes.Buffer) error { return renderCSV(b, arts) }},
 		{"deliverables.xlsx", func(b *bytes.Buffer) error { return renderXLSX(b, t, arts) }},
-		{"run.mmd", func(b *bytes.Buffer) error { return graph.Mermaid(b, f) }},
+		{"run.mmd", func(b *bytes.Buffer) error { return graph.MermaidRun(b, f, statuses(t)) }},
 	}
 	for _, file := range files {
 		var b bytes.Buffer
@@ -177,4 +177,13 @@ func leaves(v any, at string) [][2]string {
 	}
 	raw, _ := json.Marshal(v)
 	return [][2]string{{at, string(raw)}}
+}
+
+// statuses returns each step's status in t.
+func statuses(t *task) map[string]string {
+	m := make(map[string]string, len(t.steps))
+	for _, r := range t.steps {
+		m[r.StepID] = string(r.Status)
+	}
+	return m
 }

@@ -129,6 +129,10 @@ func driveProcess(t *testing.T, st store.Store) {
 	if !strings.Contains(string(csv), "assign,/assignments/1/item,bracket\n") {
 		t.Errorf("csv:\n%s", csv)
 	}
+	mmd, _ := os.ReadFile(d.Files[4].Path)
+	if !strings.Contains(string(mmd), "class s2_assign run_succeeded") {
+		t.Errorf("run.mmd:\n%s", mmd)
+	}
 	x, err := excelize.OpenFile(d.Files[3].Path)
 	if err != nil {
 		t.Fatal(err)
