@@ -46,10 +46,24 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, err
 	}
 	defer p.Close()
+	if p.Flow.Inputs != nil {
+		var se *flow.SchemaError
+		if err := p.Flow.Inputs.Validate(input); errors.As(err, &se) {
+			e := &Error{Type: fault.Business, Pointer: "/input", Message: fmt.Sprintf("the input does not fit the inputs schema of workflow %s: fix each problem at its pointer and start again", w.flow.Name)}
+			for _, v := range se.Violations {
+				e.Problems = append(e.Problems, Problem{Pointer: v.Pointer, Reason: v.Message})
+			}
+			return nil, e
+		}
+	}
 	res, err := p.Start(ctx, input, w.runConfig(), &rein.RunOptions{Session: req.SessionID})
 	if err != nil {
 		if errors.Is(err, engine.ErrSessionRequired) {
 			return nil, errorf(fault.Business, "/session_id", "workflow %s keys its tasks by session (idempotency: session_workflow_input_hash): start it with a session_id", w.flow.Name)
+		}
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return nil, errorf(fault.Business, "/input", "%v: fix the input and start again", err)
 		}
 		return nil, err
 	}

@@ -203,6 +203,11 @@ func TestStartRefusals(t *testing.T) {
 	if e.Pointer != "/session_id" {
 		t.Errorf("pointer = %q", e.Pointer)
 	}
+	_, e = do(t, newWorkflow(t, "../examples/process-workflow", st), `{"action":"start","session_id":"s","input":{"description":3}}`)
+	wantError(t, "input breaks inputs", e, fault.Business)
+	if e.Pointer != "/input" || len(e.Problems) != 1 || e.Problems[0].Pointer != "/description" {
+		t.Errorf("error = %+v", e)
+	}
 	dir := t.TempDir()
 	writeFile(t, dir+"/flow.yaml", "name: x\nsteps:\n  - {id: a, adapter: no.such}\n")
 	if _, err := bridge.New(dir, &bridge.Options{Store: st}); err == nil || !strings.Contains(err.Error(), `step a: unknown adapter "no.such"`) {

@@ -57,9 +57,8 @@ func asError(err error) *Error {
 	if class == fault.Unclassified {
 		class = fault.Business
 	}
-	out := &Error{Type: class, Message: err.Error(), Retryable: class == fault.Conflict || class == fault.Transient}
-	if h := rein.HintOf(err); h.Code == rein.HintRunFinished || h.Code == rein.HintAlreadyDecided && class == fault.Conflict {
-		out.Retryable = h.Code == rein.HintAlreadyDecided
-	}
-	return out
+	// a conflict is worth retrying after reading status, unless the task
+	// has finished.
+	retry := class == fault.Transient || class == fault.Conflict && rein.HintOf(err).Code != rein.HintRunFinished
+	return &Error{Type: class, Message: err.Error(), Retryable: retry}
 }
