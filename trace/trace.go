@@ -18,20 +18,24 @@ type Kind = journal.Kind
 
 // Event kinds (journal's, re-exported), in the order a run emits them.
 const (
-	RunStarted         = journal.RunStarted
-	StepStarted        = journal.StepStarted
-	AttemptFailed      = journal.AttemptFailed
-	ModelCall          = journal.ModelCall
-	StepSettled        = journal.StepSettled
-	RunSettled         = journal.RunSettled
-	GateDecision       = journal.GateDecision
-	CallDiscarded      = journal.CallDiscarded
-	ApprovalRequested  = journal.ApprovalRequested
-	ApprovalDecided    = journal.ApprovalDecided
-	RunParked          = journal.RunParked
-	RunResumed         = journal.RunResumed
-	CorrectiveRetry    = journal.CorrectiveRetry
-	ToolProcess        = journal.ToolProcess
+	RunStarted        = journal.RunStarted
+	StepStarted       = journal.StepStarted
+	AttemptFailed     = journal.AttemptFailed
+	ModelCall         = journal.ModelCall
+	StepSettled       = journal.StepSettled
+	RunSettled        = journal.RunSettled
+	GateDecision      = journal.GateDecision
+	CallDiscarded     = journal.CallDiscarded
+	ApprovalRequested = journal.ApprovalRequested
+	ApprovalDecided   = journal.ApprovalDecided
+	RunParked         = journal.RunParked
+	RunResumed        = journal.RunResumed
+	CorrectiveRetry   = journal.CorrectiveRetry
+	ToolProcess       = journal.ToolProcess
+)
+
+// Event kinds of the workflow tool (package bridge).
+const (
 	SubmissionRejected = journal.SubmissionRejected
 	DeliveryPrepared   = journal.DeliveryPrepared
 )
