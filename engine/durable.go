@@ -115,6 +115,9 @@ func needsStore(f *flow.Flow, b *bound) string {
 				}
 			}
 		}
+		if waitsForAgent(s) {
+			return "step " + s.ID + " waits for an agent's submission, which needs a durable store (Config.Store)"
+		}
 	}
 	return ""
 }
@@ -347,6 +350,8 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 		if asked != "" {
 			a.Message += " (the step: " + asked + ")"
 		}
+	case kind == store.KindSubmission:
+		a.Message, a.Tool = submissionMessage(s), s.Adapter
 	case kind == store.KindEscalation:
 		a.Message = fmt.Sprintf("step %s failed after %d %s: %s; approve to run it again, reject to fail the run with this error, or settle it with the output it should have produced",
 			s.ID, st.attempts, plural(st.attempts, "attempt", "attempts"), st.err.Message)
@@ -383,6 +388,10 @@ func (r *run) decide(i int) (handled bool) {
 	s := r.f.Steps[i]
 	a := r.d.decisions[s.ID]
 	needs := r.b.kinds[i].asksPerson || s.ApprovalRequired
+	if waitsForAgent(s) && (a == nil || a.Status != store.ApprovalSettled && a.Status != store.ApprovalRejected) {
+		r.parkSubmission(i, a)
+		return true
+	}
 	if a == nil || a.Status == store.ApprovalPending {
 		if !needs {
 			return false
@@ -439,6 +448,13 @@ func (r *run) settleWith(i int, out any) {
 	s := r.f.Steps[i]
 	o := &outcome{index: i, status: trace.StepSucceeded, output: out, attempts: r.steps[i].attempts}
 	err := checkSettled(s, out)
+	if err == nil {
+		err = r.settledGate(s, out)
+	}
+	if err != nil && waitsForAgent(s) {
+		r.refuseSubmission(i, out, err)
+		return
+	}
 	if err == nil {
 		err = r.finishOutput(s, out, o)
 	}

@@ -162,6 +162,19 @@ var kinds = map[flow.Type]*kind{
 		idempotent:   never,
 		asksPerson:   true,
 	},
+	flow.Submit: agentAnswers,
+	flow.Source: agentAnswers,
+}
+
+// agentAnswers is the kind of submit and source steps: they take their
+// output from an agent (a submission, or an adapter the agent asks to
+// run), so there is nothing to bind, render or call; decide parks them
+// (engine/submission.go).
+var agentAnswers = &kind{
+	bind:         func(*binder, *bound, *flow.Step) {},
+	render:       func(*flow.Step, map[string]any, template.Bounds, any) (string, any, error) { return "", nil, nil },
+	outputOrigin: trace.OriginEngine,
+	idempotent:   never,
 }
 
 func always(*run, int) bool { return true }

@@ -11,10 +11,10 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
-		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "approval", "message",
+		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
 		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps",
 		"instructions", "budgets", "max_observation_bytes"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
@@ -48,6 +48,8 @@ type decoder struct {
 	// by step index, once isUpstream needed them.
 	upstream   [][]uint64
 	inputsNode ast.Node
+	// deliverablePos locates each id of the flow's deliverables:.
+	deliverablePos []Pos
 }
 
 // stepSrc keeps the nodes of one step for located messages in later passes.
@@ -92,6 +94,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 			f.Format, _ = d.str(fl, "")
 		case "enabled":
 			f.Enabled, _ = d.boolean(fl, "")
+		case "deliverables":
+			if ids, pos, ok := d.strList(fl, ""); ok {
+				f.Deliverables, d.deliverablePos = ids, pos
+			}
 		case "idempotency":
 			if s, ok := d.str(fl, ""); ok {
 				switch s {
@@ -318,7 +324,7 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 		d.decodeFallback(s, f, label)
 	case "mandatory":
 		s.Mandatory, _ = d.boolean(f, label)
-	case "output_schema", "model", "skill", "tool":
+	case "output_schema", "model", "skill", "adapter", "tool":
 		// resolved in later passes; type-check now.
 		if f.key == "output_schema" {
 			return
@@ -329,6 +335,8 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 				s.Model = v
 			case "skill":
 				s.Skill = v
+			case "adapter":
+				s.Adapter = v
 			case "tool":
 				s.Tool = v
 			}
@@ -451,6 +459,8 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	}
 	if s.Type == "" {
 		switch {
+		case s.Adapter != "":
+			s.Type = Source
 		case s.Skill != "":
 			s.Type = Submit
 		case s.Tool != "":
@@ -464,16 +474,13 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 		pos = posOf(f.value)
 	}
 	switch s.Type {
-	case LLM, Tool, Approval, Route, Plan, Agent:
+	case LLM, Tool, Approval, Route, Plan, Agent, Submit, Source:
 	case "":
-		d.diags.add(pos, label, "the step needs a type: (llm, tool, approval, route, plan or agent), or a tool: or prompt_template: to infer it from")
-	case Submit, Source, SubFlow:
-		what := map[Type]string{Submit: "submit (skill:) steps arrive with the agent bridge",
-			Source:  "source steps arrive with the agent bridge",
-			SubFlow: "sub-flow steps arrive in a later release"}[s.Type]
-		d.diags.add(pos, label, "type %s is not supported yet: %s", s.Type, what)
+		d.diags.add(pos, label, "the step needs a type: (llm, tool, approval, route, plan, agent, submit or source), or a tool:, prompt_template:, skill: or adapter: to infer it from")
+	case SubFlow:
+		d.diags.add(pos, label, "type %s is not supported yet: sub-flow steps arrive in a later release", s.Type)
 	default:
-		d.diags.add(pos, label, "unknown type %q: use llm, tool, approval, route, plan or agent%s", s.Type,
+		d.diags.add(pos, label, "unknown type %q: use llm, tool, approval, route, plan, agent, submit or source%s", s.Type,
 			didYouMean(string(s.Type), []string{"llm", "tool", "submit", "source", "route", "plan", "approval", "agent", "flow"}))
 	}
 	switch s.Type {
@@ -512,6 +519,11 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 				d.diags.add(f.keyPos, label, "an approval step waits for a person; %s does not belong to it", k)
 			}
 		}
+	case Submit, Source:
+		d.checkSubmission(s, src, pos, label)
+	}
+	if f, ok := src.fields["adapter"]; ok && s.Type != Source {
+		d.diags.add(f.keyPos, label, "adapter: belongs to source steps (type: source)")
 	}
 	if s.ApprovalRequired && s.Type != Tool {
 		d.diags.add(src.fields["approval"].keyPos, label, "approval: required belongs to tool steps (use type: approval for a step that only asks a person)")

@@ -1,7 +1,6 @@
 package flow_test
 
 import (
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,24 +52,19 @@ func TestDesignExamplesLoad(t *testing.T) {
 	t.Run("process", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join("testdata", "design", "process", "flow.yaml")
-		_, err := flow.Load(path, testOptions())
-		var fe *flow.Error
-		if !errors.As(err, &fe) {
-			t.Fatalf("Load error = %v, want a *flow.Error", err)
+		f, err := flow.Load(path, testOptions())
+		if err != nil {
+			t.Fatalf("Load: %v", err)
 		}
-		want := []struct {
-			step      string
-			line, col int
-		}{{"parse", 7, 5}, {"route", 8, 5}}
-		if len(fe.Diagnostics) != len(want) {
-			t.Fatalf("got %d diagnostics, want %d:\n%v", len(fe.Diagnostics), len(want), err)
+		if f.Format != "process.workflow.v1" || f.ID != "process.from-long-desc.v1" || !f.Enabled || f.Idempotency != "session_workflow_input_hash" {
+			t.Errorf("flow = %q %q %v %q", f.Format, f.ID, f.Enabled, f.Idempotency)
 		}
-		for i, w := range want {
-			d := fe.Diagnostics[i]
-			if d.Step != w.step || d.Line != w.line || d.Col != w.col || d.Warning ||
-				!strings.HasPrefix(d.Message, "type submit is not supported yet") {
-				t.Errorf("diagnostic %d = %s; want %s:%d:%d: step %s: type submit is not supported yet…", i, d, path, w.line, w.col, w.step)
-			}
+		parse, route := f.Steps[0], f.Steps[1]
+		if parse.Type != flow.Submit || parse.Skill != "parse-input" || parse.OutputSchema == nil || parse.OutputSchema.Name != "process.parsed-input.v1" {
+			t.Errorf("parse = %+v", parse)
+		}
+		if route.Type != flow.Submit || route.Skill != "route-item" || !f.IsUpstream(route, "parse") {
+			t.Errorf("route = %+v", route)
 		}
 	})
 }

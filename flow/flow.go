@@ -13,8 +13,11 @@ import (
 // Type is what a step does.
 type Type string
 
-// Step types. Submit, Source, Agent and SubFlow are part of the format and
-// rejected by validation with "not supported yet" until their issues land.
+// Step types. Agent and SubFlow are part of the format and rejected by
+// validation with "not supported yet" until their issues land. Submit and
+// Source steps wait for an agent (the workflow tool of package bridge): a
+// submit step for the output the agent submits, a source step for the
+// agent to ask a deterministic adapter to produce it.
 const (
 	LLM      Type = "llm"
 	Tool     Type = "tool"
@@ -64,8 +67,12 @@ type Flow struct {
 	ID      string
 	Version string
 	// Format is the optional `schema:` tag (e.g. process.workflow.v1).
-	Format  string
+	Format string
+	// Enabled is false for a flow that may not start (enabled: false).
 	Enabled bool
+	// Deliverables are the ids of the steps whose outputs a delivery
+	// renders (deliverables:); nil means the final steps (FinalSteps).
+	Deliverables []string
 	// Idempotency is how a start is keyed: "input_hash" (the flow and its
 	// input), "session_workflow_input_hash" (also the session id), or ""/"none".
 	Idempotency string
@@ -178,7 +185,12 @@ type Step struct {
 	// prompt (prompt_template, text, goal) or the args as JSON. Rendering
 	// stops as soon as it passes the bound. Defaults to the flow's.
 	MaxInputBytes int64
-	Skill         string
+	// Skill names what an agent does for a submit step (a hint for the
+	// agent; `skill:` alone makes a step a submit step).
+	Skill string
+	// Adapter names the adapter a source step's output comes from
+	// (`adapter:` makes a step a source step).
+	Adapter string
 	// ApprovalRequired (approval: required on a tool step) makes the run
 	// wait for a person before the tool executes.
 	ApprovalRequired bool

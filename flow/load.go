@@ -124,6 +124,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	d.checkTargets()
 	if d.buildGraph() {
 		d.checkReferences()
+		d.checkDeliverables()
 	}
 	d.checkFallbacks()
 	if err := d.result(); err != nil {

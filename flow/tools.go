@@ -76,6 +76,12 @@ type Config struct {
 	// though their names do not say so (rein.yaml secrets:): they are
 	// hidden wherever rein stores or prints a string (package redact).
 	Secrets []string
+	// Adapters are the exec adapters of source steps (rein.yaml
+	// adapters:), declared like exec tools: {command, input_schema?,
+	// output_schema?, ...}. An adapter reads an object of the step's
+	// upstream outputs keyed by step id on stdin and writes the step's
+	// output on stdout (package bridge runs them).
+	Adapters map[string]*ToolDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -141,14 +147,19 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Secrets = d.envNames(f, "secrets", false)
 		case "mcp":
 			cfg.MCP = d.decodeMCP(f, filepath.Dir(filename))
+		case "adapters":
+			cfg.Adapters = d.decodeAdapters(f, filepath.Dir(filename))
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters"})
 		}
 	}
 	if err := d.result(); err != nil {
 		return nil, err
 	}
 	for _, t := range cfg.Tools {
+		t.applyDefaults(cfg.Defaults)
+	}
+	for _, t := range cfg.Adapters {
 		t.applyDefaults(cfg.Defaults)
 	}
 	return cfg, nil
@@ -233,6 +244,32 @@ func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {
 	for _, e := range entries {
 		if !idPattern.MatchString(e.key) {
 			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
+			continue
+		}
+		if t := d.decodeTool(e, dir); t != nil {
+			out[e.key] = t
+		}
+	}
+	return out
+}
+
+// adapterPattern is the form of an adapter name: a tool name that may
+// also hold dots (material-assigner.v2).
+var adapterPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// decodeAdapters reads rein.yaml adapters:, each declared as an exec tool.
+func (d *decoder) decodeAdapters(fl field, dir string) map[string]*ToolDecl {
+	out := map[string]*ToolDecl{}
+	entries, ok := fieldsOf(fl.value)
+	if !ok {
+		if !isNull(fl.value) {
+			d.diags.add(posOf(fl.value), "", "adapters must map adapter names to {command, input_schema?, output_schema?}, not %s", yamlnode.Kind(fl.value))
+		}
+		return out
+	}
+	for _, e := range entries {
+		if !adapterPattern.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", "adapter name %q must start with a letter or _ and hold only letters, digits, _, - and .", e.key)
 			continue
 		}
 		if t := d.decodeTool(e, dir); t != nil {

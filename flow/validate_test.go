@@ -89,7 +89,7 @@ func TestValidationPositions(t *testing.T) {
 		{"tabs.yaml", 4, 1, "YAML syntax"},
 		{"yaml_syntax.yaml", 4, 22, "YAML syntax"},
 		{"empty_steps.yaml", 2, 8, "steps is empty"},
-		{"type_unknown.yaml", 4, 11, `unknown type "tol": use llm, tool, approval, route, plan or agent (did you mean "tool"?)`},
+		{"type_unknown.yaml", 4, 11, `unknown type "tol": use llm, tool, approval, route, plan, agent, submit or source (did you mean "tool"?)`},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s:%d:%d", tt.file, tt.line, tt.col), func(t *testing.T) {

@@ -31,6 +31,15 @@ const (
 	// turn).
 	AgentTurn Kind = "agent_turn"
 	AgentCall Kind = "agent_call"
+	// SubmissionRejected: an agent's submission to a submit or source
+	// step broke its contract or gate (Error lists every problem,
+	// OutputSHA and Preview identify what was submitted); the step still
+	// waits.
+	SubmissionRejected Kind = "submission_rejected"
+	// DeliveryPrepared: the workflow tool rendered the task's deliverables
+	// (Preview names the folder, OutputSHA is the sha256 of the delivery's
+	// manifest): the intent to deliver them.
+	DeliveryPrepared Kind = "delivery_prepared"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -38,7 +47,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared}
 }
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

@@ -299,6 +299,10 @@ const (
 	// message says why. Approve runs it again, reject fails the run with
 	// its error, settle provides its output.
 	KindEscalation ApprovalKind = "escalation"
+	// KindSubmission: a submit or source step waits for an agent (the
+	// workflow tool of package bridge) to provide its output; settle
+	// records it.
+	KindSubmission ApprovalKind = "submission"
 )
 
 // Approval is a question to a person about one step of a run.

@@ -31,6 +31,12 @@ const (
 	AgentCall         = journal.AgentCall
 )
 
+// Event kinds of the workflow tool (package bridge).
+const (
+	SubmissionRejected = journal.SubmissionRejected
+	DeliveryPrepared   = journal.DeliveryPrepared
+)
+
 // RunStatus is journal.RunStatus (an alias), the state of a run.
 type RunStatus = journal.RunStatus
 

@@ -79,7 +79,9 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, nee
 	fmt.Fprintf(w, "waiting for %d %s:\n", len(pending), pluralize(len(pending), "decision", "decisions"))
 	for _, a := range pending {
 		fmt.Fprintf(w, "  step %s (%s)", a.StepID, a.Kind)
-		if a.Tool != "" {
+		if a.Tool != "" && a.Kind == store.KindSubmission {
+			fmt.Fprintf(w, " adapter %s", a.Tool)
+		} else if a.Tool != "" {
 			fmt.Fprintf(w, " tool %s", a.Tool)
 		}
 		if len(a.Args) > 0 {
@@ -105,6 +107,16 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, nee
 		fmt.Fprintln(w, "go on with one of:")
 	}
 	for _, a := range pending {
+		if a.Kind == store.KindSubmission {
+			// an agent answers it; approving it is no output.
+			action := "submit --data 'JSON'"
+			if a.Tool != "" {
+				action = "submit_from_source"
+			}
+			fmt.Fprintf(w, "  rein tool FLOW %s --task %s --step %s%s\n", action, runID, a.StepID, db)
+			fmt.Fprintf(w, "  rein runs settle %s %s --value 'JSON'%s\n", runID, a.StepID, db)
+			continue
+		}
 		fmt.Fprintf(w, "  rein runs approve %s %s%s\n", runID, a.StepID, db)
 		fmt.Fprintf(w, "  rein runs reject %s %s%s\n", runID, a.StepID, db)
 		fmt.Fprintf(w, "  rein runs settle %s %s --value 'JSON'%s\n", runID, a.StepID, db)
