@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -39,6 +40,15 @@ type Problem struct {
 
 // Error returns the message.
 func (e *Error) Error() string { return e.Message }
+
+// MarshalJSON writes e as the object the workflow tool answers a refused
+// action with ({error_type, message, pointer?, problems?, retryable,
+// next_actions?}), so a surface that finds an *Error in an error's chain
+// (the MCP server) answers with this same object.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	type plain Error
+	return json.Marshal((*plain)(e))
+}
 
 // Unwrap lets fault.ClassOf see the class.
 func (e *Error) Unwrap() error { return fault.New(e.Type, errors.New(e.Message)) }

@@ -39,6 +39,12 @@ func (l *loadFlags) registerCassettes(cmd *cobra.Command) {
 }
 
 // load loads a project; flow problems are printed and become exit code 2.
+// loadOptions are the flags' rein.LoadOptions.
+func (l *loadFlags) loadOptions() *rein.LoadOptions {
+	return &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
+		TrustedToolsOnly: l.trustedToolsOnly}
+}
+
 func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 	if l.replay != "" && (l.record != "" || l.model != "" || l.script != "") {
 		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
@@ -46,8 +52,7 @@ func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 	if l.model != "" && l.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	p, err := rein.Load(path, &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
-		TrustedToolsOnly: l.trustedToolsOnly})
+	p, err := rein.Load(path, l.loadOptions())
 	if err != nil {
 		return nil, loadError(s, err)
 	}

@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -23,16 +25,20 @@ func newMCPCmd(s *streams) *cobra.Command {
 JSON-RPC), so an MCP-capable agent host can call rein's tools.
 
 DIR is a flow folder (it holds flow.yaml) or a folder of flow folders. Served:
-every tool the flows can call (their rein.yaml's and their own tools: and the
-tools of the MCP servers their rein.yaml names), each through the policy gate
-and its schemas, and the read-only runs_list and runs_show over --db. A tool
-error is an MCP tool error whose text and structured content are the same JSON
-object {error_type, message, retryable}.
+one workflow tool per flow, <name>_workflow, whose actions (start, submit,
+submit_from_source, prepare_delivery, status, cancel) drive the flow's tasks
+in the run store named by --db (rein tool does the same from a shell); every
+tool the flows can call (their rein.yaml's and their own tools: and the tools
+of the MCP servers their rein.yaml names), each through the policy gate and its
+schemas; and the read-only runs_list and runs_show over --db. A tool error is
+an MCP tool error whose text and structured content are the same JSON object
+({error_type, message, retryable}, and a workflow tool's pointer and problems).
 
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var projects []*rein.Project
+			var paths []string
 			defer func() {
 				for _, p := range projects {
 					p.Close()
@@ -49,6 +55,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 						return err
 					}
 					projects = append(projects, p)
+					paths = append(paths, f)
 				}
 			}
 			tools, err := servedTools(projects)
@@ -60,6 +67,11 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				return err
 			}
 			defer closeStore(s, st)
+			wf, err := workflowTools(paths, st, l.loadOptions())
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			tools = append(wf, tools...)
 			runs, err := rein.NewRuns(st, nil)
 			if err != nil {
 				return usageErr("--db: %v", err)
@@ -90,9 +102,28 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 	return cmd
 }
 
+// workflowTools are the workflow tools `rein mcp` serves: one
+// <name>_workflow per flow folder (package bridge), its tasks in st. Two
+// flows of one name are an error.
+func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]tool.Tool, error) {
+	var out []tool.Tool
+	seen := map[string]string{}
+	for _, path := range paths {
+		w, err := bridge.New(path, &bridge.Options{Store: st, Load: load})
+		if err != nil {
+			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
+		}
+		if prev, dup := seen[w.Name()]; dup {
+			return nil, fmt.Errorf("%s and %s both give the workflow tool %s: rename one flow, or serve the folders separately", prev, path, w.Name())
+		}
+		seen[w.Name()] = path
+		out = append(out, w.Tool())
+	}
+	return out, nil
+}
+
 // servedTools are the tools `rein mcp` serves from projects: every tool
-// each project's flow can call. The workflow tools (one <name>_workflow
-// per flow, package bridge) are to be added here. A name two projects
+// each project's flow can call. A name two projects
 // give to different tools is an error; the same declaration shared
 // through one rein.yaml is served once.
 func servedTools(projects []*rein.Project) ([]tool.Tool, error) {

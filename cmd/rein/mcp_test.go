@@ -43,7 +43,7 @@ func TestMCPStdio(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "echo,refuse,runs_list,runs_show" {
+	if strings.Join(names, ",") != "echo,mcp_tools_workflow,refuse,runs_list,runs_show" {
 		t.Errorf("tools = %v", names)
 	}
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
