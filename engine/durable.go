@@ -42,6 +42,8 @@ type durability struct {
 	decisions map[string]*store.Approval
 	// parked are the approvals the run waits on.
 	parked []*store.Approval
+	// approved are the steps a person approved, until they start.
+	approved map[int]bool
 	// firstAttempt by step index: a resumed in-flight step continues with
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
@@ -439,6 +441,12 @@ func (r *run) decide(i int) (handled bool) {
 	}
 	if a.Kind == store.KindUnknown || a.Kind == store.KindEscalation {
 		r.d.firstAttempt[i] = st.attempts + 1
+	}
+	if a.Kind == store.KindApproval && s.Type == flow.Tool {
+		if r.d.approved == nil {
+			r.d.approved = map[int]bool{}
+		}
+		r.d.approved[i] = true
 	}
 	return false
 }

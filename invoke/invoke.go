@@ -47,6 +47,12 @@ type Request struct {
 	// Recorder receives the gate's decisions and the call records. Nil:
 	// none are kept.
 	Recorder Recorder
+	// Provenance says where each argument came from, for the gate
+	// (safety.Invocation.Provenance); shared, not copied.
+	Provenance safety.Provenance
+	// Approved: a person approved this exact call, so the gate's
+	// require_approval rules hold no more (safety.Invocation.Approved).
+	Approved bool
 }
 
 // Call passes req through the pipeline and returns the normalised output,
@@ -143,7 +149,8 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if p.Gate == nil || p.Gate == safety.AllowAll {
 		return nil
 	}
-	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args}
+	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args,
+		Provenance: req.Provenance, Approved: req.Approved}
 	d, err := p.Gate.Check(ctx, &inv)
 	if err != nil {
 		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
@@ -156,8 +163,14 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	}
 	if d.Verdict != safety.Allow {
 		msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
-		if d.Verdict != safety.Block {
-			msg += " (approvals and reviews of single calls are not available yet; until then this blocks)"
+		if d.Rule != "" {
+			msg = fmt.Sprintf("policy gate: %s on tool %s by rule %s: %s", d.Verdict, spec.Name, d.Rule, d.Reason)
+		}
+		switch d.Verdict {
+		case safety.RequireApproval:
+			msg += " (only a flow's tool step in a durable run waits for a person's approval; this call cannot, so it is refused)"
+		case safety.RequireReview:
+			msg += " (reviews of single calls are not available yet; until then this blocks)"
 		}
 		return fault.Errorf(fault.Policy, "%s", msg)
 	}

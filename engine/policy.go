@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+)
+
+// gated reports whether the engine has a gate worth asking.
+func (e *Engine) gated() bool {
+	return e.cfg.Gate != nil && e.cfg.Gate != safety.AllowAll
+}
+
+// bindProvenance works out where the args of every tool step (and
+// fallback tool) come from (flow.ArgProvenance), once per flow, for the
+// gate. Without a gate there is nothing to work out.
+func (e *Engine) bindProvenance(f *flow.Flow, b *bound) {
+	if !e.gated() {
+		return
+	}
+	spec := func(name string) (tool.Spec, bool) {
+		if t, ok := e.cfg.Tools.Lookup(name); ok {
+			return t.Spec(), true
+		}
+		return tool.Spec{}, false
+	}
+	b.prov, b.fbProv = make([]safety.Provenance, len(f.Steps)), make([]safety.Provenance, len(f.Steps))
+	for i, s := range f.Steps {
+		if s.Type == flow.Tool {
+			b.prov[i] = flow.ArgProvenance(f, s, false, spec)
+		}
+		if s.Fallback != nil && s.Fallback.Tool != "" {
+			b.fbProv[i] = flow.ArgProvenance(f, s, true, spec)
+		}
+	}
+}
+
+// provenance is what the gate is told about the args of step i's call.
+func (b *bound) provenance(i int, fallback bool) safety.Provenance {
+	if fallback {
+		if b.fbProv != nil {
+			return b.fbProv[i]
+		}
+		return nil
+	}
+	if b.prov != nil {
+		return b.prov[i]
+	}
+	return nil
+}
+
+// gatePark asks the gate about tool step i's call before it starts, with
+// the args just rendered (j), and parks the step for a person when the
+// gate requires approval — as approval: required does, the message
+// naming the rule and its reason. A step a person approved runs with
+// those args, and the gate is told so (job.approved). Only a plain tool
+// step of a durable run can wait like this; for_each items, repeat
+// rounds, fallbacks and plan steps get the pipeline's policy error. It
+// reports whether the step was parked.
+func (r *run) gatePark(i int, j *job) bool {
+	s := r.f.Steps[i]
+	if r.d.approved[i] {
+		delete(r.d.approved, i)
+		j.approved = true
+		return false
+	}
+	if !r.e.gated() || s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil || j.renderErr != nil {
+		return false
+	}
+	attempt := r.steps[i].attempts + 1
+	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: j.in.args, Provenance: r.b.provenance(i, false)}
+	d, err := r.e.cfg.Gate.Check(r.ctx, &inv)
+	if err != nil || d.Verdict != safety.RequireApproval {
+		return false // the pipeline decides again and reports it
+	}
+	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}, s.Tool, d)
+	a := r.park(i, store.KindApproval, j)
+	a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
+		s.ID, s.Tool, d.Rule, d.Reason)
+	return true
+}
