@@ -2,6 +2,7 @@ package flow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -105,8 +106,8 @@ func (d *decoder) decodeTags(f field, where string) []string {
 // of reg: each names a registered tool, and its args fit that tool's
 // input schema as far as they can be known before a call (required
 // fields present, no field the schema does not allow, constant values of
-// the right shape). decls locate the declared tools' problems (nil: none
-// are located). The error is an *Error listing every problem.
+// the right shape). decls locate the declared tools' problems. The error
+// lists every problem: an *Error when all are located, else one line each.
 func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl) error {
 	var diags []Diagnostic
 	for _, name := range reg.Names() {
@@ -130,6 +131,17 @@ func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl) error {
 	}
 	if len(diags) == 0 {
 		return nil
+	}
+	if slices.ContainsFunc(diags, func(d Diagnostic) bool { return d.File == "" }) {
+		// Go tools have no place in a file: name them only.
+		lines := make([]string, len(diags))
+		for i, d := range diags {
+			lines[i] = d.Message
+			if d.File != "" {
+				lines[i] = d.String()
+			}
+		}
+		return errors.New(strings.Join(lines, "\n"))
 	}
 	return &Error{Diagnostics: diags}
 }
