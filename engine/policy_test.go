@@ -43,7 +43,7 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 			user:     `  - {id: s, tool: broken, args: {}, on_error: fallback, fallback: {tool: send, args: {to: "{input.to}"}}}`},
 		{path: "plan step",
 			inferred: `  - {id: s, type: plan, model: m, goal: "send", tools: [send], max_replans: 0}`,
-			plan: map[string]any{"goal": "send", "steps": []any{map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "x@example.com"}}}}},
+			plan:     map[string]any{"goal": "send", "steps": []any{map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "x@example.com"}}}}},
 	}
 	for _, tc := range cases {
 		for _, src := range []string{tc.inferred, tc.user} {

@@ -136,7 +136,7 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		case "tags":
 			r.Tags, _, _ = d.strList(f, "")
 		case "provenance":
-			list, pos, _ := d.strList(f, "")
+			list, pos := d.originList(f, where)
 			for j, e := range list {
 				if o := safety.Origin(e); !o.Valid() && e != "tool:*" {
 					d.diags.add(pos[j], "", "%s: provenance must be user, constant, inferred, db, tool:<name> or tool:*, not %q", where, e)

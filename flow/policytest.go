@@ -192,7 +192,7 @@ func (d *decoder) caseProvenance(f field, where string) safety.Provenance {
 			d.diags.add(g.keyPos, "", "%s: provenance key %q must be a JSON pointer into the args, like /to (\"\" for the whole args)", where, g.key)
 			continue
 		}
-		list, pos, _ := d.strList(g, "")
+		list, pos := d.originList(g, where)
 		for j, o := range list {
 			if !safety.Origin(o).Valid() {
 				d.diags.add(pos[j], "", "%s: origin must be user, constant, inferred, db or tool:<name>, not %q", where, o)
@@ -202,4 +202,23 @@ func (d *decoder) caseProvenance(f field, where string) safety.Provenance {
 		}
 	}
 	return p
+}
+
+// originList reads a list of origins. In a flow sequence YAML reads
+// tool:x as a mapping, so that gets a hint to quote it.
+func (d *decoder) originList(f field, where string) ([]string, []Pos) {
+	if seq, ok := f.value.(*ast.SequenceNode); ok {
+		for _, e := range seq.Values {
+			if _, isMap := e.(*ast.MappingNode); isMap {
+				d.diags.add(posOf(e), "", "%s: write an origin like tool:<name> in quotes (\"tool:render\"): in [...] YAML reads it as a mapping", where)
+				return nil, nil
+			}
+			if _, isMap := e.(*ast.MappingValueNode); isMap {
+				d.diags.add(posOf(e), "", "%s: write an origin like tool:<name> in quotes (\"tool:render\"): in [...] YAML reads it as a mapping", where)
+				return nil, nil
+			}
+		}
+	}
+	list, pos, _ := d.strList(f, "")
+	return list, pos
 }

@@ -126,7 +126,7 @@ interrupted.`,
 	}
 	root.SetVersionTemplate("rein {{.Version}}\n")
 	root.AddCommand(newRunCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
-		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s))
+		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newPolicyCmd(s))
 	registerCompletions(root)
 	return root
 }
