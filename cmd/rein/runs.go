@@ -246,6 +246,7 @@ func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
 		_ = tw.Flush()
 	}
 	writeCalls(w, v.Calls)
+	writeGate(w, v.Gate)
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {

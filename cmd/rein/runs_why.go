@@ -72,3 +72,25 @@ func writeArgOrigins(w io.Writer, args []rein.ArgOrigin) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "  (arguments not listed are text of the flow: constant)")
 }
+
+// writeGate prints the policy gate's decisions other than allow, and how
+// many calls it allowed.
+func writeGate(w io.Writer, ds []rein.GateDecision) {
+	if len(ds) == 0 {
+		return
+	}
+	allowed := 0
+	fmt.Fprintln(w, "gate:")
+	for _, d := range ds {
+		if d.Verdict == "allow" {
+			allowed++
+			continue
+		}
+		place := d.StepID
+		if d.PlanStep != "" {
+			place += " plan step " + d.PlanStep
+		}
+		fmt.Fprintf(w, "  %s attempt=%d tool %s: %s, %s\n", place, d.Attempt, d.Tool, d.Verdict, d.Why)
+	}
+	fmt.Fprintf(w, "  %d %s allowed\n", allowed, pluralize(allowed, "call", "calls"))
+}

@@ -17,7 +17,8 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 		t.Fatal("the write ran before its approval")
 	}
 	code, out, stderr := fx.cli("runs", "show", res.RunID)
-	if code != exitOK || !strings.Contains(out, "rule inferred-drives-effect") || !strings.Contains(out, "argument /to comes from inferred") {
+	if code != exitOK || !strings.Contains(out, "gate:\n  notify attempt=1 tool record: require_approval, rule inferred-drives-effect: ") ||
+		!strings.Contains(out, "argument /to comes from inferred") {
 		t.Fatalf("runs show: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = fx.cli("runs", "why", res.RunID, "notify")
