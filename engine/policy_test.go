@@ -10,6 +10,7 @@ import (
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -44,6 +45,12 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 		{path: "plan step",
 			inferred: `  - {id: s, type: plan, model: m, goal: "send", tools: [send], max_replans: 0}`,
 			plan:     map[string]any{"goal": "send", "steps": []any{map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "x@example.com"}}}}},
+		// a plan step whose argument is a $ref to a read tool's output (db), not model text.
+		{path: "plan step with a $ref",
+			user: `  - {id: s, type: plan, model: m, goal: "send", tools: [lookup, send], max_replans: 0}`,
+			plan: map[string]any{"goal": "send", "steps": []any{
+				map[string]any{"id": "who", "tool": "lookup", "args": map[string]any{"q": "owner"}},
+				map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": map[string]any{"$ref": "who.email"}}}}}},
 	}
 	for _, tc := range cases {
 		for _, src := range []string{tc.inferred, tc.user} {
@@ -53,7 +60,11 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 			inferred := src == tc.inferred
 			send := newKeyCounter("send", false)
 			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
-			fx := newFixture(t, send, broken)
+			lookup := tool.Func(tool.Spec{Name: "lookup", Effect: tool.EffectRead,
+				OutputSchema: []byte(`{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}`)}, func(context.Context, any) (any, error) {
+				return map[string]any{"email": "owner@example.com"}, nil
+			})
+			fx := newFixture(t, send, broken, lookup)
 			replies := []scripted.Reply{{Step: "draft", Output: "x@example.com"}}
 			if tc.plan != nil {
 				replies = append(replies, scripted.Reply{Step: "s", Decision: "plan", Plan: tc.plan})
