@@ -62,3 +62,35 @@ cases:
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 }
+
+// TestPlanRunHonoursThePolicy: rein plan run passes every plan step
+// through the rein.yaml policy: an argument the planner wrote is inferred,
+// a $ref carries its tool's origin.
+func TestPlanRunHonoursThePolicy(t *testing.T) {
+	t.Parallel()
+	dir := planDir(t)
+	cfg := filepath.Join(dir, "rein.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := "policy:\n  rules:\n    - {name: no-model-briefs, tools: [write_brief], provenance: [inferred], verdict: block, reason: briefs quote tool results only}\n"
+	if err := os.WriteFile(cfg, append(b, policy...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := cli(t, "plan", "run", filepath.Join(dir, "good.json")); code != exitOK {
+		t.Fatalf("a plan whose brief reads only tool results: exit %d\n%s%s", code, out, stderr)
+	}
+	typed := `{"goal": "brief", "steps": [
+   {"id": "weather", "tool": "read_weather", "args": {"city": "Tokyo"}},
+   {"id": "convert", "tool": "convert_temperature", "args": {"celsius": {"$ref": "weather.temperature_c"}}},
+   {"id": "brief", "tool": "write_brief", "args": {"city": "Tokyo", "fahrenheit": {"$ref": "convert.fahrenheit"}}}]}`
+	plan := filepath.Join(dir, "typed.json")
+	if err := os.WriteFile(plan, []byte(typed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "plan", "run", plan)
+	if code != exitRunFailed || !strings.Contains(out+stderr, "policy gate: block on tool write_brief by rule no-model-briefs: briefs quote tool results only (argument /city comes from inferred)") {
+		t.Fatalf("a brief with a city the planner wrote: exit %d\n%s%s", code, out, stderr)
+	}
+}
