@@ -298,8 +298,10 @@ type bound struct {
 	// routers and catalogs of route and plan steps, by step index.
 	routers  []*route.Router
 	catalogs []*plan.Catalog
-	// prov and fbProv say where each tool step's args come from (its
-	// fallback tool's), for the gate; nil without one.
+	// gate decides the flow's calls: the engine's, joined with the
+	// flow's policy: rules. prov and fbProv say where each tool step's
+	// args come from (its fallback tool's), for the gate; nil without one.
+	gate         safety.Gate
 	prov, fbProv []safety.Provenance
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
@@ -395,7 +397,7 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(problems, "\n  "))
 	}
-	e.bindProvenance(f, b)
+	e.bindGate(f, b)
 	e.bindings.Add(f, b)
 	return b, nil
 }

@@ -10,16 +10,21 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// gated reports whether the engine has a gate worth asking.
-func (e *Engine) gated() bool {
-	return e.cfg.Gate != nil && e.cfg.Gate != safety.AllowAll
+// gated reports whether the flow's runs have a gate worth asking.
+func (b *bound) gated() bool {
+	return b.gate != nil && b.gate != safety.AllowAll
 }
 
-// bindProvenance works out where the args of every tool step (and
-// fallback tool) come from (flow.ArgProvenance), once per flow, for the
-// gate. Without a gate there is nothing to work out.
-func (e *Engine) bindProvenance(f *flow.Flow, b *bound) {
-	if !e.gated() {
+// bindGate sets the flow's gate — the engine's, joined with the flow's
+// own policy: rules — and works out where the args of every tool step
+// (and fallback tool) come from (flow.ArgProvenance), once per flow.
+// Without a gate there is nothing to work out.
+func (e *Engine) bindGate(f *flow.Flow, b *bound) {
+	b.gate = e.cfg.Gate
+	if f.Policy != nil {
+		b.gate = safety.Join(e.cfg.Gate, f.Policy.Policy())
+	}
+	if !b.gated() {
 		return
 	}
 	spec := func(name string) (tool.Spec, bool) {
@@ -68,12 +73,12 @@ func (r *run) gatePark(i int, j *job) bool {
 		j.approved = true
 		return false
 	}
-	if !r.e.gated() || s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil || j.renderErr != nil {
+	if !r.b.gated() || s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil || j.renderErr != nil {
 		return false
 	}
 	attempt := r.steps[i].attempts + 1
 	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: j.in.args, Provenance: r.b.provenance(i, false)}
-	d, err := r.e.cfg.Gate.Check(r.ctx, &inv)
+	d, err := r.b.gate.Check(r.ctx, &inv)
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return false // the pipeline decides again and reports it
 	}

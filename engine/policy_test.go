@@ -167,3 +167,52 @@ steps:
 		}
 	}
 }
+
+// TestFlowPolicyJoinsTheEngineGate: a flow's own policy: rules apply to
+// its calls besides the engine's gate — on tool steps and plan steps —
+// and the most severe decision wins.
+func TestFlowPolicyJoinsTheEngineGate(t *testing.T) {
+	t.Parallel()
+	for _, engineGate := range []safety.Gate{nil, defaultGate()} {
+		send := newKeyCounter("send", false)
+		fx := newFixture(t, send)
+		fx.script(scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "send", "steps": []any{
+			map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "x@example.com"}}}}})
+		e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: engineGate})
+		f := fx.parse(`name: own
+policy:
+  rules:
+    - {name: no-send-to-input, tools: [send], provenance: [user], verdict: block, reason: the input never names a recipient}
+steps:
+  - {id: s, tool: send, args: {to: "{input.to}"}}
+`)
+		res, err := e.Run(context.Background(), f, map[string]any{"to": "a@example.com"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErrorClass(t, res, fault.Policy, "policy gate: block on tool send by rule no-send-to-input: the input never names a recipient (argument /to comes from user)")
+		if len(send.calls()) != 0 {
+			t.Fatal("the flow's rule did not stop the call")
+		}
+		// the flow's rules reach plan steps; the engine's default rules
+		// still apply where they are on (a planner's value is inferred).
+		f = fx.parse(`name: own_plan
+policy:
+  rules:
+    - {name: review-sends, tools: [send], verdict: require_review}
+steps:
+  - {id: pl, type: plan, model: m, goal: "send", tools: [send], max_replans: 0}
+`)
+		res, err = e.Run(context.Background(), f, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "require_review on tool send by rule review-sends"
+		if engineGate != nil {
+			want = "require_approval on tool send by rule inferred-drives-effect"
+		}
+		if res.Error == nil || !strings.Contains(res.Error.Error(), want) || len(send.calls()) != 0 {
+			t.Errorf("engine gate %v: run error %v, want %q", engineGate != nil, res.Error, want)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type Request struct {
 	// Provenance says where each argument came from, for the gate
 	// (safety.Invocation.Provenance); shared, not copied.
 	Provenance safety.Provenance
+	// Gate, when set, decides this call instead of the pipeline's (a
+	// flow's own rules joined to the engine's gate).
+	Gate safety.Gate
 	// Approved: a person approved this exact call, so the gate's
 	// require_approval rules hold no more (safety.Invocation.Approved).
 	Approved bool
@@ -146,12 +149,16 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 // check asks the gate, which sees the call as the tool will (info);
 // anything but allow is a policy error.
 func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec) error {
-	if p.Gate == nil || p.Gate == safety.AllowAll {
+	gate := p.Gate
+	if req.Gate != nil {
+		gate = req.Gate
+	}
+	if gate == nil || gate == safety.AllowAll {
 		return nil
 	}
 	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args,
 		Provenance: req.Provenance, Approved: req.Approved}
-	d, err := p.Gate.Check(ctx, &inv)
+	d, err := gate.Check(ctx, &inv)
 	if err != nil {
 		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
 	}

@@ -208,3 +208,43 @@ func DefaultRules() []Rule {
 			Reason: "an irreversible effect at risk tier 3 or more needs approval"},
 	}
 }
+
+// Join returns a gate that asks every gate of gates and takes the most
+// severe decision (among equals, the first gate's); an error of any gate
+// is the error. Nil gates and AllowAll are left out; with none left it is
+// AllowAll, with one that gate.
+func Join(gates ...Gate) Gate {
+	var gs []Gate
+	for _, g := range gates {
+		if g != nil && g != AllowAll {
+			gs = append(gs, g)
+		}
+	}
+	switch len(gs) {
+	case 0:
+		return AllowAll
+	case 1:
+		return gs[0]
+	}
+	return &joined{gates: gs}
+}
+
+// joined is a pointer so that gates compare (a slice would panic).
+type joined struct{ gates []Gate }
+
+func (j *joined) Check(ctx context.Context, inv *Invocation) (Decision, error) {
+	best := Decision{Verdict: Allow}
+	for _, g := range j.gates {
+		d, err := g.Check(ctx, inv)
+		if err != nil {
+			return Decision{}, err
+		}
+		if d.Verdict == "" {
+			d.Verdict = Allow
+		}
+		if severity(d.Verdict) > severity(best.Verdict) {
+			best = d
+		}
+	}
+	return best, nil
+}

@@ -136,3 +136,21 @@ func BenchmarkPolicyCheck(b *testing.B) {
 		}
 	})
 }
+
+func TestJoin(t *testing.T) {
+	review := &safety.Policy{Rules: []safety.Rule{{Name: "review", Verdict: safety.RequireReview}}}
+	block := &safety.Policy{Rules: []safety.Rule{{Name: "block", Tools: []string{"x"}, Verdict: safety.Block}}}
+	if safety.Join() != safety.AllowAll || safety.Join(nil, safety.AllowAll) != safety.AllowAll {
+		t.Error("Join of no gates is not AllowAll")
+	}
+	if g := safety.Join(nil, review); g != safety.Gate(review) {
+		t.Error("Join of one gate is not that gate")
+	}
+	g := safety.Join(review, block)
+	for name, want := range map[string]string{"x": "block", "y": "review"} {
+		d, err := g.Check(context.Background(), &safety.Invocation{Tool: tool.Spec{Name: name}})
+		if err != nil || d.Rule != want {
+			t.Errorf("tool %s: %+v %v, want rule %s", name, d, err, want)
+		}
+	}
+}
