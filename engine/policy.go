@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/reinhq/rein/flow"
@@ -8,6 +9,7 @@ import (
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
 )
 
 // gated reports whether the flow's runs have a gate worth asking.
@@ -61,19 +63,30 @@ func (b *bound) provenance(i int, fallback bool) safety.Provenance {
 // gatePark asks the gate about tool step i's call before it starts, with
 // the args just rendered (j), and parks the step for a person when the
 // gate requires approval — as approval: required does, the message
-// naming the rule and its reason. A step a person approved runs with
-// those args, and the gate is told so (job.approved). Only a plain tool
+// naming the rule and its reason. A step a person approved runs, and the
+// gate is told so (job.approved), when its args are the ones the approval
+// recorded; otherwise it is asked about again. Only a plain tool
 // step of a durable run can wait like this; for_each items, repeat
 // rounds, fallbacks and plan steps get the pipeline's policy error. It
 // reports whether the step was parked.
 func (r *run) gatePark(i int, j *job) bool {
 	s := r.f.Steps[i]
-	if r.d.approved[i] {
+	plain := s.Type == flow.Tool && s.ForEach == nil && s.Repeat == nil && j.renderErr == nil
+	if args, ok := r.d.approved[i]; ok {
 		delete(r.d.approved, i)
-		j.approved = true
-		return false
+		// the approval is for the exact call it recorded: args rendered
+		// differently now are asked about again.
+		if !plain || len(args) == 0 || sameArgs(args, j.in.args) {
+			j.approved = true
+			return false
+		}
+		if s.ApprovalRequired {
+			a := r.park(i, store.KindApproval, j)
+			a.Message = fmt.Sprintf("step %s wants to call tool %s with other args than those approved; approve to make this call", s.ID, s.Tool)
+			return true
+		}
 	}
-	if !r.b.gated() || s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil || j.renderErr != nil {
+	if !r.b.gated() || !plain {
 		return false
 	}
 	attempt := r.steps[i].attempts + 1
@@ -87,4 +100,10 @@ func (r *run) gatePark(i int, j *job) bool {
 	a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
 		s.ID, s.Tool, d.Rule, d.Reason)
 	return true
+}
+
+// sameArgs reports whether args encode canonically to recorded.
+func sameArgs(recorded []byte, args any) bool {
+	b, err := value.AppendCanonical(nil, args)
+	return err == nil && bytes.Equal(b, recorded)
 }

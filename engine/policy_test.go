@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -214,5 +217,48 @@ steps:
 		if res.Error == nil || !strings.Contains(res.Error.Error(), want) || len(send.calls()) != 0 {
 			t.Errorf("engine gate %v: run error %v, want %q", engineGate != nil, res.Error, want)
 		}
+	}
+}
+
+// TestApprovalIsForTheRecordedCall: an approval covers the call it
+// recorded; when the args to be sent are not those (here the record was
+// changed behind the run's back), the step is asked about again and the
+// tool is not called.
+func TestApprovalIsForTheRecordedCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	send := newKeyCounter("send", false)
+	fx := newFixture(t, send)
+	fx.script(scripted.Reply{Step: "draft", Output: "x@example.com"})
+	path := filepath.Join(t.TempDir(), "rein.db")
+	st, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Store: st, Owner: "p1", Gate: defaultGate()})
+	f := fx.parse("name: exact\nsteps:\n  - {id: draft, type: llm, model: m, prompt_template: \"write\"}\n  - {id: send_it, tool: send, args: {to: \"{draft}\"}}\n")
+	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE approvals SET args = ? WHERE run_id = 'r' AND step_id = 'send_it'`, []byte(`{"to":"someone-else@example.com"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "send_it", Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = e.Resume(ctx, f, "r"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	if len(send.calls()) != 0 || len(res.Pending) != 1 || res.Pending[0].StepID != "send_it" || strings.Contains(string(res.Pending[0].Args), "someone-else") {
+		t.Fatalf("send %d calls, pending %+v: want the step asked about again with its real args", len(send.calls()), res.Pending)
 	}
 }
