@@ -226,6 +226,19 @@ steps:
 // tool is not called.
 func TestApprovalIsForTheRecordedCall(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		gate safety.Gate
+		step string
+	}{
+		{"gate", defaultGate(), `{id: send_it, tool: send, args: {to: "{draft}"}}`},
+		{"approval: required", nil, `{id: send_it, tool: send, approval: required, args: {to: "{draft}"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { approvalIsForTheRecordedCall(t, tc.gate, tc.step) })
+	}
+}
+
+func approvalIsForTheRecordedCall(t *testing.T, gate safety.Gate, step string) {
 	ctx := context.Background()
 	send := newKeyCounter("send", false)
 	fx := newFixture(t, send)
@@ -236,8 +249,8 @@ func TestApprovalIsForTheRecordedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Store: st, Owner: "p1", Gate: defaultGate()})
-	f := fx.parse("name: exact\nsteps:\n  - {id: draft, type: llm, model: m, prompt_template: \"write\"}\n  - {id: send_it, tool: send, args: {to: \"{draft}\"}}\n")
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Store: st, Owner: "p1", Gate: gate})
+	f := fx.parse("name: exact\nsteps:\n  - {id: draft, type: llm, model: m, prompt_template: \"write\"}\n  - " + step + "\n")
 	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
 	if err != nil {
 		t.Fatal(err)
