@@ -79,6 +79,9 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		if err := registerExecTools(tb.Tools, tb.Config.Tools); err != nil {
 			return nil, err
 		}
+		if err := flow.CheckEffects(tb.Tools, tb.Config.Tools); err != nil {
+			return nil, err
+		}
 	}
 	for name, m := range opts.Models {
 		tb.bound[name] = m

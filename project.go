@@ -19,6 +19,7 @@ import (
 	"github.com/reinhq/rein/model/provider"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/exec"
@@ -80,6 +81,10 @@ type Project struct {
 	Models *model.Registry
 	// Script is the scripted model, when one was loaded.
 	Script *scripted.Model
+	// Gate is the policy gate of rein.yaml policy:, or nil when it has
+	// none (every call is allowed). Engine uses it unless its Config
+	// brings a gate of its own.
+	Gate *safety.Policy
 	// Dir is the flow's folder; InputPath the input.json found there, or "".
 	Dir       string
 	InputPath string
@@ -218,6 +223,12 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := registerMCPTools(p.Tools, mcpTools); err != nil {
 		return nil, err
 	}
+	if err := flow.CheckEffects(p.Tools, decls); err != nil {
+		return nil, err
+	}
+	if cfg != nil && cfg.Policy != nil {
+		p.Gate = cfg.Policy.Policy()
+	}
 	if opts.Record != "" {
 		if err := p.record(opts.Record); err != nil {
 			return nil, err
@@ -270,6 +281,9 @@ func registerExecTools(reg *tool.Registry, decls map[string]*flow.ToolDecl) erro
 // has a Redactor, the engine hides the project's secrets (Redactor).
 func (p *Project) Engine(cfg engine.Config) *engine.Engine {
 	cfg.Tools, cfg.Models = p.Tools, p.Models
+	if cfg.Gate == nil && p.Gate != nil {
+		cfg.Gate = p.Gate
+	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = p.redactor
 	}

@@ -41,6 +41,9 @@ type RunView struct {
 	// Calls are the run's call records (the calls of its for_each items and
 	// plan steps), in the order they were first committed.
 	Calls []*store.Call `json:"calls"`
+	// Gate are the policy gate's decisions, in journal order (none
+	// without a gate).
+	Gate []GateDecision `json:"gate"`
 	// NeedsTools are the Go tools the run was started with that this Runs
 	// was not given: it cannot resume the run (see HintNeedsTools).
 	NeedsTools []string `json:"needs_tools,omitempty"`
@@ -119,6 +122,7 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 		}
 		v.Agents[st.StepID] = turns
 	}
+	v.Gate = gateDecisions(events)
 	if !run.Finished() {
 		v.NeedsTools, err = r.needsTools(run)
 		if err != nil {
@@ -149,6 +153,27 @@ func stepUses(events []*trace.Event) map[string]StepUsage {
 	for _, r := range summary.Summarize(evs).Runs {
 		for _, s := range r.Steps {
 			out[s.StepID] = StepUsage{LLMCalls: s.ModelCalls, TokensIn: s.TokensIn, TokensOut: s.TokensOut, Corrections: s.Corrections}
+		}
+	}
+	return out
+}
+
+// GateDecision is one decision of the policy gate, from the journal.
+type GateDecision struct {
+	StepID   string `json:"step_id"`
+	PlanStep string `json:"plan_step,omitempty"`
+	Attempt  int    `json:"attempt"`
+	Tool     string `json:"tool"`
+	Verdict  string `json:"verdict"`
+	// Why is "rule <name>: <reason>" (or the gate's reason).
+	Why string `json:"why,omitempty"`
+}
+
+func gateDecisions(events []*trace.Event) []GateDecision {
+	out := []GateDecision{}
+	for _, e := range events {
+		if e.Kind == trace.GateDecision {
+			out = append(out, GateDecision{StepID: e.StepID, PlanStep: e.PlanStep, Attempt: e.Attempt, Tool: e.Tool, Verdict: e.Decision, Why: e.Error})
 		}
 	}
 	return out

@@ -21,6 +21,11 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 		At: invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Fallback: fallback, Attempt: attempt}}
 	if !fallback {
 		req.Spec = &r.b.specs[j.index]
+		req.Approved = j.approved
+	}
+	req.Provenance = r.b.provenance(j.index, fallback)
+	if r.f.Policy != nil {
+		req.Gate = r.b.gate // the flow's rules joined to the engine's gate
 	}
 	if sch := r.b.inputSchema(j.index, fallback); sch != nil {
 		req.Input = sch

@@ -152,7 +152,7 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	ps := s.PlanSpec
 	// the plan's calls extend this attempt's key (package invoke).
 	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
-	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.e.cfg.Gate, Recorder: (*callRecorder)(r),
+	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.b.gate, Recorder: (*callRecorder)(r),
 		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) {
 			if ev.Kind == plan.PlanProposed {
 				r.recordPlan(s, &at, &ev)

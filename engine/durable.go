@@ -42,6 +42,9 @@ type durability struct {
 	decisions map[string]*store.Approval
 	// parked are the approvals the run waits on.
 	parked []*store.Approval
+	// approved are the steps a person approved, until they start, with
+	// the canonical args the approval recorded (nil for none).
+	approved map[int][]byte
 	// firstAttempt by step index: a resumed in-flight step continues with
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
@@ -438,6 +441,12 @@ func (r *run) decide(i int) (handled bool) {
 	}
 	if a.Kind == store.KindUnknown || a.Kind == store.KindEscalation {
 		r.d.firstAttempt[i] = st.attempts + 1
+	}
+	if a.Kind == store.KindApproval && s.Type == flow.Tool {
+		if r.d.approved == nil {
+			r.d.approved = map[int][]byte{}
+		}
+		r.d.approved[i] = a.Args
 	}
 	return false
 }

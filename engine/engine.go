@@ -303,6 +303,11 @@ type bound struct {
 	catalogs []*plan.Catalog
 	// agents are the loops of agent steps, by step index.
 	agents []*agent.Loop
+	// gate decides the flow's calls: the engine's, joined with the
+	// flow's policy: rules. prov and fbProv say where each tool step's
+	// args come from (its fallback tool's), for the gate; nil without one.
+	gate         safety.Gate
+	prov, fbProv []safety.Provenance
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.
@@ -349,6 +354,7 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(bb.problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(bb.problems, "\n  "))
 	}
+	e.bindGate(f, b)
 	e.bindings.Add(f, b)
 	return b, nil
 }

@@ -32,6 +32,8 @@ type job struct {
 	renderErr error
 	// out is the worker's report, allocated with the job.
 	out outcome
+	// approved: a person approved the step's call (gatePark).
+	approved bool
 }
 
 // unitInput is the rendered input of one execution: args for a tool step,

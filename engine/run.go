@@ -292,6 +292,9 @@ func (r *run) dispatch(i int) {
 		r.fail(r.interruption(), "") // the run's time ran out while the input was rendered
 		return
 	}
+	if r.d.on && r.gatePark(i, job) {
+		return
+	}
 	st.started = r.e.cfg.Clock.Now()
 	st.attempts = 1
 	if n := r.d.firstAttempt[i]; n > 0 {

@@ -76,6 +76,10 @@ type Flow struct {
 	// Idempotency is how a start is keyed: "input_hash" (the flow and its
 	// input), "session_workflow_input_hash" (also the session id), or ""/"none".
 	Idempotency string
+	// Policy is the flow's policy:, rules the policy gate applies to its
+	// tool calls besides the engine's gate (rules only add restrictions);
+	// nil when it has none.
+	Policy *PolicyDecl
 	// Retention is how long a durable store keeps the run after it settles
 	// (zero: until pruned).
 	Retention time.Duration

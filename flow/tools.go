@@ -14,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -39,6 +39,10 @@ type ToolDecl struct {
 	Idempotent    bool
 	InputSchema   *Schema
 	OutputSchema  *Schema
+	// Undo, Compensate, Resources and Tags: see tool.Spec.
+	Undo, Compensate *tool.Compensation
+	Resources        []string
+	Tags             []string
 	// File and Pos locate the declaration; CommandPos locates the
 	// program, the command's first element.
 	File       string
@@ -49,7 +53,8 @@ type ToolDecl struct {
 // Spec returns the tool.Spec the declaration describes.
 func (t *ToolDecl) Spec() tool.Spec {
 	s := tool.Spec{Name: t.Name, Description: t.Description, Effect: t.Effect,
-		Reversibility: t.Reversibility, Idempotent: t.Idempotent}
+		Reversibility: t.Reversibility, Idempotent: t.Idempotent,
+		Undo: t.Undo, Compensate: t.Compensate, Resources: t.Resources, Tags: t.Tags}
 	if t.InputSchema != nil {
 		s.InputSchema = t.InputSchema.JSON()
 	}
@@ -82,6 +87,9 @@ type Config struct {
 	// upstream outputs keyed by step id on stdin and writes the step's
 	// output on stdout (package bridge runs them).
 	Adapters map[string]*ToolDecl
+	// Policy is rein.yaml policy:, the policy gate's rules; nil when it
+	// has none (every call is allowed).
+	Policy *PolicyDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -149,8 +157,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.MCP = d.decodeMCP(f, filepath.Dir(filename))
 		case "adapters":
 			cfg.Adapters = d.decodeAdapters(f, filepath.Dir(filename))
+		case "policy":
+			cfg.Policy = d.decodePolicy(f)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy"})
 		}
 	}
 	if err := d.result(); err != nil {
@@ -333,6 +343,14 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			} else {
 				t.OutputSchema = s
 			}
+		case "undo":
+			t.Undo = d.decodeCompensation(f, where)
+		case "compensate":
+			t.Compensate = d.decodeCompensation(f, where)
+		case "resources":
+			t.Resources = d.decodeResources(f, where)
+		case "tags":
+			t.Tags = d.decodeTags(f, where)
 		case "env":
 			t.Env = d.env(f, where)
 		case "pass_env":
@@ -347,6 +365,12 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 	}
 	if _, ok := fieldByKey(fields, "effect"); !ok {
 		d.diags.add(e.keyPos, "", "%s needs effect: (none, read, write, external or destructive): an exec tool can do anything, so it must say what it does", where)
+	}
+	if t.Undo != nil && t.Reversibility != tool.Reversible {
+		d.diags.add(e.keyPos, "", "%s: undo: belongs to a tool with reversibility: reversible", where)
+	}
+	if t.Compensate != nil && t.Reversibility != tool.Compensatable {
+		d.diags.add(e.keyPos, "", "%s: compensate: belongs to a tool with reversibility: compensatable", where)
 	}
 	if t.Command == nil {
 		d.diags.add(e.keyPos, "", "%s needs command: [program, args...]", where)

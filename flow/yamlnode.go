@@ -266,7 +266,11 @@ func (d *decoder) strList(f field, step string) ([]string, []Pos, bool) {
 		if isNull(f.value) {
 			return []string{}, nil, true
 		}
-		d.diags.add(posOf(f.value), step, "%s must be a list of step ids, not %s", f.key, yamlnode.Kind(f.value))
+		what := "strings"
+		if f.key == "requires" {
+			what = "step ids"
+		}
+		d.diags.add(posOf(f.value), step, "%s must be a list of %s, not %s", f.key, what, yamlnode.Kind(f.value))
 		return nil, nil, false
 	}
 	out := make([]string, 0, len(seq.Values))

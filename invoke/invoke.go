@@ -47,6 +47,12 @@ type Request struct {
 	// Recorder receives the gate's decisions and the call records. Nil:
 	// none are kept.
 	Recorder Recorder
+	// Provenance says where each argument came from, for the gate
+	// (safety.Invocation.Provenance); shared, not copied.
+	Provenance safety.Provenance
+	// Gate, when set, decides this call instead of the pipeline's (a
+	// flow's own rules joined to the engine's gate).
+	Gate safety.Gate
 	// RequireApproval says the tool's declaration wants a person to
 	// approve each call (approval: required). Without Approved such a
 	// call, or one the gate answers require_approval, stops after the gate
@@ -171,14 +177,19 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 // approval (RequireApproval, or require_approval for a Pausable caller)
 // and has none is an *ApprovalError.
 func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec) error {
-	if p.Gate == nil || p.Gate == safety.AllowAll {
+	gate := p.Gate
+	if req.Gate != nil {
+		gate = req.Gate
+	}
+	if gate == nil || gate == safety.AllowAll {
 		if req.RequireApproval && !req.Approved {
 			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
 		}
 		return nil
 	}
-	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args}
-	d, err := p.Gate.Check(ctx, &inv)
+	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args,
+		Provenance: req.Provenance, Approved: req.Approved}
+	d, err := gate.Check(ctx, &inv)
 	if err != nil {
 		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
 	}
@@ -188,12 +199,16 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if req.Recorder != nil {
 		req.Recorder.GateDecided(req.At, spec.Name, d)
 	}
-	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && req.Pausable {
+	why := d.Reason
+	if d.Rule != "" {
+		why = "rule " + d.Rule + ": " + d.Reason
+	}
+	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && (req.Pausable || req.Approved) {
 		if req.Approved {
 			return nil
 		}
 		if d.Verdict == safety.RequireApproval {
-			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate: " + d.Reason})
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate " + why})
 		}
 		if req.RequireApproval {
 			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
@@ -201,10 +216,13 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 		return nil
 	}
 	msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
+	if d.Rule != "" {
+		msg = fmt.Sprintf("policy gate: %s on tool %s by rule %s: %s", d.Verdict, spec.Name, d.Rule, d.Reason)
+	}
 	switch d.Verdict {
 	case safety.Block:
 	case safety.RequireApproval:
-		msg += " (this caller cannot pause for a person's approval of a single call; until it can, this blocks)"
+		msg += " (only a flow's tool step in a durable run, or an agent's call, waits for a person's approval; this call cannot, so it is refused)"
 	default:
 		msg += " (reviews of single calls are not available yet; until then this blocks)"
 	}

@@ -1,7 +1,8 @@
 // Package safety holds the policy gate that sits in front of every tool
 // invocation — in flows, plans, agents and compensations alike. This package
-// defines the port and the allow-everything default; the provenance-aware
-// policies, risk tiers and the reviewer build on it.
+// defines the port, the allow-everything default, provenance (where each
+// argument came from) and Policy, a gate over rules that are data; risk
+// tiers and the reviewer build on it.
 package safety
 
 import (
@@ -28,12 +29,22 @@ type Invocation struct {
 	Attempt int
 	Tool    tool.Spec
 	Args    any
+	// Provenance says where each argument came from (nil: unknown, which
+	// no provenance rule matches).
+	Provenance Provenance
+	// Approved is set when a person approved this exact call (the args a
+	// parked step recorded); require_approval rules then hold no more.
+	Approved bool
+	// Tier is the run's risk tier, 1–4; 0 when not assessed.
+	Tier int
 }
 
 // Decision is the gate's answer, always with a reason when it is not Allow.
 type Decision struct {
 	Verdict Verdict
-	Reason  string
+	// Rule names the rule that decided ("" for a gate without rules).
+	Rule   string
+	Reason string
 }
 
 // Gate decides on every tool invocation before it happens. Check must be

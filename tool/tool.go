@@ -70,6 +70,27 @@ type Spec struct {
 	// Idempotent tools may be called again with the same idempotency key
 	// without repeating their effect; a resumed run retries them.
 	Idempotent bool
+	// Undo (for a reversible tool) and Compensate (for a compensatable
+	// one) name the registered tool that takes the effect back, with an
+	// args template over the original call ({args.…}, {output.…}).
+	// They are declared and validated (a registered tool, args that fit
+	// its input schema); running them is the runtime's, later.
+	Undo, Compensate *Compensation
+	// Resources are templates naming what a call reads or writes, over
+	// the same scope ("crm:customer/{output.id}").
+	Resources []string
+	// Tags classify the tool for the policy gate ("money", "user-facing",
+	// "compliance", …).
+	Tags []string
+}
+
+// Compensation is a tool call that takes another call's effect back.
+type Compensation struct {
+	// Tool is the name of a registered tool.
+	Tool string
+	// Args is a JSON value whose string leaves are templates over the
+	// original call: {args.<path>} and {output.<path>}.
+	Args any
 }
 
 // Tool is the port. Call receives the step's rendered args as a JSON value

@@ -76,7 +76,7 @@ of the store); a prefix that matches several runs is exit 2 and lists them.`,
 	}
 	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsCancelCmd(s),
 		newDecideCmd(s, store.ApprovalApproved), newDecideCmd(s, store.ApprovalRejected), newDecideCmd(s, store.ApprovalSettled),
-		newRunsPruneCmd(s), newRunsCheckCmd(s), newRunsArtifactsCmd(s))
+		newRunsPruneCmd(s), newRunsCheckCmd(s), newRunsArtifactsCmd(s), newRunsWhyCmd(s))
 	return cmd
 }
 
@@ -252,6 +252,7 @@ func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
 			writeTranscript(w, "  ", turns)
 		}
 	}
+	writeGate(w, v.Gate)
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {

@@ -1,0 +1,227 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/internal/yamlnode"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value/schema"
+)
+
+// decodeCompensation reads a tool's undo: or compensate:, e.g.
+//
+//	compensate: {tool: archive_customer, args: {id: "{output.id}"}}
+//
+// The args' templates may read args.… (the original call's args) and
+// output.… (its output).
+func (d *decoder) decodeCompensation(f field, where string) *tool.Compensation {
+	fields, ok := fieldsOf(f.value)
+	if !ok {
+		d.diags.add(posOf(f.value), "", "%s: %s must be a mapping like {tool: archive_customer, args: {id: \"{output.id}\"}}, not %s", where, f.key, yamlnode.Kind(f.value))
+		return nil
+	}
+	c := &tool.Compensation{}
+	for _, g := range fields {
+		switch g.key {
+		case "tool":
+			c.Tool, _ = d.str(g, "")
+		case "args":
+			tv := d.args(g.value, "", where+" "+f.key+" args")
+			if tv == nil {
+				continue
+			}
+			d.effectScope(tv.Refs(), g.value, where+" "+f.key+" args")
+			c.Args, _ = toValue(g.value)
+		default:
+			d.unknownField(g, "", where+" "+f.key, []string{"tool", "args"})
+		}
+	}
+	if c.Tool == "" {
+		d.diags.add(posOf(f.value), "", "%s: %s needs tool: (the registered tool that takes the effect back)", where, f.key)
+		return nil
+	}
+	return c
+}
+
+// effectScope checks that templates over a call read only args.… and output.….
+func (d *decoder) effectScope(refs []template.ValueRef, n ast.Node, what string) {
+	for _, r := range refs {
+		if root := r.Path[0].Key; root != "args" && root != "output" {
+			d.diags.add(posAt(nodeAt(n, r.Pointer), r.Offset), "", "%s%s: {%s} is not known here: templates over a call read {args.…} (its args) and {output.…} (its output)", what, r.Pointer, r.Path)
+		}
+	}
+}
+
+// decodeResources reads a tool's resources: a list of templates over the call.
+func (d *decoder) decodeResources(f field, where string) []string {
+	seq, ok := f.value.(*ast.SequenceNode)
+	if !ok {
+		d.diags.add(posOf(f.value), "", "%s: resources must be a list of templates like \"crm:customer/{output.id}\", not %s", where, yamlnode.Kind(f.value))
+		return nil
+	}
+	out := make([]string, 0, len(seq.Values))
+	for _, e := range seq.Values {
+		s, ok := d.str(field{key: "resources entry", value: e}, "")
+		if !ok {
+			continue
+		}
+		t, err := template.Parse(s)
+		if err != nil {
+			d.diags.add(posOf(e), "", "%s: resource %q: %v", where, s, err)
+			continue
+		}
+		for _, r := range t.Refs() {
+			if root := r.Path[0].Key; root != "args" && root != "output" {
+				d.diags.add(posAt(e, r.Offset), "", "%s: resource %q: {%s} is not known here: resources read {args.…} and {output.…}", where, s, r.Path)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// decodeTags reads a tool's tags: plain names.
+func (d *decoder) decodeTags(f field, where string) []string {
+	tags, pos, ok := d.strList(f, "")
+	if !ok {
+		return nil
+	}
+	for i, t := range tags {
+		if !idPattern.MatchString(t) {
+			d.diags.add(pos[i], "", "%s: tag %q must start with a letter or _ and hold only letters, digits, _ and - (like money, user-facing, compliance)", where, t)
+		}
+	}
+	return tags
+}
+
+// CheckEffects checks the undo and compensate declarations of every tool
+// of reg: each names a registered tool, and its args fit that tool's
+// input schema as far as they can be known before a call (required
+// fields present, no field the schema does not allow, constant values of
+// the right shape). decls locate the declared tools' problems. The error
+// lists every problem: an *Error when all are located, else one line each.
+func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl) error {
+	var diags []Diagnostic
+	for _, name := range reg.Names() {
+		t, _ := reg.Lookup(name)
+		spec := t.Spec()
+		for _, c := range []struct {
+			key string
+			c   *tool.Compensation
+		}{{"undo", spec.Undo}, {"compensate", spec.Compensate}} {
+			if c.c == nil {
+				continue
+			}
+			for _, msg := range checkCompensation(reg, c.c) {
+				dg := Diagnostic{Message: fmt.Sprintf("tool %s: %s: %s", name, c.key, msg)}
+				if dl := decls[name]; dl != nil {
+					dg.File, dg.Line, dg.Col = dl.File, dl.Pos.Line, dl.Pos.Col
+				}
+				diags = append(diags, dg)
+			}
+		}
+	}
+	if len(diags) == 0 {
+		return nil
+	}
+	if slices.ContainsFunc(diags, func(d Diagnostic) bool { return d.File == "" }) {
+		// Go tools have no place in a file: name them only.
+		lines := make([]string, len(diags))
+		for i, d := range diags {
+			lines[i] = d.Message
+			if d.File != "" {
+				lines[i] = d.String()
+			}
+		}
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	return &Error{Diagnostics: diags}
+}
+
+// checkCompensation returns what is wrong with c.
+func checkCompensation(reg *tool.Registry, c *tool.Compensation) []string {
+	t, ok := reg.Lookup(c.Tool)
+	if !ok {
+		return []string{fmt.Sprintf("tool %q is not registered%s; declare it in rein.yaml tools: or register it in Go", c.Tool, didYouMean(c.Tool, reg.Names()))}
+	}
+	in := t.Spec().InputSchema
+	if len(in) == 0 {
+		return nil
+	}
+	var doc map[string]any
+	if json.Unmarshal(in, &doc) != nil {
+		return nil
+	}
+	args, _ := c.Args.(map[string]any)
+	if args == nil {
+		if c.Args != nil {
+			return []string{fmt.Sprintf("args must be a mapping of the fields of %s's input", c.Tool)}
+		}
+		args = map[string]any{}
+	}
+	var probs []string
+	props, _ := doc["properties"].(map[string]any)
+	if req, ok := doc["required"].([]any); ok {
+		for _, r := range req {
+			if k, ok := r.(string); ok {
+				if _, has := args[k]; !has {
+					probs = append(probs, fmt.Sprintf("args lack %q, which tool %s requires", k, c.Tool))
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ps, known := props[k]
+		if !known {
+			if ap, ok := doc["additionalProperties"].(bool); ok && !ap {
+				names := make([]string, 0, len(props))
+				for n := range props {
+					names = append(names, n)
+				}
+				probs = append(probs, fmt.Sprintf("args have %q, which tool %s's input does not allow%s", k, c.Tool, didYouMean(k, names)))
+			}
+			continue
+		}
+		if !isConstant(args[k]) {
+			continue
+		}
+		sch, err := schema.Compile(c.Tool+" input "+k, ps)
+		if err != nil {
+			continue
+		}
+		if err := sch.Validate(args[k]); err != nil {
+			probs = append(probs, fmt.Sprintf("args %q does not fit tool %s's input: %v", k, c.Tool, err))
+		}
+	}
+	return probs
+}
+
+// isConstant reports whether v has no placeholders.
+func isConstant(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return !strings.Contains(x, "{")
+	case map[string]any:
+		for _, e := range x {
+			if !isConstant(e) {
+				return false
+			}
+		}
+	case []any:
+		return !slices.ContainsFunc(x, func(e any) bool { return !isConstant(e) })
+	}
+	return true
+}

@@ -1,0 +1,66 @@
+package plan
+
+import (
+	"strconv"
+
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
+)
+
+// provenance says where step i's args come from: a model wrote the plan,
+// so every leaf is inferred, except where a {"$ref"} puts the output of an
+// earlier step (tool:<name>, or db for a tool whose effect is read).
+func (r *round) provenance(i int) safety.Provenance {
+	s := &r.p.Steps[i]
+	refs := r.an.steps[i].refs
+	out := safety.Provenance{}
+	var walk func(x any, ptr string)
+	walk = func(x any, ptr string) {
+		for k := range refs {
+			if refs[k].ptr == ptr {
+				out.Add(ptr, r.refOrigin(refs[k].path[0].Key))
+				return
+			}
+		}
+		switch v := x.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(e, ptr+"/"+pointerToken(k))
+			}
+		case []any:
+			for k, e := range v {
+				walk(e, ptr+"/"+strconv.Itoa(k))
+			}
+		default:
+			out.Add(ptr, safety.OriginInferred)
+		}
+	}
+	if s.Args != nil {
+		walk(s.Args, "")
+	}
+	return out
+}
+
+// refOrigin is the origin of the output of plan step id (this plan's or a
+// completed one's).
+func (r *round) refOrigin(id string) safety.Origin {
+	name := ""
+	for k := range r.p.Steps {
+		if r.p.Steps[k].ID == id {
+			name = r.p.Steps[k].Tool
+			break
+		}
+	}
+	if name == "" {
+		for _, res := range r.st.results {
+			if res.ID == id {
+				name = res.Tool
+			}
+		}
+	}
+	spec := tool.Spec{Name: name}
+	if t, ok := r.e.tools[name]; ok {
+		spec = t.Spec()
+	}
+	return safety.ToolOrigin(&spec)
+}

@@ -1,0 +1,99 @@
+package rein
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
+)
+
+// WhyView says where each argument of a tool step's call came from: the
+// provenance the policy gate sees, worked out from the run's pinned flow.
+type WhyView struct {
+	RunID  string `json:"run_id"`
+	StepID string `json:"step_id"`
+	Tool   string `json:"tool"`
+	// Args are the step's arguments that are not text of the flow, by
+	// JSON pointer; every other leaf is constant.
+	Args []ArgOrigin `json:"args"`
+	// FallbackTool and Fallback are the same for the step's fallback tool.
+	FallbackTool string      `json:"fallback_tool,omitempty"`
+	Fallback     []ArgOrigin `json:"fallback,omitempty"`
+}
+
+// ArgOrigin is where one argument came from.
+type ArgOrigin struct {
+	// Pointer is the argument's JSON pointer in the args ("" the whole).
+	Pointer string          `json:"pointer"`
+	Origins []safety.Origin `json:"origins"`
+	// From are the placeholders of the args template that make it, or
+	// what the engine passes when the step has no args:.
+	From []string `json:"from"`
+}
+
+// Why explains where each argument of tool step step of run ref came from
+// (rein runs why). The flow is the one the run pinned; a step that is not
+// a tool step is a business error naming the tool steps.
+func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
+	run, err := r.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
+	if err != nil {
+		return nil, err
+	}
+	f := p.Flow
+	s := f.StepByID(step)
+	if s == nil || s.Type != flow.Tool {
+		var tools []string
+		for _, t := range f.Steps {
+			if t.Type == flow.Tool {
+				tools = append(tools, t.ID)
+			}
+		}
+		what := fmt.Sprintf("run %s has no step %q", run.ID, step)
+		if s != nil {
+			what = fmt.Sprintf("step %s of run %s is of type %s, and only a tool step's call has arguments", step, run.ID, s.Type)
+		}
+		return nil, runsErr(ClassBusiness, Hint{RunID: run.ID}, errors.New(what+"; its tool steps: "+strings.Join(tools, ", ")))
+	}
+	spec := func(name string) (tool.Spec, bool) {
+		if t, ok := p.Tools.Lookup(name); ok {
+			return t.Spec(), true
+		}
+		return tool.Spec{}, false
+	}
+	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec))}
+	if fb := s.Fallback; fb != nil && fb.Tool != "" {
+		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
+	}
+	return v, nil
+}
+
+// argOrigins lists prov by pointer with the placeholders behind each.
+func argOrigins(s *flow.Step, args *template.Value, prov safety.Provenance) []ArgOrigin {
+	from := map[string][]string{}
+	if args != nil {
+		for _, r := range args.Refs() {
+			from[r.Pointer] = append(from[r.Pointer], "{"+r.Path.String()+"}")
+		}
+	} else {
+		for ptr := range prov {
+			from[ptr] = []string{"the output of step " + strings.TrimPrefix(ptr, "/")}
+		}
+		if _, ok := prov["/input"]; ok && len(s.RequireIdx) == 0 {
+			from["/input"] = []string{"the run's input"}
+		}
+	}
+	out := make([]ArgOrigin, 0, len(prov))
+	for _, ptr := range prov.Pointers() {
+		out = append(out, ArgOrigin{Pointer: ptr, Origins: prov[ptr], From: from[ptr]})
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package safety
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/reinhq/rein/tool"
+)
+
+// Origin says where a value handed to a tool came from.
+type Origin string
+
+// Origins. A tool's output is "tool:<name>" (ToolOrigin), or OriginDB when
+// the tool's effect is a read of a store.
+const (
+	OriginUser     Origin = "user"     // the run's input, or a person's decision
+	OriginConstant Origin = "constant" // text of the flow itself
+	OriginInferred Origin = "inferred" // written by a model
+	OriginDB       Origin = "db"       // a read of a store (a tool with effect read)
+)
+
+// ToolOrigin is the origin of an output of the tool called name; a tool
+// whose effect is read counts as OriginDB.
+func ToolOrigin(spec *tool.Spec) Origin {
+	if spec.Effect == tool.EffectRead {
+		return OriginDB
+	}
+	return Origin("tool:" + spec.Name)
+}
+
+// IsTool reports whether o is a tool's output (tool:<name> or db).
+func (o Origin) IsTool() bool { return o == OriginDB || strings.HasPrefix(string(o), "tool:") }
+
+// Valid reports whether o is one of the origins.
+func (o Origin) Valid() bool {
+	switch o {
+	case OriginUser, OriginConstant, OriginInferred, OriginDB:
+		return true
+	}
+	return strings.HasPrefix(string(o), "tool:") && len(o) > len("tool:")
+}
+
+// Provenance maps the JSON pointer of an argument (RFC 6901, "" for the
+// whole args) to the origins of what it was made from: a rendered leaf's
+// origins are the union of its placeholders'. A pointer names the leaf of
+// the args template; the value there, and all below it, share its
+// origins. Leaves it does not list are constants (text of the flow).
+// Origins are sorted and unique. Provenance is shared, never modified.
+type Provenance map[string][]Origin
+
+// Add adds o to the origins of ptr, keeping them sorted and unique.
+func (p Provenance) Add(ptr string, o Origin) {
+	cur := p[ptr]
+	i, found := slices.BinarySearch(cur, o)
+	if found {
+		return
+	}
+	p[ptr] = slices.Insert(cur, i, o)
+}
+
+// Pointers returns the pointers, sorted.
+func (p Provenance) Pointers() []string {
+	out := make([]string, 0, len(p))
+	for k := range p {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Has returns the first pointer (in sorted order) with an origin for which
+// match holds.
+func (p Provenance) Has(match func(Origin) bool) (string, Origin, bool) {
+	var best string
+	var bestO Origin
+	found := false
+	for ptr, os := range p {
+		for _, o := range os {
+			if match(o) && (!found || ptr < best) {
+				best, bestO, found = ptr, o, true
+				break
+			}
+		}
+	}
+	return best, bestO, found
+}
