@@ -48,7 +48,11 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
 	}
-	return agent.New(agent.Config{Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	var ep *agent.PlanOptions
+	if !a.ExecutePlan.Disabled {
+		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
+	}
+	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now})

@@ -165,3 +165,35 @@ func TestAgentWithAProvider(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// TestAgentPlanExample is the walkthrough of examples/agent-plan: the
+// agent's first plan names an unknown tool and is rejected, located,
+// before anything runs; the corrected three-step plan, joined by $ref,
+// runs and the agent answers from its result.
+func TestAgentPlanExample(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "rein.db")
+	code, out, stderr := cli(t, "agent", "../../examples/agent-plan", "Brief me on order 1042", "--db", db, "--output", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr: %s\n%s", code, stderr, out)
+	}
+	var res agentResultJSON
+	decodeOne(t, out, &res)
+	if res.Status != "answered" || !strings.Contains(fmt.Sprint(res.Answer), "Ana Lima") || len(res.Calls) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	first, second := res.Calls[0], res.Calls[1]
+	if first.Tool != "execute_plan" || !strings.Contains(first.Observation, `at /steps/1/tool: unknown tool \"get_customer\"`) ||
+		!strings.Contains(first.Observation, `"completed_steps":[]`) {
+		t.Fatalf("first plan: %s", first.Observation)
+	}
+	// the printed observation is a preview; what it begins with says enough.
+	if !strings.HasPrefix(second.Observation, `{"completed_steps":["order","customer","charges"],"failed_steps":[],"objective":"brief on order 1042","result":{"charges":`) {
+		t.Fatalf("second plan: %s", second.Observation)
+	}
+	if code, out, _ := cli(t, "runs", "show", res.RunID, "--db", db); code != exitOK || !strings.Contains(out, "Ana Lima") {
+		t.Errorf("runs show: exit %d\n%s", code, out)
+	}
+	if u := res.Usage; u["turns"] != 3 || u["tool_calls"] != 2 {
+		t.Errorf("usage %v: the plan's calls are its own, not the loop's", u)
+	}
+}
