@@ -122,8 +122,8 @@ func TestAgentWithAProvider(t *testing.T) {
 			Messages []map[string]any `json:"messages"`
 			Tools    []any            `json:"tools"`
 		}
-		if err := json.Unmarshal(body, &req); err != nil || len(req.Tools) != 3 {
-			http.Error(w, `{"error": {"message": "want 3 tools"}}`, http.StatusBadRequest)
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Tools) != 4 {
+			http.Error(w, `{"error": {"message": "want 4 tools: the agent's 3 and execute_plan"}}`, http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
