@@ -225,7 +225,9 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	}
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
-		t = tool.Func(bt.spec, l.executePlan) // runs with this loop's recorder and keys
+		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
+			return l.executePlan(ctx, turn, c.Index, args)
+		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}

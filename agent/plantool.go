@@ -21,6 +21,14 @@ type PlanOptions struct {
 	AllowExternal bool
 }
 
+// PlanJournal is a Journal that also keeps what execute_plan's executor
+// does: every plan event (steps started, settled, a plan rejected), with
+// the turn and call of the execute_plan call it belongs to. It is called
+// from the call's goroutine; calls of one turn run concurrently.
+type PlanJournal interface {
+	PlanEvent(turn, call int, ev plan.Event)
+}
+
 // planner is a Loop's execute_plan: the catalog of the agent's tools
 // (compiled once) and the registry the executor calls them through.
 type planner struct {
@@ -127,8 +135,12 @@ type planStepError struct {
 // recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
 // Whatever happens, the answer is an observation, never an error of the
 // loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, args any) (any, error) {
+func (l *Loop) executePlan(ctx context.Context, turn, call int, args any) (any, error) {
 	p := l.planner
+	onEvent := func(plan.Event) {}
+	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
+		onEvent = func(ev plan.Event) { pj.PlanEvent(turn, call, ev) }
+	}
 	if PlanRunning(ctx) {
 		return &planResult{ErrorType: "recursion", FailedSteps: []planStepError{},
 			Error: "execute_plan is already running: plans do not nest; put the steps in the running plan"}, nil
@@ -143,7 +155,7 @@ func (l *Loop) executePlan(ctx context.Context, args any) (any, error) {
 	}
 	pl, err := plan.Parse(raw)
 	if err != nil {
-		return p.rejected(res, err), nil
+		return p.rejected(res, err, onEvent), nil
 	}
 	var problems []plan.Problem
 	for i, s := range pl.Steps {
@@ -167,10 +179,10 @@ func (l *Loop) executePlan(ctx context.Context, args any) (any, error) {
 		problems = append(problems, ve.Problems...)
 	}
 	if len(problems) > 0 {
-		return p.rejected(res, &plan.ValidationError{Problems: problems}), nil
+		return p.rejected(res, &plan.ValidationError{Problems: problems}, onEvent), nil
 	}
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: p.catalog, Tools: p.registry, Gate: l.cfg.Pipeline.Gate,
-		Recorder: l.cfg.Recorder, MaxExecuted: p.opts.MaxSteps, Concurrency: l.cfg.Concurrency, Now: l.cfg.Now})
+		Recorder: l.cfg.Recorder, MaxExecuted: p.opts.MaxSteps, Concurrency: l.cfg.Concurrency, Now: l.cfg.Now, OnEvent: onEvent})
 	if err != nil {
 		return nil, fmt.Errorf("execute_plan: %w", err)
 	}
@@ -196,7 +208,8 @@ func (l *Loop) executePlan(ctx context.Context, args any) (any, error) {
 }
 
 // rejected answers a plan refused before anything ran.
-func (p *planner) rejected(res *planResult, err error) *planResult {
+func (p *planner) rejected(res *planResult, err error, onEvent func(plan.Event)) *planResult {
+	onEvent(plan.Event{Kind: plan.PlanRejected, ErrorClass: fault.Format, Error: err.Error()})
 	res.ErrorType = "invalid_plan"
 	var pe *plan.ParseError
 	var ve *plan.ValidationError

@@ -172,7 +172,8 @@ func TestAgentWithAProvider(t *testing.T) {
 // runs and the agent answers from its result.
 func TestAgentPlanExample(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "rein.db")
-	code, out, stderr := cli(t, "agent", "../../examples/agent-plan", "Brief me on order 1042", "--db", db, "--output", "json")
+	tr := filepath.Join(t.TempDir(), "trace.jsonl")
+	code, out, stderr := cli(t, "agent", "../../examples/agent-plan", "Brief me on order 1042", "--db", db, "--output", "json", "--trace", tr)
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr: %s\n%s", code, stderr, out)
 	}
@@ -189,6 +190,16 @@ func TestAgentPlanExample(t *testing.T) {
 	// the printed observation is a preview; what it begins with says enough.
 	if !strings.HasPrefix(second.Observation, `{"completed_steps":["order","customer","charges"],"failed_steps":[],"objective":"brief on order 1042","result":{"charges":`) {
 		t.Fatalf("second plan: %s", second.Observation)
+	}
+	// the plans are journaled: the rejection in turn 1, each plan step in turn 2.
+	events, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kind":"plan_rejected"`, `"plan_step":"call1/customer"`, `"kind":"plan_step_settled"`} {
+		if !strings.Contains(string(events), want) {
+			t.Errorf("trace lacks %s:\n%s", want, events)
+		}
 	}
 	if code, out, _ := cli(t, "runs", "show", res.RunID, "--db", db); code != exitOK || !strings.Contains(out, "Ana Lima") {
 		t.Errorf("runs show: exit %d\n%s", code, out)
