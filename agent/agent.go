@@ -103,6 +103,10 @@ type Config struct {
 	CallTimeout time.Duration
 	// Now is the clock of the wall-time budget. Defaults to time.Now.
 	Now func() time.Time
+	// ExecutePlan, when set, offers the model the execute_plan meta-tool
+	// over Tools (see the package documentation). Nil: not offered — leave
+	// it nil for a loop that runs inside a plan (PlanRunning).
+	ExecutePlan *PlanOptions
 }
 
 // Loop runs agent tasks. Build it with New; it is safe for concurrent
@@ -111,6 +115,8 @@ type Loop struct {
 	cfg   Config
 	tools map[string]*boundTool
 	defs  []model.ToolDef
+	// planner runs execute_plan calls; nil when it is not offered.
+	planner *planner
 }
 
 type boundTool struct {
@@ -165,6 +171,15 @@ func New(cfg Config) (*Loop, error) {
 		}
 		l.tools[b.spec.Name] = b
 		l.defs = append(l.defs, model.ToolDef{Name: b.spec.Name, Description: b.spec.Description, Schema: b.spec.InputSchema})
+	}
+	if cfg.ExecutePlan != nil {
+		p, bt, err := newPlanner(*cfg.ExecutePlan, l.tools)
+		if err != nil {
+			return nil, err
+		}
+		l.planner = p
+		l.tools[bt.spec.Name] = bt
+		l.defs = append(l.defs, model.ToolDef{Name: bt.spec.Name, Description: bt.spec.Description, Schema: bt.spec.InputSchema})
 	}
 	if err := model.CheckRequest(&model.Request{Tools: l.defs}); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

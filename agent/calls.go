@@ -223,7 +223,13 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	if args == nil {
 		args, _ = parseArgs(c.Args) // checked when the turn was taken
 	}
-	req := invoke.Request{Tool: bt.Tool, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
+	t := bt.Tool.Tool
+	if bt == l.plannerTool() {
+		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
+			return l.executePlan(ctx, turn, c.Index, args)
+		})
+	}
+	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
 	if bt.input != nil {
 		req.Input = bt.input

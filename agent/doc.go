@@ -34,6 +34,15 @@
 // Budgets are separate counters with separate errors (fault.Budget with
 // the budget's name): turns, tool calls, tokens and wall time.
 //
+// The execute_plan meta-tool (Config.ExecutePlan): the model hands over
+// {objective, steps} and the loop checks the plan as package plan checks a
+// planner's (over a Catalog of the loop's own tools; no nested
+// execute_plan, no tool that needs approval, no external tool unless
+// allowed), every problem with its JSON pointer, before anything runs; then
+// a plan.Executor runs it through the same pipeline, its keys extending the
+// call's (…/turn<t>/call<c>/plan1/<plan-step>). The answer is the call's
+// observation; the plan never touches the Session.
+//
 // The context budget: an observation longer than
 // Config.ObservationLimit bytes is stored whole through Config.Blobs
 // (when set) and the transcript keeps its first ObservationLimit bytes

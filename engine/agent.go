@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
@@ -48,7 +50,11 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
 	}
-	return agent.New(agent.Config{Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	var ep *agent.PlanOptions
+	if !a.ExecutePlan.Disabled {
+		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
+	}
+	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now})
@@ -156,6 +162,23 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
 		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})
 	return a.commit()
+}
+
+// PlanEvent records what an execute_plan call's executor does as the plan
+// events of a plan step (plan_step_started, plan_step_settled,
+// plan_rejected), with the turn of the call; the plan step is named
+// call<c>/<plan-step>.
+func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
+	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
+		PlanStep: "call" + strconv.Itoa(call) + "/" + ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
+		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
+	if ev.ErrorClass != "" {
+		e.Origin = trace.OriginTool
+		if ev.Kind == plan.PlanRejected {
+			e.Origin = trace.OriginModel
+		}
+	}
+	a.r.record(e)
 }
 
 func (a *agentJournal) commit() error {

@@ -12,7 +12,8 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "concurrency"}
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "concurrency", "execute_plan"}
+	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 	agentToolRefField = []string{"approval"}
 )
@@ -40,6 +41,21 @@ type AgentDef struct {
 	Concurrency int
 	// OutputSchema, when set, is the schema the final answer must satisfy.
 	OutputSchema *Schema
+	// ExecutePlan configures the execute_plan meta-tool, offered unless
+	// disabled.
+	ExecutePlan AgentPlan
+}
+
+// AgentPlan is an agent's execute_plan: (false, or a mapping of enabled,
+// max_steps, allow_external).
+type AgentPlan struct {
+	// Disabled (execute_plan: false, or enabled: false) withholds the tool.
+	Disabled bool
+	// MaxSteps bounds a plan and its tool calls (0: the plan package's
+	// default).
+	MaxSteps int
+	// AllowExternal lets plans call tools whose effect is external.
+	AllowExternal bool
 }
 
 // AgentBudgets are an agent's budgets; zero means the agent package's
@@ -113,6 +129,8 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.Budgets = d.decodeAgentBudgets(f)
 		case "output_schema":
 			a.OutputSchema = d.schemaField(f, "output_schema", "")
+		case "execute_plan":
+			a.ExecutePlan = d.decodeAgentPlan(f, "")
 		case "max_observation_bytes", "concurrency":
 			if n, ok := d.integer(f, ""); ok {
 				if n < 1 {
@@ -183,6 +201,39 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 		}
 	}
 	return out
+}
+
+// decodeAgentPlan reads execute_plan: a boolean, or a mapping of
+// agentPlanFields.
+func (d *decoder) decodeAgentPlan(fl field, label string) AgentPlan {
+	var p AgentPlan
+	fields, ok := fieldsOf(fl.value)
+	if !ok {
+		if on, ok := d.boolean(fl, label); ok {
+			p.Disabled = !on
+		}
+		return p
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "enabled":
+			if on, ok := d.boolean(f, label); ok {
+				p.Disabled = !on
+			}
+		case "allow_external":
+			p.AllowExternal, _ = d.boolean(f, label)
+		case "max_steps":
+			if n, ok := d.integer(f, label); ok {
+				if n < 1 {
+					d.diags.add(posOf(f.value), label, "execute_plan: max_steps must be at least 1")
+				}
+				p.MaxSteps = n
+			}
+		default:
+			d.unknownField(f, label, "execute_plan", agentPlanFields)
+		}
+	}
+	return p
 }
 
 func (d *decoder) decodeAgentBudgets(fl field) AgentBudgets {

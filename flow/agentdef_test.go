@@ -129,3 +129,31 @@ steps:
 		}
 	}
 }
+
+func TestParseAgentExecutePlan(t *testing.T) {
+	t.Parallel()
+	base := "model: m\ntools: {lookup: {}}\n"
+	for src, want := range map[string]flow.AgentPlan{
+		"":                                 {},
+		"execute_plan: false\n":            {Disabled: true},
+		"execute_plan: {enabled: false}\n": {Disabled: true},
+		"execute_plan: {max_steps: 4, allow_external: true}\n": {MaxSteps: 4, AllowExternal: true},
+	} {
+		a, err := flow.ParseAgent([]byte(base+src), "agent.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if a.ExecutePlan != want {
+			t.Errorf("%q: %+v, want %+v", src, a.ExecutePlan, want)
+		}
+	}
+	_, err := flow.ParseAgent([]byte(base+"execute_plan: {max_steps: 0, allow: true}\n"), "agent.yaml")
+	for _, w := range []string{"agent.yaml:3:27: execute_plan: max_steps must be at least 1", `agent.yaml:3:30: unknown field "allow" in execute_plan`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	if _, err := flow.ParseAgent([]byte(base+"execute_plan: yes please\n"), "agent.yaml"); err == nil || !strings.Contains(err.Error(), "execute_plan must be true or false") {
+		t.Errorf("a string: %v", err)
+	}
+}

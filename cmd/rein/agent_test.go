@@ -122,8 +122,8 @@ func TestAgentWithAProvider(t *testing.T) {
 			Messages []map[string]any `json:"messages"`
 			Tools    []any            `json:"tools"`
 		}
-		if err := json.Unmarshal(body, &req); err != nil || len(req.Tools) != 3 {
-			http.Error(w, `{"error": {"message": "want 3 tools"}}`, http.StatusBadRequest)
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Tools) != 4 {
+			http.Error(w, `{"error": {"message": "want 4 tools: the agent's 3 and execute_plan"}}`, http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -163,5 +163,48 @@ func TestAgentWithAProvider(t *testing.T) {
 	if res.Status != "answered" || res.Answer != "Order 1042 of Ana Lima has shipped." || len(res.Calls) != 1 ||
 		res.Calls[0].Status != "ok" || res.Usage["tokens_in"] != 300 {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestAgentPlanExample is the walkthrough of examples/agent-plan: the
+// agent's first plan names an unknown tool and is rejected, located,
+// before anything runs; the corrected three-step plan, joined by $ref,
+// runs and the agent answers from its result.
+func TestAgentPlanExample(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "rein.db")
+	tr := filepath.Join(t.TempDir(), "trace.jsonl")
+	code, out, stderr := cli(t, "agent", "../../examples/agent-plan", "Brief me on order 1042", "--db", db, "--output", "json", "--trace", tr)
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr: %s\n%s", code, stderr, out)
+	}
+	var res agentResultJSON
+	decodeOne(t, out, &res)
+	if res.Status != "answered" || !strings.Contains(fmt.Sprint(res.Answer), "Ana Lima") || len(res.Calls) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	first, second := res.Calls[0], res.Calls[1]
+	if first.Tool != "execute_plan" || !strings.Contains(first.Observation, `at /steps/1/tool: unknown tool \"get_customer\"`) ||
+		!strings.Contains(first.Observation, `"completed_steps":[]`) {
+		t.Fatalf("first plan: %s", first.Observation)
+	}
+	// the printed observation is a preview; what it begins with says enough.
+	if !strings.HasPrefix(second.Observation, `{"completed_steps":["order","customer","charges"],"failed_steps":[],"objective":"brief on order 1042","result":{"charges":`) {
+		t.Fatalf("second plan: %s", second.Observation)
+	}
+	// the plans are journaled: the rejection in turn 1, each plan step in turn 2.
+	events, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kind":"plan_rejected"`, `"plan_step":"call1/customer"`, `"kind":"plan_step_settled"`} {
+		if !strings.Contains(string(events), want) {
+			t.Errorf("trace lacks %s:\n%s", want, events)
+		}
+	}
+	if code, out, _ := cli(t, "runs", "show", res.RunID, "--db", db); code != exitOK || !strings.Contains(out, "Ana Lima") {
+		t.Errorf("runs show: exit %d\n%s", code, out)
+	}
+	if u := res.Usage; u["turns"] != 3 || u["tool_calls"] != 2 {
+		t.Errorf("usage %v: the plan's calls are its own, not the loop's", u)
 	}
 }
