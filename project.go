@@ -188,11 +188,13 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if cfg != nil {
 		fopts.Defaults = cfg.Defaults
 	}
+	fromDisk := false
 	if opts.flowFiles != nil {
 		fopts.ReadFile = func(path string) ([]byte, error) {
 			if b, ok := opts.flowFiles[path]; ok {
 				return b, nil
 			}
+			fromDisk = true
 			return yamlnode.ReadFile(path, flow.MaxFileBytes)
 		}
 	}
@@ -201,9 +203,13 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return nil, err
 		}
 	}
-	if opts.flowText != nil {
+	switch {
+	case opts.flowText != nil && opts.flowFiles != nil && opts.agent == nil:
+		// a resumed run's pinned flow: parsed once per process (pinned.go).
+		p.Flow, err = parsePinned(opts.flowText, flowPath, opts.flowFiles, fopts, func() bool { return fromDisk })
+	case opts.flowText != nil:
 		p.Flow, err = flow.Parse(opts.flowText, flowPath, fopts)
-	} else {
+	default:
 		p.Flow, err = flow.Load(flowPath, fopts)
 	}
 	if err != nil {
@@ -410,11 +416,21 @@ func (p *Project) meta() json.RawMessage {
 // them again: pass the same ones in opts.Tools (without them, the error is
 // an *Error with HintNeedsTools naming those it lacks). opts may add models
 // too (Config and Script override the recorded ones).
+//
+// The pinned flow is parsed once per process (a pinned flow is immutable):
+// Projects rebuilt for the same run, or for runs of the same pinned flow,
+// share one *flow.Flow, which must not be modified.
 func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOptions) (*Project, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
+	return LoadPinned(run, opts)
+}
+
+// LoadPinned is LoadRun for a run whose row the caller has read already.
+func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
+	runID := run.ID
 	o := LoadOptions{}
 	if opts != nil {
 		o = *opts
@@ -439,6 +455,9 @@ func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOption
 	}
 	o.NoDefaults = true
 	o.flowText, o.flowFiles = run.FlowText, m.Files
+	if o.flowFiles == nil {
+		o.flowFiles = map[string][]byte{} // a flow that pinned no files reads none
+	}
 	path := run.FlowPath
 	if path == "" {
 		path = run.Flow + ".yaml"

@@ -154,7 +154,7 @@ func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (out 
 	if run.Finished() {
 		return r.finished(ctx, run)
 	}
-	p, err := LoadRun(ctx, r.st, id, &r.load)
+	p, err := LoadPinned(run, &r.load)
 	if err != nil {
 		return nil, err
 	}

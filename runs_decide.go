@@ -33,6 +33,10 @@ type DecideOptions struct {
 	// Resume resumes the run once the decision is recorded, as Resume does.
 	Resume bool
 	ResumeOptions
+	// Run, when set, is the run's row as the caller read it (ref is then
+	// its ID): Decide does not read it again. The store still refuses a
+	// decision the run no longer waits for.
+	Run *store.Run
 }
 
 // Decide records d on the pending approval of step in the run ref names,
@@ -45,7 +49,7 @@ type DecideOptions struct {
 // failed (HintNeedsTools, HintHeldByAnotherProcess), Decide returns the
 // Outcome with its Approval and the error: the decision stands, and the
 // run goes on with a later Resume, or with a worker.
-func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *DecideOptions) (*Outcome, error) {
+func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *DecideOptions) (out *Outcome, err error) {
 	switch d.Status {
 	case ApprovalApproved, ApprovalRejected:
 	case ApprovalSettled:
@@ -58,8 +62,10 @@ func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *D
 	default:
 		return nil, runsErr(ClassBusiness, Hint{}, fmt.Errorf("decision %q is none of approved, rejected or settled", d.Status))
 	}
-	run, err := r.Get(ctx, ref)
-	if err != nil {
+	var run *store.Run
+	if opts != nil && opts.Run != nil && opts.Run.ID == ref {
+		run = opts.Run
+	} else if run, err = r.Get(ctx, ref); err != nil {
 		return nil, err
 	}
 	if run.Finished() {
@@ -70,7 +76,7 @@ func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *D
 	if err != nil {
 		return nil, r.decideErr(ctx, run, step, d.Status, err)
 	}
-	out := &Outcome{Approval: a}
+	out = &Outcome{Approval: a}
 	if out.NeedsTools, err = r.needsTools(run); err != nil {
 		return out, err
 	}

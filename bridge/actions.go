@@ -67,7 +67,11 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 		}
 		return nil, err
 	}
-	t, err := w.recover(ctx, res.RunID)
+	run, err := w.opts.Store.GetRun(ctx, res.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", res.RunID, err)
+	}
+	t, err := w.recover(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -76,20 +80,20 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 	return a, nil
 }
 
-// recover reads task id, resuming it first when it was left pending (a
+// recover reads the task of run (its row as just read), resuming it first when it was left pending (a
 // decision was recorded but the process stopped before the run went on).
-func (w *Workflow) recover(ctx context.Context, id string) (*task, error) {
-	t, err := w.readTask(ctx, id)
+func (w *Workflow) recover(ctx context.Context, run *store.Run) (*task, error) {
+	t, err := w.readTaskOf(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	if t.run.Status != trace.RunPending {
 		return t, nil
 	}
-	if _, err := w.runs().Resume(ctx, id, nil); err != nil && rein.HintOf(err).Code != rein.HintHeldByAnotherProcess {
+	if _, err := w.runs().Resume(ctx, run.ID, nil); err != nil && rein.HintOf(err).Code != rein.HintHeldByAnotherProcess {
 		return nil, err
 	}
-	return w.readTask(ctx, id)
+	return w.readTask(ctx, run.ID)
 }
 
 // openTask reads the task of req with its pinned flow, after recovering
@@ -110,11 +114,11 @@ func (w *Workflow) openTask(ctx context.Context, req *Request) (*task, *rein.Pro
 	if run.Flow != w.flow.Name {
 		return nil, nil, errorf(fault.NotFound, "/task_id", "task %s belongs to workflow %s, not %s", run.ID, run.Flow, w.flow.Name)
 	}
-	t, err := w.recover(ctx, run.ID)
+	t, err := w.recover(ctx, run)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rein.LoadRun(ctx, w.opts.Store, run.ID, w.opts.Load)
+	p, err := rein.LoadPinned(t.run, w.opts.Load)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,12 +64,20 @@ type task struct {
 	approvals []*store.Approval
 }
 
+// readTask reads task id: its row, steps and approvals.
 func (w *Workflow) readTask(ctx context.Context, id string) (*task, error) {
-	t := &task{}
-	var err error
-	if t.run, err = w.opts.Store.GetRun(ctx, id); err != nil {
+	run, err := w.opts.Store.GetRun(ctx, id)
+	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
+	return w.readTaskOf(ctx, run)
+}
+
+// readTaskOf reads the task of run, its row as just read: its steps and
+// approvals.
+func (w *Workflow) readTaskOf(ctx context.Context, run *store.Run) (*task, error) {
+	t, id := &task{run: run}, run.ID
+	var err error
 	if t.steps, err = w.opts.Store.Steps(ctx, id); err != nil {
 		return nil, fmt.Errorf("steps of task %s: %w", id, err)
 	}

@@ -58,7 +58,7 @@ func (w *Workflow) submit(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, e
 	}
 	_, err = w.runs().Decide(ctx, t.run.ID, s.ID, rein.Decision{Status: store.ApprovalSettled, Output: canon, By: by,
-		Comment: "submitted by the workflow tool"}, nil)
+		Comment: "submitted by the workflow tool"}, &rein.DecideOptions{Run: t.run})
 	if err != nil {
 		if rein.HintOf(err).Code == rein.HintAlreadyDecided {
 			e := asError(err)

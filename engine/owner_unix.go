@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -16,7 +17,8 @@ func processGone(pid int) bool {
 
 // pidNamespace is the inode of this process's PID namespace ("" where
 // /proc does not tell, and then no lease is ever taken over early).
-func pidNamespace() string {
+// It is read once: a process never changes its own PID namespace.
+var pidNamespace = sync.OnceValue(func() string {
 	fi, err := os.Stat("/proc/self/ns/pid")
 	if err != nil {
 		return ""
@@ -26,4 +28,4 @@ func pidNamespace() string {
 		return ""
 	}
 	return strconv.FormatUint(st.Ino, 10)
-}
+})

@@ -49,7 +49,7 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return queryAll(ctx, s.rdb, "approvals", scanApproval, q+" ORDER BY seq", args...)
+	return queryAll(ctx, s.reads, "approvals", scanApproval, q+" ORDER BY seq", args...)
 }
 
 // DecideApproval settles the pending approval of a step and bumps the run's

@@ -36,7 +36,7 @@ func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call,
 	if stepID != "" {
 		q, args = `SELECT `+callCols+` FROM calls WHERE run_id = ? AND step_id = ? ORDER BY seq`, []any{runID, stepID}
 	}
-	out, err := queryAll(ctx, s.rdb, "calls of run "+runID, scanCall, q, args...)
+	out, err := queryAll(ctx, s.reads, "calls of run "+runID, scanCall, q, args...)
 	if err != nil || len(out) > 0 {
 		return out, err
 	}

@@ -274,7 +274,7 @@ var (
 // eachRow calls fn with the frames column of each of a run's journal rows
 // whose seq is above after, in order; fn returns false to stop.
 func (s *Store) eachRow(ctx context.Context, what, q, runID string, after int64, fn func(data []byte) (bool, error)) error {
-	rows, err := s.rdb.QueryContext(ctx, q, runID, after)
+	rows, err := s.reads.QueryContext(ctx, q, runID, after)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
 	}
@@ -384,7 +384,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 // stepBlob reads a step payload stored as a blob.
 func (s *Store) stepBlob(ctx context.Context, runID, stepID, sha string) ([]byte, error) {
 	var data []byte
-	err := s.rdb.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
+	err := s.reads.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: run %s step %s: payload blob %s is missing: the database is damaged", runID, stepID, sha)
 	}
@@ -397,7 +397,7 @@ func (s *Store) stepBlob(ctx context.Context, runID, stepID, sha string) ([]byte
 // Blob returns the content stored under a hex sha256 (store.ErrNotFound).
 func (s *Store) Blob(ctx context.Context, sha string) ([]byte, error) {
 	var data []byte
-	err := s.rdb.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
+	err := s.reads.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: blob %s: %w", sha, store.ErrNotFound)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	}
 	var res store.PruneResult
 	if p.DryRun {
-		ids, err := queryAll(ctx, s.rdb, "prune (dry run)", func(row scanner) (id string, err error) {
+		ids, err := queryAll(ctx, s.reads, "prune (dry run)", func(row scanner) (id string, err error) {
 			return id, row.Scan(&id)
 		}, `SELECT id FROM runs WHERE `+pruneWhere+` ORDER BY rk`, st[0], st[1], st[2], p.Before.UnixNano(), time.Now().UnixNano())
 		if err != nil {

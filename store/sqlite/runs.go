@@ -198,7 +198,7 @@ var getRunSQL = runHeadSelect(`runs r WHERE r.id = ?1`)
 
 // GetRun returns one run (store.ErrNotFound).
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRunHead(s.rdb.QueryRowContext(ctx, getRunSQL, id))
+	r, err := scanRunHead(s.reads.QueryRowContext(ctx, getRunSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
 	}
@@ -265,7 +265,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		from += " WHERE " + strings.Join(where, " AND ")
 	}
 	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
-	return queryAll(ctx, s.rdb, "list runs", scanRunHead, q, append(args, limit)...)
+	return queryAll(ctx, s.reads, "list runs", scanRunHead, q, append(args, limit)...)
 }
 
 // prefixEnd returns the least string greater than every string that starts
@@ -284,7 +284,7 @@ func prefixEnd(prefix string) (end string, ok bool) {
 
 // queryAll runs a read query and scans every row with scan; errors name
 // what was being read.
-func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, db *stmts, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
@@ -307,7 +307,7 @@ func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(sca
 // exists reports whether run id is in the database (read pool).
 func (s *Store) exists(ctx context.Context, id string) (bool, error) {
 	var ok bool
-	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, id).Scan(&ok)
+	err := s.reads.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, id).Scan(&ok)
 	return ok, err
 }
 

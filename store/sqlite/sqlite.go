@@ -106,6 +106,7 @@ type Store struct {
 	opts   Options
 	wdb    *sql.DB // the one write connection (and, for :memory:, reads too)
 	rdb    *sql.DB
+	reads  *stmts // rdb's queries, prepared once
 	w      *writer
 	ckpt   *checkpointer // nil for ":memory:"
 	memory bool
@@ -197,6 +198,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.rdb.SetMaxOpenConns(o.ReadConns)
 		s.rdb.SetMaxIdleConns(o.ReadConns)
 	}
+	s.reads = newStmts(s.rdb)
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -236,6 +238,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.reads != nil {
+		errs = append(errs, s.reads.close())
+	}
 	if s.rdb != nil && s.rdb != s.wdb {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -1,0 +1,154 @@
+package rein
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/tool"
+)
+
+// maxPinned bounds the process-wide cache of parsed pinned flows; when
+// full, the oldest entry goes.
+const maxPinned = 256
+
+// pinned caches the flows LoadRun parses from a run's pinned text, so that
+// resuming or answering a run again does not parse its flow and compile its
+// schemas again. Only the *flow.Flow is cached: immutable once parsed,
+// shared by every Project built from it. The tools, models, MCP sessions
+// and cassettes of a Project, which hold closers and the program's
+// settings, are built anew by each Load.
+//
+// An entry's key is everything the parse reads that a run pins or a load
+// sets: the flow path, the flow text, the pinned files (schemas, prompts),
+// TrustedToolsOnly and the rein.yaml defaults. What the parse asks of the
+// loading program (is tool X known, its effect and idempotence; is model Y
+// configured) is recorded with the entry and asked again of the program on
+// a hit: a different answer is a miss, and the flow parses as before. A
+// parse that read a file the run did not pin, or failed, is not cached.
+var pinned = pinnedCache{m: map[[32]byte]*pinnedFlow{}}
+
+type pinnedCache struct {
+	mu    sync.Mutex
+	m     map[[32]byte]*pinnedFlow
+	order [][32]byte // insertion order, for eviction
+}
+
+type pinnedFlow struct {
+	flow   *flow.Flow
+	tools  []toolAnswer
+	models []modelAnswer
+}
+
+// toolAnswer is one tool lookup of a parse and what it read of the answer.
+type toolAnswer struct {
+	name       string
+	ok         bool
+	effect     tool.Effect
+	idempotent bool
+}
+
+type modelAnswer struct {
+	name string
+	ok   bool
+}
+
+// pinnedKey is the cache key of a parse of text at path with files and
+// fopts (whose callbacks are not part of it).
+func pinnedKey(path string, text []byte, files map[string][]byte, fopts *flow.Options) [32]byte {
+	h := sha256.New()
+	put := func(b []byte) {
+		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	put([]byte(path))
+	put(text)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		put([]byte(name))
+		put(files[name])
+	}
+	var flags []byte
+	if fopts.TrustedToolsOnly {
+		flags = append(flags, 't')
+	}
+	if d := fopts.Defaults; d != nil {
+		flags = append(flags, 'd')
+		if d.Retries != nil {
+			flags = binary.AppendVarint(append(flags, 'r'), int64(*d.Retries))
+		}
+		flags = binary.AppendVarint(flags, int64(d.Timeout))
+	}
+	put(flags)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// parsePinned parses a run's pinned flow text with fopts, through the
+// cache. fopts.ReadFile must serve files from the run's pinned files;
+// fromDisk reports, after the parse, whether it read any other.
+func parsePinned(text []byte, path string, files map[string][]byte, fopts *flow.Options, fromDisk func() bool) (*flow.Flow, error) {
+	key := pinnedKey(path, text, files, fopts)
+	pinned.mu.Lock()
+	e := pinned.m[key]
+	pinned.mu.Unlock()
+	if e != nil && e.holds(fopts) {
+		return e.flow, nil
+	}
+	rec := &pinnedFlow{}
+	o := *fopts
+	if fopts.Tools != nil {
+		o.Tools = func(name string) (tool.Spec, bool) {
+			spec, ok := fopts.Tools(name)
+			rec.tools = append(rec.tools, toolAnswer{name, ok, spec.Effect, spec.Idempotent})
+			return spec, ok
+		}
+	}
+	if fopts.Models != nil {
+		o.Models = func(name string) bool {
+			ok := fopts.Models(name)
+			rec.models = append(rec.models, modelAnswer{name, ok})
+			return ok
+		}
+	}
+	f, err := flow.Parse(text, path, &o)
+	if err != nil || fromDisk() {
+		return f, err
+	}
+	rec.flow = f
+	pinned.mu.Lock()
+	defer pinned.mu.Unlock()
+	if _, ok := pinned.m[key]; !ok {
+		if len(pinned.order) >= maxPinned {
+			delete(pinned.m, pinned.order[0])
+			pinned.order = pinned.order[1:]
+		}
+		pinned.order = append(pinned.order, key)
+	}
+	pinned.m[key] = rec
+	return f, nil
+}
+
+// holds reports whether fopts answers every question the entry's parse
+// asked as it was answered then. Asking runs fopts' callbacks, as a parse
+// would (Load's tool lookup notes the Go tools the flow names).
+func (e *pinnedFlow) holds(fopts *flow.Options) bool {
+	for _, a := range e.tools {
+		if fopts.Tools == nil {
+			return false
+		}
+		spec, ok := fopts.Tools(a.name)
+		if ok != a.ok || spec.Effect != a.effect || spec.Idempotent != a.idempotent {
+			return false
+		}
+	}
+	for _, a := range e.models {
+		if fopts.Models == nil || fopts.Models(a.name) != a.ok {
+			return false
+		}
+	}
+	return true
+}

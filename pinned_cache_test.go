@@ -1,0 +1,73 @@
+package rein_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// A run's pinned flow is parsed once per process: LoadRun hands every
+// Project of the run the same *flow.Flow. A parse that depended on what
+// the program answers (a Go tool's effect) is redone when the answer
+// changed, and a flow that names a Go tool the program lacks still fails.
+func TestLoadRunParsesAPinnedFlowOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	flowText := "name: cached\nsteps:\n  - {id: ask, type: approval}\n  - {id: make, tool: make, args: {}, output_schema: out}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"flow.yaml": flowText, "schemas/out.json": `{"type": "object"}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(e tool.Effect) tool.Tool {
+		return tool.Func(tool.Spec{Name: "make", Effect: e}, func(context.Context, any) (any, error) { return map[string]any{}, nil })
+	}
+	opts := &rein.LoadOptions{Tools: []tool.Tool{mk(tool.EffectNone)}}
+	p, err := rein.Load(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := rein.OpenStore(ctx, filepath.Join(dir, "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if res, err := p.Start(ctx, nil, &engine.Config{Store: st}, &engine.RunOptions{RunID: "c"}); err != nil || res.Status != trace.RunWaiting {
+		t.Fatalf("start: %v", err)
+	}
+	load := func(o *rein.LoadOptions) *rein.Project {
+		t.Helper()
+		p, err := rein.LoadRun(ctx, st, "c", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	a, b := load(opts), load(opts)
+	if a.Flow != b.Flow {
+		t.Error("LoadRun parsed the pinned flow again: want one *flow.Flow per pinned flow")
+	}
+	if a.Tools == b.Tools {
+		t.Error("two Projects share a tool registry: only the flow is to be shared")
+	}
+	// the parse read the tool's effect (retries of a write tool): another
+	// answer parses anew, and the flow differs where it reads it.
+	c := load(&rein.LoadOptions{Tools: []tool.Tool{mk(tool.EffectWrite)}})
+	if c.Flow == a.Flow {
+		t.Error("a Go tool's effect changed, and LoadRun answered the flow parsed with the old one")
+	}
+	if _, err := rein.LoadRun(ctx, st, "c", nil); rein.HintOf(err).Code != rein.HintNeedsTools {
+		t.Fatalf("without its Go tool: %v, want HintNeedsTools", err)
+	}
+}
