@@ -3,10 +3,8 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -232,20 +230,8 @@ func TestAgentCrashAndResume(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.at, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAgentCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "REIN_AGENT_CRASH_AT="+tc.at, "REIN_CRASH_DIR="+dir)
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
-			}
+			dir, st := killedChild(t, "TestAgentCrashChild", "REIN_AGENT_CRASH_AT="+tc.at)
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
 			waitForLease(t, st, "crash-run")
 			e, f := agentEngine(t, dir, st, "")
 			res, err := e.Resume(ctx, f, "crash-run")

@@ -2,10 +2,8 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -177,20 +175,8 @@ func TestCrashResumesFromCallRecords(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.at, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashCallsChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "REIN_CRASH_CALLS_AT="+tc.at, "REIN_CRASH_DIR="+dir)
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
-			}
+			dir, st := killedChild(t, "TestCrashCallsChild", "REIN_CRASH_CALLS_AT="+tc.at)
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
 			reg := crashCallsTools(dir, "")
 			plans := 1 // the planner was not asked before the crash
 			if strings.Contains(tc.at, "/pl/") {

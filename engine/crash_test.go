@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -149,20 +148,8 @@ func TestCrashAndResume(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.at, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "REIN_CRASH_AT="+tc.at, "REIN_CRASH_DIR="+dir)
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
-			}
+			dir, st := killedChild(t, "TestCrashChild", "REIN_CRASH_AT="+tc.at)
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
 			reg := crashTools(dir, "")
 			e := engine.New(engine.Config{Tools: reg, Store: st})
 			f := crashFlowFor(t, reg)

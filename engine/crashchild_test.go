@@ -1,0 +1,36 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/reinhq/rein/store/sqlite"
+)
+
+// killedChild runs the test named child of this test binary in a new
+// process, with env and REIN_CRASH_DIR set to a fresh folder, and
+// requires that it die by SIGKILL (its store kills it at the point the
+// case names). It returns the folder and the child's SQLite store,
+// reopened and closed when t ends.
+func killedChild(t *testing.T, child string, env ...string) (string, *sqlite.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), env...), "REIN_CRASH_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return dir, st
+}
