@@ -93,9 +93,15 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 	}
 	step["tools"] = tools
 	f := map[string]any{
-		"name":   name,
-		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{"task": map[string]any{"type": "string", "minLength": 1}}},
-		"steps":  []any{step},
+		"name": name,
+		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{
+			"task": map[string]any{"type": "string", "minLength": 1},
+			// the earlier exchanges of a chat session (rein chat), oldest first
+			"history": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"role", "content"},
+				"additionalProperties": false, "properties": map[string]any{
+					"role": map[string]any{"enum": []any{"user", "assistant"}}, "content": map[string]any{"type": "string"}}}},
+		}},
+		"steps": []any{step},
 	}
 	if len(declared) > 0 {
 		f["tools"] = declared

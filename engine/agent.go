@@ -77,7 +77,7 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
 	// the wall-time budget runs while the loop works: waiting for a person
 	// (or a restart) starts it again.
-	sess := &agent.Session{Task: in.prompt}
+	sess := &agent.Session{Task: in.prompt, History: inputHistory(r.input)}
 	if r.d.on && r.d.firstAttempt[j.index] == attempt {
 		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
 			return nil, err
@@ -364,4 +364,29 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 		return
 	}
 	r.d.firstAttempt[i] = max(row.Attempt, 1)
+}
+
+// inputHistory is an agent step's Session.History: the run input's
+// "history" field, a list of {role: user|assistant, content: string} (the
+// earlier exchanges of a chat session, as rein chat records them on each
+// run, so a run resumed in another process sees the same conversation).
+// Entries of another shape are left out; agent folders' input schema
+// (rein.LoadAgent) rejects them before the run starts.
+func inputHistory(input any) []model.Message {
+	m, ok := input.(map[string]any)
+	if !ok {
+		return nil
+	}
+	list, _ := m["history"].([]any)
+	var out []model.Message
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		role, _ := em["role"].(string)
+		content, _ := em["content"].(string)
+		if role != string(model.User) && role != string(model.Assistant) {
+			continue
+		}
+		out = append(out, model.Message{Role: model.Role(role), Content: content})
+	}
+	return out
 }

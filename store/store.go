@@ -211,6 +211,9 @@ type ListRunsParams struct {
 	// IDPrefix keeps the runs whose ID starts with it (byte-wise), for
 	// resolving a shortened run ID.
 	IDPrefix string
+	// Session keeps the runs started with that session id
+	// (CreateRunParams.Session), for a chat's earlier exchanges.
+	Session string
 	// Limit caps the result; ≤ 0 means 100.
 	Limit int
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ type agentFlags struct {
 	loadFlags
 	db                dbFlag
 	tracePath, output string
+	// jsonLines prints each --output json object on one line (rein chat).
+	jsonLines bool
 }
 
 func newAgentCmd(s *streams) *cobra.Command {
@@ -60,45 +63,68 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	if task == "" {
 		return usageErr("the task is empty: say what the agent should do")
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if !rein.IsAgentDir(dir) {
-		return usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
-	}
-	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
-		return usageErr("--replay answers every model call: it does not go with --record, --model or --script")
-	}
-	if f.model != "" && f.script != "" {
-		return usageErr("--model and --script both answer every model name: give one")
-	}
-	p, err := rein.LoadAgent(dir, &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
-		TrustedToolsOnly: f.trustedToolsOnly})
+	p, err := f.load(s, dir)
 	if err != nil {
-		return loadError(s, err)
+		return err
 	}
-	defer func() {
-		if cerr := p.Close(); cerr != nil {
-			fmt.Fprintf(s.err, "rein: %v\n", cerr)
-		}
-	}()
+	defer closeProject(s, p)
 	ctx := cmd.Context()
 	st, dsn, err := f.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
+	res, err := f.ask(ctx, s, p, st, dsn, map[string]any{"task": task}, nil)
+	if err != nil {
+		return err
+	}
+	return &exitError{code: exitCode(ctx, res)}
+}
+
+// load checks dir and the model flags and loads the agent of dir.
+func (f *agentFlags) load(s *streams, dir string) (*rein.Project, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if !rein.IsAgentDir(dir) {
+		return nil, usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
+	}
+	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
+		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
+	}
+	if f.model != "" && f.script != "" {
+		return nil, usageErr("--model and --script both answer every model name: give one")
+	}
+	p, err := rein.LoadAgent(dir, &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
+		TrustedToolsOnly: f.trustedToolsOnly})
+	if err != nil {
+		return nil, loadError(s, err)
+	}
+	return p, nil
+}
+
+func closeProject(s *streams, p *rein.Project) {
+	if cerr := p.Close(); cerr != nil {
+		fmt.Fprintf(s.err, "rein: %v\n", cerr)
+	}
+}
+
+// ask runs the agent on one input ({task}, and a chat's history) and
+// prints its transcript and result (text, or the one --output json
+// object), and what it waits on.
+func (f *agentFlags) ask(ctx context.Context, s *streams, p *rein.Project, st store.Store, dsn string, input map[string]any, opts *engine.RunOptions) (*engine.Result, error) {
 	progress := newProgress(s.term, p.Flow)
 	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink
+	var err error
 	if f.tracePath != "" {
 		if js, err = jsonl.Create(f.tracePath); err != nil {
-			return usageErr("--trace: %v", err)
+			return nil, usageErr("--trace: %v", err)
 		}
 		sinks = append(sinks, js)
 	}
 	progress.Start()
-	res, err := p.Start(ctx, map[string]any{"task": task}, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, nil)
+	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
 	progress.Stop()
 	if js != nil {
 		if cerr := js.Close(); cerr != nil {
@@ -108,27 +134,31 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	if err != nil {
 		var ie *engine.InputError
 		if errors.As(err, &ie) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
 		}
-		return &exitError{code: exitUsage, err: err}
+		return nil, &exitError{code: exitUsage, err: err}
 	}
 	if res, err = afterInterrupt(ctx, s, st, dsn, res, false); err != nil {
-		return err
+		return nil, err
 	}
 	turns, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if f.output == "json" {
+	if f.output == "json" && f.jsonLines {
+		if err := json.NewEncoder(s.out).Encode(toAgentJSON(res, turns)); err != nil {
+			return nil, failed("write result: %w", err)
+		}
+	} else if f.output == "json" {
 		if err := encodeJSON(s, toAgentJSON(res, turns)); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		writeTranscript(s.out, "", turns)
 		writeResultText(s, res, stepOrder(p.Flow))
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
-	return &exitError{code: exitCode(ctx, res)}
+	return res, nil
 }
 
 // agentJSON is the one object `rein agent --output json` prints.

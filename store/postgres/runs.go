@@ -169,7 +169,8 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	err := again(ctx, true, func() error {
 		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM `+runFrom+`
 		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2) AND ($4 = '' OR starts_with(r.id, $4))
-		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit, q.IDPrefix)
+		AND ($5 = '' OR r.session = $5)
+		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit, q.IDPrefix, q.Session)
 		if err != nil {
 			return err
 		}

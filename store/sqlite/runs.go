@@ -221,12 +221,15 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if limit <= 0 {
 		limit = 100
 	}
-	if p.IDPrefix != "" {
+	if p.IDPrefix != "" || p.Session != "" {
 		// the unique index on id answers a prefix as a range; the status
-		// and flow filters below then only narrow those few rows.
-		where, args = append(where, "r.id >= ?"), append(args, p.IDPrefix)
-		if hi, ok := prefixEnd(p.IDPrefix); ok {
-			where, args = append(where, "r.id < ?"), append(args, hi)
+		// and flow filters below then only narrow those few rows. A
+		// session filter scans runs newest first (no index on session).
+		if p.IDPrefix != "" {
+			where, args = append(where, "r.id >= ?"), append(args, p.IDPrefix)
+			if hi, ok := prefixEnd(p.IDPrefix); ok {
+				where, args = append(where, "r.id < ?"), append(args, hi)
+			}
 		}
 		if p.Status != "" {
 			where, args = append(where, "r.status = ?"), append(args, string(p.Status))
@@ -235,7 +238,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 			where, args = append(where, "r.flow = ?"), append(args, p.Flow)
 		}
 	}
-	if p.Status != "" && p.IDPrefix == "" {
+	if p.Status != "" && p.IDPrefix == "" && p.Session == "" {
 		where, args = append(where, "r.status = ?"), append(args, string(p.Status))
 		if isLive(string(p.Status)) && p.Flow == "" {
 			// runs in flight: runs_live and the tail it lacks yet, the
@@ -246,7 +249,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 			args = append(args, string(p.Status), string(p.Status), limit)
 		}
 	}
-	if p.Flow != "" && p.IDPrefix == "" {
+	if p.Flow != "" && p.IDPrefix == "" && p.Session == "" {
 		// run_flows, and the tail of runs it lacks yet: the newest of
 		// both, merged in rk order (each arm comes sorted, so SQLite
 		// stops at the limit).
@@ -258,6 +261,9 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 			UNION ALL SELECT f.rk FROM run_flows f JOIN runs t ON t.rk = f.rk WHERE f.flow = ?`+strings.ReplaceAll(status, "status", "t.status")+`
 			ORDER BY 1 DESC LIMIT ?)`)
 		args = append(append(append(args, sargs...), sargs...), limit)
+	}
+	if p.Session != "" {
+		where, args = append(where, "r.session = ?"), append(args, p.Session)
 	}
 	// rk is creation order: newest first is rk descending.
 	from := `runs r`

@@ -159,15 +159,16 @@ func testListRuns(t *testing.T, h Harness) {
 	runs := []struct {
 		id, flow string
 		status   trace.RunStatus
+		session  string
 	}{
-		{"r01", "a", trace.RunPending},
-		{"r02", "b", trace.RunWaiting},
-		{"r03", "a", trace.RunWaiting},
-		{"r04", "b", trace.RunRunning},
-		{"r05", "a", trace.RunWaiting},
+		{"r01", "a", trace.RunPending, "s1"},
+		{"r02", "b", trace.RunWaiting, ""},
+		{"r03", "a", trace.RunWaiting, "s1"},
+		{"r04", "b", trace.RunRunning, "s2"},
+		{"r05", "a", trace.RunWaiting, ""},
 	}
 	for _, r := range runs {
-		create(t, s, &store.CreateRunParams{ID: r.id, Flow: r.flow, Status: r.status})
+		create(t, s, &store.CreateRunParams{ID: r.id, Flow: r.flow, Status: r.status, Session: r.session})
 	}
 	tests := []struct {
 		p    store.ListRunsParams
@@ -189,6 +190,11 @@ func testListRuns(t *testing.T, h Harness) {
 		{store.ListRunsParams{IDPrefix: "r0", Status: trace.RunWaiting, Limit: 2}, []string{"r05", "r03"}},
 		{store.ListRunsParams{IDPrefix: "r0", Flow: "b"}, []string{"r04", "r02"}},
 		{store.ListRunsParams{IDPrefix: "%"}, nil},
+		{store.ListRunsParams{Session: "s1"}, []string{"r03", "r01"}},
+		{store.ListRunsParams{Session: "s1", Flow: "a", Limit: 1}, []string{"r03"}},
+		{store.ListRunsParams{Session: "s1", Status: trace.RunWaiting}, []string{"r03"}},
+		{store.ListRunsParams{Session: "s2", Flow: "a"}, nil},
+		{store.ListRunsParams{Session: "s3"}, nil},
 	}
 	for _, tc := range tests {
 		got, err := s.ListRuns(ctx, &tc.p)
