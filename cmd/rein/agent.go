@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/trace/jsonl"
 )
 
 type agentFlags struct {
@@ -113,32 +111,8 @@ func closeProject(s *streams, p *rein.Project) {
 // prints its transcript and result (text, or the one --output json
 // object), and what it waits on.
 func (f *agentFlags) ask(ctx context.Context, s *streams, p *rein.Project, st store.Store, dsn string, input map[string]any, opts *engine.RunOptions) (*engine.Result, error) {
-	progress := newProgress(s.term, p.Flow)
-	sinks := []trace.Sink{progress}
-	var js *jsonl.Sink
-	var err error
-	if f.tracePath != "" {
-		if js, err = jsonl.Create(f.tracePath); err != nil {
-			return nil, usageErr("--trace: %v", err)
-		}
-		sinks = append(sinks, js)
-	}
-	progress.Start()
-	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
-	progress.Stop()
-	if js != nil {
-		if cerr := js.Close(); cerr != nil {
-			fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", f.tracePath, cerr)
-		}
-	}
+	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, false)
 	if err != nil {
-		var ie *engine.InputError
-		if errors.As(err, &ie) {
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing ran", err)}
-		}
-		return nil, &exitError{code: exitUsage, err: err}
-	}
-	if res, err = afterInterrupt(ctx, s, st, dsn, res, false); err != nil {
 		return nil, err
 	}
 	turns, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)

@@ -107,31 +107,8 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if f.detach {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
 	}
-	progress := newProgress(s.term, p.Flow)
-	sinks := []trace.Sink{progress}
-	var js *jsonl.Sink
-	if f.tracePath != "" {
-		if js, err = jsonl.Create(f.tracePath); err != nil {
-			return usageErr("--trace: %v", err)
-		}
-		sinks = append(sinks, js)
-	}
-	progress.Start()
-	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
-	progress.Stop()
-	if js != nil {
-		if cerr := js.Close(); cerr != nil {
-			fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", f.tracePath, cerr)
-		}
-	}
+	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, f.cancelOnInterrupt)
 	if err != nil {
-		var ie *engine.InputError
-		if errors.As(err, &ie) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
-		}
-		return &exitError{code: exitUsage, err: err}
-	}
-	if res, err = afterInterrupt(ctx, s, st, dsn, res, f.cancelOnInterrupt); err != nil {
 		return err
 	}
 	existing := res.Existing
@@ -162,6 +139,39 @@ func stepOrder(fl *flow.Flow) []string {
 		ids[i] = s.ID
 	}
 	return ids
+}
+
+// startWatched starts a run of p with live progress on the terminal and,
+// with tracePath, its events in a JSONL file; a start refused before
+// anything ran is bad usage (exit 2). An interrupted run is finished as
+// afterInterrupt says (cancel: cancel it rather than leave it resumable).
+func startWatched(ctx context.Context, s *streams, p *rein.Project, st store.Store, dsn string, input any, opts *engine.RunOptions, tracePath string, cancel bool) (*engine.Result, error) {
+	progress := newProgress(s.term, p.Flow)
+	sinks := []trace.Sink{progress}
+	var js *jsonl.Sink
+	if tracePath != "" {
+		var err error
+		if js, err = jsonl.Create(tracePath); err != nil {
+			return nil, usageErr("--trace: %v", err)
+		}
+		sinks = append(sinks, js)
+	}
+	progress.Start()
+	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
+	progress.Stop()
+	if js != nil {
+		if cerr := js.Close(); cerr != nil {
+			fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", tracePath, cerr)
+		}
+	}
+	if err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
+		}
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return afterInterrupt(ctx, s, st, dsn, res, cancel)
 }
 
 // writeRunResult prints a run's result (text or JSON) and returns the exit
