@@ -186,6 +186,17 @@ func TestPaths(t *testing.T) {
 			mermaid: []string{`  start -->|"when input.go"| s0_a`, `  start -.->|"skipped"| finish`},
 		},
 		{
+			name:    "a skip reaches a reader further down the list",
+			yaml:    "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b, tool: t, when: 'a.x > 5' }\n  - { id: c, tool: t }\n  - { id: d, tool: t, args: {v: '{b.y}'} }\n",
+			mermaid: []string{`  s0_a -.->|"skipped"| s2_c`, `  s2_c -.->|"skipped with b"| finish`},
+			dot:     []string{`  s2_c -> finish [label="skipped with b", style=dashed, color="#9e9e9e", fontcolor="#757575", class="skipped"];`},
+		},
+		{
+			name:   "a reader of a step that cannot be skipped draws no skip",
+			yaml:   "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b, tool: t }\n  - { id: c, tool: t, args: {v: '{a.y}'} }\n",
+			absent: []string{"skipped"},
+		},
+		{
 			name:    "roots and leaves",
 			yaml:    "name: x\nsteps:\n  - { id: a, tool: t }\n  - { id: b, tool: t, requires: [] }\n",
 			mermaid: []string{`  start --> s0_a`, `  start --> s1_b`, `  s0_a --> finish`, `  s1_b --> finish`},

@@ -95,6 +95,7 @@ func build(f *flow.Flow) *model {
 		return out
 	}
 
+	canSkip := skippable(f)
 	m.nodes = append(m.nodes, node{id: startID, kind: nodeStart, lines: []string{"start"}})
 	failed := false
 	for i, s := range f.Steps {
@@ -180,9 +181,42 @@ func build(f *flow.Flow) *model {
 					m.add(edge{from: from, to: to, label: "skipped", kind: edgeSkipped})
 				}
 			}
+		} else if by := skippedBy(f, s, canSkip); by != nil {
+			// a skip that reaches s through what it reads, not through
+			// its requires: the run arrives at s and goes on past it.
+			for _, from := range sources(s) {
+				for _, to := range skipTargets(f, s, ids) {
+					m.add(edge{from: from, to: to, label: "skipped with " + by.ID, kind: edgeSkipped})
+				}
+			}
 		}
 	}
 	return m
+}
+
+// skippable reports, by step index, which steps may end skipped: those
+// with a when of their own, and those a skip reaches (flow.Step.SkipFrom).
+func skippable(f *flow.Flow) []bool {
+	can := make([]bool, len(f.Steps))
+	for _, i := range f.Order {
+		s := f.Steps[i]
+		can[i] = s.When != nil
+		for _, j := range s.SkipFrom {
+			can[i] = can[i] || can[j]
+		}
+	}
+	return can
+}
+
+// skippedBy is a skippable step whose skip reaches s although s does not
+// require it (s reads its output), or nil.
+func skippedBy(f *flow.Flow, s *flow.Step, canSkip []bool) *flow.Step {
+	for _, j := range s.SkipFrom {
+		if canSkip[j] && !slices.Contains(s.RequireIdx, j) {
+			return f.Steps[j]
+		}
+	}
+	return nil
 }
 
 // skipTargets are where the run goes on when s is skipped: its downstream
