@@ -114,9 +114,17 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			if c.Status == StatusUnknown {
 				kind = "unknown"
 			}
+			if c.Plan != nil && c.Status == StatusWaiting {
+				// a plan waits: it runs again once all its waiting steps are decided
+				if undecided := l.planDecisions(s, t.N, c); len(undecided) > 0 {
+					res.Pending = append(res.Pending, undecided...)
+					continue
+				}
+				jobs = append(jobs, i)
+				continue
+			}
 			if !decided {
-				res.Pending = append(res.Pending, Pending{Ref: Ref(t.N, c.Index), Turn: t.N, Call: c.Index,
-					Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason})
+				res.Pending = append(res.Pending, c.pending(t.N, kind)...)
 				continue
 			}
 			switch d.Verdict {
@@ -148,11 +156,27 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	}
 	for _, i := range jobs {
 		if c := &t.Calls[i]; c.Status == StatusWaiting {
-			res.Pending = append(res.Pending, Pending{Ref: Ref(t.N, c.Index), Turn: t.N, Call: c.Index,
-				Tool: c.Tool, Args: c.Args, Kind: "approval", Reason: c.Reason})
+			res.Pending = append(res.Pending, c.pending(t.N, "approval")...)
 		}
 	}
 	return nil
+}
+
+// planDecisions gives the waiting execute_plan call c its people's
+// decisions, by plan step, and returns the pending entries of the steps
+// still undecided.
+func (l *Loop) planDecisions(s *Session, turn int, c *Call) []Pending {
+	var undecided []Pending
+	c.decisions = make(map[string]Decision, len(c.Plan.Waiting))
+	for _, p := range c.pending(turn, "approval") {
+		d, ok := s.Decisions[p.Ref]
+		if !ok {
+			undecided = append(undecided, p)
+			continue
+		}
+		c.decisions[p.Ref[len(Ref(turn, c.Index))+1:]] = d
+	}
+	return undecided
 }
 
 // safeToRepeat reports whether a call of spec's tool may run again when it
@@ -226,7 +250,7 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
 		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
-			return l.executePlan(ctx, turn, c.Index, args)
+			return l.executePlan(ctx, turn, c, args)
 		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
@@ -244,6 +268,13 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 		return false
 	}
 	c.Reason = ""
+	var pw *planPaused
+	if outcome != invoke.OK && errors.As(err, &pw) {
+		c.Status, c.Plan, c.Observation = StatusWaiting, pw.wait, ""
+		c.Reason = "a step of its plan needs a person's approval"
+		return true
+	}
+	c.Plan, c.decisions = nil, nil
 	switch outcome {
 	case invoke.OK:
 		c.Status = StatusOK

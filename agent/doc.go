@@ -37,11 +37,17 @@
 // The execute_plan meta-tool (Config.ExecutePlan): the model hands over
 // {objective, steps} and the loop checks the plan as package plan checks a
 // planner's (over a Catalog of the loop's own tools; no nested
-// execute_plan, no tool that needs approval, no external tool unless
-// allowed), every problem with its JSON pointer, before anything runs; then
-// a plan.Executor runs it through the same pipeline, its keys extending the
-// call's (…/turn<t>/call<c>/plan1/<plan-step>). The answer is the call's
-// observation; the plan never touches the Session.
+// execute_plan, no external tool unless allowed), every problem with its
+// JSON pointer, before anything runs; then a plan.Executor runs it through
+// the same pipeline, its keys extending the call's
+// (…/turn<t>/call<c>/plan1/<plan-step>). The answer is the call's
+// observation; the plan never touches the Session. A plan step whose tool
+// needs approval does not run: the call waits (StatusWaiting, with its
+// PlanWait: the steps completed and each waiting step's resolved args), one
+// Pending per waiting step (Ref turn<t>/call<c>/<plan-step>). Once every
+// waiting step is decided the call runs again and its plan continues from
+// the completed steps (plan.RunFrom): an approved step runs with exactly
+// the recorded args, a rejected one fails with the person's comment.
 //
 // The context budget: an observation longer than
 // Config.ObservationLimit bytes is stored whole through Config.Blobs

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/tool"
 )
@@ -76,7 +79,11 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 	for name, bt := range tools {
 		specs = append(specs, bt.spec)
 		allowed = append(allowed, name)
-		if err := p.registry.Register(bt.Tool.Tool); err != nil {
+		t := bt.Tool.Tool
+		if bt.Approval {
+			t = approvalGated(t)
+		}
+		if err := p.registry.Register(t); err != nil {
 			return nil, nil, fmt.Errorf("agent: execute_plan: %w", err)
 		}
 		spec.Effect = strongerEffect(spec.Effect, bt.spec.Effect)
@@ -130,13 +137,12 @@ type planStepError struct {
 
 // executePlan runs one execute_plan call: args are {objective, steps}.
 // The plan is parsed and validated as planner plans are (plus: no tool
-// that needs a person's approval, no external tool unless allowed) before
-// anything runs; then the plan executor runs it through l's pipeline,
+// that acts outside the system unless allowed) before anything runs; then the plan executor runs it through l's pipeline,
 // recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
 // Whatever happens, the answer is an observation, never an error of the
 // loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, turn, call int, args any) (any, error) {
-	p := l.planner
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (any, error) {
+	p, call := l.planner, c.Index
 	onEvent := func(plan.Event) {}
 	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
 		onEvent = func(ev plan.Event) { pj.PlanEvent(turn, call, ev) }
@@ -165,8 +171,6 @@ func (l *Loop) executePlan(ctx context.Context, turn, call int, args any) (any, 
 		}
 		ptr := "/steps/" + strconv.Itoa(i) + "/tool"
 		switch {
-		case bt.Approval:
-			problems = append(problems, plan.Problem{Pointer: ptr, Message: fmt.Sprintf("tool %q needs a person's approval of each call, which a plan cannot wait for: call it directly, not in a plan", s.Tool)})
 		case bt.spec.Effect == tool.EffectExternal && !p.opts.AllowExternal:
 			problems = append(problems, plan.Problem{Pointer: ptr, Message: fmt.Sprintf("tool %q acts outside the system (effect: external), which plans may not unless the agent allows it (execute_plan: {allow_external: true}): call it directly, not in a plan", s.Tool)})
 		}
@@ -186,9 +190,28 @@ func (l *Loop) executePlan(ctx context.Context, turn, call int, args any) (any, 
 	if err != nil {
 		return nil, fmt.Errorf("execute_plan: %w", err)
 	}
-	st := &plan.State{}
-	err = ex.Execute(WithPlanRunning(ctx), pl, st)
-	for _, r := range st.Completed() {
+	g := &planGate{decisions: c.decisions}
+	pctx := context.WithValue(WithPlanRunning(ctx), planGateKey{}, g)
+	var completed []plan.StepResult
+	executed := 0
+	if c.Plan == nil {
+		st := &plan.State{}
+		err = ex.Execute(pctx, pl, st)
+		completed, executed = st.Completed(), st.Executed()
+	} else {
+		// the plan waited for people: it continues from where it stopped
+		g.waited = c.Plan.Waiting
+		var pr *plan.Result
+		pr, err = plan.RunFrom(pctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
+			&plan.Progress{Plan: pl, Number: 1, Completed: c.Plan.Completed, Executed: c.Plan.Executed})
+		if pr != nil {
+			completed, executed = pr.Completed, pr.Executed
+		}
+	}
+	if len(g.waiting) > 0 && ctx.Err() == nil {
+		return nil, &planPaused{wait: &PlanWait{Completed: completed, Executed: executed - len(g.waiting), Waiting: g.waiting}}
+	}
+	for _, r := range completed {
 		res.CompletedSteps = append(res.CompletedSteps, r.ID)
 		res.Result[r.ID] = r.Output
 	}
@@ -199,9 +222,12 @@ func (l *Loop) executePlan(ctx context.Context, turn, call int, args any) (any, 
 	if ctx.Err() != nil {
 		return nil, err // the call is cancelled: the loop leaves it chosen
 	}
-	res.Error, res.ErrorType = err.Error(), string(fault.ClassOf(err))
 	var se *plan.StepError
 	if errors.As(err, &se) {
+		err = se // a resumed plan is not revised: its failure is the step's
+	}
+	res.Error, res.ErrorType = err.Error(), string(fault.ClassOf(err))
+	if se != nil {
 		res.FailedSteps = append(res.FailedSteps, planStepError{ID: se.StepID, Tool: se.Tool, Error: se.Cause()})
 	}
 	return res, nil
@@ -221,4 +247,73 @@ func (p *planner) rejected(res *planResult, err error, onEvent func(plan.Event))
 	}
 	res.Error = err.Error() + "; nothing ran: fix the plan and call execute_plan again"
 	return res
+}
+
+// planPaused is execute_plan's error when steps of its plan wait for a
+// person's approval: the loop makes the call wait with wait as its Plan.
+type planPaused struct{ wait *PlanWait }
+
+func (e *planPaused) Error() string {
+	return fmt.Sprintf("%s waits: %d step(s) of its plan need a person's approval", plan.MetaTool, len(e.wait.Waiting))
+}
+
+// planGateKey keys the planGate of a running execute_plan call.
+type planGateKey struct{}
+
+// planGate is what the approval-gated tools of one execute_plan call
+// share: the people's decisions by plan step, the steps that waited (with
+// the args they were approved with), and the steps that now wait.
+type planGate struct {
+	decisions map[string]Decision
+	waited    []PlanStepWait
+	mu        sync.Mutex
+	waiting   []PlanStepWait
+}
+
+// approvalGated wraps a tool whose every call needs a person's approval
+// for plans: a call without a decision does not run and records its plan
+// step as waiting; an approved call runs when its args are exactly those
+// approved; a rejected one fails with the person's comment.
+func approvalGated(t tool.Tool) tool.Tool {
+	spec := t.Spec()
+	return tool.Func(spec, func(ctx context.Context, args any) (any, error) {
+		g, _ := ctx.Value(planGateKey{}).(*planGate)
+		info := tool.CallInfoFrom(ctx)
+		step := info.StepID[strings.LastIndexByte(info.StepID, '/')+1:]
+		if g == nil {
+			return nil, fault.New(fault.Policy, &invoke.ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return nil, fault.Errorf(fault.Format, "plan step %s: the args of %s do not encode as JSON: %v", step, spec.Name, err)
+		}
+		d, decided := g.decisions[step]
+		if !decided {
+			g.mu.Lock()
+			g.waiting = append(g.waiting, PlanStepWait{Step: step, Tool: spec.Name, Args: string(raw), Reason: "its declaration says approval: required"})
+			g.mu.Unlock()
+			return nil, fault.New(fault.Policy, &invoke.ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
+		}
+		switch d.Verdict {
+		case Approve:
+			for _, w := range g.waited {
+				if w.Step == step && w.Args != string(raw) {
+					return nil, fault.Errorf(fault.Conflict, "plan step %s: %s was approved with args %s but would run with %s: it does not run; call execute_plan again", step, spec.Name, quoteCut(w.Args, 200), quoteCut(string(raw), 200))
+				}
+			}
+			return t.Call(ctx, args)
+		case Reject:
+			return nil, fault.Errorf(fault.Business, "rejected by a person: %s", d.Comment)
+		default:
+			return nil, fault.Errorf(fault.Business, "plan step %s waits for approval; %s is for calls whose outcome is unknown: approve or reject it", step, d.Verdict)
+		}
+	})
+}
+
+// noReplan is the planner of a resumed execute_plan call: the model wrote
+// the plan, and a failed plan is its answer, not revised.
+type noReplan struct{}
+
+func (noReplan) Plan(context.Context, *plan.Request) (*plan.Plan, error) {
+	return nil, fault.Errorf(fault.Business, "%s does not revise plans", plan.MetaTool)
 }

@@ -187,3 +187,71 @@ func TestExecutePlanFailureKeepsLoopState(t *testing.T) {
 		t.Fatalf("a tool named execute_plan: %v", err)
 	}
 }
+
+func TestExecutePlanWaitsForEachApprovalStep(t *testing.T) {
+	tools, c := planTools(t, false)
+	tools[1].Approval = true // convert
+	m := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("1", "execute_plan", `{"objective":"weather in F","steps":[
+ {"id":"w","tool":"lookup","args":{"city":"Oslo"}},
+ {"id":"f","tool":"convert","args":{"celsius":{"$ref":"w.celsius"}}},
+ {"id":"g","tool":"convert","args":{"celsius":{"$ref":"w.celsius"}}}]}`)),
+		textReply("68F"),
+	}}
+	l := newLoop(t, agent.Config{Model: m, Tools: tools, RunID: "r", StepID: "s", Attempt: 1, ExecutePlan: &agent.PlanOptions{}})
+	s := &agent.Session{Task: "weather"}
+	res, err := l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 2 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	refs := map[string]agent.Pending{}
+	for _, p := range res.Pending {
+		refs[p.Ref] = p
+	}
+	if p := refs["turn1/call1/f"]; p.Tool != "convert" || p.Args != `{"celsius":20}` || refs["turn1/call1/g"].Tool != "convert" {
+		t.Fatalf("pending %+v: want one per waiting plan step with its resolved args", res.Pending)
+	}
+	if c.n.Load() != 1 {
+		t.Fatalf("%d calls before approval, want the lookup only", c.n.Load())
+	}
+	// one decided, the other not: the plan still waits, nothing runs
+	s.Decisions = map[string]agent.Decision{"turn1/call1/f": {Verdict: agent.Approve}}
+	res, err = l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Ref != "turn1/call1/g" || c.n.Load() != 1 {
+		t.Fatalf("half decided: %v %+v, %d calls", err, res, c.n.Load())
+	}
+	s.Decisions["turn1/call1/g"] = agent.Decision{Verdict: agent.Reject, Comment: "not in Fahrenheit"}
+	res, err = l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusAnswered {
+		t.Fatalf("decided: %v %+v", err, res)
+	}
+	ans := observation(t, s, 1)
+	failed, _ := ans["failed_steps"].([]any)
+	if ans["success"] != false || len(failed) != 1 || !strings.Contains(failed[0].(map[string]any)["error"].(string), "rejected by a person: not in Fahrenheit") {
+		t.Fatalf("answer %v", ans)
+	}
+	if c.n.Load() != 2 || c.keys[0] != "r/s/1/turn1/call1/plan1/w" || len(c.keys) != 1 {
+		t.Fatalf("%d calls, lookup keys %v: want the lookup once and the approved convert", c.n.Load(), c.keys)
+	}
+}
+
+func TestExecutePlanApprovedStepRunsOnlyWithTheApprovedArgs(t *testing.T) {
+	tools, c := planTools(t, false)
+	tools[1].Approval = true // convert
+	m := &turns{replies: []func(*model.Request) *model.Response{callsReply(tc("1", "execute_plan", goodPlan)), textReply("68F")}}
+	l := newLoop(t, agent.Config{Model: m, Tools: tools, RunID: "r", StepID: "s", Attempt: 1, ExecutePlan: &agent.PlanOptions{}})
+	s := &agent.Session{Task: "weather"}
+	if res, err := l.Run(context.Background(), s); err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	// the step would now run with other args than those a person approved
+	s.Turns[0].Calls[0].Plan.Waiting[0].Args = `{"celsius":21}`
+	s.Decisions = map[string]agent.Decision{"turn1/call1/f": {Verdict: agent.Approve}}
+	if res, err := l.Run(context.Background(), s); err != nil || res.Status != agent.StatusAnswered {
+		t.Fatalf("decided: %v %+v", err, res)
+	}
+	ans := observation(t, s, 1)
+	if ans["success"] != false || ans["error_type"] != "conflict" || !strings.Contains(ans["error"].(string), `was approved with args "{\"celsius\":21}"`) || c.n.Load() != 1 {
+		t.Fatalf("answer %v after %d calls", ans, c.n.Load())
+	}
+}

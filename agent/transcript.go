@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/plan"
 )
 
 // Session is one task of an agent and everything the loop has done for it:
@@ -91,8 +93,45 @@ type Call struct {
 	Blob string `json:"blob,omitempty"`
 	// Reason says why a call waits (who asks for approval).
 	Reason string `json:"reason,omitempty"`
+	// Plan is the progress of an execute_plan call that waits for people:
+	// the plan steps it completed and those that wait for approval. The
+	// call runs again once every waiting step is decided, continuing the
+	// plan from there.
+	Plan *PlanWait `json:"plan,omitempty"`
 
-	args map[string]any // Args decoded, once checked
+	args      map[string]any      // Args decoded, once checked
+	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with
+}
+
+// PlanWait is where a plan stopped for people.
+type PlanWait struct {
+	Completed []plan.StepResult `json:"completed"`
+	Executed  int               `json:"executed"`
+	Waiting   []PlanStepWait    `json:"waiting"`
+}
+
+// PlanStepWait is a plan step that waits for a person's approval: Args
+// are its arguments, resolved, as JSON; an approved step runs exactly these.
+type PlanStepWait struct {
+	Step   string `json:"step"`
+	Tool   string `json:"tool"`
+	Args   string `json:"args"`
+	Reason string `json:"reason"`
+}
+
+// pending are the people's decisions c waits for: one per waiting plan
+// step of an execute_plan call (Ref "turn<t>/call<c>/<plan step>"), else
+// one for the call. kind is the Pending kind of c.
+func (c *Call) pending(turn int, kind string) []Pending {
+	if c.Plan == nil {
+		return []Pending{{Ref: Ref(turn, c.Index), Turn: turn, Call: c.Index, Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason}}
+	}
+	ps := make([]Pending, 0, len(c.Plan.Waiting))
+	for _, w := range c.Plan.Waiting {
+		ps = append(ps, Pending{Ref: Ref(turn, c.Index) + "/" + w.Step, Turn: turn, Call: c.Index, Tool: w.Tool, Args: w.Args, Kind: kind,
+			Reason: fmt.Sprintf("step %s of the plan of %s: %s", w.Step, plan.MetaTool, w.Reason)})
+	}
+	return ps
 }
 
 // Ref names a call within its loop: "turn<t>/call<c>", the suffix of its
