@@ -63,6 +63,10 @@ type LoadOptions struct {
 	// from the rein.yaml and Tools. A resumed run is refused too when its
 	// pinned flow declares tools. See flow.Options.TrustedToolsOnly.
 	TrustedToolsOnly bool
+	// Workflow makes the workflow tool of the flow folder at path, for an
+	// agent.yaml tools: entry with workflow: (LoadAgent); package bridge
+	// makes them (bridge.New(path, …).Tool()). Nil refuses such entries.
+	Workflow func(path string) (tool.Tool, error)
 
 	// flowText, when set, is parsed instead of reading the flow file, and
 	// flowFiles are read instead of the files on disk (a resumed run's

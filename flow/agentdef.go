@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -68,10 +69,15 @@ type AgentBudgets struct {
 }
 
 // AgentTool is one entry of an agent's tools:. An entry with command: is
-// an exec tool declared in place (Decl); one without names a tool of the
-// rein.yaml beside it or a Go tool the program registers.
+// an exec tool declared in place (Decl); one with workflow: declares the
+// workflow tool of that flow folder (Workflow); one with neither names a
+// tool of the rein.yaml beside it or a Go tool the program registers.
 type AgentTool struct {
 	Name string
+	// Workflow is the flow folder (absolute, or relative to the working
+	// directory when agent.yaml's was) whose workflow tool this entry
+	// declares; the entry's name must be that tool's, <flow name>_workflow.
+	Workflow string
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
 	Approval bool
@@ -188,6 +194,10 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 				d.diags.add(posOf(f.value), "", "tool %s: approval must be required or none, not %q", e.key, v)
 			}
 		}
+		if f, ok := fieldByKey(fields, "workflow"); ok {
+			t.Workflow = d.agentWorkflow(e, f, fields, dir)
+			continue
+		}
 		if _, ok := fieldByKey(fields, "command"); ok {
 			d.agentTool = true
 			t.Decl = d.decodeTool(e, dir)
@@ -201,6 +211,33 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 		}
 	}
 	return out
+}
+
+// agentWorkflow reads a workflow: entry: a flow folder relative to
+// agent.yaml, which must exist; only approval: goes beside it.
+func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
+	for _, g := range fields {
+		if g.key != "approval" && g.key != "workflow" {
+			d.diags.add(g.keyPos, "", "tool %s: %s does not go with workflow: (a workflow tool takes only approval: beside it; command: declares an exec tool instead)", e.key, g.key)
+		}
+	}
+	rel, ok := d.str(f, "")
+	if !ok {
+		return ""
+	}
+	if rel == "" {
+		d.diags.add(posOf(f.value), "", "tool %s: workflow: needs the path of a flow folder, relative to agent.yaml", e.key)
+		return ""
+	}
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, rel)
+	}
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		d.diags.add(posOf(f.value), "", "tool %s: workflow %q is not a flow folder (%s): give the path of a folder holding flow.yaml, relative to agent.yaml", e.key, rel, path)
+		return ""
+	}
+	return path
 }
 
 // decodeAgentPlan reads execute_plan: a boolean, or a mapping of
@@ -303,6 +340,9 @@ func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
 	for _, t := range a.Tools {
 		if t.Decl != nil {
 			d.diags.add(t.Pos, label, "tool %s: declare exec tools in the flow's tools: (or rein.yaml); an agent step names them", t.Name)
+		}
+		if t.Workflow != "" {
+			d.diags.add(t.Pos, label, "tool %s: workflow tools are declared in an agent folder's agent.yaml; an agent step names Go tools (register the workflow's tool in Go)", t.Name)
 		}
 	}
 	for _, k := range []string{"tool", "args", "for_each", "repeat", "approval", "message", "fallback"} {

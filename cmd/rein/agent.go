@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -61,17 +62,17 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	if task == "" {
 		return usageErr("the task is empty: say what the agent should do")
 	}
-	p, err := f.load(s, dir)
-	if err != nil {
-		return err
-	}
-	defer closeProject(s, p)
 	ctx := cmd.Context()
 	st, dsn, err := f.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
+	p, err := f.load(s, dir, st)
+	if err != nil {
+		return err
+	}
+	defer closeProject(s, p)
 	res, err := f.ask(ctx, s, p, st, dsn, map[string]any{"task": task}, nil)
 	if err != nil {
 		return err
@@ -79,8 +80,9 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	return &exitError{code: exitCode(ctx, res)}
 }
 
-// load checks dir and the model flags and loads the agent of dir.
-func (f *agentFlags) load(s *streams, dir string) (*rein.Project, error) {
+// load checks dir and the model flags and loads the agent of dir; its
+// workflow tools keep their tasks in st.
+func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -94,7 +96,7 @@ func (f *agentFlags) load(s *streams, dir string) (*rein.Project, error) {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
 	p, err := rein.LoadAgent(dir, &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
-		TrustedToolsOnly: f.trustedToolsOnly})
+		TrustedToolsOnly: f.trustedToolsOnly, Workflow: agentWorkflow(st, &rein.LoadOptions{TrustedToolsOnly: f.trustedToolsOnly})})
 	if err != nil {
 		return nil, loadError(s, err)
 	}
@@ -195,5 +197,17 @@ func writeTranscript(w io.Writer, prefix string, turns []agent.Turn) {
 			}
 			fmt.Fprintln(w)
 		}
+	}
+}
+
+// agentWorkflow serves the workflow tools an agent.yaml declares
+// (workflow:) over st, each flow loaded with load (rein.LoadOptions.Workflow).
+func agentWorkflow(st store.Store, load *rein.LoadOptions) func(path string) (tool.Tool, error) {
+	return func(path string) (tool.Tool, error) {
+		tools, err := workflowTools([]string{path}, st, load)
+		if err != nil {
+			return nil, err
+		}
+		return tools[0], nil
 	}
 }

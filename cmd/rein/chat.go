@@ -73,17 +73,17 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 	if cmd.Flags().Changed("message") && strings.TrimSpace(f.message) == "" {
 		return usageErr("--message is empty: say what the agent should do")
 	}
-	p, err := f.load(s, dir)
-	if err != nil {
-		return err
-	}
-	defer closeProject(s, p)
 	ctx := cmd.Context()
 	st, dsn, err := f.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
+	p, err := f.load(s, dir, st)
+	if err != nil {
+		return err
+	}
+	defer closeProject(s, p)
 	send := func(msg string) (bool, error) {
 		history, waiting, err := sessionHistory(ctx, st, f.session, p.Flow.Name)
 		if err != nil {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +14,8 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/graph"
 	"github.com/reinhq/rein/schema"
+	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace/jsonl"
 	"github.com/reinhq/rein/trace/summary"
 )
@@ -42,10 +47,14 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 			for _, path := range args {
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
 				load := rein.Load
+				opts := &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}
 				if rein.IsAgentDir(path) {
 					load = rein.LoadAgent // an agent folder: agent.yaml, checked in place
+					opts.Workflow = func(flowPath string) (tool.Tool, error) {
+						return checkWorkflow(cmd.Context(), flowPath, &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly})
+					}
 				}
-				p, err := load(path, &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly})
+				p, err := load(path, opts)
 				var fe *flow.Error
 				switch {
 				case err == nil:
@@ -172,4 +181,25 @@ func newSchemaCmd(s *streams) *cobra.Command {
 			return usageErr("schema: unknown %q: use flow, config or agent", which)
 		},
 	}
+}
+
+// checkWorkflow loads the workflow tool of the flow folder path, as an
+// agent.yaml's workflow: entry declares it, over a throwaway store: rein
+// validate checks the flow and the tool's name, and runs nothing.
+func checkWorkflow(ctx context.Context, path string, load *rein.LoadOptions) (tool.Tool, error) {
+	dir, err := os.MkdirTemp("", "rein-validate-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	tools, err := workflowTools([]string{path}, st, load)
+	if err != nil {
+		return nil, err
+	}
+	return tools[0], nil
 }
