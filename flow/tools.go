@@ -243,24 +243,8 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 }
 
 func (d *decoder) decodeTools(fl field, dir string) map[string]*ToolDecl {
-	out := map[string]*ToolDecl{}
-	entries, ok := fieldsOf(fl.value)
-	if !ok {
-		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "tools must map tool names to declarations, not %s", yamlnode.Kind(fl.value))
-		}
-		return out
-	}
-	for _, e := range entries {
-		if !idPattern.MatchString(e.key) {
-			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
-			continue
-		}
-		if t := d.decodeTool(e, dir); t != nil {
-			out[e.key] = t
-		}
-	}
-	return out
+	return d.decodeToolMap(fl, dir, "tools must map tool names to declarations", idPattern,
+		"tool name %q must start with a letter or _ and hold only letters, digits, _ and -")
 }
 
 // adapterPattern is the form of an adapter name: a tool name that may
@@ -269,17 +253,25 @@ var adapterPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
 // decodeAdapters reads rein.yaml adapters:, each declared as an exec tool.
 func (d *decoder) decodeAdapters(fl field, dir string) map[string]*ToolDecl {
+	return d.decodeToolMap(fl, dir, "adapters must map adapter names to {command, input_schema?, output_schema?}", adapterPattern,
+		"adapter name %q must start with a letter or _ and hold only letters, digits, _, - and .")
+}
+
+// decodeToolMap reads a mapping of names to exec tool declarations (tools:,
+// adapters:): what says what the mapping must be, a name must match name
+// (badName the message when it does not, with the name for %q).
+func (d *decoder) decodeToolMap(fl field, dir, what string, name *regexp.Regexp, badName string) map[string]*ToolDecl {
 	out := map[string]*ToolDecl{}
 	entries, ok := fieldsOf(fl.value)
 	if !ok {
 		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "adapters must map adapter names to {command, input_schema?, output_schema?}, not %s", yamlnode.Kind(fl.value))
+			d.diags.add(posOf(fl.value), "", "%s, not %s", what, yamlnode.Kind(fl.value))
 		}
 		return out
 	}
 	for _, e := range entries {
-		if !adapterPattern.MatchString(e.key) {
-			d.diags.add(e.keyPos, "", "adapter name %q must start with a letter or _ and hold only letters, digits, _, - and .", e.key)
+		if !name.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", badName, e.key)
 			continue
 		}
 		if t := d.decodeTool(e, dir); t != nil {
