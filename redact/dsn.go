@@ -16,7 +16,7 @@ var secretParams = []string{"password", "sslpassword", "passwd", "pwd", "secret"
 
 // kvParam matches one secret parameter of a key=value DSN
 // ("host=db password='a b' user=rein"), a value quoted or not.
-var kvParam = regexp.MustCompile(`(?i)(\b(?:` + strings.Join(secretParams, "|") + `)\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;]+)`)
+var kvParam = regexp.MustCompile(`(?i)(\b(?:` + strings.Join(secretParams, "|") + `)\s*=\s*)('(?:[^'\\]|\\.)*'[^\s&;]*|[^\s&;]+)`)
 
 // DSN returns dsn with its passwords replaced by DSNMask, in every form:
 // a URL's user:password@, secret query parameters (?password=,
