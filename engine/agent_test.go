@@ -99,13 +99,7 @@ func agentEngine(t testing.TB, dir string, st store.Store, kill string) (*engine
 	models := &model.Registry{}
 	models.Register("m", agentTurns(dir, kill, agentScript...))
 	f, err := flow.Parse([]byte(agentFlow), "support.yaml", &flow.Options{
-		Tools: func(n string) (tool.Spec, bool) {
-			tl, ok := reg.Lookup(n)
-			if !ok {
-				return tool.Spec{}, false
-			}
-			return tl.Spec(), true
-		},
+		Tools:  specsOf(reg),
 		Models: func(string) bool { return true },
 	})
 	if err != nil {
@@ -291,7 +285,7 @@ func TestAgentStepCommitsOncePerTurnAndCall(t *testing.T) {
 		models := &model.Registry{}
 		models.Register("m", agentTurns(dir, "", replies...))
 		f, err := flow.Parse([]byte("name: c\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {status: }}\n"), "c.yaml",
-			&flow.Options{Tools: func(n string) (tool.Spec, bool) { tl, ok := reg.Lookup(n); return tl.Spec(), ok }, Models: func(string) bool { return true }})
+			&flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +327,7 @@ func TestAgentStepKeepsAHugeObservationOutOfTheTranscript(t *testing.T) {
 		return &model.Response{Text: "done"}, nil
 	}))
 	f, err := flow.Parse([]byte("name: h\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {dump: }, max_observation_bytes: 2000}\n"), "h.yaml",
-		&flow.Options{Tools: func(n string) (tool.Spec, bool) { tl, ok := reg.Lookup(n); return tl.Spec(), ok }, Models: func(string) bool { return true }})
+		&flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +379,7 @@ steps:
   - {id: support, type: agent, model: m, prompt_template: "look up 1042", tools: {status: }, output_schema: answer}
   - {id: after, tool: charge, args: {order: "{support.order}"}}
 `
-	f, err := flow.Parse([]byte(src), "f.yaml", &flow.Options{Tools: func(n string) (tool.Spec, bool) { tl, ok := reg.Lookup(n); return tl.Spec(), ok },
+	f, err := flow.Parse([]byte(src), "f.yaml", &flow.Options{Tools: specsOf(reg),
 		Models: func(string) bool { return true }})
 	if err != nil {
 		t.Fatal(err)

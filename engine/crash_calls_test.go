@@ -105,13 +105,7 @@ func (k *callKillingStore) Commit(ctx context.Context, t *store.Transition) erro
 func crashCallsFlowFor(t testing.TB, reg *tool.Registry) *flow.Flow {
 	t.Helper()
 	f, err := flow.Parse([]byte(crashCallsFlow), "crash_calls.yaml", &flow.Options{
-		Tools: func(n string) (tool.Spec, bool) {
-			tl, ok := reg.Lookup(n)
-			if !ok {
-				return tool.Spec{}, false
-			}
-			return tl.Spec(), true
-		},
+		Tools:  specsOf(reg),
 		Models: func(string) bool { return true },
 	})
 	if err != nil {

@@ -86,13 +86,7 @@ func (k *killingStore) Commit(ctx context.Context, t *store.Transition) error {
 
 func crashFlowFor(t testing.TB, reg *tool.Registry) *flow.Flow {
 	t.Helper()
-	f, err := flow.Parse([]byte(crashRunFlow), "crash.yaml", &flow.Options{Tools: func(n string) (tool.Spec, bool) {
-		tl, ok := reg.Lookup(n)
-		if !ok {
-			return tool.Spec{}, false
-		}
-		return tl.Spec(), true
-	}})
+	f, err := flow.Parse([]byte(crashRunFlow), "crash.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

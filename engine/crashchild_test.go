@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
 )
 
 // killedChild runs the test named child of this test binary in a new
@@ -33,4 +34,16 @@ func killedChild(t *testing.T, child string, env ...string) (string, *sqlite.Sto
 	}
 	t.Cleanup(func() { st.Close() })
 	return dir, st
+}
+
+// specsOf answers flow.Options.Tools from reg: the spec of each registered
+// tool, and false for a name reg does not hold.
+func specsOf(reg *tool.Registry) func(string) (tool.Spec, bool) {
+	return func(n string) (tool.Spec, bool) {
+		tl, ok := reg.Lookup(n)
+		if !ok {
+			return tool.Spec{}, false
+		}
+		return tl.Spec(), true
+	}
 }
