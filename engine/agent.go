@@ -165,9 +165,9 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 }
 
 // PlanEvent records what an execute_plan call's executor does as the plan
-// events of a plan step (plan_step_started, plan_step_settled,
-// plan_rejected), with the turn of the call; the plan step is named
-// call<c>/<plan-step>.
+// events of a plan step (plan_step_started, plan_step_waiting,
+// plan_step_settled, plan_rejected), with the turn of the call; the plan
+// step is named call<c>/<plan-step>.
 func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
 	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
 		PlanStep: "call" + strconv.Itoa(call) + "/" + ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
@@ -177,6 +177,28 @@ func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
 		if ev.Kind == plan.PlanRejected {
 			e.Origin = trace.OriginModel
 		}
+	}
+	a.r.record(e)
+}
+
+// PlanRun records the start (plan_started, status running) or the end
+// (plan_finished: succeeded, failed or waiting) of an execute_plan call's
+// sub-run: the plan step is named call<c>, Preview is the objective and
+// Data the sub-run record (agent.PlanRun) as JSON.
+func (a *agentJournal) PlanRun(turn, call int, run *agent.PlanRun) {
+	kind := trace.Kind(plan.PlanFinished)
+	if run.Status == agent.PlanActive {
+		kind = trace.Kind(plan.PlanStarted)
+	}
+	data, err := json.Marshal(run)
+	if err != nil {
+		data = nil
+	}
+	e := trace.Event{Kind: kind, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
+		PlanStep: "call" + strconv.Itoa(call), Status: string(run.Status), Preview: value.Preview([]byte(run.Objective), trace.PreviewBytes),
+		Data: string(data)}
+	if run.Status == agent.PlanFailed {
+		e.ErrorClass, e.Error, e.Origin = run.ErrorType, run.Error, trace.OriginTool
 	}
 	a.r.record(e)
 }

@@ -72,6 +72,10 @@ const (
 	StepReused   EventKind = "plan_step_reused"  // a completed step, listed again, is not run
 	StepWaiting  EventKind = "plan_step_waiting" // its call waits for a person's approval (Pausable); Args are the resolved args
 	Replanning   EventKind = "plan_replan"       // a step failed; the planner is asked again
+	// PlanStarted and PlanFinished delimit a plan run as a sub-run of its
+	// caller (the agent's execute_plan); the executor itself emits neither.
+	PlanStarted  EventKind = "plan_started"
+	PlanFinished EventKind = "plan_finished"
 )
 
 // Statuses of a PlanRejected event that the planner's validation (not
