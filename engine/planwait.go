@@ -12,9 +12,8 @@ import (
 )
 
 // A plan step of a durable run (not per item, not in a repeat loop) runs
-// its executor pausable: a plan step whose call needs a person's approval
-// (the gate's require_approval, or the tool's approval: required) waits
-// instead of failing the step. The step parks as an agent step does
+// its executor pausable: a plan step whose call the gate answers
+// require_approval waits instead of failing the step. The step parks as an agent step does
 // (parkAgent), one approval per waiting plan step, step id
 // "<step>/<plan-step>", holding the step's resolved args. On resume, once
 // every one is decided, the step runs again at its attempt and continues
