@@ -168,10 +168,14 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 // PlanEvent records what an execute_plan call's executor does as the plan
 // events of a plan step (plan_step_started, plan_step_waiting,
 // plan_step_settled, plan_rejected), with the turn of the call; the plan
-// step is named call<c>/<plan-step>.
+// step is named call<c>/<plan-step> (call<c> for the plan as a whole).
 func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
+	ps := "call" + strconv.Itoa(call)
+	if ev.PlanStep != "" {
+		ps += "/" + ev.PlanStep
+	}
 	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
-		PlanStep: "call" + strconv.Itoa(call) + "/" + ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
+		PlanStep: ps, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
 		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
 	if ev.ErrorClass != "" {
 		e.Origin = trace.OriginTool
