@@ -14,8 +14,10 @@ import (
 
 // PlanOptions configure the execute_plan meta-tool (Config.ExecutePlan).
 type PlanOptions struct {
-	// MaxSteps bounds a plan's length and the tool calls one execute_plan
-	// call makes. Defaults to plan.DefaultMaxSteps.
+	// MaxSteps is each plan's own step budget: it bounds the plan's length
+	// (a longer plan is answered error_type "budget" before anything runs)
+	// and the tool calls its sub-run makes, which never count against
+	// Budgets.MaxToolCalls. Defaults to plan.DefaultMaxSteps (20).
 	MaxSteps int
 	// AllowExternal lets plans call tools whose effect is external.
 	AllowExternal bool
