@@ -48,7 +48,8 @@ type RunView struct {
 	// was not given: it cannot resume the run (see HintNeedsTools).
 	NeedsTools []string `json:"needs_tools,omitempty"`
 	// Agents are the transcripts of the run's agent steps, by step id:
-	// turns, each call with its arguments, status and observation.
+	// turns, each call with its arguments, status and observation, and an
+	// execute_plan call with its sub-run (plan_run: status, budget, steps).
 	Agents map[string][]agent.Turn `json:"agents,omitempty"`
 }
 

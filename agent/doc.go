@@ -40,14 +40,22 @@
 // execute_plan, no external tool unless allowed), every problem with its
 // JSON pointer, before anything runs; then a plan.Executor runs it through
 // the same pipeline, its keys extending the call's
-// (…/turn<t>/call<c>/plan1/<plan-step>). The answer is the call's
-// observation; the plan never touches the Session. A plan step whose tool
-// needs approval does not run: the call waits (StatusWaiting, with its
-// PlanWait: the steps completed and each waiting step's resolved args), one
-// Pending per waiting step (Ref turn<t>/call<c>/<plan-step>). Once every
-// waiting step is decided the call runs again and its plan continues from
-// the completed steps (plan.RunFrom): an approved step runs with exactly
-// the recorded args, a rejected one fails with the person's comment.
+// (…/turn<t>/call<c>/plan1/<plan-step>). The plan is a sub-run of the
+// agent run (PlanRun): a PlanJournal records plan_started and
+// plan_finished around its steps' events, the call keeps the PlanRun
+// (status, tool calls against its own step budget PlanOptions.MaxSteps,
+// each step's status), and a plan longer than the budget is answered
+// error_type "budget". The answer is the call's observation; the plan
+// never touches the Session (transcript, budgets, status), whatever
+// happens inside — a failed step, the budget, a panic — so the loop goes
+// on at the next turn. A plan step that needs a person's approval (its
+// tool's approval: required, or the gate's require_approval) does not
+// run: the call waits (StatusWaiting, with its PlanWait: the steps
+// completed and each waiting step's resolved args), one Pending per
+// waiting step (Ref turn<t>/call<c>/<plan-step>). Once every waiting step
+// is decided the call runs again and its plan continues from the completed
+// steps (plan.RunFrom): an approved step runs with exactly the recorded
+// args, a rejected one fails with the person's comment.
 //
 // The context budget: an observation longer than
 // Config.ObservationLimit bytes is stored whole through Config.Blobs

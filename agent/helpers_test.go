@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -124,4 +125,29 @@ func newLoop(t *testing.T, cfg agent.Config) *agent.Loop {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// planJournal is a journal that also keeps the plan sub-runs' records.
+type planJournal struct {
+	journal
+	pmu    sync.Mutex
+	events []string // "<kind> <turn>/<call> <plan step or status>"
+	runs   []agent.PlanRun
+}
+
+func (j *planJournal) PlanEvent(turn, call int, ev plan.Event) {
+	j.pmu.Lock()
+	defer j.pmu.Unlock()
+	j.events = append(j.events, fmt.Sprintf("%s %d/%d %s", ev.Kind, turn, call, ev.PlanStep))
+}
+
+func (j *planJournal) PlanRun(turn, call int, r *agent.PlanRun) {
+	j.pmu.Lock()
+	defer j.pmu.Unlock()
+	kind := "plan_finished"
+	if r.Status == agent.PlanActive {
+		kind = "plan_started"
+	}
+	j.events = append(j.events, fmt.Sprintf("%s %d/%d %s", kind, turn, call, r.Status))
+	j.runs = append(j.runs, *r)
 }

@@ -6,30 +6,33 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/tool"
 )
 
 // PlanOptions configure the execute_plan meta-tool (Config.ExecutePlan).
 type PlanOptions struct {
-	// MaxSteps bounds a plan's length and the tool calls one execute_plan
-	// call makes. Defaults to plan.DefaultMaxSteps.
+	// MaxSteps is each plan's own step budget: it bounds the plan's length
+	// (a longer plan is answered error_type "budget" before anything runs)
+	// and the tool calls its sub-run makes, which never count against
+	// Budgets.MaxToolCalls. Defaults to plan.DefaultMaxSteps (20).
 	MaxSteps int
 	// AllowExternal lets plans call tools whose effect is external.
 	AllowExternal bool
 }
 
-// PlanJournal is a Journal that also keeps what execute_plan's executor
-// does: every plan event (steps started, settled, a plan rejected), with
-// the turn and call of the execute_plan call it belongs to. It is called
-// from the call's goroutine; calls of one turn run concurrently.
+// PlanJournal is a Journal that also keeps the sub-runs of execute_plan
+// calls, with the turn and call each belongs to: PlanRun as a sub-run
+// starts or continues (Status PlanActive: plan_started) and as it stops
+// (its final or waiting status: plan_finished), and between them every
+// event of its executor (steps started, waiting, settled; a plan
+// rejected). It is called from the call's goroutine; calls of one turn
+// run concurrently.
 type PlanJournal interface {
 	PlanEvent(turn, call int, ev plan.Event)
+	PlanRun(turn, call int, run *PlanRun)
 }
 
 // planner is a Loop's execute_plan: the catalog of the agent's tools
@@ -39,6 +42,8 @@ type planner struct {
 	catalog  *plan.Catalog
 	registry *tool.Registry
 	tools    map[string]*boundTool
+	// approval names the tools whose calls need a person's approval.
+	approval map[string]bool
 }
 
 // planRunning marks a context in which an execute_plan call runs: an agent
@@ -71,7 +76,7 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = plan.DefaultMaxSteps
 	}
-	p := &planner{opts: opts, registry: &tool.Registry{}, tools: tools}
+	p := &planner{opts: opts, registry: &tool.Registry{}, tools: tools, approval: map[string]bool{}}
 	specs := make([]tool.Spec, 0, len(tools))
 	allowed := []string{}
 	spec := tool.Spec{Name: plan.MetaTool, Description: planDescription, InputSchema: json.RawMessage(planInputSchema),
@@ -79,11 +84,10 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 	for name, bt := range tools {
 		specs = append(specs, bt.spec)
 		allowed = append(allowed, name)
-		t := bt.Tool.Tool
 		if bt.Approval {
-			t = approvalGated(t)
+			p.approval[name] = true
 		}
-		if err := p.registry.Register(t); err != nil {
+		if err := p.registry.Register(bt.Tool.Tool); err != nil {
 			return nil, nil, fmt.Errorf("agent: execute_plan: %w", err)
 		}
 		spec.Effect = strongerEffect(spec.Effect, bt.spec.Effect)
@@ -137,79 +141,68 @@ type planStepError struct {
 
 // executePlan runs one execute_plan call: args are {objective, steps}.
 // The plan is parsed and validated as planner plans are (plus: no tool
-// that acts outside the system unless allowed) before anything runs; then the plan executor runs it through l's pipeline,
-// recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
-// Whatever happens, the answer is an observation, never an error of the
-// loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (any, error) {
+// that acts outside the system unless allowed) before anything runs; then
+// the plan executor runs it as a sub-run (PlanRun) through l's pipeline,
+// recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>),
+// pausable: a step that needs a person's approval makes the call wait
+// (*planPaused). Whatever happens inside — a failed step, the budget, a
+// panic — the answer is an observation, never an error of the loop: the
+// plan does not touch the Session (transcript, status, budgets), and the
+// loop goes on from the turn it was at.
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (out any, err error) {
 	p, call := l.planner, c.Index
+	pj, _ := l.cfg.Journal.(PlanJournal)
 	onEvent := func(plan.Event) {}
-	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
+	if pj != nil {
 		onEvent = func(ev plan.Event) { pj.PlanEvent(turn, call, ev) }
 	}
 	if PlanRunning(ctx) {
+		c.PlanRun = &PlanRun{Status: PlanRejected, ErrorType: "recursion", MaxSteps: p.opts.MaxSteps}
 		return &planResult{ErrorType: "recursion", FailedSteps: []planStepError{},
 			Error: "execute_plan is already running: plans do not nest; put the steps in the running plan"}, nil
 	}
 	m, _ := args.(map[string]any)
 	objective, _ := m["objective"].(string)
 	res := &planResult{Objective: objective, Result: map[string]any{}, CompletedSteps: []string{}, FailedSteps: []planStepError{}}
-	doc := map[string]any{"goal": objective, "steps": m["steps"]}
-	raw, err := json.Marshal(doc)
+	pl, err := p.check(m)
 	if err != nil {
-		return nil, fault.Errorf(fault.Format, "execute_plan: the arguments do not encode as JSON: %v", err)
-	}
-	pl, err := plan.Parse(raw)
-	if err != nil {
-		return p.rejected(res, err, onEvent), nil
-	}
-	var problems []plan.Problem
-	for i, s := range pl.Steps {
-		bt := p.tools[s.Tool]
-		if bt == nil {
-			continue // Validate names it
-		}
-		ptr := "/steps/" + strconv.Itoa(i) + "/tool"
-		switch {
-		case bt.spec.Effect == tool.EffectExternal && !p.opts.AllowExternal:
-			problems = append(problems, plan.Problem{Pointer: ptr, Message: fmt.Sprintf("tool %q acts outside the system (effect: external), which plans may not unless the agent allows it (execute_plan: {allow_external: true}): call it directly, not in a plan", s.Tool)})
-		}
-	}
-	if err := plan.Validate(pl, p.catalog); err != nil {
+		var pe *plan.ParseError
 		var ve *plan.ValidationError
-		if !errors.As(err, &ve) {
+		if !errors.As(err, &pe) && !errors.As(err, &ve) {
 			return nil, err
 		}
-		problems = append(problems, ve.Problems...)
+		out := p.rejected(res, err, onEvent)
+		c.PlanRun = &PlanRun{Objective: objective, Status: PlanRejected, MaxSteps: p.opts.MaxSteps, ErrorType: out.ErrorType, Error: out.Error}
+		return out, nil
 	}
-	if len(problems) > 0 {
-		return p.rejected(res, &plan.ValidationError{Problems: problems}, onEvent), nil
+	var from *PlanWait
+	if c.Plan != nil {
+		from = c.Plan
+	}
+	run := newPlanRun(pl, objective, p.opts.MaxSteps, from.completed(), from.executed())
+	if pj != nil {
+		pj.PlanRun(turn, call, run)
 	}
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: p.catalog, Tools: p.registry, Gate: l.cfg.Pipeline.Gate,
-		Recorder: l.cfg.Recorder, MaxExecuted: p.opts.MaxSteps, Concurrency: l.cfg.Concurrency, Now: l.cfg.Now, OnEvent: onEvent})
+		Recorder: l.cfg.Recorder, MaxExecuted: p.opts.MaxSteps, Concurrency: l.cfg.Concurrency, Now: l.cfg.Now,
+		RequireApproval: p.approval, Pausable: true,
+		OnEvent: func(ev plan.Event) { run.see(ev); onEvent(ev) }})
 	if err != nil {
 		return nil, fmt.Errorf("execute_plan: %w", err)
 	}
-	g := &planGate{decisions: c.decisions}
-	pctx := context.WithValue(WithPlanRunning(ctx), planGateKey{}, g)
-	var completed []plan.StepResult
-	executed := 0
-	if c.Plan == nil {
-		st := &plan.State{}
-		err = ex.Execute(pctx, pl, st)
-		completed, executed = st.Completed(), st.Executed()
-	} else {
-		// the plan waited for people: it continues from where it stopped
-		g.waited = c.Plan.Waiting
-		var pr *plan.Result
-		pr, err = plan.RunFrom(pctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
-			&plan.Progress{Plan: pl, Number: 1, Completed: c.Plan.Completed, Executed: c.Plan.Executed})
-		if pr != nil {
-			completed, executed = pr.Completed, pr.Executed
-		}
+	completed, executed, err := p.execute(WithPlanRunning(ctx), ex, pl, objective, from, c.decisions)
+	if ctx.Err() != nil {
+		return nil, err // the call is cancelled: the loop leaves it chosen
 	}
-	if len(g.waiting) > 0 && ctx.Err() == nil {
-		return nil, &planPaused{wait: &PlanWait{Completed: completed, Executed: executed - len(g.waiting), Waiting: g.waiting}}
+	var we *plan.WaitError
+	waiting := errors.As(err, &we)
+	run.finish(executed, err, waiting)
+	c.PlanRun = run
+	if pj != nil {
+		pj.PlanRun(turn, call, run)
+	}
+	if waiting {
+		return nil, &planPaused{wait: &PlanWait{Completed: completed, Executed: executed, Waiting: we.Steps}}
 	}
 	for _, r := range completed {
 		res.CompletedSteps = append(res.CompletedSteps, r.ID)
@@ -218,9 +211,6 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (an
 	if err == nil {
 		res.Success = true
 		return res, nil
-	}
-	if ctx.Err() != nil {
-		return nil, err // the call is cancelled: the loop leaves it chosen
 	}
 	var se *plan.StepError
 	if errors.As(err, &se) {
@@ -233,10 +223,102 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (an
 	return res, nil
 }
 
-// rejected answers a plan refused before anything ran.
+// check turns execute_plan's args into a plan and validates it before
+// anything runs: a *plan.ParseError or *plan.ValidationError (which, for a
+// plan longer than the budget, unwraps to the max_steps budget error)
+// lists every problem with its JSON pointer.
+func (p *planner) check(m map[string]any) (*plan.Plan, error) {
+	objective, _ := m["objective"].(string)
+	raw, err := json.Marshal(map[string]any{"goal": objective, "steps": m["steps"]})
+	if err != nil {
+		return nil, fault.Errorf(fault.Format, "execute_plan: the arguments do not encode as JSON: %v", err)
+	}
+	pl, err := plan.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	var problems []plan.Problem
+	for i, s := range pl.Steps {
+		bt := p.tools[s.Tool]
+		if bt == nil {
+			continue // Validate names it
+		}
+		if bt.spec.Effect == tool.EffectExternal && !p.opts.AllowExternal {
+			problems = append(problems, plan.Problem{Pointer: "/steps/" + strconv.Itoa(i) + "/tool", Message: fmt.Sprintf("tool %q acts outside the system (effect: external), which plans may not unless the agent allows it (execute_plan: {allow_external: true}): call it directly, not in a plan", s.Tool)})
+		}
+	}
+	verr := plan.Validate(pl, p.catalog)
+	if verr == nil && len(problems) == 0 {
+		return pl, nil
+	}
+	var ve *plan.ValidationError
+	if verr != nil && !errors.As(verr, &ve) {
+		return nil, verr
+	}
+	if len(problems) == 0 {
+		return nil, verr
+	}
+	if ve != nil {
+		problems = append(problems, ve.Problems...)
+	}
+	return nil, &plan.ValidationError{Problems: problems}
+}
+
+// execute runs pl, or continues it from where it waited for people (from
+// non-nil) with their decisions by plan step. It returns the completed
+// steps, the tool calls made, and the executor's error (a *plan.WaitError
+// when steps wait). A panic in it is the plan's failure, not the loop's.
+func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan, objective string, from *PlanWait, decided map[string]Decision) (completed []plan.StepResult, executed int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			completed, executed = from.completed(), from.executed()
+			err = fault.Errorf(fault.Business, "execute_plan panicked: %v", v)
+		}
+	}()
+	if from == nil {
+		st := &plan.State{}
+		err = ex.Execute(ctx, pl, st)
+		return st.Completed(), st.Executed(), err
+	}
+	decisions := make(map[string]plan.Decision, len(decided))
+	for _, w := range from.Waiting {
+		d, ok := decided[w.ID]
+		if !ok {
+			continue
+		}
+		pd := plan.Decision{Approved: d.Verdict == Approve, Args: w.Args, Comment: d.Comment}
+		if d.Verdict == Settle {
+			pd.Comment = "settled, but settle is for calls whose outcome is unknown; the step waited for approval and did not run"
+		}
+		decisions[w.ID] = pd
+	}
+	pr, err := plan.RunFrom(ctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
+		&plan.Progress{Plan: pl, Number: 1, Completed: from.Completed, Executed: from.Executed, Decisions: decisions})
+	return pr.Completed, pr.Executed, err
+}
+
+func (w *PlanWait) completed() []plan.StepResult {
+	if w == nil {
+		return nil
+	}
+	return w.Completed
+}
+
+func (w *PlanWait) executed() int {
+	if w == nil {
+		return 0
+	}
+	return w.Executed
+}
+
+// rejected answers a plan refused before anything ran: error_type budget
+// for a plan longer than max_steps, invalid_plan otherwise.
 func (p *planner) rejected(res *planResult, err error, onEvent func(plan.Event)) *planResult {
-	onEvent(plan.Event{Kind: plan.PlanRejected, ErrorClass: fault.Format, Error: err.Error()})
+	onEvent(plan.Event{Kind: plan.PlanRejected, ErrorClass: fault.ClassOf(err), Error: err.Error()})
 	res.ErrorType = "invalid_plan"
+	if fault.BudgetOf(err) != "" {
+		res.ErrorType = string(fault.Budget)
+	}
 	var pe *plan.ParseError
 	var ve *plan.ValidationError
 	switch {
@@ -255,59 +337,6 @@ type planPaused struct{ wait *PlanWait }
 
 func (e *planPaused) Error() string {
 	return fmt.Sprintf("%s waits: %d step(s) of its plan need a person's approval", plan.MetaTool, len(e.wait.Waiting))
-}
-
-// planGateKey keys the planGate of a running execute_plan call.
-type planGateKey struct{}
-
-// planGate is what the approval-gated tools of one execute_plan call
-// share: the people's decisions by plan step, the steps that waited (with
-// the args they were approved with), and the steps that now wait.
-type planGate struct {
-	decisions map[string]Decision
-	waited    []PlanStepWait
-	mu        sync.Mutex
-	waiting   []PlanStepWait
-}
-
-// approvalGated wraps a tool whose every call needs a person's approval
-// for plans: a call without a decision does not run and records its plan
-// step as waiting; an approved call runs when its args are exactly those
-// approved; a rejected one fails with the person's comment.
-func approvalGated(t tool.Tool) tool.Tool {
-	spec := t.Spec()
-	return tool.Func(spec, func(ctx context.Context, args any) (any, error) {
-		g, _ := ctx.Value(planGateKey{}).(*planGate)
-		info := tool.CallInfoFrom(ctx)
-		step := info.StepID[strings.LastIndexByte(info.StepID, '/')+1:]
-		if g == nil {
-			return nil, fault.New(fault.Policy, &invoke.ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
-		}
-		raw, err := json.Marshal(args)
-		if err != nil {
-			return nil, fault.Errorf(fault.Format, "plan step %s: the args of %s do not encode as JSON: %v", step, spec.Name, err)
-		}
-		d, decided := g.decisions[step]
-		if !decided {
-			g.mu.Lock()
-			g.waiting = append(g.waiting, PlanStepWait{Step: step, Tool: spec.Name, Args: string(raw), Reason: "its declaration says approval: required"})
-			g.mu.Unlock()
-			return nil, fault.New(fault.Policy, &invoke.ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
-		}
-		switch d.Verdict {
-		case Approve:
-			for _, w := range g.waited {
-				if w.Step == step && w.Args != string(raw) {
-					return nil, fault.Errorf(fault.Conflict, "plan step %s: %s was approved with args %s but would run with %s: it does not run; call execute_plan again", step, spec.Name, quoteCut(w.Args, 200), quoteCut(string(raw), 200))
-				}
-			}
-			return t.Call(ctx, args)
-		case Reject:
-			return nil, fault.Errorf(fault.Business, "rejected by a person: %s", d.Comment)
-		default:
-			return nil, fault.Errorf(fault.Business, "plan step %s waits for approval; %s is for calls whose outcome is unknown: approve or reject it", step, d.Verdict)
-		}
-	})
 }
 
 // noReplan is the planner of a resumed execute_plan call: the model wrote

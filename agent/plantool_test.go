@@ -3,12 +3,15 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -179,7 +182,7 @@ func TestExecutePlanFailureKeepsLoopState(t *testing.T) {
 	if _, err := l2.Run(context.Background(), s2); err != nil {
 		t.Fatal(err)
 	}
-	if o := observation(t, s2, 1); o["error_type"] != "invalid_plan" || c.n.Load() != 2 {
+	if o := observation(t, s2, 1); o["error_type"] != "budget" || c.n.Load() != 2 {
 		t.Fatalf("too long: %v", o)
 	}
 	if _, err := agent.New(agent.Config{Model: m, Tools: append(tools, agent.Tool{Tool: tool.Func(tool.Spec{Name: "execute_plan"}, nil)}),
@@ -253,5 +256,136 @@ func TestExecutePlanApprovedStepRunsOnlyWithTheApprovedArgs(t *testing.T) {
 	ans := observation(t, s, 1)
 	if ans["success"] != false || ans["error_type"] != "conflict" || !strings.Contains(ans["error"].(string), `was approved with args "{\"celsius\":21}"`) || c.n.Load() != 1 {
 		t.Fatalf("answer %v after %d calls", ans, c.n.Load())
+	}
+}
+
+// TestExecutePlanSubRunLeavesTheLoopWhereItWas: whatever happens inside a
+// plan — a step fails, the plan is over its step budget, a tool panics —
+// the plan is a sub-run of its own (delimited in the journal, its own
+// status and budget) and the agent goes on at the next turn with its
+// transcript and budgets as they were: the plan's calls are not tool
+// calls of the loop.
+func TestExecutePlanSubRunLeavesTheLoopWhereItWas(t *testing.T) {
+	cases := []struct {
+		name     string
+		fail     bool
+		maxSteps int
+		plan     string
+		// want: the answer's error_type, the sub-run's status and steps, the journal's sub-run records
+		errorType, status, steps, records string
+	}{
+		{"step fails", true, 5, goodPlan, "transient", "failed", "w:succeeded f:failed g:not_run",
+			"plan_started 1/1 running,plan_step_started 1/1 w,plan_step_settled 1/1 w,plan_step_started 1/1 f,plan_step_settled 1/1 f,plan_finished 1/1 failed"},
+		{"over budget", false, 2, goodPlan, "budget", "rejected", "", "plan_rejected 1/1 "},
+		{"tool panics", false, 5, `{"objective":"x","steps":[{"id":"w","tool":"lookup","args":{"city":"Oslo"}},{"id":"b","tool":"boom","depends_on":["w"],"args":{}}]}`,
+			"business", "failed", "w:succeeded b:failed",
+			"plan_started 1/1 running,plan_step_started 1/1 w,plan_step_settled 1/1 w,plan_step_started 1/1 b,plan_step_settled 1/1 b,plan_finished 1/1 failed"},
+	}
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			tools, _ := planTools(t, cs.fail)
+			tools = append(tools, agent.Tool{Tool: tool.Func(tool.Spec{Name: "boom", Effect: tool.EffectNone}, func(context.Context, any) (any, error) {
+				panic("boom")
+			})})
+			m := &turns{replies: []func(*model.Request) *model.Response{
+				callsReply(tc("p", "execute_plan", cs.plan)),
+				callsReply(tc("l", "lookup", `{"city":"Bergen"}`)),
+				textReply("done"),
+			}}
+			j := &planJournal{}
+			l := newLoop(t, agent.Config{Model: m, Tools: tools, Journal: j, RunID: "r", StepID: "s", Attempt: 1,
+				ExecutePlan: &agent.PlanOptions{MaxSteps: cs.maxSteps}, Budgets: agent.Budgets{MaxTurns: 3, MaxToolCalls: 2}})
+			s := &agent.Session{Task: "t"}
+			res, err := l.Run(context.Background(), s)
+			if err != nil || res.Status != agent.StatusAnswered || res.Answer != "done" {
+				t.Fatalf("run: %v %+v: the agent did not go on after the plan", err, res)
+			}
+			if res.Usage.Turns != 3 || res.Usage.ToolCalls != 2 || len(j.turns) != 3 || m.calls() != 3 {
+				t.Fatalf("usage %+v, %d turns journaled, %d model calls: want 3 turns and 2 tool calls", res.Usage, len(j.turns), m.calls())
+			}
+			// turn 2 saw the plan's answer right after turn 1's call, and turn 3 the lookup's.
+			msgs := m.requests[1].Messages
+			if last := msgs[len(msgs)-1]; m.requests[1].Turn != 2 || last.ToolCallID != "p" || !strings.Contains(last.Content, `"success":false`) {
+				t.Fatalf("turn 2 request (turn %d) ends with %+v", m.requests[1].Turn, last)
+			}
+			if s.Turns[1].Calls[0].Status != agent.StatusOK || s.Turns[1].Calls[0].Key != "r/s/1/turn2/call1" {
+				t.Fatalf("the call after the plan: %+v", s.Turns[1].Calls[0])
+			}
+			o := observation(t, s, 1)
+			if o["success"] != false || o["error_type"] != cs.errorType {
+				t.Fatalf("answer %v, want error_type %s", o, cs.errorType)
+			}
+			pr := s.Turns[0].Calls[0].PlanRun
+			if pr == nil || string(pr.Status) != cs.status || pr.MaxSteps != cs.maxSteps || pr.ErrorType != cs.errorType {
+				t.Fatalf("sub-run %+v, want status %s", pr, cs.status)
+			}
+			var steps []string
+			for _, st := range pr.Steps {
+				steps = append(steps, st.ID+":"+st.Status)
+			}
+			if got := strings.Join(steps, " "); got != cs.steps {
+				t.Errorf("sub-run steps %q, want %q", got, cs.steps)
+			}
+			if got := strings.Join(j.events, ","); got != cs.records {
+				t.Errorf("journal records\n %s\nwant\n %s", got, cs.records)
+			}
+			if cs.name == "tool panics" && !strings.Contains(o["failed_steps"].([]any)[0].(map[string]any)["error"].(string), "panicked: boom") {
+				t.Errorf("the panic does not reach the answer: %v", o)
+			}
+		})
+	}
+}
+
+// TestExecutePlanWaitsForTheGatesApproval: a plan step the policy gate
+// answers require_approval pauses the loop like a declared approval:
+// nothing of it runs, the call waits with the step's resolved args; once
+// approved the plan continues (the lookup is not repeated) and the step
+// runs with Approved, which the gate honours.
+func TestExecutePlanWaitsForTheGatesApproval(t *testing.T) {
+	tools, c := planTools(t, false)
+	gate := &safety.Policy{Rules: []safety.Rule{{Name: "convert-by-hand", Tools: []string{"convert"}, Verdict: safety.RequireApproval, Reason: "check units"}}}
+	m := &turns{replies: []func(*model.Request) *model.Response{callsReply(tc("1", "execute_plan", goodPlan)), textReply("68F")}}
+	j := &planJournal{}
+	l := newLoop(t, agent.Config{Model: m, Tools: tools, Journal: j, RunID: "r", StepID: "s", Attempt: 1, ExecutePlan: &agent.PlanOptions{},
+		Pipeline: &invoke.Pipeline{Gate: gate}})
+	s := &agent.Session{Task: "weather"}
+	res, err := l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	p := res.Pending[0]
+	if p.Ref != "turn1/call1/f" || p.Tool != "convert" || p.Args != `{"celsius":20}` || !strings.Contains(p.Reason, "rule convert-by-hand: check units") {
+		t.Fatalf("pending %+v", p)
+	}
+	if pr := s.Turns[0].Calls[0].PlanRun; pr == nil || pr.Status != agent.PlanWaiting || pr.Executed != 1 {
+		t.Fatalf("sub-run %+v", pr)
+	}
+	if c.n.Load() != 1 {
+		t.Fatalf("%d calls before approval, want the lookup only", c.n.Load())
+	}
+	// f runs approved; g (after f, converting too) now waits in turn.
+	s.Decisions = map[string]agent.Decision{"turn1/call1/f": {Verdict: agent.Approve}}
+	res, err = l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Ref != "turn1/call1/g" || c.n.Load() != 2 {
+		t.Fatalf("approved f: %v %+v after %d calls", err, res, c.n.Load())
+	}
+	s.Decisions["turn1/call1/g"] = agent.Decision{Verdict: agent.Reject, Comment: "enough"}
+	res, err = l.Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusAnswered || c.n.Load() != 2 {
+		t.Fatalf("rejected g: %v %+v after %d calls", err, res, c.n.Load())
+	}
+	ans := observation(t, s, 1)
+	if ans["success"] != false || fmt.Sprint(ans["completed_steps"]) != "[w f]" ||
+		!strings.Contains(fmt.Sprint(ans["failed_steps"]), "rejected by a person: enough") {
+		t.Fatalf("answer %v", ans)
+	}
+	var finished []string
+	for _, e := range j.events {
+		if strings.HasPrefix(e, "plan_started") || strings.HasPrefix(e, "plan_finished") {
+			finished = append(finished, e)
+		}
+	}
+	if got := strings.Join(finished, ","); got != "plan_started 1/1 running,plan_finished 1/1 waiting,plan_started 1/1 running,plan_finished 1/1 waiting,plan_started 1/1 running,plan_finished 1/1 failed" {
+		t.Fatalf("sub-run records %s", got)
 	}
 }

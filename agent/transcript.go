@@ -98,25 +98,21 @@ type Call struct {
 	// call runs again once every waiting step is decided, continuing the
 	// plan from there.
 	Plan *PlanWait `json:"plan,omitempty"`
+	// PlanRun is the sub-run of an execute_plan call: its status, step
+	// budget and steps (see PlanRun).
+	PlanRun *PlanRun `json:"plan_run,omitempty"`
 
 	args      map[string]any      // Args decoded, once checked
 	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with
 }
 
-// PlanWait is where a plan stopped for people.
+// PlanWait is where a plan stopped for people: the steps it completed,
+// the tool calls it made, and the steps that wait (each with its resolved
+// args: an approved step runs exactly these).
 type PlanWait struct {
 	Completed []plan.StepResult `json:"completed"`
 	Executed  int               `json:"executed"`
-	Waiting   []PlanStepWait    `json:"waiting"`
-}
-
-// PlanStepWait is a plan step that waits for a person's approval: Args
-// are its arguments, resolved, as JSON; an approved step runs exactly these.
-type PlanStepWait struct {
-	Step   string `json:"step"`
-	Tool   string `json:"tool"`
-	Args   string `json:"args"`
-	Reason string `json:"reason"`
+	Waiting   []plan.Waiting    `json:"waiting"`
 }
 
 // pending are the people's decisions c waits for: one per waiting plan
@@ -128,8 +124,8 @@ func (c *Call) pending(turn int, kind string) []Pending {
 	}
 	ps := make([]Pending, 0, len(c.Plan.Waiting))
 	for _, w := range c.Plan.Waiting {
-		ps = append(ps, Pending{Ref: Ref(turn, c.Index) + "/" + w.Step, Turn: turn, Call: c.Index, Tool: w.Tool, Args: w.Args, Kind: kind,
-			Reason: fmt.Sprintf("step %s of the plan of %s: %s", w.Step, plan.MetaTool, w.Reason)})
+		ps = append(ps, Pending{Ref: Ref(turn, c.Index) + "/" + w.ID, Turn: turn, Call: c.Index, Tool: w.Tool, Args: w.Args, Kind: kind,
+			Reason: fmt.Sprintf("step %s of the plan of %s: %s", w.ID, plan.MetaTool, w.Reason)})
 	}
 	return ps
 }

@@ -60,8 +60,9 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		Now:     e.cfg.Clock.Now})
 }
 
-// agentWait is the "error" of an agent step whose calls wait for a person:
-// the step parks (settle) instead of failing.
+// agentWait is the "error" of an agent step whose calls wait for a person,
+// or of a plan step whose plan steps do: the step parks (settle) instead
+// of failing.
 type agentWait struct {
 	pending []agent.Pending
 }
@@ -165,18 +166,44 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 }
 
 // PlanEvent records what an execute_plan call's executor does as the plan
-// events of a plan step (plan_step_started, plan_step_settled,
-// plan_rejected), with the turn of the call; the plan step is named
-// call<c>/<plan-step>.
+// events of a plan step (plan_step_started, plan_step_waiting,
+// plan_step_settled, plan_rejected), with the turn of the call; the plan
+// step is named call<c>/<plan-step> (call<c> for the plan as a whole).
 func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
+	ps := "call" + strconv.Itoa(call)
+	if ev.PlanStep != "" {
+		ps += "/" + ev.PlanStep
+	}
 	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
-		PlanStep: "call" + strconv.Itoa(call) + "/" + ev.PlanStep, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
+		PlanStep: ps, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
 		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
 	if ev.ErrorClass != "" {
 		e.Origin = trace.OriginTool
 		if ev.Kind == plan.PlanRejected {
 			e.Origin = trace.OriginModel
 		}
+	}
+	a.r.record(e)
+}
+
+// PlanRun records the start (plan_started, status running) or the end
+// (plan_finished: succeeded, failed or waiting) of an execute_plan call's
+// sub-run: the plan step is named call<c>, Preview is the objective and
+// Data the sub-run record (agent.PlanRun) as JSON.
+func (a *agentJournal) PlanRun(turn, call int, run *agent.PlanRun) {
+	kind := trace.Kind(plan.PlanFinished)
+	if run.Status == agent.PlanActive {
+		kind = trace.Kind(plan.PlanStarted)
+	}
+	data, err := json.Marshal(run)
+	if err != nil {
+		data = nil
+	}
+	e := trace.Event{Kind: kind, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
+		PlanStep: "call" + strconv.Itoa(call), Status: string(run.Status), Preview: value.Preview([]byte(run.Objective), trace.PreviewBytes),
+		Data: string(data)}
+	if run.Status == agent.PlanFailed {
+		e.ErrorClass, e.Error, e.Origin = run.ErrorType, run.Error, trace.OriginTool
 	}
 	a.r.record(e)
 }
@@ -301,8 +328,9 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 	return nil
 }
 
-// parkAgent makes agent step i wait for people: one approval per pending
-// call, committed with the step's waiting row.
+// parkAgent makes agent step i (or plan step i) wait for people: one
+// approval per pending call (plan step), committed with the step's
+// waiting row.
 func (r *run) parkAgent(i int, w *agentWait) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
@@ -312,6 +340,9 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
 			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
 			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+		if s.Type == flow.Plan {
+			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason)
+		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown
 			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
@@ -336,10 +367,13 @@ func argsJSON(raw string) json.RawMessage {
 	return b
 }
 
-// restoreAgent applies an agent step's approvals on resume: while any of
-// its calls waits, the step waits; once all are decided it runs again at
-// its attempt, and the loop applies the decisions.
-func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) {
+// restoreAgent applies the approvals of an agent step's calls (or of a
+// plan step's plan steps) on resume: while any of them waits, the step
+// waits; once all are decided it runs again at its attempt, and the loop
+// (the plan) applies the decisions. It returns the latest approval of
+// each, by step id "<step>/<ref>", when the step runs again; nil when it
+// waits.
+func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) map[string]*store.Approval {
 	s := r.f.Steps[i]
 	latest := map[string]*store.Approval{}
 	prefix := s.ID + "/"
@@ -361,9 +395,10 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 	if waiting {
 		r.m.park(i, store.KindApproval, row.Attempt)
 		r.setStatus(i, r.m.status[i])
-		return
+		return nil
 	}
 	r.d.firstAttempt[i] = max(row.Attempt, 1)
+	return latest
 }
 
 // inputHistory is an agent step's Session.History: the run input's

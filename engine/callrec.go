@@ -65,9 +65,11 @@ func (c *callRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
 // recordCall commits the record of a call that returned. A call cancelled
 // before its tool returned leaves no record: a start recorded for it stays
 // in doubt, and without one the call is made again on resume (its tool is
-// idempotent). A late result is committed with the run's next transition.
+// idempotent). A call that waits for a person's approval did not run and
+// leaves none either: its plan records where it waits. A late result is
+// committed with the run's next transition.
 func (r *run) recordCall(rec *invoke.Record) {
-	if !r.wantsCall(&rec.At) || rec.Outcome == invoke.Cancelled {
+	if !r.wantsCall(&rec.At) || rec.Outcome == invoke.Cancelled || rec.Outcome == invoke.AwaitingApproval {
 		return
 	}
 	status := store.CallFailed

@@ -153,7 +153,7 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	// the plan's calls extend this attempt's key (package invoke).
 	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.b.gate, Recorder: (*callRecorder)(r),
-		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, OnEvent: func(ev plan.Event) {
+		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, Pausable: r.pausablePlan(j, in), OnEvent: func(ev plan.Event) {
 			if ev.Kind == plan.PlanProposed {
 				r.recordPlan(s, &at, &ev)
 			}
@@ -168,6 +168,9 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted},
 		r.planProgress(j.index, in.item))
 	if err != nil {
+		if w := planWait(err); w != err {
+			return nil, w // plan steps wait for people: the step parks
+		}
 		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {
 			// plan steps already ran: retrying the step would run them again.
 			err = fault.BusinessErr(fmt.Errorf("%w (not retried: %d plan steps already ran)", err, res.Executed))

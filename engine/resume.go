@@ -254,6 +254,12 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 				r.restoreAgent(i, row, approvals)
 				continue
 			}
+			if s.Type == flow.Plan && latest[s.ID] == nil {
+				if err := r.restorePlanWait(i, row, approvals, calls[s.ID]); err != nil {
+					return err
+				}
+				continue
+			}
 			a := latest[s.ID]
 			if a == nil || a.Status == store.ApprovalPending {
 				r.setStatus(i, row.Status)

@@ -10,7 +10,8 @@
 //     Recorder before anything else happens (anything but allow is a policy
 //     error, nothing called); then approval: a call whose tool requires it
 //     (Request.RequireApproval), or that the gate answers require_approval
-//     for a caller that can pause (Request.Pausable: the agent loop), stops
+//     for a caller that can pause (Request.Pausable: the agent loop and the
+//     plans it runs), stops
 //     here with Outcome AwaitingApproval and an *ApprovalError until the
 //     caller makes it again with Request.Approved;
 //  3. idempotency key: derived from the call's Position (see Key) and

@@ -59,9 +59,9 @@ type Request struct {
 	// with Outcome AwaitingApproval and an *ApprovalError; callers that
 	// cannot pause for a person treat it as blocked.
 	RequireApproval bool
-	// Pausable says the caller can pause for a person (the agent loop):
-	// the gate's require_approval then waits for approval as
-	// RequireApproval does, instead of blocking the call.
+	// Pausable says the caller can pause for a person (the agent loop, a
+	// pausable plan executor): the gate's require_approval then waits for
+	// approval as RequireApproval does, instead of blocking the call.
 	Pausable bool
 	// Approved says a person approved this call with exactly these args:
 	// the approval requirement, and a gate's require_approval, are met.
@@ -222,7 +222,7 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	switch d.Verdict {
 	case safety.Block:
 	case safety.RequireApproval:
-		msg += " (only a flow's tool step in a durable run, or an agent's call, waits for a person's approval; this call cannot, so it is refused)"
+		msg += " (only a flow's tool step in a durable run, or an agent's call or plan step, waits for a person's approval; this call cannot, so it is refused)"
 	default:
 		msg += " (reviews of single calls are not available yet; until then this blocks)"
 	}

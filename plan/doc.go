@@ -30,7 +30,14 @@
 // invoke): args schema, gate, key, call (returning at the context's
 // deadline even when a tool ignores it), output schema, and a call record
 // for ExecutorConfig.Recorder. The executor keeps its own budget of tool
-// calls, whatever the plans say.
+// calls, whatever the plans say. A caller that can wait for a person (the
+// agent loop) sets ExecutorConfig.Pausable: a step whose call needs
+// approval (its tool in RequireApproval, or the gate's require_approval)
+// then waits instead of failing, Execute returns a *WaitError naming each
+// waiting step with its resolved args, and RunFrom continues the plan with
+// the people's Decisions — an approved step runs with exactly those args,
+// a rejected one fails with the person's comment, completed steps are not
+// run again.
 //
 // Run joins them: it asks a Planner for a plan, executes it, and when a step
 // fails asks again — with the failure as an observation and the completed

@@ -46,6 +46,18 @@ type ExecutorConfig struct {
 	OnEvent func(Event)
 	// Now is the clock for durations. Defaults to time.Now.
 	Now func() time.Time
+	// RequireApproval names the tools whose every call needs a person's
+	// approval (approval: required).
+	RequireApproval map[string]bool
+	// Pausable lets a step wait for a person instead of failing: a call
+	// that needs approval (RequireApproval, or the gate's
+	// require_approval) does not run, the step waits (a plan_step_waiting
+	// event, not counted as executed), the steps that do not depend on it
+	// go on, and Execute returns a *WaitError naming each waiting step with
+	// its resolved args. The caller parks, and continues the plan with
+	// the people's Decisions (plan.RunFrom, Progress.Decisions). Without
+	// it such a call fails the step with a policy error.
+	Pausable bool
 }
 
 // EventKind names what happened.
@@ -58,7 +70,12 @@ const (
 	StepStarted  EventKind = "plan_step_started" // a tool call is about to be made
 	StepSettled  EventKind = "plan_step_settled" // it succeeded or failed
 	StepReused   EventKind = "plan_step_reused"  // a completed step, listed again, is not run
+	StepWaiting  EventKind = "plan_step_waiting" // its call waits for a person's approval (Pausable); Args are the resolved args
 	Replanning   EventKind = "plan_replan"       // a step failed; the planner is asked again
+	// PlanStarted and PlanFinished delimit a plan run as a sub-run of its
+	// caller (the agent's execute_plan); the executor itself emits neither.
+	PlanStarted  EventKind = "plan_started"
+	PlanFinished EventKind = "plan_finished"
 )
 
 // Statuses of a PlanRejected event that the planner's validation (not
@@ -170,7 +187,8 @@ func (e *Executor) Catalog() *Catalog { return e.cfg.Catalog }
 // Steps st has already completed are reused, not run again. After a step
 // fails no new step starts; those running finish. It returns nil when
 // every step succeeded, a *ValidationError (nothing ran), a *StepError, a
-// budget error naming max_executed_steps, or the context's error.
+// budget error naming max_executed_steps, a *WaitError (Pausable: steps
+// wait for a person, none failed), or the context's error.
 func (e *Executor) Execute(ctx context.Context, p *Plan, st *State) error {
 	if st == nil {
 		st = &State{}
@@ -189,6 +207,7 @@ const (
 	running
 	succeeded
 	failed
+	waiting
 )
 
 // round is one execution of one plan.
@@ -205,13 +224,16 @@ type round struct {
 	at     invoke.Position
 	status []uint8
 	fails  []*StepError
+	waits  []Waiting
 }
 
 type settled struct {
-	i   int
-	out any
-	err error
-	dur time.Duration
+	i       int
+	args    any
+	out     any
+	outcome invoke.Outcome
+	err     error
+	dur     time.Duration
 }
 
 func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog) error {
@@ -284,6 +306,8 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 			}
 		}
 		return first
+	case len(r.waits) > 0:
+		return r.waitError()
 	}
 	for i, s := range r.status {
 		if s != succeeded {
@@ -340,6 +364,10 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	key := at.Key()
 	args, err := r.resolve(i)
 	r.e.emit(Event{Kind: StepStarted, RunID: r.runID, StepID: r.stepID, PlanStep: s.ID, Tool: s.Tool, Attempt: r.attempt, IdempotencyKey: key, Args: args})
+	var approved bool
+	if err == nil {
+		approved, err = r.decided(s, args)
+	}
 	if err != nil {
 		r.settle(settled{i: i, err: err})
 		return false
@@ -347,7 +375,8 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	r.status[i] = running
 	r.st.executed++
 	req := &invoke.Request{Tool: r.e.tools[s.Tool], Args: args, At: at, Recorder: r.e.cfg.Recorder,
-		Info: &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt}}
+		Info:            &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt},
+		RequireApproval: r.e.cfg.RequireApproval[s.Tool], Pausable: r.e.cfg.Pausable, Approved: approved}
 	if r.e.cfg.Gate != safety.AllowAll {
 		req.Provenance = r.provenance(i)
 	}
@@ -359,8 +388,8 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	}
 	go func() {
 		start := r.e.cfg.Now()
-		out, _, err := r.e.pipe.Call(ctx, req)
-		results <- settled{i: i, out: out, err: err, dur: r.e.cfg.Now().Sub(start)}
+		out, outcome, err := r.e.pipe.Call(ctx, req)
+		results <- settled{i: i, args: args, out: out, outcome: outcome, err: err, dur: r.e.cfg.Now().Sub(start)}
 	}()
 	return true
 }
@@ -390,6 +419,9 @@ func (r *round) resolve(i int) (any, error) {
 }
 
 func (r *round) settle(s settled) {
+	if r.wait(s) {
+		return
+	}
 	step := &r.p.Steps[s.i]
 	at := r.position(step.ID)
 	ev := Event{Kind: StepSettled, RunID: r.runID, StepID: r.stepID, PlanStep: step.ID, Tool: step.Tool, Attempt: r.attempt,

@@ -92,7 +92,8 @@ type Result struct {
 // (never nil: on error it holds what completed) and an error that is one
 // of: the planner's error; a *ValidationError (nothing of that plan ran;
 // fault.BudgetOf says "max_steps" for a plan too long); a budget error
-// "max_executed_steps" or "max_replans"; the context's error; or, when the
+// "max_executed_steps" or "max_replans"; the context's error; a
+// *WaitError (steps wait for a person: no revision); or, when the
 // failure is not one a new plan can address (a budget, a cancellation), the
 // *StepError. The run's identity (for idempotency keys, the gate and
 // events) is the tool.CallInfo in ctx, if any.
@@ -111,6 +112,9 @@ type Progress struct {
 	// calls made (failed ones included).
 	Completed []StepResult
 	Executed  int
+	// Decisions are people's decisions on the steps that waited for them
+	// (ExecutorConfig.Pausable), by plan step id.
+	Decisions map[string]Decision
 }
 
 // RunFrom is Run continuing from p (nil: from the start, as Run): the

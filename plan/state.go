@@ -18,6 +18,9 @@ type State struct {
 	// MaxExecuted, when > 0 and below the executor's MaxExecuted, is this
 	// run's executed-step budget.
 	MaxExecuted int
+	// Decisions are people's decisions on steps that waited, by plan step
+	// id (ExecutorConfig.Pausable).
+	Decisions map[string]Decision
 
 	outputs  map[string]any
 	results  []StepResult
@@ -85,4 +88,5 @@ func (s *State) restore(p *Progress) {
 	}
 	s.executed = max(p.Executed, len(p.Completed))
 	s.attempt = max(p.Number-1, 0)
+	s.Decisions = p.Decisions
 }

@@ -196,7 +196,31 @@ func writeTranscript(w io.Writer, prefix string, turns []agent.Turn) {
 				fmt.Fprintf(w, " (%s)", c.Reason)
 			}
 			fmt.Fprintln(w)
+			if c.PlanRun != nil {
+				writePlanRun(w, prefix+"    ", c.PlanRun)
+			}
 		}
+	}
+}
+
+// writePlanRun prints the sub-run of an execute_plan call: its status and
+// step budget, then each plan step.
+func writePlanRun(w io.Writer, prefix string, r *agent.PlanRun) {
+	if r.Status == agent.PlanRejected {
+		fmt.Fprintf(w, "%splan rejected (%s): nothing ran (max_steps %d)\n", prefix, r.ErrorType, r.MaxSteps)
+		return
+	}
+	fmt.Fprintf(w, "%splan %s: %d of max_steps %d tool calls", prefix, r.Status, r.Executed, r.MaxSteps)
+	if r.ErrorType != "" {
+		fmt.Fprintf(w, " (%s)", r.ErrorType)
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Steps {
+		fmt.Fprintf(w, "%s  %s %s -> %s", prefix, s.ID, s.Tool, s.Status)
+		if s.Error != "" {
+			fmt.Fprintf(w, ": %s", clip(s.Error, 160))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -201,8 +201,13 @@ func TestAgentPlanExample(t *testing.T) {
 			t.Errorf("trace lacks %s:\n%s", want, events)
 		}
 	}
-	if code, out, _ := cli(t, "runs", "show", res.RunID, "--db", db); code != exitOK || !strings.Contains(out, "Ana Lima") {
-		t.Errorf("runs show: exit %d\n%s", code, out)
+	// runs show prints each plan as the sub-run of its call: status, budget, steps.
+	code, out, _ = cli(t, "runs", "show", res.RunID, "--db", db)
+	for _, want := range []string{"Ana Lima", "plan rejected (invalid_plan): nothing ran (max_steps 5)",
+		"plan succeeded: 3 of max_steps 5 tool calls", "customer lookup_customer -> succeeded"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("runs show: exit %d, lacks %q\n%s", code, want, out)
+		}
 	}
 	if u := res.Usage; u["turns"] != 3 || u["tool_calls"] != 2 {
 		t.Errorf("usage %v: the plan's calls are its own, not the loop's", u)
