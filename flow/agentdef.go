@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reinhq/rein/internal/yamlnode"
@@ -171,8 +172,9 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 	}
 	var out []*AgentTool
 	for _, e := range entries {
-		if !idPattern.MatchString(e.key) {
-			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
+		mcp := isMCPToolName(e.key)
+		if !mcp && !idPattern.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -, or name a tool of a rein.yaml mcp: server as <server>.<tool>", e.key)
 			continue
 		}
 		t := &AgentTool{Name: e.key, Pos: e.keyPos}
@@ -194,6 +196,14 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 				d.diags.add(posOf(f.value), "", "tool %s: approval must be required or none, not %q", e.key, v)
 			}
 		}
+		if mcp {
+			for _, f := range fields {
+				if f.key != "approval" {
+					d.diags.add(f.keyPos, "", "tool %s is a tool of the MCP server %s (rein.yaml mcp:); it takes only approval: here", e.key, strings.SplitN(e.key, ".", 2)[0])
+				}
+			}
+			continue
+		}
 		if f, ok := fieldByKey(fields, "workflow"); ok {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
 			continue
@@ -211,6 +221,15 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 		}
 	}
 	return out
+}
+
+// isMCPToolName reports whether name has the form of an MCP server's tool,
+// <server>.<tool> (package mcp/client names them so): a server name
+// without spaces, a dot, and the tool's name on the server. Models are
+// offered such tools under another name (model.WireNames).
+func isMCPToolName(name string) bool {
+	server, remote, ok := strings.Cut(name, ".")
+	return ok && server != "" && remote != "" && !strings.ContainsAny(server, " \t") && yamlnode.NameProblem(name) == ""
 }
 
 // agentWorkflow reads a workflow: entry: a flow folder relative to
