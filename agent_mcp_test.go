@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 )
 
@@ -44,6 +45,26 @@ func crmAgent(t *testing.T, extra, tools, script string) string {
 	return dir
 }
 
+// startAgent runs the agent folder dir on task over a new SQLite store.
+func startAgent(t *testing.T, dir, task string) (*engine.Result, store.Store) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := rein.LoadAgent(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	res, err := p.Start(context.Background(), map[string]any{"task": task}, &engine.Config{Store: st}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, st
+}
+
 // An agent calls the tools of a real MCP server: the scripted model calls
 // them by the names it is offered (crm__lookup), the transcript, the
 // gate and the approval keep their own (crm.lookup, crm.die, crm.refund).
@@ -65,20 +86,7 @@ func TestAgentCallsMCPToolsScripted(t *testing.T) {
     tool_calls:
       - {name: crm__refund, args: {}}
 `)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rein.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p, err := rein.LoadAgent(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	res, err := p.Start(ctx, map[string]any{"task": "refund customer 7"}, &engine.Config{Store: st}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, st := startAgent(t, dir, "refund customer 7")
 	if res.Status != "waiting" || len(res.Pending) != 1 || res.Pending[0].Tool != "crm.refund" || res.Pending[0].StepID != "agent/turn2/call1" {
 		t.Fatalf("run %s, pending %+v, error %v", res.Status, res.Pending, res.Error)
 	}
@@ -154,26 +162,23 @@ func TestAgentCallsMCPToolsNative(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := crmAgent(t, "models:\n  m: {provider: ollama, model: tiny, base_url: "+srv.URL+"/v1}\n", "  crm.lookup:\n", "")
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rein.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	p, err := rein.LoadAgent(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	res, err := p.Start(ctx, map[string]any{"task": "who is customer 9?"}, &engine.Config{Store: st}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, st := startAgent(t, dir, "who is customer 9?")
 	if res.Error != nil || res.Outputs[rein.AgentStep] != "Customer 9 is on file." {
 		t.Fatalf("run %s: %v, %v; the server said %v", res.Status, res.Error, res.Outputs, problem.Load())
 	}
-	turnsSeen, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)
+	turnsSeen, err := engine.AgentTranscript(context.Background(), st, res.RunID, rein.AgentStep, 0)
 	if err != nil || len(turnsSeen) != 2 || turnsSeen[0].Calls[0].Tool != "crm.lookup" || turnsSeen[0].Calls[0].Status != agent.StatusOK {
 		t.Fatalf("transcript: %v, %+v", err, turnsSeen)
+	}
+}
+
+// An agent.yaml naming an MCP tool the server does not offer is refused,
+// located, as rein validate reports it.
+func TestAgentUnknownMCPTool(t *testing.T) {
+	t.Parallel()
+	dir := crmAgent(t, "", "  crm.lokup:\n", "replies: []\n")
+	_, err := rein.LoadAgent(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), `agent.yaml:5:3: unknown tool "crm.lokup"`) {
+		t.Fatalf("load: %v", err)
 	}
 }
