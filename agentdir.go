@@ -10,7 +10,6 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/yamlnode"
-	"github.com/reinhq/rein/tool"
 )
 
 // AgentStep is the id of the one step of an agent run (LoadAgent): its
@@ -42,11 +41,6 @@ func LoadAgent(dir string, opts *LoadOptions) (*Project, error) {
 		return nil, fmt.Errorf("load agent %s: %w", path, err)
 	}
 	o := *opts
-	wtools, err := agentWorkflows(def, opts)
-	if err != nil {
-		return nil, err
-	}
-	o.Tools = append(append([]tool.Tool(nil), opts.Tools...), wtools...)
 	o.flowText = text
 	o.agent = def
 	return Load(path, &o)
@@ -59,8 +53,9 @@ func IsAgentDir(dir string) bool {
 }
 
 // agentFlowText writes the flow of an agent run: agent.yaml's fields as
-// one agent step (exec tools declared in place move to the flow's tools:),
-// as JSON, which is YAML. The run pins this text.
+// one agent step (exec tools declared in place move to the flow's tools:,
+// workflow tools keep their folder, made absolute), as JSON, which is
+// YAML. The run pins this text.
 func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) {
 	var src map[string]any
 	if err := yaml.Unmarshal(data, &src); err != nil {
@@ -83,6 +78,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		entry := map[string]any{}
 		if t.Approval {
 			entry["approval"] = "required"
+		}
+		if t.Workflow != "" {
+			entry["workflow"] = absPath(t.Workflow) // the run pins the folder
 		}
 		tools[t.Name] = entry
 		if t.Decl != nil {
@@ -115,46 +113,12 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 	return json.MarshalIndent(f, "", "  ")
 }
 
-// agentWorkflows makes, through opts.Workflow, the workflow tools def
-// declares (workflow:), each named as its entry. A problem is located at
-// the entry.
-func agentWorkflows(def *flow.AgentDef, opts *LoadOptions) ([]tool.Tool, error) {
-	var out []tool.Tool
-	var diags []flow.Diagnostic
-	for _, t := range def.Tools {
-		if t.Workflow == "" {
-			continue
-		}
-		bad := func(format string, args ...any) {
-			diags = append(diags, flow.Diagnostic{File: def.File, Line: t.Pos.Line, Col: t.Pos.Col, Message: fmt.Sprintf(format, args...)})
-		}
-		if opts.Workflow == nil {
-			bad("tool %s declares the workflow %s, but this program serves no workflow tools (rein agent and rein chat do; in Go, set LoadOptions.Workflow)", t.Name, t.Workflow)
-			continue
-		}
-		wt, err := opts.Workflow(t.Workflow)
-		if err != nil {
-			bad("tool %s: workflow %s does not load: %v", t.Name, t.Workflow, err)
-			continue
-		}
-		if wt.Spec().Name != t.Name {
-			bad("tool %s: the workflow %s serves the tool %q: name the entry %s", t.Name, t.Workflow, wt.Spec().Name, wt.Spec().Name)
-			continue
-		}
-		out = append(out, wt)
-	}
-	if len(diags) > 0 {
-		return nil, &flow.Error{Diagnostics: diags}
-	}
-	return out, nil
-}
-
 // checkAgent reports, located in agent.yaml, the tools and the model def
 // names that do not resolve.
 func checkAgent(def *flow.AgentDef, fopts *flow.Options) error {
 	var diags []flow.Diagnostic
 	for _, t := range def.Tools {
-		if t.Decl != nil {
+		if t.Decl != nil || t.Workflow != "" {
 			continue
 		}
 		if _, ok := fopts.Tools(t.Name); !ok {

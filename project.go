@@ -64,8 +64,11 @@ type LoadOptions struct {
 	// pinned flow declares tools. See flow.Options.TrustedToolsOnly.
 	TrustedToolsOnly bool
 	// Workflow makes the workflow tool of the flow folder at path, for an
-	// agent.yaml tools: entry with workflow: (LoadAgent); package bridge
-	// makes them (bridge.New(path, …).Tool()). Nil refuses such entries.
+	// agent's tools: entry with workflow: (in agent.yaml, or an agent step
+	// of the flow); package bridge makes them (bridge.New(path, …).Tool()),
+	// and for a workflow whose own agents have workflow tools, its
+	// LoadOptions need Workflow too. Nil refuses such entries, and LoadRun
+	// a run that has them.
 	Workflow func(path string) (tool.Tool, error)
 
 	// flowText, when set, is parsed instead of reading the flow file, and
@@ -102,9 +105,11 @@ type Project struct {
 	getenv   func(string) string
 	redactor *redact.Redactor
 	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
-	model    string   // LoadOptions.Model
-	refs     bool     // provider/model references resolve
-	closers  []func() error
+	// workflows are the workflow tools of the flow's agents (workflows.go).
+	workflows []PinnedWorkflow
+	model     string // LoadOptions.Model
+	refs      bool   // provider/model references resolve
+	closers   []func() error
 }
 
 // Load reads the flow at path (a flow file, or a folder holding flow.yaml),
@@ -231,6 +236,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		return nil, err
 	}
 	if err := registerMCPTools(p.Tools, mcpTools); err != nil {
+		return nil, err
+	}
+	if err := p.bindWorkflows(flowPath, workflowEntries(p.Flow, opts.agent), opts); err != nil {
 		return nil, err
 	}
 	if err := flow.CheckEffects(p.Tools, decls); err != nil {
@@ -397,6 +405,10 @@ type RunMeta struct {
 	// Files are the schema and routes files the flow was loaded with, by
 	// absolute path: a resume reads these, not the files on disk.
 	Files map[string][]byte `json:"files,omitempty"`
+	// Workflows are the workflow tools of the flow's agents: a resume
+	// makes them again (LoadOptions.Workflow) from folders whose flow.yaml
+	// has not changed.
+	Workflows []PinnedWorkflow `json:"workflows,omitempty"`
 }
 
 func (p *Project) meta() json.RawMessage {
@@ -409,7 +421,7 @@ func (p *Project) meta() json.RawMessage {
 		}
 		return s
 	}
-	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, GoTools: p.goTools, Files: p.Flow.Files})
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, GoTools: p.goTools, Files: p.Flow.Files, Workflows: p.workflows})
 	return b
 }
 
@@ -457,6 +469,15 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 			fmt.Errorf("run %s was started with the Go tools %s, which were not given: only a program that registers them can resume it (LoadOptions{Tools: …}, RunsOptions.Load or WorkerOptions.Load)",
 				runID, strings.Join(missing, ", ")))
 	}
+	if len(m.Workflows) > 0 && o.Workflow == nil {
+		names := make([]string, len(m.Workflows))
+		for i, w := range m.Workflows {
+			names[i] = w.Tool
+		}
+		return nil, runsErr(ClassBusiness, Hint{Code: HintNeedsTools, RunID: runID, Tools: names},
+			fmt.Errorf("run %s has agents with the workflow tools %s: only a program that serves workflow tools can resume it (rein runs; in Go, LoadOptions.Workflow in RunsOptions.Load or WorkerOptions.Load)",
+				runID, strings.Join(names, ", ")))
+	}
 	o.NoDefaults = true
 	o.flowText, o.flowFiles = run.FlowText, m.Files
 	if o.flowFiles == nil {
@@ -470,6 +491,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	if err != nil {
 		return nil, runsErr(ClassFormat, Hint{Code: HintFlowDoesNotLoad, RunID: runID},
 			fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err))
+	}
+	if err := samePinnedWorkflows(m.Workflows, p.workflows); err != nil {
+		p.Close()
+		return nil, runsErr(ClassFormat, Hint{Code: HintFlowDoesNotLoad, RunID: runID}, fmt.Errorf("run %s: %w", runID, err))
 	}
 	return p, nil
 }

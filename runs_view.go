@@ -140,6 +140,11 @@ func (r *Runs) needsTools(run *store.Run) ([]string, error) {
 		return nil, err
 	}
 	missing := missingTools(m.GoTools, r.load.Tools)
+	if r.load.Workflow == nil {
+		for _, w := range m.Workflows {
+			missing = append(missing, w.Tool)
+		}
+	}
 	slices.Sort(missing)
 	return missing, nil
 }

@@ -113,21 +113,29 @@ type Config struct {
 // use by Runs of different Sessions.
 type Loop struct {
 	cfg   Config
-	tools map[string]*boundTool
-	defs  []model.ToolDef
+	tools map[string]*boundTool // by the tool's own name
+	// wire maps the names the model is offered (model.WireNames: an MCP
+	// tool's "crm.find" is "crm__find") to the tools' own names.
+	wire map[string]string
+	defs []model.ToolDef
 	// planner runs execute_plan calls; nil when it is not offered.
 	planner *planner
 }
 
 type boundTool struct {
 	Tool
-	spec          tool.Spec
+	spec tool.Spec
+	// wire is the name the model calls the tool by (model.WireNames).
+	wire          string
 	input, output *schema.Schema
 }
 
 // New checks cfg and returns a Loop. Errors name the tool at fault: a
-// missing model, a tool name the providers refuse or given twice, an input
-// schema that does not compile.
+// missing model, a tool given twice, an input schema that does not
+// compile. A tool whose name providers refuse (an MCP tool's
+// "<server>.<tool>") is offered to the model under its model.WireNames
+// name and keeps its own everywhere else: in the transcript, the journal,
+// approvals and the gate.
 func New(cfg Config) (*Loop, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("agent: no model")
@@ -170,7 +178,10 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("agent: tool %s: %w", b.spec.Name, err)
 		}
 		l.tools[b.spec.Name] = b
-		l.defs = append(l.defs, model.ToolDef{Name: b.spec.Name, Description: b.spec.Description, Schema: b.spec.InputSchema})
+	}
+	order := make([]*boundTool, 0, len(l.tools)+1)
+	for _, t := range cfg.Tools {
+		order = append(order, l.tools[t.Spec().Name])
 	}
 	if cfg.ExecutePlan != nil {
 		p, bt, err := newPlanner(*cfg.ExecutePlan, l.tools)
@@ -179,12 +190,49 @@ func New(cfg Config) (*Loop, error) {
 		}
 		l.planner = p
 		l.tools[bt.spec.Name] = bt
-		l.defs = append(l.defs, model.ToolDef{Name: bt.spec.Name, Description: bt.spec.Description, Schema: bt.spec.InputSchema})
+		order = append(order, bt)
 	}
+	l.offer(order)
 	if err := model.CheckRequest(&model.Request{Tools: l.defs}); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return l, nil
+}
+
+// offer names the tools for the model (model.WireNames) and writes their
+// definitions, in order.
+func (l *Loop) offer(order []*boundTool) {
+	names := make([]string, len(order))
+	for i, b := range order {
+		names[i] = b.spec.Name
+	}
+	l.wire = make(map[string]string, len(order))
+	l.defs = make([]model.ToolDef, len(order))
+	for i, w := range model.WireNames(names) {
+		b := order[i]
+		b.wire = w
+		l.wire[w] = b.spec.Name
+		l.defs[i] = model.ToolDef{Name: w, Description: b.spec.Description, Schema: b.spec.InputSchema}
+	}
+}
+
+// named returns the tool the model called name: by the name it was
+// offered, or by the tool's own name.
+func (l *Loop) named(name string) (*boundTool, bool) {
+	if own, ok := l.wire[name]; ok {
+		return l.tools[own], true
+	}
+	b, ok := l.tools[name]
+	return b, ok
+}
+
+// wireName is the name the model knows the tool named name by (name
+// itself for a tool the loop does not offer).
+func (l *Loop) wireName(name string) string {
+	if b, ok := l.tools[name]; ok {
+		return b.wire
+	}
+	return name
 }
 
 func compileSchema(name string, raw []byte) (*schema.Schema, error) {

@@ -18,18 +18,21 @@ import (
 // check turns the model's call into a Call: StatusChosen when it names a
 // tool the loop offers and its arguments are a JSON object, otherwise
 // StatusInvalid with an observation that says what to fix. The input
-// schema is the pipeline's to check.
+// schema is the pipeline's to check. The call names the tool by its own
+// name, whichever name the model used.
 func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 	c := Call{Index: index, ID: tc.ID, Tool: tc.Name, Args: tc.Args, Status: StatusChosen, Key: l.key(turn, index)}
-	if _, ok := l.tools[tc.Name]; !ok {
+	b, ok := l.named(tc.Name)
+	if !ok {
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call: there is no tool %q; the tools are %s. Call one of them.", cut(tc.Name, 80), l.toolNames())
 		return c
 	}
+	c.Tool = b.spec.Name
 	args, err := parseArgs(tc.Args)
 	if err != nil {
 		c.Status = StatusInvalid
-		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", tc.Name, err)
+		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", b.wire, err)
 		return c
 	}
 	c.args = args
@@ -56,9 +59,10 @@ func parseArgs(raw string) (map[string]any, error) {
 	return m, nil
 }
 
+// toolNames lists the tools by the names the model knows them by.
 func (l *Loop) toolNames() string {
-	names := make([]string, 0, len(l.tools))
-	for n := range l.tools {
+	names := make([]string, 0, len(l.wire))
+	for n := range l.wire {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -249,6 +253,7 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	}
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
+		args = l.ownStepTools(args)
 		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
 			return l.executePlan(ctx, turn, c, args)
 		})
@@ -295,6 +300,40 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 		c.Observation = l.cutText(fmt.Sprintf("error (%s): %v", fault.ClassOf(err), err))
 	}
 	return true
+}
+
+// ownStepTools returns execute_plan's args with each step's tool named by
+// its own name where the model used the name it was offered
+// ("crm__find" for "crm.find"); args is not changed.
+func (l *Loop) ownStepTools(args map[string]any) map[string]any {
+	steps, _ := args["steps"].([]any)
+	var out []any
+	for i, s := range steps {
+		m, _ := s.(map[string]any)
+		name, _ := m["tool"].(string)
+		own, ok := l.wire[name]
+		if !ok || own == name {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), steps...)
+		}
+		c := make(map[string]any, len(m))
+		for k, v := range m {
+			c[k] = v
+		}
+		c["tool"] = own
+		out[i] = c
+	}
+	if out == nil {
+		return args
+	}
+	c := make(map[string]any, len(args))
+	for k, v := range args {
+		c[k] = v
+	}
+	c["steps"] = out
+	return c
 }
 
 // commitCall journals c's outcome.

@@ -188,7 +188,7 @@ func (c *conversation) extend(l *Loop, s *Session) []model.Message {
 		if len(t.Calls) > 0 {
 			m.ToolCalls = make([]model.ToolCall, len(t.Calls))
 			for j, call := range t.Calls {
-				m.ToolCalls[j] = model.ToolCall{ID: call.ID, Name: call.Tool, Args: call.Args}
+				m.ToolCalls[j] = model.ToolCall{ID: call.ID, Name: l.wireName(call.Tool), Args: call.Args}
 			}
 		}
 		c.msgs = append(c.msgs, m)

@@ -93,6 +93,21 @@ func TestAgentDrivesWorkflowTool(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].Status != "waiting" {
 		t.Fatalf("the workflow's task: %v, %+v", err, runs)
 	}
+	// the run pinned the workflow tool: a program that serves workflow
+	// tools rebuilds it, one that does not is told which it lacks.
+	again, err := rein.LoadRun(ctx, st, res.RunID, load)
+	if err != nil {
+		t.Fatalf("LoadRun with LoadOptions.Workflow: %v", err)
+	}
+	if _, ok := again.Tools.Lookup("process_workflow"); !ok {
+		t.Error("the rebuilt project has no process_workflow")
+	}
+	again.Close()
+	_, err = rein.LoadRun(ctx, st, res.RunID, nil)
+	var re *rein.Error
+	if !errors.As(err, &re) || re.Hint.Code != rein.HintNeedsTools || len(re.Hint.Tools) != 1 || re.Hint.Tools[0] != "process_workflow" {
+		t.Fatalf("LoadRun without LoadOptions.Workflow: %v", err)
+	}
 }
 
 // A workflow: entry is refused, located in agent.yaml, when the folder is

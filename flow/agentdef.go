@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reinhq/rein/internal/yamlnode"
@@ -69,14 +70,17 @@ type AgentBudgets struct {
 }
 
 // AgentTool is one entry of an agent's tools:. An entry with command: is
-// an exec tool declared in place (Decl); one with workflow: declares the
-// workflow tool of that flow folder (Workflow); one with neither names a
-// tool of the rein.yaml beside it or a Go tool the program registers.
+// an exec tool declared in place (Decl; agent.yaml only); one with
+// workflow: declares the workflow tool of that flow folder (Workflow),
+// which the loader makes (rein.LoadOptions.Workflow); one with neither
+// names a tool of the rein.yaml beside it, an MCP tool or a Go tool the
+// program registers.
 type AgentTool struct {
 	Name string
 	// Workflow is the flow folder (absolute, or relative to the working
-	// directory when agent.yaml's was) whose workflow tool this entry
-	// declares; the entry's name must be that tool's, <flow name>_workflow.
+	// directory when the declaring file's was) whose workflow tool this
+	// entry declares; the entry's name must be that tool's,
+	// <flow name>_workflow.
 	Workflow string
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
@@ -171,8 +175,9 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 	}
 	var out []*AgentTool
 	for _, e := range entries {
-		if !idPattern.MatchString(e.key) {
-			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -", e.key)
+		mcp := isMCPToolName(e.key)
+		if !mcp && !idPattern.MatchString(e.key) {
+			d.diags.add(e.keyPos, "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -, or name a tool of a rein.yaml mcp: server as <server>.<tool>", e.key)
 			continue
 		}
 		t := &AgentTool{Name: e.key, Pos: e.keyPos}
@@ -194,6 +199,14 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 				d.diags.add(posOf(f.value), "", "tool %s: approval must be required or none, not %q", e.key, v)
 			}
 		}
+		if mcp {
+			for _, f := range fields {
+				if f.key != "approval" {
+					d.diags.add(f.keyPos, "", "tool %s is a tool of the MCP server %s (rein.yaml mcp:); it takes only approval: here", e.key, strings.SplitN(e.key, ".", 2)[0])
+				}
+			}
+			continue
+		}
 		if f, ok := fieldByKey(fields, "workflow"); ok {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
 			continue
@@ -213,6 +226,15 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 	return out
 }
 
+// isMCPToolName reports whether name has the form of an MCP server's tool,
+// <server>.<tool> (package mcp/client names them so): a server name
+// without spaces, a dot, and the tool's name on the server. Models are
+// offered such tools under another name (model.WireNames).
+func isMCPToolName(name string) bool {
+	server, remote, ok := strings.Cut(name, ".")
+	return ok && server != "" && remote != "" && !strings.ContainsAny(server, " \t") && yamlnode.NameProblem(name) == ""
+}
+
 // agentWorkflow reads a workflow: entry: a flow folder relative to
 // agent.yaml, which must exist; only approval: goes beside it.
 func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
@@ -226,7 +248,7 @@ func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 		return ""
 	}
 	if rel == "" {
-		d.diags.add(posOf(f.value), "", "tool %s: workflow: needs the path of a flow folder, relative to agent.yaml", e.key)
+		d.diags.add(posOf(f.value), "", "tool %s: workflow: needs the path of a flow folder, relative to the file that declares it", e.key)
 		return ""
 	}
 	path := rel
@@ -234,7 +256,7 @@ func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 		path = filepath.Join(dir, rel)
 	}
 	if st, err := os.Stat(path); err != nil || !st.IsDir() {
-		d.diags.add(posOf(f.value), "", "tool %s: workflow %q is not a flow folder (%s): give the path of a folder holding flow.yaml, relative to agent.yaml", e.key, rel, path)
+		d.diags.add(posOf(f.value), "", "tool %s: workflow %q is not a flow folder (%s): give the path of a folder holding flow.yaml, relative to the file that declares it", e.key, rel, path)
 		return ""
 	}
 	return path
@@ -322,7 +344,8 @@ func (d *decoder) agentSpec(s *Step) *AgentDef {
 
 // checkAgentStep checks a type: agent step once its fields are read: a
 // prompt_template (the task), a model, tools by name (exec tools are
-// declared in the flow's tools:), none of the fields of other kinds.
+// declared in the flow's tools:) or workflow tools (workflow:, made by the
+// loader), none of the fields of other kinds.
 func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
 	a := d.agentSpec(s)
 	a.Name, a.Model, a.OutputSchema = s.ID, s.Model, s.OutputSchema
@@ -340,9 +363,6 @@ func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
 	for _, t := range a.Tools {
 		if t.Decl != nil {
 			d.diags.add(t.Pos, label, "tool %s: declare exec tools in the flow's tools: (or rein.yaml); an agent step names them", t.Name)
-		}
-		if t.Workflow != "" {
-			d.diags.add(t.Pos, label, "tool %s: workflow tools are declared in an agent folder's agent.yaml; an agent step names Go tools (register the workflow's tool in Go)", t.Name)
 		}
 	}
 	for _, k := range []string{"tool", "args", "for_each", "repeat", "approval", "message", "fallback"} {

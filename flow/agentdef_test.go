@@ -54,6 +54,7 @@ tools:
   refund: {approval: maybe}
   lookup: {effect: read}
   bad name: {}
+  crm.find: {command: [./x], approval: required}
 budgets: {max_turns: 0, max_calls: 3}
 `
 	_, err := flow.ParseAgent([]byte(src), "agent.yaml")
@@ -65,8 +66,9 @@ budgets: {max_turns: 0, max_calls: 3}
 		`agent.yaml:4:22: tool refund: approval must be required or none, not "maybe"`,
 		`agent.yaml:5:12: tool lookup: effect belongs to an exec tool declaration, which needs command:`,
 		`agent.yaml:6:3: tool name "bad name"`,
-		`agent.yaml:7:22: budgets: max_turns must be at least 1`,
-		`agent.yaml:7:25: unknown field "max_calls" in budgets`,
+		`agent.yaml:7:14: tool crm.find is a tool of the MCP server crm (rein.yaml mcp:); it takes only approval: here`,
+		`agent.yaml:8:22: budgets: max_turns must be at least 1`,
+		`agent.yaml:8:25: unknown field "max_calls" in budgets`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)
@@ -81,7 +83,7 @@ func TestAgentStep(t *testing.T) {
 	t.Parallel()
 	opts := &flow.Options{
 		Tools: func(name string) (tool.Spec, bool) {
-			return tool.Spec{Name: name}, name == "lookup" || name == "refund"
+			return tool.Spec{Name: name}, name == "lookup" || name == "refund" || name == "crm.find_customer"
 		},
 		Models: func(string) bool { return true },
 	}
@@ -93,7 +95,7 @@ steps:
     model: m
     instructions: be kind
     prompt_template: "{input.task}"
-    tools: {lookup: , refund: {approval: required}}
+    tools: {lookup: , refund: {approval: required}, crm.find_customer: {approval: required}}
     budgets: {max_turns: 4}
     concurrency: 2
 `
@@ -102,7 +104,8 @@ steps:
 		t.Fatal(err)
 	}
 	a := f.Steps[0].Agent
-	if a == nil || a.Model != "m" || a.Instructions != "be kind" || len(a.Tools) != 2 || !a.Tools[1].Approval ||
+	if a == nil || a.Model != "m" || a.Instructions != "be kind" || len(a.Tools) != 3 || !a.Tools[1].Approval ||
+		a.Tools[2].Name != "crm.find_customer" || !a.Tools[2].Approval ||
 		a.Budgets.MaxTurns != 4 || a.Concurrency != 2 {
 		t.Fatalf("agent %+v", a)
 	}

@@ -95,8 +95,10 @@ func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project
 	if f.model != "" && f.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	p, err := rein.LoadAgent(dir, &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
-		TrustedToolsOnly: f.trustedToolsOnly, Workflow: agentWorkflow(st, &rein.LoadOptions{TrustedToolsOnly: f.trustedToolsOnly})})
+	o := &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
+		TrustedToolsOnly: f.trustedToolsOnly}
+	serveWorkflows(o, st)
+	p, err := rein.LoadAgent(dir, o)
 	if err != nil {
 		return nil, loadError(s, err)
 	}
@@ -224,8 +226,20 @@ func writePlanRun(w io.Writer, prefix string, r *agent.PlanRun) {
 	}
 }
 
-// agentWorkflow serves the workflow tools an agent.yaml declares
-// (workflow:) over st, each flow loaded with load (rein.LoadOptions.Workflow).
+// serveWorkflows sets o.Workflow, unless it is set, to serve the workflow
+// tools agents declare (workflow:) over st: each flow is loaded as o says
+// (--trusted-tools-only), its own agents served the same way.
+func serveWorkflows(o *rein.LoadOptions, st store.Store) {
+	if o.Workflow != nil {
+		return
+	}
+	nested := &rein.LoadOptions{TrustedToolsOnly: o.TrustedToolsOnly}
+	nested.Workflow = agentWorkflow(st, nested)
+	o.Workflow = nested.Workflow
+}
+
+// agentWorkflow serves the workflow tools agents declare (workflow:) over
+// st, each flow loaded with load (rein.LoadOptions.Workflow).
 func agentWorkflow(st store.Store, load *rein.LoadOptions) func(path string) (tool.Tool, error) {
 	return func(path string) (tool.Tool, error) {
 		tools, err := workflowTools([]string{path}, st, load)

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/yamlnode"
+	"github.com/reinhq/rein/tool"
 )
 
 // loadFlags are the flags every command that loads a flow takes.
@@ -19,6 +20,9 @@ type loadFlags struct {
 	script, config        string
 	model, record, replay string
 	trustedToolsOnly      bool
+	// workflow, when set, serves the workflow tools agents declare
+	// (rein.LoadOptions.Workflow).
+	workflow func(path string) (tool.Tool, error)
 }
 
 // trustedToolsUsage is the help of --trusted-tools-only.
@@ -42,7 +46,7 @@ func (l *loadFlags) registerCassettes(cmd *cobra.Command) {
 // loadOptions are the flags' rein.LoadOptions.
 func (l *loadFlags) loadOptions() *rein.LoadOptions {
 	return &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
-		TrustedToolsOnly: l.trustedToolsOnly}
+		TrustedToolsOnly: l.trustedToolsOnly, Workflow: l.workflow}
 }
 
 func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {

@@ -49,6 +49,13 @@ func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.RunsOptions
 		return err
 	}
 	defer closeStore(s, st)
+	if opts == nil {
+		opts = &rein.RunsOptions{}
+	}
+	if opts.Load == nil {
+		opts.Load = &rein.LoadOptions{}
+	}
+	serveWorkflows(opts.Load, st) // a resumed agent's workflow tools
 	runs, err := rein.NewRuns(st, opts)
 	if err != nil {
 		return usageErr("--db %s: %v", redactDSN(dsn), err)

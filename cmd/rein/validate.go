@@ -48,11 +48,11 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
 				load := rein.Load
 				opts := &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}
+				nested := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
+				nested.Workflow = func(flowPath string) (tool.Tool, error) { return checkWorkflow(cmd.Context(), flowPath, nested) }
+				opts.Workflow = nested.Workflow // agents' workflow tools, and theirs
 				if rein.IsAgentDir(path) {
 					load = rein.LoadAgent // an agent folder: agent.yaml, checked in place
-					opts.Workflow = func(flowPath string) (tool.Tool, error) {
-						return checkWorkflow(cmd.Context(), flowPath, &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly})
-					}
 				}
 				p, err := load(path, opts)
 				var fe *flow.Error
@@ -184,7 +184,7 @@ func newSchemaCmd(s *streams) *cobra.Command {
 }
 
 // checkWorkflow loads the workflow tool of the flow folder path, as an
-// agent.yaml's workflow: entry declares it, over a throwaway store: rein
+// agent's workflow: entry declares it, over a throwaway store: rein
 // validate checks the flow and the tool's name, and runs nothing.
 func checkWorkflow(ctx context.Context, path string, load *rein.LoadOptions) (tool.Tool, error) {
 	dir, err := os.MkdirTemp("", "rein-validate-")

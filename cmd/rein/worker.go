@@ -56,6 +56,10 @@ stderr.`,
 				return err
 			}
 			defer closeStore(s, st)
+			if o.Load == nil {
+				o.Load = &rein.LoadOptions{}
+			}
+			serveWorkflows(o.Load, st) // agents' workflow tools
 			var mu sync.Mutex
 			red := redact.Process().With(redact.Passwords(dsn)...)
 			o.Logf = func(format string, args ...any) {
