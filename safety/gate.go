@@ -37,6 +37,9 @@ type Invocation struct {
 	Approved bool
 	// Tier is the run's risk tier, 1–4; 0 when not assessed.
 	Tier int
+	// Declaration is what the model that chose this call declared before
+	// it (facts, assumptions); nil for a call no model chose.
+	Declaration *Declaration
 }
 
 // Decision is the gate's answer, always with a reason when it is not Allow.
