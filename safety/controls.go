@@ -65,6 +65,14 @@ func NewRunRisk(tier int, reasons []string, cfg RunRiskConfig) *RunRisk {
 	return r
 }
 
+// RestoreRunRisk returns the RunRisk of a resumed run at the tier its
+// journal reached, telling OnRaise nothing.
+func RestoreRunRisk(tier int, cfg RunRiskConfig) *RunRisk {
+	r := &RunRisk{cfg: cfg}
+	r.tier.Store(int32(tier))
+	return r
+}
+
 // Tier returns the run's current tier.
 func (r *RunRisk) Tier() int { return int(r.tier.Load()) }
 
@@ -132,7 +140,8 @@ type ReviewConfig struct {
 //
 //   - tier ≥ 3 (or review: min_tier): a side-effect call gets
 //     require_review (rule tier-review) unless Gate said more;
-//   - require_review, from a rule or the tier, runs the reviewer: every
+//   - require_review, from a rule or the tier, runs the reviewer (not for
+//     a call a person approved, which is allowed): every
 //     claim supported → allow; a claim unsupported → require_approval
 //     (rule reviewer) naming the claims; the reviewer failing, or none
 //     configured → require_approval;
@@ -179,6 +188,10 @@ func (c *Controls) Check(ctx context.Context, inv *Invocation) (Decision, error)
 		d = Decision{Verdict: RequireReview, Rule: "tier-review",
 			Reason: fmt.Sprintf("at risk tier %d a reviewer checks every side-effect call", inv.Tier)}
 	}
+	if d.Verdict == RequireReview && inv.Approved {
+		// a person approved this exact call: that is the stronger control.
+		d = Decision{Verdict: Allow, Rule: d.Rule, Reason: "a person approved this call; it is not reviewed"}
+	}
 	if d.Verdict == RequireReview {
 		d = c.review(ctx, rr, inv, d)
 	}
@@ -192,22 +205,14 @@ func (c *Controls) Check(ctx context.Context, inv *Invocation) (Decision, error)
 	return d, nil
 }
 
-// raiseFor raises rr's tier to what inv alone is assessed at: its tool,
-// the share of its arguments a model wrote, its declaration's unverified
-// assumptions. The tier is worked out without reasons first; they are
-// written only for a raise.
+// raiseFor raises rr's tier to what inv alone is assessed at: its tool
+// and its declaration's unverified assumptions. The share of arguments a
+// model wrote is assessed with the whole flow (intake) or plan
+// (AssessAhead), not per call. The tier is worked out without reasons
+// first; they are written only for a raise.
 func (c *Controls) raiseFor(rr *RunRisk, inv *Invocation) {
 	s := Signals{Tools: []tool.Spec{inv.Tool}, Config: c.Risk}
 	if SideEffect(inv.Tool.Effect) {
-		for _, os := range inv.Provenance {
-			s.Args++
-			for _, o := range os {
-				if o == OriginInferred {
-					s.Inferred++
-					break
-				}
-			}
-		}
 		if d := inv.Declaration; d != nil {
 			for _, a := range d.Assumptions {
 				s.Unverified = append(s.Unverified, a.Claim)
@@ -329,4 +334,45 @@ func (o *ReviewOutcome) decide() Decision {
 		return Decision{Verdict: RequireApproval, Rule: "reviewer", Reason: "the reviewer judged no claim, so a person decides"}
 	}
 	return Decision{Verdict: Allow, Rule: "reviewer", Reason: fmt.Sprintf("the reviewer found all %d claims supported", len(o.Verdicts))}
+}
+
+// Assessor is a Gate that takes in what a run will do as soon as it is
+// known — the tools of a plan before its first step runs — so that the
+// tier is raised before any of it happens. The plan executor calls it.
+type Assessor interface {
+	AssessAhead(ctx context.Context, stage, stepID string, s Signals)
+}
+
+var _ Assessor = (*Controls)(nil)
+
+// AssessAhead raises the tier of the run in ctx to what s is assessed at
+// (with the Controls' RiskConfig), at stage for step stepID.
+func (c *Controls) AssessAhead(ctx context.Context, stage, stepID string, s Signals) {
+	rr := RunRiskFrom(ctx)
+	if rr == nil {
+		return
+	}
+	s.Config = c.Risk
+	if TierOf(&s) <= rr.Tier() {
+		return
+	}
+	tier, reasons := Assess(s)
+	rr.Raise(TierChange{To: tier, Stage: stage, StepID: stepID, Reasons: reasons})
+}
+
+// CountArgs adds p's arguments to s's Args, and those a model wrote to
+// Inferred, when spec has a side effect.
+func (s *Signals) CountArgs(spec *tool.Spec, p Provenance) {
+	if !SideEffect(spec.Effect) {
+		return
+	}
+	for _, os := range p {
+		s.Args++
+		for _, o := range os {
+			if o == OriginInferred {
+				s.Inferred++
+				break
+			}
+		}
+	}
 }

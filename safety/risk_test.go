@@ -125,7 +125,7 @@ func TestControlsPerTier(t *testing.T) {
 		{"tier 3 write, the reviewer fails", 3, write, &fakeReviewer{err: errors.New("model down")}, false, safety.RequireApproval, "reviewer", 1},
 		{"tier 3 write, no reviewer", 3, write, nil, false, safety.RequireApproval, "tier-review", 0},
 		{"tier 4 write, claims supported: a person still approves", 4, write, &fakeReviewer{verdicts: supported}, false, safety.RequireApproval, "tier-approval", 1},
-		{"tier 4 write, approved", 4, write, &fakeReviewer{verdicts: supported}, true, safety.Allow, "reviewer", 1},
+		{"tier 4 write, approved by a person: not reviewed", 4, write, &fakeReviewer{verdicts: supported}, true, safety.Allow, "tier-review", 0},
 		{"tier 4 read", 4, read, &fakeReviewer{}, false, safety.Allow, "", 0},
 	}
 	for _, tc := range cases {
