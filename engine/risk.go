@@ -225,7 +225,9 @@ func (mm reviewMeter) Generate(ctx context.Context, req *model.Request) (*model.
 		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
 	}
 	r.record(ev)
-	if s := r.f.StepByID(req.StepID); s != nil {
+	// a plan step's call names its flow step first (step/plan-step).
+	if id, _, _ := strings.Cut(req.StepID, "/"); r.f.StepByID(id) != nil {
+		s := r.f.StepByID(id)
 		r.addUse(s.Index, stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut})
 	}
 	if resp != nil {
