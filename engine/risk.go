@@ -33,6 +33,10 @@ type tiers struct {
 	reviewer     model.Model
 	reviewerName string
 	postCheck    tool.Tool
+	// intakeTier and intakeEvent are the intake assessment, the same for
+	// every run of the flow, worked out and encoded once.
+	intakeTier  int
+	intakeEvent trace.Event
 }
 
 // bindRisk wraps gate (the engine's joined with the flow's rules) in the
@@ -109,6 +113,10 @@ func (t *tiers) assessFlow(e *Engine, f *flow.Flow, b *bound) {
 			t.intake.CountArgs(&sp, b.fbProv[i])
 		}
 	}
+	tier, reasons := safety.Assess(t.intake)
+	rec := journal.TierChange{Tier: tier, Stage: "intake", Reasons: reasons}
+	t.intakeTier = tier
+	t.intakeEvent = trace.Event{Kind: trace.RiskTier, Decision: fmt.Sprintf("tier %d", tier), Data: rec.Encode()}
 }
 
 // startRisk assesses the run at intake — the flow's tool steps, their
@@ -128,11 +136,9 @@ func (r *run) startRisk() {
 	if t.postCheck != nil {
 		cfg.PostCheck = r.postCheck
 	}
-	tier, reasons := safety.Assess(t.intake)
-	if r.restoredTier >= tier {
-		r.risk = safety.RestoreRunRisk(r.restoredTier, cfg)
-	} else {
-		r.risk = safety.NewRunRisk(tier, reasons, cfg)
+	r.risk = safety.RestoreRunRisk(max(r.restoredTier, t.intakeTier), cfg)
+	if r.restoredTier < t.intakeTier {
+		r.record(t.intakeEvent)
 	}
 	r.ctx = safety.WithRunRisk(r.ctx, r.risk)
 }
@@ -154,7 +160,8 @@ func (r *run) assessStep(i int, j *job) {
 	r.risk.Raise(safety.TierChange{To: tier, Stage: "step", StepID: r.f.Steps[i].ID, Reasons: reasons})
 }
 
-// recordTier journals a change of the run's tier.
+// recordTier journals a raise of the run's tier. Its reasons name tools,
+// tags, counts and declared assumptions.
 func (r *run) recordTier(c safety.TierChange) {
 	rec := journal.TierChange{Tier: c.To, From: c.From, Stage: c.Stage, Reasons: c.Reasons}
 	r.record(trace.Event{Kind: trace.RiskTier, StepID: c.StepID, Tool: c.Tool, Decision: fmt.Sprintf("tier %d", c.To), Data: r.e.cfg.Redactor.String(rec.Encode())})

@@ -65,8 +65,9 @@ func NewRunRisk(tier int, reasons []string, cfg RunRiskConfig) *RunRisk {
 	return r
 }
 
-// RestoreRunRisk returns the RunRisk of a resumed run at the tier its
-// journal reached, telling OnRaise nothing.
+// RestoreRunRisk returns a RunRisk at tier, telling OnRaise nothing: a
+// resumed run's at the tier its journal reached, or a run's whose intake
+// change the caller journals itself.
 func RestoreRunRisk(tier int, cfg RunRiskConfig) *RunRisk {
 	r := &RunRisk{cfg: cfg}
 	r.tier.Store(int32(tier))

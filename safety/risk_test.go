@@ -199,3 +199,15 @@ func TestTierOfAllocatesNothing(t *testing.T) {
 		t.Errorf("TierOf allocates %v times", n)
 	}
 }
+
+// TestControlsAllocateNothing: the per-call check of a run's tier —
+// its context, the call's own assessment, the rules — costs no
+// allocation when nothing is raised.
+func TestControlsAllocateNothing(t *testing.T) {
+	c := &safety.Controls{Gate: &safety.Policy{Rules: safety.DefaultRules()}, Risk: &safety.RiskConfig{}}
+	ctx := safety.WithRunRisk(context.Background(), safety.NewRunRisk(2, nil, safety.RunRiskConfig{}))
+	inv := safety.Invocation{Tool: tool.Spec{Name: "save", Effect: tool.EffectWrite}, Provenance: prov("/id", "user")}
+	if n := testing.AllocsPerRun(100, func() { inv.Tier = 0; _, _ = c.Check(ctx, &inv) }); n != 0 {
+		t.Errorf("Controls.Check allocates %v times", n)
+	}
+}
