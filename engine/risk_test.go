@@ -422,3 +422,50 @@ steps:
 		t.Errorf("journaled tier changes %+v, want 2 (intake) and 3 (plan) only", changes)
 	}
 }
+
+// TestFanOutRaisesTheTier: a for_each step whose items turn out to be
+// more than max_fan_out raises the tier when it starts, before its calls.
+func TestFanOutRaisesTheTier(t *testing.T) {
+	t.Parallel()
+	save := newKeyCounter("save", false)
+	fx := newFixture(t, save)
+	fx.models.Register("rev", &recordingModel{})
+	gate := &tierGate{}
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: gate,
+		Risk: &safety.RiskConfig{MaxFanOut: 3}, Review: &safety.ReviewConfig{Model: "rev", MinTier: 4}})
+	f := fx.parse(`name: fan
+steps:
+  - {id: each, tool: save, for_each: "input.ids", args: {id: "{item}"}}
+`)
+	for _, n := range []int{3, 4} {
+		ids := make([]any, n)
+		for i := range ids {
+			ids[i] = fmt.Sprint(i)
+		}
+		res, err := e.Run(context.Background(), f, map[string]any{"ids": ids}, &engine.RunOptions{RunID: fmt.Sprint("r", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, res, trace.RunSucceeded)
+		var changes []journal.TierChange
+		var raisedBy string
+		for _, ev := range fx.events.all() {
+			if ev.Kind == trace.RiskTier && ev.RunID == res.RunID {
+				c, _ := journal.DecodeTierChange(ev.Data)
+				changes = append(changes, *c)
+				raisedBy = ev.StepID
+			}
+		}
+		want := 2
+		if n == 4 {
+			want = 3
+			if len(changes) != 2 || changes[1].Stage != "step" || raisedBy != "each" ||
+				!strings.Contains(strings.Join(changes[1].Reasons, "\n"), "fans out to 4 calls with side effects (max_fan_out 3)") {
+				t.Errorf("%d items: changes %+v", n, changes)
+			}
+		}
+		if gate.tiers["save"] != want {
+			t.Errorf("%d items: the calls were decided at tier %d, want %d", n, gate.tiers["save"], want)
+		}
+	}
+}

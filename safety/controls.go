@@ -239,8 +239,10 @@ func (c *Controls) reviews(inv *Invocation) bool {
 	if c.Review == nil {
 		return true
 	}
+	// a plan step's call is step/plan-step: the flow step decides.
+	step, _, _ := strings.Cut(inv.StepID, "/")
 	return (len(c.Review.Tools) == 0 || contains(c.Review.Tools, inv.Tool.Name)) &&
-		(len(c.Review.Steps) == 0 || contains(c.Review.Steps, inv.StepID))
+		(len(c.Review.Steps) == 0 || contains(c.Review.Steps, step))
 }
 
 func contains(list []string, s string) bool {
