@@ -211,3 +211,28 @@ func TestControlsAllocateNothing(t *testing.T) {
 		t.Errorf("Controls.Check allocates %v times", n)
 	}
 }
+
+// TestControlsRaiseForDeclaredAssumptions: a call whose declaration
+// rests on assumptions raises the tier (premise uncertainty), and the
+// reviewer is asked about each fact and assumption.
+func TestControlsRaiseForDeclaredAssumptions(t *testing.T) {
+	t.Parallel()
+	var changes []safety.TierChange
+	f := &fakeReviewer{verdicts: []safety.ClaimVerdict{{Claim: "customer is Ann", Supported: true}, {Claim: "region is EU", Evidence: "nothing says so"}}}
+	rr := safety.NewRunRisk(2, nil, safety.RunRiskConfig{Reviewer: f, OnRaise: func(c safety.TierChange) { changes = append(changes, c) }})
+	c := &safety.Controls{Gate: safety.AllowAll}
+	inv := safety.Invocation{StepID: "ag", Tool: tool.Spec{Name: "create", Effect: tool.EffectWrite},
+		Declaration: &safety.Declaration{Action: "create Ann",
+			Facts:       []safety.Fact{{Claim: "customer is Ann", Source: "user"}},
+			Assumptions: []safety.Assumption{{ID: "region", Claim: "region is EU"}}}}
+	d, _ := c.Check(safety.WithRunRisk(context.Background(), rr), &inv)
+	if inv.Tier != 3 || len(changes) != 2 || !strings.Contains(strings.Join(changes[1].Reasons, "\n"), `unverified assumption "region is EU" (tier 3)`) {
+		t.Errorf("tier %d, changes %+v", inv.Tier, changes)
+	}
+	if len(f.asked) != 1 || strings.Join(f.asked[0].Claims, "|") != "customer is Ann|region is EU" || f.asked[0].Declaration != inv.Declaration {
+		t.Fatalf("reviewer asked %+v", f.asked)
+	}
+	if d.Verdict != safety.RequireApproval || !strings.Contains(d.Reason, `"region is EU" (nothing says so)`) {
+		t.Errorf("decision %+v", d)
+	}
+}
