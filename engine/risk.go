@@ -141,6 +141,32 @@ func (r *run) startRisk() {
 		r.record(t.intakeEvent)
 	}
 	r.ctx = safety.WithRunRisk(r.ctx, r.risk)
+	r.assessInputFanOut()
+}
+
+// assessInputFanOut is the input's part of the intake assessment: a
+// for_each tool step whose items the input alone gives (for_each:
+// input.ids) fans out that far, known before anything runs. An items
+// expression that needs upstream outputs is assessed when its step starts.
+func (r *run) assessInputFanOut() {
+	t := r.b.tiers
+	for i, s := range r.f.Steps {
+		if s.ForEach == nil || t.steps[i] == nil || s.Type != flow.Tool {
+			continue
+		}
+		v, err := s.ForEach.Items.EvalValueContext(r.ctx, r.env)
+		items, ok := v.([]any)
+		if err != nil || !ok {
+			continue
+		}
+		sig := *t.steps[i]
+		sig.FanOut = len(items)
+		if safety.TierOf(&sig) <= r.risk.Tier() {
+			continue
+		}
+		tier, reasons := safety.Assess(sig)
+		r.risk.Raise(safety.TierChange{To: tier, Stage: "intake", StepID: s.ID, Reasons: reasons})
+	}
 }
 
 // assessStep raises the tier to what step i turns out to be once it is

@@ -423,8 +423,9 @@ steps:
 	}
 }
 
-// TestFanOutRaisesTheTier: a for_each step whose items turn out to be
-// more than max_fan_out raises the tier when it starts, before its calls.
+// TestFanOutRaisesTheTier: a for_each step whose items are more than
+// max_fan_out raises the tier: at intake when the input alone gives them,
+// otherwise when the step starts, before its calls.
 func TestFanOutRaisesTheTier(t *testing.T) {
 	t.Parallel()
 	save := newKeyCounter("save", false)
@@ -459,7 +460,8 @@ steps:
 		want := 2
 		if n == 4 {
 			want = 3
-			if len(changes) != 2 || changes[1].Stage != "step" || raisedBy != "each" ||
+			// the input alone gives the items: known at intake.
+			if len(changes) != 2 || changes[1].Stage != "intake" || raisedBy != "each" ||
 				!strings.Contains(strings.Join(changes[1].Reasons, "\n"), "fans out to 4 calls with side effects (max_fan_out 3)") {
 				t.Errorf("%d items: changes %+v", n, changes)
 			}
@@ -467,5 +469,29 @@ steps:
 		if gate.tiers["save"] != want {
 			t.Errorf("%d items: the calls were decided at tier %d, want %d", n, gate.tiers["save"], want)
 		}
+	}
+}
+
+// TestFanOutFromAnUpstreamStep: items an upstream step produces are
+// assessed when the for_each step starts (stage step).
+func TestFanOutFromAnUpstreamStep(t *testing.T) {
+	t.Parallel()
+	save := newKeyCounter("save", false)
+	fx := newFixture(t, save, readTool("list_ids", map[string]any{"ids": []any{"a", "b", "c", "d"}}))
+	fx.models.Register("rev", &recordingModel{})
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: &tierGate{},
+		Risk: &safety.RiskConfig{MaxFanOut: 3}, Review: &safety.ReviewConfig{Model: "rev", MinTier: 4}})
+	res, err := e.Run(context.Background(), fx.parse(`name: fan2
+steps:
+  - {id: ids, tool: list_ids, args: {}}
+  - {id: each, tool: save, for_each: "ids.ids", args: {id: "{item}"}}
+`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	changes := tierChanges(t, fx.events.all())
+	if len(changes) != 2 || changes[1].Stage != "step" || changes[1].Tier != 3 {
+		t.Errorf("changes %+v, want intake 2 then step 3", changes)
 	}
 }
