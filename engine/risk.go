@@ -233,9 +233,11 @@ func (r *run) postCheck(ctx context.Context, inv *safety.Invocation, out any) er
 	return nil
 }
 
-// reviewMeter is the reviewer's model as the run sees it: every call
-// counts against max_llm_calls and max_tokens and is journaled as a
-// model_call with decision review.
+// reviewMeter is the reviewer's model as the run sees it: the metered
+// model of the step whose call is reviewed (a plan step's call names its
+// flow step first, step/plan-step), so every review counts against
+// max_llm_calls and max_tokens and is journaled as a model_call with
+// decision review, as the router's and the planner's calls are.
 type reviewMeter struct {
 	r    *run
 	m    model.Model
@@ -243,30 +245,11 @@ type reviewMeter struct {
 }
 
 func (mm reviewMeter) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	r := mm.r
-	if err := r.countLLMCall(); err != nil {
-		return nil, err
+	id, _, _ := strings.Cut(req.StepID, "/")
+	s := mm.r.f.StepByID(id)
+	if s == nil {
+		return nil, fault.Errorf(fault.Business, "reviewer: step %q is not a step of flow %s", req.StepID, mm.r.f.Name)
 	}
-	start := r.e.cfg.Clock.Now()
-	resp, err := mm.m.Generate(ctx, req)
-	ev := trace.Event{Kind: trace.ModelCall, StepID: req.StepID, Model: mm.name, Decision: req.Decision, Status: "ok",
-		DurationMS: trace.Millis(r.e.cfg.Clock.Now().Sub(start))}
-	if resp != nil {
-		ev.TokensIn, ev.TokensOut = resp.Usage.In, resp.Usage.Out
-	}
-	if err != nil {
-		ev.Status, ev.ErrorClass, ev.Error, ev.Origin = "failed", string(fault.ClassOf(err)), err.Error(), trace.OriginModel
-	}
-	r.record(ev)
-	// a plan step's call names its flow step first (step/plan-step).
-	if id, _, _ := strings.Cut(req.StepID, "/"); r.f.StepByID(id) != nil {
-		s := r.f.StepByID(id)
-		r.addUse(s.Index, stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut})
-	}
-	if resp != nil {
-		if berr := r.countTokens(resp.Usage); berr != nil {
-			return nil, berr
-		}
-	}
-	return resp, err
+	ctx = withScope(ctx, &callScope{r: mm.r, step: s, index: s.Index, attempt: req.Attempt})
+	return metered{name: mm.name, m: mm.m}.Generate(ctx, req)
 }

@@ -81,7 +81,7 @@ func TestRiskTierAssessedAndRaised(t *testing.T) {
 	fx.script(
 		scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "purge", "steps": []any{
 			map[string]any{"id": "p", "tool": "purge", "args": map[string]any{"id": "1"}}}}},
-		scripted.Reply{Step: "pl/p", Decision: "review", Output: verdicts(true, "the input asks for it", actionClaim("purge"))},
+		scripted.Reply{Step: "pl", Decision: "review", Output: verdicts(true, "the input asks for it", actionClaim("purge"))},
 	)
 	gate := &tierGate{}
 	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: gate,
@@ -260,7 +260,7 @@ func TestReviewerSeesOnlyTheEvidence(t *testing.T) {
 	fx := newFixture(t, save, readTool("lookup", map[string]any{"email": "ann@example.com"}))
 	fx.script(scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "PLANNER-GOAL-REASONING", "steps": []any{
 		map[string]any{"id": "p", "tool": "save", "args": map[string]any{"id": "ann-42"}}}}})
-	rev := &recordingModel{m: scripted.New([]scripted.Reply{{Step: "pl/p", Decision: "review", Output: verdicts(true, "input", actionClaim("save"))}})}
+	rev := &recordingModel{m: scripted.New([]scripted.Reply{{Step: "pl", Decision: "review", Output: verdicts(true, "input", actionClaim("save"))}})}
 	fx.models.Register("rev", rev)
 	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events,
 		Risk: &safety.RiskConfig{MinTier: 3}, Review: &safety.ReviewConfig{Model: "rev"}})
@@ -380,7 +380,7 @@ func TestRiskTierSurvivesResume(t *testing.T) {
 	fx.script(
 		scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "purge", "steps": []any{
 			map[string]any{"id": "p", "tool": "purge", "args": map[string]any{"id": "1"}}}}},
-		scripted.Reply{Step: "pl/p", Decision: "review", Output: verdicts(true, "asked", actionClaim("purge"))},
+		scripted.Reply{Step: "pl", Decision: "review", Output: verdicts(true, "asked", actionClaim("purge"))},
 	)
 	f := fx.parse(`name: resumed
 steps:

@@ -22,6 +22,7 @@ type Reviewer interface {
 // the call.
 type ReviewRequest struct {
 	RunID, StepID string
+	Attempt       int
 	// Input is the user's input to the run.
 	Input any
 	// Results are the recorded tool results, oldest first.
@@ -54,7 +55,7 @@ func (r *RunRisk) request(inv *Invocation) *ReviewRequest {
 	r.mu.Lock()
 	results := append([]ToolResult(nil), r.results...)
 	r.mu.Unlock()
-	req := &ReviewRequest{RunID: inv.RunID, StepID: inv.StepID, Input: r.cfg.Input, Results: results, Declaration: inv.Declaration,
+	req := &ReviewRequest{RunID: inv.RunID, StepID: inv.StepID, Attempt: inv.Attempt, Input: r.cfg.Input, Results: results, Declaration: inv.Declaration,
 		Action: Action{Tool: inv.Tool.Name, Effect: inv.Tool.Effect, Args: inv.Args}}
 	if d := inv.Declaration; d != nil {
 		for _, f := range d.Facts {

@@ -52,7 +52,7 @@ func (m *Model) Review(ctx context.Context, req *safety.ReviewRequest) ([]safety
 	if err != nil {
 		return nil, err
 	}
-	mreq := &model.Request{Model: m.Name, RunID: req.RunID, StepID: req.StepID, Decision: Decision,
+	mreq := &model.Request{Model: m.Name, RunID: req.RunID, StepID: req.StepID, Attempt: req.Attempt, Decision: Decision,
 		Messages: []model.Message{{Role: model.User, Content: content}}}
 	d, err := model.Decide(ctx, m.Model, mreq, model.DecideOptions[answer]{Instruction: instruction,
 		Check: func(a answer) error { return checkVerdicts(req.Claims, a.Verdicts) }})
