@@ -152,3 +152,39 @@ func TestLoadConfigErrors(t *testing.T) {
 		t.Fatalf("no config: %v %v", tb, err)
 	}
 }
+
+// TestConfigRiskReachesTheEngine: rein.yaml risk: and review: apply to a
+// flow that has none of its own; the flow's own replace them.
+func TestConfigRiskReachesTheEngine(t *testing.T) {
+	t.Parallel()
+	var calls int
+	save := tool.Func(tool.Spec{Name: "save", Effect: tool.EffectWrite}, func(context.Context, any) (any, error) {
+		calls++
+		return map[string]any{"ok": true}, nil
+	})
+	for _, tc := range []struct{ flowRisk, status string }{{"", "failed"}, {"risk: {min_tier: 2}\n", "succeeded"}} {
+		dir := writeConfigFiles(t, map[string]string{
+			"rein.yaml": "risk: {min_tier: 4}\n",
+			"flow.yaml": "name: cfgrisk\n" + tc.flowRisk + "steps:\n  - {id: s, tool: save, args: {id: x}}\n",
+		})
+		p, err := rein.Load(filepath.Join(dir, "flow.yaml"), &rein.LoadOptions{Tools: []tool.Tool{save}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Risk == nil || p.Risk.MinTier != 4 {
+			t.Fatalf("project risk %+v", p.Risk)
+		}
+		res, err := p.Run(context.Background(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// tier 4 wants a person for the write, and a run without a store
+		// cannot wait: the call is refused.
+		if string(res.Status) != tc.status || tc.status == "failed" && !strings.Contains(res.Error.Error(), "require_approval on tool save by rule tier-review: at risk tier 4") {
+			t.Errorf("flow risk %q: %s %v", tc.flowRisk, res.Status, res.Error)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("save called %d times, want once (tier 2)", calls)
+	}
+}

@@ -92,6 +92,11 @@ type Project struct {
 	// none (every call is allowed). Engine uses it unless its Config
 	// brings a gate of its own.
 	Gate *safety.Policy
+	// Risk and Review are rein.yaml risk: and review: (nil when it has
+	// none), for flows without their own; Engine passes them on unless its
+	// Config brings its own.
+	Risk   *safety.RiskConfig
+	Review *safety.ReviewConfig
 	// Dir is the flow's folder; InputPath the input.json found there, or "".
 	Dir       string
 	InputPath string
@@ -247,6 +252,12 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if cfg != nil && cfg.Policy != nil {
 		p.Gate = cfg.Policy.Policy()
 	}
+	if cfg != nil && cfg.Risk != nil {
+		p.Risk = &cfg.Risk.Risk
+	}
+	if cfg != nil && cfg.Review != nil {
+		p.Review = &cfg.Review.Review
+	}
 	if opts.Record != "" {
 		if err := p.record(opts.Record); err != nil {
 			return nil, err
@@ -301,6 +312,12 @@ func (p *Project) Engine(cfg engine.Config) *engine.Engine {
 	cfg.Tools, cfg.Models = p.Tools, p.Models
 	if cfg.Gate == nil && p.Gate != nil {
 		cfg.Gate = p.Gate
+	}
+	if cfg.Risk == nil {
+		cfg.Risk = p.Risk
+	}
+	if cfg.Review == nil {
+		cfg.Review = p.Review
 	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = p.redactor

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/summary"
@@ -44,6 +45,9 @@ type RunView struct {
 	// Gate are the policy gate's decisions, in journal order (none
 	// without a gate).
 	Gate []GateDecision `json:"gate"`
+	// Risk is the run's risk tier, every change of it and the reviewer's
+	// reviews, from the journal; nil for a run without risk tiers.
+	Risk *RiskView `json:"risk,omitempty"`
 	// NeedsTools are the Go tools the run was started with that this Runs
 	// was not given: it cannot resume the run (see HintNeedsTools).
 	NeedsTools []string `json:"needs_tools,omitempty"`
@@ -124,6 +128,7 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 		v.Agents[st.StepID] = turns
 	}
 	v.Gate = gateDecisions(events)
+	v.Risk = riskView(events)
 	if !run.Finished() {
 		v.NeedsTools, err = r.needsTools(run)
 		if err != nil {
@@ -183,4 +188,60 @@ func gateDecisions(events []*trace.Event) []GateDecision {
 		}
 	}
 	return out
+}
+
+// RiskView is a run's risk tier as its journal tells it.
+type RiskView struct {
+	// Tier is the run's current tier, 1–4: the last change's.
+	Tier int `json:"tier"`
+	// Changes are the assessments that set or raised it, in order.
+	Changes []TierChange `json:"changes"`
+	// Reviews are the reviewer's reviews, in order.
+	Reviews []Review `json:"reviews,omitempty"`
+}
+
+// TierChange is one change of a run's risk tier.
+type TierChange struct {
+	journal.TierChange
+	// StepID and Tool name what raised it (empty at intake).
+	StepID string `json:"step_id,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+}
+
+// Review is one review of a pending call.
+type Review struct {
+	journal.Review
+	StepID  string `json:"step_id"`
+	Attempt int    `json:"attempt,omitempty"`
+	Tool    string `json:"tool"`
+}
+
+// riskView folds the risk_tier and review events; nil when there are
+// none. A record that does not decode is shown with what the event holds.
+func riskView(events []*trace.Event) *RiskView {
+	var v *RiskView
+	for _, e := range events {
+		switch e.Kind {
+		case trace.RiskTier:
+			if v == nil {
+				v = &RiskView{}
+			}
+			c, err := journal.DecodeTierChange(e.Data)
+			if err != nil {
+				c = &journal.TierChange{Stage: "unreadable: " + err.Error()}
+			}
+			v.Changes = append(v.Changes, TierChange{TierChange: *c, StepID: e.StepID, Tool: e.Tool})
+			v.Tier = max(v.Tier, c.Tier)
+		case trace.ReviewDone:
+			if v == nil {
+				v = &RiskView{}
+			}
+			r, err := journal.DecodeReview(e.Data)
+			if err != nil {
+				r = &journal.Review{Verdict: e.Decision, Error: "unreadable review record: " + err.Error()}
+			}
+			v.Reviews = append(v.Reviews, Review{Review: *r, StepID: e.StepID, Attempt: e.Attempt, Tool: e.Tool})
+		}
+	}
+	return v
 }

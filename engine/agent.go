@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/store"
@@ -31,7 +32,7 @@ import (
 // same attempt and the loop applies the decisions.
 
 // bindAgent builds an agent step's loop from the engine's tools and models.
-func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model) (*agent.Loop, error) {
+func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model, pipe *invoke.Pipeline) (*agent.Loop, error) {
 	a := s.Agent
 	m := lookupModel(s.Model, s.ID)
 	if m == nil {
@@ -55,7 +56,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
 	}
 	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
-		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
+		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now})
 }

@@ -11,9 +11,12 @@ import (
 )
 
 // BenchmarkW5Gated is W5 with the default policy gate (every call checked
-// against safety.DefaultRules with its args' provenance, each decision
-// journaled) and W5 without a gate, run alternately so that noise hits
-// both, and the gate's own Check per call (docs/performance.md).
+// against safety.DefaultRules with its args' provenance and the run's risk
+// tier, inside the tier controls, each decision journaled) and W5 without
+// a gate, run alternately so that noise hits both; the gate's own Check
+// per call; and the whole per-call check — rules, provenance, the tier
+// read from the run's context and the call's own assessment — as the
+// engine makes it (safety.Controls) (docs/performance.md).
 func BenchmarkW5Gated(b *testing.B) {
 	plain, f, input, sink := w5Setup(b)
 	reg := &tool.Registry{}
@@ -46,6 +49,16 @@ func BenchmarkW5Gated(b *testing.B) {
 		_, _ = gate.Check(ctx, &inv)
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/checks, "gate-ns/call")
+	controls := &safety.Controls{Gate: gate, Risk: &safety.RiskConfig{}}
+	cctx := safety.WithRunRisk(ctx, safety.NewRunRisk(2, nil, safety.RunRiskConfig{}))
+	start = time.Now()
+	for i := 0; i < checks; i++ {
+		inv.Tier = 0
+		if d, _ := controls.Check(cctx, &inv); d.Verdict != safety.Allow {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/checks, "gate+tier-ns/call")
 	b.ReportMetric(float64(withGate.Nanoseconds())/float64(n*5), "gated-ns/step")
 	b.ReportMetric(float64(without.Nanoseconds())/float64(n*5), "ungated-ns/step")
 	b.ReportMetric(float64(withGate)/float64(without), "ratio")

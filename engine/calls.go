@@ -51,6 +51,9 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.recordUnlessSettled(ev)
 	}
 	r.recordCall(&rec)
+	if r.risk != nil && rec.Outcome == invoke.OK {
+		r.risk.AddResult(rec.Tool, rec.Output) // evidence the reviewer may see
+	}
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

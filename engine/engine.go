@@ -39,6 +39,11 @@ type Config struct {
 	Sink trace.Sink
 	// Gate decides on every tool invocation. Defaults to safety.AllowAll.
 	Gate safety.Gate
+	// Risk and Review are rein.yaml risk: and review:, for flows without
+	// their own. A run has risk tiers (safety.Controls) when its flow has
+	// a gate (Gate, policy:), risk: or review:. Nil: none.
+	Risk   *safety.RiskConfig
+	Review *safety.ReviewConfig
 	// Store journals durable runs: each transition is committed before the
 	// engine acts on it (see the package documentation). Defaults to
 	// store.Ephemeral, which keeps nothing: such runs cannot be resumed,
@@ -308,6 +313,11 @@ type bound struct {
 	// args come from (its fallback tool's), for the gate; nil without one.
 	gate         safety.Gate
 	prov, fbProv []safety.Provenance
+	// tiers are the flow's risk tiers (engine/risk.go); nil without them.
+	tiers *tiers
+	// pipe is the pipeline of the flow's agent loops: the engine's, with
+	// the flow's gate.
+	pipe *invoke.Pipeline
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.
@@ -333,6 +343,7 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	}
 	b.inSchemas, b.fbInSchemas = make([]*flow.Schema, len(f.Steps)), make([]*flow.Schema, len(f.Steps))
 	bb := &binder{e: e}
+	e.bindGate(f, b, bb)
 	for i, s := range f.Steps {
 		k := kinds[s.Type]
 		if k == nil {
@@ -354,7 +365,9 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(bb.problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(bb.problems, "\n  "))
 	}
-	e.bindGate(f, b)
+	if b.tiers != nil {
+		b.tiers.assessFlow(e, f, b)
+	}
 	e.bindings.Add(f, b)
 	return b, nil
 }

@@ -18,13 +18,18 @@ func (b *bound) gated() bool {
 }
 
 // bindGate sets the flow's gate — the engine's, joined with the flow's
-// own policy: rules — and works out where the args of every tool step
+// own policy: rules, inside the risk tiers' controls (bindRisk) — and works out where the args of every tool step
 // (and fallback tool) come from (flow.ArgProvenance), once per flow.
 // Without a gate there is nothing to work out.
-func (e *Engine) bindGate(f *flow.Flow, b *bound) {
+func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 	b.gate = e.cfg.Gate
 	if f.Policy != nil {
 		b.gate = safety.Join(e.cfg.Gate, f.Policy.Policy())
+	}
+	b.gate, b.tiers = e.bindRisk(f, b.gate, bb)
+	b.pipe = &e.pipe
+	if b.gate != e.cfg.Gate {
+		b.pipe = &invoke.Pipeline{Gate: b.gate, Now: e.cfg.Clock.Now}
 	}
 	if !b.gated() {
 		return

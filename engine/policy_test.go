@@ -210,7 +210,8 @@ steps:
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "require_review on tool send by rule review-sends"
+		// without a reviewer (review:), a person decides what a rule sends to review.
+		want := "require_approval on tool send by rule review-sends: rule review-sends; no reviewer is configured (review:), so a person decides"
 		if engineGate != nil {
 			want = "require_approval on tool send by rule inferred-drives-effect"
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -301,10 +302,11 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	if run.LastSeq == 0 {
 		return nil
 	}
-	use, err := journalUse(ctx, r.e.cfg.Store, r.id)
+	use, tier, err := journalUse(ctx, r.e.cfg.Store, r.id)
 	if err != nil {
 		return err
 	}
+	r.restoredTier = tier
 	for _, s := range r.f.Steps {
 		spent := use[s.ID]
 		r.steps[s.Index].use = spent
@@ -317,14 +319,22 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 
 // journalUse folds a run's journal into what each step's model calls
 // cost: model_call events, and the corrective requests of llm steps
-// (corrective_retry) and planners (plan_rejected, status corrected).
-func journalUse(ctx context.Context, st store.Store, runID string) (map[string]stepUse, error) {
+// (corrective_retry) and planners (plan_rejected, status corrected); and
+// into the highest risk tier the run reached (risk_tier events).
+func journalUse(ctx context.Context, st store.Store, runID string) (map[string]stepUse, int, error) {
 	events, err := st.Events(ctx, runID, 0, 0)
 	if err != nil {
-		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+		return nil, 0, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
 	out := map[string]stepUse{}
+	tier := 0
 	for _, ev := range events {
+		if ev.Kind == trace.RiskTier {
+			if c, err := journal.DecodeTierChange(ev.Data); err == nil {
+				tier = max(tier, c.Tier)
+			}
+			continue
+		}
 		u := out[ev.StepID]
 		switch {
 		case ev.Kind == trace.ModelCall:
@@ -339,7 +349,7 @@ func journalUse(ctx context.Context, st store.Store, runID string) (map[string]s
 		}
 		out[ev.StepID] = u
 	}
-	return out, nil
+	return out, tier, nil
 }
 
 // resume runs the restored scheduler: like execute, without the start.
@@ -354,6 +364,7 @@ func (r *run) resume(parent context.Context) *Result {
 		kind = trace.RunStarted // an enqueued run a worker starts
 	}
 	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	r.startRisk()
 	if len(r.d.toPark) > 0 && r.failure == nil {
 		// what the dead process's tools left running is stopped before
 		// anybody can decide the steps.
@@ -384,7 +395,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
 	}
-	use, err := journalUse(ctx, e.cfg.Store, runID)
+	use, _, err := journalUse(ctx, e.cfg.Store, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -76,6 +77,11 @@ type run struct {
 	abandoned atomic.Bool
 	// d is the durable part (journal batching, approvals, lease).
 	d durability
+	// risk is the run's risk tier and its controls' state (startRisk);
+	// nil for a flow without risk tiers. restoredTier is the tier a
+	// resumed run's journal reached.
+	risk         *safety.RunRisk
+	restoredTier int
 }
 
 type counters struct {
@@ -202,6 +208,7 @@ func (r *run) execute(parent context.Context) *Result {
 	defer r.end()
 	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
+	r.startRisk()
 	r.m.seed()
 	r.loop()
 	return r.finish(parent)
@@ -288,6 +295,7 @@ func (r *run) dispatch(i int) {
 		return
 	}
 	job := r.prepare(i)
+	r.assessStep(i, job)
 	if r.ctx.Err() != nil {
 		r.fail(r.interruption(), "") // the run's time ran out while the input was rendered
 		return

@@ -11,7 +11,7 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables", "policy"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables", "policy", "risk", "review"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
@@ -160,6 +160,10 @@ func (d *decoder) decodeFlow(root ast.Node) {
 			}
 		case "policy":
 			f.Policy = d.decodePolicy(fl)
+		case "risk":
+			f.Risk = d.decodeRisk(fl)
+		case "review":
+			f.Review = d.decodeReview(fl)
 		case "steps":
 			stepsNode = fl.value
 		default:

@@ -80,6 +80,11 @@ type Flow struct {
 	// tool calls besides the engine's gate (rules only add restrictions);
 	// nil when it has none.
 	Policy *PolicyDecl
+	// Risk is the flow's risk: (what its runs' risk tier is assessed
+	// with), and Review its review: (the reviewer); nil: rein.yaml's, if
+	// any.
+	Risk   *RiskDecl
+	Review *ReviewDecl
 	// Retention is how long a durable store keeps the run after it settles
 	// (zero: until pruned).
 	Retention time.Duration

@@ -127,6 +127,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 		d.checkDeliverables()
 	}
 	d.checkFallbacks()
+	d.checkSafety()
 	if err := d.result(); err != nil {
 		return nil, err
 	}

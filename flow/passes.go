@@ -112,6 +112,10 @@ func (d *decoder) checkToolAt(name string, pos Pos, step string) {
 }
 
 func (d *decoder) checkModel(name string, f field, step string) {
+	d.checkModelAt(name, posOf(f.value), step)
+}
+
+func (d *decoder) checkModelAt(name string, pos Pos, step string) {
 	if d.opts.Models != nil && d.opts.Models(name) {
 		return
 	}
@@ -119,7 +123,7 @@ func (d *decoder) checkModel(name string, f field, step string) {
 	if label == "" {
 		label = "(default)"
 	}
-	d.diags.addCode(CodeModelNotConfigured, posOf(f.value), step, "model %s is not configured: add it to rein.yaml models: (e.g. {provider: openai, model: gpt-4o-mini}), or answer it with a scripted model (a script.yaml beside the flow)", label)
+	d.diags.addCode(CodeModelNotConfigured, pos, step, "model %s is not configured: add it to rein.yaml models: (e.g. {provider: openai, model: gpt-4o-mini}), or answer it with a scripted model (a script.yaml beside the flow)", label)
 }
 
 // toolSpec resolves a tool name: the flow's own tools first, then Options.Tools.

@@ -90,6 +90,11 @@ type Config struct {
 	// Policy is rein.yaml policy:, the policy gate's rules; nil when it
 	// has none (every call is allowed).
 	Policy *PolicyDecl
+	// Risk and Review are rein.yaml risk: and review: (flow.RiskDecl,
+	// flow.ReviewDecl), for every flow that has none of its own; nil when
+	// it has none.
+	Risk   *RiskDecl
+	Review *ReviewDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -159,8 +164,12 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Adapters = d.decodeAdapters(f, filepath.Dir(filename))
 		case "policy":
 			cfg.Policy = d.decodePolicy(f)
+		case "risk":
+			cfg.Risk = d.decodeRisk(f)
+		case "review":
+			cfg.Review = d.decodeReview(f)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review"})
 		}
 	}
 	if err := d.result(); err != nil {

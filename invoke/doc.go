@@ -25,6 +25,9 @@
 //     counted as success;
 //  5. normalise: the output becomes plain JSON values (value.Normalize);
 //  6. output schema: the output is checked against the given schema;
+//     then, when the gate is a safety.PostChecker (a tier-4 run's
+//     controls), the post-check of the effect: its failure is a policy
+//     error and Outcome CheckFailed;
 //  7. call record: a Record (position, key, tool, args, output, outcome, timing) is
 //     handed to the Recorder.
 //
@@ -33,6 +36,7 @@
 //	key = run "/" step ["[" item "]"] ["#" round] ["/fallback"] "/" attempt {sub}
 //	sub = "/plan" n "/" plan-step   (a step of the n-th plan of a plan step)
 //	    | "/turn" t "/call" c       (call c of turn t of an agent step)
+//	    | "/check"                  (the post-check after the call it extends)
 //
 // so a plain step's key is exactly run/step/attempt, a for_each item's is
 // run/step[2]/1, a repeat round's run/step#3/1, a fallback tool's

@@ -168,8 +168,32 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 			return nil, fault.BusinessErr(fmt.Errorf("tool %s output %w", spec.Name, err))
 		}
 	}
+	if err := p.postCheck(cctx, req, spec, info, out); err != nil {
+		rec.Outcome, rec.Output = CheckFailed, out
+		return nil, err
+	}
 	rec.Outcome, rec.Output = OK, out
 	return out, nil
+}
+
+// postCheck asks a gate that checks effects after they happened
+// (safety.PostChecker: a tier-4 run's post-check) about the call that just
+// succeeded; its error is a policy error.
+func (p *Pipeline) postCheck(ctx context.Context, req *Request, spec *tool.Spec, info *tool.CallInfo, out any) error {
+	gate := p.Gate
+	if req.Gate != nil {
+		gate = req.Gate
+	}
+	pc, ok := gate.(safety.PostChecker)
+	if !ok {
+		return nil
+	}
+	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args,
+		Provenance: req.Provenance, Approved: req.Approved}
+	if err := pc.PostCheck(ctx, &inv, out); err != nil {
+		return fault.New(fault.Policy, fmt.Errorf("tool %s had its effect, and its post-check failed: %w", spec.Name, err))
+	}
+	return nil
 }
 
 // check asks the gate, which sees the call as the tool will (info);
@@ -224,7 +248,7 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	case safety.RequireApproval:
 		msg += " (only a flow's tool step in a durable run, or an agent's call or plan step, waits for a person's approval; this call cannot, so it is refused)"
 	default:
-		msg += " (reviews of single calls are not available yet; until then this blocks)"
+		msg += " (no reviewer checks this call: a run's gate reviews it when review: names a model; until then this blocks)"
 	}
 	return fault.Errorf(fault.Policy, "%s", msg)
 }

@@ -22,8 +22,11 @@ const (
 	Failed           Outcome = "failed"         // the tool returned an error
 	Panicked         Outcome = "panicked"       // the tool panicked
 	InvalidOutput    Outcome = "invalid_output" // the output is not JSON or breaks the output schema
-	TimedOut         Outcome = "timed_out"      // the deadline passed before the tool returned
-	Cancelled        Outcome = "cancelled"      // the context was cancelled before the tool returned
+	// CheckFailed: the call succeeded (Output holds what it returned), and
+	// the post-check of its effect failed (safety.PostChecker).
+	CheckFailed Outcome = "check_failed"
+	TimedOut    Outcome = "timed_out" // the deadline passed before the tool returned
+	Cancelled   Outcome = "cancelled" // the context was cancelled before the tool returned
 	// Late is the second record of a TimedOut or Cancelled call: the tool
 	// returned after all (Err is its error, if any) and its result was
 	// discarded. A tool that honours its context and returns the context's

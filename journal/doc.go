@@ -14,6 +14,9 @@
 // journals lack must read as its zero value; a change that old binaries
 // cannot read raises Version.
 //
+// Some events carry a record of their own as JSON in Event.Data, encoded
+// and decoded here too: TierChange (risk_tier) and Review (review).
+//
 // trace and store re-export these types as aliases (trace.Event,
 // trace.StepStatus, store.Step, …); both names are the same type.
 package journal

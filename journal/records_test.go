@@ -255,3 +255,23 @@ func TestReadEventFillsSeqAndRun(t *testing.T) {
 		t.Errorf("ReadEvent = %+v, %v", e, err)
 	}
 }
+
+// Every field of the risk records (TierChange, Review) is encoded and
+// read back.
+func TestRiskRecordsEveryField(t *testing.T) {
+	t.Parallel()
+	var c journal.TierChange
+	fill(t, &c)
+	back, err := journal.DecodeTierChange(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportDiff(t, "TierChange", c, *back)
+	var r journal.Review
+	fill(t, &r)
+	rback, err := journal.DecodeReview(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportDiff(t, "Review", r, *rback)
+}

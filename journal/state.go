@@ -40,6 +40,12 @@ const (
 	// (Preview names the folder, OutputSHA is the sha256 of the delivery's
 	// manifest): the intent to deliver them.
 	DeliveryPrepared Kind = "delivery_prepared"
+	// RiskTier: the run's risk tier was assessed (at intake) or raised
+	// (Data: the TierChange; StepID and Tool name what raised it).
+	RiskTier Kind = "risk_tier"
+	// ReviewDone: the reviewer judged the claims behind a pending call
+	// (Data: the Review; Decision: the decision it made).
+	ReviewDone Kind = "review"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -47,7 +53,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone}
 }
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

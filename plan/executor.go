@@ -252,6 +252,10 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 	} else {
 		r.at.Parent = r.at.Key()
 	}
+	if a, ok := e.cfg.Gate.(safety.Assessor); ok {
+		// the tier takes in the whole plan before its first step runs.
+		a.AssessAhead(ctx, "plan", stepID, r.signals())
+	}
 	budget := e.cfg.MaxExecuted
 	if st.MaxExecuted > 0 && st.MaxExecuted < budget {
 		budget = st.MaxExecuted

@@ -64,3 +64,19 @@ func (r *round) refOrigin(id string) safety.Origin {
 	}
 	return safety.ToolOrigin(&spec)
 }
+
+// signals are what the risk tier is assessed from for the plan's steps
+// that will run (not those reused): their tools and how many of the args
+// driving side effects the planner wrote.
+func (r *round) signals() safety.Signals {
+	var s safety.Signals
+	for i := range r.p.Steps {
+		ent := r.an.steps[i].entry
+		if r.an.steps[i].reused || ent == nil {
+			continue
+		}
+		s.Tools = append(s.Tools, ent.spec)
+		s.CountArgs(&ent.spec, r.provenance(i))
+	}
+	return s
+}

@@ -1,8 +1,10 @@
 // Package safety holds the policy gate that sits in front of every tool
 // invocation — in flows, plans, agents and compensations alike. This package
 // defines the port, the allow-everything default, provenance (where each
-// argument came from) and Policy, a gate over rules that are data; risk
-// tiers and the reviewer build on it.
+// argument came from), Policy (a gate over rules that are data), risk
+// tiers (Assess, a run's RunRisk) and Controls, the gate that adds the
+// tier's controls — the reviewer (Reviewer, package safety/review), a
+// person's approval, the post-check — to a policy's decision.
 package safety
 
 import (
@@ -37,6 +39,9 @@ type Invocation struct {
 	Approved bool
 	// Tier is the run's risk tier, 1–4; 0 when not assessed.
 	Tier int
+	// Declaration is what the model that chose this call declared before
+	// it (facts, assumptions); nil for a call no model chose.
+	Declaration *Declaration
 }
 
 // Decision is the gate's answer, always with a reason when it is not Allow.

@@ -190,9 +190,9 @@ func joinOrigins(os []Origin) string {
 //   - money-or-compliance: a side effect of a tool tagged money or
 //     compliance needs approval;
 //   - destructive-at-tier-3, irreversible-at-tier-3: a destructive or
-//     irreversible effect needs approval at risk tier 3 or more. Risk
-//     tiers are not assessed yet, so these hold only for an invocation
-//     that carries a tier.
+//     irreversible effect needs approval at risk tier 3 or more. The
+//     engine assesses every gated run's tier (Controls); an invocation
+//     that carries none (a call outside a run) never matches them.
 //
 // It returns a fresh slice.
 func DefaultRules() []Rule {

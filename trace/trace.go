@@ -29,6 +29,8 @@ const (
 	ToolProcess       = journal.ToolProcess
 	AgentTurn         = journal.AgentTurn
 	AgentCall         = journal.AgentCall
+	RiskTier          = journal.RiskTier
+	ReviewDone        = journal.ReviewDone
 )
 
 // Event kinds of the workflow tool (package bridge).

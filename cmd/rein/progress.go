@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -145,6 +146,12 @@ func (p *progress) line(e *trace.Event) {
 	}
 	if e.Kind == trace.ToolProcess {
 		fmt.Fprintf(&b, " pgid=%d", e.Process.PGID)
+	}
+	if e.Kind == trace.RiskTier || e.Kind == trace.ReviewDone {
+		fmt.Fprintf(&b, " %s", e.Decision)
+		if c, err := journal.DecodeTierChange(e.Data); err == nil && e.Kind == trace.RiskTier && len(c.Reasons) > 0 {
+			fmt.Fprintf(&b, " (%s: %s)", c.Stage, clip(c.Reasons[0], 120))
+		}
 	}
 	if e.Model != "" && e.Kind == trace.ModelCall {
 		fmt.Fprintf(&b, " model=%s tokens=%d/%d", e.Model, e.TokensIn, e.TokensOut)

@@ -31,10 +31,15 @@ func TestProgressLinesWhenNotATerminal(t *testing.T) {
 	p.Start()
 	p.Emit(context.Background(), &trace.Event{Kind: trace.StepStarted, StepID: "fetch", Status: "running"})
 	p.Emit(context.Background(), &trace.Event{Kind: trace.AttemptFailed, StepID: "fetch", Attempt: 1, ErrorClass: "transient", Origin: trace.OriginTool, Error: "503"})
+	p.Emit(context.Background(), &trace.Event{Kind: trace.RiskTier, StepID: "fetch", Decision: "tier 3",
+		Data: `{"tier":3,"from":2,"stage":"step","reasons":["effect: tool purge is destructive (tier 3)"]}`})
 	p.Stop()
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[1], "attempt_failed") || !strings.Contains(lines[1], "[transient/tool] 503") {
+	if len(lines) != 3 || !strings.Contains(lines[1], "attempt_failed") || !strings.Contains(lines[1], "[transient/tool] 503") {
 		t.Fatalf("want one line per event, got:\n%s", buf.String())
+	}
+	if !strings.HasSuffix(lines[2], "risk_tier      fetch tier 3 (step: effect: tool purge is destructive (tier 3))") {
+		t.Errorf("risk_tier line %q", lines[2])
 	}
 }
 

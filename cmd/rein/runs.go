@@ -260,6 +260,7 @@ func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
 		}
 	}
 	writeGate(w, v.Gate)
+	writeRisk(w, v.Risk)
 	var pending []*store.Approval
 	var decided []*store.Approval
 	for _, a := range v.Approvals {

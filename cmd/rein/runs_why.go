@@ -94,3 +94,43 @@ func writeGate(w io.Writer, ds []rein.GateDecision) {
 	}
 	fmt.Fprintf(w, "  %d %s allowed\n", allowed, pluralize(allowed, "call", "calls"))
 }
+
+// writeRisk prints the run's risk tier, each change with its reasons, and
+// the reviewer's verdicts.
+func writeRisk(w io.Writer, v *rein.RiskView) {
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(w, "risk tier: %d\n", v.Tier)
+	for _, c := range v.Changes {
+		at := c.Stage
+		if c.StepID != "" {
+			at += " " + c.StepID
+		}
+		if c.Tool != "" {
+			at += " tool " + c.Tool
+		}
+		fmt.Fprintf(w, "  %d → %d at %s\n", c.From, c.Tier, at)
+		for _, r := range c.Reasons {
+			fmt.Fprintf(w, "    %s\n", r)
+		}
+	}
+	for _, r := range v.Reviews {
+		fmt.Fprintf(w, "  review of %s attempt=%d tool %s: %s", r.StepID, r.Attempt, r.Tool, r.Verdict)
+		if r.Reason != "" {
+			fmt.Fprintf(w, ", %s", r.Reason)
+		}
+		fmt.Fprintln(w)
+		for _, c := range r.Claims {
+			mark := "unsupported"
+			if c.Supported {
+				mark = "supported"
+			}
+			fmt.Fprintf(w, "    %s: %q", mark, c.Claim)
+			if c.Evidence != "" {
+				fmt.Fprintf(w, " (%s)", c.Evidence)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -18,7 +18,8 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 	}
 	code, out, stderr := fx.cli("runs", "show", res.RunID)
 	if code != exitOK || !strings.Contains(out, "gate:\n  notify attempt=1 tool record: require_approval, rule inferred-drives-effect: ") ||
-		!strings.Contains(out, "argument /to comes from inferred") {
+		!strings.Contains(out, "argument /to comes from inferred") ||
+		!strings.Contains(out, "risk tier: 3\n  0 → 3 at intake\n    premise uncertainty: 1 of 2 arguments driving side effects were written by a model (tier 3)\n    effect: tool record has effect write (tier 2)\n") {
 		t.Fatalf("runs show: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = fx.cli("runs", "why", res.RunID, "notify")
