@@ -254,6 +254,8 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	}
 	if cfg != nil && cfg.Risk != nil {
 		p.Risk = &cfg.Risk.Risk
+	} else if cfg != nil && cfg.Policy.WantsTiers() {
+		p.Risk = &safety.RiskConfig{} // the default rules read the tier
 	}
 	if cfg != nil && cfg.Review != nil {
 		p.Review = &cfg.Review.Review

@@ -24,8 +24,8 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 		req.Approved = j.approved
 	}
 	req.Provenance = r.b.provenance(j.index, fallback)
-	if r.b.gate != r.e.cfg.Gate {
-		req.Gate = r.b.gate // the flow's rules and tier controls around the engine's gate
+	if r.b.gated() {
+		req.Gate = r.b.gate // the flow's rules and the controls around the engine's gate
 	}
 	if sch := r.b.inputSchema(j.index, fallback); sch != nil {
 		req.Input = sch

@@ -41,7 +41,8 @@ type Config struct {
 	Gate safety.Gate
 	// Risk and Review are rein.yaml risk: and review:, for flows without
 	// their own. A run has risk tiers (safety.Controls) when its flow has
-	// a gate (Gate, policy:), risk: or review:. Nil: none.
+	// risk: or review: (its own or these), or a policy: whose rules read
+	// the tier (defaults: true, min_tier). Nil: none.
 	Risk   *safety.RiskConfig
 	Review *safety.ReviewConfig
 	// Store journals durable runs: each transition is committed before the

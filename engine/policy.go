@@ -18,8 +18,9 @@ func (b *bound) gated() bool {
 }
 
 // bindGate sets the flow's gate — the engine's, joined with the flow's
-// own policy: rules, inside the risk tiers' controls (bindRisk) — and works out where the args of every tool step
-// (and fallback tool) come from (flow.ArgProvenance), once per flow.
+// own policy: rules, inside the risk tiers' controls (bindRisk) — and
+// works out where the args of every tool step (and fallback tool) come
+// from (flow.ArgProvenance), once per flow.
 // Without a gate there is nothing to work out.
 func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 	b.gate = e.cfg.Gate
@@ -28,7 +29,7 @@ func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 	}
 	b.gate, b.tiers = e.bindRisk(f, b.gate, bb)
 	b.pipe = &e.pipe
-	if b.gate != e.cfg.Gate {
+	if b.gated() { // then b.gate wraps the engine's (safety.Controls)
 		b.pipe = &invoke.Pipeline{Gate: b.gate, Now: e.cfg.Clock.Now}
 	}
 	if !b.gated() {

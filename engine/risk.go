@@ -40,8 +40,11 @@ type tiers struct {
 }
 
 // bindRisk wraps gate (the engine's joined with the flow's rules) in the
-// tier controls when the flow's runs have risk tiers: a gate, or risk: or
-// review: (the flow's, else the engine's). It returns the gate the flow's
+// tier controls when the flow's runs have risk tiers: risk: or review:
+// (the flow's, else the engine's), or a flow policy: whose rules read the
+// tier (defaults: true, min_tier). A gate alone does not turn tiers on:
+// its rules apply as written, inside controls that send a require_review
+// to a person. Whenever the flow has a gate, the one returned wraps it. It returns the gate the flow's
 // calls go through and the tiers, nil without them.
 func (e *Engine) bindRisk(f *flow.Flow, gate safety.Gate, bb *binder) (safety.Gate, *tiers) {
 	risk, rev := e.cfg.Risk, e.cfg.Review
@@ -51,8 +54,16 @@ func (e *Engine) bindRisk(f *flow.Flow, gate safety.Gate, bb *binder) (safety.Ga
 	if f.Review != nil {
 		rev = &f.Review.Review
 	}
-	if gate == safety.AllowAll && risk == nil && rev == nil {
-		return gate, nil
+	if risk == nil && f.Policy.WantsTiers() {
+		risk = &safety.RiskConfig{}
+	}
+	if risk == nil && rev == nil {
+		if gate == nil || gate == safety.AllowAll {
+			return gate, nil
+		}
+		// no tiers: the rules apply as written, and a require_review is
+		// a person's to decide (no reviewer is configured).
+		return &safety.Controls{Gate: gate}, nil
 	}
 	if risk == nil {
 		risk = &safety.RiskConfig{}

@@ -35,6 +35,23 @@ func (p *PolicyDecl) Policy() *safety.Policy {
 	return &safety.Policy{Rules: append(rules, p.Rules...)}
 }
 
+// WantsTiers reports whether the policy needs risk tiers assessed: it
+// includes the default rules or a rule that reads the tier (min_tier).
+func (p *PolicyDecl) WantsTiers() bool {
+	if p == nil {
+		return false
+	}
+	if p.Defaults {
+		return true
+	}
+	for i := range p.Rules {
+		if p.Rules[i].MinTier > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 var policyFields = []string{"defaults", "rules"}
 
 var policyRuleFields = []string{"name", "tools", "effects", "reversibility", "tags", "provenance", "min_tier", "verdict", "reason"}
