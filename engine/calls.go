@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
@@ -17,14 +18,22 @@ type callRecorder run
 var _ invoke.Recorder = (*callRecorder)(nil)
 
 // GateDecided journals one decision of the gate.
-func (c *callRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
+// Its data is what the gate saw (safety.Basis), when it saw more than the
+// tool and the args.
+func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
 	r := (*run)(c)
 	why := d.Reason
 	if d.Rule != "" {
 		why = "rule " + d.Rule + ": " + d.Reason
 	}
-	r.record(trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: tool,
-		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why})
+	ev := trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: inv.Tool.Name,
+		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why, Turn: at.Turn}
+	if b := safety.BasisOf(inv); !b.Empty() {
+		if data, err := json.Marshal(&b); err == nil {
+			ev.Data = string(data)
+		}
+	}
+	r.record(ev)
 }
 
 // Called hands rec to Config.OnCall. A call abandoned at its deadline keeps

@@ -95,7 +95,7 @@ func (r *run) gatePark(i int, j *job) bool {
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return false // the pipeline decides again and reports it
 	}
-	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}, s.Tool, d)
+	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}, &inv, d)
 	a := r.park(i, store.KindApproval, j)
 	a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
 		s.ID, s.Tool, d.Rule, d.Reason)
