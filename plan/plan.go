@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/reinhq/rein/safety"
 )
 
 // MetaTool is the name of the agent meta-tool that runs a plan. A plan may
@@ -30,12 +32,16 @@ type Plan struct {
 
 // Step is one tool call of a plan. Args is a JSON object whose values may
 // hold references {"$ref": "step_id.path"} to the output of an earlier (or
-// already completed) step; a reference implies a dependency.
+// already completed) step; a reference implies a dependency. Declaration
+// is what the planner states before a step with side effects runs: the
+// facts it relies on, checked against the run before the call (the
+// policy's undeclared-side-effect rule).
 type Step struct {
-	ID        string         `json:"id"`
-	Tool      string         `json:"tool"`
-	DependsOn []string       `json:"depends_on,omitempty"`
-	Args      map[string]any `json:"args,omitempty"`
+	ID          string              `json:"id"`
+	Tool        string              `json:"tool"`
+	DependsOn   []string            `json:"depends_on,omitempty"`
+	Args        map[string]any      `json:"args,omitempty"`
+	Declaration *safety.Declaration `json:"declaration,omitempty"`
 }
 
 // StepResult is the output of a step that completed.

@@ -247,17 +247,34 @@ func (e *Evidence) find(t string, keep func(*Source) bool) []*Source {
 // or list is a leaf with no value, inferred.
 func (e *Evidence) Trace(args any) Provenance {
 	out := Provenance{}
-	walkLeaves(args, "", func(ptr string, v any) {
-		srcs := e.find(matchText(v), nil)
-		if len(srcs) == 0 {
-			out.Add(ptr, OriginInferred)
-			return
-		}
-		for _, s := range srcs {
-			out.Add(ptr, s.Origin)
-		}
-	})
+	walkLeaves(args, "", func(ptr string, v any) { e.AddOrigins(out, ptr, v) })
 	return out
+}
+
+// AddOrigins adds to p at ptr the origins of the scalar v written by a
+// model: those of the sources it is found in, or inferred.
+func (e *Evidence) AddOrigins(p Provenance, ptr string, v any) {
+	srcs := e.find(matchText(v), nil)
+	if len(srcs) == 0 {
+		p.Add(ptr, OriginInferred)
+		return
+	}
+	for _, s := range srcs {
+		p.Add(ptr, s.Origin)
+	}
+}
+
+// Include appends the sources of o (recorded elsewhere in the run) to e.
+func (e *Evidence) Include(o *Evidence) {
+	if o == nil || o == e {
+		return
+	}
+	o.mu.RLock()
+	srcs := slices.Clone(o.srcs)
+	o.mu.RUnlock()
+	e.mu.Lock()
+	e.srcs = append(e.srcs, srcs...)
+	e.mu.Unlock()
 }
 
 // Verification says that a tool result of the run confirms an inferred
