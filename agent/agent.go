@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
@@ -103,6 +104,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// Now is the clock of the wall-time budget. Defaults to time.Now.
 	Now func() time.Time
+	// Evidence is the run's record outside this loop — the run's input as
+	// the user's, outputs of tools the run called before — that the
+	// model's arguments are traced to and its declarations checked
+	// against, besides the session's own messages and observations. Nil:
+	// only the session's.
+	Evidence *safety.Evidence
 	// ExecutePlan, when set, offers the model the execute_plan meta-tool
 	// over Tools (see the package documentation). Nil: not offered — leave
 	// it nil for a loop that runs inside a plan (PlanRunning).
@@ -123,6 +130,9 @@ type boundTool struct {
 	Tool
 	spec          tool.Spec
 	input, output *schema.Schema
+	// declares: the model sees the tool's schema with the declaration
+	// argument (a side-effecting tool whose schema leaves the name free).
+	declares bool
 }
 
 // New checks cfg and returns a Loop. Errors name the tool at fault: a
@@ -170,7 +180,11 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("agent: tool %s: %w", b.spec.Name, err)
 		}
 		l.tools[b.spec.Name] = b
-		l.defs = append(l.defs, model.ToolDef{Name: b.spec.Name, Description: b.spec.Description, Schema: b.spec.InputSchema})
+		def := model.ToolDef{Name: b.spec.Name, Description: b.spec.Description, Schema: b.spec.InputSchema}
+		if sideEffect(&b.spec) {
+			def.Schema, b.declares = withDeclaration(b.spec.InputSchema)
+		}
+		l.defs = append(l.defs, def)
 	}
 	if cfg.ExecutePlan != nil {
 		p, bt, err := newPlanner(*cfg.ExecutePlan, l.tools)
@@ -192,6 +206,14 @@ func compileSchema(name string, raw []byte) (*schema.Schema, error) {
 		return nil, nil
 	}
 	return schema.Compile(name, json.RawMessage(raw))
+}
+
+// WithEvidence returns a Loop like l whose Config.Evidence is ev (the
+// record of the run it runs in). Cheap: nothing is compiled again.
+func (l *Loop) WithEvidence(ev *safety.Evidence) *Loop {
+	c := *l
+	c.cfg.Evidence = ev
+	return &c
 }
 
 // With returns a Loop that shares l's tools and settings and runs in

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -21,7 +22,8 @@ import (
 // schema is the pipeline's to check.
 func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 	c := Call{Index: index, ID: tc.ID, Tool: tc.Name, Args: tc.Args, Status: StatusChosen, Key: l.key(turn, index)}
-	if _, ok := l.tools[tc.Name]; !ok {
+	bt, ok := l.tools[tc.Name]
+	if !ok {
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call: there is no tool %q; the tools are %s. Call one of them.", cut(tc.Name, 80), l.toolNames())
 		return c
@@ -31,6 +33,15 @@ func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", tc.Name, err)
 		return c
+	}
+	if bt.declares {
+		d, ps := takeDeclaration(args)
+		if len(ps) > 0 {
+			c.Status = StatusInvalid
+			c.Observation = fmt.Sprintf("invalid call of %s: its %s is invalid: %s. Fix it and call again.", tc.Name, DeclarationArg, describeProblems(ps))
+			return c
+		}
+		c.Declaration = d
 	}
 	c.args = args
 	return c
@@ -150,7 +161,7 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		}
 	}
 	if len(jobs) > 0 {
-		if err := l.runCalls(ctx, t, jobs, approved); err != nil {
+		if err := l.runCalls(ctx, t, jobs, approved, l.evidence(s, t.N)); err != nil {
 			return err
 		}
 	}
@@ -188,10 +199,10 @@ func safeToRepeat(spec tool.Spec) bool {
 // runCalls runs the calls t.Calls[i] for i in jobs, at most
 // Config.Concurrency at once, and commits each outcome as it comes. On
 // cancellation the calls still running are cancelled and left chosen.
-func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool) error {
+func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev *safety.Evidence) error {
 	if len(jobs) == 1 {
 		c := &t.Calls[jobs[0]]
-		if !l.call(ctx, t.N, c, approved[jobs[0]]) {
+		if !l.call(ctx, t.N, c, approved[jobs[0]], ev) {
 			return context.Cause(ctx)
 		}
 		return l.commitCall(ctx, t.N, c)
@@ -215,7 +226,7 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 		wg.Add(1)
 		go func(c *Call) {
 			defer func() { <-sem; wg.Done() }()
-			done := l.call(cctx, t.N, c, approved[c.Index-1])
+			done := l.call(cctx, t.N, c, approved[c.Index-1], ev)
 			if !done {
 				return
 			}
@@ -240,21 +251,26 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 }
 
 // call runs one call through the pipeline and fills in its outcome. It
-// returns false when ctx ended first: the call stays chosen.
-func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool {
+// returns false when ctx ended first: the call stays chosen. ev is what
+// its arguments are traced to and its declaration checked against.
+func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *safety.Evidence) bool {
 	bt := l.tools[c.Tool]
 	args := c.args
 	if args == nil {
 		args, _ = parseArgs(c.Args) // checked when the turn was taken
+		if bt.declares {
+			delete(args, DeclarationArg) // c.Declaration holds it
+		}
 	}
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
 		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
-			return l.executePlan(ctx, turn, c, args)
+			return l.executePlan(ctx, turn, c, args, ev)
 		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
+	l.trace(ev, bt, c, args, &req)
 	if bt.input != nil {
 		req.Input = bt.input
 	}
@@ -290,6 +306,9 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	case invoke.Blocked:
 		c.Status = StatusBlocked
 		c.Observation = fmt.Sprintf("blocked: %v. Do not retry this call as it is.", err)
+		if ve := (*invoke.VerifyError)(nil); errors.As(err, &ve) {
+			c.Observation = l.verifyObservation(c, ve)
+		}
 	default:
 		c.Status = StatusFailed
 		c.Observation = l.cutText(fmt.Sprintf("error (%s): %v", fault.ClassOf(err), err))

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -59,7 +60,8 @@ const planInputSchema = `{"type":"object","required":["objective","steps"],"addi
 "properties":{"objective":{"type":"string","description":"what the plan is for"},
 "steps":{"type":"array","minItems":1,"items":{"type":"object","required":["id","tool"],"additionalProperties":false,
 "properties":{"id":{"type":"string"},"tool":{"type":"string"},"depends_on":{"type":"array","items":{"type":"string"}},
-"args":{"type":"object","description":"the tool's arguments; a value {\"$ref\": \"<step id>.<path>\"} is that earlier step's output at path"}}}}}}`
+"args":{"type":"object","description":"the tool's arguments; a value {\"$ref\": \"<step id>.<path>\"} is that earlier step's output at path"},
+"declaration":` + safety.DeclarationSchema + `}}}}}`
 
 const planDescription = "Run several of your tools as one plan: steps run once the steps they depend on (depends_on, or a {\"$ref\": \"step.path\"} in args) have succeeded, independent steps in parallel. The whole plan is checked before anything runs. Answers {success, objective, result (each completed step's output by id), completed_steps, error, error_type, failed_steps}."
 
@@ -141,7 +143,7 @@ type planStepError struct {
 // recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
 // Whatever happens, the answer is an observation, never an error of the
 // loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (any, error) {
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, ev *safety.Evidence) (any, error) {
 	p, call := l.planner, c.Index
 	onEvent := func(plan.Event) {}
 	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
@@ -195,7 +197,7 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (an
 	var completed []plan.StepResult
 	executed := 0
 	if c.Plan == nil {
-		st := &plan.State{}
+		st := &plan.State{Evidence: ev}
 		err = ex.Execute(pctx, pl, st)
 		completed, executed = st.Completed(), st.Executed()
 	} else {
@@ -203,7 +205,7 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (an
 		g.waited = c.Plan.Waiting
 		var pr *plan.Result
 		pr, err = plan.RunFrom(pctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
-			&plan.Progress{Plan: pl, Number: 1, Completed: c.Plan.Completed, Executed: c.Plan.Executed})
+			&plan.Progress{Plan: pl, Number: 1, Completed: c.Plan.Completed, Executed: c.Plan.Executed, Evidence: ev})
 		if pr != nil {
 			completed, executed = pr.Completed, pr.Executed
 		}
