@@ -60,6 +60,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.recordUnlessSettled(ev)
 	}
 	r.recordCall(&rec)
+	r.noteOutput(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

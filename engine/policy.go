@@ -91,6 +91,9 @@ func (r *run) gatePark(i int, j *job) bool {
 	}
 	attempt := r.steps[i].attempts + 1
 	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: j.in.args, Provenance: r.b.provenance(i, false)}
+	if r.ev != nil {
+		inv.Verified = r.ev.Verify(j.in.args, inv.Provenance)
+	}
 	d, err := r.b.gate.Check(r.ctx, &inv)
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return false // the pipeline decides again and reports it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -76,6 +77,9 @@ type run struct {
 	abandoned atomic.Bool
 	// d is the durable part (journal batching, approvals, lease).
 	d durability
+	// ev is what the run recorded for the gate (evidence.go); nil when
+	// the run is not gated.
+	ev *safety.Evidence
 }
 
 type counters struct {
@@ -155,6 +159,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	for i := range f.Steps {
 		r.setStatus(i, trace.StepPending)
 	}
+	r.startEvidence()
 	return r
 }
 

@@ -45,6 +45,7 @@ func (s *Source) confirms() bool {
 //   - a value is a JSON scalar: a string is normalised (lower case, runs
 //     of white space as one space, trimmed), a number is its shortest
 //     decimal text; true, false and null are never found;
+//   - quotes around a value are dropped ("\"eu-west\"" is eu-west);
 //   - a value shorter than MinMatchLen runes is never found;
 //   - a source is normalised the same way, leaf by leaf (a JSON source's
 //     strings and numbers, a text source's whole text);
@@ -212,10 +213,14 @@ func boundaryAfter(s string) bool {
 	return !isWord(r)
 }
 
-// matchText is the normalised text of v that may be matched, "" when v is
-// not a scalar or too short.
+// quotes are trimmed from a value before it is matched: a model often
+// quotes what it copies.
+const quotes = "\"'`“”‘’ "
+
+// matchText is the normalised text of v that may be matched, without
+// surrounding quotes; "" when v is not a scalar or too short.
 func matchText(v any) string {
-	t := scalarText(v)
+	t := strings.Trim(scalarText(v), quotes)
 	if utf8.RuneCountInString(t) < MinMatchLen {
 		return ""
 	}
