@@ -80,8 +80,9 @@ cases:
 }
 
 // TestPlanRunHonoursThePolicy: rein plan run passes every plan step
-// through the rein.yaml policy: an argument the planner wrote is inferred,
-// a $ref carries its tool's origin.
+// through the rein.yaml policy: an argument the planner wrote is inferred
+// unless an earlier step's output holds it, a $ref carries its tool's
+// origin.
 func TestPlanRunHonoursThePolicy(t *testing.T) {
 	t.Parallel()
 	dir := planDir(t)
@@ -103,6 +104,13 @@ func TestPlanRunHonoursThePolicy(t *testing.T) {
    {"id": "brief", "tool": "write_brief", "args": {"city": "Tokyo", "fahrenheit": {"$ref": "convert.fahrenheit"}}}]}`
 	plan := filepath.Join(dir, "typed.json")
 	if err := os.WriteFile(plan, []byte(typed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Tokyo is what read_weather returned: the literal is traced to it (db).
+	if code, out, stderr := cli(t, "plan", "run", plan); code != exitOK {
+		t.Fatalf("a brief with a city the weather read returned: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := os.WriteFile(plan, []byte(strings.Replace(typed, `"city": "Tokyo", "fahrenheit"`, `"city": "Osaka", "fahrenheit"`, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr := cli(t, "plan", "run", plan)

@@ -33,7 +33,7 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 		}
 	}
 	if code, _, stderr = fx.cli("runs", "why", res.RunID, "pick"); code != exitRunFailed || !strings.Contains(stderr, "step pick of run "+res.RunID+" is of type llm") ||
-		!strings.Contains(stderr, "its tool steps: notify") {
+		!strings.Contains(stderr, "its steps that call tools: notify") {
 		t.Errorf("runs why on an llm step: exit %d\n%s", code, stderr)
 	}
 	if code, out, stderr = fx.cli("runs", "approve", res.RunID, "notify"); code != exitOK {
@@ -41,5 +41,26 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 	}
 	if calls := fx.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "notify") {
 		t.Fatalf("calls after the approval: %v", calls)
+	}
+}
+
+// TestVerifiedRunExplains: the model's recipient is what a read returned,
+// so the default gate lets the write run, and rein runs why names the
+// tool result that verified it.
+func TestVerifiedRunExplains(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "verified")
+	res := fx.run(exitOK, `{"customer": "c-42"}`)
+	if calls := fx.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "notify") {
+		t.Fatalf("calls: %v", calls)
+	}
+	code, out, stderr := fx.cli("runs", "why", res.RunID, "notify")
+	for _, want := range []string{
+		"/to     inferred  from {pick.to}",
+		"/to verified by the output of tool lookup_owner (step owner)",
+	} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", want, code, out, stderr)
+		}
 	}
 }
