@@ -294,7 +294,8 @@ func (ps *parser) declaration(ptr string) (*safety.Declaration, error) {
 	}
 	d, probs := safety.ParseDeclaration(v)
 	for _, p := range probs {
-		ps.problem(ptr+p.Pointer, "%s", p.Message)
+		p.Pointer = ptr + p.Pointer
+		ps.probs = append(ps.probs, p)
 	}
 	return d, nil
 }

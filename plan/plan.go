@@ -61,19 +61,10 @@ func (p *Plan) JSON() []byte {
 }
 
 // Problem is one thing wrong with a plan: where (an RFC 6901 JSON pointer
-// into the plan document, "" for the whole plan) and what.
-type Problem struct {
-	Pointer string `json:"pointer"`
-	Message string `json:"message"`
-}
-
-func (p Problem) String() string {
-	ptr := p.Pointer
-	if ptr == "" {
-		ptr = "(root)"
-	}
-	return "at " + ptr + ": " + p.Message
-}
+// into the plan document, "" for the whole plan) and what. It is the
+// problem type of the safety package's declarations, whose problems a plan
+// step's declaration reports under its own pointer.
+type Problem = safety.Problem
 
 func joinProblems(ps []Problem) string {
 	parts := make([]string, len(ps))

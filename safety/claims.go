@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reinhq/rein/value"
 )
 
 // Limits of a declaration, enforced by ParseDeclaration.
@@ -16,8 +18,8 @@ const (
 	MaxClaimBytes = 2000
 )
 
-// Problem is one thing wrong with a declaration: where (an RFC 6901 JSON
-// pointer relative to the declaration, "" for the whole) and what.
+// Problem is one thing wrong with model output (a declaration, a plan):
+// where (an RFC 6901 JSON pointer, "" for the whole document) and what.
 type Problem struct {
 	Pointer string `json:"pointer"`
 	Message string `json:"message"`
@@ -153,14 +155,12 @@ func jsonType(v any) string {
 	return "a number"
 }
 
+// cut cuts s to n bytes on a rune boundary, marking the cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return value.Preview([]byte(s), n)
 }
 
 // CheckDeclaration checks each fact of d against ev, deterministically,
