@@ -115,12 +115,17 @@ func (l *Loop) evidence(s *Session, n int) *safety.Evidence {
 	return ev
 }
 
+// gated reports whether the loop's pipeline has a gate to tell.
+func (l *Loop) gated() bool {
+	g := l.cfg.Pipeline.Gate
+	return g != nil && g != safety.AllowAll
+}
+
 // trace fills in c's provenance, verifications and checked declaration
-// from ev, and puts them on req for the gate.
+// from ev, and puts them on req for the gate. The loop traces the calls
+// of side-effecting tools, and every call when it has a gate;
+// execute_plan's plan steps are traced one by one by the executor.
 func (l *Loop) trace(ev *safety.Evidence, bt *boundTool, c *Call, args map[string]any, req *invoke.Request) {
-	if bt == l.plannerTool() {
-		return // its plan's steps are traced one by one
-	}
 	c.Provenance = ev.Trace(args)
 	c.Verified = ev.Verify(args, c.Provenance)
 	c.Claims = safety.CheckDeclaration(c.Declaration, ev)

@@ -58,7 +58,8 @@ func TestProvenanceThroughTranscript(t *testing.T) {
 		textReply("done"),
 	}}
 	j := &journal{}
-	l := newLoop(t, agent.Config{Model: m, Journal: j, Tools: c.tools()})
+	// a gate with no rules: every call is traced for it, reads included
+	l := newLoop(t, agent.Config{Model: m, Journal: j, Tools: c.tools(), Pipeline: &invoke.Pipeline{Gate: &safety.Policy{}}})
 	s := &agent.Session{History: []model.Message{{Role: model.User, Content: "Our admin is ops@acme.example."}}, Task: "Onboard Acme Corp."}
 	if res, err := l.Run(context.Background(), s); err != nil || res.Status != agent.StatusAnswered {
 		t.Fatal(res, err)

@@ -143,7 +143,7 @@ type planStepError struct {
 // recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
 // Whatever happens, the answer is an observation, never an error of the
 // loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, ev *safety.Evidence) (any, error) {
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, evf func() *safety.Evidence) (any, error) {
 	p, call := l.planner, c.Index
 	onEvent := func(plan.Event) {}
 	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
@@ -191,6 +191,11 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, ev 
 		Recorder: l.cfg.Recorder, MaxExecuted: p.opts.MaxSteps, Concurrency: l.cfg.Concurrency, Now: l.cfg.Now, OnEvent: onEvent})
 	if err != nil {
 		return nil, fmt.Errorf("execute_plan: %w", err)
+	}
+	var ev *safety.Evidence // what the plan's literals are traced to, for the gate
+	if l.gated() {
+		ev = &safety.Evidence{} // its own: the plan adds its steps' outputs
+		ev.Include(evf())
 	}
 	g := &planGate{decisions: c.decisions}
 	pctx := context.WithValue(WithPlanRunning(ctx), planGateKey{}, g)

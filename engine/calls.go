@@ -18,8 +18,8 @@ type callRecorder run
 var _ invoke.Recorder = (*callRecorder)(nil)
 
 // GateDecided journals one decision of the gate.
-// Its data is what the gate saw (safety.Basis), when it saw more than the
-// tool and the args.
+// Its data is what the gate saw (safety.Basis) of a call a model chose, or
+// of one whose inferred arguments a tool result verified.
 func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
 	r := (*run)(c)
 	why := d.Reason
@@ -28,7 +28,10 @@ func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d
 	}
 	ev := trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: inv.Tool.Name,
 		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why, Turn: at.Turn}
-	if b := safety.BasisOf(inv); !b.Empty() {
+	// a flow step's provenance is the flow's (rein runs why works it out
+	// again); what only the run knows is journaled.
+	if inv.Chosen || len(inv.Verified) > 0 {
+		b := safety.BasisOf(inv)
 		if data, err := json.Marshal(&b); err == nil {
 			ev.Data = string(data)
 		}

@@ -308,6 +308,8 @@ type bound struct {
 	// args come from (its fallback tool's), for the gate; nil without one.
 	gate         safety.Gate
 	prov, fbProv []safety.Provenance
+	// evRef names each step's call in the run's evidence ("step <id>").
+	evRef []string
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.

@@ -26,6 +26,7 @@ func (r *run) startEvidence() {
 		return
 	}
 	r.ev = &safety.Evidence{}
+	r.ev.Grow(len(r.f.Steps) + 1)
 	r.ev.AddUser("input", r.input)
 }
 
@@ -35,7 +36,7 @@ func (r *run) restoreEvidence(i int, status trace.StepStatus, out any) {
 	if r.ev == nil || s.Type != flow.Tool || status != trace.StepSucceeded || out == nil {
 		return
 	}
-	r.ev.AddTool("step "+s.ID, &r.b.specs[i], out)
+	r.ev.AddTool(r.b.evRef[i], &r.b.specs[i], out)
 }
 
 // noteOutput adds the output of a call that succeeded to the evidence.
@@ -43,8 +44,16 @@ func (r *run) noteOutput(rec *invoke.Record) {
 	if r.ev == nil || rec.Outcome != invoke.OK || rec.Output == nil {
 		return
 	}
+	at := &rec.At
+	if at.PlanStep == "" && at.Turn == 0 && !at.ForEach && !at.Fallback {
+		// a tool step's own call: the common case, with nothing to build
+		if s := r.f.StepByID(at.StepID); s != nil && s.Type == flow.Tool {
+			r.ev.AddTool(r.b.evRef[s.Index], &r.b.specs[s.Index], rec.Output)
+			return
+		}
+	}
 	spec := r.callSpec(rec)
-	r.ev.AddTool(evidenceRef(&rec.At), &spec, rec.Output)
+	r.ev.AddTool(evidenceRef(at), &spec, rec.Output)
 }
 
 // callSpec is the spec of the tool rec called: the flow step's own (its

@@ -36,7 +36,9 @@ func (e *Engine) bindGate(f *flow.Flow, b *bound) {
 		return tool.Spec{}, false
 	}
 	b.prov, b.fbProv = make([]safety.Provenance, len(f.Steps)), make([]safety.Provenance, len(f.Steps))
+	b.evRef = make([]string, len(f.Steps))
 	for i, s := range f.Steps {
+		b.evRef[i] = "step " + s.ID
 		if s.Type == flow.Tool {
 			b.prov[i] = flow.ArgProvenance(f, s, false, spec)
 		}

@@ -16,8 +16,3 @@ type Basis struct {
 func BasisOf(inv *Invocation) Basis {
 	return Basis{Provenance: inv.Provenance, Verified: inv.Verified, Chosen: inv.Chosen, Declaration: inv.Declaration, Claims: inv.Claims}
 }
-
-// Empty reports whether b holds nothing.
-func (b *Basis) Empty() bool {
-	return len(b.Provenance) == 0 && len(b.Verified) == 0 && !b.Chosen && b.Declaration == nil && len(b.Claims) == 0
-}

@@ -219,14 +219,14 @@ func checkFact(f Fact, ev *Evidence) ClaimVerdict {
 }
 
 // any reports whether some source satisfies keep.
-func (e *Evidence) any(keep func(*Source) bool) bool {
+func (e *Evidence) any(keep func(*source) bool) bool {
 	if e == nil {
 		return false
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	for i := range e.srcs {
-		if keep(&e.srcs[i]) {
+	for _, s := range e.srcs {
+		if keep(s) {
 			return true
 		}
 	}
@@ -244,24 +244,24 @@ func uniq(l []string) []string {
 }
 
 // sourceFilter is which sources a fact's source names, and how to say it.
-func sourceFilter(src string) (func(*Source) bool, string) {
+func sourceFilter(src string) (func(*source) bool, string) {
 	switch {
 	case src == string(OriginUser):
-		return func(s *Source) bool { return s.Origin == OriginUser }, "the user's input"
+		return func(s *source) bool { return s.origin == OriginUser }, "the user's input"
 	case src == string(OriginDB):
-		return func(s *Source) bool { return s.Origin == OriginDB }, "the output of a read tool"
+		return func(s *source) bool { return s.origin == OriginDB }, "the output of a read tool"
 	case strings.HasPrefix(src, "tool:") && len(src) > len("tool:"):
 		name := src[len("tool:"):]
-		return func(s *Source) bool { return s.Origin.IsTool() && s.Tool == name }, "the output of tool " + name
+		return func(s *source) bool { return s.origin.IsTool() && s.tool == name }, "the output of tool " + name
 	}
 	return nil, ""
 }
 
-func describe(s *Source) string {
-	if s.Origin == OriginUser {
-		return "the user's input (" + s.Ref + ")"
+func describe(s *source) string {
+	if s.origin == OriginUser {
+		return "the user's input (" + s.ref + ")"
 	}
-	return "the output of tool " + s.Tool + " (" + s.Ref + ")"
+	return "the output of tool " + s.tool + " (" + s.ref + ")"
 }
 
 // keyValues are the texts a fact must be found by: its evidence, or

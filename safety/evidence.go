@@ -17,25 +17,45 @@ import (
 // too common to say where they came from, so they stay inferred.
 const MinMatchLen = 3
 
-// Source is one recorded body of text a value may be found in: the user's
-// input, or the output of one tool call of the run.
-type Source struct {
-	// Origin is OriginUser, or the tool's ToolOrigin (tool:<name>, db).
-	Origin Origin `json:"origin"`
-	// Tool names the tool ("" for the user's input); Effect is its effect.
-	Tool   string      `json:"tool,omitempty"`
-	Effect tool.Effect `json:"effect,omitempty"`
-	// Ref says where it was recorded: "input", "history/2", "step lookup",
+// source is one recorded body a value may be found in: the user's input,
+// or the output of one tool call of the run. Its text is worked out the
+// first time it is searched, so recording costs next to nothing.
+type source struct {
+	// origin is OriginUser, or the tool's ToolOrigin (tool:<name>, db).
+	origin Origin
+	// tool names the tool ("" for the user's input); effect is its effect.
+	tool   string
+	effect tool.Effect
+	// ref says where it was recorded: "input", "history/2", "step lookup",
 	// "turn2/call1", "plan step s1".
-	Ref string `json:"ref"`
+	ref string
 
+	once sync.Once
+	raw  any    // the value, until text is built
+	obs  string // or an observation's text, read as JSON when it is JSON
 	text string // normalised leaves, one per line
+}
+
+// body returns the normalised leaves of s, one per line.
+func (s *source) body() string {
+	s.once.Do(func() {
+		v := s.raw
+		if s.obs != "" {
+			if json.Unmarshal([]byte(s.obs), &v) != nil {
+				v = s.obs
+			}
+		}
+		var b strings.Builder
+		appendLeaves(&b, v)
+		s.text, s.raw, s.obs = b.String(), nil, ""
+	})
+	return s.text
 }
 
 // confirms reports whether a match in s verifies a value: s is the output
 // of a tool that only reads or computes (effect read or none).
-func (s *Source) confirms() bool {
-	return s.Origin.IsTool() && (s.Effect == "" || s.Effect == tool.EffectNone || s.Effect == tool.EffectRead)
+func (s *source) confirms() bool {
+	return s.origin.IsTool() && (s.effect == "" || s.effect == tool.EffectNone || s.effect == tool.EffectRead)
 }
 
 // Evidence is what a run has recorded that a model-written value may be
@@ -57,36 +77,35 @@ func (s *Source) confirms() bool {
 // The zero value is empty and ready; it is safe for concurrent use.
 type Evidence struct {
 	mu   sync.RWMutex
-	srcs []Source
+	srcs []*source
 }
 
-// AddUser records v (the run's input, a user message) as the user's.
+// AddUser records v (the run's input, a user message) as the user's. v is
+// shared, not copied, and must not change.
 func (e *Evidence) AddUser(ref string, v any) {
-	e.add(Source{Origin: OriginUser, Ref: ref}, v)
+	e.add(&source{origin: OriginUser, ref: ref, raw: v})
 }
 
-// AddTool records out, the output of a call of spec's tool.
+// AddTool records out, the output of a call of spec's tool. out is shared,
+// not copied, and must not change.
 func (e *Evidence) AddTool(ref string, spec *tool.Spec, out any) {
-	e.add(Source{Origin: ToolOrigin(spec), Tool: spec.Name, Effect: spec.Effect, Ref: ref}, out)
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, ref: ref, raw: out})
 }
 
 // AddObservation records what a model was shown of a call of spec's tool:
 // the observation text, read as JSON when it is JSON.
 func (e *Evidence) AddObservation(ref string, spec *tool.Spec, text string) {
-	var v any
-	if json.Unmarshal([]byte(text), &v) != nil {
-		v = text
-	}
-	e.AddTool(ref, spec, v)
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, ref: ref, obs: text})
 }
 
-func (e *Evidence) add(s Source, v any) {
-	var b strings.Builder
-	appendLeaves(&b, v)
-	s.text = b.String()
-	if s.text == "" {
-		return
-	}
+// Grow makes room for n more sources.
+func (e *Evidence) Grow(n int) {
+	e.mu.Lock()
+	e.srcs = slices.Grow(e.srcs, n)
+	e.mu.Unlock()
+}
+
+func (e *Evidence) add(s *source) {
 	e.mu.Lock()
 	e.srcs = append(e.srcs, s)
 	e.mu.Unlock()
@@ -229,16 +248,16 @@ func matchText(v any) string {
 
 // find returns the sources (in recording order) that hold the text t and
 // satisfy keep (nil: any).
-func (e *Evidence) find(t string, keep func(*Source) bool) []*Source {
+func (e *Evidence) find(t string, keep func(*source) bool) []*source {
 	if e == nil || t == "" {
 		return nil
 	}
 	e.mu.RLock()
-	defer e.mu.RUnlock()
-	var out []*Source
-	for i := range e.srcs {
-		s := &e.srcs[i]
-		if (keep == nil || keep(s)) && findIn(s.text, t) {
+	srcs := e.srcs[:len(e.srcs):len(e.srcs)]
+	e.mu.RUnlock()
+	var out []*source
+	for _, s := range srcs {
+		if (keep == nil || keep(s)) && findIn(s.body(), t) {
 			out = append(out, s)
 		}
 	}
@@ -265,7 +284,7 @@ func (e *Evidence) AddOrigins(p Provenance, ptr string, v any) {
 		return
 	}
 	for _, s := range srcs {
-		p.Add(ptr, s.Origin)
+		p.Add(ptr, s.origin)
 	}
 }
 
@@ -297,7 +316,7 @@ type Verification struct {
 // is found (see Evidence) in the output of one tool whose effect is read
 // or none; an empty value, or a leaf too short to be found, is not.
 func (e *Evidence) Verify(args any, prov Provenance) []Verification {
-	if e.Len() == 0 {
+	if e.Len() == 0 || !prov.hasInferred() {
 		return nil
 	}
 	var out []Verification
@@ -310,15 +329,25 @@ func (e *Evidence) Verify(args any, prov Provenance) []Verification {
 			continue
 		}
 		if s := e.confirming(v); s != nil {
-			out = append(out, Verification{Pointer: ptr, Tool: s.Tool, Ref: s.Ref})
+			out = append(out, Verification{Pointer: ptr, Tool: s.tool, Ref: s.ref})
 		}
 	}
 	return out
 }
 
+// hasInferred reports whether some pointer of p has an inferred origin.
+func (p Provenance) hasInferred() bool {
+	for _, os := range p {
+		if slices.Contains(os, OriginInferred) {
+			return true
+		}
+	}
+	return false
+}
+
 // confirming returns the first confirming source that holds every leaf of
 // v, or nil.
-func (e *Evidence) confirming(v any) *Source {
+func (e *Evidence) confirming(v any) *source {
 	var texts []string
 	empty := false
 	walkLeaves(v, "", func(_ string, leaf any) {
@@ -331,10 +360,10 @@ func (e *Evidence) confirming(v any) *Source {
 	if empty || len(texts) == 0 {
 		return nil
 	}
-	for _, s := range e.find(texts[0], (*Source).confirms) {
+	for _, s := range e.find(texts[0], (*source).confirms) {
 		all := true
 		for _, t := range texts[1:] {
-			if !findIn(s.text, t) {
+			if !findIn(s.body(), t) {
 				all = false
 				break
 			}
