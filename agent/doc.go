@@ -31,7 +31,8 @@
 // or only reads; otherwise it is StatusUnknown and waits for a person's
 // Decision, as flow steps do.
 //
-// Provenance and declarations: before a call runs, each leaf of its
+// Provenance and declarations: before a call of a side-effecting tool
+// runs (of any tool, when the pipeline has a gate), each leaf of its
 // arguments is traced (safety.Evidence) to what the model had seen — the
 // user's messages (History, Task) and the run's record (Config.Evidence)
 // make it user, an earlier observation tool:<name> or db — or is
