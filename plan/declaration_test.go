@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
@@ -154,5 +155,33 @@ func TestPlanDeclarationSourceNamesATool(t *testing.T) {
 	_, err = plan.Parse([]byte(`{"steps": [{"id": "a", "tool": "t", "declaration": {"action": "x", "facts": [{"claim": "c", "source": "guess"}]}}]}`))
 	if err == nil || !strings.Contains(err.Error(), `at /steps/0/declaration/facts/0/source: source "guess" is not one the runtime records`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestPlannerAsksForDeclarations: the planner is told which tools have an
+// effect and the declaration a step calling one carries; a catalog of
+// reads alone is not.
+func TestPlannerAsksForDeclarations(t *testing.T) {
+	t.Parallel()
+	w := crmWorld(t)
+	m := &spy{m: scripted.New([]scripted.Reply{{Step: "plan", Raw: raw(`{"goal": "g", "steps": [{"id": "a", "tool": "lookup_region", "args": {}}]}`)},
+		{Step: "plan", Raw: raw(`{"goal": "g", "steps": [{"id": "a", "tool": "lookup_region", "args": {}}]}`)}})}
+	mp := &plan.ModelPlanner{Model: m, ModelName: "m"}
+	for _, allowed := range [][]string{nil, {"lookup_region"}} {
+		if _, err := mp.Plan(context.Background(), &plan.Request{Goal: "onboard", Catalog: w.catalog(t, allowed, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, reads := m.lastUser(0), m.lastUser(1)
+	for _, want := range []string{"- create_customer\n  effect: write (a step calling it needs a declaration)", `"declaration": {"action": "...", "facts": [{"claim"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(reads, "declaration") {
+		t.Errorf("a catalog of reads asks for declarations:\n%s", reads)
+	}
+	if !strings.Contains(string(m.reqs[0].Schema), `"declaration"`) {
+		t.Error("the plan schema the model gets has no declaration")
 	}
 }
