@@ -161,7 +161,10 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		}
 	}
 	if len(jobs) > 0 {
-		ev := sync.OnceValue(func() *safety.Evidence { return l.evidence(s, t.N) }) // built only if a call needs it
+		var ev *safety.Evidence // built before any call runs, only if one is traced
+		if l.tracesAny(t, jobs) {
+			ev = l.evidence(s, t.N)
+		}
 		if err := l.runCalls(ctx, t, jobs, approved, ev); err != nil {
 			return err
 		}
@@ -200,7 +203,7 @@ func safeToRepeat(spec tool.Spec) bool {
 // runCalls runs the calls t.Calls[i] for i in jobs, at most
 // Config.Concurrency at once, and commits each outcome as it comes. On
 // cancellation the calls still running are cancelled and left chosen.
-func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev func() *safety.Evidence) error {
+func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev *safety.Evidence) error {
 	if len(jobs) == 1 {
 		c := &t.Calls[jobs[0]]
 		if !l.call(ctx, t.N, c, approved[jobs[0]], ev) {
@@ -252,9 +255,10 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 }
 
 // call runs one call through the pipeline and fills in its outcome. It
-// returns false when ctx ended first: the call stays chosen. ev gives what
-// its arguments are traced to and its declaration checked against.
-func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev func() *safety.Evidence) bool {
+// returns false when ctx ended first: the call stays chosen. ev is what
+// its arguments are traced to and its declaration checked against (nil
+// when no call of the turn is traced).
+func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *safety.Evidence) bool {
 	bt := l.tools[c.Tool]
 	args := c.args
 	if args == nil {
@@ -271,8 +275,8 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev fu
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
-	if bt != l.plannerTool() && (l.gated() || sideEffect(&bt.spec)) {
-		l.trace(ev(), bt, c, args, &req)
+	if l.traces(bt) {
+		l.trace(ev, bt, c, args, &req)
 	}
 	if bt.input != nil {
 		req.Input = bt.input

@@ -121,10 +121,29 @@ func (l *Loop) gated() bool {
 	return g != nil && g != safety.AllowAll
 }
 
+// traces reports whether the loop traces calls of bt: a side-effecting
+// tool's, and every tool's when the pipeline has a gate. execute_plan's
+// plan steps are traced one by one by the executor.
+func (l *Loop) traces(bt *boundTool) bool {
+	return bt != l.plannerTool() && (l.gated() || sideEffect(&bt.spec))
+}
+
+// tracesAny reports whether a call of t among jobs is traced, or runs a
+// plan under a gate.
+func (l *Loop) tracesAny(t *Turn, jobs []int) bool {
+	if l.gated() {
+		return true
+	}
+	for _, i := range jobs {
+		if bt := l.tools[t.Calls[i].Tool]; bt != nil && l.traces(bt) {
+			return true
+		}
+	}
+	return false
+}
+
 // trace fills in c's provenance, verifications and checked declaration
-// from ev, and puts them on req for the gate. The loop traces the calls
-// of side-effecting tools, and every call when it has a gate;
-// execute_plan's plan steps are traced one by one by the executor.
+// from ev, and puts them on req for the gate.
 func (l *Loop) trace(ev *safety.Evidence, bt *boundTool, c *Call, args map[string]any, req *invoke.Request) {
 	c.Provenance = ev.Trace(args)
 	c.Verified = ev.Verify(args, c.Provenance)

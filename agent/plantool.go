@@ -143,7 +143,7 @@ type planStepError struct {
 // recorder and keys (run/step/attempt/turn<t>/call<c>/plan1/<plan-step>).
 // Whatever happens, the answer is an observation, never an error of the
 // loop: the loop's own state is not touched by the plan.
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, evf func() *safety.Evidence) (any, error) {
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, turnEv *safety.Evidence) (any, error) {
 	p, call := l.planner, c.Index
 	onEvent := func(plan.Event) {}
 	if pj, ok := l.cfg.Journal.(PlanJournal); ok {
@@ -195,7 +195,7 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, evf
 	var ev *safety.Evidence // what the plan's literals are traced to, for the gate
 	if l.gated() {
 		ev = &safety.Evidence{} // its own: the plan adds its steps' outputs
-		ev.Include(evf())
+		ev.Include(turnEv)
 	}
 	g := &planGate{decisions: c.decisions}
 	pctx := context.WithValue(WithPlanRunning(ctx), planGateKey{}, g)
