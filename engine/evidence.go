@@ -5,6 +5,7 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -20,14 +21,33 @@ import (
 // inside plans and agents are not in it, which only makes the gate
 // stricter.
 
-// startEvidence gives a gated run its evidence, holding the input.
+// startEvidence gives a gated run its evidence, holding the input (of a
+// chat's history, the user's messages only).
 func (r *run) startEvidence() {
 	if !r.b.gated() {
 		return
 	}
 	r.ev = &safety.Evidence{}
 	r.ev.Grow(len(r.f.Steps) + 1)
-	r.ev.AddUser("input", r.input)
+	in, ok := r.input.(map[string]any)
+	if _, chat := in["history"]; !ok || !chat {
+		r.ev.AddUser("input", r.input)
+		return
+	}
+	// a chat's history holds the assistant's words too: only the user's
+	// messages are the user's.
+	rest := make(map[string]any, len(in))
+	for k, v := range in {
+		if k != "history" {
+			rest[k] = v
+		}
+	}
+	r.ev.AddUser("input", rest)
+	for i, m := range inputHistory(r.input) {
+		if m.Role == model.User {
+			r.ev.AddUser("history/"+strconv.Itoa(i), m.Content)
+		}
+	}
 }
 
 // restoreEvidence adds the output of settled tool step i of a resumed run.

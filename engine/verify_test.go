@@ -64,3 +64,26 @@ steps:
 		}
 	}
 }
+
+// TestChatHistoryEvidence: a plan's literal is the user's when a user
+// message of the chat's history holds it, and stays inferred when only
+// the assistant said it.
+func TestChatHistoryEvidence(t *testing.T) {
+	t.Parallel()
+	gate := &safety.Policy{Rules: []safety.Rule{{Name: "no-inferred-sends", Tools: []string{"send"}, Provenance: []safety.Origin{safety.OriginInferred}, Verdict: safety.Block}}}
+	for _, role := range []string{"user", "assistant"} {
+		send := newKeyCounter("send", false)
+		fx := newFixture(t, send)
+		fx.script(scripted.Reply{Step: "s", Decision: "plan", Plan: map[string]any{"goal": "send", "steps": []any{
+			map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "ops@acme.example"}}}}})
+		e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: gate})
+		input := map[string]any{"history": []any{map[string]any{"role": role, "content": "write to ops@acme.example"}}}
+		res, err := e.Run(context.Background(), fx.parse("name: c\nsteps:\n  - {id: s, type: plan, model: m, goal: send, tools: [send], max_replans: 0}\n"), input, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent := len(send.calls()) == 1; sent != (role == "user") {
+			t.Errorf("history by %s: sent = %v (%v)", role, sent, res.Error)
+		}
+	}
+}
