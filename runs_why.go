@@ -2,6 +2,7 @@ package rein
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // WhyView says where each argument of a tool step's call came from: the
@@ -24,6 +26,29 @@ type WhyView struct {
 	// FallbackTool and Fallback are the same for the step's fallback tool.
 	FallbackTool string      `json:"fallback_tool,omitempty"`
 	Fallback     []ArgOrigin `json:"fallback,omitempty"`
+	// Verified are the inferred arguments a read tool's result of the run
+	// confirmed, as the gate last saw the step's call (gated runs only).
+	Verified []safety.Verification `json:"verified,omitempty"`
+	// Calls are, for an agent step, the calls its model chose, turn by
+	// turn, and for a plan step (or an agent's execute_plan) each plan
+	// step's call: where each argument came from as the runtime traced it,
+	// what verified it, and the declaration with its checked facts.
+	Calls []CallWhy `json:"calls,omitempty"`
+}
+
+// CallWhy explains one call a model chose.
+type CallWhy struct {
+	// Ref names the call: "turn2/call1" (an agent call), "turn2/plan step
+	// create" (a step of an agent's execute_plan), "plan 1 step create" (a
+	// step of a plan step's plan number 1).
+	Ref  string `json:"ref"`
+	Tool string `json:"tool"`
+	// Status is an agent call's status, a plan step's gate verdict.
+	Status      string                `json:"status,omitempty"`
+	Args        []ArgOrigin           `json:"args"`
+	Verified    []safety.Verification `json:"verified,omitempty"`
+	Declaration *safety.Declaration   `json:"declaration,omitempty"`
+	Claims      []safety.ClaimVerdict `json:"claims,omitempty"`
 }
 
 // ArgOrigin is where one argument came from.
@@ -50,18 +75,25 @@ func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 	}
 	f := p.Flow
 	s := f.StepByID(step)
-	if s == nil || s.Type != flow.Tool {
+	if s == nil || !explained(s.Type) {
 		var tools []string
 		for _, t := range f.Steps {
-			if t.Type == flow.Tool {
+			if explained(t.Type) {
 				tools = append(tools, t.ID)
 			}
 		}
 		what := fmt.Sprintf("run %s has no step %q", run.ID, step)
 		if s != nil {
-			what = fmt.Sprintf("step %s of run %s is of type %s, and only a tool step's call has arguments", step, run.ID, s.Type)
+			what = fmt.Sprintf("step %s of run %s is of type %s, and only tool, plan and agent steps call tools", step, run.ID, s.Type)
 		}
-		return nil, runsErr(ClassBusiness, Hint{RunID: run.ID}, errors.New(what+"; its tool steps: "+strings.Join(tools, ", ")))
+		return nil, runsErr(ClassBusiness, Hint{RunID: run.ID}, errors.New(what+"; its steps that call tools: "+strings.Join(tools, ", ")))
+	}
+	events, err := r.st.Events(ctx, run.ID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)
+	}
+	if s.Type != flow.Tool {
+		return modelCallsWhy(run.ID, s, events)
 	}
 	spec := func(name string) (tool.Spec, bool) {
 		if t, ok := p.Tools.Lookup(name); ok {
@@ -72,6 +104,14 @@ func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec))}
 	if fb := s.Fallback; fb != nil && fb.Tool != "" {
 		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
+	}
+	for _, ev := range events {
+		if ev.Kind == trace.GateDecision && ev.StepID == s.ID && ev.PlanStep == "" && ev.Turn == 0 && ev.Tool == s.Tool {
+			var b safety.Basis
+			if json.Unmarshal([]byte(ev.Data), &b) == nil {
+				v.Verified = b.Verified
+			}
+		}
 	}
 	return v, nil
 }

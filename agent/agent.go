@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
@@ -103,6 +104,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// Now is the clock of the wall-time budget. Defaults to time.Now.
 	Now func() time.Time
+	// Evidence is the run's record outside this loop — the run's input as
+	// the user's, outputs of tools the run called before — that the
+	// model's arguments are traced to and its declarations checked
+	// against, besides the session's own messages and observations. Nil:
+	// only the session's.
+	Evidence *safety.Evidence
 	// ExecutePlan, when set, offers the model the execute_plan meta-tool
 	// over Tools (see the package documentation). Nil: not offered — leave
 	// it nil for a loop that runs inside a plan (PlanRunning).
@@ -128,6 +135,9 @@ type boundTool struct {
 	// wire is the name the model calls the tool by (model.WireNames).
 	wire          string
 	input, output *schema.Schema
+	// declares: the model sees the tool's schema with the declaration
+	// argument (a side-effecting tool whose schema leaves the name free).
+	declares bool
 }
 
 // New checks cfg and returns a Loop. Errors name the tool at fault: a
@@ -213,6 +223,9 @@ func (l *Loop) offer(order []*boundTool) {
 		b.wire = w
 		l.wire[w] = b.spec.Name
 		l.defs[i] = model.ToolDef{Name: w, Description: b.spec.Description, Schema: b.spec.InputSchema}
+		if sideEffect(&b.spec) {
+			l.defs[i].Schema, b.declares = withDeclaration(b.spec.InputSchema)
+		}
 	}
 }
 
@@ -240,6 +253,14 @@ func compileSchema(name string, raw []byte) (*schema.Schema, error) {
 		return nil, nil
 	}
 	return schema.Compile(name, json.RawMessage(raw))
+}
+
+// WithEvidence returns a Loop like l whose Config.Evidence is ev (the
+// record of the run it runs in). Cheap: nothing is compiled again.
+func (l *Loop) WithEvidence(ev *safety.Evidence) *Loop {
+	c := *l
+	c.cfg.Evidence = ev
+	return &c
 }
 
 // With returns a Loop that shares l's tools and settings and runs in

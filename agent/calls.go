@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -34,6 +35,15 @@ func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", b.wire, err)
 		return c
+	}
+	if b.declares {
+		d, ps := takeDeclaration(args)
+		if len(ps) > 0 {
+			c.Status = StatusInvalid
+			c.Observation = fmt.Sprintf("invalid call of %s: its %s is invalid: %s. Fix it and call again.", b.wire, DeclarationArg, describeProblems(ps))
+			return c
+		}
+		c.Declaration = d
 	}
 	c.args = args
 	return c
@@ -154,7 +164,11 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		}
 	}
 	if len(jobs) > 0 {
-		if err := l.runCalls(ctx, t, jobs, approved); err != nil {
+		var ev *safety.Evidence // built before any call runs, only if one is traced
+		if l.tracesAny(t, jobs) {
+			ev = l.evidence(s, t.N)
+		}
+		if err := l.runCalls(ctx, t, jobs, approved, ev); err != nil {
 			return err
 		}
 	}
@@ -192,10 +206,10 @@ func safeToRepeat(spec tool.Spec) bool {
 // runCalls runs the calls t.Calls[i] for i in jobs, at most
 // Config.Concurrency at once, and commits each outcome as it comes. On
 // cancellation the calls still running are cancelled and left chosen.
-func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool) error {
+func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev *safety.Evidence) error {
 	if len(jobs) == 1 {
 		c := &t.Calls[jobs[0]]
-		if !l.call(ctx, t.N, c, approved[jobs[0]]) {
+		if !l.call(ctx, t.N, c, approved[jobs[0]], ev) {
 			return context.Cause(ctx)
 		}
 		return l.commitCall(ctx, t.N, c)
@@ -219,7 +233,7 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 		wg.Add(1)
 		go func(c *Call) {
 			defer func() { <-sem; wg.Done() }()
-			done := l.call(cctx, t.N, c, approved[c.Index-1])
+			done := l.call(cctx, t.N, c, approved[c.Index-1], ev)
 			if !done {
 				return
 			}
@@ -244,22 +258,30 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 }
 
 // call runs one call through the pipeline and fills in its outcome. It
-// returns false when ctx ended first: the call stays chosen.
-func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool {
+// returns false when ctx ended first: the call stays chosen. ev is what
+// its arguments are traced to and its declaration checked against (nil
+// when no call of the turn is traced).
+func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *safety.Evidence) bool {
 	bt := l.tools[c.Tool]
 	args := c.args
 	if args == nil {
 		args, _ = parseArgs(c.Args) // checked when the turn was taken
+		if bt.declares {
+			delete(args, DeclarationArg) // c.Declaration holds it
+		}
 	}
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
 		args = l.ownStepTools(args)
 		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
-			return l.executePlan(ctx, turn, c, args)
+			return l.executePlan(ctx, turn, c, args, ev)
 		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
+	if l.traces(bt) {
+		l.trace(ev, bt, c, args, &req)
+	}
 	if bt.input != nil {
 		req.Input = bt.input
 	}
@@ -295,6 +317,9 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool) bool 
 	case invoke.Blocked:
 		c.Status = StatusBlocked
 		c.Observation = fmt.Sprintf("blocked: %v. Do not retry this call as it is.", err)
+		if ve := (*invoke.VerifyError)(nil); errors.As(err, &ve) {
+			c.Observation = l.verifyObservation(c, ve)
+		}
 	default:
 		c.Status = StatusFailed
 		c.Observation = l.cutText(fmt.Sprintf("error (%s): %v", fault.ClassOf(err), err))

@@ -31,6 +31,23 @@
 // or only reads; otherwise it is StatusUnknown and waits for a person's
 // Decision, as flow steps do.
 //
+// Provenance and declarations: before a call of a side-effecting tool
+// runs (of any tool, when the pipeline has a gate), each leaf of its
+// arguments is traced (safety.Evidence) to what the model had seen — the
+// user's messages (History, Task) and the run's record (Config.Evidence)
+// make it user, an earlier observation tool:<name> or db — or is
+// inferred; inferred leaves a read tool's result confirms are Verified.
+// A write, external or destructive tool's schema, as the model sees it,
+// gains an optional "declaration" argument (DeclarationArg, unless the
+// tool's own schema uses the name): the loop takes it out of the
+// arguments (the tool never gets it), parses it strictly (a malformed one
+// is an invalid call naming /declaration/...), and checks each fact
+// against its source (safety.CheckDeclaration). Provenance, verifications,
+// declaration and claims go to the gate and are journaled on the Call.
+// When the gate asks to verify (undeclared-side-effect's require_review)
+// the call is blocked and the observation, a JSON object, says what is
+// unsupported and which read tools can check it: the next turn can.
+//
 // Budgets are separate counters with separate errors (fault.Budget with
 // the budget's name): turns, tool calls, tokens and wall time.
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -64,7 +65,8 @@ const planInputSchema = `{"type":"object","required":["objective","steps"],"addi
 "properties":{"objective":{"type":"string","description":"what the plan is for"},
 "steps":{"type":"array","minItems":1,"items":{"type":"object","required":["id","tool"],"additionalProperties":false,
 "properties":{"id":{"type":"string"},"tool":{"type":"string"},"depends_on":{"type":"array","items":{"type":"string"}},
-"args":{"type":"object","description":"the tool's arguments; a value {\"$ref\": \"<step id>.<path>\"} is that earlier step's output at path"}}}}}}`
+"args":{"type":"object","description":"the tool's arguments; a value {\"$ref\": \"<step id>.<path>\"} is that earlier step's output at path"},
+"declaration":` + safety.DeclarationSchema + `}}}}}`
 
 const planDescription = "Run several of your tools as one plan: steps run once the steps they depend on (depends_on, or a {\"$ref\": \"step.path\"} in args) have succeeded, independent steps in parallel. The whole plan is checked before anything runs. Answers {success, objective, result (each completed step's output by id), completed_steps, error, error_type, failed_steps}."
 
@@ -148,8 +150,9 @@ type planStepError struct {
 // (*planPaused). Whatever happens inside — a failed step, the budget, a
 // panic — the answer is an observation, never an error of the loop: the
 // plan does not touch the Session (transcript, status, budgets), and the
-// loop goes on from the turn it was at.
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (out any, err error) {
+// loop goes on from the turn it was at. turnEv is what the model had
+// seen, which the plan's literals are traced to (gated loops only).
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, turnEv *safety.Evidence) (out any, err error) {
 	p, call := l.planner, c.Index
 	pj, _ := l.cfg.Journal.(PlanJournal)
 	onEvent := func(plan.Event) {}
@@ -190,7 +193,12 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any) (ou
 	if err != nil {
 		return nil, fmt.Errorf("execute_plan: %w", err)
 	}
-	completed, executed, err := p.execute(WithPlanRunning(ctx), ex, pl, objective, from, c.decisions)
+	var ev *safety.Evidence // what the plan's literals are traced to, for the gate
+	if l.gated() {
+		ev = &safety.Evidence{} // its own: the plan adds its steps' outputs
+		ev.Include(turnEv)
+	}
+	completed, executed, err := p.execute(WithPlanRunning(ctx), ex, pl, objective, from, c.decisions, ev)
 	if ctx.Err() != nil {
 		return nil, err // the call is cancelled: the loop leaves it chosen
 	}
@@ -265,10 +273,11 @@ func (p *planner) check(m map[string]any) (*plan.Plan, error) {
 }
 
 // execute runs pl, or continues it from where it waited for people (from
-// non-nil) with their decisions by plan step. It returns the completed
+// non-nil) with their decisions by plan step; ev (nil: none) is the
+// evidence its literals are traced to. It returns the completed
 // steps, the tool calls made, and the executor's error (a *plan.WaitError
 // when steps wait). A panic in it is the plan's failure, not the loop's.
-func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan, objective string, from *PlanWait, decided map[string]Decision) (completed []plan.StepResult, executed int, err error) {
+func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan, objective string, from *PlanWait, decided map[string]Decision, ev *safety.Evidence) (completed []plan.StepResult, executed int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			completed, executed = from.completed(), from.executed()
@@ -276,7 +285,7 @@ func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan,
 		}
 	}()
 	if from == nil {
-		st := &plan.State{}
+		st := &plan.State{Evidence: ev}
 		err = ex.Execute(ctx, pl, st)
 		return st.Completed(), st.Executed(), err
 	}
@@ -293,7 +302,7 @@ func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan,
 		decisions[w.ID] = pd
 	}
 	pr, err := plan.RunFrom(ctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
-		&plan.Progress{Plan: pl, Number: 1, Completed: from.Completed, Executed: from.Executed, Decisions: decisions})
+		&plan.Progress{Plan: pl, Number: 1, Completed: from.Completed, Executed: from.Executed, Decisions: decisions, Evidence: ev})
 	return pr.Completed, pr.Executed, err
 }
 

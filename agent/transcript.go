@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/safety"
 )
 
 // Session is one task of an agent and everything the loop has done for it:
@@ -101,6 +102,17 @@ type Call struct {
 	// PlanRun is the sub-run of an execute_plan call: its status, step
 	// budget and steps (see PlanRun).
 	PlanRun *PlanRun `json:"plan_run,omitempty"`
+	// Provenance says where each argument came from, traced from the
+	// transcript (safety.Evidence.Trace): user, tool:<name>, db or
+	// inferred, by JSON pointer. Verified lists the inferred arguments a
+	// read tool's result of the run confirms.
+	Provenance safety.Provenance     `json:"provenance,omitempty"`
+	Verified   []safety.Verification `json:"verified,omitempty"`
+	// Declaration is what the model declared with the call (the
+	// declaration argument of a side-effecting tool, taken out of the
+	// arguments), and Claims its facts checked against the run.
+	Declaration *safety.Declaration   `json:"declaration,omitempty"`
+	Claims      []safety.ClaimVerdict `json:"claims,omitempty"`
 
 	args      map[string]any      // Args decoded, once checked
 	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with

@@ -90,7 +90,11 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	if r.d.on {
 		blobs = jr
 	}
-	res, err := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r), blobs).Run(ctx, sess)
+	loop := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r), blobs)
+	if r.ev != nil {
+		loop = loop.WithEvidence(r.ev)
+	}
+	res, err := loop.Run(ctx, sess)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 		req.Approved = j.approved
 	}
 	req.Provenance = r.b.provenance(j.index, fallback)
+	if r.ev != nil {
+		req.Verified = r.ev.Verify(in.args, req.Provenance)
+	}
 	if r.b.gated() {
 		req.Gate = r.b.gate // the flow's rules and the controls around the engine's gate
 	}

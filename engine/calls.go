@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
@@ -17,14 +18,25 @@ type callRecorder run
 var _ invoke.Recorder = (*callRecorder)(nil)
 
 // GateDecided journals one decision of the gate.
-func (c *callRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
+// Its data is what the gate saw (safety.Basis) of a call a model chose, or
+// of one whose inferred arguments a tool result verified.
+func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
 	r := (*run)(c)
 	why := d.Reason
 	if d.Rule != "" {
 		why = "rule " + d.Rule + ": " + d.Reason
 	}
-	r.record(trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: tool,
-		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why})
+	ev := trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: inv.Tool.Name,
+		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why, Turn: at.Turn}
+	// a flow step's provenance is the flow's (rein runs why works it out
+	// again); what only the run knows is journaled.
+	if inv.Chosen || len(inv.Verified) > 0 {
+		b := safety.BasisOf(inv)
+		if data, err := json.Marshal(&b); err == nil {
+			ev.Data = r.e.cfg.Redactor.String(string(data)) // claims quote inputs and outputs
+		}
+	}
+	r.record(ev)
 }
 
 // Called hands rec to Config.OnCall. A call abandoned at its deadline keeps
@@ -54,6 +66,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 	if r.risk != nil && rec.Outcome == invoke.OK {
 		r.risk.AddResult(rec.Tool, rec.Output) // evidence the reviewer may see
 	}
+	r.noteOutput(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

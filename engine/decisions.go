@@ -165,8 +165,12 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	planner := &plan.ModelPlanner{Model: metered{name: s.Model, m: r.b.models[j.index]}, ModelName: s.Model}
 	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
 	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: at.Key()})
-	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted},
-		r.planProgress(j.index, in.item))
+	prog := r.planProgress(j.index, in.item)
+	if prog == nil {
+		prog = &plan.Progress{}
+	}
+	prog.Evidence = r.planEvidence()
+	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted}, prog)
 	if err != nil {
 		if w := planWait(err); w != err {
 			return nil, w // plan steps wait for people: the step parks

@@ -319,6 +319,8 @@ type bound struct {
 	// pipe is the pipeline of the flow's agent loops: the engine's, with
 	// the flow's gate.
 	pipe *invoke.Pipeline
+	// evRef names each step's call in the run's evidence ("step <id>").
+	evRef []string
 	// flowHash and flowPath are what a durable run pins (FlowHash, the
 	// absolute path), worked out once per flow: the path costs two stat
 	// calls of os.Getwd.

@@ -42,7 +42,9 @@ func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 		return tool.Spec{}, false
 	}
 	b.prov, b.fbProv = make([]safety.Provenance, len(f.Steps)), make([]safety.Provenance, len(f.Steps))
+	b.evRef = make([]string, len(f.Steps))
 	for i, s := range f.Steps {
+		b.evRef[i] = "step " + s.ID
 		if s.Type == flow.Tool {
 			b.prov[i] = flow.ArgProvenance(f, s, false, spec)
 		}
@@ -97,11 +99,14 @@ func (r *run) gatePark(i int, j *job) bool {
 	}
 	attempt := r.steps[i].attempts + 1
 	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: j.in.args, Provenance: r.b.provenance(i, false)}
+	if r.ev != nil {
+		inv.Verified = r.ev.Verify(j.in.args, inv.Provenance)
+	}
 	d, err := r.b.gate.Check(r.ctx, &inv)
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return false // the pipeline decides again and reports it
 	}
-	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}, s.Tool, d)
+	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}, &inv, d)
 	a := r.park(i, store.KindApproval, j)
 	a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
 		s.ID, s.Tool, d.Rule, d.Reason)

@@ -48,12 +48,15 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 		{path: "plan step",
 			inferred: `  - {id: s, type: plan, model: m, goal: "send", tools: [send], max_replans: 0}`,
 			plan:     map[string]any{"goal": "send", "steps": []any{map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": "x@example.com"}}}}},
-		// a plan step whose argument is a $ref to a read tool's output (db), not model text.
+		// a plan step whose argument is a $ref to a read tool's output (db),
+		// not model text, and whose declaration the lookup confirms.
 		{path: "plan step with a $ref",
 			user: `  - {id: s, type: plan, model: m, goal: "send", tools: [lookup, send], max_replans: 0}`,
 			plan: map[string]any{"goal": "send", "steps": []any{
 				map[string]any{"id": "who", "tool": "lookup", "args": map[string]any{"q": "owner"}},
-				map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": map[string]any{"$ref": "who.email"}}}}}},
+				map[string]any{"id": "a", "tool": "send", "args": map[string]any{"to": map[string]any{"$ref": "who.email"}},
+					"declaration": map[string]any{"action": "mail the owner", "facts": []any{
+						map[string]any{"claim": "the owner's address", "source": "db", "evidence": "owner@example.com"}}}}}}},
 	}
 	for _, tc := range cases {
 		for _, src := range []string{tc.inferred, tc.user} {
@@ -210,8 +213,9 @@ steps:
 		if err != nil {
 			t.Fatal(err)
 		}
-		// without a reviewer (review:), a person decides what a rule sends to review.
-		want := "require_approval on tool send by rule review-sends: rule review-sends; no reviewer is configured (review:), so a person decides"
+		// a rule's require_review on a call a model chose without a
+		// declaration: the model declares and verifies first.
+		want := "require_review on tool send by rule review-sends: it carries no declaration"
 		if engineGate != nil {
 			want = "require_approval on tool send by rule inferred-drives-effect"
 		}

@@ -218,6 +218,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 				}
 			}
 			r.publish(i, st.output)
+			r.restoreEvidence(i, row.Status, st.output)
 			r.setStatus(i, row.Status)
 		case trace.StepFailed, trace.StepBlocked:
 			// a failed step fails its run; a failed row in an unfinished run

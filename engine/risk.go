@@ -69,7 +69,7 @@ func (e *Engine) bindRisk(f *flow.Flow, gate safety.Gate, bb *binder) (safety.Ga
 		risk = &safety.RiskConfig{}
 	}
 	t := &tiers{controls: &safety.Controls{Gate: gate, Risk: risk, Review: rev}, steps: make([]*safety.Signals, len(f.Steps))}
-	t.intake.Config = risk
+	t.intake.Config, t.intake.Ahead = risk, true
 	if rev != nil {
 		m, err := e.cfg.Models.Lookup(rev.Model)
 		if err != nil {
@@ -100,7 +100,7 @@ func (t *tiers) assessFlow(e *Engine, f *flow.Flow, b *bound) {
 		switch {
 		case s.Type == flow.Tool && s.ForEach != nil:
 			sp, _ := spec(s.Tool)
-			st := &safety.Signals{Tools: []tool.Spec{sp}, Config: t.intake.Config}
+			st := &safety.Signals{Tools: []tool.Spec{sp}, Config: t.intake.Config, Ahead: true}
 			st.CountArgs(&sp, b.prov[i])
 			t.steps[i] = st
 			t.intake.Tools = append(t.intake.Tools, sp)
@@ -110,7 +110,7 @@ func (t *tiers) assessFlow(e *Engine, f *flow.Flow, b *bound) {
 			t.intake.Tools = append(t.intake.Tools, sp)
 			t.intake.CountArgs(&sp, b.prov[i])
 		case s.Type == flow.Agent && s.Agent != nil:
-			st := &safety.Signals{Config: t.intake.Config}
+			st := &safety.Signals{Config: t.intake.Config, Ahead: true}
 			for _, at := range s.Agent.Tools {
 				if sp, ok := spec(at.Name); ok {
 					st.Tools = append(st.Tools, sp)

@@ -82,6 +82,9 @@ type run struct {
 	// resumed run's journal reached.
 	risk         *safety.RunRisk
 	restoredTier int
+	// ev is what the run recorded for the gate (evidence.go); nil when
+	// the run is not gated.
+	ev *safety.Evidence
 }
 
 type counters struct {
@@ -161,6 +164,7 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 	for i := range f.Steps {
 		r.setStatus(i, trace.StepPending)
 	}
+	r.startEvidence()
 	return r
 }
 

@@ -150,6 +150,8 @@ func TestConfigPolicy(t *testing.T) {
     - {name: inferred-drives-effect, verdict: block}
     - {tools: [x]}
     - {name: t, min_tier: 7, verdict: block}
+    - {name: u, unverified: true, verdict: block}
+    - {name: dcl, declaration: [absent], verdict: require_review}
 `), "rein.yaml")
 	if err == nil {
 		t.Fatal("bad policy accepted")
@@ -163,6 +165,8 @@ func TestConfigPolicy(t *testing.T) {
 		`rein.yaml:10:7: rule "inferred-drives-effect": the name is taken`,
 		`rein.yaml:11:7: rule 5 needs a name:`,
 		`rein.yaml:12:27: rule t: min_tier must be a risk tier from 1 to 4, not 7`,
+		`rein.yaml:13:29: rule u: unverified: true narrows a provenance: condition`,
+		`rein.yaml:14:33: rule dcl: declaration must be missing, unverified or verified, not "absent"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -54,7 +54,7 @@ func (p *PolicyDecl) WantsTiers() bool {
 
 var policyFields = []string{"defaults", "rules"}
 
-var policyRuleFields = []string{"name", "tools", "effects", "reversibility", "tags", "provenance", "min_tier", "verdict", "reason"}
+var policyRuleFields = []string{"name", "tools", "effects", "reversibility", "tags", "provenance", "unverified", "declaration", "min_tier", "verdict", "reason"}
 
 // decodePolicy reads policy:.
 func (d *decoder) decodePolicy(fl field) *PolicyDecl {
@@ -161,6 +161,17 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 				}
 				r.Provenance = append(r.Provenance, safety.Origin(e))
 			}
+		case "unverified":
+			r.Unverified, _ = d.boolean(f, "")
+		case "declaration":
+			list, pos, _ := d.strList(f, "")
+			for j, e := range list {
+				if st := safety.DeclarationState(e); !st.Valid() {
+					d.diags.add(pos[j], "", "%s: declaration must be missing, unverified or verified, not %q", where, e)
+					good = false
+				}
+				r.Declaration = append(r.Declaration, safety.DeclarationState(e))
+			}
 		case "min_tier":
 			if t, ok := d.integer(f, ""); ok {
 				if t < 1 || t > 4 {
@@ -188,6 +199,9 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 	if r.Verdict == "" {
 		d.diags.add(posOf(n), "", "%s needs a verdict: (block, require_approval or require_review)", where)
 		good = false
+	}
+	if f, ok := fieldByKey(fields, "unverified"); ok && r.Unverified && len(r.Provenance) == 0 {
+		bad(f, "unverified: true narrows a provenance: condition to the arguments no tool result confirms; add provenance: [inferred] (or the origins it is about)")
 	}
 	return r, good
 }

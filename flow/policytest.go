@@ -2,6 +2,8 @@ package flow
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -19,6 +21,8 @@ import (
 //	  - name: a refund the model computed
 //	    tool: {name: refund, effect: external, tags: [money]}
 //	    provenance: {/amount: [inferred], /customer: [db]}
+//	    verified: [/customer]     # a tool result of the run confirms these
+//	    declaration: missing      # a model chose the call: missing, unverified or verified
 //	    expect: require_approval
 type PolicyTest struct {
 	Policy PolicyDecl
@@ -36,7 +40,7 @@ type PolicyCase struct {
 
 var policyTestFields = []string{"defaults", "rules", "cases"}
 
-var caseFields = []string{"name", "tool", "args", "provenance", "approved", "tier", "expect"}
+var caseFields = []string{"name", "tool", "args", "provenance", "verified", "declaration", "approved", "tier", "expect"}
 
 var caseToolFields = []string{"name", "effect", "reversibility", "idempotent", "tags"}
 
@@ -118,6 +122,22 @@ func (d *decoder) decodeCases(f field) []PolicyCase {
 				c.Invocation.Args, _ = toValue(g.value)
 			case "provenance":
 				c.Invocation.Provenance = d.caseProvenance(g, where)
+			case "verified":
+				ptrs, pos, _ := d.strList(g, "")
+				for j, p := range ptrs {
+					if p != "" && p[0] != '/' {
+						d.diags.add(pos[j], "", "%s: verified lists JSON pointers into the args, like /to, not %q", where, p)
+					}
+					c.Invocation.Verified = append(c.Invocation.Verified, safety.Verification{Pointer: p, Tool: "(policy test)", Ref: where})
+				}
+				slices.SortFunc(c.Invocation.Verified, func(a, b safety.Verification) int { return strings.Compare(a.Pointer, b.Pointer) })
+			case "declaration":
+				if v, ok := d.str(g, ""); ok {
+					if !safety.DeclarationState(v).Valid() {
+						d.diags.add(posOf(g.value), "", "%s: declaration must be missing, unverified or verified (the state of the declaration of a call a model chose), not %q", where, v)
+					}
+					caseDeclaration(&c.Invocation, safety.DeclarationState(v))
+				}
 			case "approved":
 				c.Invocation.Approved, _ = d.boolean(g, "")
 			case "tier":
@@ -144,6 +164,18 @@ func (d *decoder) decodeCases(f field) []PolicyCase {
 		out = append(out, c)
 	}
 	return out
+}
+
+// caseDeclaration makes inv a call a model chose whose declaration is in
+// state st.
+func caseDeclaration(inv *safety.Invocation, st safety.DeclarationState) {
+	inv.Chosen = true
+	if st == safety.DeclarationMissing {
+		return
+	}
+	fact := safety.Fact{Claim: "(policy test)", Source: "user", Evidence: "(policy test)"}
+	inv.Declaration = &safety.Declaration{Action: "(policy test)", Facts: []safety.Fact{fact}}
+	inv.Claims = []safety.ClaimVerdict{{Claim: fact.Claim, Supported: st == safety.DeclarationVerified, Evidence: "the case says " + string(st)}}
 }
 
 func (d *decoder) caseTool(f field, where string) tool.Spec {

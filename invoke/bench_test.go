@@ -11,8 +11,8 @@ import (
 
 type nopRecorder struct{}
 
-func (nopRecorder) GateDecided(invoke.Position, string, safety.Decision) {}
-func (nopRecorder) Called(invoke.Record)                                 {}
+func (nopRecorder) GateDecided(invoke.Position, *safety.Invocation, safety.Decision) {}
+func (nopRecorder) Called(invoke.Record)                                             {}
 
 // BenchmarkCall measures the pipeline's own cost on a tool step's path: no
 // schemas, the default gate, no deadline, a recorder.

@@ -66,6 +66,35 @@ type Request struct {
 	// Approved says a person approved this call with exactly these args:
 	// the approval requirement, and a gate's require_approval, are met.
 	Approved bool
+	// Verified, Chosen, Declaration and Claims are what the gate sees of
+	// the same names in safety.Invocation: the inferred arguments a tool
+	// result confirms, whether a model chose the call, its declaration and
+	// the check of its facts.
+	Verified    []safety.Verification
+	Chosen      bool
+	Declaration *safety.Declaration
+	Claims      []safety.ClaimVerdict
+}
+
+// VerifyError is the error of a model-chosen call the gate answered
+// require_review because its declaration is missing or unverified
+// (Outcome Blocked, classed fault.Policy): the model is to verify its
+// facts and call again. Claims are the checked facts.
+type VerifyError struct {
+	Tool   string
+	Rule   string
+	Reason string
+	// Missing says there was no declaration at all.
+	Missing bool
+	Claims  []safety.ClaimVerdict
+}
+
+func (e *VerifyError) Error() string {
+	what := "its declaration is unverified"
+	if e.Missing {
+		what = "it carries no declaration"
+	}
+	return fmt.Sprintf("policy gate: require_review on tool %s by rule %s: %s; verify the facts it relies on and declare them (%s)", e.Tool, e.Rule, what, e.Reason)
 }
 
 // ApprovalError is the error of a call that waits for a person's
@@ -212,7 +241,8 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 		return nil
 	}
 	inv := safety.Invocation{RunID: info.RunID, StepID: info.StepID, Attempt: info.Attempt, Tool: *spec, Args: req.Args,
-		Provenance: req.Provenance, Approved: req.Approved}
+		Provenance: req.Provenance, Approved: req.Approved, Verified: req.Verified, Chosen: req.Chosen,
+		Declaration: req.Declaration, Claims: req.Claims}
 	d, err := gate.Check(ctx, &inv)
 	if err != nil {
 		return fault.New(fault.Policy, fmt.Errorf("policy gate failed on tool %s: %w", spec.Name, err))
@@ -221,7 +251,7 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 		d.Verdict = safety.Allow
 	}
 	if req.Recorder != nil {
-		req.Recorder.GateDecided(req.At, spec.Name, d)
+		req.Recorder.GateDecided(req.At, &inv, d)
 	}
 	why := d.Reason
 	if d.Rule != "" {
@@ -242,6 +272,11 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	msg := fmt.Sprintf("policy gate: %s on tool %s: %s", d.Verdict, spec.Name, d.Reason)
 	if d.Rule != "" {
 		msg = fmt.Sprintf("policy gate: %s on tool %s by rule %s: %s", d.Verdict, spec.Name, d.Rule, d.Reason)
+	}
+	if d.Verdict == safety.RequireReview {
+		if st := safety.StateOf(inv.Chosen, inv.Declaration, inv.Claims); st == safety.DeclarationMissing || st == safety.DeclarationUnverified {
+			return fault.New(fault.Policy, &VerifyError{Tool: spec.Name, Rule: d.Rule, Reason: d.Reason, Missing: st == safety.DeclarationMissing, Claims: inv.Claims})
+		}
 	}
 	switch d.Verdict {
 	case safety.Block:

@@ -59,7 +59,7 @@ func (l *probe) stage(s string) {
 	l.mu.Unlock()
 }
 
-func (l *probe) GateDecided(_ invoke.Position, _ string, d safety.Decision) {
+func (l *probe) GateDecided(_ invoke.Position, _ *safety.Invocation, d safety.Decision) {
 	l.mu.Lock()
 	l.decisions = append(l.decisions, d)
 	l.mu.Unlock()

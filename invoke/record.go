@@ -75,8 +75,9 @@ func (r *Record) ArgsDigest() string {
 // caller moved on) and must not block for long.
 type Recorder interface {
 	// GateDecided receives every decision of a configured gate, before the
-	// call is made or refused.
-	GateDecided(at Position, tool string, d safety.Decision)
+	// call is made or refused, with what the gate saw (inv is the
+	// pipeline's; read it during the call, do not keep it).
+	GateDecided(at Position, inv *safety.Invocation, d safety.Decision)
 	// Called receives the record of every call once its outcome is known,
 	// and a second record (Outcome Late) if a timed-out tool returns.
 	Called(rec Record)

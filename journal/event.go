@@ -46,8 +46,10 @@ type Event struct {
 	Process Process `json:"process,omitzero"`
 	// Turn is the agent turn of agent_turn and agent_call events.
 	Turn int `json:"turn,omitempty"`
-	// Data is the record an event carries whole, as JSON text (agent_turn,
-	// agent_call): what a resume rebuilds the agent's transcript from.
+	// Data is the record an event carries whole, as JSON text: agent_turn
+	// and agent_call carry what a resume rebuilds the agent's transcript
+	// from; gate_decision what the gate saw (safety.Basis), when more than
+	// the tool and args.
 	Data string `json:"data,omitempty"`
 }
 

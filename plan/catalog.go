@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
@@ -244,6 +246,15 @@ func (c *Catalog) PlanSchema() (*schema.Schema, error) {
 	return sh.planSchema, sh.planSchemaErr
 }
 
+// declarationSchema is safety.DeclarationSchema decoded.
+func declarationSchema() any {
+	var v any
+	if err := json.Unmarshal([]byte(safety.DeclarationSchema), &v); err != nil {
+		panic("plan: safety.DeclarationSchema is not JSON: " + err.Error())
+	}
+	return v
+}
+
 func planSchemaDoc() map[string]any {
 	str := map[string]any{"type": "string"}
 	return map[string]any{
@@ -259,10 +270,11 @@ func planSchemaDoc() map[string]any {
 					"required":             []any{"id", "tool"},
 					"additionalProperties": false,
 					"properties": map[string]any{
-						"id":         str,
-						"tool":       str,
-						"depends_on": map[string]any{"type": "array", "items": str},
-						"args":       map[string]any{"type": "object"},
+						"id":          str,
+						"tool":        str,
+						"depends_on":  map[string]any{"type": "array", "items": str},
+						"args":        map[string]any{"type": "object"},
+						"declaration": declarationSchema(),
 					},
 				},
 			},

@@ -39,6 +39,17 @@
 // a rejected one fails with the person's comment, completed steps are not
 // run again.
 //
+// A model wrote the plan, so with a gate every step is a chosen call: the
+// gate sees each argument's origin — a $ref that of the referenced step's
+// tool, a literal the origin of the run's evidence it is found in
+// (State.Evidence: the user's input, tool outputs before the plan, the
+// outputs of its completed steps), else inferred — the inferred arguments
+// a read tool's output confirms, and the step's declaration
+// ({"declaration": {action, facts, assumptions, side_effects}}, parsed
+// strictly with pointers) with each fact checked against its source. A
+// step the gate asks to verify fails with the JSON pointers of its missing
+// declaration or unsupported facts, so a replan can add the lookup.
+//
 // Run joins them: it asks a Planner for a plan, executes it, and when a step
 // fails asks again — with the failure as an observation and the completed
 // steps with their outputs — at most Limits.MaxReplans times. Completed

@@ -245,6 +245,9 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 		return verr
 	}
 	st.attempt++
+	if st.Evidence == nil {
+		st.Evidence = &safety.Evidence{}
+	}
 	r := &round{e: e, p: p, an: an, st: st, attempt: st.attempt, runID: runID, stepID: stepID, status: make([]uint8, len(p.Steps)),
 		at: invoke.Position{RunID: runID, StepID: stepID, Attempt: info.Attempt, Plan: st.attempt}}
 	if info.IdempotencyKey != "" && info.RunID == runID && info.StepID == stepID {
@@ -382,7 +385,12 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 		Info:            &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt},
 		RequireApproval: r.e.cfg.RequireApproval[s.Tool], Pausable: r.e.cfg.Pausable, Approved: approved}
 	if r.e.cfg.Gate != safety.AllowAll {
+		// a model wrote the plan: the gate sees where each argument came
+		// from, what the run confirms, and the step's declaration checked.
 		req.Provenance = r.provenance(i)
+		req.Verified = r.st.Evidence.Verify(args, req.Provenance)
+		req.Chosen, req.Declaration = true, s.Declaration
+		req.Claims = safety.CheckDeclaration(s.Declaration, r.st.Evidence)
 	}
 	if ent := r.an.steps[i].entry; ent != nil {
 		req.Spec, req.Input = &ent.spec, (*argsCheck)(ent)
@@ -432,11 +440,18 @@ func (r *round) settle(s settled) {
 		IdempotencyKey: at.Key(), Duration: s.dur, Status: "succeeded", Output: s.out}
 	if s.err != nil {
 		r.status[s.i] = failed
+		if ve := (*invoke.VerifyError)(nil); errors.As(s.err, &ve) {
+			s.err = fmt.Errorf("%s; %w", joinProblems(declarationProblems(s.i, step, ve)), s.err)
+		}
 		r.fails = append(r.fails, &StepError{StepID: step.ID, Tool: step.Tool, Attempt: r.attempt, Err: s.err})
 		ev.Status, ev.ErrorClass, ev.Error, ev.Output = "failed", fault.ClassOf(s.err), s.err.Error(), nil
 	} else {
 		r.status[s.i] = succeeded
 		r.st.complete(s.i, step.ID, step.Tool, s.out)
+		if t := r.e.tools[step.Tool]; t != nil {
+			spec := t.Spec()
+			r.st.Evidence.AddTool("plan step "+step.ID, &spec, s.out)
+		}
 	}
 	r.e.emit(ev)
 }

@@ -16,6 +16,7 @@ func fuzzSeeds(f *testing.F) {
 		`{"goal": "g", "steps": [{"id": "a", "tool": "t", "why": 1}]}`,
 		`{"steps": [{"id": "a", "id": "b"}]}`, `{"steps": [`, `[]`, `"x"`, `{} {}`, "Here is the plan",
 		`{"steps": [{"id": "a", "tool": "lookup", "depends_on": ["b"]}, {"id": "b", "tool": "lookup", "depends_on": ["a"]}]}`,
+		`{"steps": [{"id": "a", "tool": "write_brief", "declaration": {"action": "x", "facts": [{"claim": "c", "source": "tool:lookup", "evidence": "e"}], "assumptions": [{"claim": "a", "affects": ["/x"]}]}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

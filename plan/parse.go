@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/reinhq/rein/safety"
 )
 
 // ParseError is a plan document Parse rejected: every problem found, each
@@ -18,7 +20,7 @@ type ParseError struct {
 	Problems []Problem
 }
 
-// Error reads like `plan rejected: at /steps/0: unknown field "why" (known: id, tool, depends_on, args)`.
+// Error reads like `plan rejected: at /steps/0: unknown field "why" (known: id, tool, depends_on, args, declaration)`.
 func (e *ParseError) Error() string { return "plan rejected: " + joinProblems(e.Problems) }
 
 // fatal stops parsing.
@@ -27,7 +29,8 @@ type fatal struct{ p Problem }
 func (f *fatal) Error() string { return f.p.String() }
 
 // Parse reads a plan document strictly: exactly one JSON object of the form
-// {"goal": "…", "steps": [{"id", "tool", "depends_on", "args"}]}, at most
+// {"goal": "…", "steps": [{"id", "tool", "depends_on", "args",
+// "declaration"}]} (a declaration as safety.ParseDeclaration reads it), at most
 // MaxBytes long and MaxDepth deep, with no unknown fields, no duplicate keys
 // and the right type everywhere (null counts as absent for goal,
 // depends_on and args). Errors are a *ParseError. Parse checks the shape
@@ -170,8 +173,10 @@ func (ps *parser) step(s *Step, sptr string) error {
 			s.DependsOn, err = ps.stringList(ptr)
 		case "args":
 			s.Args, err = ps.args(ptr)
+		case "declaration":
+			s.Declaration, err = ps.declaration(ptr)
 		default:
-			ps.problem(ptr, "unknown field %q in a step (known: id, tool, depends_on, args)", key)
+			ps.problem(ptr, "unknown field %q in a step (known: id, tool, depends_on, args, declaration)", key)
 			err = ps.skip(ptr, 4)
 		}
 		return err
@@ -275,6 +280,24 @@ func (ps *parser) args(ptr string) (map[string]any, error) {
 		ps.problem(ptr, "args must be an object of argument names to values, got %s", tokenType(t))
 	}
 	return m, nil
+}
+
+// declaration reads a step's declaration (null counts as absent).
+func (ps *parser) declaration(ptr string) (*safety.Declaration, error) {
+	t, err := ps.token(ptr)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	v, err := ps.valueFrom(t, ptr, 4)
+	if err != nil {
+		return nil, err
+	}
+	d, probs := safety.ParseDeclaration(v)
+	for _, p := range probs {
+		p.Pointer = ptr + p.Pointer
+		ps.probs = append(ps.probs, p)
+	}
+	return d, nil
 }
 
 // skip reads and drops one value.

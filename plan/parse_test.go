@@ -52,7 +52,7 @@ func TestParseRejects(t *testing.T) {
 		{"a list", `[{"id": "a"}]`, []string{""}, "got a list (wrap the steps"},
 		{"a string", `"plan"`, []string{""}, "got a string"},
 		{"extra top field", `{"goal": "g", "steps": [], "reasoning": "because"}`, []string{"/reasoning"}, `unknown field "reasoning" (known: goal, steps)`},
-		{"extra step field", `{"steps": [{"id": "a", "tool": "t", "why": "x", "description": "y"}]}`, []string{"/steps/0/why", "/steps/0/description"}, `unknown field "why" in a step (known: id, tool, depends_on, args)`},
+		{"extra step field", `{"steps": [{"id": "a", "tool": "t", "why": "x", "description": "y"}]}`, []string{"/steps/0/why", "/steps/0/description"}, `unknown field "why" in a step (known: id, tool, depends_on, args, declaration)`},
 		{"duplicate key", `{"steps": [{"id": "a", "id": "b", "tool": "t"}]}`, []string{"/steps/0/id"}, `duplicate key "id"`},
 		{"wrong types", `{"goal": 1, "steps": [{"id": 7, "tool": ["t"], "depends_on": "a", "args": [1]}]}`,
 			[]string{"/goal", "/steps/0/id", "/steps/0/tool", "/steps/0/depends_on", "/steps/0/args"}, "must be a string, got a number"},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/reinhq/rein/safety"
 )
 
 // MetaTool is the name of the agent meta-tool that runs a plan. A plan may
@@ -30,12 +32,16 @@ type Plan struct {
 
 // Step is one tool call of a plan. Args is a JSON object whose values may
 // hold references {"$ref": "step_id.path"} to the output of an earlier (or
-// already completed) step; a reference implies a dependency.
+// already completed) step; a reference implies a dependency. Declaration
+// is what the planner states before a step with side effects runs: the
+// facts it relies on, checked against the run before the call (the
+// policy's undeclared-side-effect rule).
 type Step struct {
-	ID        string         `json:"id"`
-	Tool      string         `json:"tool"`
-	DependsOn []string       `json:"depends_on,omitempty"`
-	Args      map[string]any `json:"args,omitempty"`
+	ID          string              `json:"id"`
+	Tool        string              `json:"tool"`
+	DependsOn   []string            `json:"depends_on,omitempty"`
+	Args        map[string]any      `json:"args,omitempty"`
+	Declaration *safety.Declaration `json:"declaration,omitempty"`
 }
 
 // StepResult is the output of a step that completed.
@@ -55,19 +61,10 @@ func (p *Plan) JSON() []byte {
 }
 
 // Problem is one thing wrong with a plan: where (an RFC 6901 JSON pointer
-// into the plan document, "" for the whole plan) and what.
-type Problem struct {
-	Pointer string `json:"pointer"`
-	Message string `json:"message"`
-}
-
-func (p Problem) String() string {
-	ptr := p.Pointer
-	if ptr == "" {
-		ptr = "(root)"
-	}
-	return "at " + ptr + ": " + p.Message
-}
+// into the plan document, "" for the whole plan) and what. It is the
+// problem type of the safety package's declarations, whose problems a plan
+// step's declaration reports under its own pointer.
+type Problem = safety.Problem
 
 func joinProblems(ps []Problem) string {
 	parts := make([]string, len(ps))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
 )
 
@@ -101,11 +102,17 @@ func (mp *ModelPlanner) prompt(req *Request) string {
 	var b strings.Builder
 	c := req.Catalog
 	fmt.Fprintf(&b, "Goal: %s\n\nTools you may use (at most %d steps):\n", req.Goal, c.MaxSteps())
+	declares := false
 	for _, n := range c.names {
 		e := c.lookup(n)
 		fmt.Fprintf(&b, "- %s", n)
 		if e.spec.Description != "" {
 			fmt.Fprintf(&b, ": %s", e.spec.Description)
+		}
+		switch e.spec.Effect {
+		case tool.EffectWrite, tool.EffectExternal, tool.EffectDestructive:
+			fmt.Fprintf(&b, "\n  effect: %s (a step calling it needs a declaration)", e.spec.Effect)
+			declares = true
 		}
 		if len(e.spec.InputSchema) > 0 {
 			fmt.Fprintf(&b, "\n  args schema: %s", compactJSON(e.spec.InputSchema))
@@ -121,6 +128,10 @@ Step ids are letters, digits, _ or -, unique. A step may depend only on earlier 
 An argument may be {"$ref": "step_id.field"} to pass an earlier step's output (or one of its fields, as its output schema declares); a $ref implies the dependency.
 Independent steps run in parallel.
 `)
+	if declares {
+		b.WriteString(`A step whose tool has an effect carries "declaration": {"action": "...", "facts": [{"claim": "...", "source": "user | db | tool:<name>", "evidence": "the exact text of that source"}]}; each fact is checked against the user's input or that tool's output in this run before the step runs, so plan the lookups it cites first.
+`)
+	}
 	if len(req.Completed) > 0 {
 		limit := mp.MaxOutputBytes
 		if limit <= 0 {

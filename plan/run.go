@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -115,6 +116,10 @@ type Progress struct {
 	// Decisions are people's decisions on the steps that waited for them
 	// (ExecutorConfig.Pausable), by plan step id.
 	Decisions map[string]Decision
+	// Evidence is the run's record of the user's input and tool outputs
+	// (State.Evidence); RunFrom adds the completed steps' outputs to it.
+	// A Progress with only Evidence set starts from the beginning.
+	Evidence *safety.Evidence
 }
 
 // RunFrom is Run continuing from p (nil: from the start, as Run): the
@@ -128,9 +133,21 @@ func RunFrom(ctx context.Context, pl Planner, ex *Executor, goal string, lim Lim
 	info := tool.CallInfoFrom(ctx)
 	st := &State{RunID: info.RunID, StepID: info.StepID, MaxExecuted: lim.MaxExecuted}
 	var resumed *Plan
+	if p != nil {
+		st.Evidence = p.Evidence
+	}
 	if p != nil && p.Plan != nil {
 		st.restore(p)
 		resumed, res.Replans = p.Plan, max(p.Number-1, 0)
+		if st.Evidence != nil {
+			for _, c := range p.Completed {
+				spec := tool.Spec{Name: c.Tool}
+				if t := ex.tools[c.Tool]; t != nil {
+					spec = t.Spec()
+				}
+				st.Evidence.AddTool("plan step "+c.ID, &spec, c.Output)
+			}
+		}
 	}
 	defer func() {
 		res.Outputs, res.Completed, res.Executed = st.Outputs(), st.Completed(), st.Executed()

@@ -3,6 +3,8 @@ package plan
 import (
 	"cmp"
 	"slices"
+
+	"github.com/reinhq/rein/safety"
 )
 
 // State is what the executor has done in one run, across the plans of its
@@ -21,6 +23,11 @@ type State struct {
 	// Decisions are people's decisions on steps that waited, by plan step
 	// id (ExecutorConfig.Pausable).
 	Decisions map[string]Decision
+	// Evidence is what the run recorded that a planner-written value may
+	// be found in (the user's input, tool outputs before the plan); the
+	// executor adds each completed step's output. Nil: none, and every
+	// literal of a plan is inferred.
+	Evidence *safety.Evidence
 
 	outputs  map[string]any
 	results  []StepResult

@@ -196,6 +196,24 @@ func (v *validator) step(i int) {
 	slices.Sort(deps)
 	info.deps = slices.Compact(deps)
 	v.literals(i)
+	v.declaration(i)
+}
+
+// declaration checks that the facts of step i's declaration cite tools
+// that exist: a fact's source tool:<name> names a tool of the catalog.
+func (v *validator) declaration(i int) {
+	d := v.p.Steps[i].Declaration
+	if d == nil {
+		return
+	}
+	for k, f := range d.Facts {
+		name, ok := strings.CutPrefix(f.Source, "tool:")
+		if !ok || v.c.lookup(name) != nil {
+			continue
+		}
+		v.add(stepPtr(i)+"/declaration/facts/"+strconv.Itoa(k)+"/source", "source %q names no tool (tools: %s)%s; cite the tool whose output states the fact, user for the user's words, or db for a read",
+			f.Source, strings.Join(v.c.names, ", "), didYouMean(name, v.c.names))
+	}
 }
 
 func (v *validator) tool(name string, i int) *entry {

@@ -3,6 +3,7 @@ package safety
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,7 +143,10 @@ type ReviewConfig struct {
 //   - tier ≥ 3 (or review: min_tier): a side-effect call gets
 //     require_review (rule tier-review) unless Gate said more;
 //   - require_review, from a rule or the tier, runs the reviewer (not for
-//     a call a person approved, which is allowed): every
+//     a call a person approved, which is allowed; not, when a rule asked,
+//     for a call a model chose whose declaration is missing or
+//     unverified, which is left require_review so that the model
+//     verifies first — invoke.VerifyError): every
 //     claim supported → allow; a claim unsupported → require_approval
 //     (rule reviewer) naming the claims; the reviewer failing, or none
 //     configured → require_approval;
@@ -194,6 +198,11 @@ func (c *Controls) Check(ctx context.Context, inv *Invocation) (Decision, error)
 		d = Decision{Verdict: Allow, Rule: d.Rule, Reason: "a person approved this call; it is not reviewed"}
 	}
 	if d.Verdict == RequireReview {
+		if st := StateOf(inv.Chosen, inv.Declaration, inv.Claims); d.Rule != "tier-review" && (st == DeclarationMissing || st == DeclarationUnverified) {
+			// the model verifies first (invoke.VerifyError): a reviewer
+			// has no checked claims to judge yet.
+			return d, nil
+		}
 		d = c.review(ctx, rr, inv, d)
 	}
 	if side && inv.Tier >= TierApproved && !inv.Approved && severity(d.Verdict) < severity(RequireApproval) {
@@ -206,14 +215,19 @@ func (c *Controls) Check(ctx context.Context, inv *Invocation) (Decision, error)
 	return d, nil
 }
 
-// raiseFor raises rr's tier to what inv alone is assessed at: its tool
-// and its declaration's unverified assumptions. The share of arguments a
-// model wrote is assessed with the whole flow (intake) or plan
-// (AssessAhead), not per call. The tier is worked out without reasons
-// first; they are written only for a raise.
+// raiseFor raises rr's tier to what inv alone is assessed at: its tool,
+// the share of its arguments a model wrote that no tool result verified,
+// and its declaration's unverified assumptions. The tier is worked out
+// without reasons first; they are written only for a raise.
 func (c *Controls) raiseFor(rr *RunRisk, inv *Invocation) {
 	s := Signals{Tools: []tool.Spec{inv.Tool}, Config: c.Risk}
 	if SideEffect(inv.Tool.Effect) {
+		for ptr, os := range inv.Provenance {
+			s.Args++
+			if slices.Contains(os, OriginInferred) && !verified(inv.Verified, ptr) {
+				s.Inferred++
+			}
+		}
 		if d := inv.Declaration; d != nil {
 			for _, a := range d.Assumptions {
 				s.Unverified = append(s.Unverified, a.Claim)
@@ -241,17 +255,8 @@ func (c *Controls) reviews(inv *Invocation) bool {
 	}
 	// a plan step's call is step/plan-step: the flow step decides.
 	step, _, _ := strings.Cut(inv.StepID, "/")
-	return (len(c.Review.Tools) == 0 || contains(c.Review.Tools, inv.Tool.Name)) &&
-		(len(c.Review.Steps) == 0 || contains(c.Review.Steps, step))
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return (len(c.Review.Tools) == 0 || slices.Contains(c.Review.Tools, inv.Tool.Name)) &&
+		(len(c.Review.Steps) == 0 || slices.Contains(c.Review.Steps, step))
 }
 
 // review runs the reviewer on inv (once per call: the decision is
@@ -378,4 +383,14 @@ func (s *Signals) CountArgs(spec *tool.Spec, p Provenance) {
 			}
 		}
 	}
+}
+
+// verified reports whether ptr is among vs.
+func verified(vs []Verification, ptr string) bool {
+	for i := range vs {
+		if vs[i].Pointer == ptr {
+			return true
+		}
+	}
+	return false
 }

@@ -40,3 +40,43 @@ type ClaimVerdict struct {
 	Supported bool   `json:"supported"`
 	Evidence  string `json:"evidence,omitempty"`
 }
+
+// DeclarationState is where a model-chosen call stands with its
+// declaration, for the rule condition `declaration:`.
+type DeclarationState string
+
+// Declaration states. A call that is not chosen by a model has none ("").
+const (
+	// DeclarationMissing: the call carries no declaration.
+	DeclarationMissing DeclarationState = "missing"
+	// DeclarationUnverified: it states no fact, or a fact whose source
+	// the runtime could not confirm.
+	DeclarationUnverified DeclarationState = "unverified"
+	// DeclarationVerified: every fact it states was found in its source.
+	DeclarationVerified DeclarationState = "verified"
+)
+
+// Valid reports whether s is one of the states.
+func (s DeclarationState) Valid() bool {
+	return s == DeclarationMissing || s == DeclarationUnverified || s == DeclarationVerified
+}
+
+// StateOf returns the declaration state of a call: "" when no model chose
+// it, missing without a declaration, verified when it states facts and
+// claims says each is supported, else unverified.
+func StateOf(chosen bool, d *Declaration, claims []ClaimVerdict) DeclarationState {
+	switch {
+	case !chosen:
+		return ""
+	case d == nil:
+		return DeclarationMissing
+	case len(d.Facts) == 0 || len(claims) < len(d.Facts):
+		return DeclarationUnverified
+	}
+	for _, c := range claims {
+		if !c.Supported {
+			return DeclarationUnverified
+		}
+	}
+	return DeclarationVerified
+}

@@ -39,9 +39,16 @@ type Invocation struct {
 	Approved bool
 	// Tier is the run's risk tier, 1–4; 0 when not assessed.
 	Tier int
-	// Declaration is what the model that chose this call declared before
-	// it (facts, assumptions); nil for a call no model chose.
+	// Verified lists the inferred arguments a tool result of this run
+	// confirms (Evidence.Verify), sorted by pointer.
+	Verified []Verification
+	// Chosen says a model chose this call (a plan step, an agent call, an
+	// execute_plan step): it is expected to carry a Declaration.
+	Chosen bool
+	// Declaration is what the model declared for the call (nil: none);
+	// Claims are its facts checked against the run (CheckDeclaration).
 	Declaration *Declaration
+	Claims      []ClaimVerdict
 }
 
 // Decision is the gate's answer, always with a reason when it is not Allow.

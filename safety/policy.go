@@ -26,6 +26,12 @@ type Rule struct {
 	// Provenance: some argument has one of these origins; "tool:*" stands
 	// for any tool's output (db included).
 	Provenance []Origin
+	// Unverified narrows Provenance to arguments that no tool result of
+	// this run confirms (Invocation.Verified). It needs Provenance.
+	Unverified bool
+	// Declaration: the call is chosen by a model and its declaration is in
+	// one of these states (missing, unverified, verified).
+	Declaration []DeclarationState
 	// MinTier: the invocation's risk tier is known and at least MinTier.
 	// Zero: any tier, known or not.
 	MinTier int
@@ -109,11 +115,24 @@ func (r *Rule) holds(inv *Invocation) (string, bool) {
 	if r.MinTier > 0 && inv.Tier < r.MinTier {
 		return "", false
 	}
+	if len(r.Declaration) > 0 && !slices.Contains(r.Declaration, StateOf(inv.Chosen, inv.Declaration, inv.Claims)) {
+		return "", false
+	}
 	if len(r.Provenance) > 0 {
+		if r.Unverified && len(inv.Verified) > 0 {
+			ptr, _, ok := inv.Provenance.Find(func(ptr string, o Origin) bool { return r.matchesOrigin(o) && !isVerified(inv.Verified, ptr) })
+			return ptr, ok
+		}
 		ptr, _, ok := inv.Provenance.Has(r.matchesOrigin)
 		return ptr, ok
 	}
 	return "", true
+}
+
+// isVerified reports whether vs (sorted by pointer) confirms ptr.
+func isVerified(vs []Verification, ptr string) bool {
+	_, ok := slices.BinarySearchFunc(vs, ptr, func(v Verification, p string) int { return strings.Compare(v.Pointer, p) })
+	return ok
 }
 
 func (r *Rule) matchesOrigin(o Origin) bool {
@@ -140,6 +159,12 @@ func (r *Rule) explain(inv *Invocation, arg string) string {
 	if len(r.Provenance) > 0 {
 		where := "argument " + pointerName(arg)
 		facts = append(facts, fmt.Sprintf("%s comes from %s", where, joinOrigins(inv.Provenance[arg])))
+	}
+	if r.Unverified {
+		facts = append(facts, "no tool result of this run confirms it")
+	}
+	if len(r.Declaration) > 0 {
+		facts = append(facts, declarationFact(inv))
 	}
 	if len(r.Effects) > 0 {
 		facts = append(facts, fmt.Sprintf("tool %s has effect %s", inv.Tool.Name, effectOf(&inv.Tool)))
@@ -186,7 +211,16 @@ func joinOrigins(os []Origin) string {
 // DefaultRules is the default rule set (rein.yaml policy: {defaults: true}):
 //
 //   - inferred-drives-effect: an argument written by a model may not drive
-//     a write, external or destructive effect without a person's approval;
+//     a write, external or destructive effect without a person's approval,
+//     unless a tool result of this run (a read or none-effect tool's
+//     output) confirms its value (Unverified);
+//   - undeclared-side-effect: a call a model chose (plan step, agent call,
+//     execute_plan step) with a write, external or destructive effect
+//     whose declaration is missing or unverified gets require_review: the
+//     model is asked to verify (an agent sees an observation naming what
+//     to check with which tool, a plan step fails with the JSON pointers
+//     of the unsupported facts and may be replanned). Make the rule
+//     require_approval to have a person decide instead;
 //   - money-or-compliance: a side effect of a tool tagged money or
 //     compliance needs approval;
 //   - destructive-at-tier-3, irreversible-at-tier-3: a destructive or
@@ -198,8 +232,10 @@ func joinOrigins(os []Origin) string {
 func DefaultRules() []Rule {
 	side := []tool.Effect{tool.EffectWrite, tool.EffectExternal, tool.EffectDestructive}
 	return []Rule{
-		{Name: "inferred-drives-effect", Provenance: []Origin{OriginInferred}, Effects: side, Verdict: RequireApproval,
+		{Name: "inferred-drives-effect", Provenance: []Origin{OriginInferred}, Unverified: true, Effects: side, Verdict: RequireApproval,
 			Reason: "a value written by a model drives a side effect; a person approves the exact call"},
+		{Name: "undeclared-side-effect", Declaration: []DeclarationState{DeclarationMissing, DeclarationUnverified}, Effects: side, Verdict: RequireReview,
+			Reason: "a side effect a model chose needs a declaration whose facts the run confirms"},
 		{Name: "money-or-compliance", Tags: []string{"money", "compliance"}, Effects: side, Verdict: RequireApproval,
 			Reason: "a side effect touching money or compliance is escalated to a person"},
 		{Name: "destructive-at-tier-3", Effects: []tool.Effect{tool.EffectDestructive}, MinTier: 3, Verdict: RequireApproval,
@@ -247,4 +283,23 @@ func (j *joined) Check(ctx context.Context, inv *Invocation) (Decision, error) {
 		}
 	}
 	return best, nil
+}
+
+// declarationFact says what is wrong with inv's declaration.
+func declarationFact(inv *Invocation) string {
+	switch StateOf(inv.Chosen, inv.Declaration, inv.Claims) {
+	case DeclarationMissing:
+		return "the model declared nothing for this call"
+	case DeclarationVerified:
+		return "its declaration is verified"
+	}
+	if inv.Declaration != nil && len(inv.Declaration.Facts) == 0 {
+		return "its declaration states no fact"
+	}
+	for _, c := range inv.Claims {
+		if !c.Supported {
+			return fmt.Sprintf("declared fact %q is unverified: %s", cut(c.Claim, 120), c.Evidence)
+		}
+	}
+	return "its declaration is unverified"
 }

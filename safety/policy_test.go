@@ -49,6 +49,22 @@ func TestDefaultRules(t *testing.T) {
 		{"destructive at tier 2", safety.Invocation{Tool: drop, Tier: 2}, safety.Allow, "", ""},
 		{"destructive at tier 3", safety.Invocation{Tool: drop, Tier: 3}, safety.RequireApproval, "destructive-at-tier-3", "risk tier 3"},
 		{"irreversible at tier 4", safety.Invocation{Tool: post, Tier: 4}, safety.RequireApproval, "irreversible-at-tier-3", "tool post is irreversible"},
+		{"inferred arg a tool result verified", safety.Invocation{Tool: send, Provenance: prov("/to", "inferred", "/body", "inferred"),
+			Verified: []safety.Verification{{Pointer: "/body", Tool: "lookup", Ref: "step lookup"}, {Pointer: "/to", Tool: "lookup", Ref: "step lookup"}}}, safety.Allow, "", ""},
+		{"one inferred arg verified, one not", safety.Invocation{Tool: send, Provenance: prov("/to", "inferred", "/body", "inferred"),
+			Verified: []safety.Verification{{Pointer: "/to", Tool: "lookup", Ref: "step lookup"}}},
+			safety.RequireApproval, "inferred-drives-effect", "argument /body comes from inferred; no tool result of this run confirms it"},
+		{"model-chosen side effect without declaration", safety.Invocation{Tool: send, Chosen: true, Provenance: prov("/to", "user")},
+			safety.RequireReview, "undeclared-side-effect", "the model declared nothing for this call"},
+		{"model-chosen side effect with an unsupported fact", safety.Invocation{Tool: send, Chosen: true, Provenance: prov("/to", "user"),
+			Declaration: &safety.Declaration{Action: "send", Facts: []safety.Fact{{Claim: "to", Source: "user", Evidence: "x@y.z"}}},
+			Claims:      []safety.ClaimVerdict{{Claim: "to", Evidence: "not in the user's input"}}},
+			safety.RequireReview, "undeclared-side-effect", `declared fact "to" is unverified: not in the user's input`},
+		{"model-chosen side effect with a verified declaration", safety.Invocation{Tool: send, Chosen: true, Provenance: prov("/to", "user"),
+			Declaration: &safety.Declaration{Action: "send", Facts: []safety.Fact{{Claim: "to", Source: "user", Evidence: "x@y.z"}}},
+			Claims:      []safety.ClaimVerdict{{Claim: "to", Supported: true}}}, safety.Allow, "", ""},
+		{"model-chosen read without declaration", safety.Invocation{Tool: lookup, Chosen: true}, safety.Allow, "", ""},
+		{"flow step without declaration", safety.Invocation{Tool: send, Provenance: prov("/to", "user")}, safety.Allow, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

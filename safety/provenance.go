@@ -71,12 +71,18 @@ func (p Provenance) Pointers() []string {
 // Has returns the first pointer (in sorted order) with an origin for which
 // match holds.
 func (p Provenance) Has(match func(Origin) bool) (string, Origin, bool) {
+	return p.Find(func(_ string, o Origin) bool { return match(o) })
+}
+
+// Find returns the first pointer (in sorted order) and origin for which
+// match holds.
+func (p Provenance) Find(match func(ptr string, o Origin) bool) (string, Origin, bool) {
 	var best string
 	var bestO Origin
 	found := false
 	for ptr, os := range p {
 		for _, o := range os {
-			if match(o) && (!found || ptr < best) {
+			if match(ptr, o) && (!found || ptr < best) {
 				best, bestO, found = ptr, o, true
 				break
 			}

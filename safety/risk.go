@@ -59,8 +59,14 @@ type Signals struct {
 	// items); 0 or 1 for none.
 	FanOut int
 	// Args counts the arguments that drive side effects; Inferred those of
-	// them a model wrote.
+	// them a model wrote (at a call: and no tool result verified).
 	Args, Inferred int
+	// Ahead says the signals are assessed before the calls are made
+	// (intake, a plan, a step's start): a model's argument may yet be
+	// verified by a tool result, so the share of inferred arguments
+	// raises the tier to 2 at most. At a call (Ahead false) half or more
+	// unverified inferred arguments make it 3.
+	Ahead bool
 	// Unverified lists the declared assumptions that nothing (no tool
 	// result, no person) confirmed.
 	Unverified []string
@@ -83,8 +89,9 @@ func SideEffect(e tool.Effect) bool {
 //	blast radius        tag user-facing               tag money or compliance; fan-out       —
 //	                                                  above max_fan_out (10); more than
 //	                                                  max_resources (10) resources written
-//	premise uncertainty an inferred argument drives   half or more of those arguments        an unverified assumption behind a
-//	                    a side effect                 inferred; an unverified assumption     destructive or irreversible effect
+//	premise uncertainty an inferred argument drives   at a call, half or more of its         an unverified assumption behind a
+//	                    a side effect                 arguments inferred and unverified;     destructive or irreversible effect
+//	                                                  an unverified assumption
 //	cost of error       risk: costs (per tool, per tag): the tier configured
 //	floor               risk: min_tier
 //
@@ -161,9 +168,9 @@ func (a *assessor) assess(s *Signals) {
 			})
 		}
 		if s.Inferred > 0 && s.Args > 0 {
-			if 2*s.Inferred >= s.Args {
+			if 2*s.Inferred >= s.Args && !s.Ahead {
 				a.raise(TierReviewed, func() string {
-					return fmt.Sprintf("premise uncertainty: %d of %d arguments driving side effects were written by a model", s.Inferred, s.Args)
+					return fmt.Sprintf("premise uncertainty: %d of %d arguments driving side effects were written by a model and no tool result verified them", s.Inferred, s.Args)
 				})
 			} else {
 				a.raise(TierLight, func() string {

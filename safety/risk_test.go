@@ -41,7 +41,9 @@ func TestAssess(t *testing.T) {
 		{"fan-out limit configured", safety.Signals{Tools: []tool.Spec{write}, FanOut: 3, Config: &safety.RiskConfig{MaxFanOut: 2}}, 3, "max_fan_out 2"},
 		{"resources", safety.Signals{Tools: []tool.Spec{{Name: "r", Effect: tool.EffectWrite, Resources: []string{"a/{id}", "b/{id}"}}}, FanOut: 6}, 3, "12 resources written (max_resources 10)"},
 		{"a few inferred args", safety.Signals{Tools: []tool.Spec{write}, Args: 3, Inferred: 1}, 2, "premise uncertainty: 1 of 3 arguments"},
-		{"half the args inferred", safety.Signals{Tools: []tool.Spec{write}, Args: 4, Inferred: 2}, 3, "premise uncertainty: 2 of 4 arguments driving side effects were written by a model (tier 3)"},
+		{"half the args inferred", safety.Signals{Tools: []tool.Spec{write}, Args: 4, Inferred: 2}, 3, "premise uncertainty: 2 of 4 arguments driving side effects were written by a model and no tool result verified them (tier 3)"},
+		// before the calls, a model's argument may yet be verified: tier 2 at most.
+		{"half the args inferred, ahead", safety.Signals{Tools: []tool.Spec{write}, Args: 4, Inferred: 2, Ahead: true}, 2, "premise uncertainty: 2 of 4 arguments driving side effects were written by a model (tier 2)"},
 		{"unverified assumption", safety.Signals{Tools: []tool.Spec{write}, Unverified: []string{"region is EU"}}, 3, `unverified assumption "region is EU" (tier 3)`},
 		{"unverified assumption behind a destructive effect", safety.Signals{Tools: []tool.Spec{del}, Unverified: []string{"x"}}, 4, "behind a destructive or irreversible effect (tier 4)"},
 		{"cost by tool", safety.Signals{Tools: []tool.Spec{read}, Config: &safety.RiskConfig{ToolCost: map[string]int{"lookup": 4}}}, 4, "cost of error: risk costs tool lookup at tier 4"},

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/plan"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -20,6 +24,7 @@ func TestEmbedded(t *testing.T) {
 		{"flow.v1.json", Flow},
 		{"rein.v1.json", Config},
 		{"agent.v1.json", Agent},
+		{"plan.v1.json", Plan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,6 +162,32 @@ func TestSchemaFiles(t *testing.T) {
 		want := mustRead(t, name)
 		if !bytes.Equal(got, want) {
 			t.Errorf("embedded %s differs from the file", name)
+		}
+	}
+}
+
+// TestPlanSchema: plan.v1.json takes what plan.Parse takes, a declaration
+// included, and refuses a fact with a source the runtime does not record.
+func TestPlanSchema(t *testing.T) {
+	t.Parallel()
+	sch := compile(t, "plan.v1.json", Plan())
+	good := `{"goal": "g", "steps": [{"id": "a", "tool": "create", "depends_on": [], "args": {"x": {"$ref": "b.y"}},
+		"declaration": {"action": "create", "facts": [{"claim": "c", "source": "tool:lookup", "evidence": "e"}],
+		"assumptions": [{"id": "p1", "claim": "c", "affects": ["/x"]}], "side_effects": ["a record"]}}]}`
+	for doc, ok := range map[string]bool{
+		good: true,
+		strings.Replace(good, `"tool:lookup"`, `"guess"`, 1): false,
+		strings.Replace(good, `"depends_on"`, `"needs"`, 1):  false,
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); (err == nil) != ok {
+			t.Errorf("valid = %v, want %v: %s", err == nil, ok, doc)
+		}
+		if _, err := plan.Parse([]byte(doc)); (err == nil) != ok {
+			t.Errorf("plan.Parse: %v, want ok=%v: %s", err, ok, doc)
 		}
 	}
 }

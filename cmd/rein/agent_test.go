@@ -59,6 +59,14 @@ func TestAgentSupportExample(t *testing.T) {
 		if sent, _ := os.ReadDir(outbox); len(sent) != 0 {
 			t.Fatalf("a refund was sent before approval: %v", sent)
 		}
+		// rein runs why traces each argument the model wrote.
+		code, out, stderr = cli(t, "runs", "why", res.RunID, "agent", "--db", db)
+		for _, w := range []string{"step agent of run " + res.RunID + ": the tool calls a model chose",
+			"turn2/call1  tool issue_refund (waiting)", "/charge  db ", "/order   db + user  a tool output of the run, the user's input", "declaration: none"} {
+			if code != exitOK || !strings.Contains(out, w) {
+				t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", w, code, out, stderr)
+			}
+		}
 		args := []string{"runs", verdict, res.RunID, "agent/turn2/call1", "--db", db}
 		if verdict == "reject" {
 			args = append(args, "--comment", "refunded by phone already")

@@ -366,7 +366,7 @@ func TestUsageErrors(t *testing.T) {
 		{"two input values", []string{"run", good, "--input-json", "{} {}"}, "more than one JSON value"},
 		{"unknown flag", []string{"validate", good, "--frob"}, "unknown flag: --frob"},
 		{"unknown command", []string{"runn", good}, `unknown command "runn"`},
-		{"unknown schema", []string{"schema", "nope"}, "use flow, config or agent"},
+		{"unknown schema", []string{"schema", "nope"}, "use flow, config, agent or plan"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,7 +387,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestSchemaCommands(t *testing.T) {
 	t.Parallel()
-	for _, which := range []string{"flow", "config"} {
+	for _, which := range []string{"flow", "config", "plan"} {
 		code, out, _ := cli(t, "schema", which)
 		var v map[string]any
 		if code != exitOK {

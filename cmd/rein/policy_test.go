@@ -28,6 +28,21 @@ cases:
     provenance: {/to: [inferred]}
     approved: true
     expect: allow
+  - name: model email a lookup verified
+    tool: {name: send_email, effect: external}
+    provenance: {/to: [inferred]}
+    verified: [/to]
+    expect: allow
+  - name: agent email without declaration
+    tool: {name: send_email, effect: external}
+    provenance: {/to: [user]}
+    declaration: missing
+    expect: require_review
+  - name: agent email declared
+    tool: {name: send_email, effect: external}
+    provenance: {/to: [user]}
+    declaration: verified
+    expect: allow
 `
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
@@ -37,8 +52,9 @@ cases:
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	for _, want := range []string{
-		"model refund          refund      block    no-model-refunds  refunds are never computed by a model (argument /amount comes from inferred)",
-		"user email            send_email  allow    -",
+		"model refund                     refund      block           no-model-refunds        refunds are never computed by a model (argument /amount comes from inferred)",
+		"user email                       send_email  allow           -",
+		"agent email without declaration  send_email  require_review  undeclared-side-effect  a side effect a model chose needs a declaration whose facts the run confirms (the model declared nothing for this call; tool send_email has effect external)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -49,7 +65,7 @@ cases:
 		t.Fatal(err)
 	}
 	code, out, stderr = cli(t, "policy", "test", file)
-	if code != exitRunFailed || !strings.Contains(out, "block (want allow)") || !strings.Contains(stderr, "1 of 3 cases got another verdict than expected: model refund") {
+	if code != exitRunFailed || !strings.Contains(out, "block (want allow)") || !strings.Contains(stderr, "1 of 6 cases got another verdict than expected: model refund") {
 		t.Errorf("exit %d, out %s, stderr %s", code, out, stderr)
 	}
 	// a bad file: located problems, nothing decided.
@@ -64,8 +80,9 @@ cases:
 }
 
 // TestPlanRunHonoursThePolicy: rein plan run passes every plan step
-// through the rein.yaml policy: an argument the planner wrote is inferred,
-// a $ref carries its tool's origin.
+// through the rein.yaml policy: an argument the planner wrote is inferred
+// unless an earlier step's output holds it, a $ref carries its tool's
+// origin.
 func TestPlanRunHonoursThePolicy(t *testing.T) {
 	t.Parallel()
 	dir := planDir(t)
@@ -87,6 +104,13 @@ func TestPlanRunHonoursThePolicy(t *testing.T) {
    {"id": "brief", "tool": "write_brief", "args": {"city": "Tokyo", "fahrenheit": {"$ref": "convert.fahrenheit"}}}]}`
 	plan := filepath.Join(dir, "typed.json")
 	if err := os.WriteFile(plan, []byte(typed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Tokyo is what read_weather returned: the literal is traced to it (db).
+	if code, out, stderr := cli(t, "plan", "run", plan); code != exitOK {
+		t.Fatalf("a brief with a city the weather read returned: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := os.WriteFile(plan, []byte(strings.Replace(typed, `"city": "Tokyo", "fahrenheit"`, `"city": "Osaka", "fahrenheit"`, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr := cli(t, "plan", "run", plan)

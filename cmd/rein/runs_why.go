@@ -10,20 +10,32 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/safety"
 )
 
 func newRunsWhyCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	cmd := &cobra.Command{
 		Use:   "why RUN STEP",
-		Short: "Explain where each argument of a tool step's call came from",
-		Long: `Print the provenance of each argument of tool step STEP of run RUN, as the
-policy gate sees it: user (the run's input, a person's approval), constant
-(text of the flow), inferred (a model wrote it), db (a tool that reads a
-store), tool:<name> (another tool's output). It is worked out from the
-flow the run pinned: which placeholders of the args template feed each
-argument, and which kind of step produced each. Arguments not listed are
-constants. Exit codes: 0 explained, 1 no such tool step, 2 bad usage.`,
+		Short: "Explain where each argument of a step's tool calls came from",
+		Long: `Print the provenance of each argument of the tool calls of step STEP of run
+RUN, as the policy gate sees it: user (the run's input, a person's
+approval), constant (text of the flow), inferred (a model wrote it), db (a
+tool that reads a store), tool:<name> (another tool's output).
+
+For a tool step it is worked out from the flow the run pinned: which
+placeholders of the args template feed each argument, and which kind of
+step produced each; arguments not listed are constants. An inferred
+argument that a read tool's result of the run confirmed is listed as
+verified, with that result (gated runs).
+
+For an agent step it lists each call its model chose, turn by turn, and
+for a plan step (or an agent's execute_plan) each plan step: the runtime
+traced each argument the model wrote to the user's input or a tool
+output of the run (inferred when found in neither), and checked the
+call's declaration — each fact against its source. Plan steps are
+explained for gated runs (their trace rides with the gate's decisions).
+Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
@@ -44,12 +56,79 @@ constants. Exit codes: 0 explained, 1 no such tool step, 2 bad usage.`,
 }
 
 func writeWhy(w io.Writer, v *rein.WhyView) {
+	if v.Tool == "" {
+		writeCallsWhy(w, v)
+		return
+	}
 	fmt.Fprintf(w, "step %s of run %s calls tool %s\n", v.StepID, v.RunID, v.Tool)
 	writeArgOrigins(w, v.Args)
+	writeVerified(w, v.Verified)
 	if v.FallbackTool != "" {
 		fmt.Fprintf(w, "its fallback calls tool %s\n", v.FallbackTool)
 		writeArgOrigins(w, v.Fallback)
 	}
+}
+
+// writeCallsWhy prints the calls a model chose in an agent or plan step.
+func writeCallsWhy(w io.Writer, v *rein.WhyView) {
+	if len(v.Calls) == 0 {
+		fmt.Fprintf(w, "step %s of run %s made no traced tool call\n", v.StepID, v.RunID)
+		return
+	}
+	fmt.Fprintf(w, "step %s of run %s: the tool calls a model chose\n", v.StepID, v.RunID)
+	for _, c := range v.Calls {
+		fmt.Fprintf(w, "%s  tool %s (%s)\n", c.Ref, c.Tool, c.Status)
+		if len(c.Args) == 0 {
+			fmt.Fprintln(w, "  no arguments")
+		} else {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, a := range c.Args {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", pointerOrWhole(a.Pointer), joinOrigins(a.Origins), strings.Join(a.From, ", "))
+			}
+			_ = tw.Flush()
+		}
+		writeVerified(w, c.Verified)
+		if c.Declaration == nil {
+			fmt.Fprintln(w, "  declaration: none")
+			continue
+		}
+		fmt.Fprintf(w, "  declaration: %s\n", c.Declaration.Action)
+		for k, f := range c.Declaration.Facts {
+			verdict := "unchecked"
+			if k < len(c.Claims) {
+				verdict = "unverified: " + c.Claims[k].Evidence
+				if c.Claims[k].Supported {
+					verdict = "verified: " + c.Claims[k].Evidence
+				}
+			}
+			fmt.Fprintf(w, "    fact %q (source %s) %s\n", f.Claim, f.Source, verdict)
+		}
+		for _, a := range c.Declaration.Assumptions {
+			fmt.Fprintf(w, "    assumes %q (affects %s)\n", a.Claim, strings.Join(a.Affects, ", "))
+		}
+	}
+}
+
+// writeVerified prints which tool result verified which argument.
+func writeVerified(w io.Writer, vs []safety.Verification) {
+	for _, v := range vs {
+		fmt.Fprintf(w, "  %s verified by the output of tool %s (%s)\n", pointerOrWhole(v.Pointer), v.Tool, v.Ref)
+	}
+}
+
+func pointerOrWhole(ptr string) string {
+	if ptr == "" {
+		return "(the whole args)"
+	}
+	return ptr
+}
+
+func joinOrigins(os []safety.Origin) string {
+	s := make([]string, len(os))
+	for i, o := range os {
+		s[i] = string(o)
+	}
+	return strings.Join(s, " + ")
 }
 
 func writeArgOrigins(w io.Writer, args []rein.ArgOrigin) {
@@ -59,15 +138,7 @@ func writeArgOrigins(w io.Writer, args []rein.ArgOrigin) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, a := range args {
-		origins := make([]string, len(a.Origins))
-		for i, o := range a.Origins {
-			origins[i] = string(o)
-		}
-		ptr := a.Pointer
-		if ptr == "" {
-			ptr = "(the whole args)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\tfrom %s\n", ptr, strings.Join(origins, " + "), strings.Join(a.From, " "))
+		fmt.Fprintf(tw, "  %s\t%s\tfrom %s\n", pointerOrWhole(a.Pointer), joinOrigins(a.Origins), strings.Join(a.From, " "))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "  (arguments not listed are text of the flow: constant)")

@@ -19,7 +19,7 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 	code, out, stderr := fx.cli("runs", "show", res.RunID)
 	if code != exitOK || !strings.Contains(out, "gate:\n  notify attempt=1 tool record: require_approval, rule inferred-drives-effect: ") ||
 		!strings.Contains(out, "argument /to comes from inferred") ||
-		!strings.Contains(out, "risk tier: 3\n  0 → 3 at intake\n    premise uncertainty: 1 of 2 arguments driving side effects were written by a model (tier 3)\n    effect: tool record has effect write (tier 2)\n") {
+		!strings.Contains(out, "risk tier: 3\n  0 → 2 at intake\n    effect: tool record has effect write (tier 2)\n    premise uncertainty: 1 of 2 arguments driving side effects were written by a model (tier 2)\n  2 → 3 at call notify tool record\n    premise uncertainty: 1 of 2 arguments driving side effects were written by a model and no tool result verified them (tier 3)\n") {
 		t.Fatalf("runs show: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = fx.cli("runs", "why", res.RunID, "notify")
@@ -34,7 +34,7 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 		}
 	}
 	if code, _, stderr = fx.cli("runs", "why", res.RunID, "pick"); code != exitRunFailed || !strings.Contains(stderr, "step pick of run "+res.RunID+" is of type llm") ||
-		!strings.Contains(stderr, "its tool steps: notify") {
+		!strings.Contains(stderr, "its steps that call tools: notify") {
 		t.Errorf("runs why on an llm step: exit %d\n%s", code, stderr)
 	}
 	if code, out, stderr = fx.cli("runs", "approve", res.RunID, "notify"); code != exitOK {
@@ -42,5 +42,26 @@ func TestGatedRunWaitsAndExplains(t *testing.T) {
 	}
 	if calls := fx.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "notify") {
 		t.Fatalf("calls after the approval: %v", calls)
+	}
+}
+
+// TestVerifiedRunExplains: the model's recipient is what a read returned,
+// so the default gate lets the write run, and rein runs why names the
+// tool result that verified it.
+func TestVerifiedRunExplains(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "verified")
+	res := fx.run(exitOK, `{"customer": "c-42"}`)
+	if calls := fx.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "notify") {
+		t.Fatalf("calls: %v", calls)
+	}
+	code, out, stderr := fx.cli("runs", "why", res.RunID, "notify")
+	for _, want := range []string{
+		"/to     inferred  from {pick.to}",
+		"/to verified by the output of tool lookup_owner (step owner)",
+	} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", want, code, out, stderr)
+		}
 	}
 }

@@ -158,10 +158,10 @@ func newTraceCmd(s *streams) *cobra.Command {
 
 func newSchemaCmd(s *streams) *cobra.Command {
 	return &cobra.Command{
-		Use:       "schema [flow|config|agent]",
-		Short:     "Print the JSON Schema of the flow format (or of rein.yaml, or agent.yaml) for editors",
+		Use:       "schema [flow|config|agent|plan]",
+		Short:     "Print the JSON Schema of the flow format (or of rein.yaml, agent.yaml, or a plan document) for editors",
 		Args:      cobra.MaximumNArgs(1),
-		ValidArgs: []string{"flow", "config", "agent"},
+		ValidArgs: []string{"flow", "config", "agent", "plan"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			which := "flow"
 			if len(args) == 1 {
@@ -177,8 +177,11 @@ func newSchemaCmd(s *streams) *cobra.Command {
 			case "agent":
 				_, err := s.out.Write(schema.Agent())
 				return err
+			case "plan":
+				_, err := s.out.Write(schema.Plan())
+				return err
 			}
-			return usageErr("schema: unknown %q: use flow, config or agent", which)
+			return usageErr("schema: unknown %q: use flow, config, agent or plan", which)
 		},
 	}
 }

@@ -1,0 +1,76 @@
+package rein
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/trace"
+)
+
+// explained reports whether rein runs why explains steps of type t.
+func explained(t flow.Type) bool {
+	return t == flow.Tool || t == flow.Plan || t == flow.Agent
+}
+
+// modelCallsWhy explains the calls a model chose in plan or agent step s:
+// an agent's calls from its journaled transcript (the last attempt), plan
+// steps from the gate's journaled decisions (gated runs only).
+func modelCallsWhy(runID string, s *flow.Step, events []*trace.Event) (*WhyView, error) {
+	v := &WhyView{RunID: runID, StepID: s.ID, Calls: []CallWhy{}}
+	if s.Type == flow.Agent {
+		turns, err := engine.FoldAgentTranscript(events, s.ID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("transcript of step %s: %w", s.ID, err)
+		}
+		for _, t := range turns {
+			for _, c := range t.Calls {
+				if c.Provenance == nil && c.Declaration == nil {
+					continue // not traced: invalid, or execute_plan (its steps follow)
+				}
+				v.Calls = append(v.Calls, CallWhy{Ref: fmt.Sprintf("turn%d/call%d", t.N, c.Index), Tool: c.Tool, Status: string(c.Status),
+					Args: tracedOrigins(c.Provenance), Verified: c.Verified, Declaration: c.Declaration, Claims: c.Claims})
+			}
+		}
+	}
+	for _, ev := range events {
+		if ev.Kind != trace.GateDecision || ev.StepID != s.ID || ev.PlanStep == "" || ev.Data == "" {
+			continue
+		}
+		var b safety.Basis
+		if json.Unmarshal([]byte(ev.Data), &b) != nil {
+			continue
+		}
+		ref := "plan " + strconv.Itoa(ev.Attempt) + " step " + ev.PlanStep
+		if ev.Turn > 0 {
+			ref = "turn" + strconv.Itoa(ev.Turn) + "/plan step " + ev.PlanStep
+		}
+		v.Calls = append(v.Calls, CallWhy{Ref: ref, Tool: ev.Tool, Status: ev.Decision, Args: tracedOrigins(b.Provenance),
+			Verified: b.Verified, Declaration: b.Declaration, Claims: b.Claims})
+	}
+	return v, nil
+}
+
+// tracedOrigins lists a traced provenance by pointer, saying what each
+// origin means.
+func tracedOrigins(prov safety.Provenance) []ArgOrigin {
+	out := make([]ArgOrigin, 0, len(prov))
+	for _, ptr := range prov.Pointers() {
+		a := ArgOrigin{Pointer: ptr, Origins: prov[ptr]}
+		for _, o := range prov[ptr] {
+			switch {
+			case o == safety.OriginUser:
+				a.From = append(a.From, "the user's input")
+			case o == safety.OriginInferred:
+				a.From = append(a.From, "found in no input or tool output")
+			case o.IsTool():
+				a.From = append(a.From, "a tool output of the run")
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
