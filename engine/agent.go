@@ -306,8 +306,6 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 func (r *run) parkAgent(i int, w *agentWait) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	r.m.park(i, store.KindApproval, st.attempts)
-	r.setStatus(i, r.m.status[i])
 	for _, p := range w.pending {
 		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
 			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
@@ -316,6 +314,7 @@ func (r *run) parkAgent(i int, w *agentWait) {
 			a.Kind = store.KindUnknown
 			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
 		}
+		r.m.ParkCall(i, a.StepID, a.Kind, st.attempts)
 		r.d.parked = append(r.d.parked, a)
 		r.recordMu.Lock()
 		r.d.pendAppr = append(r.d.pendAppr, a)
@@ -323,6 +322,10 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
 			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
 	}
+	if len(w.pending) == 0 {
+		r.m.Park(i, store.KindApproval, st.attempts)
+	}
+	r.setStatus(i, r.m.Status(i))
 	r.stageStep(i)
 }
 
@@ -359,8 +362,8 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 		}
 	}
 	if waiting {
-		r.m.park(i, store.KindApproval, row.Attempt)
-		r.setStatus(i, r.m.status[i])
+		r.m.Park(i, store.KindApproval, row.Attempt)
+		r.setStatus(i, r.m.Status(i))
 		return
 	}
 	r.d.firstAttempt[i] = max(row.Attempt, 1)

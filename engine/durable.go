@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
@@ -133,9 +134,9 @@ func (r *run) stageStep(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	row := r.stepRow()
-	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.status[i], Attempt: st.attempts,
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.Status(i), Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
-	if hasOutput(r.m.status[i]) {
+	if sched.HasOutput(r.m.Status(i)) {
 		if st.outputJSON != nil {
 			row.Output = st.outputJSON
 		} else if b, err := value.AppendCanonical(nil, st.output); err == nil {
@@ -166,10 +167,6 @@ func (r *run) stepRowLocked() *store.Step {
 		return row
 	}
 	return new(store.Step)
-}
-
-func hasOutput(s trace.StepStatus) bool {
-	return s == trace.StepSucceeded || s == trace.StepDefaulted || s == trace.StepFellBack
 }
 
 // idempotent reports whether step i may run again after a crash without a
@@ -329,8 +326,8 @@ func (r *run) beginAttempt(j *job, n int) {
 func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	r.m.park(i, kind, st.attempts)
-	r.setStatus(i, r.m.status[i])
+	r.m.Park(i, kind, st.attempts)
+	r.setStatus(i, r.m.Status(i))
 	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
 		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
 	var asked string
@@ -369,7 +366,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
 	r.stageStep(i)
-	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
+	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.Status(i)),
 		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
 	if kind == store.KindEscalation {
 		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
@@ -403,7 +400,7 @@ func (r *run) decide(i int) (handled bool) {
 		return true
 	}
 	delete(r.d.decisions, s.ID)
-	r.m.decided(i)
+	r.m.Decided(i)
 	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
 	st := &r.steps[i]
 	st.started = r.e.cfg.Clock.Now()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/plan"
@@ -209,7 +210,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 		}
 		switch row.Status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:
-			r.m.restore(i, row.Status, row.Attempt, row.OutputSHA)
+			r.m.Restore(i, row.Status, row.Attempt, row.OutputSHA)
 			st.outputSHA = row.OutputSHA
 			if len(row.Output) > 0 {
 				if err := json.Unmarshal(row.Output, &st.output); err != nil {
@@ -223,7 +224,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			// means the crash came between the step and the run's
 			// settlement (a parallel branch was in flight). The step's
 			// effect happened: the run failed, it is not run again.
-			r.m.restore(i, row.Status, row.Attempt, "")
+			r.m.Restore(i, row.Status, row.Attempt, "")
 			r.setStatus(i, row.Status)
 			if st.err == nil {
 				st.err = &RunError{Class: fault.Business, Origin: trace.OriginEngine, Message: "step " + s.ID + " failed"}
@@ -247,7 +248,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
 			}
-			r.m.restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
+			r.m.Restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
 			if s.Type == flow.Agent {
@@ -258,10 +259,10 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			if a == nil || a.Status == store.ApprovalPending {
 				r.setStatus(i, row.Status)
 				if a != nil {
-					r.m.park(i, a.Kind, row.Attempt)
+					r.m.Park(i, a.Kind, row.Attempt)
 					r.d.parked = append(r.d.parked, a)
 				} else {
-					r.m.restore(i, row.Status, row.Attempt, "")
+					r.m.Restore(i, row.Status, row.Attempt, "")
 					r.d.toPark = append(r.d.toPark, i)
 				}
 				continue
@@ -272,8 +273,8 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			}
 		}
 	}
-	r.m.recount()
-	r.m.seed()
+	r.m.Recount()
+	r.m.Seed()
 	return nil
 }
 
@@ -291,7 +292,7 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	if len(run.Usage) > 0 {
 		_ = json.Unmarshal(run.Usage, &u)
 	}
-	r.usage.iterations.Store(int64(u.Iterations))
+	r.budget.Restore(sched.Spent{Iterations: u.Iterations})
 	if run.LastSeq == 0 {
 		return nil
 	}
@@ -302,9 +303,7 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	for _, s := range r.f.Steps {
 		spent := use[s.ID]
 		r.steps[s.Index].use = spent
-		r.usage.llmCalls.Add(int64(spent.llmCalls))
-		r.usage.tokensIn.Add(int64(spent.tokensIn))
-		r.usage.tokensOut.Add(int64(spent.tokensOut))
+		r.budget.Restore(sched.Spent{LLMCalls: spent.llmCalls, TokensIn: spent.tokensIn, TokensOut: spent.tokensOut})
 	}
 	return nil
 }
@@ -394,7 +393,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 			_ = json.Unmarshal(row.Error, sr.Error)
 		}
 		res.Steps[row.StepID] = sr
-		if hasOutput(row.Status) && len(row.Output) > 0 {
+		if sched.HasOutput(row.Status) && len(row.Output) > 0 {
 			var v any
 			if err := json.Unmarshal(row.Output, &v); err != nil {
 				return nil, fmt.Errorf("output of step %s of run %s does not decode: %w", row.StepID, runID, err)

@@ -1,13 +1,14 @@
-package engine
+package sched
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/trace"
 )
 
 func parseMachineFlow(t *testing.T, src string) *flow.Flow {
@@ -33,43 +34,45 @@ steps:
   - {id: d, tool: x, args: {}, requires: [a, b]}
   - {id: e, tool: x, args: {}, requires: [c]}
 `)
-	var m machine
-	m.reset(f)
-	m.seed()
+	m := New(f, "r")
+	m.Seed()
 	var started []int
 	for {
-		cmd, i := m.decide(len(started))
-		if cmd != startStep {
-			if cmd != awaitOutcome {
-				t.Fatalf("command %d with two steps in flight, want awaitOutcome", cmd)
+		cmd := m.Next(len(started))
+		if cmd.Op != Start {
+			if cmd.Op != Await {
+				t.Fatalf("command %d with two steps in flight, want Await", cmd.Op)
 			}
 			break
 		}
-		m.start(i, 1)
-		started = append(started, i)
+		m.Start(cmd.Step, 1)
+		started = append(started, cmd.Step)
 	}
 	if !slices.Equal(started, []int{0, 1}) {
 		t.Fatalf("started %v with concurrency 2, want a and b in file order", started)
 	}
-	m.settle(0, trace.StepSucceeded, 1, "sha-a")
-	if m.waiting[3] != 1 {
-		t.Fatalf("d waits on %d, want 1 (b runs)", m.waiting[3])
+	m.Settle(0, journal.StepSucceeded, 1, "sha-a")
+	if m.Waiting(3) != 1 {
+		t.Fatalf("d waits on %d, want 1 (b runs)", m.Waiting(3))
 	}
-	m.settle(1, trace.StepSkipped, 0, "")
-	if i, _ := m.next(); i != 2 {
-		t.Fatalf("next = %d, want c (before d, which b released later)", i)
+	m.Settle(1, journal.StepSkipped, 0, "")
+	if cmd := m.Next(0); cmd.Step != 2 {
+		t.Fatalf("next = %d, want c (before d, which b released later)", cmd.Step)
 	}
-	if up := m.skippedUpstream(3); up != "b" {
+	if up := m.SkippedUpstream(3); up != "b" {
 		t.Fatalf("d's skipped upstream = %q, want b", up)
 	}
-	m.start(2, 1)
-	m.settle(2, trace.StepFailed, 1, "")
-	if cmd, _ := m.decide(0); cmd != finishRun {
-		t.Fatalf("after a failed step, with nothing in flight: command %d, want finishRun", cmd)
+	if a := m.Admit(context.Background(), 3, nil); a.Verdict != Skip || a.Reason != "upstream step b was skipped" {
+		t.Fatalf("Admit(d) = %+v, want a skip naming b", a)
 	}
-	m.park(4, store.KindApproval, 0)
-	m.decided(4)
-	if len(m.pending) != 0 {
-		t.Fatalf("pending after the decision: %v", m.pending)
+	m.Start(2, 1)
+	m.Settle(2, journal.StepFailed, 1, "")
+	if cmd := m.Next(0); cmd.Op != Finish {
+		t.Fatalf("after a failed step, with nothing in flight: command %d, want Finish", cmd.Op)
+	}
+	m.Park(4, store.KindApproval, 0)
+	m.Decided(4)
+	if len(m.Pending()) != 0 {
+		t.Fatalf("pending after the decision: %v", m.Pending())
 	}
 }
