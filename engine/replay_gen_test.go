@@ -95,6 +95,55 @@ func replayCases() []replayCase {
 			return "r", f.Source
 		}
 	}
+	blocking := func(name string) tool.Tool {
+		return tool.Func(tool.Spec{Name: name, Effect: tool.EffectNone, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+	}
+	// submitted runs a flow whose middle step waits for an agent's output,
+	// then applies each decision and resumes the run after it.
+	submitted := func(src string, decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+		return func(t *testing.T, st store.Store) (string, []byte) {
+			fx := newFixture(t, newKeyCounter("a", false))
+			f := fx.parse(src)
+			if _, err := durableEngine(fx, st, "p1").Run(ctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			for k, decide := range decisions {
+				if err := decide(st); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := durableEngine(fx, st, fmt.Sprintf("p%d", k+2)).Resume(ctx, f, "r"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return "r", f.Source
+		}
+	}
+	submitFlow := "name: sub\nsteps:\n  - {id: draft, tool: a, args: {}}\n  - {id: parse, skill: parse, output_schema: {type: object, required: [n], properties: {n: {type: number}}}}\n  - {id: next, tool: a, args: {x: \"{parse.n}\"}}\n"
+	sourceFlow := "name: src\nsteps:\n  - {id: assign, adapter: assigner, skill: assign}\n  - {id: next, tool: a, args: {}}\n"
+	// agentCase runs the agent step of agentFlow, which waits for the
+	// approval of a refund, then applies each decision and resumes.
+	agentCase := func(decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+		return func(t *testing.T, st store.Store) (string, []byte) {
+			dir := t.TempDir()
+			e, f := agentEngine(t, dir, st, "")
+			if _, err := e.Run(ctx, f, agentInput, &engine.RunOptions{RunID: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, decide := range decisions {
+				if err := decide(st); err != nil {
+					t.Fatal(err)
+				}
+				e, f = agentEngine(t, dir, st, "")
+				if _, err := e.Resume(ctx, f, "r"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return "r", f.Source
+		}
+	}
 	return []replayCase{
 		{"tool_llm", plainRun("name: tl\nsteps:\n  - {id: fetch, tool: a, args: {q: \"{input.q}\"}}\n  - {id: sum, type: llm, model: m, prompt_template: \"sum {fetch.n}\"}\n",
 			map[string]any{"q": "x"}, []tool.Tool{newKeyCounter("a", false)}, scripted.Reply{Step: "sum", Output: map[string]any{"text": "ok"}})},
@@ -161,6 +210,25 @@ steps:
 			}
 			return "r", f.Source
 		}},
+		{"retries_exhausted", plainRun("name: rx\nsteps:\n  - {id: get, tool: flaky, args: {}, retries: 2}\n  - {id: next, tool: a, args: {}}\n",
+			nil, []tool.Tool{failing("flaky", 9, errTransient), newKeyCounter("a", false)})},
+		{"retry_on_error", plainRun("name: ro\nsteps:\n  - {id: pay, tool: flaky, args: {}, on_error: retry, retries: 2}\n", nil, []tool.Tool{failing("flaky", 1, business)})},
+		{"gate_failed", plainRun("name: gf\nsteps:\n  - {id: g, tool: a, args: {}, gate: \"output.n > 5\"}\n  - {id: next, tool: a, args: {}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"when_error", plainRun("name: we\nsteps:\n  - {id: a1, tool: a, args: {}}\n  - {id: a2, tool: a, args: {}, when: \"a1.n.deeper > 1\"}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"for_each_failed", plainRun("name: ff\nsteps:\n  - {id: c, tool: flaky, for_each: \"input.xs\", args: {x: \"{item}\"}, concurrency: 1}\n",
+			map[string]any{"xs": []any{1.0, 2.0, 3.0}}, []tool.Tool{failing("flaky", 1, business)})},
+		{"fallback_failed", plainRun("name: fbf\nsteps:\n  - {id: pay, tool: broken, args: {}, on_error: fallback, fallback: {tool: broken2, args: {}}}\n",
+			nil, []tool.Tool{failing("broken", 9, business), failing("broken2", 9, business)})},
+		{"max_iterations", plainRun("name: mi\nmax_iterations: 2\nsteps:\n  - {id: g, tool: a, args: {}, repeat: {until: \"output.n >= 5\", max: 5}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"step_timeout", plainRun("name: st\nsteps:\n  - {id: slow, tool: wait, args: {}, timeout: 20ms, retries: 1}\n", nil, []tool.Tool{blocking("wait")})},
+		{"run_timeout", plainRun("name: rto\nbudgets: {timeout: 50ms}\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: slow, tool: wait, args: {}}\n", nil, []tool.Tool{newKeyCounter("a", false), blocking("wait")})},
+		{"submit_waiting", submitted(submitFlow)},
+		{"submit_settled", submitted(submitFlow, func(st store.Store) error { return approve(st, "parse", store.ApprovalSettled, `{"n": 3}`) })},
+		{"submit_refused", submitted(submitFlow, func(st store.Store) error { return approve(st, "parse", store.ApprovalSettled, `{"m": 3}`) })},
+		{"source_rejected", submitted(sourceFlow, func(st store.Store) error { return approve(st, "assign", store.ApprovalRejected, "") })},
+		{"agent_waiting", agentCase()},
+		{"agent_approved", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
+		{"agent_rejected", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalRejected, "") })},
 	}
 }
 

@@ -155,6 +155,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
 	var input any
 	if err := json.Unmarshal(run.Input, &input); err != nil {
 		e.release(runID)
@@ -163,14 +168,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
-	if err := r.restore(steps, approvals, calls); err != nil {
+	if err := r.restore(events, steps, approvals, calls); err != nil {
 		e.release(runID)
 		return nil, err
 	}
-	if err := r.restoreUsage(ctx, run); err != nil {
-		e.release(runID)
-		return nil, err
-	}
+	r.restoreUsage(run, events)
 	res := r.resume(ctx)
 	r.recycle()
 	return res, nil
@@ -180,9 +182,21 @@ func (e *Engine) release(runID string) {
 	_ = e.cfg.Store.ReleaseLease(storeCtx, runID, e.cfg.Owner)
 }
 
-// restore rebuilds the scheduler's state from the step projection, and
-// the progress of steps in flight from their call records (by step ID).
-func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map[string][]*store.Call) error {
+// restore rebuilds the scheduler's state by replaying the run's journal
+// through the machine (sched.Machine.Apply), checks that it agrees with
+// the step projection (agree), takes the steps' outputs and errors from
+// the projection, and the progress of steps in flight from their call
+// records (by step ID). Steps in flight or waiting when the last process
+// stopped are then decided again: run again, parked, or answered.
+func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*store.Approval, calls map[string][]*store.Call) error {
+	for _, ev := range events {
+		if err := r.m.Apply(ev); err != nil {
+			return fmt.Errorf("engine: replay the journal of run %s: %w", r.id, err)
+		}
+	}
+	if err := r.agree(rows); err != nil {
+		return err
+	}
 	latest := map[string]*store.Approval{}
 	for _, a := range approvals {
 		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
@@ -209,8 +223,11 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			_ = json.Unmarshal(row.Error, st.err)
 		}
 		switch row.Status {
+		case trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
+			r.m.Requeue(i) // decided again below
+		}
+		switch row.Status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:
-			r.m.Restore(i, row.Status, row.Attempt, row.OutputSHA)
 			st.outputSHA = row.OutputSHA
 			if len(row.Output) > 0 {
 				if err := json.Unmarshal(row.Output, &st.output); err != nil {
@@ -224,7 +241,6 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			// means the crash came between the step and the run's
 			// settlement (a parallel branch was in flight). The step's
 			// effect happened: the run failed, it is not run again.
-			r.m.Restore(i, row.Status, row.Attempt, "")
 			r.setStatus(i, row.Status)
 			if st.err == nil {
 				st.err = &RunError{Class: fault.Business, Origin: trace.OriginEngine, Message: "step " + s.ID + " failed"}
@@ -284,7 +300,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 // usage is counted too), run and step alike, and the iterations of the
 // last usage written. Budgets count on from there, and the run's duration
 // is reckoned from its creation.
-func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
+func (r *run) restoreUsage(run *store.Run, events []*trace.Event) {
 	if run.LastSeq > 0 {
 		r.born = run.CreatedAt
 	}
@@ -294,18 +310,14 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	}
 	r.budget.Restore(sched.Spent{Iterations: u.Iterations})
 	if run.LastSeq == 0 {
-		return nil
+		return
 	}
-	use, err := journalUse(ctx, r.e.cfg.Store, r.id)
-	if err != nil {
-		return err
-	}
+	use := foldUse(events)
 	for _, s := range r.f.Steps {
 		spent := use[s.ID]
 		r.steps[s.Index].use = spent
 		r.budget.Restore(sched.Spent{LLMCalls: spent.llmCalls, TokensIn: spent.tokensIn, TokensOut: spent.tokensOut})
 	}
-	return nil
 }
 
 // journalUse folds a run's journal into what each step's model calls
@@ -316,6 +328,11 @@ func journalUse(ctx context.Context, st store.Store, runID string) (map[string]s
 	if err != nil {
 		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
+	return foldUse(events), nil
+}
+
+// foldUse is journalUse of events read.
+func foldUse(events []*trace.Event) map[string]stepUse {
 	out := map[string]stepUse{}
 	for _, ev := range events {
 		u := out[ev.StepID]
@@ -332,7 +349,7 @@ func journalUse(ctx context.Context, st store.Store, runID string) (map[string]s
 		}
 		out[ev.StepID] = u
 	}
-	return out, nil
+	return out
 }
 
 // resume runs the restored scheduler: like execute, without the start.
