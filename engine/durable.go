@@ -107,9 +107,9 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 var ErrSessionRequired = fault.New(fault.Business, errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (RunOptions.Session)"))
 
 // needsStore reports why a flow cannot run without a durable store.
-func needsStore(f *flow.Flow, b *bound) string {
-	for i, s := range f.Steps {
-		if b.kinds[i].asksPerson || s.ApprovalRequired {
+func needsStore(f *flow.Flow) string {
+	for _, s := range f.Steps {
+		if sched.WaitsFor(s) == sched.Person {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
 		if s.Agent != nil {
@@ -119,7 +119,7 @@ func needsStore(f *flow.Flow, b *bound) string {
 				}
 			}
 		}
-		if waitsForAgent(s) {
+		if sched.WaitsFor(s) == sched.Agent {
 			return "step " + s.ID + " waits for an agent's submission, which needs a durable store (Config.Store)"
 		}
 	}
@@ -382,20 +382,26 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// decide applies a person's decision to step i at dispatch. It reports
+// decide carries out the machine's answer for step i at dispatch
+// (sched.Machine.Answer, from the step's latest approval). It reports
 // whether the step was settled (or parked) here; false means: run it.
 func (r *run) decide(i int) (handled bool) {
 	s := r.f.Steps[i]
 	a := r.d.decisions[s.ID]
-	needs := r.b.kinds[i].asksPerson || s.ApprovalRequired
-	if waitsForAgent(s) && (a == nil || a.Status != store.ApprovalSettled && a.Status != store.ApprovalRejected) {
-		r.parkSubmission(i, a)
-		return true
+	var answered sched.Answered
+	if a != nil {
+		answered = sched.Answered{Status: a.Status, Kind: a.Kind}
 	}
-	if a == nil || a.Status == store.ApprovalPending {
-		if !needs {
+	ans := r.m.Answer(i, answered)
+	switch ans.Do {
+	case sched.RunIt:
+		if !ans.Decided {
 			return false
 		}
+	case sched.AskAgent:
+		r.parkSubmission(i, a)
+		return true
+	case sched.AskPerson:
 		r.park(i, store.KindApproval, r.prepare(i))
 		return true
 	}
@@ -404,8 +410,8 @@ func (r *run) decide(i int) (handled bool) {
 	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
 	st := &r.steps[i]
 	st.started = r.e.cfg.Clock.Now()
-	switch a.Status {
-	case store.ApprovalRejected:
+	switch ans.Do {
+	case sched.Reject:
 		msg := "rejected"
 		if a.DecidedBy != "" {
 			msg += " by " + a.DecidedBy
@@ -413,7 +419,7 @@ func (r *run) decide(i int) (handled bool) {
 		if a.Comment != "" {
 			msg += ": " + a.Comment
 		}
-		if a.Kind == store.KindEscalation && st.err != nil {
+		if ans.Escalated && st.err != nil {
 			// the run fails with the step's own error.
 			re := *st.err
 			re.Message += " (escalated to a person, and " + msg + ")"
@@ -422,7 +428,7 @@ func (r *run) decide(i int) (handled bool) {
 		}
 		r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(errors.New(msg)), origin: trace.OriginEngine})
 		return true
-	case store.ApprovalSettled:
+	case sched.SettleOutput:
 		var out any
 		if err := json.Unmarshal(a.Output, &out); err != nil {
 			r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(fmt.Errorf("settled output is not JSON: %w", err)), origin: trace.OriginEngine})
@@ -430,16 +436,12 @@ func (r *run) decide(i int) (handled bool) {
 		}
 		r.settleWith(i, out)
 		return true
-	}
-	// approved
-	if r.b.kinds[i].asksPerson {
+	case sched.Approve:
 		r.settleWith(i, map[string]any{"approved": true, "comment": a.Comment, "decided_by": a.DecidedBy})
 		return true
-	}
-	if a.Kind == store.KindUnknown || a.Kind == store.KindEscalation {
-		r.d.firstAttempt[i] = st.attempts + 1
-	}
-	if a.Kind == store.KindApproval && s.Type == flow.Tool {
+	case sched.RunAgain:
+		r.d.firstAttempt[i] = ans.Attempt
+	case sched.RunApproved:
 		if r.d.approved == nil {
 			r.d.approved = map[int][]byte{}
 		}
@@ -457,7 +459,7 @@ func (r *run) settleWith(i int, out any) {
 	if err == nil {
 		err = r.settledGate(s, out)
 	}
-	if err != nil && waitsForAgent(s) {
+	if err != nil && sched.WaitsFor(s) == sched.Agent {
 		r.refuseSubmission(i, out, err)
 		return
 	}

@@ -76,3 +76,38 @@ steps:
 		t.Fatalf("pending after the decision: %v", m.Pending())
 	}
 }
+
+// TestAnswer pins what a step's latest approval makes of it at dispatch.
+func TestAnswer(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: a
+steps:
+  - {id: plain, tool: x, args: {}}
+  - {id: ok, type: approval}
+  - {id: send, tool: x, args: {}, approval: required}
+  - {id: parse, skill: parse}
+`)
+	m := New(f, "r")
+	m.Park(2, store.KindUnknown, 3)
+	for _, c := range []struct {
+		step int
+		a    Answered
+		want Answer
+	}{
+		{0, Answered{}, Answer{Do: RunIt}},
+		{1, Answered{}, Answer{Do: AskPerson}},
+		{1, Answered{Status: store.ApprovalPending, Kind: store.KindApproval}, Answer{Do: AskPerson}},
+		{1, Answered{Status: store.ApprovalApproved, Kind: store.KindApproval}, Answer{Do: Approve, Decided: true}},
+		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindApproval}, Answer{Do: RunApproved, Decided: true}},
+		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindUnknown}, Answer{Do: RunAgain, Attempt: 4, Decided: true}},
+		{2, Answered{Status: store.ApprovalRejected, Kind: store.KindEscalation}, Answer{Do: Reject, Escalated: true, Decided: true}},
+		{2, Answered{Status: store.ApprovalSettled, Kind: store.KindUnknown}, Answer{Do: SettleOutput, Decided: true}},
+		{3, Answered{}, Answer{Do: AskAgent}},
+		{3, Answered{Status: store.ApprovalApproved, Kind: store.KindSubmission}, Answer{Do: AskAgent}},
+		{3, Answered{Status: store.ApprovalSettled, Kind: store.KindSubmission}, Answer{Do: SettleOutput, Decided: true}},
+	} {
+		if got := m.Answer(c.step, c.a); got != c.want {
+			t.Errorf("step %s answered %+v: %+v, want %+v", f.Steps[c.step].ID, c.a, got, c.want)
+		}
+	}
+}
