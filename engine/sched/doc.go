@@ -23,18 +23,23 @@
 // Next says what to do with the steps in flight: start a ready step
 // (Start), wait for an outcome (Await), or settle the run (Finish, with
 // Outcome). Before starting a step the driver asks Admit whether it runs,
-// is skipped or fails (skip propagation, when, mandatory). When an attempt
-// fails, Retry says whether to start attempt n+1 and when; when a step's
-// last attempt failed, Recover (RecoverItem for one for_each item) says
-// what on_error makes of it: fail the step, stop the run, park it for a
-// person, default it, or run its fallback. A Budget counts what the run
-// spends (iterations, model calls, tokens) and says when a limit is
-// crossed; its wall-time limit is Budget.Timeout.
+// is skipped or fails (skip propagation, when, mandatory), then Answer
+// what its latest approval makes of it (run, wait for a person or an
+// agent, run again, settle). When an attempt fails, Retry says whether to
+// start attempt n+1 and when; when a step's last attempt failed,
+// RecoverStep (RecoverItem for one for_each item) says what on_error makes
+// of it: fail the step, stop the run, park it for a person, default it, or
+// run its fallback. A Budget counts what the run spends (iterations, model
+// calls, tokens) and says when a limit is crossed; its wall-time limit is
+// Budget.Timeout.
 //
 // # Where the runner ends
 //
 // The driver carries the commands out: it renders inputs, calls tools and
-// models, waits (Retry's time, an outcome), commits the journal, and feeds
-// what happened back. The machine is not safe for concurrent use, except
+// models, evaluates gates and output checks, waits (Retry's time, an
+// outcome), and feeds what happened back. A driver that journals commits
+// what it recorded before it carries out Start for a step with an effect
+// and before it waits (Await): a workflow engine's history does that for
+// it. The machine is not safe for concurrent use, except
 // Retry (it reads only the flow and the run id) and Budget's methods.
 package sched

@@ -168,7 +168,7 @@ func (m *Machine) Settle(i int, status journal.StepStatus, attempts int, sha str
 	if len(m.pending) > 0 {
 		m.Decided(i)
 	}
-	if Releases(status) {
+	if releases(status) {
 		m.release(i)
 	} else {
 		m.stopped = true
@@ -243,7 +243,7 @@ func (m *Machine) Recount() {
 	for i, s := range m.f.Steps {
 		n := 0
 		for _, k := range s.RequireIdx {
-			if !Releases(m.status[k]) {
+			if !releases(m.status[k]) {
 				n++
 			}
 		}
@@ -254,9 +254,9 @@ func (m *Machine) Recount() {
 // Waiting is how many of step i's requires have not released it.
 func (m *Machine) Waiting(i int) int { return m.waiting[i] }
 
-// Releases reports whether a step with status st lets the steps that
+// releases reports whether a step with status st lets the steps that
 // require it run: it produced an output, or was skipped.
-func Releases(st journal.StepStatus) bool {
+func releases(st journal.StepStatus) bool {
 	return st == journal.StepSkipped || HasOutput(st)
 }
 

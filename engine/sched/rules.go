@@ -82,7 +82,7 @@ func StopsRun(class fault.Class, stopped bool) bool {
 }
 
 // RetryAt is Retry's answer: start attempt Attempt at time At, or, when
-// Again is false, the failure is final (Recover says what it means).
+// Again is false, the failure is final (RecoverStep says what it means).
 type RetryAt struct {
 	Again   bool
 	Attempt int
@@ -98,25 +98,25 @@ type RetryAt struct {
 // failure asked for longer (Retry-After). stopped says the run's context
 // ended. Retry reads only the flow and the run's id: it is safe to call
 // from the driver's workers concurrently with the machine's other methods.
-func (m *Machine) Retry(i int, class fault.Class, n, retries int, retryAfter time.Duration, stopped bool, now time.Time) RetryAt {
+func (m *Machine) Retry(i int, class fault.Class, n, made int, retryAfter time.Duration, stopped bool, now time.Time) RetryAt {
 	s := m.f.Steps[i]
-	if StopsRun(class, stopped) || !Retries(s, class, retries) {
+	if StopsRun(class, stopped) || !retries(s, class, made) {
 		return RetryAt{}
 	}
-	return RetryAt{Again: true, Attempt: n + 1, At: now.Add(RetryWait(s, m.runID, retries+1, retryAfter))}
+	return RetryAt{Again: true, Attempt: n + 1, At: now.Add(retryWait(s, m.runID, made+1, retryAfter))}
 }
 
-// Retries reports whether a failed attempt is tried again: a transient
+// retries reports whether a failed attempt is tried again: a transient
 // failure, or any failure of a step with on_error: retry, while fewer than
 // the step's retries were made (done).
-func Retries(s *flow.Step, class fault.Class, done int) bool {
+func retries(s *flow.Step, class fault.Class, done int) bool {
 	return (class == fault.Transient || s.OnError == flow.Retry) && done < s.Retries
 }
 
-// RetryWait is how long the n-th retry of step s waits: the step's backoff
+// retryWait is how long the n-th retry of step s waits: the step's backoff
 // with jitter hashed from run, step and n, or longer when the failure
 // asked for it (retryAfter, from Retry-After).
-func RetryWait(s *flow.Step, runID string, n int, retryAfter time.Duration) time.Duration {
+func retryWait(s *flow.Step, runID string, n int, retryAfter time.Duration) time.Duration {
 	return max(Backoff(s.Backoff, runID, s.ID, n), retryAfter)
 }
 
@@ -153,13 +153,8 @@ const (
 	FailWholeItems                 // a for_each step failed as a whole: nothing to fill
 )
 
-// Recover decides what step i's final failure of class means; stopped
-// says the run's context ended.
-func (m *Machine) Recover(i int, class fault.Class, stopped bool) Recovery {
-	return RecoverStep(m.f.Steps[i], class, stopped)
-}
-
-// RecoverStep is Recover for step s.
+// RecoverStep decides what the final failure of step s with an error of
+// class means; stopped says the run's context ended.
 func RecoverStep(s *flow.Step, class fault.Class, stopped bool) Recovery {
 	switch {
 	case StopsRun(class, stopped):
@@ -197,11 +192,11 @@ func RecoverItem(s *flow.Step, class fault.Class, stopped bool) Recovery {
 // Pending), and whether the caller's context ended (a cancellation,
 // unless the budget ran out).
 func (m *Machine) Outcome(failed bool, class fault.Class, callerDone bool) journal.RunStatus {
-	return RunOutcome(failed, class, len(m.pending) > 0, callerDone)
+	return runOutcome(failed, class, len(m.pending) > 0, callerDone)
 }
 
-// RunOutcome is Outcome with the parked state given.
-func RunOutcome(failed bool, class fault.Class, parked, callerDone bool) journal.RunStatus {
+// runOutcome is Outcome with the parked state given.
+func runOutcome(failed bool, class fault.Class, parked, callerDone bool) journal.RunStatus {
 	switch {
 	case !failed && parked:
 		return journal.RunWaiting

@@ -44,18 +44,18 @@ func TestRecoverStep(t *testing.T) {
 func TestRetriesAndWait(t *testing.T) {
 	t.Parallel()
 	s := &flow.Step{ID: "s", Retries: 2, Backoff: flow.Backoff{Initial: time.Second, Max: 4 * time.Second, Multiplier: 2}}
-	if !Retries(s, fault.Transient, 1) || Retries(s, fault.Transient, 2) || Retries(s, fault.Business, 0) {
+	if !retries(s, fault.Transient, 1) || retries(s, fault.Transient, 2) || retries(s, fault.Business, 0) {
 		t.Fatal("transient failures are retried up to retries, business ones not")
 	}
 	s.OnError = flow.Retry
-	if !Retries(s, fault.Business, 0) {
+	if !retries(s, fault.Business, 0) {
 		t.Fatal("on_error: retry retries business failures")
 	}
-	w := RetryWait(s, "r", 2, 0)
-	if w < time.Second || w > 2*time.Second || w != RetryWait(s, "r", 2, 0) {
+	w := retryWait(s, "r", 2, 0)
+	if w < time.Second || w > 2*time.Second || w != retryWait(s, "r", 2, 0) {
 		t.Fatalf("second retry waits %s: want 1s–2s, the same every time", w)
 	}
-	if w := RetryWait(s, "r", 1, time.Minute); w != time.Minute {
+	if w := retryWait(s, "r", 1, time.Minute); w != time.Minute {
 		t.Fatalf("Retry-After of 1m gives %s", w)
 	}
 }
@@ -75,8 +75,8 @@ func TestRunOutcome(t *testing.T) {
 		{true, fault.Budget, false, true, journal.RunFailed},
 		{true, fault.Cancelled, false, false, journal.RunCancelled},
 	} {
-		if got := RunOutcome(c.failed, c.class, c.parked, c.callerDone); got != c.want {
-			t.Errorf("RunOutcome(%v, %s, %v, %v) = %s, want %s", c.failed, c.class, c.parked, c.callerDone, got, c.want)
+		if got := runOutcome(c.failed, c.class, c.parked, c.callerDone); got != c.want {
+			t.Errorf("runOutcome(%v, %s, %v, %v) = %s, want %s", c.failed, c.class, c.parked, c.callerDone, got, c.want)
 		}
 	}
 }
