@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,15 +355,24 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 			latest[a.StepID] = a
 		}
 	}
-	waiting := false
+	var waiting []*store.Approval
 	for _, a := range latest {
 		if a.Status == store.ApprovalPending {
-			waiting = true
-			r.d.parked = append(r.d.parked, a)
+			waiting = append(waiting, a)
 		}
 	}
-	if waiting {
-		r.m.Park(i, store.KindApproval, row.Attempt)
+	// in the order the calls were asked, whatever the map's order.
+	slices.SortFunc(waiting, func(a, b *store.Approval) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.StepID, b.StepID)
+	})
+	for _, a := range waiting {
+		r.m.ParkCall(i, a.StepID, a.Kind, row.Attempt)
+		r.d.parked = append(r.d.parked, a)
+	}
+	if len(waiting) > 0 {
 		r.setStatus(i, r.m.Status(i))
 		return
 	}

@@ -91,7 +91,7 @@ type RetryAt struct {
 
 // Retry decides what follows the failure of attempt n of step i (or of one
 // of its for_each items or repeat rounds) with an error of class, after
-// retries made: a transient failure, or any failure of a step with
+// made retries: a transient failure, or any failure of a step with
 // on_error: retry, is tried again while fewer than the step's retries were
 // made, after the step's backoff (jittered from the run's id, the step and
 // the retry's number, so a replay waits the same) or retryAfter when the
