@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -339,8 +340,6 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 func (r *run) parkAgent(i int, w *agentWait) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	r.m.park(i, store.KindApproval, st.attempts)
-	r.setStatus(i, r.m.status[i])
 	for _, p := range w.pending {
 		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
 			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
@@ -352,6 +351,7 @@ func (r *run) parkAgent(i int, w *agentWait) {
 			a.Kind = store.KindUnknown
 			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
 		}
+		r.m.ParkCall(i, a.StepID, a.Kind, st.attempts)
 		r.d.parked = append(r.d.parked, a)
 		r.recordMu.Lock()
 		r.d.pendAppr = append(r.d.pendAppr, a)
@@ -359,6 +359,10 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
 			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
 	}
+	if len(w.pending) == 0 {
+		r.m.Park(i, store.KindApproval, st.attempts)
+	}
+	r.setStatus(i, r.m.Status(i))
 	r.stageStep(i)
 }
 
@@ -390,16 +394,25 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 			latest[a.StepID] = a
 		}
 	}
-	waiting := false
+	var waiting []*store.Approval
 	for _, a := range latest {
 		if a.Status == store.ApprovalPending {
-			waiting = true
-			r.d.parked = append(r.d.parked, a)
+			waiting = append(waiting, a)
 		}
 	}
-	if waiting {
-		r.m.park(i, store.KindApproval, row.Attempt)
-		r.setStatus(i, r.m.status[i])
+	// in the order the calls were asked, whatever the map's order.
+	slices.SortFunc(waiting, func(a, b *store.Approval) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.StepID, b.StepID)
+	})
+	for _, a := range waiting {
+		r.m.ParkCall(i, a.StepID, a.Kind, row.Attempt)
+		r.d.parked = append(r.d.parked, a)
+	}
+	if len(waiting) > 0 {
+		r.setStatus(i, r.m.Status(i))
 		return nil
 	}
 	r.d.firstAttempt[i] = max(row.Attempt, 1)

@@ -2,11 +2,7 @@ package engine
 
 import (
 	"context"
-	"hash/fnv"
-	"strconv"
 	"time"
-
-	"github.com/reinhq/rein/flow"
 )
 
 // Clock is the engine's source of time: event timestamps, durations and the
@@ -33,25 +29,4 @@ func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-}
-
-// backoffDelay is the wait before retry n (1-based): exponential, capped,
-// with a jitter in [½, 1] drawn deterministically from run, step and n, so
-// a replay waits the same.
-func backoffDelay(b flow.Backoff, runID, stepID string, n int) time.Duration {
-	d := float64(b.Initial)
-	for i := 1; i < n && d < float64(b.Max); i++ {
-		d *= b.Multiplier
-	}
-	if d > float64(b.Max) {
-		d = float64(b.Max)
-	}
-	h := fnv.New64a()
-	h.Write([]byte(runID))
-	h.Write([]byte{0})
-	h.Write([]byte(stepID))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, int64(n), 10))
-	frac := 0.5 + 0.5*float64(h.Sum64()%1_000_000)/1_000_000
-	return time.Duration(d * frac)
 }

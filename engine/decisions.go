@@ -45,7 +45,7 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 		return mm.m.Generate(ctx, req)
 	}
 	r, s := c.r, c.step
-	if err := r.countLLMCall(); err != nil {
+	if err := r.budget.LLMCall(); err != nil {
 		return nil, err
 	}
 	req.RunID, req.StepID, req.Attempt = r.id, s.ID, c.attempt
@@ -69,30 +69,11 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 	r.record(ev)
 	r.addUse(c.index, stepUse{llmCalls: 1, tokensIn: ev.TokensIn, tokensOut: ev.TokensOut})
 	if resp != nil {
-		if berr := r.countTokens(resp.Usage); berr != nil {
+		if berr := r.budget.Tokens(resp.Usage.In, resp.Usage.Out); berr != nil {
 			return nil, berr
 		}
 	}
 	return resp, err
-}
-
-// countLLMCall charges one model call to max_llm_calls.
-func (r *run) countLLMCall() error {
-	n := r.usage.llmCalls.Add(1)
-	if max := r.f.Budgets.MaxLLMCalls; max > 0 && int(n) > max {
-		return fault.BudgetErr("max_llm_calls", "the run would make more than max_llm_calls=%d model calls", max)
-	}
-	return nil
-}
-
-// countTokens charges a call's tokens to max_tokens.
-func (r *run) countTokens(u model.Usage) error {
-	in := r.usage.tokensIn.Add(int64(u.In))
-	out := r.usage.tokensOut.Add(int64(u.Out))
-	if max := r.f.Budgets.MaxTokens; max > 0 && int(in+out) > max {
-		return fault.BudgetErr("max_tokens", "the run used %d tokens, more than max_tokens=%d", in+out, max)
-	}
-	return nil
 }
 
 // bindRoute builds a route step's router: its rules, and a semantic router

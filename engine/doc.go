@@ -9,13 +9,15 @@
 // never by the model. Approval steps and approval: required tool steps wait
 // for a person.
 //
-// Decisions are kept apart from effects: the scheduler's state (statuses,
-// the ready queue, skip propagation, what waits on a person) is a
-// deterministic machine (machine.go) that the live scheduler, a resume and
-// a replay of a stored journal drive with the same transitions; the
-// error-class rules are pure functions (rules.go); and what differs by
-// step type is one table (kinds.go). Replay tests fold the journals of
-// earlier engines in testdata/replay.
+// Decisions are kept apart from effects: the scheduler's decisions (the
+// ready queue, skip propagation and when, retries by error class with
+// their backoff, on_error, budgets, what waits on a person, the run's
+// outcome) are made by package sched's deterministic machine, which the
+// live scheduler, a resume and a replay of a stored journal drive with the
+// same transitions; this package carries its commands out (renders inputs,
+// calls tools and models, waits, commits) and feeds the outcomes back.
+// What differs by step type is one table (kinds.go). Replay tests fold the
+// journals of earlier engines in testdata/replay.
 //
 // The engine depends on ports only — model.Model, tool.Tool, safety.Gate,
 // store.Store, trace.Sink — never on their adapters. Every event goes to the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
@@ -106,9 +107,9 @@ func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 var ErrSessionRequired = fault.New(fault.Business, errors.New("the flow's idempotency is session_workflow_input_hash: start it with a session id (RunOptions.Session)"))
 
 // needsStore reports why a flow cannot run without a durable store.
-func needsStore(f *flow.Flow, b *bound) string {
-	for i, s := range f.Steps {
-		if b.kinds[i].asksPerson || s.ApprovalRequired {
+func needsStore(f *flow.Flow) string {
+	for _, s := range f.Steps {
+		if sched.WaitsFor(s) == sched.Person {
 			return "step " + s.ID + " waits for an approval, which needs a durable store (Config.Store)"
 		}
 		if s.Agent != nil {
@@ -118,7 +119,7 @@ func needsStore(f *flow.Flow, b *bound) string {
 				}
 			}
 		}
-		if waitsForAgent(s) {
+		if sched.WaitsFor(s) == sched.Agent {
 			return "step " + s.ID + " waits for an agent's submission, which needs a durable store (Config.Store)"
 		}
 	}
@@ -133,9 +134,9 @@ func (r *run) stageStep(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
 	row := r.stepRow()
-	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.status[i], Attempt: st.attempts,
+	*row = store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: r.m.Status(i), Attempt: st.attempts,
 		Idempotent: r.idempotent(i), StartedAt: st.started, SettledAt: st.settled, OutputSHA: st.outputSHA}
-	if hasOutput(r.m.status[i]) {
+	if sched.HasOutput(r.m.Status(i)) {
 		if st.outputJSON != nil {
 			row.Output = st.outputJSON
 		} else if b, err := value.AppendCanonical(nil, st.output); err == nil {
@@ -166,10 +167,6 @@ func (r *run) stepRowLocked() *store.Step {
 		return row
 	}
 	return new(store.Step)
-}
-
-func hasOutput(s trace.StepStatus) bool {
-	return s == trace.StepSucceeded || s == trace.StepDefaulted || s == trace.StepFellBack
 }
 
 // idempotent reports whether step i may run again after a crash without a
@@ -329,8 +326,8 @@ func (r *run) beginAttempt(j *job, n int) {
 func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	r.m.park(i, kind, st.attempts)
-	r.setStatus(i, r.m.status[i])
+	r.m.Park(i, kind, st.attempts)
+	r.setStatus(i, r.m.Status(i))
 	a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID, Kind: kind,
 		Status: store.ApprovalPending, Tool: s.Tool, CreatedAt: r.e.cfg.Clock.Now()}
 	var asked string
@@ -369,7 +366,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
 	r.stageStep(i)
-	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
+	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.Status(i)),
 		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
 	if kind == store.KindEscalation {
 		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
@@ -385,30 +382,36 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// decide applies a person's decision to step i at dispatch. It reports
+// decide carries out the machine's answer for step i at dispatch
+// (sched.Machine.Answer, from the step's latest approval). It reports
 // whether the step was settled (or parked) here; false means: run it.
 func (r *run) decide(i int) (handled bool) {
 	s := r.f.Steps[i]
 	a := r.d.decisions[s.ID]
-	needs := r.b.kinds[i].asksPerson || s.ApprovalRequired
-	if waitsForAgent(s) && (a == nil || a.Status != store.ApprovalSettled && a.Status != store.ApprovalRejected) {
-		r.parkSubmission(i, a)
-		return true
+	var answered sched.Answered
+	if a != nil {
+		answered = sched.Answered{Status: a.Status, Kind: a.Kind}
 	}
-	if a == nil || a.Status == store.ApprovalPending {
-		if !needs {
+	ans := r.m.Answer(i, answered)
+	switch ans.Do {
+	case sched.RunIt:
+		if !ans.Decided {
 			return false
 		}
+	case sched.AskAgent:
+		r.parkSubmission(i, a)
+		return true
+	case sched.AskPerson:
 		r.park(i, store.KindApproval, r.prepare(i))
 		return true
 	}
 	delete(r.d.decisions, s.ID)
-	r.m.decided(i)
+	r.m.Decided(i)
 	r.record(trace.Event{Kind: trace.ApprovalDecided, StepID: s.ID, StepType: string(s.Type), Status: string(a.Status), Decision: string(a.Kind)})
 	st := &r.steps[i]
 	st.started = r.e.cfg.Clock.Now()
-	switch a.Status {
-	case store.ApprovalRejected:
+	switch ans.Do {
+	case sched.Reject:
 		msg := "rejected"
 		if a.DecidedBy != "" {
 			msg += " by " + a.DecidedBy
@@ -416,7 +419,7 @@ func (r *run) decide(i int) (handled bool) {
 		if a.Comment != "" {
 			msg += ": " + a.Comment
 		}
-		if a.Kind == store.KindEscalation && st.err != nil {
+		if ans.Escalated && st.err != nil {
 			// the run fails with the step's own error.
 			re := *st.err
 			re.Message += " (escalated to a person, and " + msg + ")"
@@ -425,7 +428,7 @@ func (r *run) decide(i int) (handled bool) {
 		}
 		r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(errors.New(msg)), origin: trace.OriginEngine})
 		return true
-	case store.ApprovalSettled:
+	case sched.SettleOutput:
 		var out any
 		if err := json.Unmarshal(a.Output, &out); err != nil {
 			r.settle(&outcome{index: i, attempts: st.attempts, err: fault.BusinessErr(fmt.Errorf("settled output is not JSON: %w", err)), origin: trace.OriginEngine})
@@ -433,16 +436,12 @@ func (r *run) decide(i int) (handled bool) {
 		}
 		r.settleWith(i, out)
 		return true
-	}
-	// approved
-	if r.b.kinds[i].asksPerson {
+	case sched.Approve:
 		r.settleWith(i, map[string]any{"approved": true, "comment": a.Comment, "decided_by": a.DecidedBy})
 		return true
-	}
-	if a.Kind == store.KindUnknown || a.Kind == store.KindEscalation {
-		r.d.firstAttempt[i] = st.attempts + 1
-	}
-	if a.Kind == store.KindApproval && s.Type == flow.Tool {
+	case sched.RunAgain:
+		r.d.firstAttempt[i] = ans.Attempt
+	case sched.RunApproved:
 		if r.d.approved == nil {
 			r.d.approved = map[int][]byte{}
 		}
@@ -460,7 +459,7 @@ func (r *run) settleWith(i int, out any) {
 	if err == nil {
 		err = r.settledGate(s, out)
 	}
-	if err != nil && waitsForAgent(s) {
+	if err != nil && sched.WaitsFor(s) == sched.Agent {
 		r.refuseSubmission(i, out, err)
 		return
 	}

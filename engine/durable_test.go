@@ -108,7 +108,8 @@ func TestDurableRunJournalsEveryEventAndOutput(t *testing.T) {
 }
 
 // crashState commits by hand what a process that died mid-run would have
-// left: step one succeeded, step two started (attempt 1) and never settled.
+// left: step one succeeded, step two started (attempt 1) and never settled
+// (the journal and the step rows agree, as the engine writes them).
 func crashState(t *testing.T, st store.Store, e *engine.Engine, fx *fixture, src string, idempotentTwo bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -120,8 +121,8 @@ func crashState(t *testing.T, st store.Store, e *engine.Engine, fx *fixture, src
 	}
 	now := time.Now()
 	tx := &store.Transition{RunID: "r", Version: run.Version,
-		Events: []*trace.Event{{Seq: 1, Kind: trace.RunStarted, RunID: "r", Time: now}, {Seq: 2, Kind: trace.StepStarted, RunID: "r", StepID: "one", Time: now},
-			{Seq: 3, Kind: trace.StepSettled, RunID: "r", StepID: "one", Time: now}, {Seq: 4, Kind: trace.StepStarted, RunID: "r", StepID: "two", Time: now}},
+		Events: []*trace.Event{{Seq: 1, Kind: trace.RunStarted, RunID: "r", Time: now}, {Seq: 2, Kind: trace.StepStarted, RunID: "r", StepID: "one", Time: now, Status: "running", Attempt: 1},
+			{Seq: 3, Kind: trace.StepSettled, RunID: "r", StepID: "one", Time: now, Status: "succeeded", Attempt: 1}, {Seq: 4, Kind: trace.StepStarted, RunID: "r", StepID: "two", Time: now, Status: "running", Attempt: 1}},
 		Steps: []*store.Step{{RunID: "r", StepID: "one", Type: "tool", Status: trace.StepSucceeded, Attempt: 1, Output: json.RawMessage(`{"n":1,"tool":"a"}`), StartedAt: now, SettledAt: now},
 			{RunID: "r", StepID: "two", Type: "tool", Status: trace.StepRunning, Attempt: 1, Idempotent: idempotentTwo, StartedAt: now}}}
 	if err := st.Commit(ctx, tx); err != nil {

@@ -269,7 +269,7 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 		id = e.cfg.NewRunID()
 	}
 	durable := e.durable
-	if why := needsStore(f, bound); why != "" && !durable {
+	if why := needsStore(f); why != "" && !durable {
 		return nil, fmt.Errorf("engine: flow %s cannot run in memory: %s", f.Name, why)
 	}
 	var (

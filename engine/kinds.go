@@ -34,15 +34,15 @@ type kind struct {
 	// runs again (same attempt, same idempotency key) without a person;
 	// otherwise the resume parks it as unknown.
 	idempotent func(r *run, i int) bool
-	// asksPerson: the step always waits for a person (approval steps).
-	asksPerson bool
 	// takesArgs: the step's input is tool args (defaulted from its
 	// requires, digested as args, shown to whoever approves it).
 	takesArgs bool
 }
 
 // kinds holds every step type the engine runs. Adding a step type means
-// adding its entry here (and its decoding in package flow).
+// adding its entry here (and its decoding in package flow); one that waits
+// for a person or an agent before it runs also gets its case in
+// sched.WaitsFor.
 var kinds = map[flow.Type]*kind{
 	flow.LLM: {
 		bind: func(bb *binder, b *bound, s *flow.Step) { b.models[s.Index] = bb.model(s.Model, s.ID) },
@@ -160,7 +160,6 @@ var kinds = map[flow.Type]*kind{
 		render:       func(*flow.Step, map[string]any, template.Bounds, any) (string, any, error) { return "", nil, nil },
 		outputOrigin: trace.OriginEngine,
 		idempotent:   never,
-		asksPerson:   true,
 	},
 	flow.Submit: agentAnswers,
 	flow.Source: agentAnswers,
@@ -168,8 +167,8 @@ var kinds = map[flow.Type]*kind{
 
 // agentAnswers is the kind of submit and source steps: they take their
 // output from an agent (a submission, or an adapter the agent asks to
-// run), so there is nothing to bind, render or call; decide parks them
-// (engine/submission.go).
+// run), so there is nothing to bind, render or call; the machine parks
+// them (sched.WaitsFor, sched.Machine.Answer).
 var agentAnswers = &kind{
 	bind:         func(*binder, *bound, *flow.Step) {},
 	render:       func(*flow.Step, map[string]any, template.Bounds, any) (string, any, error) { return "", nil, nil },

@@ -75,12 +75,12 @@ func replayCases() []replayCase {
 	}
 	business := fault.BusinessErr(errors.New("card declined"))
 	approvalFlow := "name: appr\nsteps:\n  - {id: draft, tool: a, args: {}}\n  - {id: ok, type: approval, message: \"send {draft.n}?\"}\n  - {id: send, tool: b, approval: required, args: {}}\n"
-	// decided runs the approval flow, then applies each decision and
-	// resumes the run after it (each in a process of its own).
-	decided := func(decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+	// resumed runs src, then applies each decision and resumes the run
+	// after it (each in a process of its own).
+	resumed := func(src string, decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
 		return func(t *testing.T, st store.Store) (string, []byte) {
 			fx := newFixture(t, newKeyCounter("a", false), newKeyCounter("b", false))
-			f := fx.parse(approvalFlow)
+			f := fx.parse(src)
 			if _, err := durableEngine(fx, st, "p1").Run(ctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
 				t.Fatal(err)
 			}
@@ -89,6 +89,38 @@ func replayCases() []replayCase {
 					t.Fatal(err)
 				}
 				if _, err := durableEngine(fx, st, fmt.Sprintf("p%d", k+2)).Resume(ctx, f, "r"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return "r", f.Source
+		}
+	}
+	decided := func(decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+		return resumed(approvalFlow, decisions...)
+	}
+	blocking := func(name string) tool.Tool {
+		return tool.Func(tool.Spec{Name: name, Effect: tool.EffectNone, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+	}
+	submitFlow := "name: sub\nsteps:\n  - {id: draft, tool: a, args: {}}\n  - {id: parse, skill: parse, output_schema: {type: object, required: [n], properties: {n: {type: number}}}}\n  - {id: next, tool: a, args: {x: \"{parse.n}\"}}\n"
+	sourceFlow := "name: src\nsteps:\n  - {id: assign, adapter: assigner, skill: assign}\n  - {id: next, tool: a, args: {}}\n"
+	// agentCase runs the agent step of agentFlow, which waits for the
+	// approval of a refund, then applies each decision and resumes.
+	agentCase := func(decisions ...func(st store.Store) error) func(t *testing.T, st store.Store) (string, []byte) {
+		return func(t *testing.T, st store.Store) (string, []byte) {
+			dir := t.TempDir()
+			e, f := agentEngine(t, dir, st, "")
+			if _, err := e.Run(ctx, f, agentInput, &engine.RunOptions{RunID: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, decide := range decisions {
+				if err := decide(st); err != nil {
+					t.Fatal(err)
+				}
+				e, f = agentEngine(t, dir, st, "")
+				if _, err := e.Resume(ctx, f, "r"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -161,6 +193,25 @@ steps:
 			}
 			return "r", f.Source
 		}},
+		{"retries_exhausted", plainRun("name: rx\nsteps:\n  - {id: get, tool: flaky, args: {}, retries: 2}\n  - {id: next, tool: a, args: {}}\n",
+			nil, []tool.Tool{failing("flaky", 9, errTransient), newKeyCounter("a", false)})},
+		{"retry_on_error", plainRun("name: ro\nsteps:\n  - {id: pay, tool: flaky, args: {}, on_error: retry, retries: 2}\n", nil, []tool.Tool{failing("flaky", 1, business)})},
+		{"gate_failed", plainRun("name: gf\nsteps:\n  - {id: g, tool: a, args: {}, gate: \"output.n > 5\"}\n  - {id: next, tool: a, args: {}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"when_error", plainRun("name: we\nsteps:\n  - {id: a1, tool: a, args: {}}\n  - {id: a2, tool: a, args: {}, when: \"a1.n.deeper > 1\"}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"for_each_failed", plainRun("name: ff\nsteps:\n  - {id: c, tool: flaky, for_each: \"input.xs\", args: {x: \"{item}\"}, concurrency: 1}\n",
+			map[string]any{"xs": []any{1.0, 2.0, 3.0}}, []tool.Tool{failing("flaky", 1, business)})},
+		{"fallback_failed", plainRun("name: fbf\nsteps:\n  - {id: pay, tool: broken, args: {}, on_error: fallback, fallback: {tool: broken2, args: {}}}\n",
+			nil, []tool.Tool{failing("broken", 9, business), failing("broken2", 9, business)})},
+		{"max_iterations", plainRun("name: mi\nmax_iterations: 2\nsteps:\n  - {id: g, tool: a, args: {}, repeat: {until: \"output.n >= 5\", max: 5}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"step_timeout", plainRun("name: st\nsteps:\n  - {id: slow, tool: wait, args: {}, timeout: 20ms, retries: 1}\n", nil, []tool.Tool{blocking("wait")})},
+		{"run_timeout", plainRun("name: rto\nbudgets: {timeout: 50ms}\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: slow, tool: wait, args: {}}\n", nil, []tool.Tool{newKeyCounter("a", false), blocking("wait")})},
+		{"submit_waiting", resumed(submitFlow)},
+		{"submit_settled", resumed(submitFlow, func(st store.Store) error { return approve(st, "parse", store.ApprovalSettled, `{"n": 3}`) })},
+		{"submit_refused", resumed(submitFlow, func(st store.Store) error { return approve(st, "parse", store.ApprovalSettled, `{"m": 3}`) })},
+		{"source_rejected", resumed(sourceFlow, func(st store.Store) error { return approve(st, "assign", store.ApprovalRejected, "") })},
+		{"agent_waiting", agentCase()},
+		{"agent_approved", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
+		{"agent_rejected", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalRejected, "") })},
 	}
 }
 

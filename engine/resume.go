@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/journal"
@@ -155,6 +156,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
 	var input any
 	if err := json.Unmarshal(run.Input, &input); err != nil {
 		e.release(runID)
@@ -163,14 +169,11 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
-	if err := r.restore(steps, approvals, calls); err != nil {
+	if err := r.restore(events, steps, approvals, calls); err != nil {
 		e.release(runID)
 		return nil, err
 	}
-	if err := r.restoreUsage(ctx, run); err != nil {
-		e.release(runID)
-		return nil, err
-	}
+	r.restoreUsage(run, events)
 	res := r.resume(ctx)
 	r.recycle()
 	return res, nil
@@ -180,9 +183,21 @@ func (e *Engine) release(runID string) {
 	_ = e.cfg.Store.ReleaseLease(storeCtx, runID, e.cfg.Owner)
 }
 
-// restore rebuilds the scheduler's state from the step projection, and
-// the progress of steps in flight from their call records (by step ID).
-func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map[string][]*store.Call) error {
+// restore rebuilds the scheduler's state by replaying the run's journal
+// through the machine (sched.Machine.Apply), checks that it agrees with
+// the step projection (agree), takes the steps' outputs and errors from
+// the projection, and the progress of steps in flight from their call
+// records (by step ID). Steps in flight or waiting when the last process
+// stopped are then decided again: run again, parked, or answered.
+func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*store.Approval, calls map[string][]*store.Call) error {
+	for _, ev := range events {
+		if err := r.m.Apply(ev); err != nil {
+			return fmt.Errorf("engine: replay the journal of run %s: %w", r.id, err)
+		}
+	}
+	if err := r.agree(rows); err != nil {
+		return err
+	}
 	latest := map[string]*store.Approval{}
 	for _, a := range approvals {
 		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
@@ -209,8 +224,11 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			_ = json.Unmarshal(row.Error, st.err)
 		}
 		switch row.Status {
+		case trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
+			r.m.Requeue(i) // decided again below
+		}
+		switch row.Status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:
-			r.m.restore(i, row.Status, row.Attempt, row.OutputSHA)
 			st.outputSHA = row.OutputSHA
 			if len(row.Output) > 0 {
 				if err := json.Unmarshal(row.Output, &st.output); err != nil {
@@ -225,7 +243,6 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			// means the crash came between the step and the run's
 			// settlement (a parallel branch was in flight). The step's
 			// effect happened: the run failed, it is not run again.
-			r.m.restore(i, row.Status, row.Attempt, "")
 			r.setStatus(i, row.Status)
 			if st.err == nil {
 				st.err = &RunError{Class: fault.Business, Origin: trace.OriginEngine, Message: "step " + s.ID + " failed"}
@@ -249,7 +266,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
 			}
-			r.m.restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
+			r.m.Restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
 			if s.Type == flow.Agent {
@@ -266,10 +283,10 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			if a == nil || a.Status == store.ApprovalPending {
 				r.setStatus(i, row.Status)
 				if a != nil {
-					r.m.park(i, a.Kind, row.Attempt)
+					r.m.Park(i, a.Kind, row.Attempt)
 					r.d.parked = append(r.d.parked, a)
 				} else {
-					r.m.restore(i, row.Status, row.Attempt, "")
+					r.m.Restore(i, row.Status, row.Attempt, "")
 					r.d.toPark = append(r.d.toPark, i)
 				}
 				continue
@@ -280,8 +297,8 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 			}
 		}
 	}
-	r.m.recount()
-	r.m.seed()
+	r.m.Recount()
+	r.m.Seed()
 	return nil
 }
 
@@ -291,7 +308,7 @@ func (r *run) restore(rows []*store.Step, approvals []*store.Approval, calls map
 // usage is counted too), run and step alike, and the iterations of the
 // last usage written. Budgets count on from there, and the run's duration
 // is reckoned from its creation.
-func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
+func (r *run) restoreUsage(run *store.Run, events []*trace.Event) {
 	if run.LastSeq > 0 {
 		r.born = run.CreatedAt
 	}
@@ -299,34 +316,24 @@ func (r *run) restoreUsage(ctx context.Context, run *store.Run) error {
 	if len(run.Usage) > 0 {
 		_ = json.Unmarshal(run.Usage, &u)
 	}
-	r.usage.iterations.Store(int64(u.Iterations))
+	r.budget.Restore(sched.Spent{Iterations: u.Iterations})
 	if run.LastSeq == 0 {
-		return nil
+		return
 	}
-	use, tier, err := journalUse(ctx, r.e.cfg.Store, r.id)
-	if err != nil {
-		return err
-	}
+	use, tier := foldUse(events)
 	r.restoredTier = tier
 	for _, s := range r.f.Steps {
 		spent := use[s.ID]
 		r.steps[s.Index].use = spent
-		r.usage.llmCalls.Add(int64(spent.llmCalls))
-		r.usage.tokensIn.Add(int64(spent.tokensIn))
-		r.usage.tokensOut.Add(int64(spent.tokensOut))
+		r.budget.Restore(sched.Spent{LLMCalls: spent.llmCalls, TokensIn: spent.tokensIn, TokensOut: spent.tokensOut})
 	}
-	return nil
 }
 
-// journalUse folds a run's journal into what each step's model calls
+// foldUse folds a run's journal into what each step's model calls
 // cost: model_call events, and the corrective requests of llm steps
 // (corrective_retry) and planners (plan_rejected, status corrected); and
 // into the highest risk tier the run reached (risk_tier events).
-func journalUse(ctx context.Context, st store.Store, runID string) (map[string]stepUse, int, error) {
-	events, err := st.Events(ctx, runID, 0, 0)
-	if err != nil {
-		return nil, 0, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
-	}
+func foldUse(events []*trace.Event) (map[string]stepUse, int) {
 	out := map[string]stepUse{}
 	tier := 0
 	for _, ev := range events {
@@ -350,7 +357,7 @@ func journalUse(ctx context.Context, st store.Store, runID string) (map[string]s
 		}
 		out[ev.StepID] = u
 	}
-	return out, tier, nil
+	return out, tier
 }
 
 // resume runs the restored scheduler: like execute, without the start.
@@ -396,10 +403,11 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
 	}
-	use, _, err := journalUse(ctx, e.cfg.Store, runID)
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
+	use, _ := foldUse(events)
 	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
 	for _, row := range rows {
 		u := use[row.StepID]
@@ -412,7 +420,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 			_ = json.Unmarshal(row.Error, sr.Error)
 		}
 		res.Steps[row.StepID] = sr
-		if hasOutput(row.Status) && len(row.Output) > 0 {
+		if sched.HasOutput(row.Status) && len(row.Output) > 0 {
 			var v any
 			if err := json.Unmarshal(row.Output, &v); err != nil {
 				return nil, fmt.Errorf("output of step %s of run %s does not decode: %w", row.StepID, runID, err)

@@ -75,7 +75,10 @@ func TestResumeDoesNotRerunACommittedFailure(t *testing.T) {
 	}
 	now := time.Now()
 	if err := st.Commit(ctx, &store.Transition{RunID: "r", Version: run.Version,
-		Events: []*trace.Event{{Seq: 1, Kind: trace.RunStarted, RunID: "r", Time: now}},
+		Events: []*trace.Event{{Seq: 1, Kind: trace.RunStarted, RunID: "r", Time: now},
+			{Seq: 2, Kind: trace.StepStarted, RunID: "r", StepID: "x", Time: now, Status: "running", Attempt: 1},
+			{Seq: 3, Kind: trace.StepStarted, RunID: "r", StepID: "y", Time: now, Status: "running", Attempt: 1},
+			{Seq: 4, Kind: trace.StepSettled, RunID: "r", StepID: "x", Time: now, Status: "failed", Attempt: 1}},
 		Steps: []*store.Step{
 			{RunID: "r", StepID: "x", Type: "tool", Status: trace.StepFailed, Attempt: 1, StartedAt: now, SettledAt: now,
 				Error: json.RawMessage(`{"class":"business","step":"x","message":"boom"}`)},

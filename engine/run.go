@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/safety"
@@ -40,12 +40,13 @@ type run struct {
 	env     map[string]any
 	stepsNS map[string]any
 	steps   []stepState
-	// m decides: statuses, the ready queue, what waits on a person.
-	m        machine
+	// m decides: statuses, the ready queue, what waits on a person,
+	// when, retries and on_error; budget counts against the limits.
+	m        sched.Machine
 	running  int
 	results  chan *outcome
 	failure  *RunError
-	usage    counters
+	budget   sched.Budget
 	recordMu sync.Mutex
 	seq      int64
 	// slab is what events are cut from (under recordMu): slab[len:cap] is
@@ -85,13 +86,6 @@ type run struct {
 	// ev is what the run recorded for the gate (evidence.go); nil when
 	// the run is not gated.
 	ev *safety.Evidence
-}
-
-type counters struct {
-	iterations atomic.Int64
-	llmCalls   atomic.Int64
-	tokensIn   atomic.Int64
-	tokensOut  atomic.Int64
 }
 
 // stepState is what executing a step left beside its status (r.m):
@@ -144,7 +138,8 @@ func newRun(e *Engine, f *flow.Flow, b *bound, id string, input any) *run {
 		steps = steps[:n]
 		clear(steps)
 	}
-	r.m.reset(f)
+	r.m.Reset(f, id)
+	r.budget.Reset(f)
 	if cap(results) < n {
 		results = make(chan *outcome, n)
 	}
@@ -189,8 +184,8 @@ func (r *run) begin(parent context.Context) {
 	r.start = r.e.cfg.Clock.Now()
 	ctx, cancel := context.WithCancelCause(parent)
 	r.stopTimeout = nil
-	if t := r.f.Budgets.Timeout; t > 0 {
-		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, fault.BudgetErr("timeout", "the run ran past its budget timeout of %s", t))
+	if t, cause := r.budget.Timeout(); t > 0 {
+		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, cause)
 	}
 	if r.d.on {
 		// tools tell a durable run the process groups they start (onProcess).
@@ -213,7 +208,7 @@ func (r *run) execute(parent context.Context) *Result {
 	r.startLease(r.e.cfg.LeaseTTL)
 	r.record(trace.Event{Kind: trace.RunStarted, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	r.startRisk()
-	r.m.seed()
+	r.m.Seed()
 	r.loop()
 	return r.finish(parent)
 }
@@ -221,18 +216,18 @@ func (r *run) execute(parent context.Context) *Result {
 // loop carries out the machine's commands until it says the run is done.
 func (r *run) loop() {
 	for {
-		switch cmd, i := r.m.decide(r.running); cmd {
-		case finishRun:
+		switch cmd := r.m.Next(r.running); cmd.Op {
+		case sched.Finish:
 			return
-		case startStep:
+		case sched.Start:
 			if r.ctx.Err() != nil {
 				r.fail(r.interruption(), "") // the machine stops: nothing more starts
 			} else {
-				r.dispatch(i)
+				r.dispatch(cmd.Step)
 			}
 			continue
 		}
-		// awaitOutcome
+		// sched.Await
 		select {
 		case o := <-r.results:
 			// a step that ran inline is done: nothing to wait for, so no
@@ -267,30 +262,21 @@ func (r *run) interruption() *RunError {
 func (r *run) dispatch(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	skip, why := r.shouldSkip(i)
+	adm := r.m.Admit(r.ctx, i, r.env)
 	if r.ctx.Err() != nil {
 		r.fail(r.interruption(), "") // the run's time ran out while when was evaluated
 		return
 	}
-	if skip {
-		if s.Mandatory {
-			err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine,
-				Message: "mandatory step cannot be skipped: " + why}
-			st.err = err
-			r.m.settle(i, trace.StepFailed, st.attempts, "")
-			r.emitSettled(i, nil, nil, err)
-			r.fail(err, s.ID)
-			return
-		}
-		r.m.settle(i, trace.StepSkipped, st.attempts, "")
+	switch adm.Verdict {
+	case sched.Skip:
+		r.m.Settle(i, trace.StepSkipped, st.attempts, "")
 		r.publish(i, nil)
 		r.emitSettled(i, nil, nil, nil)
 		return
-	} else if why != "" {
-		// the when expression itself failed.
-		err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine, Message: why}
-		r.m.settle(i, trace.StepFailed, st.attempts, "")
+	case sched.Fail:
+		err := &RunError{Class: fault.Business, Step: s.ID, Origin: trace.OriginEngine, Message: adm.Reason}
 		st.err = err
+		r.m.Settle(i, trace.StepFailed, st.attempts, "")
 		r.emitSettled(i, nil, nil, err)
 		r.fail(err, s.ID)
 		return
@@ -312,7 +298,7 @@ func (r *run) dispatch(i int) {
 	if n := r.d.firstAttempt[i]; n > 0 {
 		st.attempts = n
 	}
-	r.m.start(i, st.attempts)
+	r.m.Start(i, st.attempts)
 	r.setStatus(i, trace.StepRunning)
 	ev := trace.Event{Kind: trace.StepStarted, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepRunning),
 		Model: s.Model, Tool: s.Tool, Time: st.started}
@@ -326,7 +312,7 @@ func (r *run) dispatch(i int) {
 		// nothing to protect: it rides with its settlement (pureStart).
 		if !r.pureStart(i) || r.barrierPending() || r.storeErr != nil {
 			if r.flush(); r.storeErr != nil || r.interrupted() {
-				r.m.unstart(i) // it never ran
+				r.m.Unstart(i) // it never ran
 				if r.storeErr != nil {
 					r.fail(toRunError(r.storeErr, s.ID, trace.OriginEngine), s.ID)
 				} else {
@@ -337,32 +323,11 @@ func (r *run) dispatch(i int) {
 		}
 	}
 	r.running++
-	if r.running == 1 && len(r.m.ready) == 0 {
+	if r.running == 1 && r.m.Ready() == 0 {
 		r.results <- r.work(job) // the only thing to do: run it inline
 		return
 	}
 	go func() { r.results <- r.work(job) }()
-}
-
-// shouldSkip applies skip propagation (machine.skippedUpstream), then
-// step i's when. A non-empty reason with skip=false means the when
-// expression could not be evaluated.
-func (r *run) shouldSkip(i int) (skip bool, reason string) {
-	s := r.f.Steps[i]
-	if up := r.m.skippedUpstream(i); up != "" {
-		return true, "upstream step " + up + " was skipped"
-	}
-	if s.When == nil {
-		return false, ""
-	}
-	ok, err := s.When.EvalContext(r.ctx, r.env)
-	if err != nil {
-		return false, fmt.Sprintf("when %q could not be evaluated: %v", s.When.Source(), err)
-	}
-	if !ok {
-		return true, fmt.Sprintf("when %q was false", s.When.Source())
-	}
-	return false, ""
 }
 
 // settle records a step's outcome and releases its downstream steps.
@@ -385,14 +350,14 @@ func (r *run) settle(o *outcome) {
 		return
 	}
 	if o.err != nil {
-		r.m.settle(i, o.failStatus(), o.attempts, "")
+		r.m.Settle(i, o.failStatus(), o.attempts, "")
 		st.err = r.hide(toRunError(o.err, s.ID, o.origin))
-		r.setStatus(i, r.m.status[i])
+		r.setStatus(i, r.m.Status(i))
 		r.emitSettled(i, nil, o, st.err)
 		r.fail(st.err, s.ID)
 		return
 	}
-	r.m.settle(i, o.status, o.attempts, o.outputSHA)
+	r.m.Settle(i, o.status, o.attempts, o.outputSHA)
 	st.output = o.output
 	st.outputSHA = o.outputSHA
 	st.outputJSON = o.outputJSON
@@ -408,7 +373,7 @@ func (r *run) publish(i int, out any) {
 	s := r.f.Steps[i]
 	r.env[s.ID] = out
 	if r.stepsNS != nil {
-		r.stepsNS[s.ID] = map[string]any{"status": string(r.m.status[i]), "output": out}
+		r.stepsNS[s.ID] = map[string]any{"status": string(r.m.Status(i)), "output": out}
 	}
 }
 
@@ -435,7 +400,7 @@ func (r *run) fail(err *RunError, step string) {
 		err.Step = step
 	}
 	r.failure = err
-	r.m.stop()
+	r.m.Stop()
 	if err.Class == fault.Cancelled || err.Class == fault.Budget && err.Step == "" {
 		r.cancel(err.err)
 		return
@@ -447,9 +412,9 @@ func (r *run) finish(parent context.Context) *Result {
 	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: make(map[string]any, len(r.steps)), Steps: make(map[string]StepResult, len(r.steps))}
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
-		res.Steps[s.ID] = StepResult{Status: r.m.status[i], Attempts: st.attempts, Duration: st.duration, Error: st.err,
+		res.Steps[s.ID] = StepResult{Status: r.m.Status(i), Attempts: st.attempts, Duration: st.duration, Error: st.err,
 			Corrections: st.use.corrections, LLMCalls: st.use.llmCalls, TokensIn: st.use.tokensIn, TokensOut: st.use.tokensOut}
-		switch r.m.status[i] {
+		switch r.m.Status(i) {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output
 		}
@@ -460,15 +425,19 @@ func (r *run) finish(parent context.Context) *Result {
 	if r.storeErr != nil && r.failure == nil {
 		r.failure = toRunError(r.storeErr, "", trace.OriginEngine)
 	}
-	switch res.Status = runOutcome(r.failure, len(r.m.pending) > 0, parent.Err() != nil); res.Status {
+	var class fault.Class
+	if r.failure != nil {
+		class = r.failure.Class
+	}
+	switch res.Status = r.m.Outcome(r.failure != nil, class, parent.Err() != nil); res.Status {
 	case trace.RunWaiting:
 		res.Pending = r.d.parked
 	case trace.RunCancelled:
 		r.failure.Class = fault.Cancelled
 	}
 	res.Error = r.failure
-	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),
-		TokensIn: int(r.usage.tokensIn.Load()), TokensOut: int(r.usage.tokensOut.Load())}
+	spent := r.budget.Spent()
+	res.Usage = Usage{Iterations: spent.Iterations, LLMCalls: spent.LLMCalls, TokensIn: spent.TokensIn, TokensOut: spent.TokensOut}
 	since := r.start
 	if !r.born.IsZero() {
 		since = r.born
@@ -638,7 +607,7 @@ func (r *run) delivered() {
 func (r *run) emitSettled(i int, out any, o *outcome, err *RunError) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.status[i]),
+	ev := trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.Status(i)),
 		Attempt: st.attempts, DurationMS: trace.Millis(st.duration), Time: st.settled}
 	if o != nil {
 		ev.OutputSHA, ev.Preview = o.outputSHA, o.preview

@@ -11,15 +11,6 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
-// waitsForAgent reports whether step s takes its output from an agent: a
-// submit step (the agent's JSON) or a source step (an adapter the agent
-// triggers). Such a step parks the run (waiting) with an approval of kind
-// submission until a settle decision brings its output; a rejection fails
-// the step.
-func waitsForAgent(s *flow.Step) bool {
-	return s.Type == flow.Submit || s.Type == flow.Source
-}
-
 // parkSubmission parks step i for an agent's submission. prior is the
 // step's decision, if any: an approval is no output, so the step waits
 // again.

@@ -11,15 +11,14 @@ import (
 )
 
 // runUnit is one execution of a step (one for_each item, one repeat round,
-// or the step itself): attempts with the error-class policy of
-// shared/DESIGN.md §3. Transient errors are retried with backoff up to
-// retries; a format error from a model was already corrected once inside
-// the call (model.Decide) and is not retried again; business
-// errors are not retried unless on_error is retry; budget, policy and
-// cancellation end it at once.
+// or the step itself): it charges the iteration to the run's budget, makes
+// the attempts, and after each failure carries out what the machine
+// decides (sched.Machine.Retry: attempt n+1 at time T, waited for with the
+// engine's clock, or a final failure). A format error from a model was
+// already corrected once inside the call (model.Decide).
 func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (any, error) {
 	s := j.step
-	if err := r.countIteration(); err != nil {
+	if err := r.budget.Iteration(); err != nil {
 		o.origin = trace.OriginEngine
 		return nil, err
 	}
@@ -28,7 +27,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 	if n := r.d.firstAttempt[j.index]; n > 0 {
 		first = n
 	}
-	for attempt := first; ; attempt++ {
+	for attempt := first; ; {
 		o.attempts = attempt
 		if attempt > first {
 			r.beginAttempt(j, attempt)
@@ -46,18 +45,16 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		o.origin = origin
 		class := fault.ClassOf(err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
-		if stopsRun(class, ctx.Err() != nil) {
+		now := r.e.cfg.Clock.Now()
+		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)
+		if !next.Again {
 			return nil, err
 		}
-		if retries(s, class, done) {
-			done++
-			wait := retryWait(s, r.id, done, fault.RetryAfterOf(err))
-			if serr := r.e.cfg.Clock.Sleep(ctx, wait); serr != nil {
-				return nil, r.ctxCause(serr)
-			}
-			continue
+		done++
+		if serr := r.e.cfg.Clock.Sleep(ctx, next.At.Sub(now)); serr != nil {
+			return nil, r.ctxCause(serr)
 		}
-		return nil, err
+		attempt = next.Attempt
 	}
 }
 
@@ -107,14 +104,6 @@ func (r *run) ctxCause(err error) error {
 		}
 	}
 	return err
-}
-
-func (r *run) countIteration() error {
-	n := r.usage.iterations.Add(1)
-	if max := r.f.MaxIterations; int(n) > max {
-		return fault.BudgetErr("max_iterations", "the run would execute more than max_iterations=%d steps", max)
-	}
-	return nil
 }
 
 func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, origin trace.Origin) {

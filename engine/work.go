@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/reinhq/rein/engine/sched"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
@@ -118,20 +119,20 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 // applyOnError decides what a final failure means for the step.
 func (r *run) applyOnError(j *job, err error, o *outcome) {
 	s := j.step
-	switch recoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
-	case stopWithRun:
+	switch sched.RecoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
+	case sched.StopWithRun:
 		o.err = r.ctxCause(err)
 		return
-	case escalateStep:
+	case sched.EscalateStep:
 		r.escalate(j, err, o)
 		return
-	case defaultStep:
+	case sched.DefaultStep:
 		o.lastErr, o.status = err, trace.StepDefaulted
 		if ferr := r.finishOutput(s, s.FallbackValue, o); ferr != nil {
 			o.err = ferr
 		}
 		return
-	case fallBack:
+	case sched.FallBack:
 		out, ferr := r.runFallback(r.ctx, j, j.in, j.scope)
 		if ferr != nil {
 			o.err = fallbackFailed(ferr, err, "step")
@@ -224,10 +225,10 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 // fallback's output. Errors that stop the run are not absorbed.
 func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, error) {
 	s := j.step
-	switch recoverItem(s, fault.ClassOf(err), ctx.Err() != nil) {
-	case defaultStep:
+	switch sched.RecoverItem(s, fault.ClassOf(err), ctx.Err() != nil) {
+	case sched.DefaultStep:
 		return s.FallbackValue, nil
-	case stopWithRun, failStep:
+	case sched.StopWithRun, sched.FailStep:
 		return nil, err
 	}
 	var scope map[string]any

@@ -1,0 +1,113 @@
+package sched
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+)
+
+func parseMachineFlow(t *testing.T, src string) *flow.Flow {
+	t.Helper()
+	f, err := flow.Parse([]byte(src), "m.yaml", &flow.Options{Tools: func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestMachineDecides drives the machine by hand: file order, the
+// concurrency bound, release on settlement, skip propagation along
+// explicit requires, and a failure that stops what is left.
+func TestMachineDecides(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: m
+concurrency: 2
+steps:
+  - {id: a, tool: x, args: {}}
+  - {id: b, tool: x, args: {}, requires: []}
+  - {id: c, tool: x, args: {}, requires: []}
+  - {id: d, tool: x, args: {}, requires: [a, b]}
+  - {id: e, tool: x, args: {}, requires: [c]}
+`)
+	m := New(f, "r")
+	m.Seed()
+	var started []int
+	for {
+		cmd := m.Next(len(started))
+		if cmd.Op != Start {
+			if cmd.Op != Await {
+				t.Fatalf("command %d with two steps in flight, want Await", cmd.Op)
+			}
+			break
+		}
+		m.Start(cmd.Step, 1)
+		started = append(started, cmd.Step)
+	}
+	if !slices.Equal(started, []int{0, 1}) {
+		t.Fatalf("started %v with concurrency 2, want a and b in file order", started)
+	}
+	m.Settle(0, journal.StepSucceeded, 1, "sha-a")
+	if m.Waiting(3) != 1 {
+		t.Fatalf("d waits on %d, want 1 (b runs)", m.Waiting(3))
+	}
+	m.Settle(1, journal.StepSkipped, 0, "")
+	if cmd := m.Next(0); cmd.Step != 2 {
+		t.Fatalf("next = %d, want c (before d, which b released later)", cmd.Step)
+	}
+	if up := m.SkippedUpstream(3); up != "b" {
+		t.Fatalf("d's skipped upstream = %q, want b", up)
+	}
+	if a := m.Admit(context.Background(), 3, nil); a.Verdict != Skip || a.Reason != "upstream step b was skipped" {
+		t.Fatalf("Admit(d) = %+v, want a skip naming b", a)
+	}
+	m.Start(2, 1)
+	m.Settle(2, journal.StepFailed, 1, "")
+	if cmd := m.Next(0); cmd.Op != Finish {
+		t.Fatalf("after a failed step, with nothing in flight: command %d, want Finish", cmd.Op)
+	}
+	m.Park(4, store.KindApproval, 0)
+	m.Decided(4)
+	if len(m.Pending()) != 0 {
+		t.Fatalf("pending after the decision: %v", m.Pending())
+	}
+}
+
+// TestAnswer pins what a step's latest approval makes of it at dispatch.
+func TestAnswer(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: a
+steps:
+  - {id: plain, tool: x, args: {}}
+  - {id: ok, type: approval}
+  - {id: send, tool: x, args: {}, approval: required}
+  - {id: parse, skill: parse}
+`)
+	m := New(f, "r")
+	m.Park(2, store.KindUnknown, 3)
+	for _, c := range []struct {
+		step int
+		a    Answered
+		want Answer
+	}{
+		{0, Answered{}, Answer{Do: RunIt}},
+		{1, Answered{}, Answer{Do: AskPerson}},
+		{1, Answered{Status: store.ApprovalPending, Kind: store.KindApproval}, Answer{Do: AskPerson}},
+		{1, Answered{Status: store.ApprovalApproved, Kind: store.KindApproval}, Answer{Do: Approve, Decided: true}},
+		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindApproval}, Answer{Do: RunApproved, Decided: true}},
+		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindUnknown}, Answer{Do: RunAgain, Attempt: 4, Decided: true}},
+		{2, Answered{Status: store.ApprovalRejected, Kind: store.KindEscalation}, Answer{Do: Reject, Escalated: true, Decided: true}},
+		{2, Answered{Status: store.ApprovalSettled, Kind: store.KindUnknown}, Answer{Do: SettleOutput, Decided: true}},
+		{3, Answered{}, Answer{Do: AskAgent}},
+		{3, Answered{Status: store.ApprovalApproved, Kind: store.KindSubmission}, Answer{Do: AskAgent}},
+		{3, Answered{Status: store.ApprovalSettled, Kind: store.KindSubmission}, Answer{Do: SettleOutput, Decided: true}},
+	} {
+		if got := m.Answer(c.step, c.a); got != c.want {
+			t.Errorf("step %s answered %+v: %+v, want %+v", f.Steps[c.step].ID, c.a, got, c.want)
+		}
+	}
+}
