@@ -51,6 +51,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.recordUnlessSettled(ev)
 	}
 	r.recordCall(&rec)
+	r.recordEffect(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

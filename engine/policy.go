@@ -19,15 +19,12 @@ func (b *bound) gated() bool {
 
 // bindGate sets the flow's gate — the engine's, joined with the flow's
 // own policy: rules — and works out where the args of every tool step
-// (and fallback tool) come from (flow.ArgProvenance), once per flow.
-// Without a gate there is nothing to work out.
+// (and fallback tool) come from (flow.ArgProvenance), once per flow: the
+// gate sees it, and the effect graph records it.
 func (e *Engine) bindGate(f *flow.Flow, b *bound) {
 	b.gate = e.cfg.Gate
 	if f.Policy != nil {
 		b.gate = safety.Join(e.cfg.Gate, f.Policy.Policy())
-	}
-	if !b.gated() {
-		return
 	}
 	spec := func(name string) (tool.Spec, bool) {
 		if t, ok := e.cfg.Tools.Lookup(name); ok {

@@ -40,6 +40,12 @@ const (
 	// (Preview names the folder, OutputSHA is the sha256 of the delivery's
 	// manifest): the intent to deliver them.
 	DeliveryPrepared Kind = "delivery_prepared"
+	// CallEffect is an executed call of a tool with an effect (Data: the
+	// Effect record): the run's effect graph.
+	CallEffect Kind = "call_effect"
+	// Remediated is one thing done about an executed call once a premise
+	// failed or a saga compensates (Data: the Remediation record).
+	Remediated Kind = "remediation"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -47,7 +53,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, CallEffect, Remediated}
 }
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

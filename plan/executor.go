@@ -347,10 +347,9 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	r.status[i] = running
 	r.st.executed++
 	req := &invoke.Request{Tool: r.e.tools[s.Tool], Args: args, At: at, Recorder: r.e.cfg.Recorder,
-		Info: &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt}}
-	if r.e.cfg.Gate != safety.AllowAll {
-		req.Provenance = r.provenance(i)
-	}
+		Info: &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt},
+		// the gate sees it, and the caller's effect graph records it.
+		Provenance: r.provenance(i)}
 	if ent := r.an.steps[i].entry; ent != nil {
 		req.Spec, req.Input = &ent.spec, (*argsCheck)(ent)
 		if ent.out != nil {

@@ -29,6 +29,8 @@ const (
 	ToolProcess       = journal.ToolProcess
 	AgentTurn         = journal.AgentTurn
 	AgentCall         = journal.AgentCall
+	CallEffect        = journal.CallEffect
+	Remediated        = journal.Remediated
 )
 
 // Event kinds of the workflow tool (package bridge).

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bin runs the built rein binary in the flow's folder with --db appended.
+func (fx *durableFixture) bin(args ...string) (int, string, string) {
+	fx.t.Helper()
+	path, err := reinBinary()
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	cmd := exec.Command(path, append(args, "--db", fx.db)...)
+	cmd.Dir = fx.dir
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		fx.t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// crmState is the fake CRM's state file, line by line.
+func (fx *durableFixture) crmState() []string {
+	fx.t.Helper()
+	b, err := os.ReadFile(filepath.Join(fx.dir, "crm.state"))
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestRunsEffectsAndTheEffectGraph: the built binary runs a flow over a
+// fake CRM (an exec tool with a state file); rein runs effects lists each
+// call that touched the world with what it wrote, sent and read, where
+// its args came from and the compensation rendered over the call, and
+// rein graph --run draws the calls, the resources and the data edges.
+func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "saga")
+	if code, out, stderr := fx.bin("run", ".", "--input-json", `{"name": "ada", "region": "eu", "second": "b"}`); code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := fx.bin("runs", "effects", "last", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("runs effects: exit %d\n%s", code, stderr)
+	}
+	var v struct {
+		RunID string `json:"run_id"`
+		Calls []struct {
+			Key, Tool, Effect string
+			Writes, Sends     []string
+			Reads             []string
+			Provenance        []struct {
+				Pointer string
+				Origins []string
+			}
+			Compensation *struct {
+				Kind, Tool string
+				Args       json.RawMessage
+			}
+		}
+		Data []struct{ From, To string }
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var tools []string
+	for _, c := range v.Calls {
+		tools = append(tools, c.Tool)
+	}
+	if strings.Join(tools, " ") != "create_customer link_item link_item notify check_region" {
+		t.Fatalf("calls %v", tools)
+	}
+	create, notify, check := v.Calls[0], v.Calls[3], v.Calls[4]
+	if create.Key != v.RunID+"/create/1" || strings.Join(create.Writes, " ") != "crm:customer/cust-ada" ||
+		create.Compensation == nil || create.Compensation.Tool != "archive_customer" || strings.Join(strings.Fields(string(create.Compensation.Args)), "") != `{"id":"cust-ada"}` {
+		t.Errorf("create: %+v", create)
+	}
+	if strings.Join(notify.Sends, " ") != "mail:ops@example.com" || notify.Compensation != nil {
+		t.Errorf("notify: %+v", notify)
+	}
+	if strings.Join(check.Reads, " ") != "registry:region/cust-ada" || len(check.Provenance) != 2 || check.Provenance[0].Origins[0] != "tool:create_customer" {
+		t.Errorf("check: %+v", check)
+	}
+	if len(v.Data) != 4 || v.Data[0].From != create.Key {
+		t.Errorf("data edges %+v", v.Data)
+	}
+	code, out, _ = fx.bin("runs", "effects", "last")
+	for _, want := range []string{"5 calls with an effect", "/link_a/1 link_item write reversible", "undo: unlink_item {\"customer\":\"cust-ada\",\"item\":\"a\"}", "arg /item from user"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("runs effects lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, stderr = fx.bin("graph", "--run", "last")
+	for _, want := range []string{"flowchart LR", `c0["create_customer<br>write · compensatable<br>step create"]`, `r0[("crm#58;customer/cust-ada")]`,
+		`c0 -->|"write"| r0`, `c0 -.->|"data"| c1`, `r4[("registry#58;region/cust-ada")]`, `r4 -->|"read"| c4`} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("graph --run lacks %q: exit %d\n%s\n%s", want, code, out, stderr)
+		}
+	}
+	if code, out, _ = fx.bin("graph", "--run", "last", "-o", "dot"); code != exitOK || !strings.Contains(out, `shape=cylinder`) || !strings.Contains(out, `style=dotted, class="data"`) {
+		t.Errorf("graph --run -o dot: exit %d\n%s", code, out)
+	}
+	if code, _, stderr = fx.bin("graph", "flow.yaml", "--run", "last"); code != exitUsage {
+		t.Errorf("graph PATH --run: exit %d, want usage\n%s", code, stderr)
+	}
+}
