@@ -454,6 +454,12 @@ func (r *run) finish(parent context.Context) *Result {
 	case trace.RunCancelled:
 		r.failure.Class = fault.Cancelled
 	}
+	if r.d.on && parent.Err() == nil && (res.Status == trace.RunFailed && r.f.OnFailure == flow.OnFailureCompensate || r.d.remedyOpen) {
+		if pend := r.runRemedies(parent, res.Status == trace.RunFailed && r.f.OnFailure == flow.OnFailureCompensate); len(pend) > 0 {
+			res.Status = trace.RunWaiting
+			res.Pending = append(res.Pending, pend...)
+		}
+	}
 	res.Error = r.failure
 	res.Usage = Usage{Iterations: int(r.usage.iterations.Load()), LLMCalls: int(r.usage.llmCalls.Load()),
 		TokensIn: int(r.usage.tokensIn.Load()), TokensOut: int(r.usage.tokensOut.Load())}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/journal"
@@ -111,4 +113,61 @@ func ProvenanceRecord(p Provenance) []journal.ArgProvenance {
 // compliance).
 func Escalates(tags []string) bool {
 	return slices.ContainsFunc(tags, func(t string) bool { return t == "money" || t == "compliance" || t == "user-facing" })
+}
+
+// CompensationProvenance is where the args of the compensation of a call
+// of spec come from, leaf by leaf of its template: a placeholder over the
+// call's args has the origins the call's args had there (orig), one over
+// its output the tool's origin; other leaves are constants. So the gate
+// judges a compensation by what its values really are.
+func CompensationProvenance(spec *tool.Spec, kind string, orig Provenance) Provenance {
+	c := spec.Compensate
+	if kind == "undo" {
+		c = spec.Undo
+	}
+	if c == nil {
+		return nil
+	}
+	v, errs := template.ParseValue(c.Args)
+	if len(errs) > 0 {
+		return nil
+	}
+	out := Provenance{}
+	for _, r := range v.Refs() {
+		if r.Path[0].Key == "output" {
+			out.Add(r.Pointer, ToolOrigin(spec))
+			continue
+		}
+		var b strings.Builder
+		for _, seg := range r.Path[1:] {
+			b.WriteByte('/')
+			if seg.IsIndex {
+				b.WriteString(strconv.Itoa(seg.Index))
+			} else {
+				b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(seg.Key))
+			}
+		}
+		at := b.String()
+		for ptr, os := range orig {
+			// the origins of a value hold below its pointer; a value made of
+			// several leaves has all of theirs.
+			if ptr == at || strings.HasPrefix(at, ptr+"/") || ptr == "" || strings.HasPrefix(ptr, at+"/") || at == "" {
+				for _, o := range os {
+					out.Add(r.Pointer, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// FromRecord is the Provenance of an effect record's list.
+func FromRecord(rec []journal.ArgProvenance) Provenance {
+	out := Provenance{}
+	for _, p := range rec {
+		for _, o := range p.Origins {
+			out.Add(p.Pointer, Origin(o))
+		}
+	}
+	return out
 }

@@ -116,3 +116,85 @@ func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 		t.Errorf("graph PATH --run: exit %d, want usage\n%s", code, stderr)
 	}
 }
+
+// TestSagaCompensatesInReverseAndEscalates: a flow with on_failure:
+// compensate fails after creating a customer, linking two items and
+// notifying; the built binary's run takes back what it can, in reverse
+// order of completion, through the pipeline (each compensation journaled
+// as a call of its own), freezes the irreversible notification and
+// escalates it (tagged user-facing), and escalates the undo that fails
+// instead of retrying it: the run waits. Approving the failed undo makes
+// it once more (it fails again: a second escalation); rejecting and
+// approving the rest lets the run end failed. The CRM's state file shows
+// exactly what was taken back.
+func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "saga")
+	code, out, stderr := fx.bin("run", "saga.yaml", "--input-json", `{"name": "ada", "region": "us", "second": "locked"}`, "-o", "json")
+	if code != exitWaiting {
+		t.Fatalf("run: exit %d, want waiting\n%s\n%s", code, out, stderr)
+	}
+	var res durableResult
+	decodeOne(t, out, &res)
+	want := []string{"customer cust-ada region=us archived", "link cust-ada locked", "notified cust-ada ops@example.com"}
+	if got := fx.crmState(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("crm.state after the saga:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	code, out, _ = fx.bin("runs", "effects", res.RunID, "-o", "json")
+	var v struct {
+		Calls []struct {
+			Key, Tool, State, Remedy string
+		}
+		Remediations []struct {
+			Key, Action, Status, Escalation string
+			Touched, Invalid                []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil {
+		t.Fatalf("runs effects: exit %d %v\n%s", code, err, out)
+	}
+	var order []string
+	for _, m := range v.Remediations {
+		order = append(order, strings.TrimPrefix(m.Key, res.RunID+"/")+" "+m.Action+" "+m.Status+" "+m.Escalation)
+	}
+	wantOrder := []string{"notify/1 freeze escalated notify/1/freeze", "link_b/1 undo failed link_b/1/undo", "link_a/1 undo done ", "create/1 compensate done "}
+	if strings.Join(order, "\n") != strings.Join(wantOrder, "\n") {
+		t.Fatalf("remediations, latest completed first:\n%s\nwant:\n%s", strings.Join(order, "\n"), strings.Join(wantOrder, "\n"))
+	}
+	if m := v.Remediations[0]; strings.Join(m.Invalid, " ") != "mail:ops@example.com call:"+res.RunID+"/notify/1" {
+		t.Errorf("the frozen notification marks %v invalid", m.Invalid)
+	}
+	if m := v.Remediations[3]; strings.Join(m.Touched, " ") != "crm:customer/cust-ada" {
+		t.Errorf("the compensation touched %v", m.Touched)
+	}
+	var remedies []string
+	for _, c := range v.Calls {
+		if c.Remedy != "" {
+			remedies = append(remedies, strings.TrimPrefix(c.Key, res.RunID+"/")+" "+c.Tool)
+		}
+	}
+	if strings.Join(remedies, ", ") != "link_b/1/undo unlink_item, link_a/1/undo unlink_item, create/1/compensate archive_customer" {
+		t.Errorf("compensation calls in the effect graph: %v", remedies)
+	}
+
+	// approved: the failed undo is made once more, fails again, and is
+	// escalated again under a new id.
+	if code, out, stderr = fx.bin("runs", "approve", res.RunID, "link_b/1/undo"); code != exitWaiting || !strings.Contains(out+stderr, "link_b/1/undo/2") {
+		t.Fatalf("approve the failed undo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr = fx.bin("runs", "reject", res.RunID, "link_b/1/undo/2", "--comment", "left linked, the item is locked"); code != exitWaiting {
+		t.Fatalf("reject the second escalation: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr = fx.bin("runs", "approve", res.RunID, "notify/1/freeze"); code != exitRunFailed {
+		t.Fatalf("approve the frozen notification: exit %d, want the run failed\n%s\n%s", code, out, stderr)
+	}
+	if got := fx.crmState(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("crm.state at the end:\n%s", strings.Join(got, "\n"))
+	}
+	code, out, _ = fx.bin("runs", "effects", res.RunID)
+	for _, want := range []string{"(saga, failed)", "link_b/1 undo link_item: resolved", "decided: rejected left linked, the item is locked", "notify/1 freeze notify: resolved"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs effects lacks %q:\n%s", want, out)
+		}
+	}
+}
