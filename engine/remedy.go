@@ -3,13 +3,16 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/journal"
@@ -330,4 +333,100 @@ func (r *run) runRemedies(ctx context.Context, saga bool) []*store.Approval {
 		remedies = st.sagaRemedies()
 	}
 	return r.remediate(ctx, SagaPremise, remedies, st)
+}
+
+// Remediate carries out remedies (from an impact analysis) on the durable
+// run runID because premise failed, with the flow f the run pinned: each
+// undo and compensation through the pipeline and the run's gate, each
+// freeze marked in the journal, each action a remediation record. A step
+// the run has not settled is settled as skipped first (a remediated run
+// starts nothing more). When something is escalated the run waits for a
+// person (rein runs approve|reject|settle RUN <escalation>); resuming it
+// once they decided carries the remediation on, and the run ends as it had
+// ended before. A run another process holds is a conflict error; a run
+// still running is one too (cancel it first). A remedy already carried out
+// (done, frozen, resolved) is not acted on again.
+func (e *Engine) Remediate(ctx context.Context, f *flow.Flow, runID, premise string, remedies []Remedy) (*Result, error) {
+	if store.IsEphemeral(e.cfg.Store) {
+		return nil, errors.New("engine: Remediate needs a durable store (engine.Config.Store)")
+	}
+	run, err := e.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: remediate run %s: %w", runID, err)
+	}
+	if h := FlowHash(f); h != run.FlowHash {
+		return nil, fmt.Errorf("engine: run %s started with flow %s (sha256 %.12s), not the one given (sha256 %.12s): remediate with the pinned flow text", runID, run.Flow, run.FlowHash, h)
+	}
+	b, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	leased := time.Now()
+	held := run
+	if run, err = e.acquire(ctx, runID); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is being advanced by %s: wait for it, or cancel it, before remediating: %w", runID, held.LeaseOwner, err))
+		}
+		return nil, fmt.Errorf("engine: lease run %s: %w", runID, err)
+	}
+	if run.Status == trace.RunRunning || run.Status == trace.RunPending {
+		e.release(runID)
+		return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is %s: cancel it (rein runs cancel) before remediating, so that no step starts meanwhile", runID, run.Status))
+	}
+	rows, err := e.cfg.Store.Steps(ctx, runID)
+	if err != nil {
+		e.release(runID)
+		return nil, fmt.Errorf("engine: read steps of run %s: %w", runID, err)
+	}
+	var input any
+	_ = json.Unmarshal(run.Input, &input)
+	r := newRun(e, f, b, runID, input)
+	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+	r.seq = run.LastSeq
+	r.begin(ctx)
+	r.startLease(e.cfg.LeaseTTL)
+	defer r.recycle()
+	defer r.end()
+	r.skipUnsettled(rows, premise)
+	st, err := e.readRemedies(ctx, runID)
+	if err != nil {
+		r.endLease()
+		return nil, err
+	}
+	pend := r.remediate(ctx, premise, remedies, st)
+	if len(pend) > 0 && run.Status != trace.RunWaiting {
+		r.recordMu.Lock()
+		r.d.pendRun = &store.RunUpdate{Status: trace.RunWaiting, Error: run.Error, Usage: run.Usage}
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: trace.RunParked, Flow: f.Name, Status: string(trace.RunWaiting)})
+	}
+	r.flush()
+	r.delivered()
+	r.endLease()
+	if r.storeErr != nil {
+		return nil, r.storeErr
+	}
+	return e.Status(ctx, runID)
+}
+
+// skipUnsettled settles as skipped every step of the run that has not
+// settled, saying why.
+func (r *run) skipUnsettled(rows []*store.Step, premise string) {
+	settled := map[string]bool{}
+	for _, row := range rows {
+		settled[row.StepID] = row.Status.Settled()
+	}
+	now := r.e.cfg.Clock.Now()
+	for _, s := range r.f.Steps {
+		if settled[s.ID] {
+			continue
+		}
+		msg := "not run: premise " + premise + " failed and the run was remediated"
+		why, _ := json.Marshal(&RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Step: s.ID, Message: msg})
+		row := &store.Step{RunID: r.id, StepID: s.ID, Type: string(s.Type), Status: trace.StepSkipped, Error: why, SettledAt: now}
+		r.recordMu.Lock()
+		r.d.pendSteps = append(r.d.pendSteps, row)
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: trace.StepSettled, StepID: s.ID, StepType: string(s.Type), Status: string(trace.StepSkipped), Error: msg})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,14 +31,17 @@ func (fx *durableFixture) bin(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// crmState is the fake CRM's state file, line by line.
+// crmState is the fake CRM's state file, its lines sorted (parallel
+// steps write in any order).
 func (fx *durableFixture) crmState() []string {
 	fx.t.Helper()
 	b, err := os.ReadFile(filepath.Join(fx.dir, "crm.state"))
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	return lines
 }
 
 // TestRunsEffectsAndTheEffectGraph: the built binary runs a flow over a
@@ -196,5 +200,101 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs effects lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestImpactAndRemediate: the region a step guessed is the premise that
+// failed. rein runs impact (built binary) classifies every executed call:
+// the diamond below the premise (create → link_a, link_b → notify) is
+// affected — compensate, undo, undo, freeze — and the independent branch
+// is kept. rein runs remediate takes them back latest first, freezes the
+// sent notification and escalates it (exit 3); the CRM's state file shows
+// exactly that. Remediating again acts on nothing twice; after the person
+// approves, the run is back to succeeded. An unknown premise is exit 1.
+func TestImpactAndRemediate(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "saga")
+	if code, out, stderr := fx.bin("run", "impact.yaml", "--input-json", `{"name": "ada"}`); code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := fx.bin("runs", "impact", "last", "--premise", "region", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("impact: exit %d\n%s", code, stderr)
+	}
+	var im struct {
+		RunID  string `json:"run_id"`
+		Source string
+		Steps  []string
+		Calls  []struct {
+			StepID    string `json:"step_id"`
+			Action    string
+			Escalates bool
+			Invalid   []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &im); err != nil {
+		t.Fatal(err)
+	}
+	if im.Source != "step" || strings.Join(im.Steps, " ") != "region create link_a link_b notify" {
+		t.Errorf("affected steps %v (%s)", im.Steps, im.Source)
+	}
+	actions := map[string]string{}
+	for _, c := range im.Calls {
+		actions[c.StepID] = c.Action
+		if c.StepID == "notify" && (!c.Escalates || strings.Join(c.Invalid, " ") != "mail:ops@example.com") {
+			t.Errorf("notify: %+v", c)
+		}
+	}
+	want := map[string]string{"create": "compensate", "link_a": "undo", "link_b": "undo", "notify": "freeze", "other": "keep"}
+	for step, a := range want {
+		if actions[step] != a {
+			t.Errorf("step %s: action %q, want %q (all: %v)", step, actions[step], a, actions)
+		}
+	}
+	if got := fx.crmState(); len(got) != 5 {
+		t.Fatalf("impact changed the CRM: %v", got)
+	}
+
+	code, out, stderr = fx.bin("runs", "remediate", "last", "--premise", "region")
+	if code != exitWaiting || !strings.Contains(out, "notify/1/freeze (escalation)") {
+		t.Fatalf("remediate: exit %d, want waiting\n%s\n%s", code, out, stderr)
+	}
+	wantState := "customer cust-ada region=us archived\nlink cust-other x\nnotified cust-ada ops@example.com"
+	if got := strings.Join(fx.crmState(), "\n"); got != wantState {
+		t.Fatalf("crm.state after remediate:\n%s\nwant:\n%s", got, wantState)
+	}
+	code, out, _ = fx.bin("runs", "effects", "last", "-o", "json")
+	var v struct {
+		Remediations []struct{ Key, Action, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil {
+		t.Fatal(code, err)
+	}
+	var order []string
+	for _, m := range v.Remediations {
+		order = append(order, strings.TrimPrefix(m.Key, im.RunID+"/")+" "+m.Action+" "+m.Status)
+	}
+	// link_a and link_b ran in parallel: either may have completed last.
+	if got := strings.Join(order, ", "); got != "notify/1 freeze escalated, link_b/1 undo done, link_a/1 undo done, create/1 compensate done" &&
+		got != "notify/1 freeze escalated, link_a/1 undo done, link_b/1 undo done, create/1 compensate done" {
+		t.Errorf("remediations: %v", order)
+	}
+	if code, _, stderr = fx.bin("runs", "remediate", "last", "--premise", "region"); code != exitWaiting {
+		t.Errorf("remediate again: exit %d\n%s", code, stderr)
+	}
+	if got := strings.Join(fx.crmState(), "\n"); got != wantState {
+		t.Errorf("remediating again changed the CRM:\n%s", got)
+	}
+	if code, out, stderr = fx.bin("runs", "approve", "last", "notify/1/freeze", "--comment", "apology sent"); code != exitOK {
+		t.Fatalf("approve the escalation: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, _ = fx.bin("runs", "show", "last"); !strings.Contains(out, "status     succeeded") {
+		t.Errorf("the run after the escalation: exit %d\n%s", code, out)
+	}
+	if code, _, stderr = fx.bin("runs", "impact", "last", "--premise", "nope"); code != exitRunFailed || !strings.Contains(stderr, "its steps: region, create") {
+		t.Errorf("unknown premise: exit %d\n%s", code, stderr)
+	}
+	if code, _, _ = fx.bin("runs", "impact", "last"); code != exitUsage {
+		t.Errorf("impact without --premise: exit %d", code)
 	}
 }

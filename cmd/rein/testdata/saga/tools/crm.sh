@@ -7,6 +7,7 @@
 #   unlink_item {customer, item}     → the link line is removed (fails for item "locked")
 #   notify {customer, to}            → notified <customer> <to>
 #   check_region {customer, region}  → exit 1 unless region is "eu"
+#   guess_region {name}              → {"region": "us"}, changes nothing
 set -eu
 op=$1
 in=$(cat)
@@ -37,6 +38,8 @@ notify)
 check_region)
 	if [ "$(field region)" != eu ]; then echo "customer $(field customer) is not in region $(field region)" >&2; exit 1; fi
 	printf '{"ok": true}\n' ;;
+guess_region)
+	printf '{"region": "us"}\n' ;;
 *)
 	echo "unknown operation $op" >&2; exit 2 ;;
 esac
