@@ -31,6 +31,25 @@ func (fx *durableFixture) bin(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// newCRM is a copy of testdata/saga with the fake CRM of
+// examples/crm-onboarding (its tools/crm.sh); crm.locked there lists the
+// item "locked", which the CRM refuses to unlink.
+func newCRM(t *testing.T) *durableFixture {
+	t.Helper()
+	fx := newDurable(t, "saga")
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "crm-onboarding", "tools", "crm.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(fx.dir, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fx.dir, "tools", "crm.sh"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
 // crmState is the fake CRM's state file, its lines sorted (parallel
 // steps write in any order).
 func (fx *durableFixture) crmState() []string {
@@ -51,7 +70,7 @@ func (fx *durableFixture) crmState() []string {
 // rein graph --run draws the calls, the resources and the data edges.
 func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 	t.Parallel()
-	fx := newDurable(t, "saga")
+	fx := newCRM(t)
 	if code, out, stderr := fx.bin("run", ".", "--input-json", `{"name": "ada", "region": "eu", "second": "b"}`); code != exitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -83,7 +102,7 @@ func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 	for _, c := range v.Calls {
 		tools = append(tools, c.Tool)
 	}
-	if strings.Join(tools, " ") != "create_customer link_item link_item notify check_region" {
+	if strings.Join(tools, " ") != "create_customer link_item link_item notify lookup_region" {
 		t.Fatalf("calls %v", tools)
 	}
 	create, notify, check := v.Calls[0], v.Calls[3], v.Calls[4]
@@ -94,10 +113,10 @@ func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 	if strings.Join(notify.Sends, " ") != "mail:ops@example.com" || notify.Compensation != nil {
 		t.Errorf("notify: %+v", notify)
 	}
-	if strings.Join(check.Reads, " ") != "registry:region/cust-ada" || len(check.Provenance) != 2 || check.Provenance[0].Origins[0] != "tool:create_customer" {
+	if strings.Join(check.Reads, " ") != "registry:region/ada" || len(check.Provenance) != 1 || check.Provenance[0].Origins[0] != "user" {
 		t.Errorf("check: %+v", check)
 	}
-	if len(v.Data) != 4 || v.Data[0].From != create.Key {
+	if len(v.Data) != 3 || v.Data[0].From != create.Key {
 		t.Errorf("data edges %+v", v.Data)
 	}
 	code, out, _ = fx.bin("runs", "effects", "last")
@@ -108,7 +127,7 @@ func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 	}
 	code, out, stderr = fx.bin("graph", "--run", "last")
 	for _, want := range []string{"flowchart LR", `c0["create_customer<br>write · compensatable<br>step create"]`, `r0[("crm#58;customer/cust-ada")]`,
-		`c0 -->|"write"| r0`, `c0 -.->|"data"| c1`, `r4[("registry#58;region/cust-ada")]`, `r4 -->|"read"| c4`} {
+		`c0 -->|"write"| r0`, `c0 -.->|"data"| c1`, `r4[("registry#58;region/ada")]`, `r4 -->|"read"| c4`} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("graph --run lacks %q: exit %d\n%s\n%s", want, code, out, stderr)
 		}
@@ -133,7 +152,7 @@ func TestRunsEffectsAndTheEffectGraph(t *testing.T) {
 // exactly what was taken back.
 func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 	t.Parallel()
-	fx := newDurable(t, "saga")
+	fx := newCRM(t)
 	code, out, stderr := fx.bin("run", "saga.yaml", "--input-json", `{"name": "ada", "region": "us", "second": "locked"}`, "-o", "json")
 	if code != exitWaiting {
 		t.Fatalf("run: exit %d, want waiting\n%s\n%s", code, out, stderr)
@@ -203,7 +222,7 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 	}
 }
 
-// TestImpactAndRemediate: the region a step guessed is the premise that
+// TestImpactAndRemediate: the region a step read is the premise that
 // failed. rein runs impact (built binary) classifies every executed call:
 // the diamond below the premise (create → link_a, link_b → notify) is
 // affected — compensate, undo, undo, freeze — and the independent branch
@@ -213,7 +232,7 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 // approves, the run is back to succeeded. An unknown premise is exit 1.
 func TestImpactAndRemediate(t *testing.T) {
 	t.Parallel()
-	fx := newDurable(t, "saga")
+	fx := newCRM(t)
 	if code, out, stderr := fx.bin("run", "impact.yaml", "--input-json", `{"name": "ada"}`); code != exitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -259,7 +278,7 @@ func TestImpactAndRemediate(t *testing.T) {
 	if code != exitWaiting || !strings.Contains(out, "notify/1/freeze (escalation)") {
 		t.Fatalf("remediate: exit %d, want waiting\n%s\n%s", code, out, stderr)
 	}
-	wantState := "customer cust-ada region=us archived\nlink cust-other x\nnotified cust-ada ops@example.com"
+	wantState := "customer cust-ada region=eu archived\nlink cust-other x\nnotified cust-ada ops@example.com"
 	if got := strings.Join(fx.crmState(), "\n"); got != wantState {
 		t.Fatalf("crm.state after remediate:\n%s\nwant:\n%s", got, wantState)
 	}

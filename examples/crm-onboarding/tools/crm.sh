@@ -5,7 +5,8 @@
 #   create_customer {name, region}   → customer <id> region=<r> active
 #   archive_customer {id}            → customer <id> region=<r> archived
 #   link_item {customer, item}       → link <customer> <item>
-#   unlink_item {customer, item}     → the link line goes
+#   unlink_item {customer, item}     → the link line goes (fails for an item
+#                                      listed in crm.locked)
 #   notify {customer, to}            → notified <customer> <to>
 #   lookup_region {name}             → {"region": …} from data/regions.txt
 set -eu
@@ -27,6 +28,9 @@ link_item)
 	echo "link $(field customer) $(field item)" >> "$state"
 	printf '{"linked": "%s"}\n' "$(field item)" ;;
 unlink_item)
+	if [ -f crm.locked ] && grep -qx "$(field item)" crm.locked; then
+		echo "item $(field item) is locked in the CRM" >&2; exit 1
+	fi
 	grep -v "^link $(field customer) $(field item)\$" "$state" > "$state.new" || true
 	mv "$state.new" "$state"
 	printf '{"unlinked": "%s"}\n' "$(field item)" ;;
