@@ -103,7 +103,7 @@ func newGraphCmd(s *streams) *cobra.Command {
 	var db dbFlag
 	var format, output, runRef string
 	cmd := &cobra.Command{
-		Use:   "graph PATH | --run RUN",
+		Use:   "graph PATH",
 		Short: "Draw a flow's main path and failure paths, or a run's effect graph (Mermaid or DOT)",
 		Long: `Draw the flow at PATH: its main path and its failure paths. With --run RUN
 (and --db), draw the effect graph of a stored run instead: each call that
@@ -152,6 +152,7 @@ lists the same).`,
 	l.register(cmd)
 	db.register(cmd)
 	cmd.Flags().StringVar(&runRef, "run", "", "draw the effect graph of this stored run (an ID, a prefix, or last) instead of a flow")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunArgs)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "drawing format: mermaid or dot (default mermaid)")
 	cmd.Flags().StringVar(&format, "format", "mermaid", "drawing format: mermaid or dot (the same as -o)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedValues("mermaid", "dot"))
