@@ -120,13 +120,14 @@ func TestNoPathSkipsThePolicyGateCompensations(t *testing.T) {
 	gate := &safety.Policy{Rules: []safety.Rule{{Name: "no-archive", Tools: []string{"archive"}, Provenance: []safety.Origin{safety.OriginInferred},
 		Verdict: safety.Block, Reason: "archiving is done by hand"}}}
 	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: openSQLite(t), Owner: "p", Gate: gate})
-	res, err := e.Run(context.Background(), fx.parse(`name: g
+	f := fx.parse(`name: g
 on_failure: compensate
 steps:
   - {id: draft, type: llm, model: m, prompt_template: "write"}
   - {id: s, tool: create, args: {to: "{draft}"}}
   - {id: fail, tool: broken, args: {}}
-`), nil, &engine.RunOptions{RunID: "r"})
+`)
+	res, err := e.Run(context.Background(), f, nil, &engine.RunOptions{RunID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +145,15 @@ steps:
 	}
 	if !decided {
 		t.Error("no gate_decision event for the compensation")
+	}
+	// the journal replays: the saga parks the run, not a step.
+	var evs []*trace.Event
+	for _, ev := range fx.events.all() {
+		evs = append(evs, &ev)
+	}
+	status, steps, waits, err := engine.Replay(f, evs)
+	if err != nil || status != trace.RunWaiting || steps["s"].Status != trace.StepSucceeded || len(waits) != 0 {
+		t.Errorf("replay: %v %s %+v %v", err, status, steps, waits)
 	}
 }
 

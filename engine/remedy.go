@@ -297,11 +297,11 @@ func (r *run) escalateRemedy(rec *journal.Remediation, msg string) *store.Approv
 	if rec.Call != nil {
 		a.Tool, a.Args = rec.Call.Tool, rec.Call.Args
 	}
+	// the remediation record names the escalation; no approval_requested
+	// event, which would park the step itself in a replay of the journal.
 	r.recordMu.Lock()
 	r.d.pendAppr = append(r.d.pendAppr, a)
 	r.recordMu.Unlock()
-	r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: rec.StepID, Tool: rec.Tool, Decision: string(store.KindEscalation),
-		Status: "waiting", Error: msg})
 	return a
 }
 
