@@ -176,10 +176,11 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 		eff := &rm.Effect
 		prior := st.last[eff.Key]
 		esc := escalationID(r.id, eff.Key, rm.Action)
+		why := premise
 		if prior != nil && prior.Premise != "" {
-			premise = prior.Premise
+			why = prior.Premise // an escalation carries on under its own premise
 		}
-		rec := journal.Remediation{Premise: premise, Key: eff.Key, StepID: eff.StepID, Tool: eff.Tool, Action: string(rm.Action)}
+		rec := journal.Remediation{Premise: why, Key: eff.Key, StepID: eff.StepID, Tool: eff.Tool, Action: string(rm.Action)}
 		if prior != nil {
 			switch prior.Status {
 			case "done", "frozen", "resolved":
