@@ -118,7 +118,7 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 				return nil, err
 			}
 			st.last[m.Key] = m
-			if m.Status == "failed" {
+			if m.Status == journal.RemedyFailed {
 				st.failures[m.Key]++
 			}
 		}
@@ -158,7 +158,7 @@ func (st *remedyState) open() []Remedy {
 	var out []Remedy
 	for i := len(st.effects) - 1; i >= 0; i-- {
 		eff := st.effects[i]
-		if m := st.last[eff.Key]; m != nil && m.Escalation != "" && (m.Status == "failed" || m.Status == "escalated") {
+		if m := st.last[eff.Key]; m != nil && m.Escalation != "" && (m.Status == journal.RemedyFailed || m.Status == journal.RemedyEscalated) {
 			out = append(out, Remedy{Effect: *eff, Action: Action(m.Action)})
 		}
 	}
@@ -183,9 +183,9 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 		rec := journal.Remediation{Premise: why, Key: eff.Key, StepID: eff.StepID, Tool: eff.Tool, Action: string(rm.Action)}
 		if prior != nil {
 			switch prior.Status {
-			case "done", "frozen", "resolved":
+			case journal.RemedyDone, journal.RemedyFrozen, journal.RemedyResolved:
 				continue
-			case "failed", "escalated":
+			case journal.RemedyFailed, journal.RemedyEscalated:
 				a := st.decided[prior.Escalation]
 				if a == nil || a.Status == store.ApprovalPending {
 					if a != nil {
@@ -194,7 +194,7 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 					continue
 				}
 				if a.Status != store.ApprovalApproved || rm.Action == ActFreeze {
-					rec.Status, rec.Decision, rec.Comment, rec.Invalid = "resolved", string(a.Status), a.Comment, prior.Invalid
+					rec.Status, rec.Decision, rec.Comment, rec.Invalid = journal.RemedyResolved, string(a.Status), a.Comment, prior.Invalid
 					r.recordRemedy(&rec)
 					continue
 				}
@@ -217,13 +217,13 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediation, esc string) *store.Approval {
 	eff := &rm.Effect
 	if rm.Action == ActFreeze {
-		rec.Status = "frozen"
+		rec.Status = journal.RemedyFrozen
 		rec.Invalid = append(append(append([]string{}, eff.Writes...), eff.Sends...), "call:"+eff.Key)
 		if !safety.Escalates(eff.Tags) {
 			r.recordRemedy(rec)
 			return nil
 		}
-		rec.Status, rec.Escalation = "escalated", esc
+		rec.Status, rec.Escalation = journal.RemedyEscalated, esc
 		a := r.escalateRemedy(rec, fmt.Sprintf("call %s of tool %s (tagged %s) cannot be taken back: it is frozen and its objects %s are marked invalid; a person must put it right, then approve (done) or reject",
 			eff.Key, eff.Tool, strings.Join(eff.Tags, ", "), strings.Join(rec.Invalid, ", ")))
 		r.recordRemedy(rec)
@@ -234,11 +234,11 @@ func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediatio
 	// a person who approved the escalation approved this exact call.
 	err := r.compensate(ctx, eff, c, rec, rec.Decision == string(store.ApprovalApproved))
 	if err == nil {
-		rec.Status = "done"
+		rec.Status = journal.RemedyDone
 		r.recordRemedy(rec)
 		return nil
 	}
-	rec.Status, rec.Error, rec.Escalation = "failed", r.e.cfg.Redactor.String(err.Error()), esc
+	rec.Status, rec.Error, rec.Escalation = journal.RemedyFailed, r.e.cfg.Redactor.String(err.Error()), esc
 	a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s) failed: %s; it is not retried blindly: approve to make it once more, settle once a person took it back by hand, or reject to leave it",
 		rm.Action, eff.Key, eff.Tool, rec.Error))
 	r.recordRemedy(rec)

@@ -89,10 +89,7 @@ type Remediation struct {
 	Tool   string `json:"tool"`
 	// Action is undo, compensate or freeze.
 	Action string `json:"action"`
-	// Status is done (the compensation returned ok), frozen, failed (the
-	// compensation failed or was refused; escalated), escalated (frozen
-	// and given to a person), resolved (a person decided an escalation:
-	// Decision), or retried (approved: the compensation is made again).
+	// Status is one of the Remedy… values.
 	Status string `json:"status"`
 	// Call is the compensation made (undo, compensate).
 	Call *Compensation `json:"call,omitempty"`
@@ -110,6 +107,15 @@ type Remediation struct {
 	Comment  string `json:"comment,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
+
+// Remediation statuses.
+const (
+	RemedyDone      = "done"      // the undo or compensation returned ok
+	RemedyFrozen    = "frozen"    // irreversible: its objects are marked invalid
+	RemedyFailed    = "failed"    // the compensation failed or was refused; escalated
+	RemedyEscalated = "escalated" // frozen and given to a person
+	RemedyResolved  = "resolved"  // a person decided the escalation (Decision)
+)
 
 // EncodeEffect returns e as the JSON an Event's Data holds.
 func EncodeEffect(e *Effect) (string, error) {
