@@ -138,10 +138,10 @@ func buildEffects(g *Effects) *effModel {
 
 // effStateFill colours a call by its remediation state.
 var effStateFill = map[string]string{
-	"done":      "fill:#e0f2f1,stroke:#00695c,color:#004d40",
-	"frozen":    "fill:#e3f2fd,stroke:#1565c0,color:#0d47a1",
-	"escalated": "fill:#f3e5f5,stroke:#8e24aa,color:#4a148c",
-	"failed":    "fill:#ffebee,stroke:#c62828,color:#b71c1c",
+	journal.RemedyDone:      "fill:#e0f2f1,stroke:#00695c,color:#004d40",
+	journal.RemedyFrozen:    "fill:#e3f2fd,stroke:#1565c0,color:#0d47a1",
+	journal.RemedyEscalated: "fill:#f3e5f5,stroke:#8e24aa,color:#4a148c",
+	journal.RemedyFailed:    "fill:#ffebee,stroke:#c62828,color:#b71c1c",
 }
 
 func renderEffectsMermaid(b *bytes.Buffer, m *effModel) {
@@ -167,7 +167,7 @@ func renderEffectsMermaid(b *bytes.Buffer, m *effModel) {
 	}
 	b.WriteString("  classDef call fill:#eef2ff,stroke:#3949ab,color:#1a237e\n")
 	b.WriteString("  classDef resource fill:#fafafa,stroke:#616161,color:#212121\n")
-	for _, st := range []string{"done", "frozen", "escalated", "failed"} {
+	for _, st := range []string{journal.RemedyDone, journal.RemedyFrozen, journal.RemedyEscalated, journal.RemedyFailed} {
 		fmt.Fprintf(b, "  classDef state_%s %s\n", st, effStateFill[st])
 	}
 }
