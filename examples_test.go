@@ -2,8 +2,10 @@ package rein_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,5 +190,97 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 	}
 	if sent, _ := os.ReadDir(outbox); len(sent) != 2 {
 		t.Fatalf("%d refunds sent, want 2 (the large approved one and the small one)", len(sent))
+	}
+}
+
+// TestExampleCRMOnboardingRemediatesTheWrongRegion: the region a model
+// inferred is wrong; remediating that premise archives the customer,
+// unlinks the three items, freezes the sent welcome message and escalates
+// it — the fake CRM's state file shows exactly that — and after a person
+// deals with it the run ends cancelled, nothing more having run.
+func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("examples/crm-onboarding")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := rein.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, err := os.ReadFile(filepath.Join(dir, "input.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in any
+	if err := json.Unmarshal(input, &in); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(ctx, in, &engine.Config{Store: st})
+	if err != nil || res.Status != trace.RunWaiting || res.Pending[0].StepID != "verify_region" {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	state := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, "crm.state"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	before := "customer cust-ada-lovelace region=us active\nlink cust-ada-lovelace contract-1\nlink cust-ada-lovelace invoice-7\nlink cust-ada-lovelace seat-3\nnotified cust-ada-lovelace ada@example.com"
+	if got := state(); got != before {
+		t.Fatalf("crm.state after the run:\n%s", got)
+	}
+	runs, err := rein.NewRuns(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runs.Remediate(ctx, res.RunID, "infer_region", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := "customer cust-ada-lovelace region=us archived\nnotified cust-ada-lovelace ada@example.com"
+	if got := state(); got != after {
+		t.Fatalf("crm.state after remediate:\n%s\nwant:\n%s", got, after)
+	}
+	actions := map[string]int{}
+	for _, c := range m.Impact.Calls {
+		actions[c.StepID+" "+string(c.Action)]++
+	}
+	if actions["create compensate"] != 1 || actions["link undo"] != 3 || actions["welcome freeze"] != 1 || actions["lookup keep"] != 1 {
+		t.Errorf("impact: %v", actions)
+	}
+	pending := m.Run.Pending()
+	if m.Run.Run.Status != trace.RunWaiting || len(pending) != 1 || pending[0].StepID != "welcome/1/freeze" || pending[0].Kind != store.KindEscalation {
+		t.Fatalf("after remediate: %s, pending %+v", m.Run.Run.Status, pending)
+	}
+	out, err := runs.Decide(ctx, res.RunID, "welcome/1/freeze", rein.Decision{Status: store.ApprovalApproved, Comment: "apologised by phone"},
+		&rein.DecideOptions{Resume: true})
+	if err != nil || out.Result.Status != trace.RunCancelled {
+		t.Fatalf("decide: %v %+v", err, out)
+	}
+	if got := state(); got != after {
+		t.Errorf("crm.state at the end:\n%s", got)
+	}
+	v, err := runs.Effects(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frozen []string
+	for _, r := range v.Remediations {
+		if r.Action == "freeze" && r.Status == "resolved" {
+			frozen = r.Invalid
+		}
+	}
+	if strings.Join(frozen, " ") != "mail:ada@example.com call:"+res.RunID+"/welcome/1" {
+		t.Errorf("the welcome message marked invalid: %v", frozen)
 	}
 }

@@ -94,20 +94,8 @@ func (r *run) recordCall(rec *invoke.Record) {
 // start does: were a crash to lose it, the call would be made again with
 // the same key, and a fan-out of pure calls costs no commit per call.
 func (r *run) pureCall(rec *invoke.Record) bool {
-	var t tool.Tool
-	if rec.At.PlanStep != "" {
-		t, _ = r.e.cfg.Tools.Lookup(rec.Tool)
-	} else if s := r.f.StepByID(rec.At.StepID); s != nil {
-		t = r.b.tools[s.Index]
-		if rec.At.Fallback {
-			t = r.b.fbTool[s.Index]
-		}
-	}
-	if t == nil {
-		return false
-	}
-	spec := t.Spec()
-	return spec.Effect == tool.EffectNone && spec.Idempotent
+	spec, ok := r.callSpec(rec)
+	return ok && spec.Effect == tool.EffectNone && spec.Idempotent
 }
 
 // toolCall is the store record of a tool call.

@@ -67,6 +67,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.risk.AddResult(rec.Tool, rec.Output) // evidence the reviewer may see
 	}
 	r.noteOutput(&rec)
+	r.recordEffect(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

@@ -36,4 +36,11 @@
 // processes from advancing the same run. Without a store (store.Ephemeral)
 // runs live in memory only, and none of that is done: no transitions, no
 // commits, no lease.
+//
+// Every call that reaches a tool with an effect is journaled as a
+// call_effect record (effects.go): the run's effect graph. Remediation
+// (remedy.go) takes effects back — undo, compensate, freeze — through the
+// same invocation pipeline and gate, at the end of a failed run whose flow
+// says on_failure: compensate, or on request (Remediate) once a premise
+// failed; what it cannot do is escalated to a person.
 package engine

@@ -43,6 +43,9 @@ type durability struct {
 	decisions map[string]*store.Approval
 	// parked are the approvals the run waits on.
 	parked []*store.Approval
+	// remedyOpen: the run waits, or waited, on a person's decision about a
+	// remediation (remedy.go), which the run's end carries on with.
+	remedyOpen bool
 	// approved are the steps a person approved, until they start, with
 	// the canonical args the approval recorded (nil for none).
 	approved map[int][]byte

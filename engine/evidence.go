@@ -72,27 +72,11 @@ func (r *run) noteOutput(rec *invoke.Record) {
 			return
 		}
 	}
-	spec := r.callSpec(rec)
+	spec, ok := r.callSpec(rec)
+	if !ok {
+		spec = tool.Spec{Name: rec.Tool, Effect: tool.EffectExternal} // unknown: confirms nothing
+	}
 	r.ev.AddTool(evidenceRef(at), &spec, rec.Output)
-}
-
-// callSpec is the spec of the tool rec called: the flow step's own (its
-// tools: may declare it), else the engine's registry's.
-func (r *run) callSpec(rec *invoke.Record) tool.Spec {
-	if rec.At.PlanStep == "" && rec.At.Turn == 0 {
-		if s := r.f.StepByID(rec.At.StepID); s != nil && s.Type == flow.Tool {
-			if !rec.At.Fallback {
-				return r.b.specs[s.Index]
-			}
-			if t := r.b.fbTool[s.Index]; t != nil {
-				return t.Spec()
-			}
-		}
-	}
-	if t, ok := r.e.cfg.Tools.Lookup(rec.Tool); ok {
-		return t.Spec()
-	}
-	return tool.Spec{Name: rec.Tool, Effect: tool.EffectExternal} // unknown: confirms nothing
 }
 
 // evidenceRef names where a call was made: "step s", "step s item 2",

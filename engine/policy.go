@@ -20,8 +20,8 @@ func (b *bound) gated() bool {
 // bindGate sets the flow's gate — the engine's, joined with the flow's
 // own policy: rules, inside the risk tiers' controls (bindRisk) — and
 // works out where the args of every tool step (and fallback tool) come
-// from (flow.ArgProvenance), once per flow.
-// Without a gate there is nothing to work out.
+// from (flow.ArgProvenance), once per flow: the gate sees it, and the
+// effect graph records it.
 func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 	b.gate = e.cfg.Gate
 	if f.Policy != nil {
@@ -31,9 +31,6 @@ func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
 	b.pipe = &e.pipe
 	if b.gated() { // then b.gate wraps the engine's (safety.Controls)
 		b.pipe = &invoke.Pipeline{Gate: b.gate, Now: e.cfg.Clock.Now}
-	}
-	if !b.gated() {
-		return
 	}
 	spec := func(name string) (tool.Spec, bool) {
 		if t, ok := e.cfg.Tools.Lookup(name); ok {

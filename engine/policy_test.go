@@ -109,6 +109,57 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 	}
 }
 
+// The compensations of a saga pass the gate too: a gate that blocks the
+// compensating tool sees the call (with the provenance of the call it
+// takes back: inferred here), the tool is never called, and the saga
+// escalates it to a person instead.
+func TestNoPathSkipsThePolicyGateCompensations(t *testing.T) {
+	t.Parallel()
+	archived := newKeyCounter("archive", false)
+	fx := newFixture(t, crmTool(), archived, goTool("broken", func(context.Context, map[string]any) (any, error) {
+		return nil, fault.BusinessErr(errString("down"))
+	}))
+	fx.script(scripted.Reply{Step: "draft", Output: "x"})
+	gate := &safety.Policy{Rules: []safety.Rule{{Name: "no-archive", Tools: []string{"archive"}, Provenance: []safety.Origin{safety.OriginInferred},
+		Verdict: safety.Block, Reason: "archiving is done by hand"}}}
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: openSQLite(t), Owner: "p", Gate: gate})
+	f := fx.parse(`name: g
+on_failure: compensate
+steps:
+  - {id: draft, type: llm, model: m, prompt_template: "write"}
+  - {id: s, tool: create, args: {to: "{draft}"}}
+  - {id: fail, tool: broken, args: {}}
+`)
+	res, err := e.Run(context.Background(), f, nil, &engine.RunOptions{RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	if n := len(archived.calls()); n != 0 {
+		t.Errorf("the compensation reached its tool %d times past the gate", n)
+	}
+	if len(res.Pending) != 1 || res.Pending[0].StepID != "s/1/compensate" || res.Pending[0].Kind != store.KindEscalation ||
+		!strings.Contains(res.Pending[0].Message, "by rule no-archive") {
+		t.Fatalf("pending %+v, want the compensation escalated with the gate's reason", res.Pending)
+	}
+	var decided bool
+	for _, ev := range fx.events.all() {
+		decided = decided || ev.Kind == trace.GateDecision && ev.Tool == "archive" && ev.Decision == string(safety.Block)
+	}
+	if !decided {
+		t.Error("no gate_decision event for the compensation")
+	}
+	// the journal replays: the saga parks the run, not a step.
+	var evs []*trace.Event
+	for _, ev := range fx.events.all() {
+		evs = append(evs, &ev)
+	}
+	got, err := replayJournal(f, evs)
+	if err != nil || got.Run != trace.RunWaiting || got.Steps["s"].Status != trace.StepSucceeded || len(got.Pending) != 0 {
+		t.Errorf("replay: %v %+v", err, got)
+	}
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }

@@ -169,11 +169,23 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
+	for _, a := range approvals {
+		// an escalation of a remediation, not of a step: the run's end
+		// carries the remediation on.
+		if a.Kind == store.KindEscalation && f.StepByID(a.StepID) == nil {
+			r.d.remedyOpen = true
+		}
+	}
 	if err := r.restore(events, steps, approvals, calls); err != nil {
 		e.release(runID)
 		return nil, err
 	}
 	r.restoreUsage(run, events)
+	if r.d.remedyOpen && r.failure == nil && len(run.Error) > 0 {
+		// a remediated run ends as it had ended before.
+		r.failure = &RunError{}
+		_ = json.Unmarshal(run.Error, r.failure)
+	}
 	res := r.resume(ctx)
 	r.recycle()
 	return res, nil

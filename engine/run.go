@@ -435,6 +435,12 @@ func (r *run) finish(parent context.Context) *Result {
 	case trace.RunCancelled:
 		r.failure.Class = fault.Cancelled
 	}
+	if r.d.on && parent.Err() == nil && (res.Status == trace.RunFailed && r.f.OnFailure == flow.OnFailureCompensate || r.d.remedyOpen) {
+		if pend := r.runRemedies(parent, res.Status == trace.RunFailed && r.f.OnFailure == flow.OnFailureCompensate); len(pend) > 0 {
+			res.Status = trace.RunWaiting
+			res.Pending = append(res.Pending, pend...)
+		}
+	}
 	res.Error = r.failure
 	spent := r.budget.Spent()
 	res.Usage = Usage{Iterations: spent.Iterations, LLMCalls: spent.LLMCalls, TokensIn: spent.TokensIn, TokensOut: spent.TokensOut}

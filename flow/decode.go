@@ -11,7 +11,7 @@ import (
 
 var (
 	flowFields = []string{"name", "id", "version", "description", "schema", "enabled", "idempotency",
-		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables", "policy", "risk", "review"}
+		"max_iterations", "max_input_bytes", "budgets", "inputs", "schemas", "tools", "steps", "concurrency", "retention", "deliverables", "policy", "risk", "review", "on_failure"}
 	stepFields = []string{"id", "type", "description", "requires", "when", "retries", "backoff", "timeout",
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
@@ -164,6 +164,15 @@ func (d *decoder) decodeFlow(root ast.Node) {
 			f.Risk = d.decodeRisk(fl)
 		case "review":
 			f.Review = d.decodeReview(fl)
+		case "on_failure":
+			if s, ok := d.str(fl, ""); ok {
+				switch OnFailure(s) {
+				case OnFailureCompensate, OnFailureNone:
+					f.OnFailure = OnFailure(s)
+				default:
+					d.diags.add(posOf(fl.value), "", "on_failure must be compensate (take back the run's effects in reverse order when it fails) or none, not %q", s)
+				}
+			}
 		case "steps":
 			stepsNode = fl.value
 		default:

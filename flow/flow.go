@@ -59,6 +59,15 @@ const (
 	DefaultBackoffFactor  = 2.0
 )
 
+// OnFailure is a flow's on_failure:.
+type OnFailure string
+
+// OnFailure values.
+const (
+	OnFailureNone       OnFailure = "none"
+	OnFailureCompensate OnFailure = "compensate"
+)
+
 // Flow is a loaded, validated and compiled flow. It is immutable and safe to
 // run many times concurrently.
 type Flow struct {
@@ -85,6 +94,10 @@ type Flow struct {
 	// any.
 	Risk   *RiskDecl
 	Review *ReviewDecl
+	// OnFailure is what a durable run does when it fails:
+	// OnFailureCompensate takes back the effects of its calls in reverse
+	// order of completion (a saga); "" or OnFailureNone leaves them.
+	OnFailure OnFailure
 	// Retention is how long a durable store keeps the run after it settles
 	// (zero: until pruned).
 	Retention time.Duration

@@ -1,7 +1,7 @@
 // Package invoke is the one path of every tool call rein makes — flow tool
 // steps and their for_each items and repeat rounds, fallback tools, plan
-// steps, and (as they arrive) agent calls, MCP tools, workflow adapters and
-// compensations. A caller builds a Pipeline once and passes each call
+// steps, agent calls, MCP tools, workflow adapters and compensations
+// (undo and compensate calls of a saga or a remediation). A caller builds a Pipeline once and passes each call
 // through Pipeline.Call, which runs the same stages in the same order:
 //
 //  1. args schema: the args are checked against the tool's input schema
@@ -33,15 +33,17 @@
 //
 // The idempotency key has one format for every caller:
 //
-//	key = run "/" step ["[" item "]"] ["#" round] ["/fallback"] "/" attempt {sub}
+//	key = run "/" step ["[" item "]"] ["#" round] ["/fallback"] "/" attempt {sub} ["/" remedy]
 //	sub = "/plan" n "/" plan-step   (a step of the n-th plan of a plan step)
 //	    | "/turn" t "/call" c       (call c of turn t of an agent step)
 //	    | "/check"                  (the post-check after the call it extends)
+//	remedy = "undo" | "compensate"  (the call that takes back the call keyed before it)
 //
 // so a plain step's key is exactly run/step/attempt, a for_each item's is
 // run/step[2]/1, a repeat round's run/step#3/1, a fallback tool's
 // run/step/fallback/1, and a plan step's extends the key of the flow step's
-// attempt it runs in: run/step/1/plan2/fetch. The same call made again
+// attempt it runs in: run/step/1/plan2/fetch, and a compensation extends the
+// key of the call it takes back: run/step[2]/1/compensate. The same call made again
 // (a resumed run retrying an idempotent step) gets the same key; any other
 // call gets another.
 package invoke

@@ -123,7 +123,7 @@ func (p *Pipeline) Call(ctx context.Context, req *Request) (any, Outcome, error)
 		spec = req.Tool.Spec()
 	}
 	var kb [128]byte
-	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Start: p.now()}
+	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Provenance: req.Provenance, Start: p.now()}
 	out, err := p.call(ctx, req, &spec, &rec)
 	if req.Recorder != nil {
 		rec.Err, rec.Duration = err, p.now().Sub(rec.Start)

@@ -33,6 +33,8 @@ func TestKey(t *testing.T) {
 		{"plan step without a parent", invoke.Position{RunID: "r", StepID: "s", Attempt: 1, Plan: 1, PlanStep: "fetch"}, "r/s/1/plan1/fetch"},
 		{"plan step outside a run", invoke.Position{Plan: 1, PlanStep: "fetch"}, "plan1/fetch"},
 		{"agent call", invoke.Position{RunID: "r", StepID: "a", Attempt: 1, Turn: 3, Call: 2}, "r/a/1/turn3/call2"},
+		{"compensation", invoke.Position{RunID: "r", StepID: "s", Parent: "r/s[2]/1", Remedy: "compensate"}, "r/s[2]/1/compensate"},
+		{"undo of a plan step", invoke.Position{RunID: "r", StepID: "s", Parent: "r/s/1/plan1/fetch", Remedy: "undo"}, "r/s/1/plan1/fetch/undo"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

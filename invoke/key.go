@@ -31,6 +31,9 @@ type Position struct {
 	// index among the turn's calls (from 1). Zero: not an agent call.
 	Turn int
 	Call int
+	// Remedy, "undo" or "compensate", marks the call that takes back the
+	// call whose key is Parent.
+	Remedy string
 }
 
 // Key returns p's idempotency key (see the package documentation).
@@ -80,6 +83,9 @@ func (p *Position) AppendKey(dst []byte) []byte {
 	if p.Turn > 0 {
 		dst = strconv.AppendInt(append(sep(dst), "turn"...), int64(p.Turn), 10)
 		dst = strconv.AppendInt(append(dst, "/call"...), int64(p.Call), 10)
+	}
+	if p.Remedy != "" {
+		dst = append(sep(dst), p.Remedy...)
 	}
 	return dst
 }

@@ -44,8 +44,10 @@ type Record struct {
 	// shared, not copied.
 	Args any
 	// Output is the normalised output of an OK call; shared, not copied.
-	Output  any
-	Outcome Outcome
+	Output any
+	// Provenance is the request's: where each argument came from; shared.
+	Provenance safety.Provenance
+	Outcome    Outcome
 	// Err is why the call did not succeed (nil for OK).
 	Err error
 	// Abandoned marks a TimedOut or Cancelled call whose tool had not

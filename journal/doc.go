@@ -1,7 +1,8 @@
 // Package journal owns what rein writes to a run's journal: the run and
 // step states, the record types (Event, the step record Step), their
 // versioned encoding and decoding, and the refusal of records a newer rein
-// wrote.
+// wrote. Effect (a call that touched the world) and Remediation (what was
+// done about one) travel in an Event's Data (call_effect, remediation).
 //
 // The encoders are hand-written for the hot path (they do not allocate when
 // the buffer has room) and the decoders are encoding/json's. A test fills

@@ -275,3 +275,50 @@ func TestRiskRecordsEveryField(t *testing.T) {
 	}
 	reportDiff(t, "Review", r, *rback)
 }
+
+// Every field of the effect and remediation records, set, goes through the
+// event's Data and back: a field added to either that the encoding drops
+// fails here, named.
+func TestEffectRecordsEveryField(t *testing.T) {
+	t.Parallel()
+	var eff journal.Effect
+	fill(t, &eff)
+	data, err := journal.EncodeEffect(&eff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := stdJSON(t, &eff); data != string(want) {
+		t.Errorf("EncodeEffect differs from encoding/json (%s)", keysDiff(t, []byte(data), want))
+	}
+	ev := journal.Event{Seq: 3, Kind: journal.CallEffect, RunID: "r", Data: data}
+	read, err := journal.ReadEvent("r", 3, journal.Version, journal.AppendEvent(nil, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := journal.DecodeEffect(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportDiff(t, "EncodeEffect → DecodeEffect", eff, *back)
+
+	var m journal.Remediation
+	fill(t, &m)
+	data, err = journal.EncodeRemediation(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = journal.Event{Seq: 4, Kind: journal.Remediated, RunID: "r", Data: data}
+	read, err = journal.ReadEvent("r", 4, journal.Version, journal.AppendEvent(nil, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mback, err := journal.DecodeRemediation(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportDiff(t, "EncodeRemediation → DecodeRemediation", m, *mback)
+
+	if _, err := journal.DecodeEffect(&journal.Event{RunID: "r", Seq: 9, Data: "{"}); err == nil || !strings.Contains(err.Error(), "run r seq 9") {
+		t.Errorf("a damaged effect record: err = %v", err)
+	}
+}

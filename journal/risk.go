@@ -34,17 +34,19 @@ type ClaimVerdict struct {
 }
 
 // Encode returns c as the JSON text of Event.Data.
-func (c *TierChange) Encode() string { return encodeData(c) }
+func (c *TierChange) Encode() string { return mustEncodeData(c) }
 
 // Encode returns r as the JSON text of Event.Data.
-func (r *Review) Encode() string { return encodeData(r) }
+func (r *Review) Encode() string { return mustEncodeData(r) }
 
-func encodeData(v any) string {
-	b, err := json.Marshal(v)
+// mustEncodeData is encodeData of a record of plain strings, ints and
+// bools, which always encode.
+func mustEncodeData(v any) string {
+	s, err := encodeData(v)
 	if err != nil {
-		panic(err) // plain strings, ints and bools always encode
+		panic(err)
 	}
-	return string(b)
+	return s
 }
 
 // DecodeTierChange reads a risk_tier event's Data.

@@ -46,6 +46,12 @@ const (
 	// ReviewDone: the reviewer judged the claims behind a pending call
 	// (Data: the Review; Decision: the decision it made).
 	ReviewDone Kind = "review"
+	// CallEffect is an executed call of a tool with an effect (Data: the
+	// Effect record): the run's effect graph.
+	CallEffect Kind = "call_effect"
+	// Remediated is one thing done about an executed call once a premise
+	// failed or a saga compensates (Data: the Remediation record).
+	Remediated Kind = "remediation"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -53,7 +59,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated}
 }
 
 // RunStatus is the state of a run (shared/DESIGN.md §3).

@@ -384,10 +384,12 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	req := &invoke.Request{Tool: r.e.tools[s.Tool], Args: args, At: at, Recorder: r.e.cfg.Recorder,
 		Info:            &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt},
 		RequireApproval: r.e.cfg.RequireApproval[s.Tool], Pausable: r.e.cfg.Pausable, Approved: approved}
+	// the gate sees where each argument came from, and the caller's
+	// effect graph records it.
+	req.Provenance = r.provenance(i)
 	if r.e.cfg.Gate != safety.AllowAll {
-		// a model wrote the plan: the gate sees where each argument came
-		// from, what the run confirms, and the step's declaration checked.
-		req.Provenance = r.provenance(i)
+		// a model wrote the plan: the gate sees what the run confirms,
+		// and the step's declaration checked.
 		req.Verified = r.st.Evidence.Verify(args, req.Provenance)
 		req.Chosen, req.Declaration = true, s.Declaration
 		req.Claims = safety.CheckDeclaration(s.Declaration, r.st.Evidence)

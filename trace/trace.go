@@ -31,6 +31,8 @@ const (
 	AgentCall         = journal.AgentCall
 	RiskTier          = journal.RiskTier
 	ReviewDone        = journal.ReviewDone
+	CallEffect        = journal.CallEffect
+	Remediated        = journal.Remediated
 )
 
 // Event kinds of the workflow tool (package bridge).

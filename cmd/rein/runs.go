@@ -83,7 +83,8 @@ of the store); a prefix that matches several runs is exit 2 and lists them.`,
 	}
 	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsCancelCmd(s),
 		newDecideCmd(s, store.ApprovalApproved), newDecideCmd(s, store.ApprovalRejected), newDecideCmd(s, store.ApprovalSettled),
-		newRunsPruneCmd(s), newRunsCheckCmd(s), newRunsArtifactsCmd(s), newRunsWhyCmd(s))
+		newRunsPruneCmd(s), newRunsCheckCmd(s), newRunsArtifactsCmd(s), newRunsWhyCmd(s), newRunsEffectsCmd(s),
+		newRunsImpactCmd(s), newRunsRemediateCmd(s))
 	return cmd
 }
 

@@ -100,11 +100,22 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 
 func newGraphCmd(s *streams) *cobra.Command {
 	l := &loadFlags{}
-	var format, output string
+	var db dbFlag
+	var format, output, runRef string
 	cmd := &cobra.Command{
 		Use:   "graph PATH",
-		Short: "Draw a flow's main path and failure paths (Mermaid or DOT)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Draw a flow's main path and failure paths, or a run's effect graph (Mermaid or DOT)",
+		Long: `Draw the flow at PATH: its main path and its failure paths. With --run RUN
+(and --db), draw the effect graph of a stored run instead: each call that
+touched the world, the resources it read, wrote or sent, the data edges
+between the calls, and the compensations made since (rein runs effects
+lists the same).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if runRef != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case output == "":
@@ -112,6 +123,21 @@ func newGraphCmd(s *streams) *cobra.Command {
 				return usageErr("-o/--output %s and --format %s disagree: give one", output, format)
 			default:
 				format = output
+			}
+			if runRef != "" {
+				return withRuns(cmd, s, &db, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
+					v, err := runs.Effects(ctx, runRef)
+					if err != nil {
+						return runsError(s, dsn, runRef, err)
+					}
+					if err := graph.RenderEffects(s.out, effectsGraph(v), format); err != nil {
+						return usageErr("%v", err)
+					}
+					return nil
+				})
+			}
+			if cmd.Flags().Changed("db") {
+				return usageErr("--db goes with --run RUN: a flow's graph needs no store")
 			}
 			p, err := l.load(s, args[0])
 			if err != nil {
@@ -124,6 +150,9 @@ func newGraphCmd(s *streams) *cobra.Command {
 		},
 	}
 	l.register(cmd)
+	db.register(cmd)
+	cmd.Flags().StringVar(&runRef, "run", "", "draw the effect graph of this stored run (an ID, a prefix, or last) instead of a flow")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunArgs)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "drawing format: mermaid or dot (default mermaid)")
 	cmd.Flags().StringVar(&format, "format", "mermaid", "drawing format: mermaid or dot (the same as -o)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedValues("mermaid", "dot"))

@@ -62,6 +62,11 @@ type Config struct {
 	Effect        tool.Effect
 	Reversibility tool.Reversibility
 	Idempotent    bool
+	// Undo, Compensate, Resources and Tags are the tool's as tool.Spec
+	// describes them, passed on in its Spec.
+	Undo, Compensate *tool.Compensation
+	Resources        []string
+	Tags             []string
 	// InputSchema and OutputSchema are JSON Schemas, or nil for any value.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
@@ -154,6 +159,10 @@ func New(cfg Config) (*Tool, error) {
 		Effect:        cfg.Effect,
 		Reversibility: cfg.Reversibility,
 		Idempotent:    cfg.Idempotent,
+		Undo:          cfg.Undo,
+		Compensate:    cfg.Compensate,
+		Resources:     slices.Clone(cfg.Resources),
+		Tags:          slices.Clone(cfg.Tags),
 	}}, nil
 }
 

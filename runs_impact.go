@@ -1,0 +1,318 @@
+package rein
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// ImpactView is what a failed premise touched in a run, and what
+// remediation would do about each executed call: undo (reversible),
+// compensate (compensatable), freeze (irreversible: mark invalid,
+// escalate where users, money or compliance are touched) or keep
+// (unaffected, or a read).
+type ImpactView struct {
+	RunID   string `json:"run_id"`
+	Premise string `json:"premise"`
+	// Source says what the premise named: "assumption" (a declared
+	// assumption: its Affects) or "step" (a step whose output is false).
+	Source string `json:"source"`
+	// Steps are the affected steps, in flow order: the premise's and every
+	// step that depends on them through data (reads, explicit requires)
+	// or through the resources their calls wrote.
+	Steps []string `json:"steps"`
+	// Calls are the run's executed calls with an effect, in the order they
+	// returned, each classified.
+	Calls []ImpactCall `json:"calls"`
+}
+
+// ImpactCall is one executed call and what remediation does about it.
+type ImpactCall struct {
+	Key    string `json:"key"`
+	StepID string `json:"step_id"`
+	Tool   string `json:"tool"`
+	Effect string `json:"effect"`
+	// Action is undo, compensate, freeze or keep.
+	Action engine.Action `json:"action"`
+	// Why says what ties the call to the premise, or why it is kept.
+	Why string `json:"why"`
+	// Compensation is the call an undo or compensate makes; Invalid what a
+	// freeze marks invalid; Escalates whether a freeze asks a person.
+	Compensation *journal.Compensation `json:"compensation,omitempty"`
+	Invalid      []string              `json:"invalid,omitempty"`
+	Escalates    bool                  `json:"escalates,omitempty"`
+	// State is what an earlier remediation made of it, if any.
+	State string `json:"state,omitempty"`
+
+	effect journal.Effect
+}
+
+// ImpactOptions are per-call settings of Impact and Remediate. A nil
+// *ImpactOptions uses the defaults.
+type ImpactOptions struct {
+	// Assumptions are declared assumptions the premise may name (by ID):
+	// its Affects lists step ids, call keys, resources or argument
+	// pointers of the run ("/to": the calls whose argument /to it fed).
+	// A premise no assumption names must be a step id of the run's flow:
+	// that step's output is the false premise.
+	Assumptions []safety.Assumption
+}
+
+// Impact computes what premise touched in the run ref names (rein runs
+// impact): the affected steps from the flow's data dependencies, the
+// declared assumptions and the effect graph, and per executed call with an
+// effect its action. A premise that names neither a declared assumption
+// nor a step is a not_found *Error listing the steps. Errors as Effects
+// otherwise.
+func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
+	run, err := r.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	events, err := r.st.Events(ctx, run.ID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)
+	}
+	v, err := effectsView(run, p.Flow, events)
+	if err != nil {
+		return nil, err
+	}
+	var assumptions []safety.Assumption
+	if opts != nil {
+		assumptions = opts.Assumptions
+	}
+	return impact(p.Flow, v, premise, assumptions)
+}
+
+// impact classifies the calls of v for premise.
+func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []safety.Assumption) (*ImpactView, error) {
+	out := &ImpactView{RunID: v.RunID, Premise: premise, Steps: []string{}, Calls: []ImpactCall{}}
+	affected := make([]bool, len(f.Steps))
+	why := map[int]string{}
+	callWhy := map[string]string{} // calls tied to the premise directly
+	idx := slices.IndexFunc(assumptions, func(a safety.Assumption) bool { return a.ID == premise })
+	switch {
+	case idx >= 0:
+		out.Source = "assumption"
+		for _, target := range assumptions[idx].Affects {
+			if s := f.StepByID(target); s != nil {
+				affected[s.Index], why[s.Index] = true, "assumption "+premise+" affects step "+s.ID
+				continue
+			}
+			for _, c := range v.Calls {
+				if c.Key == target || slices.Contains(c.Writes, target) || slices.Contains(c.Sends, target) || slices.Contains(c.Reads, target) ||
+					slices.ContainsFunc(c.Provenance, func(p journal.ArgProvenance) bool { return p.Pointer == target }) {
+					callWhy[c.Key] = "assumption " + premise + " affects " + target
+				}
+			}
+		}
+	case f.StepByID(premise) != nil:
+		out.Source = "step"
+		s := f.StepByID(premise)
+		affected[s.Index], why[s.Index] = true, "its output is the premise"
+	default:
+		ids := make([]string, len(f.Steps))
+		for i, s := range f.Steps {
+			ids[i] = s.ID
+		}
+		return nil, runsErr(ClassNotFound, Hint{RunID: v.RunID}, fmt.Errorf("premise %q names no declared assumption and no step of run %s (its steps: %s)",
+			premise, v.RunID, strings.Join(ids, ", ")))
+	}
+	for key := range callWhy {
+		for _, c := range v.Calls {
+			if c.Key == key {
+				if s := f.StepByID(c.StepID); s != nil && !affected[s.Index] {
+					affected[s.Index], why[s.Index] = true, callWhy[key]
+				}
+			}
+		}
+	}
+	spread(f, v, affected, why)
+	for i, s := range f.Steps {
+		if affected[i] {
+			out.Steps = append(out.Steps, s.ID)
+		}
+	}
+	for _, c := range v.Calls {
+		if c.Remedy != "" {
+			continue
+		}
+		ic := ImpactCall{Key: c.Key, StepID: c.StepID, Tool: c.Tool, Effect: c.Effect.Effect, Action: engine.ActKeep, State: c.State, effect: c.Effect}
+		s := f.StepByID(c.StepID)
+		hit := callWhy[c.Key]
+		if hit == "" && s != nil && affected[s.Index] {
+			hit = "step " + c.StepID + ": " + why[s.Index]
+		}
+		switch {
+		case hit == "":
+			ic.Why = "no data, assumption or resource ties it to the premise"
+		default:
+			ic.Action, ic.Why = engine.Classify(&c.Effect), hit
+			switch ic.Action {
+			case engine.ActUndo, engine.ActCompensate:
+				ic.Compensation = c.Compensation
+			case engine.ActFreeze:
+				ic.Invalid = append(append([]string{}, c.Writes...), c.Sends...)
+				ic.Escalates = safety.Escalates(c.Tags)
+			case engine.ActKeep:
+				ic.Why += "; a read changes nothing"
+			}
+		}
+		out.Calls = append(out.Calls, ic)
+	}
+	return out, nil
+}
+
+// spread marks, until nothing changes, the steps downstream (by data) of
+// an affected step and the steps whose calls used a resource an affected
+// step's calls wrote or sent.
+func spread(f *flow.Flow, v *EffectsView, affected []bool, why map[int]string) {
+	deps := dataDeps(f)
+	for changed := true; changed; {
+		changed = false
+		for i := range f.Steps {
+			if affected[i] {
+				continue
+			}
+			for _, j := range deps[i] {
+				if affected[j] {
+					affected[i], why[i], changed = true, "it depends on step "+f.Steps[j].ID, true
+					break
+				}
+			}
+		}
+		touched := map[string]string{}
+		for _, c := range v.Calls {
+			if s := f.StepByID(c.StepID); s != nil && affected[s.Index] && c.Remedy == "" {
+				for _, res := range slices.Concat(c.Writes, c.Sends) {
+					touched[res] = c.StepID
+				}
+			}
+		}
+		for _, c := range v.Calls {
+			s := f.StepByID(c.StepID)
+			if s == nil || affected[s.Index] || c.Remedy != "" {
+				continue
+			}
+			for _, res := range slices.Concat(c.Reads, c.Writes) {
+				if from, ok := touched[res]; ok {
+					affected[s.Index], why[s.Index], changed = true, "it used "+res+", which step "+from+" wrote", true
+					break
+				}
+			}
+		}
+	}
+}
+
+// RemediateOptions are per-call settings of Remediate. A nil
+// *RemediateOptions uses the defaults.
+type RemediateOptions struct {
+	ImpactOptions
+	// Reason is recorded when a run that has not finished is cancelled
+	// first. Defaults to "premise <ID> failed".
+	Reason string
+}
+
+// Remediation is what Remediate did: the impact it acted on and the run
+// afterwards (waiting when something was escalated to a person).
+type Remediation struct {
+	Impact *ImpactView `json:"impact"`
+	Run    *RunView    `json:"run"`
+	// Result is the engine's view of the run afterwards.
+	Result *RunResult `json:"-"`
+}
+
+// RunResult is the engine's result of a run.
+type RunResult = engine.Result
+
+// Remediate carries out the impact of premise on the run ref names (rein
+// runs remediate): a run that has not finished is cancelled first, so no
+// step starts; then, latest completed first, each affected call is undone
+// or compensated through
+// the pipeline and the run's gate, or frozen (marked invalid in the
+// journal, escalated when tagged money, compliance or user-facing), each
+// journaled with what it touched. An escalation leaves the run waiting
+// for a person (Decide, then the run carries the remediation on). Calls
+// remediated before are not acted on again. Errors as Impact; a run
+// another process holds is a conflict *Error.
+func (r *Runs) Remediate(ctx context.Context, ref, premise string, opts *RemediateOptions) (*Remediation, error) {
+	var io *ImpactOptions
+	reason := "premise " + premise + " failed"
+	if opts != nil {
+		io = &opts.ImpactOptions
+		if opts.Reason != "" {
+			reason = opts.Reason
+		}
+	}
+	im, err := r.Impact(ctx, ref, premise, io)
+	if err != nil {
+		return nil, err
+	}
+	run, err := r.st.GetRun(ctx, im.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", im.RunID, err)
+	}
+	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if stop, err := r.mustStop(ctx, run, p.Flow); err != nil {
+		return nil, err
+	} else if stop {
+		if _, err := r.Cancel(ctx, run.ID, reason); err != nil {
+			return nil, err
+		}
+	}
+	// latest completed first, as a saga: what depends on a call is taken
+	// back before it.
+	var remedies []engine.Remedy
+	for i := len(im.Calls) - 1; i >= 0; i-- {
+		if c := im.Calls[i]; c.Action != engine.ActKeep {
+			remedies = append(remedies, engine.Remedy{Effect: c.effect, Action: c.Action})
+		}
+	}
+	cfg := r.cfg
+	res, err := p.Engine(cfg).Remediate(ctx, p.Flow, run.ID, premise, remedies)
+	if err != nil {
+		if ClassOf(err) == ClassConflict {
+			return nil, r.heldErr(ctx, run.ID, err)
+		}
+		return nil, err
+	}
+	view, err := r.Show(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &Remediation{Impact: im, Run: view, Result: res}, nil
+}
+
+// mustStop reports whether run could still start a step: it has not
+// finished and is not only waiting on a person's decision about a
+// remediation.
+func (r *Runs) mustStop(ctx context.Context, run *store.Run, f *flow.Flow) (bool, error) {
+	if run.Finished() {
+		return false, nil
+	}
+	if run.Status != trace.RunWaiting {
+		return true, nil
+	}
+	pending, err := r.st.Approvals(ctx, &store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
+	if err != nil {
+		return false, fmt.Errorf("approvals of run %s: %w", run.ID, err)
+	}
+	return slices.ContainsFunc(pending, func(a *store.Approval) bool { return f.StepByID(a.StepID) != nil }), nil
+}
