@@ -177,12 +177,8 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	if len(s.Requires) > 0 {
 		delete(args, "input")
 	}
-	cfg := w.runConfig()
-	gate := cfg.Gate
-	if gate == nil {
-		gate = safety.AllowAll
-	}
-	pipe := invoke.Pipeline{Gate: gate}
+	// an adapter is a tool call: the gate the flow's steps get decides it.
+	pipe := invoke.Pipeline{Gate: p.CallGate(w.runConfig().Gate)}
 	var in, outSchema invoke.Validator
 	spec := ad.Spec()
 	if len(spec.InputSchema) > 0 {
@@ -208,7 +204,7 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
 	out, _, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
-		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}})
+		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
 	if err != nil {
 		class := fault.ClassOf(err)
 		if class == fault.Unclassified {
@@ -260,3 +256,23 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 	}
 	return fmt.Errorf("journal of task %s: %w", runID, err)
 }
+
+// adapterRecorder journals the gate's decisions on a source step's
+// adapter call in the task's journal (gate_decision events, as the engine
+// journals its steps' calls).
+type adapterRecorder struct {
+	ctx  context.Context
+	w    *Workflow
+	step *flow.Step
+}
+
+func (a *adapterRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
+	why := d.Reason
+	if d.Rule != "" {
+		why = "rule " + d.Rule + ": " + d.Reason
+	}
+	_ = a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: tool,
+		Attempt: at.Attempt, Decision: string(d.Verdict), Error: why})
+}
+
+func (*adapterRecorder) Called(invoke.Record) {}

@@ -13,8 +13,10 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
@@ -30,8 +32,11 @@ import (
 // once every one is decided, resuming the run runs the step again at the
 // same attempt and the loop applies the decisions.
 
-// bindAgent builds an agent step's loop from the engine's tools and models.
-func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model) (*agent.Loop, error) {
+// bindAgent builds an agent step's loop from the engine's tools and
+// models. Its calls, and the steps of its execute_plan calls, are decided
+// by gate: the engine's gate joined with the flow's own policy: rules
+// (bindGate), as a flow's tool and plan steps are.
+func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model, gate safety.Gate) (*agent.Loop, error) {
 	a := s.Agent
 	m := lookupModel(s.Model, s.ID)
 	if m == nil {
@@ -54,8 +59,12 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if !a.ExecutePlan.Disabled {
 		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
 	}
+	pipe := &e.pipe
+	if gate != e.pipe.Gate {
+		pipe = &invoke.Pipeline{Gate: gate, Now: e.pipe.Now}
+	}
 	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
-		Tools: tools, Pipeline: &e.pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
+		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now})
 }

@@ -332,6 +332,9 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		b.flowHash, b.flowPath = FlowHash(f), absPath(f.File)
 	}
 	b.inSchemas, b.fbInSchemas = make([]*flow.Schema, len(f.Steps)), make([]*flow.Schema, len(f.Steps))
+	// the flow's gate first: agent steps' loops and plan executors are
+	// bound with it.
+	e.bindGate(f, b)
 	bb := &binder{e: e}
 	for i, s := range f.Steps {
 		k := kinds[s.Type]
@@ -354,7 +357,6 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 	if len(bb.problems) > 0 {
 		return nil, fmt.Errorf("engine: flow %s cannot start:\n  %s", f.Name, strings.Join(bb.problems, "\n  "))
 	}
-	e.bindGate(f, b)
 	e.bindings.Add(f, b)
 	return b, nil
 }

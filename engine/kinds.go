@@ -82,7 +82,7 @@ var kinds = map[flow.Type]*kind{
 			if b.agents == nil {
 				b.agents = make([]*agent.Loop, len(b.tools))
 			}
-			l, err := bb.e.bindAgent(s, bb.model)
+			l, err := bb.e.bindAgent(s, bb.model, b.gate)
 			bb.check(s, err)
 			b.agents[s.Index] = l
 		},

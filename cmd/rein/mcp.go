@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,7 +12,9 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/bridge"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
@@ -58,7 +62,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					paths = append(paths, f)
 				}
 			}
-			tools, err := servedTools(projects)
+			tools, gate, err := servedTools(projects)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -85,7 +89,8 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				}
 				return text
 			}
-			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide})
+			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide,
+				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{s.err, hide}})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -125,13 +130,19 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 // servedTools are the tools `rein mcp` serves from projects: every tool
 // each project's flow can call. A name two projects
 // give to different tools is an error; the same declaration shared
-// through one rein.yaml is served once.
-func servedTools(projects []*rein.Project) ([]tool.Tool, error) {
+// through one rein.yaml is served once. The gate decides every call of
+// them: a tool's calls by the gate of each project that offers it
+// (rein.yaml policy: joined with the flow's policy:, Project.CallGate),
+// the most severe decision winning.
+func servedTools(projects []*rein.Project) ([]tool.Tool, safety.Gate, error) {
 	var out []tool.Tool
 	from := map[string]string{}
+	gates := toolGates{}
 	for _, p := range projects {
+		g := p.CallGate(nil)
 		for _, name := range p.Tools.Names() {
 			t, _ := p.Tools.Lookup(name)
+			gates[name] = safety.Join(gates[name], g)
 			if dir, dup := from[name]; dup {
 				if dir == p.Dir {
 					continue
@@ -140,15 +151,44 @@ func servedTools(projects []*rein.Project) ([]tool.Tool, error) {
 				if sameSpec(prev.Spec(), t.Spec()) {
 					continue
 				}
-				return nil, fmt.Errorf("tool %s is declared differently for %s and %s: rename one of them, or serve the folders separately", name, dir, p.Dir)
+				return nil, nil, fmt.Errorf("tool %s is declared differently for %s and %s: rename one of them, or serve the folders separately", name, dir, p.Dir)
 			}
 			from[name] = p.Dir
 			out = append(out, t)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
-	return out, nil
+	return out, gates, nil
 }
+
+// toolGates is the gate of `rein mcp`: each served tool's calls are
+// decided by its own gate; a tool without one (the workflow tools, the
+// runs tools) is allowed — a workflow's steps meet the gate in its runs.
+type toolGates map[string]safety.Gate
+
+func (g toolGates) Check(ctx context.Context, inv *safety.Invocation) (safety.Decision, error) {
+	if gate := g[inv.Tool.Name]; gate != nil {
+		return gate.Check(ctx, inv)
+	}
+	return safety.Decision{Verdict: safety.Allow}, nil
+}
+
+// gateLog writes the gate's refusals of `rein mcp` calls to stderr (there
+// is no run to journal them in); the caller gets the refusal as the
+// call's error.
+type gateLog struct {
+	w    io.Writer
+	hide func(string) string
+}
+
+func (l gateLog) GateDecided(at invoke.Position, tool string, d safety.Decision) {
+	if d.Verdict == safety.Allow || d.Verdict == "" {
+		return
+	}
+	fmt.Fprintln(l.w, l.hide(fmt.Sprintf("rein mcp: policy gate: %s on tool %s (call %s) by rule %s: %s", d.Verdict, tool, at.Key(), d.Rule, d.Reason)))
+}
+
+func (gateLog) Called(invoke.Record) {}
 
 func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {
 	for _, p := range projects {
