@@ -203,15 +203,19 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	}
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
-	out, _, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
+	out, outcome, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
 		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
 	if err != nil {
 		class := fault.ClassOf(err)
 		if class == fault.Unclassified {
 			class = fault.Business
 		}
-		return nil, &Error{Type: class, Message: fmt.Sprintf("adapter %s of step %s failed: %v", s.Adapter, s.ID, err),
-			Retryable: class == fault.Transient}
+		msg := fmt.Sprintf("adapter %s of step %s failed: %v", s.Adapter, s.ID, err)
+		if outcome == invoke.Blocked {
+			// an adapter runs while the agent waits: it cannot wait for a person.
+			msg = fmt.Sprintf("adapter %s of step %s was refused: %v; an adapter cannot wait for a person's approval: submit the step's output yourself (action submit) or have the rule changed", s.Adapter, s.ID, err)
+		}
+		return nil, &Error{Type: class, Message: msg, Retryable: class == fault.Transient}
 	}
 	return out, nil
 }

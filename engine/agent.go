@@ -104,7 +104,12 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	}
 	if res.Status == agent.StatusPaused {
 		if !r.d.on {
-			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval, which needs a durable store (rein run --db, or engine.Config.Store)", s.ID, len(res.Pending))
+			var first string
+			if len(res.Pending) > 0 {
+				first = fmt.Sprintf(" (the first, of tool %s: %s)", res.Pending[0].Tool, res.Pending[0].Reason)
+			}
+			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval%s, which needs a durable store: run it with one (rein run --db, or engine.Config.Store)",
+				s.ID, len(res.Pending), first)
 		}
 		return nil, &agentWait{pending: res.Pending}
 	}
