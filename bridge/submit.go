@@ -271,12 +271,8 @@ type adapterRecorder struct {
 }
 
 func (a *adapterRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
-	why := d.Reason
-	if d.Rule != "" {
-		why = "rule " + d.Rule + ": " + d.Reason
-	}
 	_ = a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: tool,
-		Attempt: at.Attempt, Decision: string(d.Verdict), Error: why})
+		Attempt: at.Attempt, Decision: string(d.Verdict), Error: d.Why()})
 }
 
 func (*adapterRecorder) Called(invoke.Record) {}

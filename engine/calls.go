@@ -19,12 +19,8 @@ var _ invoke.Recorder = (*callRecorder)(nil)
 // GateDecided journals one decision of the gate.
 func (c *callRecorder) GateDecided(at invoke.Position, tool string, d safety.Decision) {
 	r := (*run)(c)
-	why := d.Reason
-	if d.Rule != "" {
-		why = "rule " + d.Rule + ": " + d.Reason
-	}
 	r.record(trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: tool,
-		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why})
+		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: d.Why()})
 }
 
 // Called hands rec to Config.OnCall. A call abandoned at its deadline keeps

@@ -199,16 +199,12 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if req.Recorder != nil {
 		req.Recorder.GateDecided(req.At, spec.Name, d)
 	}
-	why := d.Reason
-	if d.Rule != "" {
-		why = "rule " + d.Rule + ": " + d.Reason
-	}
 	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && (req.Pausable || req.Approved) {
 		if req.Approved {
 			return nil
 		}
 		if d.Verdict == safety.RequireApproval {
-			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate " + why})
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate " + d.Why()})
 		}
 		if req.RequireApproval {
 			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})

@@ -71,6 +71,8 @@ type gatePath struct {
 	// the path always has one (a workflow's tasks; the agent loop's caller
 	// keeps the session).
 	waits, ownStore bool
+	// noFlow: the path runs no flow (the rule is always rein.yaml's).
+	noFlow bool
 	// hint is what a refused require_approval tells the user to do.
 	hint string
 	// run drives the path; nil: not built yet.
@@ -114,6 +116,7 @@ var gatePaths = []gatePath{
 		mcp: true, waits: true, hint: storeHint, run: runGateFlow},
 	{name: "agent.New loop", waits: true, ownStore: true, run: runGateAgentLoop},
 	{name: "workflow adapter (submit_from_source)", steps: "  - {id: s, adapter: send, skill: send-it, requires: []}\n", ownStore: true, hint: "action submit", run: runGateAdapter},
+	{name: "rein plan run", noFlow: true, hint: storeHint, run: runGatePlanRun},
 	{name: "rein mcp: a served tool", hint: storeHint, run: runGateMCP("send", nil)},
 	{name: "rein mcp: a served MCP server's tool", mcp: true, hint: storeHint, run: runGateMCP("crm.send", nil)},
 	{name: "rein mcp: <name>_workflow start (tool step)", steps: `  - {id: s, tool: send, args: {to: "{input.to}"}}` + "\n", waits: true, ownStore: true,
@@ -128,8 +131,8 @@ var gatePaths = []gatePath{
 // TestNoPathSkipsTheGate: on every path that invokes a tool — a flow's
 // tool step, for_each item, repeat round, fallback, plan step, agent
 // call and execute_plan step, an MCP server's tool from a step and from
-// an agent, the agent loop, a workflow's adapter, and what rein mcp
-// serves — a rule of rein.yaml's or of the flow's policy: is asked, its
+// an agent, the agent loop, a workflow's adapter, rein plan run, and what
+// rein mcp serves — a rule of rein.yaml's or of the flow's policy: is asked, its
 // decision is journaled (for rein mcp's own tools: logged) naming the
 // rule, and the tool is not called. A require_approval parks the call
 // where the path can wait for a person (a durable run), and elsewhere
@@ -176,7 +179,7 @@ adapters:
 		}
 		cfg += fmt.Sprintf("mcp:\n  crm: {command: [%q], env: {CRM_SENT: %q}, tools: {send: {effect: external}}}\n", bin, fx.sent)
 	}
-	if !mode.inFlow {
+	if !mode.inFlow || path.noFlow {
 		cfg += mode.policy("")
 	}
 	steps := path.steps
@@ -440,15 +443,7 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 		}
 		cs.Close()
 		_ = cmd.Wait()
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			verdict, rest, ok := strings.Cut(strings.TrimPrefix(line, "rein mcp: policy gate: "), " on tool ")
-			if !ok || !strings.HasPrefix(line, "rein mcp: policy gate: ") {
-				continue
-			}
-			_, rule, _ := strings.Cut(rest, " by rule ")
-			rule, _, _ = strings.Cut(rule, ":")
-			seen.decisions = append(seen.decisions, verdict+" "+rule)
-		}
+		seen.decisions = loggedDecisions(stderr.String(), "rein mcp")
 		if task != "" {
 			st, err := rein.OpenStore(context.Background(), db)
 			if err != nil {
@@ -488,3 +483,41 @@ var crmServer = sync.OnceValues(func() (string, error) {
 	}
 	return out, nil
 })
+
+// loggedDecisions reads the gate decisions a command logged (gateLog).
+func loggedDecisions(stderr, cmd string) []string {
+	var out []string
+	prefix := cmd + ": policy gate: "
+	for _, line := range strings.Split(stderr, "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		verdict, rest, _ := strings.Cut(rest, " on tool ")
+		_, rule, _ := strings.Cut(rest, " by rule ")
+		rule, _, _ = strings.Cut(rule, ":")
+		out = append(out, verdict+" "+rule)
+	}
+	return out
+}
+
+// runGatePlanRun runs a plan that sends with rein plan run (the real
+// binary) against the folder's rein.yaml.
+func runGatePlanRun(t *testing.T, fx *gateFixture) gateSeen {
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	planText := `{"goal": "send", "steps": [{"id": "a", "tool": "send", "args": {"to": "a@example.com"}}]}`
+	if err := os.WriteFile(filepath.Join(fx.dir, "plan.json"), []byte(planText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "plan", "run", "plan.json", "-o", "json")
+	cmd.Dir = fx.dir
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err == nil {
+		t.Errorf("%s: rein plan run succeeded: %s", fx.mode.name, stdout.String())
+	}
+	return gateSeen{decisions: loggedDecisions(stderr.String(), "rein plan run"), refusal: stdout.String()}
+}

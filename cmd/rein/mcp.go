@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,7 +89,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				return text
 			}
 			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide,
-				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{s.err, hide}})
+				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{w: s.err, cmd: "rein mcp", hide: hide}})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -172,23 +171,6 @@ func (g toolGates) Check(ctx context.Context, inv *safety.Invocation) (safety.De
 	}
 	return safety.Decision{Verdict: safety.Allow}, nil
 }
-
-// gateLog writes the gate's refusals of `rein mcp` calls to stderr (there
-// is no run to journal them in); the caller gets the refusal as the
-// call's error.
-type gateLog struct {
-	w    io.Writer
-	hide func(string) string
-}
-
-func (l gateLog) GateDecided(at invoke.Position, tool string, d safety.Decision) {
-	if d.Verdict == safety.Allow || d.Verdict == "" {
-		return
-	}
-	fmt.Fprintln(l.w, l.hide(fmt.Sprintf("rein mcp: policy gate: %s on tool %s (call %s) by rule %s: %s", d.Verdict, tool, at.Key(), d.Rule, d.Reason)))
-}
-
-func (gateLog) Called(invoke.Record) {}
 
 func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {
 	for _, p := range projects {
