@@ -32,9 +32,10 @@ one workflow tool per flow, <name>_workflow, whose actions (start, submit,
 submit_from_source, prepare_delivery, status, cancel) drive the flow's tasks
 in the run store named by --db (rein tool does the same from a shell); every
 tool the flows can call (their rein.yaml's and their own tools: and the tools
-of the MCP servers their rein.yaml names), each through the policy gate and its
-schemas; and the read-only runs_list and runs_show over --db. A tool error is
-an MCP tool error whose text and structured content are the same JSON object
+of the MCP servers their rein.yaml names), each through the policy gate (the
+rein.yaml policy: and flow policy: of every folder that offers it; refusals are
+also written to stderr) and its schemas; and the read-only runs_list and
+runs_show over --db. A tool error is an MCP tool error whose text and structured content are the same JSON object
 ({error_type, message, retryable}, and a workflow tool's pointer and problems).
 
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
