@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -217,6 +218,46 @@ steps:
 		if res.Error == nil || !strings.Contains(res.Error.Error(), want) || len(send.calls()) != 0 {
 			t.Errorf("engine gate %v: run error %v, want %q", engineGate != nil, res.Error, want)
 		}
+	}
+}
+
+// TestFlowPolicyReachesAgentSteps: a flow's own policy: rules decide an
+// agent step's calls and the steps of its execute_plan, besides the
+// engine's gate (here none): each is refused, journaled with the rule,
+// and the agent is told.
+func TestFlowPolicyReachesAgentSteps(t *testing.T) {
+	t.Parallel()
+	send := newKeyCounter("send", false)
+	fx := newFixture(t, send)
+	fx.script(
+		scripted.Reply{Step: "ag", Turn: 1, ToolCalls: []model.ToolCall{{Name: "send", Args: `{"to":"a@example.com"}`}}},
+		scripted.Reply{Step: "ag", Turn: 2, ToolCalls: []model.ToolCall{{Name: "execute_plan",
+			Args: `{"objective":"send","steps":[{"id":"a","tool":"send","args":{"to":"a@example.com"}}]}`}}},
+		scripted.Reply{Step: "ag", Turn: 3, Output: "gave up"})
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events})
+	f := fx.parse(`name: own_agent
+policy:
+  rules:
+    - {name: no-agent-sends, tools: [send], verdict: block, reason: agents do not send}
+steps:
+  - {id: ag, type: agent, model: m, prompt_template: "send", tools: {send: }}
+`)
+	res, err := e.Run(context.Background(), f, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if len(send.calls()) != 0 {
+		t.Fatalf("send was called %d times past the flow's rule", len(send.calls()))
+	}
+	var decided []string
+	for _, ev := range fx.events.all() {
+		if ev.Kind == trace.GateDecision && ev.Tool == "send" {
+			decided = append(decided, ev.PlanStep+" "+ev.Decision+" "+ev.Error)
+		}
+	}
+	if len(decided) != 2 || decided[0] != " block rule no-agent-sends: agents do not send" || !strings.HasSuffix(decided[1], " block rule no-agent-sends: agents do not send") {
+		t.Errorf("gate decisions on send: %q, want the agent's call and its plan step blocked by no-agent-sends", decided)
 	}
 }
 
