@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,6 +169,55 @@ steps:
 		}
 		if strings.Join(verdicts, ",") != "require_approval,allow" {
 			t.Errorf("gate decisions on send_it: %v, want require_approval then allow (approved)", verdicts)
+		}
+	}
+}
+
+// TestGateApprovalParksForEachItems: in a durable run, the gate's
+// require_approval on the items of a for_each tool step parks the step
+// once, recording every item's args in order; approving makes exactly
+// those calls, rejecting fails the step without any.
+func TestGateApprovalParksForEachItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ask := &safety.Policy{Rules: []safety.Rule{{Name: "ask-send", Tools: []string{"send"}, Verdict: safety.RequireApproval, Reason: "sends are checked"}}}
+	for _, decision := range []store.ApprovalStatus{store.ApprovalApproved, store.ApprovalRejected} {
+		send := newKeyCounter("send", false)
+		fx := newFixture(t, send)
+		st := openSQLite(t)
+		e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p1", Gate: ask})
+		f := fx.parse("name: items\nsteps:\n  - {id: s, tool: send, for_each: \"input.all\", args: {to: \"{item}\"}}\n")
+		res, err := e.Run(ctx, f, map[string]any{"all": []any{"a@example.com", "b@example.com"}}, &engine.RunOptions{RunID: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, res, trace.RunWaiting)
+		if len(res.Pending) != 1 || len(send.calls()) != 0 {
+			t.Fatalf("pending %+v, %d calls: want the step waiting before any call", res.Pending, len(send.calls()))
+		}
+		a := res.Pending[0]
+		if a.StepID != "s" || string(a.Args) != `[{"to":"a@example.com"},{"to":"b@example.com"}]` ||
+			!strings.Contains(a.Message, "for each of its 2 items") || !strings.Contains(a.Message, "rule ask-send: sends are checked") {
+			t.Fatalf("approval %+v", a)
+		}
+		if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "s", Status: decision}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = e.Resume(ctx, f, "r"); err != nil {
+			t.Fatal(err)
+		}
+		if decision == store.ApprovalRejected {
+			wantStatus(t, res, trace.RunFailed)
+			if len(send.calls()) != 0 {
+				t.Fatal("a rejected call was made")
+			}
+			continue
+		}
+		wantStatus(t, res, trace.RunSucceeded)
+		calls := send.calls()
+		slices.Sort(calls)
+		if got := strings.Join(calls, " "); got != "r/s[0]/1 r/s[1]/1" {
+			t.Errorf("calls after the approval: %s, want each item once", got)
 		}
 	}
 }

@@ -218,7 +218,7 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	switch d.Verdict {
 	case safety.Block:
 	case safety.RequireApproval:
-		msg += " (this call cannot wait for a person, so it is refused: only a tool step, a plan step or an agent's call of a durable run waits for approval (rein run --db, engine.Config.Store); for for_each items and repeat rounds, give the step approval: required so that a person approves the step before its calls; or change the rule)"
+		msg += " (this call cannot wait for a person, so it is refused: only a tool step (or its for_each items), a plan step or an agent's call of a durable run waits for approval (rein run --db, engine.Config.Store); for repeat rounds, give the step approval: required so that a person approves the step before its calls; or change the rule)"
 	default:
 		msg += " (reviews of single calls are not available yet; until then this blocks)"
 	}

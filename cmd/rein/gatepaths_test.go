@@ -103,7 +103,7 @@ var storeHint = "durable"
 // gatePaths is every path that invokes a tool.
 var gatePaths = []gatePath{
 	{name: "flow: tool step", steps: `  - {id: s, tool: send, args: {to: "{input.to}"}}` + "\n", waits: true, hint: storeHint, run: runGateFlow},
-	{name: "flow: for_each item", steps: `  - {id: s, tool: send, for_each: "input.all", args: {to: "{item}"}}` + "\n", hint: "approval: required", run: runGateFlow},
+	{name: "flow: for_each item", steps: `  - {id: s, tool: send, for_each: "input.all", args: {to: "{item}"}}` + "\n", waits: true, hint: storeHint, run: runGateFlow},
 	{name: "flow: repeat round", steps: `  - {id: s, tool: send, args: {to: "{input.to}"}, repeat: {until: "true", max: 2}}` + "\n", hint: "approval: required", run: runGateFlow},
 	{name: "flow: fallback tool", steps: `  - {id: s, tool: broken, args: {}, retries: 0, on_error: fallback, fallback: {tool: send, args: {to: "{input.to}"}}}` + "\n", hint: storeHint, run: runGateFlow},
 	{name: "flow: plan step", steps: planStep, script: planReply, waits: true, hint: storeHint, run: runGateFlow},
