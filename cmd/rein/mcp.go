@@ -75,6 +75,9 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			for k, w := range wf { // a workflow tool is decided by its flow's gate too
+				gate[w.Spec().Name] = safety.Join(gate[w.Spec().Name], projects[k].CallGate(nil))
+			}
 			tools = append(wf, tools...)
 			runs, err := rein.NewRuns(st, nil)
 			if err != nil {
@@ -134,7 +137,7 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 // them: a tool's calls by the gate of each project that offers it
 // (rein.yaml policy: joined with the flow's policy:, Project.CallGate),
 // the most severe decision winning.
-func servedTools(projects []*rein.Project) ([]tool.Tool, safety.Gate, error) {
+func servedTools(projects []*rein.Project) ([]tool.Tool, toolGates, error) {
 	var out []tool.Tool
 	from := map[string]string{}
 	gates := toolGates{}
@@ -162,8 +165,9 @@ func servedTools(projects []*rein.Project) ([]tool.Tool, safety.Gate, error) {
 }
 
 // toolGates is the gate of `rein mcp`: each served tool's calls are
-// decided by its own gate; a tool without one (the workflow tools, the
-// runs tools) is allowed — a workflow's steps meet the gate in its runs.
+// decided by its own gate (a workflow tool's: its flow's, whose steps
+// meet the gate again in its tasks); a tool without one (the read-only
+// runs tools) is allowed.
 type toolGates map[string]safety.Gate
 
 func (g toolGates) Check(ctx context.Context, inv *safety.Invocation) (safety.Decision, error) {
