@@ -80,12 +80,11 @@ func (r *run) gatePark(i int, j *job) bool {
 		}
 		return false
 	}
-	calls := gatedCalls(j)
 	if args, ok := r.d.approved[i]; ok {
 		delete(r.d.approved, i)
 		// the approval is for the exact calls it recorded: args rendered
 		// differently now are asked about again.
-		if len(args) == 0 || string(args) == "null" || sameArgs(args, calls) {
+		if len(args) == 0 || string(args) == "null" || sameArgs(args, gatedCalls(j)) {
 			j.approved = true
 			return false
 		}
@@ -126,7 +125,7 @@ func (r *run) gatePark(i int, j *job) bool {
 			s.ID, s.Tool, first.Rule, first.Reason)
 		return true
 	}
-	a.Args, _ = value.AppendCanonical(nil, calls)
+	a.Args, _ = value.AppendCanonical(nil, gatedCalls(j))
 	a.Message = fmt.Sprintf("step %s wants to call tool %s for each of its %d items (the args, in order), and the policy gate requires approval of %d of them (rule %s: %s); approve to make these exact calls, reject to fail the step",
 		s.ID, s.Tool, len(j.items), asked, first.Rule, first.Reason)
 	return true
