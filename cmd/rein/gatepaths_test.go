@@ -75,7 +75,7 @@ type gatePath struct {
 	noFlow bool
 	// hint is what a refused require_approval tells the user to do.
 	hint string
-	// run drives the path; nil: not built yet.
+	// run drives the path; nil: the path is not built yet (its row waits).
 	run func(t *testing.T, fx *gateFixture) gateSeen
 }
 
@@ -98,7 +98,8 @@ const (
 	planReply   = "replies:\n  - {step: s, decision: plan, plan: {goal: send, steps: [{id: a, tool: send, args: {to: a@example.com}}]}}\n"
 )
 
-var storeHint = "durable"
+// storeHint is in the refusal of a call that could wait in a durable run.
+const storeHint = "durable"
 
 // gatePaths is every path that invokes a tool.
 var gatePaths = []gatePath{
@@ -142,7 +143,7 @@ func TestNoPathSkipsTheGate(t *testing.T) {
 	for _, path := range gatePaths {
 		t.Run(path.name, func(t *testing.T) {
 			if path.run == nil {
-				t.Skip("not built yet")
+				t.Skip("this path is not built yet: give it a run func when it is")
 			}
 			t.Parallel()
 			for _, mode := range gateModes {
