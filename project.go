@@ -328,6 +328,22 @@ func (p *Project) Engine(cfg engine.Config) *engine.Engine {
 	return engine.New(cfg)
 }
 
+// CallGate is the gate that decides a call of one of the project's tools
+// made outside its flow's engine — a workflow's source adapter
+// (package bridge), a tool rein mcp serves: base (nil: the rein.yaml
+// policy:, Gate) joined with the flow's own policy: rules, as the engine
+// joins them for the flow's steps (safety.Join, the most severe decision
+// wins). It is safety.AllowAll when there are no rules at all.
+func (p *Project) CallGate(base safety.Gate) safety.Gate {
+	if base == nil && p.Gate != nil {
+		base = p.Gate
+	}
+	if p.Flow != nil && p.Flow.Policy != nil {
+		return safety.Join(base, p.Flow.Policy.Policy())
+	}
+	return safety.Join(base)
+}
+
 // Redactor hides the project's secrets: the values of the environment
 // variables whose names say they are secrets, of every variable a model
 // provider reads its key from (presets and rein.yaml api_key_env), and of

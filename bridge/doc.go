@@ -14,5 +14,9 @@
 // Adapters turn a source step's upstream outputs (an object keyed by step
 // id) into its output: Go functions registered with RegisterAdapter, or
 // exec commands of rein.yaml adapters: (the exec-tool protocol). They run
-// through the one invocation pipeline (package invoke).
+// through the one invocation pipeline (package invoke), decided by the
+// gate the flow's steps get (rein.Project.CallGate: Options.Run's gate or
+// rein.yaml policy:, joined with the flow's policy:), each decision
+// journaled in the task as a gate_decision event. An adapter cannot wait
+// for a person: a require_approval refuses it.
 package bridge

@@ -177,12 +177,8 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	if len(s.Requires) > 0 {
 		delete(args, "input")
 	}
-	cfg := w.runConfig()
-	gate := cfg.Gate
-	if gate == nil {
-		gate = safety.AllowAll
-	}
-	pipe := invoke.Pipeline{Gate: gate}
+	// an adapter is a tool call: the gate the flow's steps get decides it.
+	pipe := invoke.Pipeline{Gate: p.CallGate(w.runConfig().Gate)}
 	var in, outSchema invoke.Validator
 	spec := ad.Spec()
 	if len(spec.InputSchema) > 0 {
@@ -207,15 +203,19 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 	}
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
-	out, _, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
-		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}})
+	out, outcome, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
+		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
 	if err != nil {
 		class := fault.ClassOf(err)
 		if class == fault.Unclassified {
 			class = fault.Business
 		}
-		return nil, &Error{Type: class, Message: fmt.Sprintf("adapter %s of step %s failed: %v", s.Adapter, s.ID, err),
-			Retryable: class == fault.Transient}
+		msg := fmt.Sprintf("adapter %s of step %s failed: %v", s.Adapter, s.ID, err)
+		if outcome == invoke.Blocked {
+			// an adapter runs while the agent waits: it cannot wait for a person.
+			msg = fmt.Sprintf("adapter %s of step %s was refused: %v; an adapter cannot wait for a person's approval: submit the step's output yourself (action submit) or have the rule changed", s.Adapter, s.ID, err)
+		}
+		return nil, &Error{Type: class, Message: msg, Retryable: class == fault.Transient}
 	}
 	return out, nil
 }
@@ -260,3 +260,19 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 	}
 	return fmt.Errorf("journal of task %s: %w", runID, err)
 }
+
+// adapterRecorder journals the gate's decisions on a source step's
+// adapter call in the task's journal (gate_decision events, as the engine
+// journals its steps' calls).
+type adapterRecorder struct {
+	ctx  context.Context
+	w    *Workflow
+	step *flow.Step
+}
+
+func (a *adapterRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
+	_ = a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: inv.Tool.Name,
+		Attempt: at.Attempt, Decision: string(d.Verdict), Error: d.Why()})
+}
+
+func (*adapterRecorder) Called(invoke.Record) {}

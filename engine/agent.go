@@ -32,7 +32,10 @@ import (
 // once every one is decided, resuming the run runs the step again at the
 // same attempt and the loop applies the decisions.
 
-// bindAgent builds an agent step's loop from the engine's tools and models.
+// bindAgent builds an agent step's loop from the engine's tools and
+// models. Its calls, and the steps of its execute_plan calls, go through
+// pipe, whose gate is the flow's (bindGate): the engine's gate joined with
+// the flow's own policy: rules, as a flow's tool and plan steps are.
 func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model, pipe *invoke.Pipeline) (*agent.Loop, error) {
 	a := s.Agent
 	m := lookupModel(s.Model, s.ID)
@@ -101,7 +104,12 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	}
 	if res.Status == agent.StatusPaused {
 		if !r.d.on {
-			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval, which needs a durable store (rein run --db, or engine.Config.Store)", s.ID, len(res.Pending))
+			var first string
+			if len(res.Pending) > 0 {
+				first = fmt.Sprintf(" (the first, of tool %s: %s)", res.Pending[0].Tool, res.Pending[0].Reason)
+			}
+			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval%s, which needs a durable store: run it with one (rein run --db, or engine.Config.Store)",
+				s.ID, len(res.Pending), first)
 		}
 		return nil, &agentWait{pending: res.Pending}
 	}

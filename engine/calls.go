@@ -22,12 +22,8 @@ var _ invoke.Recorder = (*callRecorder)(nil)
 // of one whose inferred arguments a tool result verified.
 func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
 	r := (*run)(c)
-	why := d.Reason
-	if d.Rule != "" {
-		why = "rule " + d.Rule + ": " + d.Reason
-	}
 	ev := trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: inv.Tool.Name,
-		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: why, Turn: at.Turn}
+		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: d.Why(), Turn: at.Turn}
 	// a flow step's provenance is the flow's (rein runs why works it out
 	// again); what only the run knows is journaled.
 	if inv.Chosen || len(inv.Verified) > 0 {

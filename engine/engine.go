@@ -345,6 +345,8 @@ func (e *Engine) bind(f *flow.Flow) (*bound, error) {
 		b.flowHash, b.flowPath = FlowHash(f), absPath(f.File)
 	}
 	b.inSchemas, b.fbInSchemas = make([]*flow.Schema, len(f.Steps)), make([]*flow.Schema, len(f.Steps))
+	// the flow's gate first: agent steps' loops and plan executors are
+	// bound with it.
 	bb := &binder{e: e}
 	e.bindGate(f, b, bb)
 	for i, s := range f.Steps {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -225,6 +227,55 @@ steps:
 	}
 }
 
+// TestGateApprovalParksForEachItems: in a durable run, the gate's
+// require_approval on the items of a for_each tool step parks the step
+// once, recording every item's args in order; approving makes exactly
+// those calls, rejecting fails the step without any.
+func TestGateApprovalParksForEachItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ask := &safety.Policy{Rules: []safety.Rule{{Name: "ask-send", Tools: []string{"send"}, Verdict: safety.RequireApproval, Reason: "sends are checked"}}}
+	for _, decision := range []store.ApprovalStatus{store.ApprovalApproved, store.ApprovalRejected} {
+		send := newKeyCounter("send", false)
+		fx := newFixture(t, send)
+		st := openSQLite(t)
+		e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p1", Gate: ask})
+		f := fx.parse("name: items\nsteps:\n  - {id: s, tool: send, for_each: \"input.all\", args: {to: \"{item}\"}}\n")
+		res, err := e.Run(ctx, f, map[string]any{"all": []any{"a@example.com", "b@example.com"}}, &engine.RunOptions{RunID: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, res, trace.RunWaiting)
+		if len(res.Pending) != 1 || len(send.calls()) != 0 {
+			t.Fatalf("pending %+v, %d calls: want the step waiting before any call", res.Pending, len(send.calls()))
+		}
+		a := res.Pending[0]
+		if a.StepID != "s" || string(a.Args) != `[{"to":"a@example.com"},{"to":"b@example.com"}]` ||
+			!strings.Contains(a.Message, "for each of its 2 items") || !strings.Contains(a.Message, "rule ask-send: sends are checked") {
+			t.Fatalf("approval %+v", a)
+		}
+		if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "s", Status: decision}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = e.Resume(ctx, f, "r"); err != nil {
+			t.Fatal(err)
+		}
+		if decision == store.ApprovalRejected {
+			wantStatus(t, res, trace.RunFailed)
+			if len(send.calls()) != 0 {
+				t.Fatal("a rejected call was made")
+			}
+			continue
+		}
+		wantStatus(t, res, trace.RunSucceeded)
+		calls := send.calls()
+		slices.Sort(calls)
+		if got := strings.Join(calls, " "); got != "r/s[0]/1 r/s[1]/1" {
+			t.Errorf("calls after the approval: %s, want each item once", got)
+		}
+	}
+}
+
 // TestFlowPolicyJoinsTheEngineGate: a flow's own policy: rules apply to
 // its calls besides the engine's gate — on tool steps and plan steps —
 // and the most severe decision wins.
@@ -273,6 +324,46 @@ steps:
 		if res.Error == nil || !strings.Contains(res.Error.Error(), want) || len(send.calls()) != 0 {
 			t.Errorf("engine gate %v: run error %v, want %q", engineGate != nil, res.Error, want)
 		}
+	}
+}
+
+// TestFlowPolicyReachesAgentSteps: a flow's own policy: rules decide an
+// agent step's calls and the steps of its execute_plan, besides the
+// engine's gate (here none): each is refused, journaled with the rule,
+// and the agent is told.
+func TestFlowPolicyReachesAgentSteps(t *testing.T) {
+	t.Parallel()
+	send := newKeyCounter("send", false)
+	fx := newFixture(t, send)
+	fx.script(
+		scripted.Reply{Step: "ag", Turn: 1, ToolCalls: []model.ToolCall{{Name: "send", Args: `{"to":"a@example.com"}`}}},
+		scripted.Reply{Step: "ag", Turn: 2, ToolCalls: []model.ToolCall{{Name: "execute_plan",
+			Args: `{"objective":"send","steps":[{"id":"a","tool":"send","args":{"to":"a@example.com"}}]}`}}},
+		scripted.Reply{Step: "ag", Turn: 3, Output: "gave up"})
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events})
+	f := fx.parse(`name: own_agent
+policy:
+  rules:
+    - {name: no-agent-sends, tools: [send], verdict: block, reason: agents do not send}
+steps:
+  - {id: ag, type: agent, model: m, prompt_template: "send", tools: {send: }}
+`)
+	res, err := e.Run(context.Background(), f, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if len(send.calls()) != 0 {
+		t.Fatalf("send was called %d times past the flow's rule", len(send.calls()))
+	}
+	var decided []string
+	for _, ev := range fx.events.all() {
+		if ev.Kind == trace.GateDecision && ev.Tool == "send" {
+			decided = append(decided, ev.PlanStep+" "+ev.Decision+" "+ev.Error)
+		}
+	}
+	if len(decided) != 2 || decided[0] != " block rule no-agent-sends: agents do not send" || !strings.HasSuffix(decided[1], " block rule no-agent-sends: agents do not send") {
+		t.Errorf("gate decisions on send: %q, want the agent's call and its plan step blocked by no-agent-sends", decided)
 	}
 }
 

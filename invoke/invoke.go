@@ -253,16 +253,12 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if req.Recorder != nil {
 		req.Recorder.GateDecided(req.At, &inv, d)
 	}
-	why := d.Reason
-	if d.Rule != "" {
-		why = "rule " + d.Rule + ": " + d.Reason
-	}
 	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && (req.Pausable || req.Approved) {
 		if req.Approved {
 			return nil
 		}
 		if d.Verdict == safety.RequireApproval {
-			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate " + why})
+			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "policy gate " + d.Why()})
 		}
 		if req.RequireApproval {
 			return fault.New(fault.Policy, &ApprovalError{Tool: spec.Name, Reason: "its declaration says approval: required"})
@@ -281,7 +277,7 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	switch d.Verdict {
 	case safety.Block:
 	case safety.RequireApproval:
-		msg += " (only a flow's tool step in a durable run, or an agent's call or plan step, waits for a person's approval; this call cannot, so it is refused)"
+		msg += " (this call cannot wait for a person, so it is refused: only a tool step (or its for_each items), a plan step or an agent's call of a durable run waits for approval (rein run --db, engine.Config.Store); for repeat rounds, give the step approval: required so that a person approves the step before its calls; or change the rule)"
 	default:
 		msg += " (no reviewer checks this call: a run's gate reviews it when review: names a model; until then this blocks)"
 	}

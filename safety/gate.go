@@ -59,6 +59,15 @@ type Decision struct {
 	Reason string
 }
 
+// Why is the decision's reason as journals and messages give it: "rule
+// <name>: <reason>", or the reason alone when no rule decided.
+func (d Decision) Why() string {
+	if d.Rule == "" {
+		return d.Reason
+	}
+	return "rule " + d.Rule + ": " + d.Reason
+}
+
 // Gate decides on every tool invocation before it happens. Check must be
 // deterministic for the same invocation and safe for concurrent use. An
 // error from Check fails the step with a policy error.

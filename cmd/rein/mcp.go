@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/bridge"
+	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
@@ -29,9 +32,10 @@ one workflow tool per flow, <name>_workflow, whose actions (start, submit,
 submit_from_source, prepare_delivery, status, cancel) drive the flow's tasks
 in the run store named by --db (rein tool does the same from a shell); every
 tool the flows can call (their rein.yaml's and their own tools: and the tools
-of the MCP servers their rein.yaml names), each through the policy gate and its
-schemas; and the read-only runs_list and runs_show over --db. A tool error is
-an MCP tool error whose text and structured content are the same JSON object
+of the MCP servers their rein.yaml names), each through the policy gate (the
+rein.yaml policy: and flow policy: of every folder that offers it; refusals are
+also written to stderr) and its schemas; and the read-only runs_list and
+runs_show over --db. A tool error is an MCP tool error whose text and structured content are the same JSON object
 ({error_type, message, retryable}, and a workflow tool's pointer and problems).
 
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
@@ -58,7 +62,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					paths = append(paths, f)
 				}
 			}
-			tools, err := servedTools(projects)
+			tools, gate, err := servedTools(projects)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -70,6 +74,9 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			wf, err := workflowTools(paths, st, l.loadOptions())
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			for k, w := range wf { // a workflow tool is decided by its flow's gate too
+				gate[w.Spec().Name] = safety.Join(gate[w.Spec().Name], projects[k].CallGate(nil))
 			}
 			tools = append(wf, tools...)
 			runs, err := rein.NewRuns(st, nil)
@@ -85,7 +92,8 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				}
 				return text
 			}
-			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide})
+			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide,
+				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{w: s.err, cmd: "rein mcp", hide: hide}})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -125,13 +133,19 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 // servedTools are the tools `rein mcp` serves from projects: every tool
 // each project's flow can call. A name two projects
 // give to different tools is an error; the same declaration shared
-// through one rein.yaml is served once.
-func servedTools(projects []*rein.Project) ([]tool.Tool, error) {
+// through one rein.yaml is served once. The gate decides every call of
+// them: a tool's calls by the gate of each project that offers it
+// (rein.yaml policy: joined with the flow's policy:, Project.CallGate),
+// the most severe decision winning.
+func servedTools(projects []*rein.Project) ([]tool.Tool, toolGates, error) {
 	var out []tool.Tool
 	from := map[string]string{}
+	gates := toolGates{}
 	for _, p := range projects {
+		g := p.CallGate(nil)
 		for _, name := range p.Tools.Names() {
 			t, _ := p.Tools.Lookup(name)
+			gates[name] = safety.Join(gates[name], g)
 			if dir, dup := from[name]; dup {
 				if dir == p.Dir {
 					continue
@@ -140,14 +154,27 @@ func servedTools(projects []*rein.Project) ([]tool.Tool, error) {
 				if sameSpec(prev.Spec(), t.Spec()) {
 					continue
 				}
-				return nil, fmt.Errorf("tool %s is declared differently for %s and %s: rename one of them, or serve the folders separately", name, dir, p.Dir)
+				return nil, nil, fmt.Errorf("tool %s is declared differently for %s and %s: rename one of them, or serve the folders separately", name, dir, p.Dir)
 			}
 			from[name] = p.Dir
 			out = append(out, t)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
-	return out, nil
+	return out, gates, nil
+}
+
+// toolGates is the gate of `rein mcp`: each served tool's calls are
+// decided by its own gate (a workflow tool's: its flow's, whose steps
+// meet the gate again in its tasks); a tool without one (the read-only
+// runs tools) is allowed.
+type toolGates map[string]safety.Gate
+
+func (g toolGates) Check(ctx context.Context, inv *safety.Invocation) (safety.Decision, error) {
+	if gate := g[inv.Tool.Name]; gate != nil {
+		return gate.Check(ctx, inv)
+	}
+	return safety.Decision{Verdict: safety.Allow}, nil
 }
 
 func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {

@@ -91,8 +91,9 @@ func newPlanRunCmd(s *streams) *cobra.Command {
 		Short: "Validate a plan, then execute it and print the output of each step",
 		Long: `Validate a plan as rein plan validate does and, only when it is valid, execute
 it: each step once the steps it depends on (declared, or implied by a $ref)
-have succeeded, independent steps in parallel, every call through the safety
-gate (allow all). The executor does not retry and does not replan: the first
+have succeeded, independent steps in parallel, every call through the policy
+gate of the rein.yaml's policy: (none: every call is allowed), whose
+refusals are also written to stderr. The executor does not retry and does not replan: the first
 failed step ends the run, and the steps that depend on it do not run.
 
 Progress goes to stderr, one line per plan step event; the outputs by step id
@@ -291,6 +292,7 @@ func (f *planFlags) run(ctx context.Context, s *streams, path string) error {
 		Catalog:     pc.cat,
 		Tools:       pc.tb.Tools,
 		Gate:        gate,
+		Recorder:    gateLog{w: s.err, cmd: "rein plan run"},
 		MaxExecuted: max(f.maxSteps, plan.DefaultMaxExecuted),
 		OnEvent:     prog.event,
 	})

@@ -2,11 +2,13 @@
 // server API, for the tests of package mcp/client and of rein.yaml mcp:.
 // Its tools: lookup answers a customer, refund always fails, die ends the
 // process during the call, env answers its environment, hang never
-// answers.
+// answers, send appends its args to the file $CRM_SENT (one JSON line a
+// call), so a test can see whether it ran.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -24,6 +26,10 @@ type customer struct {
 }
 
 type none struct{}
+
+type message struct {
+	To string `json:"to"`
+}
 
 func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
@@ -49,6 +55,19 @@ func main() {
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
 			<-ctx.Done()
 			select {} // ignores the cancellation too
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "send", Description: "Sends a message (appends it to $CRM_SENT)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in message) (*mcp.CallToolResult, map[string]bool, error) {
+			f, err := os.OpenFile(os.Getenv("CRM_SENT"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer f.Close()
+			line, _ := json.Marshal(in)
+			if _, err := f.Write(append(line, '\n')); err != nil {
+				return nil, nil, err
+			}
+			return nil, map[string]bool{"sent": true}, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)

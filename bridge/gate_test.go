@@ -1,0 +1,63 @@
+package bridge_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/reinhq/rein/bridge"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/trace"
+)
+
+var gatedCalls atomic.Int64
+
+func init() {
+	bridge.RegisterAdapter("test.gated", func(context.Context, map[string]any) (any, error) {
+		gatedCalls.Add(1)
+		return map[string]any{"ok": true}, nil
+	})
+}
+
+// TestAdapterMeetsTheGate: a source step's adapter is a tool call. A rule
+// of rein.yaml's or of the flow's policy: that names it refuses it, with
+// what to do instead; the decision is journaled in the task, naming the
+// rule, and the adapter is not called.
+func TestAdapterMeetsTheGate(t *testing.T) {
+	t.Parallel()
+	const rules = "policy:\n  rules:\n    - {name: no-gated, tools: [test.gated], verdict: %s, reason: by hand only}\n"
+	for _, tc := range []struct{ name, config, flow, verdict string }{
+		{"rein.yaml", rules, "", "block"},
+		{"flow", "", rules, "require_approval"},
+	} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "rein.yaml"), strings.Replace(tc.config, "%s", tc.verdict, 1)+"tools: {}\n")
+		writeFile(t, filepath.Join(dir, "flow.yaml"), "name: gated\nsteps:\n  - {id: s, adapter: test.gated, skill: get-it, requires: []}\n"+
+			strings.Replace(tc.flow, "%s", tc.verdict, 1))
+		st := openStore(t)
+		w := newWorkflow(t, dir, st)
+		task := mustDo(t, w, `{"action":"start","input":{}}`).TaskID
+		_, e := do(t, w, `{"action":"submit_from_source","task_id":"`+task+`","step_id":"s"}`)
+		if e == nil || e.Type != fault.Policy || !strings.Contains(e.Message, tc.verdict+" on tool test.gated by rule no-gated: by hand only") ||
+			!strings.Contains(e.Message, "(action submit)") {
+			t.Fatalf("%s: error %+v, want the gate's refusal saying to submit instead", tc.name, e)
+		}
+		evs, err := st.Events(context.Background(), task, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var journaled bool
+		for _, ev := range evs {
+			journaled = journaled || ev.Kind == trace.GateDecision && ev.StepID == "s" && ev.Tool == "test.gated" &&
+				ev.Decision == tc.verdict && ev.Error == "rule no-gated: by hand only"
+		}
+		if !journaled {
+			t.Errorf("%s: no gate_decision event in the task's journal", tc.name)
+		}
+	}
+	if n := gatedCalls.Load(); n != 0 {
+		t.Errorf("the adapter was called %d times past the gate", n)
+	}
+}
