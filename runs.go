@@ -163,12 +163,17 @@ func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (out 
 			err = fmt.Errorf("run %s: %w", id, cerr)
 		}
 	}()
-	cfg := r.cfg
+	var steps []*store.Step
 	if opts != nil && opts.Watch != nil {
-		steps, err := r.st.Steps(ctx, id)
-		if err != nil {
+		if steps, err = r.st.Steps(ctx, id); err != nil {
 			return nil, fmt.Errorf("steps of run %s: %w", id, err)
 		}
+	}
+	if err := r.modelsOpen(ctx, p, id, steps); err != nil {
+		return nil, err
+	}
+	cfg := r.cfg
+	if opts != nil && opts.Watch != nil {
 		sink, done := opts.Watch(p, steps)
 		if sink != nil {
 			cfg.Sink = trace.Multi(nonNil(cfg.Sink, sink)...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -135,7 +136,8 @@ func goesOn(runID string, needsTools []string) string {
 
 // resumeFailed reports a decision that was recorded when the resume after
 // it failed: a run that needs Go tools waits for the program that has them
-// (exit 3); otherwise the resume's error, and how to try again.
+// (exit 3), a run whose model's API key is not set waits for a resume with
+// it (exit 3); otherwise the resume's error, and how to try again.
 func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error {
 	a := o.Approval
 	h := rein.HintOf(err)
@@ -146,6 +148,16 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 			}
 		}
 		return &exitError{code: exitWaiting, err: fmt.Errorf("the decision is recorded; %s", needsToolsAdvice(a.RunID, h.Tools))}
+	}
+	if h.Code == rein.HintNeedsAPIKey {
+		// the decision stands, as with --no-resume: the run waits for a
+		// resume with the key (or a worker that has it).
+		if f.format == "json" {
+			if jerr := encodeJSON(s, decisionJSON{Approval: a}); jerr != nil {
+				return jerr
+			}
+		}
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%w; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), a.RunID)}
 	}
 	code := exitRunFailed
 	switch {
