@@ -2,11 +2,7 @@ package rein_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,56 +12,13 @@ import (
 	"time"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/internal/chattest"
 )
 
 const (
 	supportTask = "I was charged twice for order 1042"
 	refundStep  = "agent/turn2/call1"
 )
-
-// supportServer speaks Chat Completions for examples/support-agent, by
-// turn (the assistant messages the request holds): turn 1 looks order 1042
-// up, turn 2 refunds charge ch_2, turn 3 answers. It counts the calls and
-// refuses a request without the bearer key.
-func supportServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if r.Header.Get("Authorization") != "Bearer "+secretKey {
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, `{"error":{"message":"Incorrect API key provided"}}`)
-			return
-		}
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		turn := 1
-		for _, m := range req.Messages {
-			if m.Role == "assistant" {
-				turn++
-			}
-		}
-		var msg string
-		switch turn {
-		case 1:
-			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"1042\"}"}},
-				{"id":"c2","type":"function","function":{"name":"list_charges","arguments":"{\"order\":\"1042\"}"}}]}`
-		case 2:
-			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"c3","type":"function","function":{"name":"issue_refund","arguments":"{\"order\":\"1042\",\"charge\":\"ch_2\",\"amount\":59.9}"}}]}`
-		default:
-			msg = `{"role":"assistant","content":"I refunded the duplicate charge ch_2."}`
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],
-			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, msg)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
-}
 
 // supportAgent copies examples/support-agent and adds to its rein.yaml the
 // model real: openai's gpt-4o-mini at baseURL, whose key is OPENAI_API_KEY.
@@ -99,7 +52,7 @@ func openaiKey(key string) func(string) string {
 // a SQLite file; the run waits on the refund's approval.
 func parkedRefund(t *testing.T) (st rein.Store, runID string, calls *atomic.Int32) {
 	t.Helper()
-	srv, calls := supportServer(t)
+	srv := chattest.Turns(t, secretKey, chattest.SupportAgent...)
 	p, err := rein.LoadAgent(supportAgent(t, srv.URL), &rein.LoadOptions{Model: "real", Getenv: openaiKey(secretKey)})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +67,7 @@ func parkedRefund(t *testing.T) (st rein.Store, runID string, calls *atomic.Int3
 	if err != nil || res.Status != rein.StatusWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != refundStep {
 		t.Fatalf("start: %v %+v", err, res)
 	}
-	return st, res.RunID, calls
+	return st, res.RunID, &srv.Calls
 }
 
 func keyRuns(t *testing.T, st rein.Store, key string) *rein.Runs {

@@ -1,65 +1,18 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/reinhq/rein/internal/chattest"
 )
 
 const testOpenAIKey = "sk-test-keys-0123456789abcdef"
-
-// supportServer speaks Chat Completions for examples/support-agent, by
-// turn (the assistant messages the request holds): turn 1 looks order 1042
-// up, turn 2 refunds charge ch_2, turn 3 answers. It counts the calls and
-// refuses a request without the bearer key.
-func supportServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if r.Header.Get("Authorization") != "Bearer "+testOpenAIKey {
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, `{"error":{"message":"Incorrect API key provided"}}`)
-			return
-		}
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		turn := 1
-		for _, m := range req.Messages {
-			if m.Role == "assistant" {
-				turn++
-			}
-		}
-		var msg string
-		switch turn {
-		case 1:
-			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"lookup_order","arguments":"{\"order\":\"1042\"}"}},
-				{"id":"c2","type":"function","function":{"name":"list_charges","arguments":"{\"order\":\"1042\"}"}}]}`
-		case 2:
-			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"c3","type":"function","function":{"name":"issue_refund","arguments":"{\"order\":\"1042\",\"charge\":\"ch_2\",\"amount\":59.9}"}}]}`
-		default:
-			msg = `{"role":"assistant","content":"I refunded the duplicate charge ch_2."}`
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],
-			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, msg)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
-}
 
 // keyProc runs the built rein binary with the process's environment
 // without OPENAI_API_KEY, plus env.
@@ -96,7 +49,8 @@ func keyProc(t *testing.T, env []string, args ...string) (int, string, string) {
 // retried) saying what to set.
 func TestResumeWithoutTheModelKey(t *testing.T) {
 	t.Parallel()
-	srv, calls := supportServer(t)
+	srv := chattest.Turns(t, testOpenAIKey, chattest.SupportAgent...)
+	calls := &srv.Calls
 	dir := filepath.Join(t.TempDir(), "support")
 	if err := os.CopyFS(dir, os.DirFS("../../examples/support-agent")); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/prefix"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -207,7 +208,7 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		where = append(where, "starts_with(r.id, "+at+")", "r.id ~>=~ "+at)
 		// the range's end, when it is text (incrementing a byte of a
 		// multi-byte character may not be).
-		if end, ok := prefixEnd(p.IDPrefix); ok && utf8.ValidString(end) {
+		if end, ok := prefix.End(p.IDPrefix); ok && utf8.ValidString(end) {
 			where = append(where, "r.id ~<~ "+arg(end))
 		}
 	}
@@ -221,20 +222,6 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
 	return sql + " ORDER BY r.ord DESC LIMIT " + arg(p.Limit), args
-}
-
-// prefixEnd returns the least string greater, byte-wise, than every string
-// that starts with prefix; ok is false when there is none (prefix is all
-// 0xff bytes).
-func prefixEnd(prefix string) (end string, ok bool) {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
-	}
-	return "", false
 }
 
 // collectRuns reads and closes rows of runCols.

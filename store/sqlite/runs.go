@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/prefix"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -233,7 +234,7 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		// only narrow those few rows.
 		if p.IDPrefix != "" {
 			where, args = append(where, "r.id >= ?"), append(args, p.IDPrefix)
-			if hi, ok := prefixEnd(p.IDPrefix); ok {
+			if hi, ok := prefix.End(p.IDPrefix); ok {
 				where, args = append(where, "r.id < ?"), append(args, hi)
 			}
 		}
@@ -280,20 +281,6 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 	}
 	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
 	return q, append(args, limit)
-}
-
-// prefixEnd returns the least string greater than every string that starts
-// with prefix, byte-wise; ok is false when there is none (prefix is all
-// 0xff bytes).
-func prefixEnd(prefix string) (end string, ok bool) {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
-	}
-	return "", false
 }
 
 // queryAll runs a read query and scans every row with scan; errors name
