@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -22,20 +21,8 @@ import (
 func TestListRunsLookupsUseIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	schema := testSchema(t)
-	cfg, err := pgxpool.ParseConfig(testDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, pool := oldSchema(t, 3)
 	defer pool.Close()
-	if err := migrate(ctx, pool, schema, 3); err != nil {
-		t.Fatalf("migrate to schema 3: %v", err)
-	}
 	// 20,000 runs with random-looking IDs; one in ten has a session, of 50.
 	if _, err := pool.Exec(ctx, `INSERT INTO rein_runs (id, flow, status, session)
 		SELECT md5(i::text), 'f', 'succeeded', CASE WHEN i % 10 = 0 THEN 's' || (i % 50) ELSE '' END

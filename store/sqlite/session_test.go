@@ -34,11 +34,10 @@ func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) []string {
 	return out
 }
 
-// A database of schema 4 gets the runs_session index when it opens, and
-// ListRuns by session (rein chat --session) searches it instead of
-// scanning every run.
-func TestMigrationIndexesSessions(t *testing.T) {
-	t.Parallel()
+// oldFile writes a database of schema upTo, as an older rein did, and
+// returns its path and a connection to it, which the caller closes.
+func oldFile(t *testing.T, upTo int) (string, *sql.DB) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "rein.db")
 	ms, err := migrations()
 	if err != nil {
@@ -48,14 +47,25 @@ func TestMigrationIndexesSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms[:4] {
+	for _, m := range ms[:upTo] {
 		if _, err := raw.Exec(m.sql); err != nil {
+			raw.Close()
 			t.Fatalf("%s: %v", m.name, err)
 		}
 	}
-	if _, err := raw.Exec("PRAGMA user_version = 4"); err != nil {
+	if _, err := raw.Exec(fmt.Sprintf("PRAGMA user_version = %d", upTo)); err != nil {
+		raw.Close()
 		t.Fatal(err)
 	}
+	return path, raw
+}
+
+// A database of schema 4 gets the runs_session index when it opens, and
+// ListRuns by session (rein chat --session) searches it instead of
+// scanning every run.
+func TestMigrationIndexesSessions(t *testing.T) {
+	t.Parallel()
+	path, raw := oldFile(t, 4)
 	for i := range 200 {
 		session := ""
 		if i%50 == 0 {
