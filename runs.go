@@ -134,10 +134,14 @@ type Outcome struct {
 // Resume continues the run ref names from its last committed transition,
 // with the flow it pinned (LoadRun) and the Go tools of RunsOptions.Load.
 // A finished run is not touched: its state comes back with
-// Outcome.Finished set. Errors are *Error values: not_found (HintNoRun),
-// conflict (HintAmbiguousRun; HintHeldByAnotherProcess when another
-// process holds its lease), business (HintNeedsTools). A run that ran and
-// failed is no error: see Outcome.Result.
+// Outcome.Finished set. Before anything runs, the models the run's
+// unfinished steps may still call are opened (not called): one whose API
+// key is not set refuses the resume and leaves the run as it was. Errors
+// are *Error values: not_found (HintNoRun), conflict (HintAmbiguousRun;
+// HintHeldByAnotherProcess when another process holds its lease), business
+// (HintNeedsTools; HintNeedsAPIKey, Hint.Env naming the variables to set),
+// format (HintFlowDoesNotLoad). A run that ran and failed is no error: see
+// Outcome.Result.
 func (r *Runs) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*Outcome, error) {
 	run, err := r.Get(ctx, ref)
 	if err != nil {

@@ -30,7 +30,9 @@ var decideUse = map[store.ApprovalStatus]struct{ use, short, long string }{
 		`Approve the pending approval of STEP: an approval step succeeds, a tool step
 with approval: required calls its tool, a step whose effect was unknown after a
 crash, or that failed with on_error: escalate, runs again (its next attempt).
-Then the run is resumed here, unless --no-resume.`},
+Then the run is resumed here, unless --no-resume. When a model the run may
+still call has no API key in this environment, the decision is recorded
+without the resume (exit 3), and rein says which variable to set.`},
 	store.ApprovalRejected: {"reject RUN STEP", "Reject a step that waits for a person; the step fails",
 		`Reject the pending approval of STEP: the step fails as a business error
 (the run fails; an escalated step fails it with its own error), and the run
