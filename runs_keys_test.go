@@ -206,3 +206,61 @@ func TestWorkerWithoutAModelKeyLeavesTheRun(t *testing.T) {
 		t.Fatalf("outbox %v: want the one approved refund", sent)
 	}
 }
+
+// Only the models the run may still call are opened: a settled step's
+// model needs no key to resume; a model whose rein.yaml entry does not
+// open (not for a key) refuses the resume as a flow that does not load.
+func TestResumeOpensTheModelsLeft(t *testing.T) {
+	t.Parallel()
+	srv := chattest.Turns(t, secretKey, `{"role":"assistant","content":"{\"ok\": true}"}`)
+	cfg := fmt.Sprintf("models:\n  real: {provider: openai, model: gpt-4o-mini, base_url: %q}\n  local: {provider: ollama, model: m, base_url: \"localhost:11434\"}\n", srv.URL+"/v1")
+	ctx := context.Background()
+	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// start starts flow with the key; it waits on review.
+	start := func(flow string) string {
+		t.Helper()
+		dir := writeFlowDir(t, flow)
+		if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := rein.Load(dir, &rein.LoadOptions{Getenv: openaiKey(secretKey)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Start(ctx, map[string]any{"name": "Ann"}, &rein.RunConfig{Store: st}, nil)
+		if err != nil || res.Status != rein.StatusWaiting {
+			t.Fatalf("start: %v %+v", err, res)
+		}
+		return res.RunID
+	}
+	approve := rein.Decision{Status: rein.ApprovalApproved, By: "ops"}
+	noKey := keyRuns(t, st, "")
+
+	done := start(`name: drafted
+steps:
+  - {id: draft, model: real, prompt_template: "Draft for {input.name}", output_schema: {type: object}}
+  - {id: review, type: approval, message: "send it?"}
+`)
+	out, err := noKey.Decide(ctx, done, "review", approve, &rein.DecideOptions{Resume: true})
+	if err != nil || out.Result.Status != rein.StatusSucceeded {
+		t.Fatalf("the drafted run needs no key any more: %v %+v", err, out)
+	}
+
+	broken := start(`name: broken
+steps:
+  - {id: review, type: approval, message: "ask?"}
+  - {id: ask, model: local, prompt_template: "Ask {input.name}", output_schema: {type: object}}
+`)
+	_, err = noKey.Resume(ctx, broken, nil)
+	h := wantErr(t, "resume with a model that does not open", err, rein.ClassFormat, rein.HintFlowDoesNotLoad)
+	if h.RunID != broken || !strings.Contains(err.Error(), "step ask (model local): ") || !strings.Contains(err.Error(), "not an http(s) URL") {
+		t.Fatalf("hint %+v, error %v", h, err)
+	}
+	if run, err := st.GetRun(ctx, broken); err != nil || run.Status != rein.StatusWaiting {
+		t.Fatalf("the broken run changed: %v %+v", err, run)
+	}
+}
