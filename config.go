@@ -205,9 +205,16 @@ type lazyModel struct {
 }
 
 func (l *lazyModel) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	l.once.Do(func() { l.m, l.err = l.open() })
-	if l.err != nil {
-		return nil, fault.BusinessErr(l.err)
+	if err := l.ready(); err != nil {
+		return nil, fault.BusinessErr(err)
 	}
 	return l.m.Generate(ctx, req)
+}
+
+// ready opens the model unless it was opened already, and returns open's
+// error (a *provider.KeyError for a missing key). Opening makes no network
+// call.
+func (l *lazyModel) ready() error {
+	l.once.Do(func() { l.m, l.err = l.open() })
+	return l.err
 }

@@ -126,9 +126,63 @@ func (p *Project) record(path string) error {
 		wrapped.Register(n, rec)
 	}
 	wrapped.SetFallback(rec)
-	p.Models = wrapped
+	p.recorded, p.Models = p.Models, wrapped
 	p.closers = append(p.closers, rec.Close)
 	return nil
+}
+
+// unopened is a model a step may call that does not open (lazyModel):
+// the step, the model name it gives, and open's error.
+type unopened struct {
+	step, name string
+	err        error
+}
+
+// unopened opens, without calling them, the models the flow's steps may
+// call that are opened on their first call (rein.yaml models:, --model,
+// provider/model references), and returns those that do not open, in
+// step order, each model once (with the first step naming it). A name
+// that resolves to no model is left to the engine, which refuses it.
+func (p *Project) unopened() []unopened {
+	reg := p.Models
+	if p.recorded != nil {
+		reg = p.recorded
+	}
+	var out []unopened
+	seen := map[*lazyModel]bool{}
+	for _, s := range p.Flow.Steps {
+		for _, name := range stepModels(s) {
+			m, err := reg.Lookup(name)
+			l, ok := m.(*lazyModel)
+			if err != nil || !ok || seen[l] {
+				continue
+			}
+			seen[l] = true
+			if err := l.ready(); err != nil {
+				out = append(out, unopened{step: s.ID, name: name, err: err})
+			}
+		}
+	}
+	return out
+}
+
+// stepModels are the model names step s may call: an llm, plan or agent
+// step's model ("" is the default model), a route step's model when it
+// names one, and its fallback model.
+func stepModels(s *flow.Step) []string {
+	var names []string
+	switch s.Type {
+	case flow.LLM, flow.Plan, flow.Agent:
+		names = append(names, s.Model)
+	case flow.Route:
+		if s.Model != "" {
+			names = append(names, s.Model)
+		}
+	}
+	if fb := fallbackModel(s); fb != "" {
+		names = append(names, fb)
+	}
+	return names
 }
 
 // dispatch answers a request with the registry's model for req.Model.

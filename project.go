@@ -113,8 +113,10 @@ type Project struct {
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
 	model     string // LoadOptions.Model
-	refs      bool   // provider/model references resolve
-	closers   []func() error
+	// recorded holds the models a cassette recorder wraps (Record).
+	recorded *model.Registry
+	refs     bool // provider/model references resolve
+	closers  []func() error
 }
 
 // Load reads the flow at path (a flow file, or a folder holding flow.yaml),

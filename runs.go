@@ -134,10 +134,14 @@ type Outcome struct {
 // Resume continues the run ref names from its last committed transition,
 // with the flow it pinned (LoadRun) and the Go tools of RunsOptions.Load.
 // A finished run is not touched: its state comes back with
-// Outcome.Finished set. Errors are *Error values: not_found (HintNoRun),
-// conflict (HintAmbiguousRun; HintHeldByAnotherProcess when another
-// process holds its lease), business (HintNeedsTools). A run that ran and
-// failed is no error: see Outcome.Result.
+// Outcome.Finished set. Before anything runs, the models the run's
+// unfinished steps may still call are opened (not called): one whose API
+// key is not set refuses the resume and leaves the run as it was. Errors
+// are *Error values: not_found (HintNoRun), conflict (HintAmbiguousRun;
+// HintHeldByAnotherProcess when another process holds its lease), business
+// (HintNeedsTools; HintNeedsAPIKey, Hint.Env naming the variables to set),
+// format (HintFlowDoesNotLoad). A run that ran and failed is no error: see
+// Outcome.Result.
 func (r *Runs) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*Outcome, error) {
 	run, err := r.Get(ctx, ref)
 	if err != nil {
@@ -163,12 +167,17 @@ func (r *Runs) resume(ctx context.Context, id string, opts *ResumeOptions) (out 
 			err = fmt.Errorf("run %s: %w", id, cerr)
 		}
 	}()
-	cfg := r.cfg
+	var steps []*store.Step
 	if opts != nil && opts.Watch != nil {
-		steps, err := r.st.Steps(ctx, id)
-		if err != nil {
+		if steps, err = r.st.Steps(ctx, id); err != nil {
 			return nil, fmt.Errorf("steps of run %s: %w", id, err)
 		}
+	}
+	if err := r.modelsOpen(ctx, p, id, steps); err != nil {
+		return nil, err
+	}
+	cfg := r.cfg
+	if opts != nil && opts.Watch != nil {
 		sink, done := opts.Watch(p, steps)
 		if sink != nil {
 			cfg.Sink = trace.Multi(nonNil(cfg.Sink, sink)...)

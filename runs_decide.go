@@ -46,9 +46,10 @@ type DecideOptions struct {
 // whom and when), business (HintNothingToDecide: the step does not wait;
 // Hint.Waiting lists those that do; a Status that is no decision, a
 // settle without Output). When the decision was recorded but the resume
-// failed (HintNeedsTools, HintHeldByAnotherProcess), Decide returns the
-// Outcome with its Approval and the error: the decision stands, and the
-// run goes on with a later Resume, or with a worker.
+// failed (HintNeedsTools, HintNeedsAPIKey, HintHeldByAnotherProcess),
+// Decide returns the Outcome with its Approval and the error: the decision
+// stands, as without opts.Resume, and the run goes on with a later Resume,
+// or with a worker.
 func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *DecideOptions) (out *Outcome, err error) {
 	switch d.Status {
 	case ApprovalApproved, ApprovalRejected:

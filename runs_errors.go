@@ -38,6 +38,11 @@ const (
 	// script, does not load any more (the error wraps the cause, a
 	// *flow.Error listing every problem when it is the flow).
 	HintFlowDoesNotLoad HintCode = "flow_does_not_load"
+	// HintNeedsAPIKey: a model the run may still call does not open
+	// because the environment variable holding its API key is not set
+	// (Hint.Env names the variables): the run was not resumed and is as it
+	// was; set them, then resume it.
+	HintNeedsAPIKey HintCode = "needs_api_key"
 	// HintNoRun: the reference names no run of the store.
 	HintNoRun HintCode = "no_run"
 )
@@ -50,6 +55,9 @@ type Hint struct {
 	RunID string `json:"run_id,omitempty"`
 	// Tools are the Go tools a needs_tools run lacks, sorted.
 	Tools []string `json:"tools,omitempty"`
+	// Env are the environment variables a needs_api_key run needs set,
+	// sorted.
+	Env []string `json:"env,omitempty"`
 	// Owner and Until are the holder of the lease and its expiry; Since
 	// is when the held run last changed (its last commit, lease or
 	// decision).

@@ -49,9 +49,10 @@ const (
 // Work advances the durable runs of st that are ready (pending runs that
 // were enqueued, and running runs whose process died and whose lease
 // expired) until ctx is done. It claims up to opts.Concurrency runs at a
-// time with store.ClaimRuns, rebuilds each one's project with LoadRun and
-// resumes it; several workers, in one process or many, may share st, and
-// a run is only ever advanced by the worker holding its lease.
+// time with store.ClaimRuns and resumes each one as Runs.Resume does (the
+// project rebuilt with LoadRun and opts.Load, the same checks, the same
+// *Error values); several workers, in one process or many, may share st,
+// and a run is only ever advanced by the worker holding its lease.
 //
 // When ctx is done, Work stops claiming, lets runs in flight go on for
 // opts.Grace, then abandons the rest: it stops them with
@@ -60,18 +61,24 @@ const (
 // another worker resumes them at once.
 // Work returns nil once every run it took up has finished or been
 // abandoned. A claim that fails (the database is away) is logged and
-// retried after opts.Poll. A run whose flow cannot be rebuilt is logged
-// and left leased until its lease expires, then tried again.
+// retried after opts.Poll. A run that cannot resume here (its flow does
+// not load, it needs Go tools or API keys this worker lacks: HintNeedsTools,
+// HintNeedsAPIKey) is logged with the error, left as it was and leased
+// until its lease expires, then tried again (by any worker).
 func Work(ctx context.Context, st store.Store, opts *WorkerOptions) error {
 	if st == nil || store.IsEphemeral(st) {
 		return errors.New("rein: Work needs a durable store")
 	}
-	w := newWorker(st, opts)
+	w, err := newWorker(st, opts)
+	if err != nil {
+		return err
+	}
 	return w.loop(ctx)
 }
 
 type worker struct {
 	st   store.Store
+	runs *Runs // resumes the runs the worker claims
 	o    WorkerOptions
 	mu   sync.Mutex
 	live map[string]*workRun
@@ -85,7 +92,7 @@ type workRun struct {
 	abandoned atomic.Bool
 }
 
-func newWorker(st store.Store, opts *WorkerOptions) *worker {
+func newWorker(st store.Store, opts *WorkerOptions) (*worker, error) {
 	w := &worker{st: st, live: map[string]*workRun{}}
 	if opts != nil {
 		w.o = *opts
@@ -108,7 +115,12 @@ func newWorker(st store.Store, opts *WorkerOptions) *worker {
 	if w.o.Logf == nil {
 		w.o.Logf = func(string, ...any) {}
 	}
-	return w
+	runs, err := NewRuns(st, &RunsOptions{Load: w.o.Load, Run: &RunConfig{Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL}})
+	if err != nil {
+		return nil, err
+	}
+	w.runs = runs
+	return w, nil
 }
 
 func (w *worker) loop(ctx context.Context) error {
@@ -161,12 +173,10 @@ func (w *worker) start(ctx context.Context, run *store.Run, done chan<- struct{}
 
 func (w *worker) advance(ctx context.Context, run *store.Run, wr *workRun) {
 	w.o.Logf("worker %s: run %s (flow %s, %s): advancing", w.o.Owner, run.ID, run.Flow, run.Status)
-	p, err := LoadRun(ctx, w.st, run.ID, w.o.Load)
+	out, err := w.runs.resume(ctx, run.ID, nil)
 	if err == nil {
-		var res *engine.Result
-		res, err = p.Resume(ctx, run.ID, &engine.Config{Store: w.st, Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL})
+		res := out.Result
 		switch {
-		case err != nil:
 		case res.Interrupted:
 			w.o.Logf("worker %s: run %s: abandoned at shutdown; its last committed transition stands for another worker", w.o.Owner, run.ID)
 		default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,9 @@ var decideUse = map[store.ApprovalStatus]struct{ use, short, long string }{
 		`Approve the pending approval of STEP: an approval step succeeds, a tool step
 with approval: required calls its tool, a step whose effect was unknown after a
 crash, or that failed with on_error: escalate, runs again (its next attempt).
-Then the run is resumed here, unless --no-resume.`},
+Then the run is resumed here, unless --no-resume. When a model the run may
+still call has no API key in this environment, the decision is recorded
+without the resume (exit 3), and rein says which variable to set.`},
 	store.ApprovalRejected: {"reject RUN STEP", "Reject a step that waits for a person; the step fails",
 		`Reject the pending approval of STEP: the step fails as a business error
 (the run fails; an escalated step fails it with its own error), and the run
@@ -135,7 +138,8 @@ func goesOn(runID string, needsTools []string) string {
 
 // resumeFailed reports a decision that was recorded when the resume after
 // it failed: a run that needs Go tools waits for the program that has them
-// (exit 3); otherwise the resume's error, and how to try again.
+// (exit 3), a run whose model's API key is not set waits for a resume with
+// it (exit 3); otherwise the resume's error, and how to try again.
 func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error {
 	a := o.Approval
 	h := rein.HintOf(err)
@@ -146,6 +150,16 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 			}
 		}
 		return &exitError{code: exitWaiting, err: fmt.Errorf("the decision is recorded; %s", needsToolsAdvice(a.RunID, h.Tools))}
+	}
+	if h.Code == rein.HintNeedsAPIKey {
+		// the decision stands, as with --no-resume: the run waits for a
+		// resume with the key (or a worker that has it).
+		if f.format == "json" {
+			if jerr := encodeJSON(s, decisionJSON{Approval: a}); jerr != nil {
+				return jerr
+			}
+		}
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%w; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), a.RunID)}
 	}
 	code := exitRunFailed
 	switch {

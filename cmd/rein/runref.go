@@ -25,7 +25,8 @@ func resolveRun(ctx context.Context, s *streams, runs *rein.Runs, dsn, ref strin
 // advice, by its hint: a run that is not there, a decision that cannot be
 // taken or a flow that does not load is bad usage (2), a run another
 // process holds is 4, a run that needs Go tools the CLI does not have is
-// 2 with where to resume it, anything else 1.
+// 2 with where to resume it, a run whose model's API key is not set is 2
+// with the variable to set and the command to continue, anything else 1.
 func runsError(s *streams, dsn, ref string, err error) error {
 	h := rein.HintOf(err)
 	switch h.Code {
@@ -40,6 +41,8 @@ func runsError(s *streams, dsn, ref string, err error) error {
 		return &exitError{code: exitConflict, err: err}
 	case rein.HintNeedsTools:
 		return usageErr("%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
+	case rein.HintNeedsAPIKey:
+		return usageErr("%v; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), h.RunID)
 	case rein.HintFlowDoesNotLoad:
 		return loadError(s, err)
 	}

@@ -110,12 +110,25 @@ func ParseRef(ref string) (Spec, error) {
 	return Spec{Provider: p.Name, Model: name}, nil
 }
 
+// KeyError is Open's error when the environment variable holding the key
+// a model needs is empty or unset.
+type KeyError struct {
+	Provider, Model string
+	// Env is the variable to set.
+	Env string
+}
+
+// Error says which variable to set.
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%s/%s needs an API key: set the environment variable %s (or name another one with api_key_env)", e.Provider, e.Model, e.Env)
+}
+
 // Open builds the Model spec describes. getenv reads the environment (pass
 // os.Getenv; tests pass a map's lookup); it is asked only for the key
 // variable. Open fails, saying what to set, when the provider is unknown,
 // the model is missing, or the key variable is empty where a key is needed
 // (always for hosted providers; for local ones only when the spec names a
-// variable itself).
+// variable itself: a *KeyError). Open makes no network call.
 func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	p, ok := Lookup(spec.Provider)
 	if !ok {
@@ -148,7 +161,7 @@ func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 		key = strings.TrimSpace(getenv(keyEnv))
 	}
 	if key == "" && required {
-		return nil, fmt.Errorf("%s/%s needs an API key: set the environment variable %s (or name another one with api_key_env)", p.Name, spec.Model, keyEnv)
+		return nil, &KeyError{Provider: p.Name, Model: spec.Model, Env: keyEnv}
 	}
 	timeout := time.Duration(spec.Timeout)
 	switch p.API {

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,6 +107,12 @@ func TestOpenErrors(t *testing.T) {
 		_, err := provider.Open(tt.spec, tt.env)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Open(%+v) error %v, want %q", tt.spec, err, tt.want)
+		}
+		// a missing key is a *KeyError naming the variable to set.
+		var ke *provider.KeyError
+		if isKey := strings.Contains(tt.want, "API key") || strings.Contains(tt.want, "set the environment variable"); isKey != errors.As(err, &ke) ||
+			isKey && !strings.Contains(err.Error(), "set the environment variable "+ke.Env) {
+			t.Errorf("Open(%+v) error %#v: a *KeyError %v", tt.spec, err, isKey)
 		}
 	}
 	// Local servers need no key.

@@ -17,6 +17,28 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
+// oldSchema makes a fresh schema at version upTo, as an older rein wrote
+// it, and returns it with a pool whose search_path is it, which the
+// caller closes.
+func oldSchema(t *testing.T, upTo int) (string, *pgxpool.Pool) {
+	t.Helper()
+	schema := testSchema(t)
+	cfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(t.Context(), pool, schema, upTo); err != nil {
+		pool.Close()
+		t.Fatalf("migrate to schema %d: %v", upTo, err)
+	}
+	return schema, pool
+}
+
 // TestMigrateSchema1Journal writes runs the way schema 1 stored them (a
 // row per event, an upserted row per step, the version on the run row),
 // opens the schema with this binary, and checks that migration 2 turned
@@ -25,20 +47,7 @@ import (
 func TestMigrateSchema1Journal(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	schema := testSchema(t)
-	cfg, err := pgxpool.ParseConfig(testDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, pool, schema, 1); err != nil {
-		pool.Close()
-		t.Fatalf("migrate to schema 1: %v", err)
-	}
+	schema, pool := oldSchema(t, 1)
 
 	big := []byte(`"` + strings.Repeat("o", 100) + `"`) // a step output stored as a blob
 	bigIn := []byte(`{"in":"` + strings.Repeat("i", 100) + `"}`)

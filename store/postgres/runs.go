@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/prefix"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -165,12 +168,10 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
+	sql, args := listRunsSQL(&q)
 	var out []*store.Run
 	err := again(ctx, true, func() error {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM `+runFrom+`
-		WHERE ($1 = '' OR r.status = $1) AND ($2 = '' OR r.flow = $2) AND ($4 = '' OR starts_with(r.id, $4))
-		AND ($5 = '' OR r.session = $5)
-		ORDER BY r.ord DESC LIMIT $3`, string(q.Status), q.Flow, q.Limit, q.IDPrefix, q.Session)
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -181,6 +182,46 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		return nil, mapErr("list runs", err)
 	}
 	return out, nil
+}
+
+// listRunsSQL is the query of ListRuns(p) and its arguments: only the
+// filters p sets, so that the plan of each combination (prepared once, then
+// generic) uses the index that answers it: an ID prefix is a byte-wise
+// range on id (rein_runs_id_prefix, text_pattern_ops, whatever the
+// database's collation), a session rein_runs_session, a status or flow
+// their (…, ord) indexes. p.Limit must be set.
+func listRunsSQL(p *store.ListRunsParams) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if p.Status != "" {
+		where = append(where, "r.status = "+arg(string(p.Status)))
+	}
+	if p.Flow != "" {
+		where = append(where, "r.flow = "+arg(p.Flow))
+	}
+	if p.IDPrefix != "" {
+		at := arg(p.IDPrefix)
+		where = append(where, "starts_with(r.id, "+at+")", "r.id ~>=~ "+at)
+		// the range's end, when it is text (incrementing a byte of a
+		// multi-byte character may not be).
+		if end, ok := prefix.End(p.IDPrefix); ok && utf8.ValidString(end) {
+			where = append(where, "r.id ~<~ "+arg(end))
+		}
+	}
+	if p.Session != "" {
+		// rein_runs_session holds the runs with a session only: the
+		// second term tells the planner that the partial index answers.
+		where = append(where, "r.session = "+arg(p.Session), "r.session <> ''")
+	}
+	sql := `SELECT ` + runCols + ` FROM ` + runFrom
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	return sql + " ORDER BY r.ord DESC LIMIT " + arg(p.Limit), args
 }
 
 // collectRuns reads and closes rows of runCols.

@@ -198,18 +198,7 @@ func TestRunsInFlightAcrossIndexAndTail(t *testing.T) {
 // flight moved to runs_live.
 func TestMigrationFillsRunsLive(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "rein.db")
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(ms[0].sql + "; PRAGMA user_version = 1"); err != nil {
-		t.Fatal(err)
-	}
+	path, raw := oldFile(t, 1)
 	for i, st := range []string{"running", "succeeded", "waiting", "pending", "failed", "running"} {
 		if _, err := raw.Exec(`INSERT INTO runs (id, flow, status, created_at, updated_at) VALUES (?, 'f', ?, 0, 0)`, fmt.Sprint("r", i), st); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/prefix"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -210,6 +211,12 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 
 // ListRuns returns runs, newest first; p may be nil.
 func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store.Run, error) {
+	q, args := listRunsSQL(p)
+	return queryAll(ctx, s.reads, "list runs", scanRunHead, q, args...)
+}
+
+// listRunsSQL is the query of ListRuns(p) and its arguments.
+func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 	if p == nil {
 		p = &store.ListRunsParams{}
 	}
@@ -222,12 +229,12 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		limit = 100
 	}
 	if p.IDPrefix != "" || p.Session != "" {
-		// the unique index on id answers a prefix as a range; the status
-		// and flow filters below then only narrow those few rows. A
-		// session filter scans runs newest first (no index on session).
+		// the unique index on id answers a prefix as a range, and
+		// runs_session a session; the status and flow filters below then
+		// only narrow those few rows.
 		if p.IDPrefix != "" {
 			where, args = append(where, "r.id >= ?"), append(args, p.IDPrefix)
-			if hi, ok := prefixEnd(p.IDPrefix); ok {
+			if hi, ok := prefix.End(p.IDPrefix); ok {
 				where, args = append(where, "r.id < ?"), append(args, hi)
 			}
 		}
@@ -263,7 +270,9 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		args = append(append(append(args, sargs...), sargs...), limit)
 	}
 	if p.Session != "" {
-		where, args = append(where, "r.session = ?"), append(args, p.Session)
+		// runs_session holds the runs with a session only: the second term
+		// tells SQLite that the partial index answers.
+		where, args = append(where, "r.session = ? AND r.session <> ''"), append(args, p.Session)
 	}
 	// rk is creation order: newest first is rk descending.
 	from := `runs r`
@@ -271,21 +280,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 		from += " WHERE " + strings.Join(where, " AND ")
 	}
 	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
-	return queryAll(ctx, s.reads, "list runs", scanRunHead, q, append(args, limit)...)
-}
-
-// prefixEnd returns the least string greater than every string that starts
-// with prefix, byte-wise; ok is false when there is none (prefix is all
-// 0xff bytes).
-func prefixEnd(prefix string) (end string, ok bool) {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
-	}
-	return "", false
+	return q, append(args, limit)
 }
 
 // queryAll runs a read query and scans every row with scan; errors name
