@@ -175,7 +175,9 @@ func TestAgentToolsList(t *testing.T) {
 		t.Fatalf("tools %+v", a.Tools)
 	}
 	opts := &flow.Options{
-		Tools:  func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, name == "lookup" || name == "refund" },
+		Tools: func(name string) (tool.Spec, bool) {
+			return tool.Spec{Name: name}, name == "lookup" || name == "refund"
+		},
 		Models: func(string) bool { return true },
 	}
 	f, err := flow.Parse([]byte(`name: f
