@@ -612,40 +612,16 @@ func runGatePlanRun(t *testing.T, fx *gateFixture) gateSeen {
 // rein mcp's calls of it, as it would an agent's.
 func TestMCPWorkflowToolMeetsTheGate(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files := map[string]string{
+	m := serveFolder(t, t.TempDir(), map[string]string{
 		"rein.yaml": "policy:\n  rules:\n    - {name: no-tasks, tools: [gated_workflow], verdict: block, reason: not over MCP}\n",
 		"flow.yaml": "name: gated\nsteps:\n  - {id: s, skill: write-it}\n",
+	})
+	text, isErr := m.call("gated_workflow", map[string]any{"action": "start", "input": map[string]any{}})
+	stderr := m.stop()
+	if !isErr || !strings.Contains(text, `"error_type":"policy"`) || !strings.Contains(text, "by rule no-tasks: not over MCP") {
+		t.Errorf("start: error %v, %s", isErr, text)
 	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--db", filepath.Join(dir, "rein.db"), dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "gated_workflow", Arguments: map[string]any{"action": "start", "input": map[string]any{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
-	cs.Close()
-	_ = cmd.Wait()
-	if !res.IsError || !strings.Contains(text, `"error_type":"policy"`) || !strings.Contains(text, "by rule no-tasks: not over MCP") {
-		t.Errorf("start: error %v, %s", res.IsError, text)
-	}
-	if got := loggedDecisions(stderr.String(), "rein mcp"); strings.Join(got, ",") != "block no-tasks" {
-		t.Errorf("logged decisions %q\n%s", got, stderr.String())
+	if got := loggedDecisions(stderr, "rein mcp"); strings.Join(got, ",") != "block no-tasks" {
+		t.Errorf("logged decisions %q\n%s", got, stderr)
 	}
 }

@@ -21,46 +21,20 @@ import (
 // gate themselves), are allowed.
 func TestMCPArgumentsAreInferred(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	sent := filepath.Join(dir, "sent.log")
-	files := map[string]string{
+	m := serveFolder(t, dir, map[string]string{
 		"rein.yaml": fmt.Sprintf(`policy: {defaults: true}
 tools:
   send: {command: ["sh", "-c", "cat >> \"$0\"; echo '{\"sent\": true}'", %q], effect: external}
   look: {command: ["sh", "-c", "echo '{\"found\": true}'"], effect: read}
 `, sent),
 		"flow.yaml": "name: mailer\ninputs: {type: object}\nsteps:\n  - {id: s, skill: write-it}\n  - {id: t, tool: send, args: {to: \"{input.to}\"}}\n  - {id: u, tool: look, args: {}}\n",
-	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--db", filepath.Join(dir, "rein.db"), dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	call := func(name string, args map[string]any) (string, bool) {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Content[0].(*sdk.TextContent).Text, res.IsError
-	}
-	sendText, sendErr := call("send", map[string]any{"to": "a@example.com"})
-	lookText, lookErr := call("look", map[string]any{})
-	startText, startErr := call("mailer_workflow", map[string]any{"action": "start", "input": map[string]any{"to": "a@example.com"}})
-	cs.Close()
-	_ = cmd.Wait()
+	})
+	sendText, sendErr := m.call("send", map[string]any{"to": "a@example.com"})
+	lookText, lookErr := m.call("look", map[string]any{})
+	startText, startErr := m.call("mailer_workflow", map[string]any{"action": "start", "input": map[string]any{"to": "a@example.com"}})
+	stderr := m.stop()
 	if !sendErr || !strings.Contains(sendText, `"error_type":"policy"`) || !strings.Contains(sendText, "by rule inferred-drives-effect") {
 		t.Errorf("send: error %v, %s; want refused by inferred-drives-effect", sendErr, sendText)
 	}
@@ -73,7 +47,61 @@ tools:
 	if startErr || !strings.Contains(startText, `"task_id"`) {
 		t.Errorf("mailer_workflow start: error %v, %s; want a task", startErr, startText)
 	}
-	if got := loggedDecisions(stderr.String(), "rein mcp"); !containsString(got, "require_approval inferred-drives-effect") {
-		t.Errorf("logged decisions %q\n%s", got, stderr.String())
+	if got := loggedDecisions(stderr, "rein mcp"); !containsString(got, "require_approval inferred-drives-effect") {
+		t.Errorf("logged decisions %q\n%s", got, stderr)
 	}
+}
+
+// mcpSession is `rein mcp` (the built binary) serving a flow folder, and
+// a go-sdk client connected to it.
+type mcpSession struct {
+	t      *testing.T
+	ctx    context.Context
+	cancel context.CancelFunc
+	cmd    *exec.Cmd
+	cs     *sdk.ClientSession
+	stderr *strings.Builder
+}
+
+// serveFolder writes files into dir and serves it with rein mcp --db
+// dir/rein.db.
+func serveFolder(t *testing.T, dir string, files map[string]string) *mcpSession {
+	t.Helper()
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &mcpSession{t: t, stderr: &strings.Builder{}}
+	m.ctx, m.cancel = context.WithTimeout(context.Background(), time.Minute)
+	m.cmd = exec.Command(bin, "mcp", "--db", filepath.Join(dir, "rein.db"), dir)
+	m.cmd.Stderr = m.stderr
+	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, nil); err != nil {
+		m.cancel()
+		t.Fatalf("%v\n%s", err, m.stderr.String())
+	}
+	return m
+}
+
+// call calls tool name and returns the answer's text and whether it is an
+// error.
+func (m *mcpSession) call(name string, args map[string]any) (string, bool) {
+	m.t.Helper()
+	res, err := m.cs.CallTool(m.ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return res.Content[0].(*sdk.TextContent).Text, res.IsError
+}
+
+// stop ends the session and returns what rein mcp wrote to stderr.
+func (m *mcpSession) stop() string {
+	m.cs.Close()
+	_ = m.cmd.Wait()
+	m.cancel()
+	return m.stderr.String()
 }
