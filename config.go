@@ -79,7 +79,7 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		if err := registerExecTools(tb.Tools, tb.Config.Tools); err != nil {
 			return nil, err
 		}
-		if err := flow.CheckEffects(tb.Tools, tb.Config.Tools); err != nil {
+		if err := flow.CheckEffects(tb.Tools, tb.Config.Tools, nil); err != nil {
 			return nil, err
 		}
 	}

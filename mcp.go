@@ -45,3 +45,11 @@ func registerMCPTools(reg *tool.Registry, tools map[string]tool.Tool) error {
 	}
 	return nil
 }
+
+// cfgMCP is cfg's mcp: servers; nil without a config.
+func cfgMCP(cfg *flow.Config) map[string]*flow.MCPDecl {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.MCP
+}

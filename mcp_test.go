@@ -139,7 +139,7 @@ func TestMCPClientUndeclaredTool(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644)
 	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n"), 0o644)
 	_, err = rein.Load(dir, nil)
-	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: die, env, hang, lookup, refund, send)"
+	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: archive, create, die, env, hang, lookup, refund, send)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Load: %v\nwant %s", err, want)
 	}

@@ -248,7 +248,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := p.bindWorkflows(flowPath, workflowEntries(p.Flow, opts.agent), opts); err != nil {
 		return nil, err
 	}
-	if err := flow.CheckEffects(p.Tools, decls); err != nil {
+	if err := flow.CheckEffects(p.Tools, decls, cfgMCP(cfg)); err != nil {
 		return nil, err
 	}
 	if cfg != nil && cfg.Policy != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml/ast"
+
 	"github.com/reinhq/rein/internal/yamlnode"
 )
 
@@ -165,11 +167,18 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 	return a, nil
 }
 
+// decodeAgentTools reads an agent's tools: names mapped to {} (or null),
+// {approval: required}, {workflow: FOLDER} or an exec declaration; or a
+// list of names, each a tool of rein.yaml, an MCP server or Go with no
+// options (as agent definitions elsewhere write them).
 func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
+	if seq, ok := fl.value.(*ast.SequenceNode); ok {
+		return d.agentToolList(seq)
+	}
 	entries, ok := fieldsOf(fl.value)
 	if !ok {
 		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "tools must map tool names to {} (a tool of rein.yaml or Go), {approval: required}, or an exec declaration with command:, not %s", yamlnode.Kind(fl.value))
+			d.diags.add(posOf(fl.value), "", "tools must map tool names to {} (a tool of rein.yaml or Go), {approval: required}, or an exec declaration with command:, or list tool names, not %s", yamlnode.Kind(fl.value))
 		}
 		return nil
 	}
@@ -222,6 +231,30 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 				d.diags.add(f.keyPos, "", "tool %s: %s belongs to an exec tool declaration, which needs command:; a tool of rein.yaml or Go takes only approval: here", e.key, f.key)
 			}
 		}
+	}
+	return out
+}
+
+// agentToolList reads tools: written as a list of tool names.
+func (d *decoder) agentToolList(seq *ast.SequenceNode) []*AgentTool {
+	out := make([]*AgentTool, 0, len(seq.Values))
+	seen := map[string]bool{}
+	for _, n := range seq.Values {
+		name, ok := n.(*ast.StringNode)
+		if !ok {
+			d.diags.add(posOf(n), "", "tools: a list holds tool names, not %s; to give a tool approval: required or workflow:, write tools: as a mapping of names (send_email: {approval: required})", yamlnode.Kind(n))
+			continue
+		}
+		if !isMCPToolName(name.Value) && !idPattern.MatchString(name.Value) {
+			d.diags.add(posOf(n), "", "tool name %q must start with a letter or _ and hold only letters, digits, _ and -, or name a tool of a rein.yaml mcp: server as <server>.<tool>", name.Value)
+			continue
+		}
+		if seen[name.Value] {
+			d.diags.add(posOf(n), "", "tool %s is listed twice in tools:", name.Value)
+			continue
+		}
+		seen[name.Value] = true
+		out = append(out, &AgentTool{Name: name.Value, Pos: posOf(n)})
 	}
 	return out
 }
@@ -358,7 +391,7 @@ func (d *decoder) checkAgentStep(s *Step, src *stepSrc, pos Pos, label string) {
 		d.diags.add(pos, label, "an agent step needs a prompt_template: the task it hands the agent")
 	}
 	if _, ok := src.fields["tools"]; !ok {
-		d.diags.add(pos, label, "an agent step needs tools: (names mapped to {} or {approval: required})")
+		d.diags.add(pos, label, "an agent step needs tools: (a list of tool names, or names mapped to {} or {approval: required})")
 	}
 	for _, t := range a.Tools {
 		if t.Decl != nil {

@@ -160,3 +160,48 @@ func TestParseAgentExecutePlan(t *testing.T) {
 		t.Errorf("a string: %v", err)
 	}
 }
+
+// TestAgentToolsList: tools: may list tool names (no options), in
+// agent.yaml and in a type: agent step alike; a list entry that is not a
+// name, or a name listed twice, is a located error.
+func TestAgentToolsList(t *testing.T) {
+	t.Parallel()
+	a, err := flow.ParseAgent([]byte("model: m\ntools: [lookup_order, crm.find_customer]\n"), "agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tools) != 2 || a.Tools[0].Name != "lookup_order" || a.Tools[1].Name != "crm.find_customer" || a.Tools[1].Approval ||
+		a.Tools[0].Pos != (flow.Pos{Line: 2, Col: 9}) {
+		t.Fatalf("tools %+v", a.Tools)
+	}
+	opts := &flow.Options{
+		Tools: func(name string) (tool.Spec, bool) {
+			return tool.Spec{Name: name}, name == "lookup" || name == "refund"
+		},
+		Models: func(string) bool { return true },
+	}
+	f, err := flow.Parse([]byte(`name: f
+steps:
+  - {id: s, tools: [lookup, refund], type: agent, model: m, prompt_template: go}
+`), "f.yaml", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag := f.Steps[0].Agent; ag == nil || len(ag.Tools) != 2 || ag.Tools[0].Name != "lookup" || ag.Tools[1].Name != "refund" || f.Steps[0].PlanSpec != nil {
+		t.Fatalf("agent %+v, plan %+v", ag, f.Steps[0].PlanSpec)
+	}
+	_, err = flow.Parse([]byte(`name: f
+steps:
+  - {id: s, type: agent, model: m, prompt_template: go, tools: [lookp, lookup, lookup, {refund: {approval: required}}, "bad name"]}
+`), "f.yaml", opts)
+	for _, want := range []string{
+		`f.yaml:3:65: step s: unknown tool "lookp"`,
+		`f.yaml:3:80: tool lookup is listed twice in tools:`,
+		`f.yaml:3:88: tools: a list holds tool names, not a mapping; to give a tool approval: required or workflow:, write tools: as a mapping`,
+		`f.yaml:3:120: tool name "bad name" must start with a letter`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/tool"
 )
 
 func TestConfigModels(t *testing.T) {
@@ -91,6 +92,13 @@ func TestConfigMCP(t *testing.T) {
     timeout: 20s
     tools:
       find: {effect: read, idempotent: true}
+      create:
+        effect: write
+        reversibility: compensatable
+        compensate: {tool: crm.archive, args: {id: "{output.id}"}}
+        resources: ["crm:customer/{output.id}"]
+        tags: [user-facing]
+      ping: {idempotent: true}
   search: {url: "https://search.example/mcp"}
 `), "/p/rein.yaml")
 	if err != nil {
@@ -101,6 +109,15 @@ func TestConfigMCP(t *testing.T) {
 		crm.Tools["find"].Effect != "read" || !crm.Tools["find"].Idempotent || search == nil || search.URL != "https://search.example/mcp" {
 		t.Errorf("MCP = %+v %+v", crm, search)
 	}
+	var spec tool.Spec
+	crm.Tools["create"].ApplyTo(&spec)
+	if spec.Effect != tool.EffectWrite || spec.Reversibility != tool.Compensatable || spec.Compensate == nil || spec.Compensate.Tool != "crm.archive" ||
+		strings.Join(spec.Resources, ",") != "crm:customer/{output.id}" || strings.Join(spec.Tags, ",") != "user-facing" {
+		t.Errorf("crm.create spec = %+v", spec)
+	}
+	if ping := crm.Tools["ping"]; ping.Effect != tool.EffectExternal || !ping.Idempotent {
+		t.Errorf("a tool declared without effect: %+v, want external (as an undeclared one)", ping)
+	}
 	_, err = flow.ParseConfig([]byte(`mcp:
   a: {command: [x], url: "http://h/mcp"}
   b: {}
@@ -108,13 +125,22 @@ func TestConfigMCP(t *testing.T) {
   d: {command: [x], tools: {t: {effect: loud, undo: y}}}
   e.f: {command: [x]}
   g: {url: "http://h/mcp", pass_env: [X]}
+  h:
+    command: [x]
+    tools:
+      u: {effect: write, compensate: {tool: h.v, args: {id: "{input.id}"}}, resources: ["crm:{item}"], tags: ["no tags"], approval: required}
 `), "rein.yaml")
 	want := []string{
 		"rein.yaml:2:3: mcp server a has both command: and url:: give one",
 		"rein.yaml:3:3: mcp server b needs command: [program, args...] (a server on stdio) or url: (a streamable-HTTP endpoint)",
 		`rein.yaml:4:12: mcp server c: url must be an http:// or https:// URL of a streamable-HTTP MCP endpoint, not "ftp://h"`,
 		`rein.yaml:5:41: mcp server d tool t: effect must be none, read, write, external or destructive, not "loud"`,
-		`rein.yaml:5:47: unknown field "undo" in mcp server d tool t`,
+		`rein.yaml:5:53: mcp server d tool t: undo must be a mapping like {tool: archive_customer`,
+		`rein.yaml:11:7: mcp server h tool u: compensate: belongs to a tool with reversibility: compensatable`,
+		`rein.yaml:11:62: mcp server h tool u compensate args/id: {input.id} is not known here`,
+		`rein.yaml:11:94: mcp server h tool u: resource "crm:{item}": {item} is not known here`,
+		`rein.yaml:11:111: mcp server h tool u: tag "no tags" must start with a letter`,
+		`rein.yaml:11:123: unknown field "approval" in mcp server h tool u`,
 		`rein.yaml:6:3: mcp server name "e.f" must be plain text without dots or spaces: its tools are called <server>.<tool>`,
 		"rein.yaml:7:3: mcp server g: env: and pass_env: are for a command: server, not a url: one",
 	}

@@ -282,6 +282,16 @@ func (d *decoder) decodeStep(n ast.Node, index int) {
 	d.srcs = append(d.srcs, src)
 }
 
+// declaredType is the step's type: as written, before it is decoded.
+func declaredType(src *stepSrc) Type {
+	if f, ok := src.fields["type"]; ok {
+		if n, ok := f.value.(*ast.StringNode); ok {
+			return Type(n.Value)
+		}
+	}
+	return ""
+}
+
 func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) {
 	switch f.key {
 	case "id", "description":
@@ -402,7 +412,7 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 			d.planSpec(s).Goal = d.template(f.value, v, label, "goal")
 		}
 	case "tools":
-		if _, isMap := fieldsOf(f.value); isMap {
+		if _, isMap := fieldsOf(f.value); isMap || declaredType(src) == Agent {
 			// an agent step's tools, as agent.yaml writes them.
 			d.agentSpec(s).Tools = d.decodeAgentTools(f, d.flow.Dir)
 		} else if ids, _, ok := d.strList(f, label); ok {

@@ -106,24 +106,32 @@ func (d *decoder) decodeTags(f field, where string) []string {
 // of reg: each names a registered tool, and its args fit that tool's
 // input schema as far as they can be known before a call (required
 // fields present, no field the schema does not allow, constant values of
-// the right shape). decls locate the declared tools' problems. The error
-// lists every problem: an *Error when all are located, else one line each.
-func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl) error {
+// the right shape). decls (exec tools) and servers (rein.yaml mcp:, whose
+// tools are registered as <server>.<tool>) locate the declared tools'
+// problems; either may be nil. The error lists every problem: an *Error
+// when all are located, else one line each.
+func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl, servers map[string]*MCPDecl) error {
 	var diags []Diagnostic
 	for _, name := range reg.Names() {
 		t, _ := reg.Lookup(name)
 		spec := t.Spec()
+		file, decl := declOf(name, decls, servers)
 		for _, c := range []struct {
 			key string
 			c   *tool.Compensation
-		}{{"undo", spec.Undo}, {"compensate", spec.Compensate}} {
+			at  func(*EffectDecl) Pos
+		}{{"undo", spec.Undo, func(e *EffectDecl) Pos { return e.undoAt }}, {"compensate", spec.Compensate, func(e *EffectDecl) Pos { return e.compensateAt }}} {
 			if c.c == nil {
 				continue
 			}
-			for _, msg := range checkCompensation(reg, c.c) {
+			for _, msg := range checkCompensation(reg, name, c.c) {
 				dg := Diagnostic{Message: fmt.Sprintf("tool %s: %s: %s", name, c.key, msg)}
-				if dl := decls[name]; dl != nil {
-					dg.File, dg.Line, dg.Col = dl.File, dl.Pos.Line, dl.Pos.Col
+				if decl != nil {
+					at := c.at(decl.effect)
+					if at.Line == 0 {
+						at = decl.pos
+					}
+					dg.File, dg.Line, dg.Col = file, at.Line, at.Col
 				}
 				diags = append(diags, dg)
 			}
@@ -146,11 +154,39 @@ func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl) error {
 	return &Error{Diagnostics: diags}
 }
 
-// checkCompensation returns what is wrong with c.
-func checkCompensation(reg *tool.Registry, c *tool.Compensation) []string {
+// declared is a tool's effect declaration and where it is.
+type declared struct {
+	effect *EffectDecl
+	pos    Pos
+}
+
+// declOf finds the declaration of the registered tool name: an exec
+// tool's, or an MCP server's tool's (<server>.<tool>); nil for a Go tool.
+func declOf(name string, decls map[string]*ToolDecl, servers map[string]*MCPDecl) (string, *declared) {
+	if d := decls[name]; d != nil {
+		return d.File, &declared{&d.EffectDecl, d.Pos}
+	}
+	server, remote, ok := strings.Cut(name, ".")
+	if m := servers[server]; ok && m != nil {
+		if d := m.Tools[remote]; d != nil {
+			return m.File, &declared{&d.EffectDecl, d.Pos}
+		}
+	}
+	return "", nil
+}
+
+// checkCompensation returns what is wrong with c, the undo or compensate
+// of the tool owner.
+func checkCompensation(reg *tool.Registry, owner string, c *tool.Compensation) []string {
 	t, ok := reg.Lookup(c.Tool)
 	if !ok {
-		return []string{fmt.Sprintf("tool %q is not registered%s; declare it in rein.yaml tools: or register it in Go", c.Tool, didYouMean(c.Tool, reg.Names()))}
+		hint := didYouMean(c.Tool, reg.Names())
+		if server, _, isMCP := strings.Cut(owner, "."); isMCP {
+			if _, sib := reg.Lookup(server + "." + c.Tool); sib {
+				hint = fmt.Sprintf(" (a tool of the same MCP server is named with its server: %s.%s)", server, c.Tool)
+			}
+		}
+		return []string{fmt.Sprintf("tool %q is not registered%s; declare it in rein.yaml tools:, name a tool of a rein.yaml mcp: server as <server>.<tool>, or register it in Go", c.Tool, hint)}
 	}
 	in := t.Spec().InputSchema
 	if len(in) == 0 {

@@ -35,7 +35,7 @@ func TestToolEffectDeclarations(t *testing.T) {
 		t.Fatalf("spec = %+v", spec)
 	}
 	reg := registry(t, cfg.Tools)
-	if err := flow.CheckEffects(reg, cfg.Tools); err != nil {
+	if err := flow.CheckEffects(reg, cfg.Tools, nil); err != nil {
 		t.Fatalf("CheckEffects: %v", err)
 	}
 }
@@ -100,7 +100,7 @@ func TestCheckEffectsRejectsBadCompensations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := flow.CheckEffects(reg, nil)
+	err := flow.CheckEffects(reg, nil, nil)
 	if err == nil {
 		t.Fatal("bad compensations accepted")
 	}

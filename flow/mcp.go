@@ -19,7 +19,12 @@ import (
 //	    timeout: 20s
 //	    tools:
 //	      find_customer: {effect: read, idempotent: true}
-//	      refund: {effect: external, reversibility: compensatable}
+//	      create_customer:
+//	        effect: write
+//	        reversibility: compensatable
+//	        compensate: {tool: crm.archive_customer, args: {id: "{output.id}"}}
+//	        resources: ["crm:customer/{output.id}"]
+//	        tags: [user-facing]
 //
 // Exactly one of Command (a program speaking MCP on stdio, started with an
 // explicit environment like an exec tool's) and URL (a streamable-HTTP
@@ -36,24 +41,23 @@ type MCPDecl struct {
 	// Timeout bounds one tool call; 0 means DefaultToolTimeout.
 	Timeout time.Duration
 	// Tools declare what the server's tools do, by their name on the
-	// server. A tool not declared here has effect external.
+	// server. A tool not declared here, or declared without effect:, has
+	// effect external.
 	Tools map[string]*MCPToolDecl
 	File  string
 	Pos   Pos
 }
 
-// MCPToolDecl is what rein.yaml says one MCP tool does.
+// MCPToolDecl is what rein.yaml says one MCP tool does: the fields of an
+// exec tool's declaration that say so (EffectDecl). Its compensation
+// names a registered tool: a tool of the same server by its full name,
+// <server>.<tool>.
 type MCPToolDecl struct {
-	Effect        tool.Effect
-	Reversibility tool.Reversibility
-	Idempotent    bool
-	Pos           Pos
+	EffectDecl
+	Pos Pos
 }
 
-var (
-	mcpFields     = []string{"command", "url", "env", "pass_env", "timeout", "tools"}
-	mcpToolFields = []string{"effect", "reversibility", "idempotent"}
-)
+var mcpFields = []string{"command", "url", "env", "pass_env", "timeout", "tools"}
 
 func (d *decoder) decodeMCP(fl field, dir string) map[string]*MCPDecl {
 	out := map[string]*MCPDecl{}
@@ -130,7 +134,7 @@ func (d *decoder) decodeMCPTools(fl field, m *MCPDecl, where string) {
 	entries, ok := fieldsOf(fl.value)
 	if !ok {
 		if !isNull(fl.value) {
-			d.diags.add(posOf(fl.value), "", "%s: tools must map the server's tool names to {effect, reversibility, idempotent}, not %s", where, yamlnode.Kind(fl.value))
+			d.diags.add(posOf(fl.value), "", "%s: tools must map the server's tool names to {effect, reversibility, idempotent, undo, compensate, resources, tags}, not %s", where, yamlnode.Kind(fl.value))
 		}
 		return
 	}
@@ -141,29 +145,13 @@ func (d *decoder) decodeMCPTools(fl field, m *MCPDecl, where string) {
 			d.diags.add(posOf(e.value), "", "%s must be a mapping like {effect: read}, not %s", tw, yamlnode.Kind(e.value))
 			continue
 		}
-		t := &MCPToolDecl{Pos: e.keyPos}
+		t := &MCPToolDecl{Pos: e.keyPos, EffectDecl: EffectDecl{Effect: tool.EffectExternal}}
 		for _, f := range fields {
-			switch f.key {
-			case "effect":
-				if v, ok := d.str(f, ""); ok {
-					if !tool.Effect(v).Valid() || v == "" {
-						d.diags.add(posOf(f.value), "", "%s: effect must be none, read, write, external or destructive, not %q", tw, v)
-					}
-					t.Effect = tool.Effect(v)
-				}
-			case "reversibility":
-				if v, ok := d.str(f, ""); ok {
-					if !tool.Reversibility(v).Valid() {
-						d.diags.add(posOf(f.value), "", "%s: reversibility must be reversible, compensatable or irreversible, not %q", tw, v)
-					}
-					t.Reversibility = tool.Reversibility(v)
-				}
-			case "idempotent":
-				t.Idempotent, _ = d.boolean(f, "")
-			default:
-				d.unknownField(f, "", tw, mcpToolFields)
+			if !d.decodeEffect(&t.EffectDecl, f, tw) {
+				d.unknownField(f, "", tw, effectFields)
 			}
 		}
+		d.checkEffect(&t.EffectDecl, e.keyPos, tw)
 		m.Tools[e.key] = t
 	}
 }

@@ -32,17 +32,13 @@ type ToolDecl struct {
 	PassEnv []string
 	// Timeout bounds one call; a declaration without timeout: gets the
 	// defaults (Defaults.Timeout, else DefaultToolTimeout).
-	Timeout       time.Duration
-	MaxOutput     int64
-	Effect        tool.Effect
-	Reversibility tool.Reversibility
-	Idempotent    bool
-	InputSchema   *Schema
-	OutputSchema  *Schema
-	// Undo, Compensate, Resources and Tags: see tool.Spec.
-	Undo, Compensate *tool.Compensation
-	Resources        []string
-	Tags             []string
+	Timeout      time.Duration
+	MaxOutput    int64
+	InputSchema  *Schema
+	OutputSchema *Schema
+	// EffectDecl is what the tool does: effect, reversibility, idempotent,
+	// undo, compensate, resources, tags.
+	EffectDecl
 	// File and Pos locate the declaration; CommandPos locates the
 	// program, the command's first element.
 	File       string
@@ -52,9 +48,8 @@ type ToolDecl struct {
 
 // Spec returns the tool.Spec the declaration describes.
 func (t *ToolDecl) Spec() tool.Spec {
-	s := tool.Spec{Name: t.Name, Description: t.Description, Effect: t.Effect,
-		Reversibility: t.Reversibility, Idempotent: t.Idempotent,
-		Undo: t.Undo, Compensate: t.Compensate, Resources: t.Resources, Tags: t.Tags}
+	s := tool.Spec{Name: t.Name, Description: t.Description}
+	t.ApplyTo(&s)
 	if t.InputSchema != nil {
 		s.InputSchema = t.InputSchema.JSON()
 	}
@@ -307,22 +302,6 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			}
 		case "description":
 			t.Description, _ = d.str(f, "")
-		case "effect":
-			if v, ok := d.str(f, ""); ok {
-				if !tool.Effect(v).Valid() {
-					d.diags.add(posOf(f.value), "", "%s: effect must be none, read, write, external or destructive, not %q", where, v)
-				}
-				t.Effect = tool.Effect(v)
-			}
-		case "reversibility":
-			if v, ok := d.str(f, ""); ok {
-				if !tool.Reversibility(v).Valid() {
-					d.diags.add(posOf(f.value), "", "%s: reversibility must be reversible, compensatable or irreversible, not %q", where, v)
-				}
-				t.Reversibility = tool.Reversibility(v)
-			}
-		case "idempotent":
-			t.Idempotent, _ = d.boolean(f, "")
 		case "timeout":
 			if v, ok := d.duration(f, ""); ok {
 				if v <= 0 {
@@ -344,14 +323,6 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			} else {
 				t.OutputSchema = s
 			}
-		case "undo":
-			t.Undo = d.decodeCompensation(f, where)
-		case "compensate":
-			t.Compensate = d.decodeCompensation(f, where)
-		case "resources":
-			t.Resources = d.decodeResources(f, where)
-		case "tags":
-			t.Tags = d.decodeTags(f, where)
 		case "env":
 			t.Env = d.env(f, where)
 		case "pass_env":
@@ -361,18 +332,15 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 				d.unknownField(f, "", where, toolFields)
 			}
 		default:
-			d.unknownField(f, "", where, toolFields)
+			if !d.decodeEffect(&t.EffectDecl, f, where) {
+				d.unknownField(f, "", where, toolFields)
+			}
 		}
 	}
 	if _, ok := fieldByKey(fields, "effect"); !ok {
 		d.diags.add(e.keyPos, "", "%s needs effect: (none, read, write, external or destructive): an exec tool can do anything, so it must say what it does", where)
 	}
-	if t.Undo != nil && t.Reversibility != tool.Reversible {
-		d.diags.add(e.keyPos, "", "%s: undo: belongs to a tool with reversibility: reversible", where)
-	}
-	if t.Compensate != nil && t.Reversibility != tool.Compensatable {
-		d.diags.add(e.keyPos, "", "%s: compensate: belongs to a tool with reversibility: compensatable", where)
-	}
+	d.checkEffect(&t.EffectDecl, e.keyPos, where)
 	if t.Command == nil {
 		d.diags.add(e.keyPos, "", "%s needs command: [program, args...]", where)
 		return nil

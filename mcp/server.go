@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
@@ -26,6 +27,10 @@ type Options struct {
 	// Recorder receives the gate's decisions and the call records. Nil:
 	// none are kept.
 	Recorder invoke.Recorder
+	// Provenance says where a call's arguments came from, for the gate's
+	// provenance rules. Nil: every leaf is inferred (safety.Inferred), as
+	// the arguments of an MCP client — a model's host — are.
+	Provenance func(spec *tool.Spec, args any) safety.Provenance
 	// Redact hides secrets in every answer and error (their JSON text)
 	// before it leaves the process; it must not add characters JSON
 	// escapes. Nil: redact.Process().String, the secrets of the
@@ -40,6 +45,7 @@ type Server struct {
 	pipeline *invoke.Pipeline
 	recorder invoke.Recorder
 	redact   func(string) string
+	prov     func(*tool.Spec, any) safety.Provenance
 	calls    atomic.Int64
 }
 
@@ -67,6 +73,10 @@ func New(tools []tool.Tool, opts *Options) (*Server, error) {
 		pipeline: opts.Pipeline,
 		recorder: opts.Recorder,
 		redact:   opts.Redact,
+		prov:     opts.Provenance,
+	}
+	if s.prov == nil {
+		s.prov = func(_ *tool.Spec, args any) safety.Provenance { return safety.Inferred(args) }
 	}
 	if s.pipeline == nil {
 		s.pipeline = &invoke.Pipeline{}
@@ -153,7 +163,7 @@ func (s *Server) handler(sv *served) sdk.ToolHandler {
 			at.RunID = "mcp:" + session
 		}
 		out, _, err := s.pipeline.Call(ctx, &invoke.Request{Tool: sv.tool, Spec: &sv.spec, Args: args,
-			Input: sv.input, Output: sv.output, At: at, Recorder: s.recorder})
+			Provenance: s.prov(&sv.spec, args), Input: sv.input, Output: sv.output, At: at, Recorder: s.recorder})
 		if err != nil {
 			return s.failure(err), nil
 		}

@@ -275,6 +275,13 @@ func (e *Evidence) Trace(args any) Provenance {
 	return out
 }
 
+// Inferred is the provenance of args a model wrote with nothing to check
+// them against: every leaf inferred (Trace without evidence).
+func Inferred(args any) Provenance {
+	var none *Evidence
+	return none.Trace(args)
+}
+
 // AddOrigins adds to p at ptr the origins of the scalar v written by a
 // model: those of the sources it is found in, or inferred.
 func (e *Evidence) AddOrigins(p Provenance, ptr string, v any) {

@@ -67,6 +67,9 @@ func TestAgentCases(t *testing.T) {
 		{"zero budget", "model: m\nbudgets: {max_turns: 0}\n", false},
 		{"unknown budget", "model: m\nbudgets: {turns: 3}\n", false},
 		{"exec tool without effect", "model: m\ntools: {run: {command: x}}\n", false},
+		{"tools as a list", "model: m\ntools: [look, crm.find_customer]\n", true},
+		{"tools list with options", "model: m\ntools: [look, {pay: {approval: required}}]\n", false},
+		{"tools listed twice", "model: m\ntools: [look, look]\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ func TestFlowCases(t *testing.T) {
 		{"minimal", head + "  - { id: a, tool: t }\n", true, true},
 		{"agent step", head + "  - { id: a, type: agent, model: m, prompt_template: \"{input.task}\", instructions: i, concurrency: 2,\n" +
 			"      tools: { look: , pay: { approval: required } }, budgets: { max_turns: 3, timeout: 1m }, max_observation_bytes: 100 }\n", true, true},
+		{"agent step with tools as a list", head + "  - { id: a, type: agent, model: m, prompt_template: t, tools: [look, pay] }\n", true, true},
 		{"agent step without tools", head + "  - { id: a, type: agent, model: m, prompt_template: t }\n", false, true},
 		{"agent step with a bad approval", head + "  - { id: a, type: agent, model: m, prompt_template: t, tools: { pay: { approval: yes } } }\n", false, true},
 		{"id only, no name", "id: x.v1\nsteps:\n  - { id: a, tool: t }\n", true, true},

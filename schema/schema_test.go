@@ -135,6 +135,11 @@ func TestConfigCases(t *testing.T) {
 		{"defaults retries out of range", "defaults: { retries: 11 }\n", false},
 		{"defaults zero timeout", "defaults: { timeout: 0 }\n", false},
 		{"unknown defaults field", "defaults: { retry: 1 }\n", false},
+		{"mcp tool effects", "mcp:\n  crm:\n    command: [./crm]\n    tools:\n      create: { effect: write, reversibility: compensatable, compensate: { tool: crm.archive, args: { id: \"{output.id}\" } },\n" +
+			"        resources: [\"crm:customer/{output.id}\"], tags: [user-facing] }\n      ping: { idempotent: true }\n", true},
+		{"mcp tool unknown field", "mcp:\n  crm: { command: x, tools: { t: { effect: read, approval: required } } }\n", false},
+		{"mcp tool compensation without tool", "mcp:\n  crm: { command: x, tools: { t: { reversibility: compensatable, compensate: { args: {} } } } }\n", false},
+		{"mcp tool bad tag", "mcp:\n  crm: { command: x, tools: { t: { tags: [\"no tags\"] } } }\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -73,6 +73,12 @@ type gatePath struct {
 	waits, ownStore bool
 	// noFlow: the path runs no flow (the rule is always rein.yaml's).
 	noFlow bool
+	// escalates: a call the gate does not allow is escalated to a person
+	// whatever the verdict (a saga's compensation: approve makes it once
+	// more, settle says it was done by hand); config is added to the
+	// folder's rein.yaml.
+	escalates bool
+	config    string
 	// hint is what a refused require_approval tells the user to do.
 	hint string
 	// run drives the path; nil: the path is not built yet (its row waits).
@@ -124,20 +130,28 @@ var gatePaths = []gatePath{
 		run: runGateMCP("gated_workflow", []map[string]any{{"action": "start", "input": map[string]any{"to": "a@example.com"}}})},
 	{name: "rein mcp: <name>_workflow submit_from_source (adapter)", steps: "  - {id: s, adapter: send, skill: send-it, requires: []}\n", ownStore: true, hint: "action submit",
 		run: runGateMCP("gated_workflow", []map[string]any{{"action": "start", "input": map[string]any{}}, {"action": "submit_from_source", "step_id": "s"}})},
-	// Compensations (on_failure: compensate, rein runs remediate) are
-	// tool calls too: their row goes here once they exist.
-	{name: "compensation", run: nil},
+	{name: "compensation (on_failure: compensate)", steps: sagaSteps, config: sagaTools, waits: true, ownStore: true, escalates: true, run: runGateSaga},
 }
+
+// The saga's flow: create's call succeeds, broken fails the run, and the
+// saga takes create's call back with its compensation, a call of send.
+const (
+	sagaSteps = "  - {id: c, tool: create, args: {to: \"{input.to}\"}}\n  - {id: s, tool: broken, args: {}, retries: 0}\non_failure: compensate\n"
+	sagaTools = `  create: {command: ["sh", "-c", "cat > /dev/null; echo '{\"id\": \"c1\"}'"], effect: write, reversibility: compensatable,
+    compensate: {tool: send, args: {to: "{args.to}", about: "{output.id}"}}}
+`
+)
 
 // TestNoPathSkipsTheGate: on every path that invokes a tool — a flow's
 // tool step, for_each item, repeat round, fallback, plan step, agent
 // call and execute_plan step, an MCP server's tool from a step and from
-// an agent, the agent loop, a workflow's adapter, rein plan run, and what
-// rein mcp serves — a rule of rein.yaml's or of the flow's policy: is asked, its
-// decision is journaled (for rein mcp's own tools: logged) naming the
-// rule, and the tool is not called. A require_approval parks the call
-// where the path can wait for a person (a durable run), and elsewhere
-// refuses it saying what to do.
+// an agent, the agent loop, a workflow's adapter, rein plan run, what
+// rein mcp serves, and a saga's compensation — a rule of rein.yaml's or
+// of the flow's policy: is asked, its decision is journaled (for rein
+// mcp's own tools: logged) naming the rule, and the tool is not called. A
+// require_approval parks the call where the path can wait for a person (a
+// durable run), and elsewhere refuses it saying what to do; a
+// compensation the gate does not allow is escalated to a person.
 func TestNoPathSkipsTheGate(t *testing.T) {
 	t.Parallel()
 	for _, path := range gatePaths {
@@ -170,9 +184,9 @@ func newGateFixture(t *testing.T, path gatePath, mode gateMode) *gateFixture {
 	cfg := fmt.Sprintf(`tools:
   send: {command: %s, effect: external}
   broken: {command: ["sh", "-c", "echo down >&2; exit 1"], effect: none}
-adapters:
+%sadapters:
   send: {command: %s, effect: external}
-`, send, send)
+`, send, path.config, send)
 	if path.mcp {
 		bin, err := crmServer()
 		if err != nil {
@@ -216,6 +230,10 @@ func (fx *gateFixture) check(t *testing.T, path gatePath, mode gateMode, seen ga
 	}
 	parks := mode.verdict == safety.RequireApproval && path.waits && (mode.durable || path.ownStore)
 	switch {
+	case path.escalates:
+		if len(seen.waiting) == 0 || !strings.Contains(strings.Join(seen.waiting, "\n"), "rule "+rule) {
+			t.Errorf("%s: waiting %q, want the call escalated to a person, naming rule %s", mode.name, seen.waiting, rule)
+		}
 	case parks:
 		if len(seen.waiting) == 0 || !strings.Contains(strings.Join(seen.waiting, "\n"), "rule "+rule) {
 			t.Errorf("%s: waiting %q (refusal %q), want the call parked for a person, naming rule %s", mode.name, seen.waiting, seen.refusal, rule)
@@ -309,6 +327,73 @@ func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 		seen.waiting = append(seen.waiting, a.Message)
 	}
 	return seen
+}
+
+// runGateSaga runs the flow folder with a SQLite store (a saga needs
+// one, whatever the mode): the run fails, and its compensation meets
+// the gate.
+func runGateSaga(t *testing.T, fx *gateFixture) gateSeen {
+	ctx := context.Background()
+	p, err := rein.Load(fx.dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	st, err := rein.OpenStore(ctx, filepath.Join(fx.dir, "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events := &gateEvents{}
+	var input any
+	_ = json.Unmarshal([]byte(gateInput), &input)
+	res, err := p.Run(ctx, input, &rein.RunConfig{Sink: events, Store: st})
+	if err != nil {
+		t.Fatalf("%s: %v", fx.mode.name, err)
+	}
+	if res.Status != trace.RunWaiting || res.Error == nil || res.Error.Step != "s" {
+		t.Errorf("%s: run %s (%v), want it failed at s and waiting on its compensation", fx.mode.name, res.Status, res.Error)
+	}
+	seen := seenIn(events.evs)
+	for _, a := range res.Pending {
+		if a.Kind != store.KindEscalation || a.StepID != "c/1/compensate" || a.Tool != "send" {
+			t.Errorf("%s: pending %+v, want the escalation of c's compensation", fx.mode.name, a)
+		}
+		seen.waiting = append(seen.waiting, a.Message)
+	}
+	if fx.mode.verdict == safety.RequireApproval && len(res.Pending) == 1 {
+		approveSagaCall(t, fx, st, res.RunID)
+	}
+	return seen
+}
+
+// approveSagaCall: a person's approval of the escalation the gate's
+// require_approval raised makes exactly the compensation it recorded,
+// once, and the run ends failed, as it had. It leaves no trace of that
+// call for check, which holds the call to the gate before the decision.
+func approveSagaCall(t *testing.T, fx *gateFixture, st rein.Store, runID string) {
+	ctx := context.Background()
+	if data, err := os.ReadFile(fx.sent); err == nil && len(data) > 0 {
+		t.Fatalf("%s: the compensation was made before a person decided: %s", fx.mode.name, data)
+	}
+	runs, err := rein.NewRuns(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runs.Decide(ctx, runID, "c/1/compensate", rein.Decision{Status: rein.ApprovalApproved}, &rein.DecideOptions{Resume: true})
+	if err != nil {
+		t.Fatalf("%s: approve the compensation: %v", fx.mode.name, err)
+	}
+	if out.Result == nil || out.Result.Status != trace.RunFailed || len(out.Result.Pending) != 0 {
+		t.Errorf("%s: after the approval: %+v, want the run failed, nothing waiting", fx.mode.name, out.Result)
+	}
+	data, _ := os.ReadFile(fx.sent)
+	if got := string(data); got != `{"about":"c1","to":"a@example.com"}`+"\n" {
+		t.Errorf("%s: after the approval send got %q, want the recorded compensation once", fx.mode.name, got)
+	}
+	if err := os.Remove(fx.sent); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // runGateAgentLoop runs the agent loop itself (package agent) with the
@@ -527,40 +612,16 @@ func runGatePlanRun(t *testing.T, fx *gateFixture) gateSeen {
 // rein mcp's calls of it, as it would an agent's.
 func TestMCPWorkflowToolMeetsTheGate(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files := map[string]string{
+	m := serveFolder(t, t.TempDir(), map[string]string{
 		"rein.yaml": "policy:\n  rules:\n    - {name: no-tasks, tools: [gated_workflow], verdict: block, reason: not over MCP}\n",
 		"flow.yaml": "name: gated\nsteps:\n  - {id: s, skill: write-it}\n",
+	})
+	text, isErr := m.call("gated_workflow", map[string]any{"action": "start", "input": map[string]any{}})
+	stderr := m.stop()
+	if !isErr || !strings.Contains(text, `"error_type":"policy"`) || !strings.Contains(text, "by rule no-tasks: not over MCP") {
+		t.Errorf("start: error %v, %s", isErr, text)
 	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--db", filepath.Join(dir, "rein.db"), dir)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "gated_workflow", Arguments: map[string]any{"action": "start", "input": map[string]any{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := res.Content[0].(*sdk.TextContent).Text
-	cs.Close()
-	_ = cmd.Wait()
-	if !res.IsError || !strings.Contains(text, `"error_type":"policy"`) || !strings.Contains(text, "by rule no-tasks: not over MCP") {
-		t.Errorf("start: error %v, %s", res.IsError, text)
-	}
-	if got := loggedDecisions(stderr.String(), "rein mcp"); strings.Join(got, ",") != "block no-tasks" {
-		t.Errorf("logged decisions %q\n%s", got, stderr.String())
+	if got := loggedDecisions(stderr, "rein mcp"); strings.Join(got, ",") != "block no-tasks" {
+		t.Errorf("logged decisions %q\n%s", got, stderr)
 	}
 }

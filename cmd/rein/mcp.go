@@ -75,8 +75,10 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			workflow := map[string]bool{}
 			for k, w := range wf { // a workflow tool is decided by its flow's gate too
 				gate[w.Spec().Name] = safety.Join(gate[w.Spec().Name], projects[k].CallGate(nil))
+				workflow[w.Spec().Name] = true
 			}
 			tools = append(wf, tools...)
 			runs, err := rein.NewRuns(st, nil)
@@ -92,7 +94,17 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				}
 				return text
 			}
-			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide,
+			// The host's model wrote every argument (inferred), but a
+			// workflow tool's action only drives its task, whose steps
+			// meet the gate with their own provenance: rules naming the
+			// workflow tool decide the action itself.
+			prov := func(spec *tool.Spec, args any) safety.Provenance {
+				if workflow[spec.Name] {
+					return nil
+				}
+				return safety.Inferred(args)
+			}
+			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide, Provenance: prov,
 				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{w: s.err, cmd: "rein mcp", hide: hide}})
 			if err != nil {
 				return usageErr("%v", err)

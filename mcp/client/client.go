@@ -152,7 +152,7 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) error {
 func (s *Server) wrap(rt *sdk.Tool) (tool.Tool, error) {
 	spec := tool.Spec{Name: s.decl.Name + "." + rt.Name, Description: rt.Description, Effect: tool.EffectExternal}
 	if d, ok := s.decl.Tools[rt.Name]; ok {
-		spec.Effect, spec.Reversibility, spec.Idempotent = d.Effect, d.Reversibility, d.Idempotent
+		d.ApplyTo(&spec)
 	}
 	var err error
 	if spec.InputSchema, err = schemaJSON(rt.InputSchema); err != nil {

@@ -36,7 +36,7 @@ func TestStreamableHTTP(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	decl := &flow.MCPDecl{Name: "calc", URL: hs.URL, File: "rein.yaml", Tools: map[string]*flow.MCPToolDecl{"sum": {Effect: tool.EffectNone, Idempotent: true}}}
+	decl := &flow.MCPDecl{Name: "calc", URL: hs.URL, File: "rein.yaml", Tools: map[string]*flow.MCPToolDecl{"sum": {EffectDecl: flow.EffectDecl{Effect: tool.EffectNone, Idempotent: true}}}}
 	c, err := client.Connect(context.Background(), decl)
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,9 @@
 // tool's (tool/exec.Environ), or a streamable-HTTP endpoint.
 //
 // Each server tool becomes the tool "<server>.<tool>" with the server's
-// description and input and output schemas, and the effect, reversibility
-// and idempotence rein.yaml declares for it (undeclared: effect external).
+// description and input and output schemas, and what rein.yaml declares
+// it does (flow.EffectDecl: effect, reversibility, idempotent, undo,
+// compensate, resources, tags; undeclared: effect external).
 // Each call has a timeout (the server's timeout:, else
 // flow.DefaultToolTimeout). A server that ends during a call fails that
 // call with a business error saying its effect is unknown; the next call

@@ -27,6 +27,14 @@ type customer struct {
 
 type none struct{}
 
+type createIn struct {
+	Name string `json:"name"`
+}
+
+type archiveIn struct {
+	ID string `json:"id"`
+}
+
 type message struct {
 	To string `json:"to"`
 }
@@ -58,18 +66,29 @@ func main() {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "send", Description: "Sends a message (appends it to $CRM_SENT)."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in message) (*mcp.CallToolResult, map[string]bool, error) {
-			f, err := os.OpenFile(os.Getenv("CRM_SENT"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
-				return nil, nil, err
-			}
-			defer f.Close()
-			line, _ := json.Marshal(in)
-			if _, err := f.Write(append(line, '\n')); err != nil {
-				return nil, nil, err
-			}
-			return nil, map[string]bool{"sent": true}, nil
+			return nil, map[string]bool{"sent": true}, logCall(in)
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "create", Description: "Creates a customer (appends {\"create\": name} to $CRM_SENT)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in createIn) (*mcp.CallToolResult, customer, error) {
+			return nil, customer{ID: "c-" + in.Name, Name: in.Name}, logCall(map[string]string{"create": in.Name})
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "archive", Description: "Archives a customer (appends {\"archive\": id} to $CRM_SENT)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in archiveIn) (*mcp.CallToolResult, map[string]bool, error) {
+			return nil, map[string]bool{"archived": true}, logCall(map[string]string{"archive": in.ID})
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// logCall appends v as one JSON line to the file $CRM_SENT.
+func logCall(v any) error {
+	f, err := os.OpenFile(os.Getenv("CRM_SENT"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	line, _ := json.Marshal(v)
+	_, err = f.Write(append(line, '\n'))
+	return err
 }
