@@ -73,8 +73,10 @@ type Spec struct {
 	// Undo (for a reversible tool) and Compensate (for a compensatable
 	// one) name the registered tool that takes the effect back, with an
 	// args template over the original call ({args.…}, {output.…}).
-	// They are declared and validated (a registered tool, args that fit
-	// its input schema); running them is the runtime's, later.
+	// They are validated when a flow loads (a registered tool, args that
+	// fit its input schema); the runtime renders them into each call's
+	// effect record and runs them, through the policy gate, in a saga
+	// (on_failure: compensate) or a remediation.
 	Undo, Compensate *Compensation
 	// Resources are templates naming what a call reads or writes, over
 	// the same scope ("crm:customer/{output.id}").
