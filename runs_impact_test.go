@@ -65,7 +65,7 @@ steps:
 		t.Errorf("premise guess: %+v", im)
 	}
 
-	assumptions := []safety.Assumption{{ID: "b-is-right", Claim: "item b belongs to c", Affects: []string{"crm:link/c/b"}}}
+	assumptions := []declaredAssumption{{Assumption: safety.Assumption{ID: "b-is-right", Claim: "item b belongs to c", Affects: []string{"crm:link/c/b"}}}}
 	im, err = impact(f, v, "b-is-right", assumptions)
 	if err != nil {
 		t.Fatal(err)
