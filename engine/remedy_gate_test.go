@@ -19,7 +19,7 @@ import (
 // at its own risk tier (here through risk: costs on the compensating
 // tool) and gets that tier's control: tier 2 is made at once; tier 3 is
 // made once the reviewer finds it supported, and waits for a person when
-// no reviewer is configured; tier 4 waits for a person even with a
+// the reviewer does not or none is configured; tier 4 waits for a person even with a
 // reviewer (who is not asked). A person's approval makes the call. Each
 // remediation record carries the tier and who let the call through.
 func TestRemediationThroughTheGateByRisk(t *testing.T) {
@@ -33,13 +33,16 @@ steps:
 `
 	cases := []struct {
 		name, config string
-		review       bool // the reviewer answers (supported)
+		review       bool // the reviewer is asked
+		unsupported  bool // and finds the claim unsupported
 		tier         int
 		control      string // of the first remediation record
 		waits        bool   // held for a person first
 	}{
 		{name: "tier 2: automatic", config: "risk: {min_tier: 1}", tier: 2, control: journal.ControlAutomatic},
 		{name: "tier 3 with a reviewer", config: "risk: {costs: {tools: {archive: 3}}}\nreview: {model: rev}", review: true, tier: 3, control: journal.ControlReviewer},
+		{name: "tier 3, the reviewer not satisfied", config: "risk: {costs: {tools: {archive: 3}}}\nreview: {model: rev}", review: true, unsupported: true, tier: 3,
+			control: journal.ControlPerson, waits: true},
 		{name: "tier 3 without a reviewer", config: "risk: {costs: {tools: {archive: 3}}}", tier: 3, control: journal.ControlPerson, waits: true},
 		{name: "tier 4", config: "risk: {costs: {tools: {archive: 4}}}\nreview: {model: rev}", tier: 4, control: journal.ControlPerson, waits: true},
 	}
@@ -57,7 +60,7 @@ steps:
 			fx := newFixture(t, mk, archive, broken)
 			rev := &recordingModel{}
 			if tc.review {
-				rev.m = scripted.New([]scripted.Reply{{Step: "s", Decision: "review", Output: verdicts(true, "the input names ann", actionClaim("archive"))}})
+				rev.m = scripted.New([]scripted.Reply{{Step: "s", Decision: "review", Output: verdicts(!tc.unsupported, "the input names ann", actionClaim("archive"))}})
 			}
 			fx.models.Register("rev", rev)
 			st := openSQLite(t)
