@@ -327,7 +327,8 @@ type RunResult = engine.Result
 // runs remediate): a run that has not finished is cancelled first, so no
 // step starts; then, latest completed first, each affected call is undone
 // or compensated through
-// the pipeline and the run's gate, or frozen (marked invalid in the
+// the pipeline, the run's gate and the controls of its own risk tier
+// (tier 3: the reviewer or a person; tier 4: a person), or frozen (marked invalid in the
 // journal, escalated when tagged money, compliance or user-facing), each
 // journaled with what it touched. An escalation leaves the run waiting
 // for a person (Decide, then the run carries the remediation on). Calls

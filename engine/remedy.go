@@ -30,7 +30,9 @@ import (
 // person is asked when its tool is tagged money, compliance or
 // user-facing). Undo and compensate calls go through the invocation
 // pipeline — args schema, the run's gate, a key that extends the call's
-// ("…/compensate") — and are journaled as call effects of their own.
+// ("…/compensate") — after the controls of their own risk tier
+// (remedyControls: a reviewer at tier 3, a person at tier 4), and are
+// journaled as call effects of their own.
 // Every action is journaled as a remediation record. A compensation that
 // fails, or that the gate refuses, is escalated to a person (an approval
 // of kind escalation, id "<step key>/<action>") and never retried blindly:
@@ -369,7 +371,8 @@ func (r *run) runRemedies(ctx context.Context, saga bool) []*store.Approval {
 
 // Remediate carries out remedies (from an impact analysis) on the durable
 // run runID because premise failed, with the flow f the run pinned: each
-// undo and compensation through the pipeline and the run's gate, each
+// undo and compensation through the pipeline, the run's gate and its
+// tier's controls (remedyControls), each
 // freeze marked in the journal, each action a remediation record. A step
 // the run has not settled is settled as skipped first (a remediated run
 // starts nothing more). When something is escalated the run waits for a
