@@ -267,10 +267,17 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var frozen []string
+	automatic := 0
 	for _, r := range v.Remediations {
 		if r.Action == "freeze" && r.Status == "resolved" {
 			frozen = r.Invalid
 		}
+		if r.Action != "freeze" && r.Status == "done" && r.Tier == 2 && r.Control == "automatic" {
+			automatic++ // archive_customer and unlink_item are plain writes: tier 2, made at once
+		}
+	}
+	if automatic != 4 {
+		t.Errorf("%d compensations made at once at tier 2, want 4: %+v", automatic, v.Remediations)
 	}
 	if strings.Join(frozen, " ") != "mail:ada@example.com call:"+res.RunID+"/welcome/1" {
 		t.Errorf("the welcome message marked invalid: %v", frozen)
