@@ -111,15 +111,12 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 	}
 }
 
-// The compensations of a saga pass the gate too: the compensation of a
-// call whose args a model wrote is at risk tier 3 (half its args
-// inferred), so a person approves it first (no reviewer is configured);
-// once approved, a gate that blocks the compensating tool still sees the
-// call (with the provenance of the call it takes back), the tool is never
-// called, and the saga escalates it again with the gate's reason.
+// The compensations of a saga pass the gate too: a gate that blocks the
+// compensating tool sees the call (with the provenance of the call it
+// takes back: inferred here), the tool is never called, and the saga
+// escalates it to a person instead.
 func TestNoPathSkipsThePolicyGateCompensations(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	archived := newKeyCounter("archive", false)
 	fx := newFixture(t, crmTool(), archived, goTool("broken", func(context.Context, map[string]any) (any, error) {
 		return nil, fault.BusinessErr(errString("down"))
@@ -127,35 +124,23 @@ func TestNoPathSkipsThePolicyGateCompensations(t *testing.T) {
 	fx.script(scripted.Reply{Step: "draft", Output: "x"})
 	gate := &safety.Policy{Rules: []safety.Rule{{Name: "no-archive", Tools: []string{"archive"}, Provenance: []safety.Origin{safety.OriginInferred},
 		Verdict: safety.Block, Reason: "archiving is done by hand"}}}
-	st := openSQLite(t)
-	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p", Gate: gate})
-	src := `name: g
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: openSQLite(t), Owner: "p", Gate: gate})
+	f := fx.parse(`name: g
 on_failure: compensate
 steps:
   - {id: draft, type: llm, model: m, prompt_template: "write"}
   - {id: s, tool: create, args: {to: "{draft}"}}
   - {id: fail, tool: broken, args: {}}
-`
-	f := fx.parse(src)
-	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
+`)
+	res, err := e.Run(context.Background(), f, nil, &engine.RunOptions{RunID: "r"})
 	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, res, trace.RunWaiting)
-	if len(res.Pending) != 1 || res.Pending[0].StepID != "s/1/compensate" || !strings.Contains(res.Pending[0].Message, "risk tier 3") {
-		t.Fatalf("pending %+v, want the tier-3 compensation held for a person", res.Pending)
-	}
-	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "s/1/compensate", Status: store.ApprovalApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if res, err = e.Resume(ctx, fx.parse(src), "r"); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, res, trace.RunWaiting)
 	if n := len(archived.calls()); n != 0 {
 		t.Errorf("the compensation reached its tool %d times past the gate", n)
 	}
-	if len(res.Pending) != 1 || res.Pending[0].StepID != "s/1/compensate/1" || res.Pending[0].Kind != store.KindEscalation ||
+	if len(res.Pending) != 1 || res.Pending[0].StepID != "s/1/compensate" || res.Pending[0].Kind != store.KindEscalation ||
 		!strings.Contains(res.Pending[0].Message, "by rule no-archive") {
 		t.Fatalf("pending %+v, want the compensation escalated with the gate's reason", res.Pending)
 	}

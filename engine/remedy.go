@@ -30,7 +30,7 @@ import (
 // person is asked when its tool is tagged money, compliance or
 // user-facing). Undo and compensate calls go through the invocation
 // pipeline — args schema, the run's gate, a key that extends the call's
-// ("…/compensate") — after the controls of their own risk tier
+// ("…/compensate") — after the controls of their own risk tier when the flow has tiers
 // (remedyControls: a reviewer at tier 3, a person at tier 4), and are
 // journaled as call effects of their own.
 // Every action is journaled as a remediation record. A compensation that

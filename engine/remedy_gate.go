@@ -14,7 +14,10 @@ import (
 
 // Every undo and compensation passes the risk controls of its own tier
 // before the gate: it is assessed (safety.Assess over the compensating
-// tool and its args' provenance, with the run's tier as the floor) and
+// tool and its args' provenance, with the run's tier as the floor) and,
+// when the flow's runs have risk tiers (risk:, review:, or a policy that
+// reads the tier — opt-in, as for every call; without them it is made at
+// once, through the gate),
 //
 //	tier 1–2  is made at once, through the run's gate
 //	tier 3    is reviewed by the run's reviewer (review:) and made when the
@@ -64,6 +67,12 @@ func (r *run) remedyControls(ctx context.Context, req *invoke.Request, spec *too
 		return ctx, ""
 	case tier <= safety.TierLight:
 		rec.Control = journal.ControlAutomatic
+		return ctx, ""
+	case t == nil:
+		// tiers are opt-in: a flow without them gets no tier controls on its
+		// calls, and none on the calls that take them back.
+		rec.Control = journal.ControlAutomatic
+		rec.Reason += "; risk tiers are off for this flow (risk:, review: or a policy that reads the tier turn them on), so only the gate decides"
 		return ctx, ""
 	case tier == safety.TierReviewed && t != nil && t.reviewer != nil:
 		inv := safety.Invocation{RunID: r.id, StepID: req.At.StepID, Attempt: req.At.Attempt, Tool: *spec, Args: req.Args, Provenance: req.Provenance, Tier: tier}

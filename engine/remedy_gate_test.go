@@ -20,7 +20,9 @@ import (
 // tool) and gets that tier's control: tier 2 is made at once; tier 3 is
 // made once the reviewer finds it supported, and waits for a person when
 // the reviewer does not or none is configured; tier 4 waits for a person even with a
-// reviewer (who is not asked). A person's approval makes the call. Each
+// reviewer (who is not asked). Without risk tiers (opt-in) a compensation
+// is made at once whatever its tier (here 3: half its args a model wrote).
+// A person's approval makes the call. Each
 // remediation record carries the tier and who let the call through.
 func TestRemediationThroughTheGateByRisk(t *testing.T) {
 	t.Parallel()
@@ -28,11 +30,13 @@ func TestRemediationThroughTheGateByRisk(t *testing.T) {
 on_failure: compensate
 %s
 steps:
-  - {id: s, tool: make, args: {to: "{input.to}"}}
+  - {id: draft, type: llm, model: m, prompt_template: "who?"}
+  - {id: s, tool: make, args: {to: "%s"}}
   - {id: fail, tool: broken, args: {}}
 `
 	cases := []struct {
 		name, config string
+		to           string // the template of make's arg; "" is {input.to}
 		review       bool // the reviewer is asked
 		unsupported  bool // and finds the claim unsupported
 		tier         int
@@ -40,6 +44,7 @@ steps:
 		waits        bool   // held for a person first
 	}{
 		{name: "tier 2: automatic", config: "risk: {min_tier: 1}", tier: 2, control: journal.ControlAutomatic},
+		{name: "tiers off: made at once whatever its tier", to: "{draft}", tier: 3, control: journal.ControlAutomatic},
 		{name: "tier 3 with a reviewer", config: "risk: {costs: {tools: {archive: 3}}}\nreview: {model: rev}", review: true, tier: 3, control: journal.ControlReviewer},
 		{name: "tier 3, the reviewer not satisfied", config: "risk: {costs: {tools: {archive: 3}}}\nreview: {model: rev}", review: true, unsupported: true, tier: 3,
 			control: journal.ControlPerson, waits: true},
@@ -52,12 +57,13 @@ steps:
 			ctx := context.Background()
 			archive := newKeyCounter("archive", false)
 			mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
-				Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}"}}},
+				Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
 				func(_ context.Context, args any) (any, error) {
 					return map[string]any{"id": "c-" + args.(map[string]any)["to"].(string)}, nil
 				})
 			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
 			fx := newFixture(t, mk, archive, broken)
+			fx.script(scripted.Reply{Step: "draft", Output: "ann"})
 			rev := &recordingModel{}
 			if tc.review {
 				rev.m = scripted.New([]scripted.Reply{{Step: "s", Decision: "review", Output: verdicts(!tc.unsupported, "the input names ann", actionClaim("archive"))}})
@@ -65,7 +71,11 @@ steps:
 			fx.models.Register("rev", rev)
 			st := openSQLite(t)
 			e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p"})
-			text := fmt.Sprintf(src, tc.config)
+			to := tc.to
+			if to == "" {
+				to = "{input.to}"
+			}
+			text := fmt.Sprintf(src, tc.config, to)
 			res, err := e.Run(ctx, fx.parse(text), map[string]any{"to": "ann"}, &engine.RunOptions{RunID: "r"})
 			if err != nil {
 				t.Fatal(err)

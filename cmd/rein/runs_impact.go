@@ -60,9 +60,10 @@ func newRunsRemediateCmd(s *streams) *cobra.Command {
 		Long: `Carry out the impact of a failed premise on run RUN (rein runs impact shows it):
 a run that has not finished is cancelled first, so no step starts; each
 affected call is undone or compensated with its tool's registered
-compensation, through the policy gate and the controls of its own risk tier
-(tier 1-2 at once; tier 3 the reviewer, or a person without one; tier 4 a
-person's approval, which the run waits for), or frozen (its objects marked invalid
+compensation, through the policy gate and, when the flow has risk tiers,
+the controls of the compensation's own tier (tier 1-2 at once; tier 3 the
+reviewer, or a person without one; tier 4 a person's approval, which the run
+waits for), or frozen (its objects marked invalid
 in the journal, and escalated to a person when the tool is tagged money,
 compliance or user-facing). Every action is journaled with what it touched
 (rein runs effects). A compensation that fails is escalated, not retried:
