@@ -37,8 +37,8 @@ steps:
 	cases := []struct {
 		name, config string
 		to           string // the template of make's arg; "" is {input.to}
-		review       bool // the reviewer is asked
-		unsupported  bool // and finds the claim unsupported
+		review       bool   // the reviewer is asked
+		unsupported  bool   // and finds the claim unsupported
 		tier         int
 		control      string // of the first remediation record
 		waits        bool   // held for a person first
