@@ -226,16 +226,8 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if err != nil || res.Status != trace.RunWaiting || res.Pending[0].StepID != "verify_region" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	state := func() string {
-		b, err := os.ReadFile(filepath.Join(dir, "crm.state"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		slices.Sort(lines)
-		return strings.Join(lines, "\n")
-	}
-	before := "customer cust-ada-lovelace region=us active\nlink cust-ada-lovelace contract-1\nlink cust-ada-lovelace invoice-7\nlink cust-ada-lovelace seat-3\nnotified cust-ada-lovelace ada@example.com"
+	state := func() string { return crmState(t, dir) }
+	before := "customer cust-ada-lovelace region=us-east active\nlink cust-ada-lovelace contract-1\nlink cust-ada-lovelace invoice-7\nlink cust-ada-lovelace seat-3\nnotified cust-ada-lovelace ada@example.com"
 	if got := state(); got != before {
 		t.Fatalf("crm.state after the run:\n%s", got)
 	}
@@ -247,7 +239,7 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := "customer cust-ada-lovelace region=us archived\nnotified cust-ada-lovelace ada@example.com"
+	after := "customer cust-ada-lovelace region=us-east archived\nnotified cust-ada-lovelace ada@example.com"
 	if got := state(); got != after {
 		t.Fatalf("crm.state after remediate:\n%s\nwant:\n%s", got, after)
 	}
@@ -275,12 +267,119 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var frozen []string
+	automatic := 0
 	for _, r := range v.Remediations {
 		if r.Action == "freeze" && r.Status == "resolved" {
 			frozen = r.Invalid
 		}
+		if r.Action != "freeze" && r.Status == "done" && r.Tier == 2 && r.Control == "automatic" {
+			automatic++ // archive_customer and unlink_item are plain writes: tier 2, made at once
+		}
+	}
+	if automatic != 4 {
+		t.Errorf("%d compensations made at once at tier 2, want 4: %+v", automatic, v.Remediations)
 	}
 	if strings.Join(frozen, " ") != "mail:ada@example.com call:"+res.RunID+"/welcome/1" {
 		t.Errorf("the welcome message marked invalid: %v", frozen)
+	}
+}
+
+// crmState is the fake CRM's state file in dir, its lines sorted.
+func crmState(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "crm.state"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestExampleCRMOnboardingGateHoldsTheInferredRegion: the same onboarding
+// with the default policy gate (gated.yaml). The region the model got
+// wrong for Ada is not confirmed by the registry lookup, so rule
+// inferred-drives-effect holds the creation for a person and nothing
+// reaches the CRM; the region it got right for Alan is confirmed by the
+// lookup's output, so the creation and the links go ahead without a
+// person (the reviewer finds each supported at tier 3) and only the
+// irreversible welcome message waits (irreversible-at-tier-3).
+func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run := func(inputFile string) (string, *engine.Result, []*trace.Event) {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS("examples/crm-onboarding")); err != nil {
+			t.Fatal(err)
+		}
+		p, err := rein.Load(filepath.Join(dir, "gated.yaml"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		b, err := os.ReadFile(filepath.Join(dir, inputFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in any
+		if err := json.Unmarshal(b, &in); err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Run(ctx, in, &engine.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.Events(ctx, res.RunID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, res, evs
+	}
+	decisions := func(evs []*trace.Event, step string) []*trace.Event {
+		var out []*trace.Event
+		for _, ev := range evs {
+			if ev.Kind == trace.GateDecision && ev.StepID == step {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+
+	dir, res, evs := run("input.json")
+	if res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != "create" ||
+		!strings.Contains(res.Pending[0].Message, "rule inferred-drives-effect") {
+		t.Fatalf("Ada: %s, pending %+v; want the creation held by inferred-drives-effect", res.Status, res.Pending)
+	}
+	if got := crmState(t, dir); got != "" {
+		t.Errorf("Ada: crm.state %q, want nothing created", got)
+	}
+	if d := decisions(evs, "create"); len(d) != 1 || d[0].Decision != "require_approval" || !strings.HasPrefix(d[0].Error, "rule inferred-drives-effect: ") {
+		t.Errorf("Ada: the creation's gate decisions %+v", d)
+	}
+
+	dir, res, evs = run("input-alan.json")
+	if res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != "welcome" ||
+		!strings.Contains(res.Pending[0].Message, "rule irreversible-at-tier-3") {
+		t.Fatalf("Alan: %s (%v), pending %+v; want only the welcome message waiting", res.Status, res.Error, res.Pending)
+	}
+	want := "customer cust-alan-turing region=eu-west active\nlink cust-alan-turing contract-2\nlink cust-alan-turing seat-9"
+	if got := crmState(t, dir); got != want {
+		t.Errorf("Alan: crm.state\n%s\nwant\n%s", got, want)
+	}
+	d := decisions(evs, "create")
+	if len(d) != 1 || d[0].Decision != "allow" {
+		t.Fatalf("Alan: the creation's gate decisions %+v, want one allow", d)
+	}
+	var basis struct {
+		Verified []struct{ Pointer, Tool, Ref string }
+	}
+	if err := json.Unmarshal([]byte(d[0].Data), &basis); err != nil || len(basis.Verified) != 1 ||
+		basis.Verified[0].Pointer != "/region" || basis.Verified[0].Tool != "lookup_region" || basis.Verified[0].Ref != "step lookup" {
+		t.Errorf("Alan: the creation's verification %s (%v), want /region by lookup_region", d[0].Data, err)
 	}
 }

@@ -25,6 +25,11 @@ type ImpactView struct {
 	// Source says what the premise named: "assumption" (a declared
 	// assumption: its Affects) or "step" (a step whose output is false).
 	Source string `json:"source"`
+	// Claims are the claims of the assumption the premise names, and
+	// DeclaredBy the keys of the calls whose declarations made it (none
+	// for an assumption a library caller passed).
+	Claims     []string `json:"claims,omitempty"`
+	DeclaredBy []string `json:"declared_by,omitempty"`
 	// Steps are the affected steps, in flow order: the premise's and every
 	// step that depends on them through data (reads, explicit requires)
 	// or through the resources their calls wrote.
@@ -58,20 +63,25 @@ type ImpactCall struct {
 // ImpactOptions are per-call settings of Impact and Remediate. A nil
 // *ImpactOptions uses the defaults.
 type ImpactOptions struct {
-	// Assumptions are declared assumptions the premise may name (by ID):
-	// its Affects lists step ids, call keys, resources or argument
-	// pointers of the run ("/to": the calls whose argument /to it fed).
-	// A premise no assumption names must be a step id of the run's flow:
-	// that step's output is the false premise.
+	// Assumptions are assumptions the premise may name (by ID) besides
+	// those the run's models declared with their calls (which Impact reads
+	// from the journal): its Affects lists step ids, call keys, resources
+	// or argument pointers of the run ("/to": the calls whose argument /to
+	// it fed). A premise no assumption names must be a step id of the
+	// run's flow: that step's output is the false premise.
 	Assumptions []safety.Assumption
 }
 
 // Impact computes what premise touched in the run ref names (rein runs
 // impact): the affected steps from the flow's data dependencies, the
 // declared assumptions and the effect graph, and per executed call with an
-// effect its action. A premise that names neither a declared assumption
-// nor a step is a not_found *Error listing the steps. Errors as Effects
-// otherwise.
+// effect its action. premise is the id of an assumption a model declared
+// with a call it chose (an agent call, a plan step: read from the
+// journal; the declaring call, and what its affects name — argument
+// pointers of that call, step ids, call keys, resources — are affected,
+// and what depends on them), of one in opts, or a step id (its output is
+// false). A premise that names none of these is a not_found *Error
+// listing the run's premise ids and steps. Errors as Effects otherwise.
 func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
 	run, err := r.Get(ctx, ref)
 	if err != nil {
@@ -90,32 +100,38 @@ func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOpti
 	if err != nil {
 		return nil, err
 	}
-	var assumptions []safety.Assumption
+	assumptions := journaledAssumptions(events)
 	if opts != nil {
-		assumptions = opts.Assumptions
+		for _, a := range opts.Assumptions {
+			assumptions = append(assumptions, declaredAssumption{Assumption: a})
+		}
 	}
 	return impact(p.Flow, v, premise, assumptions)
 }
 
 // impact classifies the calls of v for premise.
-func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []safety.Assumption) (*ImpactView, error) {
+func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []declaredAssumption) (*ImpactView, error) {
 	out := &ImpactView{RunID: v.RunID, Premise: premise, Steps: []string{}, Calls: []ImpactCall{}}
 	affected := make([]bool, len(f.Steps))
 	why := map[int]string{}
 	callWhy := map[string]string{} // calls tied to the premise directly
-	idx := slices.IndexFunc(assumptions, func(a safety.Assumption) bool { return a.ID == premise })
+	var named []declaredAssumption
+	for _, a := range assumptions {
+		if a.ID == premise {
+			named = append(named, a)
+		}
+	}
 	switch {
-	case idx >= 0:
+	case len(named) > 0:
 		out.Source = "assumption"
-		for _, target := range assumptions[idx].Affects {
-			if s := f.StepByID(target); s != nil {
-				affected[s.Index], why[s.Index] = true, "assumption "+premise+" affects step "+s.ID
-				continue
-			}
-			for _, c := range v.Calls {
-				if c.Key == target || slices.Contains(c.Writes, target) || slices.Contains(c.Sends, target) || slices.Contains(c.Reads, target) ||
-					slices.ContainsFunc(c.Provenance, func(p journal.ArgProvenance) bool { return p.Pointer == target }) {
-					callWhy[c.Key] = "assumption " + premise + " affects " + target
+		for i := range named {
+			out.Claims = appendNew(out.Claims, named[i].Claim)
+			assumptionCalls(f, v, premise, &named[i], affected, why, callWhy)
+		}
+		for _, c := range v.Calls {
+			for i := range named {
+				if c.Remedy == "" && named[i].declares(&c) {
+					out.DeclaredBy = appendNew(out.DeclaredBy, c.Key)
 				}
 			}
 		}
@@ -124,19 +140,28 @@ func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []safety.A
 		s := f.StepByID(premise)
 		affected[s.Index], why[s.Index] = true, "its output is the premise"
 	default:
-		ids := make([]string, len(f.Steps))
-		for i, s := range f.Steps {
-			ids[i] = s.ID
-		}
-		return nil, runsErr(ClassNotFound, Hint{RunID: v.RunID}, fmt.Errorf("premise %q names no declared assumption and no step of run %s (its steps: %s)",
-			premise, v.RunID, strings.Join(ids, ", ")))
+		return nil, unknownPremise(f, v.RunID, premise, assumptions)
 	}
-	for key := range callWhy {
+	// a step the premise reaches through one of its calls is affected from
+	// that call on: its earlier calls (an agent's, a plan's) are not.
+	from := map[string]int64{}
+	for _, c := range v.Calls {
+		if callWhy[c.Key] == "" {
+			continue
+		}
+		if s := f.StepByID(c.StepID); s != nil && !affected[s.Index] {
+			if seq, ok := from[c.StepID]; !ok || c.Seq < seq {
+				from[c.StepID] = c.Seq
+			}
+		}
+	}
+	for id, seq := range from {
+		s := f.StepByID(id)
+		affected[s.Index] = true
 		for _, c := range v.Calls {
-			if c.Key == key {
-				if s := f.StepByID(c.StepID); s != nil && !affected[s.Index] {
-					affected[s.Index], why[s.Index] = true, callWhy[key]
-				}
+			if c.StepID == id && c.Seq == seq && callWhy[c.Key] != "" {
+				why[s.Index] = callWhy[c.Key]
+				break
 			}
 		}
 	}
@@ -153,7 +178,7 @@ func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []safety.A
 		ic := ImpactCall{Key: c.Key, StepID: c.StepID, Tool: c.Tool, Effect: c.Effect.Effect, Action: engine.ActKeep, State: c.State, effect: c.Effect}
 		s := f.StepByID(c.StepID)
 		hit := callWhy[c.Key]
-		if hit == "" && s != nil && affected[s.Index] {
+		if seq, partly := from[c.StepID]; hit == "" && s != nil && affected[s.Index] && (!partly || c.Seq >= seq) {
 			hit = "step " + c.StepID + ": " + why[s.Index]
 		}
 		switch {
@@ -174,6 +199,66 @@ func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []safety.A
 		out.Calls = append(out.Calls, ic)
 	}
 	return out, nil
+}
+
+// assumptionCalls follows assumption a (the premise): the call that
+// declared it, and what its Affects name — a step id (that step), a call
+// key, a resource a call read, wrote or sent, or an argument pointer (of
+// the declaring call, which is affected already; of a library caller's
+// assumption, every call whose args have it).
+func assumptionCalls(f *flow.Flow, v *EffectsView, premise string, a *declaredAssumption, affected []bool, why map[int]string, callWhy map[string]string) {
+	for _, c := range v.Calls {
+		if c.Remedy == "" && a.declares(&c) {
+			callWhy[c.Key] = "it declared assumption " + premise + " (" + a.Claim + ")"
+		}
+	}
+	for _, target := range a.Affects {
+		if s := f.StepByID(target); s != nil {
+			affected[s.Index], why[s.Index] = true, "assumption "+premise+" affects step "+s.ID
+			continue
+		}
+		pointer := strings.HasPrefix(target, "/")
+		for _, c := range v.Calls {
+			if c.Remedy != "" || callWhy[c.Key] != "" {
+				continue
+			}
+			hit := c.Key == target || slices.Contains(c.Writes, target) || slices.Contains(c.Sends, target) || slices.Contains(c.Reads, target)
+			if pointer && !a.byCall() {
+				hit = hit || slices.ContainsFunc(c.Provenance, func(p journal.ArgProvenance) bool { return p.Pointer == target })
+			}
+			if hit {
+				callWhy[c.Key] = "assumption " + premise + " affects " + target
+			}
+		}
+	}
+}
+
+// unknownPremise is the not_found error of a premise that names neither
+// an assumption nor a step: it lists both.
+func unknownPremise(f *flow.Flow, runID, premise string, assumptions []declaredAssumption) error {
+	ids := make([]string, len(f.Steps))
+	for i, s := range f.Steps {
+		ids[i] = s.ID
+	}
+	var known []string
+	for _, a := range assumptions {
+		known = appendNew(known, a.ID)
+	}
+	slices.Sort(known)
+	declared := "none declared"
+	if len(known) > 0 {
+		declared = strings.Join(known, ", ")
+	}
+	return runsErr(ClassNotFound, Hint{RunID: runID}, fmt.Errorf("premise %q names no assumption and no step of run %s (its assumptions: %s; its steps: %s): name one of them",
+		premise, runID, declared, strings.Join(ids, ", ")))
+}
+
+// appendNew appends s to list unless it is there.
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // spread marks, until nothing changes, the steps downstream (by data) of
@@ -242,7 +327,8 @@ type RunResult = engine.Result
 // runs remediate): a run that has not finished is cancelled first, so no
 // step starts; then, latest completed first, each affected call is undone
 // or compensated through
-// the pipeline and the run's gate, or frozen (marked invalid in the
+// the pipeline, the run's gate and the controls of its own risk tier
+// (tier 3: the reviewer or a person; tier 4: a person), or frozen (marked invalid in the
 // journal, escalated when tagged money, compliance or user-facing), each
 // journaled with what it touched. An escalation leaves the run waiting
 // for a person (Decide, then the run carries the remediation on). Calls

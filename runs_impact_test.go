@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // TestImpactFollowsDataAssumptionsAndResources: on a diamond (create →
@@ -65,7 +66,7 @@ steps:
 		t.Errorf("premise guess: %+v", im)
 	}
 
-	assumptions := []safety.Assumption{{ID: "b-is-right", Claim: "item b belongs to c", Affects: []string{"crm:link/c/b"}}}
+	assumptions := []declaredAssumption{{Assumption: safety.Assumption{ID: "b-is-right", Claim: "item b belongs to c", Affects: []string{"crm:link/c/b"}}}}
 	im, err = impact(f, v, "b-is-right", assumptions)
 	if err != nil {
 		t.Fatal(err)
@@ -82,5 +83,35 @@ steps:
 	}
 	if _, err := impact(f, v, "nope", assumptions); ClassOf(err) != ClassNotFound {
 		t.Errorf("an unknown premise: %v", err)
+	}
+}
+
+// TestJournaledAssumptions: the assumptions models declared are read from
+// an agent call's record (with its key) and a plan step's gate decision
+// (step, plan step, plan number); one recorded twice is listed once, and
+// one without an id is no premise.
+func TestJournaledAssumptions(t *testing.T) {
+	t.Parallel()
+	call := `{"index":1,"id":"c1","tool":"create","args":"{}","status":"ok","key":"r/ag/1/turn1/call1",` +
+		`"declaration":{"action":"create","assumptions":[{"id":"eu","claim":"in the EU","affects":["/region"]},{"claim":"no id"}]}}`
+	basis := `{"chosen":true,"declaration":{"action":"link","assumptions":[{"id":"seat","claim":"a seat is free","affects":["crm:seat"]}]}}`
+	events := []*trace.Event{
+		{Kind: trace.AgentCall, StepID: "ag", Turn: 1, Data: call},
+		{Kind: trace.AgentCall, StepID: "ag", Turn: 1, Data: call},
+		{Kind: trace.GateDecision, StepID: "pl", PlanStep: "b", Attempt: 2, Data: basis},
+		{Kind: trace.GateDecision, StepID: "ag", Turn: 1, Data: basis}, // an agent call's: its agent_call record counts
+	}
+	got := journaledAssumptions(events)
+	if len(got) != 2 {
+		t.Fatalf("assumptions %+v, want eu and seat", got)
+	}
+	if a := got[0]; a.ID != "eu" || a.Key != "r/ag/1/turn1/call1" || a.StepID != "ag" || !a.byCall() ||
+		!a.declares(&EffectCall{Effect: journal.Effect{Key: "r/ag/1/turn1/call1"}}) {
+		t.Errorf("agent call's: %+v", a)
+	}
+	if a := got[1]; a.ID != "seat" || a.StepID != "pl" || a.PlanStep != "b" || a.Plan != 2 ||
+		!a.declares(&EffectCall{Effect: journal.Effect{StepID: "pl", PlanStep: "b", Plan: 2}}) ||
+		a.declares(&EffectCall{Effect: journal.Effect{StepID: "pl", PlanStep: "b", Plan: 1}}) {
+		t.Errorf("plan step's: %+v", a)
 	}
 }

@@ -30,7 +30,9 @@ import (
 // person is asked when its tool is tagged money, compliance or
 // user-facing). Undo and compensate calls go through the invocation
 // pipeline — args schema, the run's gate, a key that extends the call's
-// ("…/compensate") — and are journaled as call effects of their own.
+// ("…/compensate") — after the controls of their own risk tier when the flow has tiers
+// (remedyControls: a reviewer at tier 3, a person at tier 4), and are
+// journaled as call effects of their own.
 // Every action is journaled as a remediation record. A compensation that
 // fails, or that the gate refuses, is escalated to a person (an approval
 // of kind escalation, id "<step key>/<action>") and never retried blindly:
@@ -90,6 +92,7 @@ type remedyState struct {
 	last     map[string]*journal.Remediation // the latest remediation record per key
 	decided  map[string]*store.Approval      // the latest approval per id
 	failures map[string]int                  // key → failed remediation records
+	tier     int                             // the highest risk tier the journal reached
 }
 
 // readRemedies folds the run's journal and approvals.
@@ -112,6 +115,10 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 			}
 			st.byKey[eff.Key] = eff
 			st.effects = append(st.effects, eff)
+		case trace.RiskTier:
+			if c, err := journal.DecodeTierChange(ev.Data); err == nil {
+				st.tier = max(st.tier, c.Tier)
+			}
 		case trace.Remediated:
 			m, err := journal.DecodeRemediation(ev)
 			if err != nil {
@@ -204,7 +211,7 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 				esc += "/" + strconv.Itoa(st.failures[eff.Key]+1)
 			}
 		}
-		if a := r.remedyOne(ctx, rm, &rec, esc); a != nil {
+		if a := r.remedyOne(ctx, rm, &rec, esc, st.tier); a != nil {
 			waiting = append(waiting, a)
 		}
 	}
@@ -213,8 +220,9 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 }
 
 // remedyOne acts on one remedy, records it, and returns the escalation it
-// raised, if any.
-func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediation, esc string) *store.Approval {
+// raised, if any. floor is the run's risk tier, the least an undo or
+// compensation is assessed at (remedyControls).
+func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediation, esc string, floor int) *store.Approval {
 	eff := &rm.Effect
 	if rm.Action == ActFreeze {
 		rec.Status = journal.RemedyFrozen
@@ -231,12 +239,32 @@ func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediatio
 	}
 	c := eff.Compensation
 	rec.Call = c
-	// a person who approved the escalation approved this exact call.
-	err := r.compensate(ctx, eff, c, rec, rec.Decision == string(store.ApprovalApproved))
+	req, spec, err := r.remedyRequest(eff, c, rec.Action)
 	if err == nil {
-		rec.Status = journal.RemedyDone
-		r.recordRemedy(rec)
-		return nil
+		// a person who approved the escalation approved this exact call.
+		approved := rec.Decision == string(store.ApprovalApproved)
+		cctx, wait := r.remedyControls(ctx, req, &spec, rec, floor, approved)
+		if wait != "" {
+			rec.Status, rec.Escalation = journal.RemedyEscalated, esc
+			a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s, by tool %s) %s; approve to make it, settle once a person took it back by hand, or reject to leave it",
+				rm.Action, eff.Key, eff.Tool, c.Tool, wait))
+			r.recordRemedy(rec)
+			return a
+		}
+		req.Approved = approved
+		if err = r.callRemedy(cctx, req, &spec, rec); err == nil {
+			rec.Status = journal.RemedyDone
+			r.recordRemedy(rec)
+			return nil
+		}
+		if ae := (*invoke.ApprovalError)(nil); errors.As(err, &ae) {
+			// the gate wants a person: the call waits for one, it did not fail.
+			rec.Status, rec.Escalation, rec.Control, rec.Reason = journal.RemedyEscalated, esc, journal.ControlPerson, ae.Reason
+			a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s, by tool %s) needs a person's approval (%s); approve to make it, settle once a person took it back by hand, or reject to leave it",
+				rm.Action, eff.Key, eff.Tool, c.Tool, ae.Reason))
+			r.recordRemedy(rec)
+			return a
+		}
 	}
 	rec.Status, rec.Error, rec.Escalation = journal.RemedyFailed, r.e.cfg.Redactor.String(err.Error()), esc
 	a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s) failed: %s; it is not retried blindly: approve to make it once more, settle once a person took it back by hand, or reject to leave it",
@@ -245,35 +273,34 @@ func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediatio
 	return a
 }
 
-// compensate makes the call c through the pipeline — the gate sees it,
-// with its args' provenance (approved: a person approved it) — and fills
-// what it touched into rec.
-func (r *run) compensate(ctx context.Context, eff *journal.Effect, c *journal.Compensation, rec *journal.Remediation, approved bool) error {
+// remedyRequest is the request of the undo or compensation c of the call
+// eff, and its tool's spec: its args are what the call it takes back was
+// given and returned, with their provenance.
+func (r *run) remedyRequest(eff *journal.Effect, c *journal.Compensation, action string) (*invoke.Request, tool.Spec, error) {
 	if c == nil {
-		return fmt.Errorf("tool %s declares no %s", eff.Tool, rec.Action)
+		return nil, tool.Spec{}, fmt.Errorf("tool %s declares no %s", eff.Tool, action)
 	}
 	if c.Error != "" {
-		return fmt.Errorf("the %s could not be rendered: %s", c.Kind, c.Error)
+		return nil, tool.Spec{}, fmt.Errorf("the %s could not be rendered: %s", c.Kind, c.Error)
 	}
 	t, ok := r.e.cfg.Tools.Lookup(c.Tool)
 	if !ok {
-		return fmt.Errorf("tool %s, the %s of %s, is not registered", c.Tool, c.Kind, eff.Tool)
+		return nil, tool.Spec{}, fmt.Errorf("tool %s, the %s of %s, is not registered", c.Tool, c.Kind, eff.Tool)
 	}
 	var args any
 	if len(c.Args) > 0 {
 		if err := json.Unmarshal(c.Args, &args); err != nil {
-			return fmt.Errorf("the %s's args do not decode: %w", c.Kind, err)
+			return nil, tool.Spec{}, fmt.Errorf("the %s's args do not decode: %w", c.Kind, err)
 		}
 	}
 	spec := t.Spec()
-	req := invoke.Request{Tool: t, Args: args, Recorder: (*callRecorder)(r), Approved: approved,
+	req := &invoke.Request{Tool: t, Args: args, Recorder: (*callRecorder)(r), Pausable: true,
 		At: invoke.Position{RunID: r.id, StepID: eff.StepID, Attempt: eff.Attempt, Parent: eff.Key, Remedy: c.Kind}}
 	if orig, ok := r.e.cfg.Tools.Lookup(eff.Tool); ok {
-		// its args are what the call it takes back was given and returned.
 		os := orig.Spec()
 		req.Provenance = safety.CompensationProvenance(&os, c.Kind, safety.FromRecord(eff.Provenance))
 	}
-	if r.f.Policy != nil {
+	if r.b.gated() {
 		req.Gate = r.b.gate
 	}
 	if len(spec.InputSchema) > 0 {
@@ -281,12 +308,18 @@ func (r *run) compensate(ctx context.Context, eff *journal.Effect, c *journal.Co
 			req.Input = sch
 		}
 	}
-	out, _, err := r.e.pipe.Call(ctx, &req)
+	return req, spec, nil
+}
+
+// callRemedy makes the call req through the pipeline — the gate sees it —
+// and fills what it touched into rec.
+func (r *run) callRemedy(ctx context.Context, req *invoke.Request, spec *tool.Spec, rec *journal.Remediation) error {
+	out, _, err := r.e.pipe.Call(ctx, req)
 	if err != nil {
 		return err
 	}
 	var touched journal.Effect
-	safety.Touches(&touched, &spec, args, out)
+	safety.Touches(&touched, spec, req.Args, out)
 	rec.Touched = slices.Concat(touched.Writes, touched.Sends, touched.Reads)
 	return nil
 }
@@ -338,7 +371,8 @@ func (r *run) runRemedies(ctx context.Context, saga bool) []*store.Approval {
 
 // Remediate carries out remedies (from an impact analysis) on the durable
 // run runID because premise failed, with the flow f the run pinned: each
-// undo and compensation through the pipeline and the run's gate, each
+// undo and compensation through the pipeline, the run's gate and its
+// tier's controls (remedyControls), each
 // freeze marked in the journal, each action a remediation record. A step
 // the run has not settled is settled as skipped first (a remediated run
 // starts nothing more). When something is escalated the run waits for a

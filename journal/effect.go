@@ -106,7 +106,23 @@ type Remediation struct {
 	Decision string `json:"decision,omitempty"`
 	Comment  string `json:"comment,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Tier is the risk tier an undo or compensation was assessed at (its
+	// tool, its args' provenance, the run's tier as the floor), and
+	// Control who let it through or must: automatic (tier 1–2), reviewer
+	// (tier 3, review: configured) or person (tier 3 without a reviewer,
+	// or the reviewer not satisfied; tier 4; an escalation approved).
+	// Reason says why: the tier's reasons, the reviewer's decision.
+	Tier    int    `json:"tier,omitempty"`
+	Control string `json:"control,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
+
+// Who lets an undo or compensation through (Remediation.Control).
+const (
+	ControlAutomatic = "automatic" // tier 1–2: made at once, through the gate
+	ControlReviewer  = "reviewer"  // tier 3: the reviewer found it supported
+	ControlPerson    = "person"    // a person approves it before it is made
+)
 
 // Remediation statuses.
 const (

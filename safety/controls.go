@@ -259,6 +259,16 @@ func (c *Controls) reviews(inv *Invocation) bool {
 		(len(c.Review.Steps) == 0 || slices.Contains(c.Review.Steps, step))
 }
 
+// ReviewCall asks the reviewer of the RunRisk in ctx about inv, as a
+// require_review would, whatever the tier and review: narrow: allow when
+// it finds every claim supported, require_approval otherwise, and when
+// there is no RunRisk or no reviewer. The review is remembered per call,
+// so the gate asked about the same call later does not ask again.
+// Remediation uses it for a tier-3 undo or compensation.
+func (c *Controls) ReviewCall(ctx context.Context, inv *Invocation, why string) Decision {
+	return c.review(ctx, RunRiskFrom(ctx), inv, Decision{Verdict: RequireReview, Rule: "tier-review", Reason: why})
+}
+
 // review runs the reviewer on inv (once per call: the decision is
 // remembered by step, attempt, tool and args) and turns its verdicts into
 // the decision.

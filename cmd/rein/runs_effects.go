@@ -107,6 +107,9 @@ func writeRemediation(w io.Writer, m *journal.Remediation) {
 	if m.Call != nil {
 		fmt.Fprintf(w, "    called %s %s\n", m.Call.Tool, m.Call.Args)
 	}
+	if m.Tier > 0 {
+		fmt.Fprintf(w, "    risk tier %d, let through by: %s\n", m.Tier, m.Control)
+	}
 	writeList(w, "  touched", m.Touched)
 	writeList(w, "  invalid", m.Invalid)
 	if m.Escalation != "" {

@@ -23,13 +23,15 @@ func newRunsImpactCmd(s *streams) *cobra.Command {
 their calls wrote), and for each executed call with an effect what
 rein runs remediate would do: undo (reversible), compensate (compensatable),
 freeze (irreversible: mark its objects invalid, and ask a person when the
-tool is tagged money, compliance or user-facing) or keep. ID names a step
-whose output is the false premise. Nothing is changed. Exit codes: 0 shown,
+tool is tagged money, compliance or user-facing) or keep. ID names an
+assumption a model declared with a call it chose (an agent call's or a plan
+step's declaration: the call and what its affects name are affected), or a
+step whose output is the false premise. Nothing is changed. Exit codes: 0 shown,
 1 no such premise, 2 bad usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if premise == "" {
-				return usageErr("--premise ID is required: the step whose output turned out false")
+				return usageErr("--premise ID is required: the declared assumption or the step whose output turned out false")
 			}
 			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
 				v, err := runs.Impact(ctx, args[0], premise, nil)
@@ -45,7 +47,7 @@ whose output is the false premise. Nothing is changed. Exit codes: 0 shown,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&premise, "premise", "", "the premise that failed: a step id whose output is false")
+	cmd.Flags().StringVar(&premise, "premise", "", "the premise that failed: a declared assumption's id, or a step id whose output is false")
 	return cmd
 }
 
@@ -58,7 +60,10 @@ func newRunsRemediateCmd(s *streams) *cobra.Command {
 		Long: `Carry out the impact of a failed premise on run RUN (rein runs impact shows it):
 a run that has not finished is cancelled first, so no step starts; each
 affected call is undone or compensated with its tool's registered
-compensation, through the policy gate, or frozen (its objects marked invalid
+compensation, through the policy gate and, when the flow has risk tiers,
+the controls of the compensation's own tier (tier 1-2 at once; tier 3 the
+reviewer, or a person without one; tier 4 a person's approval, which the run
+waits for), or frozen (its objects marked invalid
 in the journal, and escalated to a person when the tool is tagged money,
 compliance or user-facing). Every action is journaled with what it touched
 (rein runs effects). A compensation that fails is escalated, not retried:
@@ -69,7 +74,7 @@ holds the run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if premise == "" {
-				return usageErr("--premise ID is required: the step whose output turned out false")
+				return usageErr("--premise ID is required: the declared assumption or the step whose output turned out false")
 			}
 			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
 				m, err := runs.Remediate(ctx, args[0], premise, nil)
@@ -92,12 +97,18 @@ holds the run.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&premise, "premise", "", "the premise that failed: a step id whose output is false")
+	cmd.Flags().StringVar(&premise, "premise", "", "the premise that failed: a declared assumption's id, or a step id whose output is false")
 	return cmd
 }
 
 func writeImpact(w io.Writer, v *rein.ImpactView) {
 	fmt.Fprintf(w, "premise %s (%s) of run %s affects steps: %s\n", v.Premise, v.Source, v.RunID, strings.Join(v.Steps, ", "))
+	for _, c := range v.Claims {
+		fmt.Fprintf(w, "  assumed: %s\n", c)
+	}
+	if len(v.DeclaredBy) > 0 {
+		fmt.Fprintf(w, "  declared by: %s\n", strings.Join(v.DeclaredBy, ", "))
+	}
 	for _, c := range v.Calls {
 		line := fmt.Sprintf("  %-10s %s %s (%s): %s", c.Action, c.Key, c.Tool, c.Effect, c.Why)
 		if c.State != "" {

@@ -1,0 +1,73 @@
+package rein
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/trace"
+)
+
+// declaredAssumption is an assumption a model declared with a call it
+// chose, as the run's journal holds it: an agent call's (its agent_call
+// record, with the call's key) or a plan step's (the declaration the gate
+// saw, in its gate_decision record: step, plan step and plan number).
+// A library caller's assumption (ImpactOptions.Assumptions) has no call.
+type declaredAssumption struct {
+	safety.Assumption
+	StepID   string
+	Key      string // an agent call's idempotency key
+	PlanStep string // a plan step's id, with Plan its plan's number
+	Plan     int
+}
+
+// byCall reports whether a call declared it (rather than a library
+// caller naming it).
+func (d *declaredAssumption) byCall() bool { return d.Key != "" || d.PlanStep != "" }
+
+// declares reports whether c is the call that declared d.
+func (d *declaredAssumption) declares(c *EffectCall) bool {
+	if d.Key != "" {
+		return c.Key == d.Key
+	}
+	return d.PlanStep != "" && c.StepID == d.StepID && c.PlanStep == d.PlanStep && c.Plan == d.Plan
+}
+
+// journaledAssumptions returns the assumptions declared in events, in
+// journal order: each agent call's declaration (its latest record), and
+// each plan step's declaration the gate decided on. Records that do not
+// decode are skipped: they declare nothing readable.
+func journaledAssumptions(events []*trace.Event) []declaredAssumption {
+	var out []declaredAssumption
+	seen := map[string]bool{}
+	add := func(d declaredAssumption) {
+		id := d.ID + "\x00" + d.StepID + "\x00" + d.Key + "\x00" + d.PlanStep + "\x00" + strconv.Itoa(d.Plan)
+		if d.ID == "" || seen[id] {
+			return
+		}
+		seen[id] = true
+		out = append(out, d)
+	}
+	for _, ev := range events {
+		switch {
+		case ev.Kind == trace.AgentCall && ev.Data != "":
+			var c agent.Call
+			if json.Unmarshal([]byte(ev.Data), &c) != nil || c.Declaration == nil || c.Key == "" {
+				continue
+			}
+			for _, a := range c.Declaration.Assumptions {
+				add(declaredAssumption{Assumption: a, StepID: ev.StepID, Key: c.Key})
+			}
+		case ev.Kind == trace.GateDecision && ev.PlanStep != "" && ev.Turn == 0 && ev.Data != "":
+			var b safety.Basis
+			if json.Unmarshal([]byte(ev.Data), &b) != nil || b.Declaration == nil {
+				continue
+			}
+			for _, a := range b.Declaration.Assumptions {
+				add(declaredAssumption{Assumption: a, StepID: ev.StepID, PlanStep: ev.PlanStep, Plan: ev.Attempt})
+			}
+		}
+	}
+	return out
+}
