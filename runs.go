@@ -333,3 +333,17 @@ func nonNil(sinks ...trace.Sink) []trace.Sink {
 	}
 	return out
 }
+
+// loadRun reads the run ref names (as Get) and loads its pinned flow
+// (LoadRun) with the Runs' load options. The caller closes the project.
+func (r *Runs) loadRun(ctx context.Context, ref string) (*store.Run, *Project, error) {
+	run, err := r.Get(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, p, nil
+}

@@ -49,14 +49,11 @@ type DataEdge struct {
 // run's pinned flow (LoadRun), so a run whose flow does not load is an
 // error naming why.
 func (r *Runs) Effects(ctx context.Context, ref string) (*EffectsView, error) {
-	run, err := r.Get(ctx, ref)
+	run, p, err := r.loadRun(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
-	if err != nil {
-		return nil, err
-	}
+	defer p.Close()
 	events, err := r.st.Events(ctx, run.ID, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)

@@ -83,11 +83,7 @@ type ImpactOptions struct {
 // false). A premise that names none of these is a not_found *Error
 // listing the run's premise ids and steps. Errors as Effects otherwise.
 func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
-	run, err := r.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
+	run, p, err := r.loadRun(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

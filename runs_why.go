@@ -65,14 +65,11 @@ type ArgOrigin struct {
 // (rein runs why). The flow is the one the run pinned; a step that is not
 // a tool step is a business error naming the tool steps.
 func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
-	run, err := r.Get(ctx, ref)
+	run, p, err := r.loadRun(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
-	if err != nil {
-		return nil, err
-	}
+	defer p.Close()
 	f := p.Flow
 	s := f.StepByID(step)
 	if s == nil || !explained(s.Type) {
