@@ -54,10 +54,6 @@ func textReply(text string) func(*model.Request) *model.Response {
 
 func tc(id, name, args string) model.ToolCall { return model.ToolCall{ID: id, Name: name, Args: args} }
 
-type orderIn struct {
-	Order string `json:"order"`
-}
-
 // counted is a tool that counts its calls and records their args.
 type counted struct {
 	n    atomic.Int64

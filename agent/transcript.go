@@ -69,11 +69,6 @@ const (
 	StatusUnknown CallStatus = "unknown"
 )
 
-// settled reports whether s is an outcome the model can be shown.
-func (s CallStatus) settled() bool {
-	return s != StatusChosen && s != StatusWaiting && s != StatusUnknown
-}
-
 // Call is one tool call of a turn.
 type Call struct {
 	// Index numbers the call within its turn, from 1.

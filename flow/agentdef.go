@@ -19,7 +19,6 @@ var (
 	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "concurrency", "execute_plan"}
 	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
-	agentToolRefField = []string{"approval"}
 )
 
 // AgentDef is an agent.yaml: the model, instructions, tools, budgets and

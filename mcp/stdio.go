@@ -89,8 +89,6 @@ func (f *frameFilter) Read(p []byte) (int, error) {
 
 func (f *frameFilter) Close() error { return nil }
 
-var errTooLong = errors.New("too long")
-
 // readLine returns the next line without its newline; a line longer than
 // MaxLineBytes is skipped and returned as a marker the check refuses.
 func (f *frameFilter) readLine() ([]byte, error) {

@@ -88,6 +88,9 @@ func TestAgentSupportExample(t *testing.T) {
 			t.Errorf("%s: answer missing %q:\n%s", verdict, want, out)
 		}
 		code, out, _ = cli(t, "runs", "show", res.RunID, "--db", db)
+		if code != exitOK {
+			t.Errorf("runs show: exit %d", code)
+		}
 		for _, w := range []string{"transcript of agent:", "call 1 issue_refund", "turn 3", "step agent/turn2/call1 (approval): " + verdict} {
 			if !strings.Contains(out, w) {
 				t.Errorf("runs show lacks %q:\n%s", w, out)

@@ -215,6 +215,9 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 		t.Errorf("crm.state at the end:\n%s", strings.Join(got, "\n"))
 	}
 	code, out, _ = fx.bin("runs", "effects", res.RunID)
+	if code != exitOK {
+		t.Errorf("runs effects: exit %d", code)
+	}
 	for _, want := range []string{"(saga, failed)", "link_b/1 undo link_item: resolved", "decided: rejected left linked, the item is locked", "notify/1 freeze notify: resolved"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs effects lacks %q:\n%s", want, out)

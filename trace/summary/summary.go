@@ -201,7 +201,7 @@ func addStep(s *Step, st *stepState, e *trace.Event) {
 // plan); a plan_rejected with status corrected is the planner asking again.
 const (
 	planRejected    trace.Kind = "plan_rejected"
-	correctedStatus            = "corrected"
+	correctedStatus string     = "corrected"
 )
 
 // settle records the failure a step_settled event carries.
