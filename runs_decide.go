@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinhq/rein/redact"
 	"strings"
 
 	"github.com/reinhq/rein/store"
@@ -71,8 +72,12 @@ func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *D
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to decide")
 	}
+	red := r.cfg.Redactor
+	if red == nil {
+		red = redact.Process()
+	}
 	a, err := r.st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: run.ID, StepID: step, Status: d.Status,
-		Output: d.Output, Comment: d.Comment, DecidedBy: d.By})
+		Output: red.Bytes(d.Output), Comment: red.String(d.Comment), DecidedBy: d.By})
 	if err != nil {
 		return nil, r.decideErr(ctx, run, step, d.Status, err)
 	}

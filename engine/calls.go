@@ -29,7 +29,7 @@ func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d
 	if inv.Chosen || len(inv.Verified) > 0 {
 		b := safety.BasisOf(inv)
 		if data, err := json.Marshal(&b); err == nil {
-			ev.Data = r.e.cfg.Redactor.String(string(data)) // claims quote inputs and outputs
+			ev.Data = string(data)
 		}
 	}
 	r.record(ev)
