@@ -59,9 +59,6 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.recordUnlessSettled(ev)
 	}
 	r.recordCall(&rec)
-	if r.risk != nil && rec.Outcome == invoke.OK {
-		r.risk.AddResult(rec.Tool, rec.Output) // evidence the reviewer may see
-	}
 	r.noteOutput(&rec)
 	r.recordEffect(&rec)
 	if on := r.e.cfg.OnCall; on != nil {

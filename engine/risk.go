@@ -140,7 +140,7 @@ func (r *run) startRisk() {
 	if t == nil {
 		return
 	}
-	cfg := safety.RunRiskConfig{Input: r.input, OnRaise: r.recordTier, OnReview: r.recordReview}
+	cfg := safety.RunRiskConfig{Evidence: r.ev, OnRaise: r.recordTier, OnReview: r.recordReview}
 	if t.reviewer != nil {
 		cfg.Reviewer = &review.Model{Model: reviewMeter{r: r, m: t.reviewer, name: t.reviewerName}, Name: t.reviewerName}
 	}

@@ -495,3 +495,54 @@ steps:
 		t.Errorf("changes %+v, want intake 2 then step 3", changes)
 	}
 }
+
+// TestReviewerSeesTheRunsEvidence: the reviewer's request is built from
+// the run's one evidence record (safety.Evidence): of a chat's history it
+// sees the user's messages, never what the assistant said in earlier
+// exchanges (the agent's transcript), and it sees the tool results.
+func TestReviewerSeesTheRunsEvidence(t *testing.T) {
+	t.Parallel()
+	save := newKeyCounter("save", false)
+	fx := newFixture(t, save, readTool("lookup", map[string]any{"plan": "gold"}))
+	m := &agentModel{
+		turns: []model.Response{
+			{ToolCalls: []model.ToolCall{call("a", "lookup", `{"q":"ann"}`)}},
+			{ToolCalls: []model.ToolCall{call("b", "save", `{"id":"ann"}`)}},
+			{Text: "done"},
+		},
+		review: verdicts(true, "the user asked to save ann", actionClaim("save")),
+	}
+	fx.models.Register("m", m)
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events,
+		Risk: &safety.RiskConfig{MinTier: 3}, Review: &safety.ReviewConfig{Model: "m"}})
+	f := fx.parse(`name: chat
+steps:
+  - id: helper
+    type: agent
+    model: m
+    instructions: "save customers"
+    tools: {lookup: , save: }
+    prompt_template: "{input.message}"
+`)
+	input := map[string]any{"message": "USER-NOW: save ann", "history": []any{
+		map[string]any{"role": "user", "content": "USER-BEFORE: who is ann?"},
+		map[string]any{"role": "assistant", "content": "ASSISTANT-BEFORE: I think ann should be saved"},
+	}}
+	res, err := e.Run(context.Background(), f, input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if len(m.rev.requests()) != 1 {
+		t.Fatalf("%d reviews", len(m.rev.requests()))
+	}
+	got := m.rev.text()
+	for _, want := range []string{"USER-NOW", "USER-BEFORE", "gold", `"tool": "save"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the reviewer did not see %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "ASSISTANT-BEFORE") {
+		t.Errorf("the reviewer saw what the assistant said before:\n%s", got)
+	}
+}
