@@ -6,9 +6,10 @@ import (
 )
 
 // tokenMarks are substrings every credential-shaped string tokenPatterns
-// match holds (lowercased; "bearer" is matched in any case), so that text
-// holding none of them skips the regular expressions.
-var tokenMarks = []string{"sk-", "rk-", "pk-", "aiza", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "bearer"}
+// match holds, as they are written (those patterns are case-sensitive),
+// so that text holding none of them, nor "bearer" in any case, skips the
+// regular expressions.
+var tokenMarks = []string{"k-", "AIza", "ghp_", "gho_", "ghs_", "github_pat_", "xox"}
 
 // Bytes is String for JSON text or any other bytes: it returns b itself,
 // without allocating, when there is nothing to hide, and otherwise a new
@@ -39,14 +40,16 @@ func (r *Redactor) Finds(s string) bool {
 			}
 		}
 	}
-	for _, m := range tokenMarks {
-		if indexFold(s, m) >= 0 {
-			for _, p := range tokenPatterns {
-				if p.MatchString(s) {
-					return true
-				}
-			}
-			return false
+	marked := indexFold(s, "bearer") >= 0
+	for i := 0; i < len(tokenMarks) && !marked; i++ {
+		marked = strings.Contains(s, tokenMarks[i])
+	}
+	if !marked {
+		return false
+	}
+	for _, p := range tokenPatterns {
+		if p.MatchString(s) {
+			return true
 		}
 	}
 	return false
