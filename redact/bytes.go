@@ -99,3 +99,40 @@ func equalFoldASCII(s, low string) bool {
 	}
 	return true
 }
+
+// Ellipsis ends a text cut short (value.Preview).
+const Ellipsis = "…"
+
+// Cut is String for a text cut short, one that ends in Ellipsis (an
+// event's preview): it also hides the start of a known secret (3 bytes or
+// more of one of its encodings) that the cut left right before the
+// ellipsis, which String cannot recognise.
+func (r *Redactor) Cut(s string) string {
+	s = r.String(s)
+	body, ok := strings.CutSuffix(s, Ellipsis)
+	if !ok || r == nil {
+		return s
+	}
+	longest := max(cutStart(body, r.folded, equalFoldASCII), cutStart(body, r.exact, func(a, b string) bool { return a == b }))
+	if longest == 0 {
+		return s
+	}
+	return body[:len(body)-longest] + Mask + Ellipsis
+}
+
+// cutStart is the length of the longest start (3 bytes or more, short of
+// the whole) of one of forms that body ends with, compared with eq; 0 when
+// there is none.
+func cutStart(body string, forms []string, eq func(tail, start string) bool) int {
+	longest := 0
+	for _, v := range forms {
+		// from the longest start on: the first that matches is the one
+		for j := max(0, len(body)-len(v)+1); j <= len(body)-3 && len(body)-j > longest; j++ {
+			if k := len(body) - j; eq(body[j:], v[:k]) {
+				longest = k
+				break
+			}
+		}
+	}
+	return longest
+}

@@ -129,3 +129,22 @@ func TestBytesCopiesOnlyWhatItHides(t *testing.T) {
 		t.Errorf("Bytes = %s, want %s", got, want)
 	}
 }
+
+// Cut hides the start of a secret that a preview's cut left before its
+// ellipsis, in any case, and leaves a text that ends otherwise alone.
+func TestCutHidesASecretCutShort(t *testing.T) {
+	t.Parallel()
+	r := redact.New("Secret-Value-0123456789")
+	for in, want := range map[string]string{
+		`{"token":"SECRET-Val…`:               `{"token":"[REDACTED]…`,
+		`{"token":"secret-value-0123456789"}`: `{"token":"[REDACTED]"}`,
+		`{"token":"Sec…`:                      `{"token":"[REDACTED]…`,
+		`{"token":"Se…`:                       `{"token":"Se…`,
+		`{"note":"nothing here…`:              `{"note":"nothing here…`,
+		`{"token":"SECRET-Val`:                `{"token":"SECRET-Val`,
+	} {
+		if got := r.Cut(in); got != want {
+			t.Errorf("Cut(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
