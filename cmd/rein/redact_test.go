@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,9 @@ type secretRecord struct {
 	// submit drives the flow as a workflow tool (rein tool start, then a
 	// submit of what input holds) instead of rein run.
 	submit bool
+	// then are commands run after it (RUN stands for the run's id), each
+	// with --db.
+	then [][]string
 }
 
 // The tools of every row: fetch returns the rein.yaml secret it was passed
@@ -101,7 +105,8 @@ steps:
   - {id: send, tool: echo, args: {to: "{fetch.login}", token: "{input.token}"}, approval: required}
 `,
 		input: `{"token": "` + plantedKey + `", "dsn": "` + plantedDSNPw + `"}`, exit: exitWaiting,
-		kinds: []string{"step_settled", "attempt_failed", "approval_requested"}, why: "send"},
+		kinds: []string{"step_settled", "attempt_failed", "approval_requested", "step_settled"}, why: "send",
+		then: [][]string{{"runs", "reject", "RUN", "send", "--comment", "not with " + plantedKey + " for " + plantedLogin}}},
 	{name: "a model's reply",
 		flow: `name: llm
 inputs: {type: object}
@@ -186,6 +191,15 @@ func TestNoRecordHoldsASecret(t *testing.T) {
 			db, tracePath := filepath.Join(dir, "rein.db"), filepath.Join(dir, "trace.jsonl")
 			places := map[string]string{}
 			runID := rec.drive(t, dir, db, tracePath, places)
+			for _, args := range rec.then {
+				args = slices.Clone(args)
+				args[slices.Index(args, "RUN")] = runID
+				code, o, e := cli(t, append(args, "--db", db)...)
+				if code == exitUsage {
+					t.Fatalf("rein %v: exit %d\n%s%s", args, code, o, e)
+				}
+				places["rein "+args[0]+" "+args[1]] = o + e
+			}
 			for _, args := range [][]string{{"runs", "show", runID}, {"runs", "show", runID, "--output", "json"}, {"runs", "trace", runID},
 				{"runs", "effects", runID}, {"runs", "effects", runID, "--output", "json"}, {"runs", "why", runID, rec.why}} {
 				if args[len(args)-1] == "" {
