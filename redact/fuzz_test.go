@@ -59,3 +59,22 @@ func FuzzFinds(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCut: a known secret (letters and digits) cut anywhere and followed
+// by the ellipsis keeps at most 2 of its bytes visible before it.
+func FuzzCut(f *testing.F) {
+	f.Add("sk0123456789abcdef", "token: ", 7)
+	f.Add("PassWord1234", "", 3)
+	f.Fuzz(func(t *testing.T, secret, before string, n int) {
+		if len(secret) < redact.MinLen || strings.TrimFunc(secret, isAlnum) != "" || n < 0 || n >= len(secret) {
+			return
+		}
+		out := redact.New(secret).Cut(before + secret[:n] + redact.Ellipsis)
+		body := strings.TrimSuffix(out, redact.Ellipsis)
+		for k := 3; k <= n; k++ {
+			if strings.HasSuffix(strings.ToLower(body), strings.ToLower(secret[:k])) {
+				t.Errorf("Cut left %q of %q: %q", secret[:k], secret, out)
+			}
+		}
+	})
+}
