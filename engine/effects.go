@@ -68,7 +68,7 @@ func (r *run) recordEffect(rec *invoke.Record) {
 	}
 	at := &rec.At
 	r.recordUnlessSettled(trace.Event{Kind: trace.CallEffect, StepID: at.StepID, PlanStep: at.PlanStep, Turn: at.Turn, Tool: rec.Tool,
-		Attempt: traceAttempt(at), Status: string(rec.Outcome), Data: r.e.cfg.Redactor.String(data)})
+		Attempt: traceAttempt(at), Status: string(rec.Outcome), Data: data})
 }
 
 // effectOf is the effect record of rec, a call of spec.

@@ -48,7 +48,7 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 }
 
 // createParams describes the run Run starts: running, leased to this
-// engine, with the flow pinned.
+// engine, with the flow pinned and the secrets of its input hidden.
 func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptions) (*store.CreateRunParams, error) {
 	var session string
 	var meta json.RawMessage
@@ -68,7 +68,7 @@ func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptio
 		return nil, err
 	}
 	return &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: b.flowPath,
-		FlowHash: b.flowHash, FlowText: f.Source, Input: in, Meta: meta, IdempotencyKey: key, Session: session,
+		FlowHash: b.flowHash, FlowText: f.Source, Input: e.cfg.Redactor.Bytes(in), Meta: meta, IdempotencyKey: key, Session: session,
 		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 
@@ -483,6 +483,8 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		Events: []*trace.Event{{Seq: run.LastSeq + 1, Time: now, Kind: trace.RunSettled, RunID: runID, Flow: run.Flow,
 			Status: string(trace.RunCancelled), ErrorClass: string(fault.Cancelled), Error: reason, Origin: trace.OriginEngine}},
 		Run: &store.RunUpdate{Status: trace.RunCancelled, Error: errJSON, SettledAt: now, Reason: "the run was cancelled: " + reason}}
+	t.Events[0].Redact(e.cfg.Redactor)
+	t.Redact(e.cfg.Redactor)
 	if err := e.cfg.Store.Commit(ctx, t); err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}

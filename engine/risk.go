@@ -140,7 +140,7 @@ func (r *run) startRisk() {
 	if t == nil {
 		return
 	}
-	cfg := safety.RunRiskConfig{Input: r.input, OnRaise: r.recordTier, OnReview: r.recordReview}
+	cfg := safety.RunRiskConfig{Evidence: r.ev, OnRaise: r.recordTier, OnReview: r.recordReview}
 	if t.reviewer != nil {
 		cfg.Reviewer = &review.Model{Model: reviewMeter{r: r, m: t.reviewer, name: t.reviewerName}, Name: t.reviewerName}
 	}
@@ -201,7 +201,7 @@ func (r *run) assessStep(i int, j *job) {
 // tags, counts and declared assumptions.
 func (r *run) recordTier(c safety.TierChange) {
 	rec := journal.TierChange{Tier: c.To, From: c.From, Stage: c.Stage, Reasons: c.Reasons}
-	r.record(trace.Event{Kind: trace.RiskTier, StepID: c.StepID, Tool: c.Tool, Decision: fmt.Sprintf("tier %d", c.To), Data: r.e.cfg.Redactor.String(rec.Encode())})
+	r.record(trace.Event{Kind: trace.RiskTier, StepID: c.StepID, Tool: c.Tool, Decision: fmt.Sprintf("tier %d", c.To), Data: rec.Encode()})
 }
 
 // recordReview journals a review: its verdicts (or error) and decision.
@@ -215,8 +215,7 @@ func (r *run) recordReview(inv *safety.Invocation, o *safety.ReviewOutcome) {
 		rec.Error = o.Err.Error()
 		ev.ErrorClass, ev.Error = string(fault.ClassOf(o.Err)), rec.Error
 	}
-	// the claims and evidence quote the input and tool results.
-	ev.Data = r.e.cfg.Redactor.String(rec.Encode())
+	ev.Data = rec.Encode()
 	r.record(ev)
 }
 

@@ -323,37 +323,10 @@ func (f fixedText) Generate(context.Context, *model.Request) (*model.Response, e
 // user's input and the tool result it got do.
 func TestReviewerNeverSeesTheAgentsReasoning(t *testing.T) {
 	t.Parallel()
-	save := newKeyCounter("save", false)
-	fx := newFixture(t, save, readTool("lookup", map[string]any{"plan": "gold"}))
-	m := &agentModel{
-		turns: []model.Response{
-			{Text: "AGENT-REASONING-1: look it up first", ToolCalls: []model.ToolCall{call("a", "lookup", `{"q":"ann"}`)}},
-			{Text: "AGENT-REASONING-2: the plan is gold, so save", ToolCalls: []model.ToolCall{call("b", "save", `{"id":"ann"}`)}},
-			{Text: "done"},
-		},
-		review: verdicts(true, "the input names ann", actionClaim("save")),
-	}
-	fx.models.Register("m", m)
-	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events,
-		Risk: &safety.RiskConfig{MinTier: 3}, Review: &safety.ReviewConfig{Model: "m"}})
-	f := fx.parse(`name: ag
-steps:
-  - id: helper
-    type: agent
-    model: m
-    instructions: "AGENT-INSTRUCTIONS-9: be quick"
-    tools: {lookup: , save: }
+	got := reviewAgent(t, [2]string{"AGENT-REASONING-1: look it up first", "AGENT-REASONING-2: the plan is gold, so save"},
+		`    instructions: "AGENT-INSTRUCTIONS-9: be quick"
     prompt_template: "help {input.customer}"
-`)
-	res, err := e.Run(context.Background(), f, map[string]any{"customer": "ann"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantStatus(t, res, trace.RunSucceeded)
-	if len(save.calls()) != 1 || len(m.rev.requests()) != 1 {
-		t.Fatalf("%d saves, %d reviews", len(save.calls()), len(m.rev.requests()))
-	}
-	got := m.rev.text()
+`, map[string]any{"customer": "ann"})
 	for _, want := range []string{`"customer": "ann"`, "gold", `"tool": "save"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the reviewer did not see %q:\n%s", want, got)
@@ -364,6 +337,37 @@ steps:
 			t.Errorf("the reviewer saw the agent's %q:\n%s", never, got)
 		}
 	}
+}
+
+// reviewAgent runs a tier-3 agent step (its instructions and
+// prompt_template given as YAML lines) whose model looks ann up and then
+// saves her, writing texts beside the two calls, and returns what the
+// reviewer of the save received.
+func reviewAgent(t *testing.T, texts [2]string, step string, input map[string]any) string {
+	t.Helper()
+	save := newKeyCounter("save", false)
+	fx := newFixture(t, save, readTool("lookup", map[string]any{"plan": "gold"}))
+	m := &agentModel{
+		turns: []model.Response{
+			{Text: texts[0], ToolCalls: []model.ToolCall{call("a", "lookup", `{"q":"ann"}`)}},
+			{Text: texts[1], ToolCalls: []model.ToolCall{call("b", "save", `{"id":"ann"}`)}},
+			{Text: "done"},
+		},
+		review: verdicts(true, "the input names ann", actionClaim("save")),
+	}
+	fx.models.Register("m", m)
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events,
+		Risk: &safety.RiskConfig{MinTier: 3}, Review: &safety.ReviewConfig{Model: "m"}})
+	f := fx.parse("name: ag\nsteps:\n  - id: helper\n    type: agent\n    model: m\n    tools: {lookup: , save: }\n" + step)
+	res, err := e.Run(context.Background(), f, input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if len(save.calls()) != 1 || len(m.rev.requests()) != 1 {
+		t.Fatalf("%d saves, %d reviews", len(save.calls()), len(m.rev.requests()))
+	}
+	return m.rev.text()
 }
 
 // TestRiskTierSurvivesResume: a run raised to tier 3 by its plan, parked
@@ -493,5 +497,27 @@ steps:
 	changes := tierChanges(t, fx.events.all())
 	if len(changes) != 2 || changes[1].Stage != "step" || changes[1].Tier != 3 {
 		t.Errorf("changes %+v, want intake 2 then step 3", changes)
+	}
+}
+
+// TestReviewerSeesTheRunsEvidence: the reviewer's request is built from
+// the run's one evidence record (safety.Evidence): of a chat's history it
+// sees the user's messages, never what the assistant said in earlier
+// exchanges (the agent's transcript), and it sees the tool results.
+func TestReviewerSeesTheRunsEvidence(t *testing.T) {
+	t.Parallel()
+	got := reviewAgent(t, [2]string{}, `    instructions: "save customers"
+    prompt_template: "{input.message}"
+`, map[string]any{"message": "USER-NOW: save ann", "history": []any{
+		map[string]any{"role": "user", "content": "USER-BEFORE: who is ann?"},
+		map[string]any{"role": "assistant", "content": "ASSISTANT-BEFORE: I think ann should be saved"},
+	}})
+	for _, want := range []string{"USER-NOW", "USER-BEFORE", "gold", `"tool": "save"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the reviewer did not see %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "ASSISTANT-BEFORE") {
+		t.Errorf("the reviewer saw what the assistant said before:\n%s", got)
 	}
 }

@@ -494,7 +494,7 @@ func (r *run) hide(e *RunError) *RunError {
 	return e
 }
 
-// record numbers an event, stamps it, hides the secrets in its error,
+// record numbers an event, stamps it, hides the secrets in its text,
 // stages it for the journal of a durable run, and hands it to the sink,
 // outside recordMu (deliver). Safe for concurrent use by a run's workers.
 func (r *run) record(e trace.Event) {
@@ -530,9 +530,7 @@ func (r *run) recordLocked(e *trace.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = r.e.cfg.Clock.Now()
 	}
-	if ev.Error != "" {
-		ev.Error = r.e.cfg.Redactor.String(ev.Error)
-	}
+	ev.Redact(r.e.cfg.Redactor)
 	r.outbox = append(r.outbox, ev)
 	if r.d.on {
 		r.d.pendEv = append(r.d.pendEv, ev)

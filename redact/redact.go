@@ -82,6 +82,15 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 	return out
 }
 
+// Join returns a Redactor that hides what r and o hide; neither is
+// changed.
+func (r *Redactor) Join(o *Redactor) *Redactor {
+	if o == nil {
+		return r
+	}
+	return r.With(o.secrets...)
+}
+
 // Len is the number of secret values r knows.
 func (r *Redactor) Len() int {
 	if r == nil {
@@ -93,7 +102,7 @@ func (r *Redactor) Len() int {
 // String returns s with every known secret, in any of its encodings, and
 // every credential-shaped string replaced by Mask.
 func (r *Redactor) String(s string) string {
-	if s == "" {
+	if !r.Finds(s) {
 		return s
 	}
 	if r != nil {

@@ -105,3 +105,46 @@ func TestDSN(t *testing.T) {
 		t.Errorf("Passwords = %q", got)
 	}
 }
+
+// Bytes returns what it was given, without allocating, when there is
+// nothing to hide (the engine runs every stored payload through it), and a
+// copy when there is (the caller's bytes stay as they were).
+func TestBytesCopiesOnlyWhatItHides(t *testing.T) {
+	// Not parallel: it counts allocations.
+	r := redact.New("Secret-Value-0123456789")
+	clean := []byte(`{"id": 42, "Name": "Ada Lovelace", "note": "nothing to hide here, SK and all"}`)
+	if n := testing.AllocsPerRun(100, func() { _ = r.Bytes(clean) }); n != 0 {
+		t.Errorf("Bytes of clean text allocates %v times", n)
+	}
+	if got := r.Bytes(clean); &got[0] != &clean[0] {
+		t.Error("Bytes of clean text returned a copy")
+	}
+	dirty := []byte(`{"token": "secret-value-0123456789", "auth": "Bearer abcdefgh123"}`)
+	keep := string(dirty)
+	got := string(r.Bytes(dirty))
+	if string(dirty) != keep {
+		t.Errorf("Bytes changed its argument: %s", dirty)
+	}
+	if want := `{"token": "[REDACTED]", "auth": "Bearer [REDACTED]"}`; got != want {
+		t.Errorf("Bytes = %s, want %s", got, want)
+	}
+}
+
+// Cut hides the start of a secret that a preview's cut left before its
+// ellipsis, in any case, and leaves a text that ends otherwise alone.
+func TestCutHidesASecretCutShort(t *testing.T) {
+	t.Parallel()
+	r := redact.New("Secret-Value-0123456789")
+	for in, want := range map[string]string{
+		`{"token":"SECRET-Val…`:               `{"token":"[REDACTED]…`,
+		`{"token":"secret-value-0123456789"}`: `{"token":"[REDACTED]"}`,
+		`{"token":"Sec…`:                      `{"token":"[REDACTED]…`,
+		`{"token":"Se…`:                       `{"token":"Se…`,
+		`{"note":"nothing here…`:              `{"note":"nothing here…`,
+		`{"token":"SECRET-Val`:                `{"token":"SECRET-Val`,
+	} {
+		if got := r.Cut(in); got != want {
+			t.Errorf("Cut(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -14,16 +14,14 @@ import (
 
 // RunRisk is one run's risk tier and what its controls need: assessed at
 // intake (NewRunRisk), raised as the run learns more (Raise), never
-// lowered. It also keeps the evidence the reviewer may see — the user's
-// input and the recorded tool results — and nothing else of the run. The
-// engine puts it in the run's context (WithRunRisk), where Controls finds
-// it. Safe for concurrent use.
+// lowered. The reviewer it asks sees the run's Evidence (the user's input
+// and the recorded tool results) and nothing else of the run. The engine
+// puts it in the run's context (WithRunRisk), where Controls finds it.
+// Safe for concurrent use.
 type RunRisk struct {
 	tier atomic.Int32
 	mu   sync.Mutex
 	cfg  RunRiskConfig
-	// results are the recorded tool results, oldest first.
-	results []ToolResult
 	// reviews remembers each call's review, so that asking the gate twice
 	// about one call (before a step parks, then in the pipeline) asks the
 	// reviewer once.
@@ -32,8 +30,10 @@ type RunRisk struct {
 
 // RunRiskConfig is what a RunRisk is built with.
 type RunRiskConfig struct {
-	// Input is the user's input to the run, as the reviewer sees it.
-	Input any
+	// Evidence is the run's record of the user's input and its tool
+	// results, the evidence the reviewer sees (Evidence.ForReview); nil:
+	// none. The caller keeps adding to it as the run goes on.
+	Evidence *Evidence
 	// OnRaise is told of every change of the tier, in order, while the
 	// RunRisk's lock is held (it must not call back into the RunRisk).
 	OnRaise func(TierChange)
@@ -97,16 +97,6 @@ func (r *RunRisk) Raise(c TierChange) bool {
 		r.cfg.OnRaise(c)
 	}
 	return true
-}
-
-// AddResult records a tool's output as evidence the reviewer may see.
-func (r *RunRisk) AddResult(toolName string, output any) {
-	if r.cfg.Reviewer == nil {
-		return
-	}
-	r.mu.Lock()
-	r.results = append(r.results, ToolResult{Tool: toolName, Output: output})
-	r.mu.Unlock()
 }
 
 type runRiskKey struct{}

@@ -31,7 +31,7 @@ type source struct {
 	ref string
 
 	once sync.Once
-	raw  any    // the value, until text is built
+	raw  any    // the value
 	obs  string // or an observation's text, read as JSON when it is JSON
 	text string // normalised leaves, one per line
 }
@@ -47,7 +47,7 @@ func (s *source) body() string {
 		}
 		var b strings.Builder
 		appendLeaves(&b, v)
-		s.text, s.raw, s.obs = b.String(), nil, ""
+		s.text = b.String()
 	})
 	return s.text
 }
@@ -109,6 +109,44 @@ func (e *Evidence) add(s *source) {
 	e.mu.Lock()
 	e.srcs = append(e.srcs, s)
 	e.mu.Unlock()
+}
+
+// ForReview returns what a reviewer may see of e: the user's part (the
+// value of the one source "input", or with several — a chat's messages —
+// each by its ref) and the tool results, oldest first. Values are shared,
+// not copied; an observation is its text.
+func (e *Evidence) ForReview() (input any, results []ToolResult) {
+	if e == nil {
+		return nil, nil
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var user map[string]any
+	for _, s := range e.srcs {
+		out := s.raw
+		if s.obs != "" {
+			out = s.obs
+		}
+		if s.origin != OriginUser {
+			results = append(results, ToolResult{Tool: s.tool, Output: out})
+			continue
+		}
+		if input == nil && user == nil {
+			input = out
+			if s.ref != "input" {
+				user = map[string]any{s.ref: out}
+			}
+			continue
+		}
+		if user == nil {
+			user = map[string]any{"input": input}
+		}
+		user[s.ref] = out
+	}
+	if user != nil {
+		input = user
+	}
+	return input, results
 }
 
 // Len returns how many sources e holds.

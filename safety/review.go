@@ -23,7 +23,7 @@ type Reviewer interface {
 type ReviewRequest struct {
 	RunID, StepID string
 	Attempt       int
-	// Input is the user's input to the run.
+	// Input is the user's input to the run (Evidence.ForReview).
 	Input any
 	// Results are the recorded tool results, oldest first.
 	Results []ToolResult
@@ -52,10 +52,8 @@ type Action struct {
 
 // request builds the reviewer's request for inv from the run's evidence.
 func (r *RunRisk) request(inv *Invocation) *ReviewRequest {
-	r.mu.Lock()
-	results := append([]ToolResult(nil), r.results...)
-	r.mu.Unlock()
-	req := &ReviewRequest{RunID: inv.RunID, StepID: inv.StepID, Attempt: inv.Attempt, Input: r.cfg.Input, Results: results, Declaration: inv.Declaration,
+	input, results := r.cfg.Evidence.ForReview()
+	req := &ReviewRequest{RunID: inv.RunID, StepID: inv.StepID, Attempt: inv.Attempt, Input: input, Results: results, Declaration: inv.Declaration,
 		Action: Action{Tool: inv.Tool.Name, Effect: inv.Tool.Effect, Args: inv.Args}}
 	if d := inv.Declaration; d != nil {
 		for _, f := range d.Facts {

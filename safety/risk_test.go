@@ -131,7 +131,9 @@ func TestControlsPerTier(t *testing.T) {
 		{"tier 4 read", 4, read, &fakeReviewer{}, false, safety.Allow, "", 0},
 	}
 	for _, tc := range cases {
-		cfg := safety.RunRiskConfig{Input: map[string]any{"q": "x"}}
+		ev := &safety.Evidence{}
+		ev.AddUser("input", map[string]any{"q": "x"})
+		cfg := safety.RunRiskConfig{Evidence: ev}
 		if tc.reviewer != nil {
 			cfg.Reviewer = tc.reviewer
 		}

@@ -102,6 +102,7 @@ func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project
 	if err != nil {
 		return nil, loadError(s, err)
 	}
+	s.hide(p.Redactor())
 	return p, nil
 }
 

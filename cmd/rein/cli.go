@@ -53,6 +53,17 @@ type streams struct {
 	// (rein mcp's JSON-RPC) that must not be rewritten mid-frame.
 	rawIn  io.Reader
 	rawOut io.Writer
+	// red is out's redactor, which hide extends.
+	red *redactingWriter
+}
+
+// hide makes stdout and the error printer hide what red knows as well (a
+// loaded project's secrets: rein.yaml secrets: and its models' keys).
+// Commands call it before they run anything.
+func (s *streams) hide(red *redact.Redactor) {
+	if s.red != nil && red != nil {
+		s.red.red = s.red.red.Join(red)
+	}
 }
 
 // Main runs the CLI with args and returns the exit code.
@@ -61,7 +72,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// the one redactor, so a secret a tool wrote into its output, or a run
 	// recorded before its secret was known, is not shown; control
 	// characters are escaped after it.
-	s := &streams{in: stdin, out: redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}, err: escapingWriter{stderr}, term: stderr, rawIn: stdin, rawOut: stdout}
+	red := &redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}
+	s := &streams{in: stdin, out: red, red: red, err: escapingWriter{stderr}, term: stderr, rawIn: stdin, rawOut: stdout}
 	stderr = s.err
 	root := newRoot(s)
 	root.SetArgs(args)
@@ -72,16 +84,16 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return exitOK
 	}
-	// Every error is printed through the one redactor: a message may quote
-	// a failing program or server that echoed a key or a DSN.
-	red := redact.Process()
+	// Every error is printed through the one redactor (the project's,
+	// once one is loaded): a message may quote a failing program or server
+	// that echoed a key or a DSN.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if errors.Is(ee.err, store.ErrDamaged) {
 			ee.code = exitDamaged
 		}
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "rein:", red.String(ee.err.Error()))
+			fmt.Fprintln(stderr, "rein:", red.red.String(ee.err.Error()))
 			if advice := cliAdvice(ee.err); advice != "" {
 				fmt.Fprintln(stderr, "rein:", advice)
 			}
@@ -89,7 +101,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong argument count.
-	fmt.Fprintln(stderr, "rein:", red.String(err.Error()))
+	fmt.Fprintln(stderr, "rein:", red.red.String(err.Error()))
 	fmt.Fprintln(stderr, "Run 'rein help' for usage.")
 	return exitUsage
 }
@@ -102,7 +114,7 @@ type redactingWriter struct {
 	red *redact.Redactor
 }
 
-func (r redactingWriter) Write(p []byte) (int, error) {
+func (r *redactingWriter) Write(p []byte) (int, error) {
 	if _, err := io.WriteString(r.w, r.red.String(string(p))); err != nil {
 		return 0, err
 	}

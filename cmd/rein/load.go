@@ -60,6 +60,7 @@ func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
 	if err != nil {
 		return nil, loadError(s, err)
 	}
+	s.hide(p.Redactor())
 	for _, w := range p.Flow.Warnings {
 		fmt.Fprintln(s.err, w.String())
 	}

@@ -384,6 +384,7 @@ func (l *loadFlags) runsOptions() *rein.RunsOptions {
 // watchProgress shows a resumed run's progress on the terminal (stderr).
 func watchProgress(s *streams) *rein.ResumeOptions {
 	return &rein.ResumeOptions{Watch: func(p *rein.Project, steps []*store.Step) (trace.Sink, func()) {
+		s.hide(p.Redactor())
 		progress := newProgress(s.term, p.Flow)
 		progress.seed(steps)
 		progress.Start()
