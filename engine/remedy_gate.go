@@ -51,7 +51,7 @@ func (r *run) remedyControls(ctx context.Context, req *invoke.Request, spec *too
 	}
 	rec.Tier, rec.Reason = tier, strings.Join(reasons, "; ")
 	if t != nil {
-		rc := safety.RunRiskConfig{Input: r.input, OnReview: r.recordReview}
+		rc := safety.RunRiskConfig{Evidence: r.ev, OnReview: r.recordReview}
 		if t.reviewer != nil {
 			rc.Reviewer = &review.Model{Model: reviewMeter{r: r, m: t.reviewer, name: t.reviewerName}, Name: t.reviewerName}
 		}
