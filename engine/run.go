@@ -93,6 +93,9 @@ type run struct {
 type stepState struct {
 	output    any
 	outputSHA string
+	// outputSize is the length of output's canonical JSON; 0 when not
+	// known (a step settled by a person or restored on resume).
+	outputSize int64
 	// outputJSON is output's canonical JSON when the run is durable (the
 	// digest's bytes, kept for the step's journal row); nil otherwise.
 	outputJSON []byte
@@ -360,6 +363,7 @@ func (r *run) settle(o *outcome) {
 	r.m.Settle(i, o.status, o.attempts, o.outputSHA)
 	st.output = o.output
 	st.outputSHA = o.outputSHA
+	st.outputSize = o.outputSize
 	st.outputJSON = o.outputJSON
 	if o.lastErr != nil {
 		st.err = r.hide(toRunError(o.lastErr, s.ID, o.origin))

@@ -36,6 +36,8 @@ type outcome struct {
 	agentWait *agentWait
 	origin    trace.Origin
 	outputSHA string
+	// outputSize is the length of output's canonical JSON (0: unknown).
+	outputSize int64
 	// outputJSON: the canonical JSON of output, for a durable run's journal.
 	outputJSON []byte
 	preview    string
@@ -108,6 +110,7 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 	}
 	o.output = out
 	o.outputSHA = value.Digest(buf)
+	o.outputSize = int64(len(buf))
 	o.outputJSON = nil
 	if r.d.on {
 		o.outputJSON = bytes.Clone(buf)
@@ -329,7 +332,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil)
+		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
 		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine

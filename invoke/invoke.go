@@ -116,15 +116,14 @@ func (e *ApprovalError) Error() string {
 // context's cause (a step's timeout is transient), Failed the tool's own
 // error (unclassified counts as business). Errors name the tool.
 func (p *Pipeline) Call(ctx context.Context, req *Request) (any, Outcome, error) {
-	var spec tool.Spec
-	if req.Spec != nil {
-		spec = *req.Spec
-	} else {
-		spec = req.Tool.Spec()
+	spec := req.Spec
+	if spec == nil {
+		s := req.Tool.Spec()
+		spec = &s
 	}
 	var kb [128]byte
 	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Provenance: req.Provenance, Start: p.now()}
-	out, err := p.call(ctx, req, &spec, &rec)
+	out, err := p.call(ctx, req, spec, &rec)
 	if req.Recorder != nil {
 		rec.Err, rec.Duration = err, p.now().Sub(rec.Start)
 		req.Recorder.Called(rec)
