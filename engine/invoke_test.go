@@ -186,6 +186,32 @@ func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
 	}
 }
 
+// TestLateResultIsJournaledInMemory: a run without a store, a gate or
+// Config.OnCall, calling a tool without effects, still journals the late
+// result of a call given up at its deadline.
+func TestLateResultIsJournaledInMemory(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	sink := &notifySink{recorder: &recorder{}, kind: trace.CallDiscarded, seen: make(chan struct{})}
+	slow := stubborn("slow", release, false, func(context.Context) (any, error) {
+		close(release)
+		select {
+		case <-sink.seen:
+			return map[string]any{"from": "retry"}, nil
+		case <-time.After(10 * time.Second):
+			return nil, fault.Errorf(fault.Business, "the late result of attempt 1 was never journaled")
+		}
+	})
+	fx := newFixture(t, slow)
+	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Sink: sink})
+	res, err := e.Run(context.Background(), fx.parse("name: t\nsteps:\n  - {id: s, tool: slow, args: {}, timeout: 300ms, retries: 1}\n"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	wantStep(t, res, "s", trace.StepSucceeded, 2)
+}
+
 // TestPlanStepToolIgnoringItsDeadline: in a plan step with timeout 300ms a
 // plan tool that ignores ctx ends the step at the deadline; its late result
 // is discarded and journaled.
