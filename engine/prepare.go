@@ -19,12 +19,8 @@ type job struct {
 	index int
 	step  *flow.Step
 	in    unitInput
-	// items are the per-item inputs of a for_each step, itemValues the
-	// items themselves; itemErrs (nil unless on_error applies per item)
-	// the items whose input could not be rendered.
-	items      []unitInput
-	itemValues []any
-	itemErrs   []error
+	// each holds a for_each step's items; nil for other steps.
+	each *eachItems
 	// scope is a private copy of env for gate and repeat evaluation.
 	scope    map[string]any
 	inputSHA string
@@ -34,6 +30,23 @@ type job struct {
 	out outcome
 	// approved: a person approved the step's call (gatePark).
 	approved bool
+}
+
+// eachItems are a for_each step's items: their inputs, the items
+// themselves, and (nil unless on_error applies per item) the errors of the
+// items whose input could not be rendered.
+type eachItems struct {
+	inputs []unitInput
+	values []any
+	errs   []error
+}
+
+// items returns the per-item inputs of a for_each step; nil for others.
+func (j *job) items() []unitInput {
+	if j.each == nil {
+		return nil
+	}
+	return j.each.inputs
 }
 
 // unitInput is the rendered input of one execution: args for a tool step,
@@ -54,7 +67,8 @@ func (r *run) prepare(i int) *job {
 	}
 	switch {
 	case s.ForEach != nil:
-		j.items, j.itemValues, j.itemErrs, j.renderErr = r.renderItems(s)
+		j.each = &eachItems{}
+		j.each.inputs, j.each.values, j.each.errs, j.renderErr = r.renderItems(s)
 	case s.Repeat != nil:
 		// rounds render against their own scope (previous, iteration).
 	default:
@@ -63,7 +77,7 @@ func (r *run) prepare(i int) *job {
 	if j.renderErr == nil {
 		var err error
 		if s.ForEach != nil {
-			j.inputSHA, err = r.digestItems(j.items)
+			j.inputSHA, err = r.digestItems(j.each.inputs)
 		} else if sha := r.passthroughDigest(s); sha != "" {
 			j.inputSHA = sha
 		} else if s.Repeat == nil {

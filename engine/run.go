@@ -341,15 +341,15 @@ func (r *run) settle(o *outcome) {
 	st.attempts = o.attempts
 	st.settled = r.e.cfg.Clock.Now()
 	st.duration = st.settled.Sub(st.started)
-	if o.agentWait != nil {
+	if p := o.park; p != nil && p.agentWait != nil {
 		st.settled = time.Time{}
-		r.parkAgent(i, o.agentWait)
+		r.parkAgent(i, p.agentWait)
 		return
 	}
-	if o.escalated {
+	if p := o.park; p != nil && p.escalated {
 		st.settled, st.err = time.Time{}, toRunError(o.lastErr, s.ID, o.origin)
 		a := r.park(i, store.KindEscalation, nil)
-		a.Args = o.escArgs
+		a.Args = p.escArgs
 		return
 	}
 	if o.err != nil {
