@@ -141,11 +141,10 @@ func TestToolIgnoringItsDeadlineTimesOut(t *testing.T) {
 	}
 }
 
-// TestLateResultIsJournaledAndDiscarded: a late result that arrives while
-// the run goes on is journaled as call_discarded (in the durable journal
-// too), and the step's output is the retry's, not the late one.
-func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
-	t.Parallel()
+// lateThenRetry returns the tool "slow", whose attempt 1 ignores its
+// deadline and returns late, and whose retry waits until that late result
+// reached the sink it returns as call_discarded.
+func lateThenRetry() (tool.Tool, *notifySink) {
 	release := make(chan struct{})
 	sink := &notifySink{recorder: &recorder{}, kind: trace.CallDiscarded, seen: make(chan struct{})}
 	slow := stubborn("slow", release, false, func(context.Context) (any, error) {
@@ -157,6 +156,15 @@ func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
 			return nil, fault.Errorf(fault.Business, "the late result of attempt 1 was never journaled")
 		}
 	})
+	return slow, sink
+}
+
+// TestLateResultIsJournaledAndDiscarded: a late result that arrives while
+// the run goes on is journaled as call_discarded (in the durable journal
+// too), and the step's output is the retry's, not the late one.
+func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
+	t.Parallel()
+	slow, sink := lateThenRetry()
 	fx := newFixture(t, slow)
 	st := openSQLite(t)
 	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Sink: sink, Store: st})
@@ -191,17 +199,7 @@ func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
 // result of a call given up at its deadline.
 func TestLateResultIsJournaledInMemory(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	sink := &notifySink{recorder: &recorder{}, kind: trace.CallDiscarded, seen: make(chan struct{})}
-	slow := stubborn("slow", release, false, func(context.Context) (any, error) {
-		close(release)
-		select {
-		case <-sink.seen:
-			return map[string]any{"from": "retry"}, nil
-		case <-time.After(10 * time.Second):
-			return nil, fault.Errorf(fault.Business, "the late result of attempt 1 was never journaled")
-		}
-	})
+	slow, sink := lateThenRetry()
 	fx := newFixture(t, slow)
 	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Sink: sink})
 	res, err := e.Run(context.Background(), fx.parse("name: t\nsteps:\n  - {id: s, tool: slow, args: {}, timeout: 300ms, retries: 1}\n"), nil, nil)
