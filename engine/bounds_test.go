@@ -138,3 +138,28 @@ func TestMaxInputBytes(t *testing.T) {
 	res = fx.run("name: big\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: use, tool: echo, args: {a: \"{gen.text}\"}, max_input_bytes: 100}\n", nil)
 	wantErrorClass(t, res, fault.Business, "more than max_input_bytes (100 bytes)")
 }
+
+// A step whose args are one upstream output is held to max_input_bytes
+// whether the engine measures that output or knows it is small.
+func TestMaxInputBytesPassthrough(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t,
+		goTool("gen", func(_ context.Context, args map[string]any) (any, error) {
+			return map[string]any{"text": strings.Repeat("x", int(args["n"].(float64)))}, nil
+		}),
+		goTool("echo", func(_ context.Context, args map[string]any) (any, error) { return args, nil }))
+	for _, tc := range []struct {
+		n    int
+		fits bool
+	}{{0, true}, {40, true}, {90, false}, {5000, false}} {
+		res := fx.run(fmt.Sprintf("name: pass\nsteps:\n  - {id: gen, tool: gen, args: {n: %d}}\n  - {id: use, tool: echo, args: \"{gen}\", max_input_bytes: 100}\n", tc.n), nil)
+		if !tc.fits {
+			wantErrorClass(t, res, fault.Business, "args: the rendered input is more than max_input_bytes (100 bytes)")
+			continue
+		}
+		wantStatus(t, res, trace.RunSucceeded)
+		if got := res.Outputs["use"].(map[string]any)["text"]; got != strings.Repeat("x", tc.n) {
+			t.Errorf("n=%d: use got %v", tc.n, got)
+		}
+	}
+}

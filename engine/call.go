@@ -17,12 +17,13 @@ import (
 // refused (args or gate), the tool's otherwise.
 func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, attempt int, fallback bool) (any, trace.Origin, error) {
 	s := j.step
-	req := invoke.Request{Tool: t, Args: in.args, Recorder: (*callRecorder)(r),
+	req := invoke.Request{Tool: t, Args: in.args,
 		At: invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Fallback: fallback, Attempt: attempt}}
 	if !fallback {
 		req.Spec = &r.b.specs[j.index]
 		req.Approved = j.approved
 	}
+	req.Recorder = r.recorder(ctx, req.Spec)
 	req.Provenance = r.b.provenance(j.index, fallback)
 	if r.ev != nil {
 		req.Verified = r.ev.Verify(in.args, req.Provenance)

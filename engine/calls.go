@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -16,6 +18,26 @@ import (
 type callRecorder run
 
 var _ invoke.Recorder = (*callRecorder)(nil)
+
+// recorder is the Recorder of a call of a flow step (spec is its tool's;
+// nil for a fallback's): the run, or nil when the run would do nothing
+// with what the pipeline tells it — then the call is neither recorded nor
+// timed. Each condition is one thing the methods below do; a new one
+// belongs here too.
+func (r *run) recorder(ctx context.Context, spec *tool.Spec) invoke.Recorder {
+	if spec == nil ||
+		r.d.on || // Starting, recordCall: call records of a durable run
+		r.b.gated() || r.e.pipe.Gate != nil && r.e.pipe.Gate != safety.AllowAll || // GateDecided
+		r.risk != nil || r.ev != nil || // the risk tier's and the gate's evidence
+		safety.HasEffect(spec) || // recordEffect
+		r.e.cfg.OnCall != nil {
+		return (*callRecorder)(r)
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return (*callRecorder)(r) // a call given up at its deadline: Abandoned, Late
+	}
+	return nil
+}
 
 // GateDecided journals one decision of the gate.
 // Its data is what the gate saw (safety.Basis) of a call a model chose, or

@@ -141,11 +141,10 @@ func TestToolIgnoringItsDeadlineTimesOut(t *testing.T) {
 	}
 }
 
-// TestLateResultIsJournaledAndDiscarded: a late result that arrives while
-// the run goes on is journaled as call_discarded (in the durable journal
-// too), and the step's output is the retry's, not the late one.
-func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
-	t.Parallel()
+// lateThenRetry returns the tool "slow", whose attempt 1 ignores its
+// deadline and returns late, and whose retry waits until that late result
+// reached the sink it returns as call_discarded.
+func lateThenRetry() (tool.Tool, *notifySink) {
 	release := make(chan struct{})
 	sink := &notifySink{recorder: &recorder{}, kind: trace.CallDiscarded, seen: make(chan struct{})}
 	slow := stubborn("slow", release, false, func(context.Context) (any, error) {
@@ -157,6 +156,15 @@ func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
 			return nil, fault.Errorf(fault.Business, "the late result of attempt 1 was never journaled")
 		}
 	})
+	return slow, sink
+}
+
+// TestLateResultIsJournaledAndDiscarded: a late result that arrives while
+// the run goes on is journaled as call_discarded (in the durable journal
+// too), and the step's output is the retry's, not the late one.
+func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
+	t.Parallel()
+	slow, sink := lateThenRetry()
 	fx := newFixture(t, slow)
 	st := openSQLite(t)
 	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Sink: sink, Store: st})
@@ -184,6 +192,22 @@ func TestLateResultIsJournaledAndDiscarded(t *testing.T) {
 	if !slices.Equal(kinds, want) {
 		t.Errorf("journal %v\nwant %v", kinds, want)
 	}
+}
+
+// TestLateResultIsJournaledInMemory: a run without a store, a gate or
+// Config.OnCall, calling a tool without effects, still journals the late
+// result of a call given up at its deadline.
+func TestLateResultIsJournaledInMemory(t *testing.T) {
+	t.Parallel()
+	slow, sink := lateThenRetry()
+	fx := newFixture(t, slow)
+	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Sink: sink})
+	res, err := e.Run(context.Background(), fx.parse("name: t\nsteps:\n  - {id: s, tool: slow, args: {}, timeout: 300ms, retries: 1}\n"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	wantStep(t, res, "s", trace.StepSucceeded, 2)
 }
 
 // TestPlanStepToolIgnoringItsDeadline: in a plan step with timeout 300ms a

@@ -105,8 +105,8 @@ func (r *run) gatePark(i int, j *job) bool {
 	attempt := r.steps[i].attempts + 1
 	var first safety.Decision
 	asked := 0
-	for k, in := range j.items {
-		if j.itemErrs != nil && j.itemErrs[k] != nil {
+	for k, in := range j.items() {
+		if j.each.errs != nil && j.each.errs[k] != nil {
 			continue
 		}
 		if d, ok := r.gateAsks(i, attempt, in); ok {
@@ -132,7 +132,7 @@ func (r *run) gatePark(i int, j *job) bool {
 	}
 	a.Args, _ = value.AppendCanonical(nil, gatedCalls(j))
 	a.Message = fmt.Sprintf("step %s wants to call tool %s for each of its %d items (the args, in order), and the policy gate requires approval of %d of them (rule %s: %s); approve to make these exact calls, reject to fail the step",
-		s.ID, s.Tool, len(j.items), asked, first.Rule, first.Reason)
+		s.ID, s.Tool, len(j.items()), asked, first.Rule, first.Reason)
 	return true
 }
 
@@ -159,8 +159,8 @@ func gatedCalls(j *job) any {
 	if j.step.ForEach == nil {
 		return j.in.args
 	}
-	list := make([]any, len(j.items))
-	for k, in := range j.items {
+	list := make([]any, len(j.items()))
+	for k, in := range j.items() {
 		list[k] = in.args
 	}
 	return list

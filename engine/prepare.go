@@ -19,12 +19,8 @@ type job struct {
 	index int
 	step  *flow.Step
 	in    unitInput
-	// items are the per-item inputs of a for_each step, itemValues the
-	// items themselves; itemErrs (nil unless on_error applies per item)
-	// the items whose input could not be rendered.
-	items      []unitInput
-	itemValues []any
-	itemErrs   []error
+	// each holds a for_each step's items; nil for other steps.
+	each *eachItems
 	// scope is a private copy of env for gate and repeat evaluation.
 	scope    map[string]any
 	inputSHA string
@@ -34,6 +30,23 @@ type job struct {
 	out outcome
 	// approved: a person approved the step's call (gatePark).
 	approved bool
+}
+
+// eachItems are a for_each step's items: their inputs, the items
+// themselves, and (nil unless on_error applies per item) the errors of the
+// items whose input could not be rendered.
+type eachItems struct {
+	inputs []unitInput
+	values []any
+	errs   []error
+}
+
+// items returns the per-item inputs of a for_each step; nil for others.
+func (j *job) items() []unitInput {
+	if j.each == nil {
+		return nil
+	}
+	return j.each.inputs
 }
 
 // unitInput is the rendered input of one execution: args for a tool step,
@@ -54,16 +67,17 @@ func (r *run) prepare(i int) *job {
 	}
 	switch {
 	case s.ForEach != nil:
-		j.items, j.itemValues, j.itemErrs, j.renderErr = r.renderItems(s)
+		j.each = &eachItems{}
+		j.each.inputs, j.each.values, j.each.errs, j.renderErr = r.renderItems(s)
 	case s.Repeat != nil:
 		// rounds render against their own scope (previous, iteration).
 	default:
-		j.in, j.renderErr = renderInput(r.ctx, r.b.kinds[i], s, r.env, -1, r.defaultArgs(s))
+		j.in, j.renderErr = renderInput(r.ctx, r.b.kinds[i], s, r.env, -1, r.defaultArgs(s), r.inputBound(s))
 	}
 	if j.renderErr == nil {
 		var err error
 		if s.ForEach != nil {
-			j.inputSHA, err = r.digestItems(j.items)
+			j.inputSHA, err = r.digestItems(j.each.inputs)
 		} else if sha := r.passthroughDigest(s); sha != "" {
 			j.inputSHA = sha
 		} else if s.Repeat == nil {
@@ -93,13 +107,31 @@ func (r *run) defaultArgs(s *flow.Step) any {
 	return m
 }
 
-// renderInput renders one execution's input within the step's
-// max_input_bytes, stopping when ctx ends.
-func renderInput(ctx context.Context, k *kind, s *flow.Step, scope map[string]any, item int, defaults any) (unitInput, error) {
+// renderInput renders one execution's input within maxBytes (the step's
+// max_input_bytes, or 0 when inputBound proved it cannot be passed),
+// stopping when ctx ends.
+func renderInput(ctx context.Context, k *kind, s *flow.Step, scope map[string]any, item int, defaults any, maxBytes int64) (unitInput, error) {
 	in := unitInput{item: item}
 	var err error
-	in.prompt, in.args, err = k.render(s, scope, template.Bounds{Ctx: ctx, MaxBytes: s.MaxInputBytes}, defaults)
+	in.prompt, in.args, err = k.render(s, scope, template.Bounds{Ctx: ctx, MaxBytes: maxBytes}, defaults)
 	return in, err
+}
+
+// inputBound is the bound step s's args render within: its
+// max_input_bytes, or 0 (no bound to check) when the args are one upstream
+// output whose canonical JSON is so small that the rendering's measure of
+// it cannot pass the bound. That measure (template.Bounds) is at most 8
+// times the canonical JSON's length: it counts 8 bytes for a value of
+// another type, at most 24 for a number, one byte more than JSON for a
+// true, an element or an entry; so this skips the walk of a value the
+// limit would accept anyway, and nothing else.
+func (r *run) inputBound(s *flow.Step) int64 {
+	if k := r.passthroughStep(s); k >= 0 && s.MaxInputBytes > 0 {
+		if n := r.steps[k].outputSize; n > 0 && n <= s.MaxInputBytes/8 {
+			return 0
+		}
+	}
+	return s.MaxInputBytes
 }
 
 // renderFailure classifies a failed rendering or evaluation of step s's
@@ -144,7 +176,7 @@ func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []err
 		if r.b.kinds[s.Index].takesArgs && s.Args == nil {
 			args = it
 		}
-		in, err := renderInput(r.ctx, r.b.kinds[s.Index], s, r.env, k, args)
+		in, err := renderInput(r.ctx, r.b.kinds[s.Index], s, r.env, k, args, s.MaxInputBytes)
 		out[k] = in
 		if err == nil {
 			continue
@@ -171,19 +203,28 @@ func restore(m map[string]any, k string, v any, had bool) {
 // passthroughDigest is the input digest of a tool step whose args are one
 // upstream step's whole output: that output's digest, already computed.
 func (r *run) passthroughDigest(s *flow.Step) string {
+	if k := r.passthroughStep(s); k >= 0 {
+		return r.steps[k].outputSHA
+	}
+	return ""
+}
+
+// passthroughStep is the index of the upstream step whose whole output is
+// step s's args (`args: "{extract}"`), or -1.
+func (r *run) passthroughStep(s *flow.Step) int {
 	if !r.b.kinds[s.Index].takesArgs {
-		return ""
+		return -1
 	}
 	p, ok := s.Args.Passthrough()
 	if !ok || len(p) != 1 {
-		return ""
+		return -1
 	}
 	for _, k := range s.RequireIdx {
 		if r.f.Steps[k].ID == p[0].Key {
-			return r.steps[k].outputSHA
+			return k
 		}
 	}
-	return ""
+	return -1
 }
 
 // digestInput hashes what the step is about to send (args or prompt).

@@ -188,7 +188,7 @@ func (r *run) assessStep(i int, j *job) {
 	}
 	s := *r.b.tiers.steps[i]
 	if r.f.Steps[i].ForEach != nil {
-		s.FanOut = len(j.items)
+		s.FanOut = len(j.items())
 	}
 	if safety.TierOf(&s) <= r.risk.Tier() {
 		return

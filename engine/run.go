@@ -93,6 +93,9 @@ type run struct {
 type stepState struct {
 	output    any
 	outputSHA string
+	// outputSize is the length of output's canonical JSON; 0 when not
+	// known (a step settled by a person or restored on resume).
+	outputSize int64
 	// outputJSON is output's canonical JSON when the run is durable (the
 	// digest's bytes, kept for the step's journal row); nil otherwise.
 	outputJSON []byte
@@ -338,15 +341,15 @@ func (r *run) settle(o *outcome) {
 	st.attempts = o.attempts
 	st.settled = r.e.cfg.Clock.Now()
 	st.duration = st.settled.Sub(st.started)
-	if o.agentWait != nil {
+	if p := o.park; p != nil && p.agentWait != nil {
 		st.settled = time.Time{}
-		r.parkAgent(i, o.agentWait)
+		r.parkAgent(i, p.agentWait)
 		return
 	}
-	if o.escalated {
+	if p := o.park; p != nil && p.escalated {
 		st.settled, st.err = time.Time{}, toRunError(o.lastErr, s.ID, o.origin)
 		a := r.park(i, store.KindEscalation, nil)
-		a.Args = o.escArgs
+		a.Args = p.escArgs
 		return
 	}
 	if o.err != nil {
@@ -360,6 +363,7 @@ func (r *run) settle(o *outcome) {
 	r.m.Settle(i, o.status, o.attempts, o.outputSHA)
 	st.output = o.output
 	st.outputSHA = o.outputSHA
+	st.outputSize = o.outputSize
 	st.outputJSON = o.outputJSON
 	if o.lastErr != nil {
 		st.err = r.hide(toRunError(o.lastErr, s.ID, o.origin))

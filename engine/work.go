@@ -28,17 +28,24 @@ type outcome struct {
 	// lastErr is a failure that on_error absorbed (skip or fallback), or
 	// the one it escalated.
 	lastErr error
-	// escalated: on_error escalate parks the step for a person; escArgs
-	// are the canonical args of the failed tool call, for the approval.
-	escalated bool
-	escArgs   []byte
-	// agentWait: an agent step's calls wait for people; the step parks.
-	agentWait *agentWait
+	// park, when set, parks the step for people instead of settling it.
+	park      *parking
 	origin    trace.Origin
 	outputSHA string
+	// outputSize is the length of output's canonical JSON (0: unknown).
+	outputSize int64
 	// outputJSON: the canonical JSON of output, for a durable run's journal.
 	outputJSON []byte
 	preview    string
+}
+
+// parking is why a step's outcome parks it: on_error escalate (escalated,
+// with escArgs the canonical args of the failed tool call, for the
+// approval), or an agent step's calls waiting for people (agentWait).
+type parking struct {
+	escalated bool
+	escArgs   []byte
+	agentWait *agentWait
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -87,7 +94,7 @@ func (r *run) work(j *job) (o *outcome) {
 		o.origin = r.b.kinds[j.index].outputOrigin
 	}
 	if w, ok := err.(*agentWait); ok {
-		o.agentWait = w
+		o.park = &parking{agentWait: w}
 		return o
 	}
 	r.applyOnError(j, err, o)
@@ -108,6 +115,7 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 	}
 	o.output = out
 	o.outputSHA = value.Digest(buf)
+	o.outputSize = int64(len(buf))
 	o.outputJSON = nil
 	if r.d.on {
 		o.outputJSON = bytes.Clone(buf)
@@ -155,9 +163,9 @@ func (r *run) escalate(j *job, err error, o *outcome) {
 		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: Config.Store)", err))
 		return
 	}
-	o.lastErr, o.escalated = err, true
+	o.lastErr, o.park = err, &parking{escalated: true}
 	if r.b.kinds[j.index].takesArgs && j.step.ForEach == nil {
-		o.escArgs, _ = value.AppendCanonical(nil, j.in.args)
+		o.park.escArgs, _ = value.AppendCanonical(nil, j.in.args)
 	}
 }
 
@@ -234,9 +242,9 @@ func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, e
 	var scope map[string]any
 	if j.scope != nil {
 		scope = maps.Clone(j.scope)
-		scope["item"], scope["index"] = j.itemValues[k], float64(k)
+		scope["item"], scope["index"] = j.each.values[k], float64(k)
 	}
-	out, ferr := r.runFallback(ctx, j, j.items[k], scope)
+	out, ferr := r.runFallback(ctx, j, j.each.inputs[k], scope)
 	if ferr != nil {
 		return nil, fallbackFailed(ferr, err, "item")
 	}
@@ -249,8 +257,9 @@ func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, e
 // slot (o.lastErr keeps the first such failure); otherwise, or when its
 // fallback fails too, it cancels the others and the step fails.
 func (r *run) runItems(j *job, o *outcome) (any, error) {
-	out := make([]any, len(j.items))
-	if len(j.items) == 0 {
+	items := j.items()
+	out := make([]any, len(items))
+	if len(items) == 0 {
 		return out, nil
 	}
 	ctx, cancel := context.WithCancelCause(r.ctx)
@@ -261,9 +270,9 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 	var firstErr error
 	firstOrigin := trace.Origin("")
 	perItem := j.step.OnError == flow.Skip || j.step.OnError == flow.Fallback
-	firstAbsorbed := len(j.items)
+	firstAbsorbed := len(items)
 	done := r.itemsDone(j.index) // settled before a resume: not run again
-	for k := range j.items {
+	for k := range items {
 		if v, ok := done[k]; ok {
 			out[k] = v
 			continue
@@ -282,11 +291,11 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 			sub := &outcome{}
 			var v any
 			var err error
-			if j.itemErrs != nil {
-				err = j.itemErrs[k]
+			if j.each.errs != nil {
+				err = j.each.errs[k]
 			}
 			if err == nil {
-				v, err = r.runUnit(ctx, j, j.items[k], sub)
+				v, err = r.runUnit(ctx, j, items[k], sub)
 			}
 			var absorbed error // the item's failure that on_error absorbed
 			if err != nil && perItem {
@@ -329,7 +338,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	var last any
 	for round := 0; round < s.Repeat.Max; round++ {
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil)
+		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
 		in.round = round + 1
 		if err != nil {
 			o.origin = trace.OriginEngine

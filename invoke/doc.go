@@ -29,7 +29,7 @@
 //     controls), the post-check of the effect: its failure is a policy
 //     error and Outcome CheckFailed;
 //  7. call record: a Record (position, key, tool, args, output, outcome, timing) is
-//     handed to the Recorder.
+//     handed to the Recorder (none, and no timing, without a Recorder).
 //
 // The idempotency key has one format for every caller:
 //

@@ -45,7 +45,7 @@ type Request struct {
 	// from At.
 	Info *tool.CallInfo
 	// Recorder receives the gate's decisions and the call records. Nil:
-	// none are kept.
+	// none are kept, and the call is not timed.
 	Recorder Recorder
 	// Provenance says where each argument came from, for the gate
 	// (safety.Invocation.Provenance); shared, not copied.
@@ -116,15 +116,17 @@ func (e *ApprovalError) Error() string {
 // context's cause (a step's timeout is transient), Failed the tool's own
 // error (unclassified counts as business). Errors name the tool.
 func (p *Pipeline) Call(ctx context.Context, req *Request) (any, Outcome, error) {
-	var spec tool.Spec
-	if req.Spec != nil {
-		spec = *req.Spec
-	} else {
-		spec = req.Tool.Spec()
+	spec := req.Spec
+	if spec == nil {
+		s := req.Tool.Spec()
+		spec = &s
 	}
 	var kb [128]byte
-	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Provenance: req.Provenance, Start: p.now()}
-	out, err := p.call(ctx, req, &spec, &rec)
+	rec := Record{At: req.At, Key: string(req.At.AppendKey(kb[:0])), Tool: spec.Name, Args: req.Args, Provenance: req.Provenance}
+	if req.Recorder != nil {
+		rec.Start = p.now() // no recorder, nothing reads the call's timing
+	}
+	out, err := p.call(ctx, req, spec, &rec)
 	if req.Recorder != nil {
 		rec.Err, rec.Duration = err, p.now().Sub(rec.Start)
 		req.Recorder.Called(rec)

@@ -162,6 +162,15 @@ func appendIntField(dst []byte, key string, v int64) []byte {
 // appendFloat writes f as encoding/json does: the shortest representation
 // that reads back as f, in exponent form only below 1e-6 or from 1e21 on.
 func appendFloat(dst []byte, f float64) []byte {
+	if f > 0 && f < 1e9 {
+		// a duration in milliseconds (Millis of whole nanoseconds) is n
+		// millionths, n below 2^53: f is the double nearest n/1e6, so n's
+		// digits with a point six places from the right, trailing zeros
+		// cut, are its shortest form, what strconv writes after Ryu.
+		if n := math.Round(f * 1e6); n/1e6 == f {
+			return appendMillionths(dst, uint64(n))
+		}
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -175,6 +184,26 @@ func appendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
+}
+
+// appendMillionths appends n/1e6 in decimal: "0.002014", "12.5", "3".
+func appendMillionths(dst []byte, n uint64) []byte {
+	whole, frac := n/1e6, n%1e6
+	dst = strconv.AppendUint(dst, whole, 10)
+	if frac == 0 {
+		return dst
+	}
+	var b [7]byte
+	b[0] = '.'
+	for i := 6; i > 0; i-- {
+		b[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	end := 7
+	for b[end-1] == '0' {
+		end--
+	}
+	return append(dst, b[:end]...)
 }
 
 // ReadEvent decodes the stored event seq of run runID, written with record

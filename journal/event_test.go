@@ -3,6 +3,8 @@ package journal_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -63,5 +65,31 @@ func TestWholeMillisecondDurationsRead(t *testing.T) {
 	}
 	if got := journal.Millis(137482 * time.Nanosecond); got != 0.137482 {
 		t.Errorf("Millis(137.482µs) = %v, want 0.137482", got)
+	}
+}
+
+// Every duration_ms, from whole nanoseconds or not, is written as
+// encoding/json writes it.
+func TestDurationsMatchEncodingJSON(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ds []float64
+	for _, d := range []time.Duration{1, 9, 10, 999, 1000, 1001, 999999, time.Millisecond, 1500 * time.Microsecond,
+		time.Second, time.Hour, 24 * time.Hour, 11 * 24 * time.Hour, 12 * 24 * time.Hour, 1<<53 - 1, math.MaxInt64} {
+		ds = append(ds, journal.Millis(d))
+	}
+	for range 20000 {
+		ds = append(ds, journal.Millis(time.Duration(rng.Int64N(int64(1)<<rng.IntN(60)+1))), rng.Float64()*math.Pow(10, float64(rng.IntN(30)-10)))
+	}
+	ds = append(ds, 0.1, 0.3, 1e-6, 1e-7, 999999999.9999999, 1e9, math.Nextafter(0.002014, 1), math.SmallestNonzeroFloat64)
+	for _, f := range ds {
+		e := journal.Event{DurationMS: f}
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := journal.AppendEvent(nil, &e); !bytes.Equal(got, want) {
+			t.Fatalf("duration_ms %v:\n got %s\nwant %s", f, got, want)
+		}
 	}
 }

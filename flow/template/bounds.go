@@ -3,6 +3,7 @@ package template
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -96,7 +97,7 @@ func jsonSize(v any, limit int64) int64 {
 	case string:
 		return int64(len(x)) + 2
 	case float64:
-		return int64(len(strconv.FormatFloat(x, 'g', -1, 64)))
+		return floatSize(x)
 	case []any:
 		n := int64(2)
 		for _, e := range x {
@@ -115,4 +116,22 @@ func jsonSize(v any, limit int64) int64 {
 		return n
 	}
 	return 8
+}
+
+// floatSize is len(strconv.FormatFloat(x, 'g', -1, 64)), without the
+// string: whole numbers below 1e6 (where 'g' writes plain digits) are
+// counted digit by digit, others formatted into a buffer on the stack.
+func floatSize(x float64) int64 {
+	if a := math.Abs(x); a < 1e6 && a == math.Trunc(a) && !(x == 0 && math.Signbit(x)) {
+		n := int64(1)
+		if x < 0 {
+			n++
+		}
+		for d := int64(a); d >= 10; d /= 10 {
+			n++
+		}
+		return n
+	}
+	var buf [32]byte
+	return int64(len(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)))
 }

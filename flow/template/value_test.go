@@ -2,9 +2,13 @@ package template
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/value"
 )
 
 func TestParseValueRender(t *testing.T) {
@@ -174,6 +178,37 @@ func TestPassthrough(t *testing.T) {
 		p, ok := v.Passthrough()
 		if ok != tc.ok || (ok && p.String() != tc.want) {
 			t.Errorf("Passthrough(%v) = %v, %v; want %q, %v", tc.in, p, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestFloatSizeMatchesFormatFloat: the bound counts a number as
+// strconv.FormatFloat writes it, without formatting it.
+func TestFloatSizeMatchesFormatFloat(t *testing.T) {
+	for _, x := range []float64{0, math.Copysign(0, -1), 1, -1, 9, 10, 41, -99, 999999, -999999, 1e6, 1234567, 0.5, -2.25, 1e-7, 1e21, 123456.5, math.MaxFloat64, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()} {
+		if got, want := floatSize(x), int64(len(strconv.FormatFloat(x, 'g', -1, 64))); got != want {
+			t.Errorf("floatSize(%v) = %d, want %d", x, got, want)
+		}
+	}
+}
+
+// TestJSONSizeWithinEightTimesCanonical: the measure of a value is at most
+// 8 times its canonical JSON, the bound the engine relies on to skip
+// measuring an upstream output it knows the canonical size of.
+func TestJSONSizeWithinEightTimesCanonical(t *testing.T) {
+	vals := []any{nil, true, false, "", "x", "a\"\\\n\u2028<>", 0.0, 1.0, -1.0, 9.0, 12.0, 1234567.0, 1e21, -1.2345678901234567e-308,
+		0.1, 1e-7, []any{}, []any{true}, []any{0.0, 0.0, 0.0}, map[string]any{}, map[string]any{"": 0.0},
+		map[string]any{"a": true, "b": []any{nil, 1e300}}, 7, map[string]string{"k": "v"}, []string{}, []any{1, 2, 3}, map[string]any{"": 1}}
+	for _, v := range vals {
+		vals = append(vals, []any{v, v}, map[string]any{"k": v})
+	}
+	for _, v := range vals {
+		b, err := value.AppendCanonical(nil, v)
+		if err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		if got := jsonSize(v, math.MaxInt64); got > 8*int64(len(b)) {
+			t.Errorf("jsonSize(%#v) = %d, more than 8 × %d (%s)", v, got, len(b), b)
 		}
 	}
 }
