@@ -303,3 +303,18 @@ func declarationFact(inv *Invocation) string {
 	}
 	return "its declaration is unverified"
 }
+
+// ByTool returns a gate that hands each invocation to the gate of its
+// tool (gates, by tool name) and allows a tool without one: the gate of a
+// server offering tools from several projects, each decided by its own
+// rules. gates is not copied and must not change once in use.
+func ByTool(gates map[string]Gate) Gate { return byTool(gates) }
+
+type byTool map[string]Gate
+
+func (g byTool) Check(ctx context.Context, inv *Invocation) (Decision, error) {
+	if gate := g[inv.Tool.Name]; gate != nil {
+		return gate.Check(ctx, inv)
+	}
+	return Decision{Verdict: Allow}, nil
+}

@@ -170,3 +170,16 @@ func TestJoin(t *testing.T) {
 		}
 	}
 }
+
+// ByTool hands each call to its tool's gate and allows a tool without one.
+func TestByTool(t *testing.T) {
+	t.Parallel()
+	block := &safety.Policy{Rules: []safety.Rule{{Name: "no", Verdict: safety.Block}}}
+	g := safety.ByTool(map[string]safety.Gate{"send": block})
+	for name, want := range map[string]safety.Verdict{"send": safety.Block, "read": safety.Allow} {
+		d, err := g.Check(context.Background(), &safety.Invocation{Tool: tool.Spec{Name: name}})
+		if err != nil || d.Verdict != want {
+			t.Errorf("%s: %+v %v, want %s", name, d, err, want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,7 +104,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				return safety.Inferred(args)
 			}
 			srv, err := mcp.New(tools, &mcp.Options{Version: readBuildInfo().short(), Redact: hide, Provenance: prov,
-				Pipeline: &invoke.Pipeline{Gate: gate}, Recorder: gateLog{w: s.err, cmd: "rein mcp", hide: hide}})
+				Pipeline: &invoke.Pipeline{Gate: safety.ByTool(gate)}, Recorder: gateLog{w: s.err, cmd: "rein mcp", hide: hide}})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -148,11 +147,11 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 // through one rein.yaml is served once. The gate decides every call of
 // them: a tool's calls by the gate of each project that offers it
 // (rein.yaml policy: joined with the flow's policy:, Project.CallGate),
-// the most severe decision winning.
-func servedTools(projects []*rein.Project) ([]tool.Tool, toolGates, error) {
+// the most severe decision winning (safety.ByTool routes each call).
+func servedTools(projects []*rein.Project) ([]tool.Tool, map[string]safety.Gate, error) {
 	var out []tool.Tool
 	from := map[string]string{}
-	gates := toolGates{}
+	gates := map[string]safety.Gate{}
 	for _, p := range projects {
 		g := p.CallGate(nil)
 		for _, name := range p.Tools.Names() {
@@ -174,19 +173,6 @@ func servedTools(projects []*rein.Project) ([]tool.Tool, toolGates, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
 	return out, gates, nil
-}
-
-// toolGates is the gate of `rein mcp`: each served tool's calls are
-// decided by its own gate (a workflow tool's: its flow's, whose steps
-// meet the gate again in its tasks); a tool without one (the read-only
-// runs tools) is allowed.
-type toolGates map[string]safety.Gate
-
-func (g toolGates) Check(ctx context.Context, inv *safety.Invocation) (safety.Decision, error) {
-	if gate := g[inv.Tool.Name]; gate != nil {
-		return gate.Check(ctx, inv)
-	}
-	return safety.Decision{Verdict: safety.Allow}, nil
 }
 
 func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {
