@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein/engine"
@@ -13,7 +12,6 @@ import (
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -50,18 +48,7 @@ func TestAgentPlanGateChild(t *testing.T) {
 	if os.Getenv("REIN_PLAN_GATE_CHILD") == "" {
 		t.Skip("the plan gate test's child process")
 	}
-	dir := os.Getenv("REIN_CRASH_DIR")
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, f := planGateEngine(t, dir, st)
-	res, err := e.Run(context.Background(), f, agentInput, &engine.RunOptions{RunID: "crash-run"})
-	if err != nil || res.Status != trace.RunWaiting {
-		t.Fatalf("the run did not park: %v %+v", err, res)
-	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {}
+	parkThenDie(t, "crash-run", agentInput, planGateEngine)
 }
 
 // TestAgentPlanGateApprovalSurvivesAKill: a plan step that the policy

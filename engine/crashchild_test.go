@@ -9,8 +9,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // killedChild runs the test named child of this test binary in a new
@@ -46,4 +50,22 @@ func specsOf(reg *tool.Registry) func(string) (tool.Spec, bool) {
 		}
 		return tl.Spec(), true
 	}
+}
+
+// parkThenDie is the body of a child that runs f with input as run runID
+// on the SQLite store in REIN_CRASH_DIR (the engine build makes) until
+// the run parks, then dies by SIGKILL. It returns only by failing t.
+func parkThenDie(t *testing.T, runID string, input map[string]any, build func(t testing.TB, dir string, st store.Store) (*engine.Engine, *flow.Flow)) {
+	dir := os.Getenv("REIN_CRASH_DIR")
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, f := build(t, dir, st)
+	res, err := e.Run(context.Background(), f, input, &engine.RunOptions{RunID: runID})
+	if err != nil || res.Status != trace.RunWaiting {
+		t.Fatalf("the run did not park: %v %+v", err, res)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein/engine"
@@ -14,7 +13,6 @@ import (
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -46,18 +44,7 @@ func TestPlanStepGateChild(t *testing.T) {
 	if os.Getenv("REIN_PLAN_STEP_GATE_CHILD") == "" {
 		t.Skip("the plan step gate test's child process")
 	}
-	dir := os.Getenv("REIN_CRASH_DIR")
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, f := planGateStepEngine(t, dir, st)
-	res, err := e.Run(context.Background(), f, nil, &engine.RunOptions{RunID: "pg"})
-	if err != nil || res.Status != trace.RunWaiting {
-		t.Fatalf("the run did not park: %v %+v", err, res)
-	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	select {}
+	parkThenDie(t, "pg", nil, planGateStepEngine)
 }
 
 // TestPlanStepGateApprovalSurvivesAKill: in a durable run, a plan step of
