@@ -73,7 +73,11 @@ func (s *slowTool) calls() []string {
 // its last committed transition.
 func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 	t.Parallel()
-	const ttl = 600 * time.Millisecond
+	// The lease times are wall-clock and generous: the heartbeat renews
+	// every second and gives up a second before the lease expires, so a
+	// loaded machine (timers firing late, a slow store) keeps the margins
+	// this test checks.
+	const ttl = 3 * time.Second
 	for _, c := range []struct {
 		name, want string
 		err        error
@@ -166,7 +170,10 @@ func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 // (the database restarts) are retried, and the run goes on.
 func TestLeaseHeartbeatRidesOutABriefOutage(t *testing.T) {
 	t.Parallel()
-	const ttl = 600 * time.Millisecond
+	// Renewals come every second; the two failures and their retries
+	// (250 ms apart) fit in the second the heartbeat has before it gives
+	// up, with room for a loaded machine.
+	const ttl = 3 * time.Second
 	st := openSQLite(t)
 	flaky := &renewFailStore{Store: st, fail: func(n int) error {
 		if n <= 2 {
@@ -174,13 +181,19 @@ func TestLeaseHeartbeatRidesOutABriefOutage(t *testing.T) {
 		}
 		return nil
 	}}
+	// The long step lasts until a renewal went through after the outage
+	// (or the run is stopped, which fails the test below).
 	slow := &slowTool{call: func(ctx context.Context, _ int) error {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(2 * ttl):
-			return nil
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for flaky.renewed.Load()-flaky.failed.Load() < 1 {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-tick.C:
+			}
 		}
+		return nil
 	}}
 	b := newKeyCounter("b", true)
 	fx := newFixture(t, slow.tool(), b)
