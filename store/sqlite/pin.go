@@ -47,7 +47,8 @@ import (
 //
 // ":memory:" has no WAL and is never pinned; nor is a store whose WAL
 // another program checkpoints (CheckpointExternal): litestream's
-// checkpoints that restart the WAL wait for every reader.
+// TRUNCATE checkpoints wait for every reader, and its PASSIVE ones stop
+// at the oldest.
 
 // pinSQL is the pin: sqlite_schema is read by it and never written by the
 // writer's batches, and has at least the store's own tables, so the
