@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -59,5 +61,47 @@ func TestAdapterMeetsTheGate(t *testing.T) {
 	}
 	if n := gatedCalls.Load(); n != 0 {
 		t.Errorf("the adapter was called %d times past the gate", n)
+	}
+}
+
+var unjournaledCalls atomic.Int64
+
+func init() {
+	bridge.RegisterAdapter("test.unjournaled", func(context.Context, map[string]any) (any, error) {
+		unjournaledCalls.Add(1)
+		return map[string]any{"ok": true}, nil
+	})
+}
+
+// decisionFailStore fails every commit that journals a gate decision, as a
+// store that went away between the gate and the call would.
+type decisionFailStore struct{ store.Store }
+
+func (s decisionFailStore) Commit(ctx context.Context, t *store.Transition) error {
+	for _, ev := range t.Events {
+		if ev.Kind == trace.GateDecision {
+			return errors.New("disk I/O error")
+		}
+	}
+	return s.Store.Commit(ctx, t)
+}
+
+// TestAdapterIsNotCalledWithoutItsDecisionOnRecord: when the gate's
+// decision to let an adapter through cannot be journaled, the adapter is
+// not called and the agent gets a transient error saying so.
+func TestAdapterIsNotCalledWithoutItsDecisionOnRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "rein.yaml"), "policy:\n  rules:\n    - {name: other, tools: [something.else], verdict: block, reason: not this one}\ntools: {}\n")
+	writeFile(t, filepath.Join(dir, "flow.yaml"), "name: unjournaled\nsteps:\n  - {id: s, adapter: test.unjournaled, skill: get-it, requires: []}\n")
+	w := newWorkflow(t, dir, decisionFailStore{openStore(t)})
+	task := mustDo(t, w, `{"action":"start","input":{}}`).TaskID
+	_, e := do(t, w, `{"action":"submit_from_source","task_id":"`+task+`","step_id":"s"}`)
+	if e == nil || e.Type != fault.Transient || !e.Retryable || !strings.Contains(e.Message, "allow decision could not be journaled") ||
+		!strings.Contains(e.Message, "disk I/O error") {
+		t.Fatalf("error %+v, want a transient error saying the decision could not be journaled", e)
+	}
+	if n := unjournaledCalls.Load(); n != 0 {
+		t.Errorf("the adapter was called %d times without its gate decision on record", n)
 	}
 }

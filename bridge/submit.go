@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/invoke"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -264,16 +265,24 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 
 // adapterRecorder journals the gate's decisions on a source step's
 // adapter call in the task's journal (gate_decision events, as the engine
-// journals its steps' calls).
+// journals its steps' calls). A decision that cannot be journaled stops
+// the call (Starting): an adapter is never called without the decision
+// that let it through on record.
 type adapterRecorder struct {
 	ctx  context.Context
 	w    *Workflow
 	step *flow.Step
+	err  error // the first decision that could not be journaled
 }
 
 func (a *adapterRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
-	_ = a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: inv.Tool.Name,
+	err := a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: inv.Tool.Name,
 		Attempt: at.Attempt, Decision: string(d.Verdict), Error: d.Why()})
+	if err != nil && a.err == nil {
+		a.err = fault.New(fault.Transient, fmt.Errorf("the gate's %s decision could not be journaled in task %s, so the adapter was not called: %w; try again", d.Verdict, at.RunID, err))
+	}
 }
+
+func (a *adapterRecorder) Starting(invoke.Record, tool.Spec) error { return a.err }
 
 func (*adapterRecorder) Called(invoke.Record) {}
