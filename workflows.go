@@ -93,7 +93,7 @@ func (p *Project) bindWorkflows(from string, entries []workflowEntry, opts *Load
 	for _, e := range entries {
 		t := e.tool
 		if opts.Workflow == nil {
-			diags = append(diags, e.diag("tool %s declares the workflow %s, but this program serves no workflow tools (rein agent, rein chat, rein run and rein runs do; in Go, set LoadOptions.Workflow)", t.Name, t.Workflow))
+			diags = append(diags, e.diag("tool %s declares the workflow %s, but this program serves no workflow tools (rein agent, chat, run, runs, worker, mcp and tool do; in Go, set LoadOptions.Workflow)", t.Name, t.Workflow))
 			continue
 		}
 		sum, err := flowDigest(t.Workflow)
@@ -128,6 +128,10 @@ func (p *Project) bindWorkflows(from string, entries []workflowEntry, opts *Load
 	}
 	return nil
 }
+
+// Workflows lists the workflow tools the project's agents were given
+// (workflow: entries), in the order they were declared.
+func (p *Project) Workflows() []PinnedWorkflow { return slices.Clone(p.workflows) }
 
 func (p *Project) hasWorkflow(name, path string) bool {
 	for _, w := range p.workflows {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,17 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					p.Close()
 				}
 			}()
+			// The store opens first: the workflow tools the flows' agents
+			// declare (workflow:) are made as the flows load, their tasks
+			// runs of the store.
+			st, _, err := db.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, st)
+			o := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
+			serveWorkflows(o, st)
+			l.workflow = o.Workflow
 			for _, dir := range args {
 				flows, err := flowFolders(dir)
 				if err != nil {
@@ -65,11 +77,6 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			st, _, err := db.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, st)
 			wf, err := workflowTools(paths, st, l.loadOptions())
 			if err != nil {
 				return usageErr("%v", err)
@@ -78,6 +85,15 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			for k, w := range wf { // a workflow tool is decided by its flow's gate too
 				gate[w.Spec().Name] = safety.Join(gate[w.Spec().Name], projects[k].CallGate(nil))
 				workflow[w.Spec().Name] = true
+			}
+			tools, err = withoutServedWorkflows(tools, projects, paths, workflow)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			for _, p := range projects { // the workflow tools agents declare
+				for _, pw := range p.Workflows() {
+					workflow[pw.Tool] = true
+				}
 			}
 			tools = append(wf, tools...)
 			runs, err := rein.NewRuns(st, nil)
@@ -139,6 +155,32 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 		out = append(out, w.Tool())
 	}
 	return out, nil
+}
+
+// withoutServedWorkflows drops from tools the workflow tools a flow's
+// agents declare (workflow: FOLDER) when FOLDER is one of the served
+// flow folders (paths): that folder's own <name>_workflow, the same tool,
+// is served once. One of that name for another folder is an error.
+func withoutServedWorkflows(tools []tool.Tool, projects []*rein.Project, paths []string, served map[string]bool) ([]tool.Tool, error) {
+	folder := map[string]string{} // served workflow tool → its folder
+	for k, p := range projects {
+		if abs, err := filepath.Abs(paths[k]); err == nil {
+			folder[p.Flow.Name+"_workflow"] = abs
+		}
+	}
+	drop := map[string]bool{}
+	for _, p := range projects {
+		for _, pw := range p.Workflows() {
+			if !served[pw.Tool] {
+				continue
+			}
+			if folder[pw.Tool] != pw.Path {
+				return nil, fmt.Errorf("%s: an agent's workflow tool %s drives %s, but the served flow folder %s gives a workflow tool of that name: serve the folders separately", p.Dir, pw.Tool, pw.Path, folder[pw.Tool])
+			}
+			drop[pw.Tool] = true
+		}
+	}
+	return slices.DeleteFunc(tools, func(t tool.Tool) bool { return drop[t.Spec().Name] }), nil
 }
 
 // servedTools are the tools `rein mcp` serves from projects: every tool

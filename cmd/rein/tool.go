@@ -62,7 +62,9 @@ then retry).`,
 				return err
 			}
 			defer closeStore(s, st)
-			w, err := bridge.New(args[0], &bridge.Options{Store: st, DeliveryDir: deliveries})
+			load := &rein.LoadOptions{}
+			serveWorkflows(load, st) // the workflow tools the flow's agents declare
+			w, err := bridge.New(args[0], &bridge.Options{Store: st, DeliveryDir: deliveries, Load: load})
 			if err != nil {
 				return usageErr("%s: %v", args[0], err)
 			}

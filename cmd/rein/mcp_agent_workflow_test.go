@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// `rein mcp` serves a flow whose agent step declares a workflow tool
+// (workflow: ../process-workflow): the flow loads, the agent's workflow
+// tool is served beside the flow's own, and it drives tasks of the
+// process workflow. Served with the process workflow's own folder, that
+// tool is listed once.
+func TestMCPServesAFlowWithAgentWorkflowTools(t *testing.T) {
+	t.Parallel()
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, desk := deskFolders(t)
+	db := filepath.Join(root, "rein.db")
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"the desk alone", []string{desk}, "desk_workflow,process_workflow,runs_list,runs_show"},
+		{"both folders", []string{root}, "desk_workflow,process_workflow,runs_list,runs_show"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var stderr strings.Builder
+			cmd := exec.Command(bin, append([]string{"mcp", "--db", db}, tc.dirs...)...)
+			cmd.Stderr = &stderr
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			defer cs.Close()
+			listed, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range listed.Tools {
+				names = append(names, tl.Name)
+			}
+			slices.Sort(names)
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Fatalf("tools %s, want %s", got, tc.want)
+			}
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "process_workflow", Arguments: map[string]any{
+				"action": "start", "session_id": tc.name, "input": map[string]any{"description": "a welded frame"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			if res.IsError || !strings.Contains(text, `"task_id"`) {
+				t.Fatalf("process_workflow start: error %v, %s", res.IsError, text)
+			}
+		})
+	}
+}
+
+// `rein tool` drives a flow whose agent step declares a workflow tool.
+func TestToolDrivesAFlowWithAgentWorkflowTools(t *testing.T) {
+	t.Parallel()
+	root, desk := deskFolders(t)
+	code, out, stderr := cli(t, "tool", desk, "start", "--db", filepath.Join(root, "rein.db"), "--session", "s1", "--input-json", `{"task":"file it"}`)
+	if code != 0 || !strings.Contains(out, `"status": "succeeded"`) || !strings.Contains(out, `"output": "done"`) {
+		t.Fatalf("rein tool desk start: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// deskFolders writes a flow folder, desk, whose agent step declares the
+// workflow tool of a copy of examples/process-workflow beside it; the
+// agent answers "done" at once.
+func deskFolders(t *testing.T) (root, desk string) {
+	t.Helper()
+	root = t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "process-workflow"), os.DirFS("../../examples/process-workflow")); err != nil {
+		t.Fatal(err)
+	}
+	desk = filepath.Join(root, "desk")
+	if err := os.Mkdir(desk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"flow.yaml": `name: desk
+steps:
+  - id: helper
+    type: agent
+    model: m
+    prompt_template: "{input.task}"
+    tools:
+      process_workflow: {workflow: ../process-workflow}
+`,
+		"script.yaml": "replies:\n  - {step: helper, decision: agent, turn: 1, raw: done}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(desk, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, desk
+}
