@@ -11,9 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/agent"
@@ -484,20 +481,8 @@ func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 // read from rein mcp's stderr and, for a workflow's task, its journal.
 func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gateFixture) gateSeen {
 	return func(t *testing.T, fx *gateFixture) gateSeen {
-		bin, err := reinBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		db := filepath.Join(fx.dir, "rein.db")
-		cmd := exec.Command(bin, "mcp", "--db", db, fx.dir)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", fx.mode.name, err, stderr.String())
-		}
+		m := serveMCP(t, db, fx.dir)
 		if calls == nil {
 			calls = []map[string]any{{"to": "a@example.com"}}
 		}
@@ -507,11 +492,7 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 			if task != "" {
 				args["task_id"] = task
 			}
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-			if err != nil {
-				t.Fatal(err)
-			}
-			text := res.Content[0].(*sdk.TextContent).Text
+			text, isErr := m.call(name, args)
 			var answer struct {
 				TaskID  string          `json:"task_id"`
 				Status  string          `json:"status"`
@@ -522,14 +503,12 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 			if task == "" {
 				task = answer.TaskID
 			}
-			if res.IsError {
+			if isErr {
 				seen.refusal += answer.Message + "\n"
 			}
 			seen.refusal += string(answer.Failure)
 		}
-		cs.Close()
-		_ = cmd.Wait()
-		seen.decisions = loggedDecisions(stderr.String(), "rein mcp")
+		seen.decisions = loggedDecisions(m.stop(), "rein mcp")
 		if task != "" {
 			st, err := rein.OpenStore(context.Background(), db)
 			if err != nil {

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // `rein mcp` serves a flow whose agent step declares a workflow tool
@@ -20,10 +15,6 @@ import (
 // tool is listed once.
 func TestMCPServesAFlowWithAgentWorkflowTools(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	root, desk := deskFolders(t)
 	db := filepath.Join(root, "rein.db")
 	for _, tc := range []struct {
@@ -35,17 +26,8 @@ func TestMCPServesAFlowWithAgentWorkflowTools(t *testing.T) {
 		{"both folders", []string{root}, "desk_workflow,process_workflow,runs_list,runs_show"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var stderr strings.Builder
-			cmd := exec.Command(bin, append([]string{"mcp", "--db", db}, tc.dirs...)...)
-			cmd.Stderr = &stderr
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, stderr.String())
-			}
-			defer cs.Close()
-			listed, err := cs.ListTools(ctx, nil)
+			m := serveMCP(t, db, tc.dirs...)
+			listed, err := m.cs.ListTools(m.ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,14 +39,10 @@ func TestMCPServesAFlowWithAgentWorkflowTools(t *testing.T) {
 			if got := strings.Join(names, ","); got != tc.want {
 				t.Fatalf("tools %s, want %s", got, tc.want)
 			}
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "process_workflow", Arguments: map[string]any{
-				"action": "start", "session_id": tc.name, "input": map[string]any{"description": "a welded frame"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			text := res.Content[0].(*sdk.TextContent).Text
-			if res.IsError || !strings.Contains(text, `"task_id"`) {
-				t.Fatalf("process_workflow start: error %v, %s", res.IsError, text)
+			text, isErr := m.call("process_workflow", map[string]any{
+				"action": "start", "session_id": tc.name, "input": map[string]any{"description": "a welded frame"}})
+			if isErr || !strings.Contains(text, `"task_id"`) {
+				t.Fatalf("process_workflow start: error %v, %s", isErr, text)
 			}
 		})
 	}

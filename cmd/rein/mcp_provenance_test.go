@@ -61,29 +61,40 @@ type mcpSession struct {
 	cmd    *exec.Cmd
 	cs     *sdk.ClientSession
 	stderr *strings.Builder
+	// stopped: stop ran.
+	stopped bool
 }
 
 // serveFolder writes files into dir and serves it with rein mcp --db
 // dir/rein.db.
 func serveFolder(t *testing.T, dir string, files map[string]string) *mcpSession {
 	t.Helper()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return serveMCP(t, filepath.Join(dir, "rein.db"), dir)
+}
+
+// serveMCP starts the built rein mcp --db db dirs... and connects the
+// go-sdk client to it over its stdin and stdout, as an MCP host does. The
+// session ends with the test (stop ends it sooner).
+func serveMCP(t *testing.T, db string, dirs ...string) *mcpSession {
+	t.Helper()
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := &mcpSession{t: t, stderr: &strings.Builder{}}
-	m.ctx, m.cancel = context.WithTimeout(context.Background(), time.Minute)
-	m.cmd = exec.Command(bin, "mcp", "--db", filepath.Join(dir, "rein.db"), dir)
+	m.ctx, m.cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	m.cmd = exec.Command(bin, append([]string{"mcp", "--db", db}, dirs...)...)
 	m.cmd.Stderr = m.stderr
 	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, nil); err != nil {
 		m.cancel()
 		t.Fatalf("%v\n%s", err, m.stderr.String())
 	}
+	t.Cleanup(func() { m.stop() })
 	return m
 }
 
@@ -98,10 +109,14 @@ func (m *mcpSession) call(name string, args map[string]any) (string, bool) {
 	return res.Content[0].(*sdk.TextContent).Text, res.IsError
 }
 
-// stop ends the session and returns what rein mcp wrote to stderr.
+// stop ends the session and returns what rein mcp wrote to stderr; it may
+// be called again.
 func (m *mcpSession) stop() string {
-	m.cs.Close()
-	_ = m.cmd.Wait()
-	m.cancel()
+	if !m.stopped {
+		m.stopped = true
+		m.cs.Close()
+		_ = m.cmd.Wait()
+		m.cancel()
+	}
 	return m.stderr.String()
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -18,18 +16,8 @@ import (
 // spawns it and talks JSON-RPC over its stdin and stdout.
 func TestMCPStdio(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--db", ":memory:", "testdata/mcp")
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	m := serveMCP(t, ":memory:", "testdata/mcp")
+	ctx, cs := m.ctx, m.cs
 	listed, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

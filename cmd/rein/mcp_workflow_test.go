@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,22 +19,12 @@ import (
 // submission first breaking its contract and being corrected.
 func TestMCPDrivesTheProcessWorkflow(t *testing.T) {
 	t.Parallel()
-	bin, err := reinBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(t.TempDir(), "process-workflow")
 	if err := os.CopyFS(dir, os.DirFS("../../examples/process-workflow")); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.Command(bin, "mcp", "--db", filepath.Join(t.TempDir(), "rein.db"), dir)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	m := serveMCP(t, filepath.Join(t.TempDir(), "rein.db"), dir)
+	ctx, cs := m.ctx, m.cs
 
 	listed, err := cs.ListTools(ctx, nil)
 	if err != nil {
