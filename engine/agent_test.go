@@ -105,12 +105,11 @@ func agentEngine(t testing.TB, dir string, st store.Store, kill string) (*engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a child that is killed holds a short lease, so that its parent need
-	// not wait long for it to lapse; the engine that resumes holds the
-	// default one, which a loaded machine cannot make it miss.
+	// a child that is killed holds childLeaseTTL; the engine that resumes
+	// holds the default one.
 	var ttl time.Duration
 	if kill != "" {
-		ttl = 300 * time.Millisecond
+		ttl = childLeaseTTL
 	}
 	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, LeaseTTL: ttl}), f
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
@@ -126,7 +125,7 @@ func TestCrashCallsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := crashCallsTools(dir, at)
-	e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(1), Store: &callKillingStore{Store: st, at: at}, LeaseTTL: 300 * time.Millisecond})
+	e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(1), Store: &callKillingStore{Store: st, at: at}, LeaseTTL: childLeaseTTL})
 	_, err = e.Run(context.Background(), crashCallsFlowFor(t, reg), crashCallsInput, &engine.RunOptions{RunID: crashCallsRun})
 	t.Fatalf("the child was meant to die at %s, but its run returned (%v)", at, err)
 }

@@ -105,8 +105,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := crashTools(dir, at)
-	// a short lease, so the parent can take the run up soon after the kill
-	e := engine.New(engine.Config{Tools: reg, Store: &killingStore{Store: st, at: at}, LeaseTTL: 300 * time.Millisecond})
+	e := engine.New(engine.Config{Tools: reg, Store: &killingStore{Store: st, at: at}, LeaseTTL: childLeaseTTL})
 	_, err = e.Run(context.Background(), crashFlowFor(t, reg), nil, &engine.RunOptions{RunID: "crash-run"})
 	t.Fatalf("the child was meant to die at %s, but its run returned (%v)", at, err)
 }
