@@ -48,17 +48,26 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					p.Close()
 				}
 			}()
-			// The store opens first: the workflow tools the flows' agents
-			// declare (workflow:) are made as the flows load, their tasks
-			// runs of the store.
-			st, _, err := db.open(cmd.Context())
-			if err != nil {
-				return err
+			// The store opens once the flows loaded, or before, when their
+			// agents declare workflow tools (workflow:): those are made as
+			// the flows load, their tasks runs of the store.
+			var st store.Store
+			defer func() {
+				if st != nil {
+					closeStore(s, st)
+				}
+			}()
+			l.workflow = func(path string) (tool.Tool, error) {
+				if st == nil {
+					var err error
+					if st, _, err = db.open(cmd.Context()); err != nil {
+						return nil, err
+					}
+				}
+				o := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
+				serveWorkflows(o, st)
+				return o.Workflow(path)
 			}
-			defer closeStore(s, st)
-			o := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
-			serveWorkflows(o, st)
-			l.workflow = o.Workflow
 			for _, dir := range args {
 				flows, err := flowFolders(dir)
 				if err != nil {
@@ -76,6 +85,11 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			tools, gate, err := servedTools(projects)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if st == nil {
+				if st, _, err = db.open(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			wf, err := workflowTools(paths, st, l.loadOptions())
 			if err != nil {
