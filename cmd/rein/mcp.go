@@ -100,7 +100,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				gate[w.Spec().Name] = safety.Join(gate[w.Spec().Name], projects[k].CallGate(nil))
 				workflow[w.Spec().Name] = true
 			}
-			tools, err = withoutServedWorkflows(tools, projects, paths, workflow)
+			tools, err = withoutServedWorkflows(tools, wf, projects, paths)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -173,19 +173,20 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 
 // withoutServedWorkflows drops from tools the workflow tools a flow's
 // agents declare (workflow: FOLDER) when FOLDER is one of the served
-// flow folders (paths): that folder's own <name>_workflow, the same tool,
-// is served once. One of that name for another folder is an error.
-func withoutServedWorkflows(tools []tool.Tool, projects []*rein.Project, paths []string, served map[string]bool) ([]tool.Tool, error) {
+// flow folders: that folder's own <name>_workflow (wf[k], served for
+// paths[k]), the same tool, is served once. One of that name for another
+// folder is an error.
+func withoutServedWorkflows(tools, wf []tool.Tool, projects []*rein.Project, paths []string) ([]tool.Tool, error) {
 	folder := map[string]string{} // served workflow tool → its folder
-	for k, p := range projects {
+	for k, w := range wf {
 		if abs, err := filepath.Abs(paths[k]); err == nil {
-			folder[p.Flow.Name+"_workflow"] = abs
+			folder[w.Spec().Name] = abs
 		}
 	}
 	drop := map[string]bool{}
 	for _, p := range projects {
 		for _, pw := range p.Workflows() {
-			if !served[pw.Tool] {
+			if _, served := folder[pw.Tool]; !served {
 				continue
 			}
 			if folder[pw.Tool] != pw.Path {

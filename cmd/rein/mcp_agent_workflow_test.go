@@ -89,3 +89,19 @@ steps:
 	}
 	return root, desk
 }
+
+// An agent's workflow tool and a served folder's that share a name but
+// drive different flow folders are refused, before anything is served.
+func TestMCPRefusesTwoWorkflowToolsOfOneName(t *testing.T) {
+	t.Parallel()
+	root, desk := deskFolders(t)
+	other := filepath.Join(root, "other")
+	if err := os.CopyFS(other, os.DirFS("../../examples/process-workflow")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cli(t, "mcp", "--db", filepath.Join(root, "rein.db"), desk, other)
+	if code != exitUsage || !strings.Contains(stderr, "an agent's workflow tool process_workflow drives "+filepath.Join(root, "process-workflow")) ||
+		!strings.Contains(stderr, "serve the folders separately") {
+		t.Fatalf("rein mcp: exit %d\n%s%s", code, out, stderr)
+	}
+}
