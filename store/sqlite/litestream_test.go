@@ -61,8 +61,8 @@ func litestreamBinary(t *testing.T) string {
 
 // The real litestream replicates a store opened with CheckpointExternal
 // while runs commit from several goroutines, checkpointing the WAL itself
-// (thresholds set low, so its PASSIVE and TRUNCATE checkpoints run during
-// the writes); a restore of the replica passes litestream's full
+// (thresholds set low, so its checkpoints run during the writes, and the
+// test checks that one did); a restore of the replica passes litestream's full
 // integrity check and reads back every committed run equal: run, steps,
 // events and call records. (That rein itself never checkpoints such a
 // store is TestCheckpointExternal's: litestream's log cannot tell, as it
