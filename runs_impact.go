@@ -56,6 +56,15 @@ type ImpactCall struct {
 	Escalates    bool                  `json:"escalates,omitempty"`
 	// State is what an earlier remediation made of it, if any.
 	State string `json:"state,omitempty"`
+	// Tier, Control and ControlWhy say how remediate would let an undo or
+	// compensation through if it ran now (engine.CheckRemedies): the
+	// call's risk tier, who lets it through — automatic (through the
+	// gate), reviewer (a person if the reviewer does not find it
+	// supported) or person — and why. A freeze that escalates has
+	// Control person; a keep has none of them.
+	Tier       int    `json:"tier,omitempty"`
+	Control    string `json:"control,omitempty"`
+	ControlWhy string `json:"control_why,omitempty"`
 
 	effect journal.Effect
 }
@@ -102,7 +111,30 @@ func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOpti
 			assumptions = append(assumptions, declaredAssumption{Assumption: a})
 		}
 	}
-	return impact(p.Flow, v, premise, assumptions)
+	im, err := impact(p.Flow, v, premise, assumptions)
+	if err != nil {
+		return nil, err
+	}
+	// how remediate would let each undo or compensation through
+	var remedies []engine.Remedy
+	var at []int
+	for i, c := range im.Calls {
+		if c.Action != engine.ActKeep {
+			remedies = append(remedies, engine.Remedy{Effect: c.effect, Action: c.Action})
+			at = append(at, i)
+		}
+	}
+	if len(remedies) > 0 {
+		checks, err := p.Engine(r.cfg).CheckRemedies(ctx, p.Flow, run.ID, remedies)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.ID, err)
+		}
+		for k, i := range at {
+			c := &im.Calls[i]
+			c.Tier, c.Control, c.ControlWhy = checks[k].Tier, checks[k].Control, checks[k].Why
+		}
+	}
+	return im, nil
 }
 
 // impact classifies the calls of v for premise.

@@ -127,3 +127,86 @@ steps:
 		})
 	}
 }
+
+// TestCheckRemediesPreviewsTheControls: before anything is remediated,
+// CheckRemedies tells each compensation's tier and who would let it
+// through, as TestRemediationThroughTheGateByRisk's saga then does it,
+// without making the call, asking the reviewer or writing to the journal.
+func TestCheckRemediesPreviewsTheControls(t *testing.T) {
+	t.Parallel()
+	const src = `name: rg
+%s
+steps:
+  - {id: draft, type: llm, model: m, prompt_template: "who?"}
+  - {id: s, tool: make, args: {to: "%s"}}
+  - {id: fail, tool: broken, args: {}}
+`
+	cases := []struct {
+		name, config, to string
+		tier             int
+		control          string
+	}{
+		{"tier 2", "risk: {min_tier: 1}", "{input.to}", 2, journal.ControlAutomatic},
+		{"tiers off", "", "{draft}", 3, journal.ControlAutomatic},
+		{"tier 3 with a reviewer", "risk: {costs: {tools: {archive: 3}}}\nreview: {model: rev}", "{input.to}", 3, journal.ControlReviewer},
+		{"tier 3 without a reviewer", "risk: {costs: {tools: {archive: 3}}}", "{input.to}", 3, journal.ControlPerson},
+		{"tier 4", "risk: {costs: {tools: {archive: 4}}}\nreview: {model: rev}", "{input.to}", 4, journal.ControlPerson},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			archive := newKeyCounter("archive", false)
+			mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
+				Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
+				func(_ context.Context, args any) (any, error) {
+					return map[string]any{"id": "c-" + args.(map[string]any)["to"].(string)}, nil
+				})
+			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
+			fx := newFixture(t, mk, archive, broken)
+			fx.script(scripted.Reply{Step: "draft", Output: "ann"})
+			rev := &recordingModel{m: scripted.New(nil)}
+			fx.models.Register("rev", rev)
+			st := openSQLite(t)
+			e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p"})
+			f := fx.parse(fmt.Sprintf(src, tc.config, tc.to))
+			res, err := e.Run(ctx, f, map[string]any{"to": "ann"}, &engine.RunOptions{RunID: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus(t, res, trace.RunFailed)
+			var remedies []engine.Remedy
+			for _, ev := range fx.events.all() {
+				if ev.Kind == trace.CallEffect {
+					eff, err := journal.DecodeEffect(&ev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					remedies = append(remedies, engine.Remedy{Effect: *eff, Action: engine.Classify(eff)})
+				}
+			}
+			if len(remedies) != 1 || remedies[0].Action != engine.ActCompensate {
+				t.Fatalf("remedies %+v, want make's compensation", remedies)
+			}
+			before, err := st.GetRun(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks, err := e.CheckRemedies(ctx, f, "r", remedies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(checks) != 1 || checks[0].Tier != tc.tier || checks[0].Control != tc.control ||
+				!strings.Contains(checks[0].Why, fmt.Sprintf("risk tier %d", tc.tier)) {
+				t.Fatalf("checks %+v, want tier %d, control %s", checks, tc.tier, tc.control)
+			}
+			after, err := st.GetRun(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(archive.calls()) != 0 || len(rev.requests()) != 0 || after.LastSeq != before.LastSeq || after.Version != before.Version {
+				t.Fatalf("archive calls %v, reviewer asked %d times, journal %d→%d: a check makes nothing", archive.calls(), len(rev.requests()), before.LastSeq, after.LastSeq)
+			}
+		})
+	}
+}

@@ -252,6 +252,8 @@ func TestImpactAndRemediate(t *testing.T) {
 			Action    string
 			Escalates bool
 			Invalid   []string
+			Tier      int
+			Control   string
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &im); err != nil {
@@ -266,6 +268,16 @@ func TestImpactAndRemediate(t *testing.T) {
 		if c.StepID == "notify" && (!c.Escalates || strings.Join(c.Invalid, " ") != "mail:ops@example.com") {
 			t.Errorf("notify: %+v", c)
 		}
+		// who would let each remediation through: the flow has no risk
+		// tiers, so the gate alone lets the undos and the compensation
+		// through; the frozen notification goes to a person.
+		want := map[string]string{"compensate": "automatic", "undo": "automatic", "freeze": "person", "keep": ""}[c.Action]
+		if c.Control != want || (c.Action == "compensate" || c.Action == "undo") != (c.Tier > 0) {
+			t.Errorf("%s (%s): tier %d, control %q, want control %q", c.StepID, c.Action, c.Tier, c.Control, want)
+		}
+	}
+	if code, text, _ := fx.bin("runs", "impact", "last", "--premise", "region"); code != exitOK || !strings.Contains(text, "let through by: the gate (at once)") {
+		t.Errorf("impact: exit %d, the controls not shown:\n%s", code, text)
 	}
 	want := map[string]string{"create": "compensate", "link_a": "undo", "link_b": "undo", "notify": "freeze", "other": "keep"}
 	for step, a := range want {

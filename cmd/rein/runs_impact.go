@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -23,7 +24,9 @@ func newRunsImpactCmd(s *streams) *cobra.Command {
 their calls wrote), and for each executed call with an effect what
 rein runs remediate would do: undo (reversible), compensate (compensatable),
 freeze (irreversible: mark its objects invalid, and ask a person when the
-tool is tagged money, compliance or user-facing) or keep. ID names an
+tool is tagged money, compliance or user-facing) or keep, and for each undo
+or compensation its risk tier and who would let it through (the gate, the
+reviewer, or a person's approval). ID names an
 assumption a model declared with a call it chose (an agent call's or a plan
 step's declaration: the call and what its affects name are affected), or a
 step whose output is the false premise. Nothing is changed. Exit codes: 0 shown,
@@ -124,7 +127,17 @@ func writeImpact(w io.Writer, v *rein.ImpactView) {
 		if c.Escalates {
 			fmt.Fprintln(w, "             escalates to a person")
 		}
+		if c.Tier > 0 {
+			fmt.Fprintf(w, "             risk tier %d, let through by: %s\n", c.Tier, controlWords[c.Control])
+		}
 	}
+}
+
+// controlWords says who lets a remediation through (rein.ImpactCall.Control).
+var controlWords = map[string]string{
+	journal.ControlAutomatic: "the gate (at once)",
+	journal.ControlReviewer:  "the reviewer (a person if it does not find it supported)",
+	journal.ControlPerson:    "a person's approval",
 }
 
 func writeRemediated(w io.Writer, m *rein.Remediation, dsn string) {
