@@ -55,22 +55,12 @@ steps:
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			archive := newKeyCounter("archive", false)
-			mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
-				Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
-				func(_ context.Context, args any) (any, error) {
-					return map[string]any{"id": "c-" + args.(map[string]any)["to"].(string)}, nil
-				})
-			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
-			fx := newFixture(t, mk, archive, broken)
-			fx.script(scripted.Reply{Step: "draft", Output: "ann"})
 			rev := &recordingModel{}
 			if tc.review {
 				rev.m = scripted.New([]scripted.Reply{{Step: "s", Decision: "review", Output: verdicts(!tc.unsupported, "the input names ann", actionClaim("archive"))}})
 			}
-			fx.models.Register("rev", rev)
-			st := openSQLite(t)
-			e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p"})
+			rig := newRemedyRig(t, rev)
+			fx, archive, st, e := rig.fx, rig.archive, rig.st, rig.e
 			to := tc.to
 			if to == "" {
 				to = "{input.to}"
@@ -156,19 +146,8 @@ steps:
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			archive := newKeyCounter("archive", false)
-			mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
-				Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
-				func(_ context.Context, args any) (any, error) {
-					return map[string]any{"id": "c-" + args.(map[string]any)["to"].(string)}, nil
-				})
-			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
-			fx := newFixture(t, mk, archive, broken)
-			fx.script(scripted.Reply{Step: "draft", Output: "ann"})
-			rev := &recordingModel{m: scripted.New(nil)}
-			fx.models.Register("rev", rev)
-			st := openSQLite(t)
-			e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p"})
+			rig := newRemedyRig(t, &recordingModel{m: scripted.New(nil)})
+			fx, archive, rev, st, e := rig.fx, rig.archive, rig.rev, rig.st, rig.e
 			f := fx.parse(fmt.Sprintf(src, tc.config, tc.to))
 			res, err := e.Run(ctx, f, map[string]any{"to": "ann"}, &engine.RunOptions{RunID: "r"})
 			if err != nil {
@@ -209,4 +188,33 @@ steps:
 			}
 		})
 	}
+}
+
+// remedyRig is the set-up of the remediation tests: make (compensatable:
+// archive takes its customer back) and broken (fails), a model step draft
+// answering "ann", the reviewer rev registered as model "rev", a SQLite
+// store and an engine over them.
+type remedyRig struct {
+	fx      *fixture
+	archive *keyCounter
+	rev     *recordingModel
+	st      store.Store
+	e       *engine.Engine
+}
+
+func newRemedyRig(t *testing.T, rev *recordingModel) *remedyRig {
+	t.Helper()
+	archive := newKeyCounter("archive", false)
+	mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
+		Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
+		func(_ context.Context, args any) (any, error) {
+			return map[string]any{"id": "c-" + args.(map[string]any)["to"].(string)}, nil
+		})
+	broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
+	fx := newFixture(t, mk, archive, broken)
+	fx.script(scripted.Reply{Step: "draft", Output: "ann"})
+	fx.models.Register("rev", rev)
+	st := openSQLite(t)
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st, Owner: "p"})
+	return &remedyRig{fx: fx, archive: archive, rev: rev, st: st, e: e}
 }

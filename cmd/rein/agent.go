@@ -239,6 +239,48 @@ func serveWorkflows(o *rein.LoadOptions, st store.Store) {
 	o.Workflow = nested.Workflow
 }
 
+// lazyStore is a command's --db store, opened on first use (a workflow
+// tool an agent declares, or the run itself) and closed by close.
+type lazyStore struct {
+	db  *dbFlag
+	st  store.Store
+	dsn string
+}
+
+// open opens the store if it is not open yet, and returns it.
+func (l *lazyStore) open(ctx context.Context) (store.Store, error) {
+	if l.st == nil {
+		st, dsn, err := l.db.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.st, l.dsn = st, dsn
+	}
+	return l.st, nil
+}
+
+// close closes the store if it was opened.
+func (l *lazyStore) close(s *streams) {
+	if l.st != nil {
+		closeStore(s, l.st)
+	}
+}
+
+// workflows is LoadOptions.Workflow over the store, which it opens when
+// the first workflow tool is made; each flow is loaded as trusted says
+// (--trusted-tools-only), its own agents served the same way.
+func (l *lazyStore) workflows(ctx context.Context, trusted bool) func(path string) (tool.Tool, error) {
+	return func(path string) (tool.Tool, error) {
+		st, err := l.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		o := &rein.LoadOptions{TrustedToolsOnly: trusted}
+		serveWorkflows(o, st)
+		return o.Workflow(path)
+	}
+}
+
 // agentWorkflow serves the workflow tools agents declare (workflow:) over
 // st, each flow loaded with load (rein.LoadOptions.Workflow).
 func agentWorkflow(st store.Store, load *rein.LoadOptions) func(path string) (tool.Tool, error) {

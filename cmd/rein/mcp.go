@@ -51,23 +51,9 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			// The store opens once the flows loaded, or before, when their
 			// agents declare workflow tools (workflow:): those are made as
 			// the flows load, their tasks runs of the store.
-			var st store.Store
-			defer func() {
-				if st != nil {
-					closeStore(s, st)
-				}
-			}()
-			l.workflow = func(path string) (tool.Tool, error) {
-				if st == nil {
-					var err error
-					if st, _, err = db.open(cmd.Context()); err != nil {
-						return nil, err
-					}
-				}
-				o := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
-				serveWorkflows(o, st)
-				return o.Workflow(path)
-			}
+			lazy := &lazyStore{db: &db}
+			defer lazy.close(s)
+			l.workflow = lazy.workflows(cmd.Context(), l.trustedToolsOnly)
 			for _, dir := range args {
 				flows, err := flowFolders(dir)
 				if err != nil {
@@ -86,10 +72,9 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			if st == nil {
-				if st, _, err = db.open(cmd.Context()); err != nil {
-					return err
-				}
+			st, err := lazy.open(cmd.Context())
+			if err != nil {
+				return err
 			}
 			wf, err := workflowTools(paths, st, l.loadOptions())
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
 )
@@ -85,24 +84,9 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	ctx := cmd.Context()
 	// The store opens once the run starts, or before, when the flow's
 	// agents have workflow tools (their tasks are runs of the store).
-	var st store.Store
-	var dsn string
-	defer func() {
-		if st != nil {
-			closeStore(s, st)
-		}
-	}()
-	f.workflow = func(wpath string) (tool.Tool, error) {
-		if st == nil {
-			var err error
-			if st, dsn, err = f.db.open(ctx); err != nil {
-				return nil, err
-			}
-		}
-		o := &rein.LoadOptions{TrustedToolsOnly: f.trustedToolsOnly}
-		serveWorkflows(o, st)
-		return o.Workflow(wpath)
-	}
+	lazy := &lazyStore{db: &f.db}
+	defer lazy.close(s)
+	f.workflow = lazy.workflows(ctx, f.trustedToolsOnly)
 	p, err := f.load(s, path)
 	if err != nil {
 		return err
@@ -119,11 +103,11 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if _, err := engine.CheckInput(p.Flow, input); err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 	}
-	if st == nil {
-		if st, dsn, err = f.db.open(ctx); err != nil {
-			return err
-		}
+	st, err := lazy.open(ctx)
+	if err != nil {
+		return err
 	}
+	dsn := lazy.dsn
 	opts := &engine.RunOptions{Session: f.session}
 	if f.detach {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
