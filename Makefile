@@ -20,7 +20,7 @@ lint: ## gofmt and go vet
 	$(GO) vet ./...
 
 bench: ## the engine benchmarks (figures go to docs/performance.md)
-	$(GO) test ./engine -run '^$$' -bench . -benchtime 2s -count 3
+	$(GO) test ./internal/engine -run '^$$' -bench . -benchtime 2s -count 3
 
 fuzz: ## every fuzz target for FUZZTIME each
 	FUZZTIME=$(FUZZTIME) bash .ci/fuzz

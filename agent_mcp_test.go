@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/agent"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 )
 
 // An agent run's input history is the conversation the model sees before

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )

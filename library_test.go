@@ -12,7 +12,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/tool"
 )
 

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/mcp/client"
 	"github.com/reinhq/rein/tool"
+	mcptool "github.com/reinhq/rein/tool/mcp"
 )
 
 // connectMCP connects to every MCP server cfg names (rein.yaml mcp:), in
@@ -20,7 +20,7 @@ func (p *Project) connectMCP(cfg *flow.Config) (map[string]tool.Tool, error) {
 	}
 	out := map[string]tool.Tool{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCP)) {
-		srv, err := client.Connect(context.Background(), cfg.MCP[name])
+		srv, err := mcptool.Connect(context.Background(), cfg.MCP[name])
 		if err != nil {
 			return nil, err
 		}

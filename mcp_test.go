@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // crmDir holds the binary crmServer builds.
 var crmDir string
 
-// crmServer builds the test MCP server (mcp/client/testdata/server), a
+// crmServer builds the test MCP server (tool/mcp/testdata/server), a
 // real program on the go-sdk's server API, once.
 var crmServer = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "rein-crm-mcp-")
@@ -35,7 +35,7 @@ var crmServer = sync.OnceValues(func() (string, error) {
 	}
 	crmDir = dir
 	bin := filepath.Join(dir, "crm")
-	if out, err := exec.Command("go", "build", "-o", bin, "./mcp/client/testdata/server").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "./tool/mcp/testdata/server").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/provider"
@@ -65,7 +65,7 @@ type LoadOptions struct {
 	TrustedToolsOnly bool
 	// Workflow makes the workflow tool of the flow folder at path, for an
 	// agent's tools: entry with workflow: (in agent.yaml, or an agent step
-	// of the flow); package bridge makes them (bridge.New(path, …).Tool()),
+	// of the flow); package workflowtool makes them (workflowtool.New(path, …).Tool()),
 	// and for a workflow whose own agents have workflow tools, its
 	// LoadOptions need Workflow too. Nil refuses such entries, and LoadRun
 	// a run that has them.

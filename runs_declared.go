@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/trace"
 )

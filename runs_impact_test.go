@@ -3,8 +3,8 @@ package rein
 import (
 	"testing"
 
-	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/reinhq/rein/agent"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 )
 
 // TestTrustedToolsOnly checks LoadOptions.TrustedToolsOnly: Load refuses a

@@ -1,7 +1,7 @@
 package rein
 
 import (
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )

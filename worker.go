@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"

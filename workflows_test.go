@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
 )
@@ -53,7 +53,7 @@ func serving(t *testing.T) (*rein.LoadOptions, *atomic.Int32) {
 	load := &rein.LoadOptions{Script: "", NoDefaults: false}
 	load.Workflow = func(path string) (tool.Tool, error) {
 		made.Add(1)
-		w, err := bridge.New(path, &bridge.Options{Store: st, Load: load})
+		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, Load: load})
 		if err != nil {
 			return nil, err
 		}

@@ -259,7 +259,7 @@ func (d *decoder) agentToolList(seq *ast.SequenceNode) []*AgentTool {
 }
 
 // isMCPToolName reports whether name has the form of an MCP server's tool,
-// <server>.<tool> (package mcp/client names them so): a server name
+// <server>.<tool> (package tool/mcp names them so): a server name
 // without spaces, a dot, and the tool's name on the server. Models are
 // offered such tools under another name (model.WireNames).
 func isMCPToolName(name string) bool {

@@ -8,8 +8,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/internal/route"
 	"github.com/reinhq/rein/internal/yamlnode"
-	"github.com/reinhq/rein/route"
 )
 
 // RouteSpec is what a `type: route` step routes with: rules first, then

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/reinhq/rein/route"
+	"github.com/reinhq/rein/internal/route"
 )
 
 // TestRouteProblems covers both kinds of error route.New may return: a

@@ -10,7 +10,7 @@ func (d *decoder) checkSubmission(s *Step, src *stepSrc, pos Pos, label string) 
 		}
 	}
 	if s.Type == Source && s.Adapter == "" {
-		d.diags.add(pos, label, "a source step needs adapter: NAME (a Go adapter registered with bridge.RegisterAdapter, or one of rein.yaml adapters:)")
+		d.diags.add(pos, label, "a source step needs adapter: NAME (a Go adapter registered with workflowtool.RegisterAdapter, or one of rein.yaml adapters:)")
 	}
 }
 

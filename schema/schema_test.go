@@ -11,7 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/tool"
 )
 

@@ -1,7 +1,7 @@
 // Package tool is the port for everything a flow can call that is not a
 // model: Go functions registered by library users, exec tools declared in
 // flow files (package tool/exec), and the tools of MCP servers (package
-// mcp/client). A tool declares what it does (Effect, Reversibility,
+// tool/mcp). A tool declares what it does (Effect, Reversibility,
 // Idempotent) so that the policy gate and the durable store can treat side
 // effects with care.
 package tool

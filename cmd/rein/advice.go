@@ -6,8 +6,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/cassette"
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/agent"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"

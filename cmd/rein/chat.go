@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinhq/rein/engine"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"

@@ -13,12 +13,12 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/agent"
-	"github.com/reinhq/rein/bridge"
-	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -451,7 +451,7 @@ func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := bridge.New(fx.dir, &bridge.Options{Store: st})
+	w, err := workflowtool.New(fx.dir, &workflowtool.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 	}
 	var seen gateSeen
 	_, err = w.Handle(ctx, []byte(fmt.Sprintf(`{"action": "submit_from_source", "task_id": %q, "step_id": "s"}`, a.TaskID)))
-	var be *bridge.Error
+	var be *workflowtool.Error
 	if !errors.As(err, &be) {
 		t.Fatalf("%s: submit_from_source: %v, want the adapter refused", fx.mode.name, err)
 	}
@@ -535,7 +535,7 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 	}
 }
 
-// crmServer builds the test MCP server (mcp/client/testdata/server), a
+// crmServer builds the test MCP server (tool/mcp/testdata/server), a
 // real program on the go-sdk's server API, once.
 var crmServer = sync.OnceValues(func() (string, error) {
 	bin, err := reinBinary() // its folder is removed with the test binary's
@@ -543,7 +543,7 @@ var crmServer = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(filepath.Dir(bin), "crm")
-	if b, err := exec.Command("go", "build", "-o", out, "../../mcp/client/testdata/server").CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-o", out, "../../tool/mcp/testdata/server").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, b)
 	}
 	return out, nil

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/bridge"
-	"github.com/reinhq/rein/invoke"
-	"github.com/reinhq/rein/mcp"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/server/mcp"
+	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
@@ -143,7 +143,7 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 	var out []tool.Tool
 	seen := map[string]string{}
 	for _, path := range paths {
-		w, err := bridge.New(path, &bridge.Options{Store: st, Load: load})
+		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, Load: load})
 		if err != nil {
 			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
 		}

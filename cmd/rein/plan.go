@@ -16,7 +16,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/plan"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/safety"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/invoke"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/safety"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/route"
 	"github.com/reinhq/rein/model"
-	"github.com/reinhq/rein/route"
 )
 
 // routeFlags are the flags of rein route.

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )

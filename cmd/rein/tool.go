@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/bridge"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -22,7 +22,7 @@ var toolActions = []string{"start", "submit", "submit_from_source", "prepare_del
 
 func newToolCmd(s *streams) *cobra.Command {
 	var db dbFlag
-	var req bridge.Request
+	var req workflowtool.Request
 	var input, data, deliveries string
 	cmd := &cobra.Command{
 		Use:   "tool FLOW ACTION",
@@ -64,7 +64,7 @@ then retry).`,
 			defer closeStore(s, st)
 			load := &rein.LoadOptions{}
 			serveWorkflows(load, st) // the workflow tools the flow's agents declare
-			w, err := bridge.New(args[0], &bridge.Options{Store: st, DeliveryDir: deliveries, Load: load})
+			w, err := workflowtool.New(args[0], &workflowtool.Options{Store: st, DeliveryDir: deliveries, Load: load})
 			if err != nil {
 				return usageErr("%s: %v", args[0], err)
 			}
@@ -87,10 +87,10 @@ then retry).`,
 }
 
 // toolAnswer performs req and prints the answer, or the error object.
-func toolAnswer(ctx context.Context, s *streams, w *bridge.Workflow, req *bridge.Request) error {
+func toolAnswer(ctx context.Context, s *streams, w *workflowtool.Workflow, req *workflowtool.Request) error {
 	a, err := w.Do(ctx, req)
 	if err != nil {
-		e, ok := err.(*bridge.Error)
+		e, ok := err.(*workflowtool.Error)
 		if !ok {
 			return failed("%v", err)
 		}
@@ -134,7 +134,7 @@ func jsonArg(flag, v string) (json.RawMessage, error) {
 		return nil, usageErr("%s %s: %v", flag, v, err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, bridge.DefaultMaxRequestBytes+1))
+	raw, err := io.ReadAll(io.LimitReader(f, workflowtool.DefaultMaxRequestBytes+1))
 	if err != nil {
 		return nil, usageErr("%s %s: %v", flag, v, err)
 	}
@@ -153,7 +153,7 @@ func newRunsArtifactsCmd(s *streams) *cobra.Command {
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
-				arts, err := bridge.ListArtifacts(ctx, runs.Store(), run.ID)
+				arts, err := workflowtool.ListArtifacts(ctx, runs.Store(), run.ID)
 				if err != nil {
 					return failed("%s: %w", redactDSN(dsn), err)
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/engine"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"

@@ -155,7 +155,7 @@ func (t *Tool) env(info tool.CallInfo) []string {
 // Environ is the explicit environment of a program rein starts in dir:
 // the variables of rein's own environment that BaseEnv or passEnv name
 // (NAME_* passes a prefix), PWD set to dir, then env; later entries win.
-// Exec tools and MCP servers (package mcp/client) get it.
+// Exec tools and MCP servers (package tool/mcp) get it.
 func Environ(dir string, passEnv []string, env map[string]string) []string {
 	var out []string
 	for _, kv := range os.Environ() {

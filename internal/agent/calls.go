@@ -1,0 +1,373 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
+)
+
+// check turns the model's call into a Call: StatusChosen when it names a
+// tool the loop offers and its arguments are a JSON object, otherwise
+// StatusInvalid with an observation that says what to fix. The input
+// schema is the pipeline's to check. The call names the tool by its own
+// name, whichever name the model used.
+func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
+	c := Call{Index: index, ID: tc.ID, Tool: tc.Name, Args: tc.Args, Status: StatusChosen, Key: l.key(turn, index)}
+	b, ok := l.named(tc.Name)
+	if !ok {
+		c.Status = StatusInvalid
+		c.Observation = fmt.Sprintf("invalid call: there is no tool %q; the tools are %s. Call one of them.", cut(tc.Name, 80), l.toolNames())
+		return c
+	}
+	c.Tool = b.spec.Name
+	args, err := parseArgs(tc.Args)
+	if err != nil {
+		c.Status = StatusInvalid
+		c.Observation = fmt.Sprintf("invalid call of %s: %v. Send the arguments as one JSON object.", b.wire, err)
+		return c
+	}
+	if b.declares {
+		d, ps := takeDeclaration(args)
+		if len(ps) > 0 {
+			c.Status = StatusInvalid
+			c.Observation = fmt.Sprintf("invalid call of %s: its %s is invalid: %s. Fix it and call again.", b.wire, DeclarationArg, describeProblems(ps))
+			return c
+		}
+		c.Declaration = d
+	}
+	c.args = args
+	return c
+}
+
+// parseArgs decodes a call's arguments: one JSON object ("" is {}).
+func parseArgs(raw string) (map[string]any, error) {
+	if strings.TrimSpace(raw) == "" {
+		return map[string]any{}, nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("the arguments are not JSON (%v, at byte %d of %s)", err, se.Offset, quoteCut(raw, 120))
+		}
+		return nil, fmt.Errorf("the arguments are not JSON (%v): %s", err, quoteCut(raw, 120))
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("at (root): the arguments must be a JSON object, got %s", quoteCut(raw, 60))
+	}
+	return m, nil
+}
+
+// toolNames lists the tools by the names the model knows them by.
+func (l *Loop) toolNames() string {
+	names := make([]string, 0, len(l.wire))
+	for n := range l.wire {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (l *Loop) key(turn, call int) string {
+	p := l.position(turn, call)
+	return p.Key()
+}
+
+func (l *Loop) position(turn, call int) invoke.Position {
+	return invoke.Position{RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt, Turn: turn, Call: call}
+}
+
+// settle brings every open call of t to an outcome or a pending entry.
+// Chosen calls run, unless fresh is false (t came committed from a journal,
+// or a cancelled Run left them): then a call may have run already, and
+// only one whose tool is safe to repeat runs again; the others become
+// unknown. Waiting and unknown calls follow their Decision, if any.
+func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res *Result) error {
+	var jobs []int
+	var approved map[int]bool
+	for i := range t.Calls {
+		c := &t.Calls[i]
+		d, decided := s.Decisions[Ref(t.N, c.Index)]
+		if c.Status == StatusChosen || c.Status == StatusWaiting || c.Status == StatusUnknown {
+			if _, ok := l.tools[c.Tool]; !ok {
+				// the transcript names a tool the loop no longer offers.
+				c.Status = StatusInvalid
+				c.Observation = fmt.Sprintf("invalid call: there is no tool %q any more; the tools are %s.", c.Tool, l.toolNames())
+				if err := l.commitCall(ctx, t.N, c); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if c.Status == StatusChosen && !fresh && !safeToRepeat(l.tools[c.Tool].spec) {
+			c.Status = StatusUnknown
+			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)
+			if err := l.commitCall(ctx, t.N, c); err != nil {
+				return err
+			}
+		}
+		switch c.Status {
+		case StatusChosen:
+			jobs = append(jobs, i)
+		case StatusWaiting, StatusUnknown:
+			kind := "approval"
+			if c.Status == StatusUnknown {
+				kind = "unknown"
+			}
+			if c.Plan != nil && c.Status == StatusWaiting {
+				// a plan waits: it runs again once all its waiting steps are decided
+				if undecided := l.planDecisions(s, t.N, c); len(undecided) > 0 {
+					res.Pending = append(res.Pending, undecided...)
+					continue
+				}
+				jobs = append(jobs, i)
+				continue
+			}
+			if !decided {
+				res.Pending = append(res.Pending, c.pending(t.N, kind)...)
+				continue
+			}
+			switch d.Verdict {
+			case Approve:
+				jobs = append(jobs, i)
+				if approved == nil {
+					approved = make(map[int]bool)
+				}
+				approved[i] = true
+				continue
+			case Settle:
+				if c.Status != StatusUnknown {
+					return fault.Errorf(fault.Business, "agent: call %s waits for approval; settle is for calls whose outcome is unknown: approve or reject it", Ref(t.N, c.Index))
+				}
+				c.Status = StatusOK
+				c.Observation, c.Blob = l.observe(ctx, d.Output)
+			default:
+				c.Status, c.Observation = StatusRejected, "rejected by a person: "+d.Comment
+			}
+			if err := l.commitCall(ctx, t.N, c); err != nil {
+				return err
+			}
+		}
+	}
+	if len(jobs) > 0 {
+		var ev *safety.Evidence // built before any call runs, only if one is traced
+		if l.tracesAny(t, jobs) {
+			ev = l.evidence(s, t.N)
+		}
+		if err := l.runCalls(ctx, t, jobs, approved, ev); err != nil {
+			return err
+		}
+	}
+	for _, i := range jobs {
+		if c := &t.Calls[i]; c.Status == StatusWaiting {
+			res.Pending = append(res.Pending, c.pending(t.N, "approval")...)
+		}
+	}
+	return nil
+}
+
+// planDecisions gives the waiting execute_plan call c its people's
+// decisions, by plan step, and returns the pending entries of the steps
+// still undecided.
+func (l *Loop) planDecisions(s *Session, turn int, c *Call) []Pending {
+	var undecided []Pending
+	c.decisions = make(map[string]Decision, len(c.Plan.Waiting))
+	for _, p := range c.pending(turn, "approval") {
+		d, ok := s.Decisions[p.Ref]
+		if !ok {
+			undecided = append(undecided, p)
+			continue
+		}
+		c.decisions[p.Ref[len(Ref(turn, c.Index))+1:]] = d
+	}
+	return undecided
+}
+
+// safeToRepeat reports whether a call of spec's tool may run again when it
+// may already have run: the tool is idempotent or does not write.
+func safeToRepeat(spec tool.Spec) bool {
+	return spec.Idempotent || spec.Effect == "" || spec.Effect == tool.EffectNone || spec.Effect == tool.EffectRead
+}
+
+// runCalls runs the calls t.Calls[i] for i in jobs, at most
+// Config.Concurrency at once, and commits each outcome as it comes. On
+// cancellation the calls still running are cancelled and left chosen.
+func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev *safety.Evidence) error {
+	if len(jobs) == 1 {
+		c := &t.Calls[jobs[0]]
+		if !l.call(ctx, t.N, c, approved[jobs[0]], ev) {
+			return context.Cause(ctx)
+		}
+		return l.commitCall(ctx, t.N, c)
+	}
+	var (
+		mu       sync.Mutex // serialises commits and guards firstErr
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, l.cfg.Concurrency)
+	for _, i := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-cctx.Done():
+		}
+		if cctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(c *Call) {
+			defer func() { <-sem; wg.Done() }()
+			done := l.call(cctx, t.N, c, approved[c.Index-1], ev)
+			if !done {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if firstErr == nil {
+				if err := l.commitCall(ctx, t.N, c); err != nil {
+					firstErr = err
+					cancel(err)
+				}
+			}
+		}(&t.Calls[i])
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// call runs one call through the pipeline and fills in its outcome. It
+// returns false when ctx ended first: the call stays chosen. ev is what
+// its arguments are traced to and its declaration checked against (nil
+// when no call of the turn is traced).
+func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *safety.Evidence) bool {
+	bt := l.tools[c.Tool]
+	args := c.args
+	if args == nil {
+		args, _ = parseArgs(c.Args) // checked when the turn was taken
+		if bt.declares {
+			delete(args, DeclarationArg) // c.Declaration holds it
+		}
+	}
+	t := bt.Tool.Tool
+	if bt == l.plannerTool() {
+		args = l.ownStepTools(args)
+		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
+			return l.executePlan(ctx, turn, c, args, ev)
+		})
+	}
+	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
+		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
+	if l.traces(bt) {
+		l.trace(ev, bt, c, args, &req)
+	}
+	if bt.input != nil {
+		req.Input = bt.input
+	}
+	if bt.output != nil {
+		req.Output = bt.output
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.CallTimeout)
+	out, outcome, err := l.cfg.Pipeline.Call(cctx, &req)
+	cancel()
+	if ctx.Err() != nil && outcome != invoke.OK {
+		return false
+	}
+	c.Reason = ""
+	var pw *planPaused
+	if outcome != invoke.OK && errors.As(err, &pw) {
+		c.Status, c.Plan, c.Observation = StatusWaiting, pw.wait, ""
+		c.Reason = "a step of its plan needs a person's approval"
+		return true
+	}
+	c.Plan, c.decisions = nil, nil
+	switch outcome {
+	case invoke.OK:
+		c.Status = StatusOK
+		c.Observation, c.Blob = l.observe(ctx, out)
+	case invoke.AwaitingApproval:
+		var ae *invoke.ApprovalError
+		errors.As(err, &ae)
+		c.Status, c.Reason = StatusWaiting, ae.Reason
+		c.Observation = ""
+	case invoke.InvalidArgs:
+		c.Status = StatusInvalid
+		c.Observation = fmt.Sprintf("invalid call: %v. Fix the arguments and call again.", err)
+	case invoke.Blocked:
+		c.Status = StatusBlocked
+		c.Observation = fmt.Sprintf("blocked: %v. Do not retry this call as it is.", err)
+		if ve := (*invoke.VerifyError)(nil); errors.As(err, &ve) {
+			c.Observation = l.verifyObservation(c, ve)
+		}
+	default:
+		c.Status = StatusFailed
+		c.Observation = l.cutText(fmt.Sprintf("error (%s): %v", fault.ClassOf(err), err))
+	}
+	return true
+}
+
+// ownStepTools returns execute_plan's args with each step's tool named by
+// its own name where the model used the name it was offered
+// ("crm__find" for "crm.find"); args is not changed.
+func (l *Loop) ownStepTools(args map[string]any) map[string]any {
+	steps, _ := args["steps"].([]any)
+	var out []any
+	for i, s := range steps {
+		m, _ := s.(map[string]any)
+		name, _ := m["tool"].(string)
+		own, ok := l.wire[name]
+		if !ok || own == name {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), steps...)
+		}
+		c := make(map[string]any, len(m))
+		for k, v := range m {
+			c[k] = v
+		}
+		c["tool"] = own
+		out[i] = c
+	}
+	if out == nil {
+		return args
+	}
+	c := make(map[string]any, len(args))
+	for k, v := range args {
+		c[k] = v
+	}
+	c["steps"] = out
+	return c
+}
+
+// commitCall journals c's outcome.
+func (l *Loop) commitCall(ctx context.Context, turn int, c *Call) error {
+	if l.cfg.Journal == nil {
+		return nil
+	}
+	if err := l.cfg.Journal.CommitCall(ctx, turn, c); err != nil {
+		return fmt.Errorf("agent: commit %s: %w", Ref(turn, c.Index), err)
+	}
+	return nil
+}

@@ -1,0 +1,453 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// An agent step runs the agent loop (package agent) as one step attempt.
+// Its turns and calls are journaled as agent_turn and agent_call events,
+// each committed at once (one commit per turn, one per settled call), so a
+// resumed run rebuilds the transcript and continues: the loop never asks
+// the model again for a committed turn nor repeats a call that may have
+// had an effect. A call that waits for a person is an approval row of its
+// own, step id "<step>/turn<t>/call<c>" (rein runs approve RUN that-id);
+// once every one is decided, resuming the run runs the step again at the
+// same attempt and the loop applies the decisions.
+
+// bindAgent builds an agent step's loop from the engine's tools and
+// models. Its calls, and the steps of its execute_plan calls, go through
+// pipe, whose gate is the flow's (bindGate): the engine's gate joined with
+// the flow's own policy: rules, as a flow's tool and plan steps are.
+func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) model.Model, pipe *invoke.Pipeline) (*agent.Loop, error) {
+	a := s.Agent
+	m := lookupModel(s.Model, s.ID)
+	if m == nil {
+		return nil, nil // reported by lookupModel
+	}
+	tools := make([]agent.Tool, 0, len(a.Tools))
+	var missing []string
+	for _, t := range a.Tools {
+		tl, ok := e.cfg.Tools.Lookup(t.Name)
+		if !ok {
+			missing = append(missing, t.Name)
+			continue
+		}
+		tools = append(tools, agent.Tool{Tool: tl, Approval: t.Approval})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
+	}
+	var ep *agent.PlanOptions
+	if !a.ExecutePlan.Disabled {
+		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
+	}
+	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, Concurrency: a.Concurrency,
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Now:     e.cfg.Clock.Now})
+}
+
+// agentWait is the "error" of an agent step whose calls wait for a person,
+// or of a plan step whose plan steps do: the step parks (settle) instead
+// of failing.
+type agentWait struct {
+	pending []agent.Pending
+}
+
+func (w *agentWait) Error() string {
+	return fmt.Sprintf("%d tool call(s) wait for a person", len(w.pending))
+}
+
+// callAgent runs step j's agent loop for one attempt: the task is the
+// rendered prompt_template. A resumed attempt continues its transcript.
+func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
+	s := j.step
+	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
+	// the wall-time budget runs while the loop works: waiting for a person
+	// (or a restart) starts it again.
+	sess := &agent.Session{Task: in.prompt, History: inputHistory(r.input)}
+	if r.d.on && r.d.firstAttempt[j.index] == attempt {
+		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
+			return nil, err
+		}
+	}
+	jr := &agentJournal{r: r, step: s, attempt: attempt}
+	var blobs agent.Blobs
+	if r.d.on {
+		blobs = jr
+	}
+	loop := r.b.agents[j.index].With(r.id, s.ID, attempt, jr, (*callRecorder)(r), blobs)
+	if r.ev != nil {
+		loop = loop.WithEvidence(r.ev)
+	}
+	res, err := loop.Run(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == agent.StatusPaused {
+		if !r.d.on {
+			var first string
+			if len(res.Pending) > 0 {
+				first = fmt.Sprintf(" (the first, of tool %s: %s)", res.Pending[0].Tool, res.Pending[0].Reason)
+			}
+			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval%s, which needs a durable store: run it with one (rein run --db, or engine.Config.Store)",
+				s.ID, len(res.Pending), first)
+		}
+		return nil, &agentWait{pending: res.Pending}
+	}
+	return res.Answer, nil
+}
+
+// agentJournal commits an agent step's turns and calls through the run's
+// journal, each at once. As the loop's Blobs it keeps an observation too
+// large for the transcript whole (up to the step's max_output_bytes): as
+// the call record of its call (store.Call, Turn and Index set, Output the
+// whole observation), committed with the call's outcome.
+type agentJournal struct {
+	r       *run
+	step    *flow.Step
+	attempt int
+
+	mu   sync.Mutex
+	kept map[string][]byte // by reference, until the call commits
+}
+
+// PutBlob keeps data for the call about to commit; its reference is
+// "sha256:<hex>".
+func (a *agentJournal) PutBlob(_ context.Context, data []byte) (string, error) {
+	if int64(len(data)) > a.step.MaxOutputBytes {
+		return "", fmt.Errorf("%d bytes is more than max_output_bytes %d", len(data), a.step.MaxOutputBytes)
+	}
+	ref := "sha256:" + value.Digest(data)
+	a.mu.Lock()
+	if a.kept == nil {
+		a.kept = map[string][]byte{}
+	}
+	a.kept[ref] = data
+	a.mu.Unlock()
+	return ref, nil
+}
+
+func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	a.r.record(trace.Event{Kind: trace.AgentTurn, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: t.N, TokensIn: t.Usage.In, TokensOut: t.Usage.Out, Preview: value.Preview([]byte(t.Text), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if c.Blob != "" {
+		a.mu.Lock()
+		whole := a.kept[c.Blob]
+		delete(a.kept, c.Blob)
+		a.mu.Unlock()
+		if whole != nil && a.r.d.on {
+			cl := &store.Call{RunID: a.r.id, StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+				Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded, Output: whole}
+			a.r.recordMu.Lock()
+			a.r.d.pendCalls = append(a.r.d.pendCalls, cl)
+			a.r.recordMu.Unlock()
+		}
+	}
+	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
+		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})
+	return a.commit()
+}
+
+// PlanEvent records what an execute_plan call's executor does as the plan
+// events of a plan step (plan_step_started, plan_step_waiting,
+// plan_step_settled, plan_rejected), with the turn of the call; the plan
+// step is named call<c>/<plan-step> (call<c> for the plan as a whole).
+func (a *agentJournal) PlanEvent(turn, call int, ev plan.Event) {
+	ps := "call" + strconv.Itoa(call)
+	if ev.PlanStep != "" {
+		ps += "/" + ev.PlanStep
+	}
+	e := trace.Event{Kind: trace.Kind(ev.Kind), StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
+		PlanStep: ps, Tool: ev.Tool, Status: ev.Status, DurationMS: trace.Millis(ev.Duration),
+		ErrorClass: string(ev.ErrorClass), Error: ev.Error}
+	if ev.ErrorClass != "" {
+		e.Origin = trace.OriginTool
+		if ev.Kind == plan.PlanRejected {
+			e.Origin = trace.OriginModel
+		}
+	}
+	a.r.record(e)
+}
+
+// PlanRun records the start (plan_started, status running) or the end
+// (plan_finished: succeeded, failed or waiting) of an execute_plan call's
+// sub-run: the plan step is named call<c>, Preview is the objective and
+// Data the sub-run record (agent.PlanRun) as JSON.
+func (a *agentJournal) PlanRun(turn, call int, run *agent.PlanRun) {
+	kind := trace.Kind(plan.PlanFinished)
+	if run.Status == agent.PlanActive {
+		kind = trace.Kind(plan.PlanStarted)
+	}
+	data, err := json.Marshal(run)
+	if err != nil {
+		data = nil
+	}
+	e := trace.Event{Kind: kind, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt, Turn: turn,
+		PlanStep: "call" + strconv.Itoa(call), Status: string(run.Status), Preview: value.Preview([]byte(run.Objective), trace.PreviewBytes),
+		Data: string(data)}
+	if run.Status == agent.PlanFailed {
+		e.ErrorClass, e.Error, e.Origin = run.ErrorType, run.Error, trace.OriginTool
+	}
+	a.r.record(e)
+}
+
+func (a *agentJournal) commit() error {
+	a.r.flush()
+	if a.r.d.on {
+		a.r.recordMu.Lock()
+		err := a.r.storeErr
+		a.r.recordMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AgentTranscript reads the transcript of agent step stepID of a run from
+// its journal: the turns of the given attempt (0: the last one journaled),
+// each call as it stands (arguments, status, observation). A step that
+// journaled no turn has none (nil). Errors: the store's, or a record that
+// does not decode.
+func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, attempt int) ([]agent.Turn, error) {
+	var fold transcriptFold
+	fold.attempt = attempt
+	var after int64
+	for {
+		evs, err := st.Events(ctx, runID, after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("read the journal of run %s: %w", runID, err)
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if err := fold.add(ev, stepID); err != nil {
+				return nil, err
+			}
+		}
+		if len(evs) < 1000 {
+			return fold.turns, nil
+		}
+	}
+}
+
+// FoldAgentTranscript is AgentTranscript over events already read.
+func FoldAgentTranscript(events []*trace.Event, stepID string, attempt int) ([]agent.Turn, error) {
+	fold := transcriptFold{attempt: attempt}
+	for _, ev := range events {
+		if err := fold.add(ev, stepID); err != nil {
+			return nil, err
+		}
+	}
+	return fold.turns, nil
+}
+
+// transcriptFold rebuilds turns from agent_turn and agent_call events.
+type transcriptFold struct {
+	attempt, at int
+	turns       []agent.Turn
+}
+
+func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
+	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
+		return nil
+	}
+	if f.attempt == 0 && ev.Attempt != f.at {
+		f.turns, f.at = nil, ev.Attempt // a later attempt starts afresh
+	}
+	if f.attempt != 0 && ev.Attempt != f.attempt {
+		return nil
+	}
+	switch ev.Kind {
+	case trace.AgentTurn:
+		var t agent.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(f.turns)+1 {
+			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err)
+		}
+		f.turns = append(f.turns, t)
+	case trace.AgentCall:
+		var c agent.Call
+		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(f.turns) ||
+			c.Index < 1 || c.Index > len(f.turns[ev.Turn-1].Calls) {
+			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err)
+		}
+		f.turns[ev.Turn-1].Calls[c.Index-1] = c
+	}
+	return nil
+}
+
+// restoreSession rebuilds the transcript of attempt of step s from the
+// journal, and the people's decisions on its calls from the approvals.
+func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
+	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	sess.Turns = turns
+	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
+	if err != nil {
+		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)
+	}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		ref, ok := strings.CutPrefix(a.StepID, prefix)
+		if !ok || a.Status == store.ApprovalPending {
+			continue
+		}
+		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment}
+		switch a.Status {
+		case store.ApprovalRejected:
+			d.Verdict = agent.Reject
+		case store.ApprovalSettled:
+			d.Verdict = agent.Settle
+			if err := json.Unmarshal(a.Output, &d.Output); err != nil {
+				return fmt.Errorf("engine: the output settling %s is not JSON: %w", a.StepID, err)
+			}
+		}
+		if sess.Decisions == nil {
+			sess.Decisions = map[string]agent.Decision{}
+		}
+		sess.Decisions[ref] = d
+	}
+	return nil
+}
+
+// parkAgent makes agent step i (or plan step i) wait for people: one
+// approval per pending call (plan step), committed with the step's
+// waiting row.
+func (r *run) parkAgent(i int, w *agentWait) {
+	s := r.f.Steps[i]
+	st := &r.steps[i]
+	for _, p := range w.pending {
+		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
+			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
+			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+		if s.Type == flow.Plan {
+			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason)
+		}
+		if p.Kind == "unknown" {
+			a.Kind = store.KindUnknown
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
+		}
+		r.m.ParkCall(i, a.StepID, a.Kind, st.attempts)
+		r.d.parked = append(r.d.parked, a)
+		r.recordMu.Lock()
+		r.d.pendAppr = append(r.d.pendAppr, a)
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
+			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
+	}
+	if len(w.pending) == 0 {
+		r.m.Park(i, store.KindApproval, st.attempts)
+	}
+	r.setStatus(i, r.m.Status(i))
+	r.stageStep(i)
+}
+
+// argsJSON is a call's arguments as the approval keeps them: the JSON the
+// model wrote, or that text as a JSON string when it is not JSON.
+func argsJSON(raw string) json.RawMessage {
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}
+
+// restoreAgent applies the approvals of an agent step's calls (or of a
+// plan step's plan steps) on resume: while any of them waits, the step
+// waits; once all are decided it runs again at its attempt, and the loop
+// (the plan) applies the decisions. It returns the latest approval of
+// each, by step id "<step>/<ref>", when the step runs again; nil when it
+// waits.
+func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) map[string]*store.Approval {
+	s := r.f.Steps[i]
+	latest := map[string]*store.Approval{}
+	prefix := s.ID + "/"
+	for _, a := range approvals {
+		if !strings.HasPrefix(a.StepID, prefix) {
+			continue
+		}
+		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {
+			latest[a.StepID] = a
+		}
+	}
+	var waiting []*store.Approval
+	for _, a := range latest {
+		if a.Status == store.ApprovalPending {
+			waiting = append(waiting, a)
+		}
+	}
+	// in the order the calls were asked, whatever the map's order.
+	slices.SortFunc(waiting, func(a, b *store.Approval) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.StepID, b.StepID)
+	})
+	for _, a := range waiting {
+		r.m.ParkCall(i, a.StepID, a.Kind, row.Attempt)
+		r.d.parked = append(r.d.parked, a)
+	}
+	if len(waiting) > 0 {
+		r.setStatus(i, r.m.Status(i))
+		return nil
+	}
+	r.d.firstAttempt[i] = max(row.Attempt, 1)
+	return latest
+}
+
+// inputHistory is an agent step's Session.History: the run input's
+// "history" field, a list of {role: user|assistant, content: string} (the
+// earlier exchanges of a chat session, as rein chat records them on each
+// run, so a run resumed in another process sees the same conversation).
+// Entries of another shape are left out; agent folders' input schema
+// (rein.LoadAgent) rejects them before the run starts.
+func inputHistory(input any) []model.Message {
+	m, ok := input.(map[string]any)
+	if !ok {
+		return nil
+	}
+	list, _ := m["history"].([]any)
+	var out []model.Message
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		role, _ := em["role"].(string)
+		content, _ := em["content"].(string)
+		if role != string(model.User) && role != string(model.Assistant) {
+			continue
+		}
+		out = append(out, model.Message{Role: model.Role(role), Content: content})
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// callTool makes one tool call through the invocation pipeline (package
+// invoke): args schema, gate, idempotency key, call, normalise, the step's
+// output schema, call record. The origin is the engine's when the call was
+// refused (args or gate), the tool's otherwise.
+func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, attempt int, fallback bool) (any, trace.Origin, error) {
+	s := j.step
+	req := invoke.Request{Tool: t, Args: in.args,
+		At: invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Fallback: fallback, Attempt: attempt}}
+	if !fallback {
+		req.Spec = &r.b.specs[j.index]
+		req.Approved = j.approved
+	}
+	req.Recorder = r.recorder(ctx, req.Spec)
+	req.Provenance = r.b.provenance(j.index, fallback)
+	if r.ev != nil {
+		req.Verified = r.ev.Verify(in.args, req.Provenance)
+	}
+	if r.b.gated() {
+		req.Gate = r.b.gate // the flow's rules and the controls around the engine's gate
+	}
+	if sch := r.b.inputSchema(j.index, fallback); sch != nil {
+		req.Input = sch
+	}
+	if s.OutputSchema != nil {
+		req.Output = s.OutputSchema
+	}
+	out, outcome, err := r.e.pipe.Call(ctx, &req)
+	if err != nil {
+		if outcome == invoke.InvalidArgs || outcome == invoke.Blocked {
+			return nil, trace.OriginEngine, err
+		}
+		return nil, trace.OriginTool, err
+	}
+	return out, trace.OriginTool, nil
+}
+
+// callLLM asks the step's model. With an output_schema it goes through
+// model.Decide: one JSON value, validated, and one corrective request
+// carrying the validation errors before it is a format error. Without one
+// the reply's text is the output. Every exchange is budgeted and traced by
+// the metered model.
+func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int, fallback bool) (out any, err error) {
+	s := j.step
+	sc := &callScope{r: r, step: s, index: j.index, attempt: attempt}
+	ctx = withScope(ctx, sc)
+	if r.d.on && in.item >= 0 {
+		// a for_each item's output is recorded (callrec.go).
+		start := r.e.cfg.Clock.Now()
+		defer func() { r.recordModelCall(j, name, in, attempt, fallback, start, sc, out, err) }()
+	}
+	mm := metered{name: name, m: m}
+	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
+		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}
+	if s.OutputSchema == nil {
+		resp, err := mm.Generate(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		if resp == nil {
+			return nil, fault.BusinessErr(fmt.Errorf("model %s returned no response", name))
+		}
+		return resp.Text, nil
+	}
+	d, err := model.Decide(ctx, mm, req, model.DecideOptions[any]{Schema: s.OutputSchema,
+		OnReject: func(_ int, problems error) {
+			// a corrective retry within this attempt, not a failed attempt.
+			r.recordCorrection(j, attempt, in.item, fmt.Errorf("model %s: reply rejected, asking once more: %w", name, problems))
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	return d.Value, nil
+}

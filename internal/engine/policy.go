@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
+)
+
+// gated reports whether the flow's runs have a gate worth asking.
+func (b *bound) gated() bool {
+	return b.gate != nil && b.gate != safety.AllowAll
+}
+
+// bindGate sets the flow's gate — the engine's, joined with the flow's
+// own policy: rules, inside the risk tiers' controls (bindRisk) — and
+// works out where the args of every tool step (and fallback tool) come
+// from (flow.ArgProvenance), once per flow: the gate sees it, and the
+// effect graph records it.
+func (e *Engine) bindGate(f *flow.Flow, b *bound, bb *binder) {
+	b.gate = e.cfg.Gate
+	if f.Policy != nil {
+		b.gate = safety.Join(e.cfg.Gate, f.Policy.Policy())
+	}
+	b.gate, b.tiers = e.bindRisk(f, b.gate, bb)
+	b.pipe = &e.pipe
+	if b.gated() { // then b.gate wraps the engine's (safety.Controls)
+		b.pipe = &invoke.Pipeline{Gate: b.gate, Now: e.cfg.Clock.Now}
+	}
+	spec := func(name string) (tool.Spec, bool) {
+		if t, ok := e.cfg.Tools.Lookup(name); ok {
+			return t.Spec(), true
+		}
+		return tool.Spec{}, false
+	}
+	b.prov, b.fbProv = make([]safety.Provenance, len(f.Steps)), make([]safety.Provenance, len(f.Steps))
+	b.evRef = make([]string, len(f.Steps))
+	for i, s := range f.Steps {
+		b.evRef[i] = "step " + s.ID
+		if s.Type == flow.Tool {
+			b.prov[i] = flow.ArgProvenance(f, s, false, spec)
+		}
+		if s.Fallback != nil && s.Fallback.Tool != "" {
+			b.fbProv[i] = flow.ArgProvenance(f, s, true, spec)
+		}
+	}
+}
+
+// provenance is what the gate is told about the args of step i's call.
+func (b *bound) provenance(i int, fallback bool) safety.Provenance {
+	if fallback {
+		if b.fbProv != nil {
+			return b.fbProv[i]
+		}
+		return nil
+	}
+	if b.prov != nil {
+		return b.prov[i]
+	}
+	return nil
+}
+
+// gatePark asks the gate about tool step i's call before it starts, with
+// the args just rendered (j), and parks the step for a person when the
+// gate requires approval — as approval: required does, the message
+// naming the rule and its reason. A for_each step is asked about each
+// item's call, and parks once for all of those that need approval. A
+// step a person approved runs, and the gate is told so (job.approved),
+// when its args are the ones the approval recorded (a for_each step's:
+// every item's, in order); otherwise it is asked about again. Only a tool
+// step of a durable run, not in a repeat loop, can wait like this; repeat
+// rounds, fallbacks and plan steps get the pipeline's policy error. It
+// reports whether the step was parked.
+func (r *run) gatePark(i int, j *job) bool {
+	s := r.f.Steps[i]
+	if s.Type != flow.Tool || s.Repeat != nil || j.renderErr != nil {
+		if _, ok := r.d.approved[i]; ok {
+			delete(r.d.approved, i)
+			j.approved = true
+		}
+		return false
+	}
+	if args, ok := r.d.approved[i]; ok {
+		delete(r.d.approved, i)
+		// the approval is for the exact calls it recorded: args rendered
+		// differently now are asked about again.
+		if len(args) == 0 || string(args) == "null" || sameArgs(args, gatedCalls(j)) {
+			j.approved = true
+			return false
+		}
+		if s.ApprovalRequired {
+			a := r.park(i, store.KindApproval, j)
+			a.Message = fmt.Sprintf("step %s wants to call tool %s with other args than those approved; approve to make this call", s.ID, s.Tool)
+			return true
+		}
+	}
+	if !r.b.gated() {
+		return false
+	}
+	attempt := r.steps[i].attempts + 1
+	var first safety.Decision
+	asked := 0
+	for k, in := range j.items() {
+		if j.each.errs != nil && j.each.errs[k] != nil {
+			continue
+		}
+		if d, ok := r.gateAsks(i, attempt, in); ok {
+			if asked == 0 {
+				first = d
+			}
+			asked++
+		}
+	}
+	if s.ForEach == nil {
+		if d, ok := r.gateAsks(i, attempt, j.in); ok {
+			first, asked = d, 1
+		}
+	}
+	if asked == 0 {
+		return false
+	}
+	a := r.park(i, store.KindApproval, j)
+	if s.ForEach == nil {
+		a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
+			s.ID, s.Tool, first.Rule, first.Reason)
+		return true
+	}
+	a.Args, _ = value.AppendCanonical(nil, gatedCalls(j))
+	a.Message = fmt.Sprintf("step %s wants to call tool %s for each of its %d items (the args, in order), and the policy gate requires approval of %d of them (rule %s: %s); approve to make these exact calls, reject to fail the step",
+		s.ID, s.Tool, len(j.items()), asked, first.Rule, first.Reason)
+	return true
+}
+
+// gateAsks asks the gate about one call of tool step i (in: its args, and
+// its item) and reports the decision when it is require_approval, which
+// it journals; any other decision the pipeline makes again and reports.
+func (r *run) gateAsks(i, attempt int, in unitInput) (safety.Decision, bool) {
+	s := r.f.Steps[i]
+	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: in.args, Provenance: r.b.provenance(i, false)}
+	if r.ev != nil {
+		inv.Verified = r.ev.Verify(in.args, inv.Provenance)
+	}
+	d, err := r.b.gate.Check(r.ctx, &inv)
+	if err != nil || d.Verdict != safety.RequireApproval {
+		return d, false
+	}
+	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Attempt: attempt}, &inv, d)
+	return d, true
+}
+
+// gatedCalls is what an approval of tool step j covers: its args, or a
+// for_each step's list of its items' args.
+func gatedCalls(j *job) any {
+	if j.step.ForEach == nil {
+		return j.in.args
+	}
+	list := make([]any, len(j.items()))
+	for k, in := range j.items() {
+		list[k] = in.args
+	}
+	return list
+}
+
+// sameArgs reports whether args encode canonically to recorded.
+func sameArgs(recorded []byte, args any) bool {
+	b, err := value.AppendCanonical(nil, args)
+	return err == nil && bytes.Equal(b, recorded)
+}

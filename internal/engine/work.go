@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"sync"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
+)
+
+// outcome is what a worker reports for one step.
+type outcome struct {
+	index    int
+	status   trace.StepStatus
+	output   any
+	attempts int
+	// err is a failure the step could not absorb: the run fails.
+	err error
+	// lastErr is a failure that on_error absorbed (skip or fallback), or
+	// the one it escalated.
+	lastErr error
+	// park, when set, parks the step for people instead of settling it.
+	park      *parking
+	origin    trace.Origin
+	outputSHA string
+	// outputSize is the length of output's canonical JSON (0: unknown).
+	outputSize int64
+	// outputJSON: the canonical JSON of output, for a durable run's journal.
+	outputJSON []byte
+	preview    string
+}
+
+// parking is why a step's outcome parks it: on_error escalate (escalated,
+// with escArgs the canonical args of the failed tool call, for the
+// approval), or an agent step's calls waiting for people (agentWait).
+type parking struct {
+	escalated bool
+	escArgs   []byte
+	agentWait *agentWait
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// work executes one step: its body (plain, for_each or repeat), then the
+// output checks, then on_error. It never panics.
+func (r *run) work(j *job) (o *outcome) {
+	s := j.step
+	o = &j.out
+	o.index = j.index
+	defer func() {
+		if p := recover(); p != nil {
+			o.err = fault.Errorf(fault.Business, "engine bug: step %s panicked: %v\n%s", s.ID, p, debug.Stack())
+			o.origin = trace.OriginEngine
+		}
+	}()
+	var out any
+	var err error
+	if j.renderErr != nil {
+		err, o.origin = j.renderErr, trace.OriginEngine
+	} else {
+		switch {
+		case s.ForEach != nil:
+			out, err = r.runItems(j, o)
+			if err == nil && s.Gate != nil {
+				err = r.checkGate(j, out)
+				if err != nil {
+					o.origin = trace.OriginEngine
+				}
+			}
+		case s.Repeat != nil:
+			out, err = r.runRepeat(j, o)
+		default:
+			out, err = r.runUnit(r.ctx, j, j.in, o)
+		}
+	}
+	if err == nil {
+		o.status = trace.StepSucceeded
+		if o.lastErr != nil {
+			// for_each items that on_error absorbed, one by one.
+			o.status = absorbedStatus(s.OnError)
+		}
+		if err = r.finishOutput(s, out, o); err == nil {
+			return o
+		}
+		o.origin = r.b.kinds[j.index].outputOrigin
+	}
+	if w, ok := err.(*agentWait); ok {
+		o.park = &parking{agentWait: w}
+		return o
+	}
+	r.applyOnError(j, err, o)
+	return o
+}
+
+// finishOutput enforces max_output_bytes and digests the output.
+func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf, err := value.AppendCanonical((*bp)[:0], out)
+	*bp = buf
+	if err != nil {
+		return fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err))
+	}
+	if int64(len(buf)) > s.MaxOutputBytes {
+		return fault.BusinessErr(fmt.Errorf("output is %d bytes, more than max_output_bytes %d", len(buf), s.MaxOutputBytes))
+	}
+	o.output = out
+	o.outputSHA = value.Digest(buf)
+	o.outputSize = int64(len(buf))
+	o.outputJSON = nil
+	if r.d.on {
+		o.outputJSON = bytes.Clone(buf)
+	}
+	o.preview = value.Preview(buf, trace.PreviewBytes)
+	return nil
+}
+
+// applyOnError decides what a final failure means for the step.
+func (r *run) applyOnError(j *job, err error, o *outcome) {
+	s := j.step
+	switch sched.RecoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
+	case sched.StopWithRun:
+		o.err = r.ctxCause(err)
+		return
+	case sched.EscalateStep:
+		r.escalate(j, err, o)
+		return
+	case sched.DefaultStep:
+		o.lastErr, o.status = err, trace.StepDefaulted
+		if ferr := r.finishOutput(s, s.FallbackValue, o); ferr != nil {
+			o.err = ferr
+		}
+		return
+	case sched.FallBack:
+		out, ferr := r.runFallback(r.ctx, j, j.in, j.scope)
+		if ferr != nil {
+			o.err = fallbackFailed(ferr, err, "step")
+			return
+		}
+		o.lastErr, o.status = err, trace.StepFellBack
+		if ferr := r.finishOutput(s, out, o); ferr != nil {
+			o.err = ferr
+		}
+		return
+	}
+	o.err = err
+}
+
+// escalate hands a step's final failure to a person (on_error: escalate):
+// the scheduler parks the step (settle). Without a durable store nobody
+// could answer, so the step fails, saying so.
+func (r *run) escalate(j *job, err error, o *outcome) {
+	if !r.d.on {
+		o.err = fault.New(fault.ClassOf(err), fmt.Errorf("%w (on_error: escalate waits for a person, which needs a durable store: Config.Store)", err))
+		return
+	}
+	o.lastErr, o.park = err, &parking{escalated: true}
+	if r.b.kinds[j.index].takesArgs && j.step.ForEach == nil {
+		o.park.escArgs, _ = value.AppendCanonical(nil, j.in.args)
+	}
+}
+
+// absorbedStatus is the status of a step whose failure on_error absorbed.
+func absorbedStatus(p flow.OnError) trace.StepStatus {
+	if p == flow.Skip {
+		return trace.StepDefaulted
+	}
+	return trace.StepFellBack
+}
+
+// fallbackFailed is the error of a fallback that failed after what (the
+// step, or one of its items) failed with err.
+func fallbackFailed(ferr, err error, what string) error {
+	e := fmt.Errorf("%w (after the %s failed: %v)", ferr, what, err)
+	if c := fault.ClassOf(ferr); c != fault.Budget && c != fault.Cancelled {
+		return fault.New(c, e)
+	}
+	return e
+}
+
+// runFallback runs the step's fallback for one execution (the step, or one
+// for_each item): a tool, a model or a value, or the fallback_value. in is
+// the failed execution's input: a fallback tool without args gets its args,
+// a fallback model without a prompt its prompt. scope is what fallback.args
+// and fallback.prompt_template render against.
+func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[string]any) (any, error) {
+	s := j.step
+	fb := s.Fallback
+	switch {
+	case fb == nil:
+		return s.FallbackValue, nil
+	case fb.HasValue:
+		return fb.Value, nil
+	case fb.Tool != "":
+		if fb.Args != nil {
+			a, err := fb.Args.RenderBounded(scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
+			if err != nil {
+				return nil, renderFailure(r.ctx, s, "fallback.args", err)
+			}
+			in.args = a
+		}
+		in.round = 0
+		out, _, err := r.callTool(ctx, j, r.b.fbTool[j.index], in, 1, true)
+		return out, err
+	case fb.Model != "":
+		if fb.Prompt != nil {
+			p, err := fb.Prompt.RenderStringBounded(scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
+			if err != nil {
+				return nil, renderFailure(r.ctx, s, "fallback.prompt_template", err)
+			}
+			in.prompt = p
+		}
+		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1, true)
+		if err != nil {
+			return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
+		}
+		return out, nil
+	}
+	return nil, errors.New("fallback: nothing to run")
+}
+
+// itemOnError applies on_error skip or fallback to for_each item k, which
+// failed for good with err: the item's slot gets fallback_value or the
+// fallback's output. Errors that stop the run are not absorbed.
+func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, error) {
+	s := j.step
+	switch sched.RecoverItem(s, fault.ClassOf(err), ctx.Err() != nil) {
+	case sched.DefaultStep:
+		return s.FallbackValue, nil
+	case sched.StopWithRun, sched.FailStep:
+		return nil, err
+	}
+	var scope map[string]any
+	if j.scope != nil {
+		scope = maps.Clone(j.scope)
+		scope["item"], scope["index"] = j.each.values[k], float64(k)
+	}
+	out, ferr := r.runFallback(ctx, j, j.each.inputs[k], scope)
+	if ferr != nil {
+		return nil, fallbackFailed(ferr, err, "item")
+	}
+	return out, nil
+}
+
+// runItems runs a for_each step's items with bounded concurrency and
+// collects their outputs in order. With on_error skip or fallback, an item
+// that fails for good gets fallback_value or its fallback's output in its
+// slot (o.lastErr keeps the first such failure); otherwise, or when its
+// fallback fails too, it cancels the others and the step fails.
+func (r *run) runItems(j *job, o *outcome) (any, error) {
+	items := j.items()
+	out := make([]any, len(items))
+	if len(items) == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, j.step.ForEach.Concurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	firstOrigin := trace.Origin("")
+	perItem := j.step.OnError == flow.Skip || j.step.OnError == flow.Fallback
+	firstAbsorbed := len(items)
+	done := r.itemsDone(j.index) // settled before a resume: not run again
+	for k := range items {
+		if v, ok := done[k]; ok {
+			out[k] = v
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sub := &outcome{}
+			var v any
+			var err error
+			if j.each.errs != nil {
+				err = j.each.errs[k]
+			}
+			if err == nil {
+				v, err = r.runUnit(ctx, j, items[k], sub)
+			}
+			var absorbed error // the item's failure that on_error absorbed
+			if err != nil && perItem {
+				if fv, ferr := r.itemOnError(ctx, j, k, err); ferr == nil {
+					v, absorbed, err = fv, err, nil
+				} else {
+					err = ferr
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			o.attempts = max(o.attempts, sub.attempts)
+			if absorbed != nil && k < firstAbsorbed {
+				// the first item's, whatever order they finished in
+				o.lastErr, o.origin, firstAbsorbed = fmt.Errorf("item %d: %w", k, absorbed), sub.origin, k
+			}
+			if err != nil {
+				if firstErr == nil {
+					firstErr, firstOrigin = fmt.Errorf("item %d: %w", k, err), sub.origin
+					cancel(firstErr)
+				}
+				return
+			}
+			out[k] = v
+		}(k)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		o.origin = firstOrigin
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// runRepeat runs rounds until repeat.until holds or max rounds ran; the
+// output is the last round's.
+func (r *run) runRepeat(j *job, o *outcome) (any, error) {
+	s := j.step
+	scope := j.scope
+	var last any
+	for round := 0; round < s.Repeat.Max; round++ {
+		scope["previous"], scope["iteration"] = last, float64(round)
+		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
+		in.round = round + 1
+		if err != nil {
+			o.origin = trace.OriginEngine
+			return nil, err
+		}
+		if r.b.kinds[j.index].takesArgs && s.Args == nil {
+			in.args = map[string]any{"previous": last, "iteration": float64(round)}
+		}
+		sub := &outcome{}
+		out, err := r.runUnit(r.ctx, j, in, sub)
+		o.attempts = max(o.attempts, sub.attempts)
+		if err != nil {
+			o.origin = sub.origin
+			return nil, err
+		}
+		last = out
+		scope["output"], scope[s.ID] = out, out
+		done, err := s.Repeat.Until.EvalContext(r.ctx, scope)
+		if err != nil {
+			o.origin = trace.OriginEngine
+			return nil, renderFailure(r.ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err)
+		}
+		if done {
+			break
+		}
+	}
+	return last, nil
+}
+
+// checkGate evaluates the step's gate on an output.
+func (r *run) checkGate(j *job, out any) error {
+	s := j.step
+	scope := j.scope
+	scope["output"], scope[s.ID] = out, out
+	ok, err := s.Gate.EvalContext(r.ctx, scope)
+	if err != nil {
+		return renderFailure(r.ctx, s, fmt.Sprintf("gate %q could not be evaluated", s.Gate.Source()), err)
+	}
+	if !ok {
+		return fault.BusinessErr(fmt.Errorf("gate %q does not hold on the output", s.Gate.Source()))
+	}
+	return nil
+}

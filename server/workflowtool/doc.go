@@ -1,0 +1,22 @@
+// Package bridge serves flows to agents as tools: one tool per workflow,
+// `<name>_workflow`, whose actions start a task, submit a step's output,
+// have an adapter produce a source step's output, prepare a delivery, and
+// report status or cancel (shared/DESIGN.md §5, "workflow as a tool").
+//
+// Every call is stateless: it opens nothing but the store it was given,
+// loads the flow (a started task's pinned flow), acts, and answers. The
+// agent keeps only the task id (the run id). A submit step (`skill:`) and
+// a source step (`adapter:`) park the run (waiting) with an approval of
+// kind submission; an accepted submission is recorded as a settle
+// decision and the run resumes up to its next wait. A rejected one is
+// journaled (submission_rejected) and the step stays ready.
+//
+// Adapters turn a source step's upstream outputs (an object keyed by step
+// id) into its output: Go functions registered with RegisterAdapter, or
+// exec commands of rein.yaml adapters: (the exec-tool protocol). They run
+// through the one invocation pipeline (package invoke), decided by the
+// gate the flow's steps get (rein.Project.CallGate: Options.Run's gate or
+// rein.yaml policy:, joined with the flow's policy:), each decision
+// journaled in the task as a gate_decision event. An adapter cannot wait
+// for a person: a require_approval refuses it.
+package workflowtool
