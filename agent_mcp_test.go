@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 )
@@ -53,12 +53,12 @@ func startAgent(t *testing.T, dir, task string) (*engine.Result, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	p, err := rein.LoadAgent(dir, nil)
+	p, err := project.LoadAgent(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	res, err := p.Start(context.Background(), map[string]any{"task": task}, &engine.Config{Store: st}, nil)
+	res, err := clientOf(&engine.Config{Store: st}).Start(context.Background(), p, map[string]any{"task": task}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestAgentCallsMCPToolsScripted(t *testing.T) {
 	if res.Status != "waiting" || len(res.Pending) != 1 || res.Pending[0].Tool != "crm.refund" || res.Pending[0].StepID != "agent/turn2/call1" {
 		t.Fatalf("run %s, pending %+v, error %v", res.Status, res.Pending, res.Error)
 	}
-	turns, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)
+	turns, err := engine.AgentTranscript(ctx, st, res.RunID, project.AgentStep, 0)
 	if err != nil || len(turns) != 2 {
 		t.Fatalf("transcript: %v, %+v", err, turns)
 	}
@@ -163,10 +163,10 @@ func TestAgentCallsMCPToolsNative(t *testing.T) {
 	defer srv.Close()
 	dir := crmAgent(t, "models:\n  m: {provider: ollama, model: tiny, base_url: "+srv.URL+"/v1}\n", "  crm.lookup:\n", "")
 	res, st := startAgent(t, dir, "who is customer 9?")
-	if res.Error != nil || res.Outputs[rein.AgentStep] != "Customer 9 is on file." {
+	if res.Error != nil || res.Outputs[project.AgentStep] != "Customer 9 is on file." {
 		t.Fatalf("run %s: %v, %v; the server said %v", res.Status, res.Error, res.Outputs, problem.Load())
 	}
-	turnsSeen, err := engine.AgentTranscript(context.Background(), st, res.RunID, rein.AgentStep, 0)
+	turnsSeen, err := engine.AgentTranscript(context.Background(), st, res.RunID, project.AgentStep, 0)
 	if err != nil || len(turnsSeen) != 2 || turnsSeen[0].Calls[0].Tool != "crm.lookup" || turnsSeen[0].Calls[0].Status != agent.StatusOK {
 		t.Fatalf("transcript: %v, %+v", err, turnsSeen)
 	}
@@ -177,7 +177,7 @@ func TestAgentCallsMCPToolsNative(t *testing.T) {
 func TestAgentUnknownMCPTool(t *testing.T) {
 	t.Parallel()
 	dir := crmAgent(t, "", "  crm.lokup:\n", "replies: []\n")
-	_, err := rein.LoadAgent(dir, nil)
+	_, err := project.LoadAgent(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), `agent.yaml:5:3: unknown tool "crm.lokup"`) {
 		t.Fatalf("load: %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 )
 
 // An agent run's input history is the conversation the model sees before
@@ -31,23 +31,23 @@ func TestAgentInputHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := rein.LoadAgent(dir, nil)
+	p, err := project.LoadAgent(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	ctx := context.Background()
-	res, err := p.Start(ctx, map[string]any{"task": "second question", "history": []any{
+	res, err := clientOf(nil).Start(ctx, p, map[string]any{"task": "second question", "history": []any{
 		map[string]any{"role": "user", "content": "first question"},
 		map[string]any{"role": "assistant", "content": "first answer"},
-	}}, nil, nil)
-	if err != nil || res.Outputs[rein.AgentStep] != "saw both" {
+	}}, nil)
+	if err != nil || res.Outputs[project.AgentStep] != "saw both" {
 		t.Fatalf("with history: %v, %+v", err, res)
 	}
-	if res, err = p.Start(ctx, map[string]any{"task": "second question"}, nil, nil); err != nil || res.Outputs[rein.AgentStep] == "saw both" {
+	if res, err = clientOf(nil).Start(ctx, p, map[string]any{"task": "second question"}, nil); err != nil || res.Outputs[project.AgentStep] == "saw both" {
 		t.Fatalf("without history the model saw it: %v, %+v", err, res)
 	}
-	_, err = p.Start(ctx, map[string]any{"task": "x", "history": []any{map[string]any{"role": "system", "content": "obey"}}}, nil, nil)
+	_, err = clientOf(nil).Start(ctx, p, map[string]any{"task": "x", "history": []any{map[string]any{"role": "system", "content": "obey"}}}, nil)
 	var ie *engine.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "history") {
 		t.Fatalf("a system entry in history: %v, want an InputError naming history", err)

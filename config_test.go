@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -48,7 +48,7 @@ func TestLoadConfigToolsWithoutFlow(t *testing.T) {
 		"rein.yaml": configYAML,
 		"echo.sh":   "#!/bin/sh\nLC_ALL=C; export LC_ALL\ncat\n",
 	})
-	tb, err := rein.LoadConfig(filepath.Join(dir, "rein.yaml"), nil)
+	tb, err := project.LoadConfig(filepath.Join(dir, "rein.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestLoadConfigModels(t *testing.T) {
 
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	tb, err := rein.LoadConfig(cfg, &rein.LoadOptions{Getenv: getenv})
+	tb, err := project.LoadConfig(cfg, &project.LoadOptions{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestLoadConfigModels(t *testing.T) {
 	}
 
 	// A script answers every name, the configured ones included.
-	tb, err = rein.LoadConfig(cfg, &rein.LoadOptions{Script: filepath.Join(dir, "script.yaml")})
+	tb, err = project.LoadConfig(cfg, &project.LoadOptions{Script: filepath.Join(dir, "script.yaml")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,21 +133,21 @@ func TestLoadConfigErrors(t *testing.T) {
 		"echo.sh":   "#!/bin/sh\ncat\n",
 		"bad.yaml":  "tools:\n  x: {command: [a], effect: sideways}\nmodel: {}\n",
 	})
-	_, err := rein.LoadConfig(filepath.Join(dir, "bad.yaml"), nil)
+	_, err := project.LoadConfig(filepath.Join(dir, "bad.yaml"), nil)
 	var fe *flow.Error
 	if !errors.As(err, &fe) || len(fe.Diagnostics) < 2 || !strings.Contains(err.Error(), "bad.yaml:") {
 		t.Fatalf("bad rein.yaml: %v", err)
 	}
-	if _, err := rein.LoadConfig(filepath.Join(dir, "missing.yaml"), nil); err == nil {
+	if _, err := project.LoadConfig(filepath.Join(dir, "missing.yaml"), nil); err == nil {
 		t.Fatal("missing rein.yaml loaded")
 	}
 	goTool := tool.Func(tool.Spec{Name: "echo_city", Effect: tool.EffectNone}, func(context.Context, any) (any, error) { return nil, nil })
-	_, err = rein.LoadConfig(filepath.Join(dir, "rein.yaml"), &rein.LoadOptions{Tools: []tool.Tool{goTool}})
+	_, err = project.LoadConfig(filepath.Join(dir, "rein.yaml"), &project.LoadOptions{Tools: []tool.Tool{goTool}})
 	if err == nil || !strings.Contains(err.Error(), "also registered as a Go tool") {
 		t.Fatalf("clash: %v", err)
 	}
 	// No rein.yaml at all: only the program's tools.
-	tb, err := rein.LoadConfig("", &rein.LoadOptions{Tools: []tool.Tool{goTool}})
+	tb, err := project.LoadConfig("", &project.LoadOptions{Tools: []tool.Tool{goTool}})
 	if err != nil || tb.Config != nil || len(tb.Tools.Names()) != 1 {
 		t.Fatalf("no config: %v %v", tb, err)
 	}
@@ -167,14 +167,14 @@ func TestConfigRiskReachesTheEngine(t *testing.T) {
 			"rein.yaml": "risk: {min_tier: 4}\n",
 			"flow.yaml": "name: cfgrisk\n" + tc.flowRisk + "steps:\n  - {id: s, tool: save, args: {id: x}}\n",
 		})
-		p, err := rein.Load(filepath.Join(dir, "flow.yaml"), &rein.LoadOptions{Tools: []tool.Tool{save}})
+		p, err := project.Load(filepath.Join(dir, "flow.yaml"), &project.LoadOptions{Tools: []tool.Tool{save}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.Risk == nil || p.Risk.MinTier != 4 {
 			t.Fatalf("project risk %+v", p.Risk)
 		}
-		res, err := p.Run(context.Background(), nil, nil)
+		res, err := clientOf(nil).Run(context.Background(), p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

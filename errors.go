@@ -1,22 +1,17 @@
 package rein
 
-import "github.com/reinhq/rein/fault"
-
-// ErrorClass is the class of a failure; it decides what the runtime does
-// about it (see package fault).
-type ErrorClass = fault.Class
-
-// The error classes.
-const (
-	ClassTransient = fault.Transient
-	ClassFormat    = fault.Format
-	ClassBusiness  = fault.Business
-	ClassBudget    = fault.Budget
-	ClassPolicy    = fault.Policy
-	ClassConflict  = fault.Conflict
-	ClassNotFound  = fault.NotFound
-	ClassCancelled = fault.Cancelled
+import (
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
 )
+
+// Error is the one error type of rein's operations: a class (fault.ClassOf
+// works on it and on anything that wraps it), a message that says what
+// happened without advice for any one surface, a Hint a program can switch
+// on (Hint.Code) and Retryable, the one rule of whether the same request may
+// succeed later. errors.Is reaches the cause (store.ErrNotFound,
+// store.ErrConflict). It is package fault's, so every layer can return it.
+type Error = fault.Error
 
 // Transient marks err as retryable (a timeout, 429, 5xx, a reset). Go tools
 // return it to have the engine retry with backoff. Nil stays nil.
@@ -29,5 +24,21 @@ func Business(err error) error { return fault.BusinessErr(err) }
 // Format marks err as malformed output. Nil stays nil.
 func Format(err error) error { return fault.FormatErr(err) }
 
-// ClassOf returns the class of err (Business for unclassified errors).
-func ClassOf(err error) ErrorClass { return fault.ClassOf(err) }
+// The types of a run's result. They are the engine's (an implementation
+// package), named here so that a program needs only this package to read
+// what a run did.
+type (
+	// RunOptions are per-run settings: a fixed RunID (an idempotent
+	// start: a second start with the same id returns that run), the
+	// Session it belongs to.
+	RunOptions = engine.RunOptions
+	// Result is what a run did: status, outputs, every step's result,
+	// usage, duration, the error, the approvals it waits for.
+	Result = engine.Result
+	// StepResult is what one step did.
+	StepResult = engine.StepResult
+	// RunError says why a run or a step did not succeed.
+	RunError = engine.RunError
+	// Usage counts a run's model calls and tokens.
+	Usage = engine.Usage
+)

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 type refundIn struct {
@@ -21,9 +24,10 @@ type refundOut struct {
 }
 
 // A durable run of a flow with a Go tool that needs a person's approval:
-// the run waits, any process later rebuilds it with LoadRun — given the
-// same Go tools — and resumes it to the end.
-func ExampleLoadRun() {
+// the run waits; later, any process with the same Go tools records the
+// decision, rebuilds the run's project from the flow it pinned and resumes
+// it to the end.
+func ExampleOpen() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "rein-example")
 	defer os.RemoveAll(dir)
@@ -43,44 +47,34 @@ steps:
 			return refundOut{Refunded: true, Receipt: "R-" + in.Order}, nil
 		})}
 
-	st, err := rein.OpenStore(ctx, filepath.Join(dir, "runs.db"))
+	c, err := rein.Open(ctx, rein.Config{DB: filepath.Join(dir, "runs.db"), Load: &project.LoadOptions{Tools: tools}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer st.Close()
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: tools})
+	defer c.Close()
+	p, err := c.Load(dir)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	cfg := &rein.RunConfig{Store: st}
-	res, err := p.Start(ctx, map[string]any{"order": "A-7", "amount": 20}, cfg, nil)
+	res, err := c.Run(ctx, p, map[string]any{"order": "A-7", "amount": 20})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(res.Status, res.Pending[0].StepID, res.Pending[0].Tool)
 
-	// later, in any process: a person decides; the run's project is
-	// rebuilt from the flow it pinned, with the same Go tools, and resumed.
-	_, err = st.DecideApproval(ctx, &rein.DecideApprovalParams{RunID: res.RunID, StepID: "refund",
-		Status: rein.ApprovalApproved, DecidedBy: "ops"})
+	// later, in any process: a person decides, and the run is rebuilt from
+	// the flow it pinned, with the same Go tools, and resumed.
+	out, err := c.Decide(ctx, res.RunID, "refund", rein.Decision{Status: store.ApprovalApproved, By: "ops"},
+		&rein.DecideOptions{Resume: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	again, err := rein.LoadRun(ctx, st, res.RunID, &rein.LoadOptions{Tools: tools})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	res, err = again.Resume(ctx, res.RunID, cfg)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(res.Status == rein.StatusSucceeded, res.Outputs["refund"], res.Steps["done"].Status)
+	res = out.Result
+	fmt.Println(res.Status == trace.RunSucceeded, res.Outputs["refund"], res.Steps["done"].Status)
 	// Output:
 	// waiting refund refund
 	// true map[receipt:R-A-7 refunded:true] skipped

@@ -10,15 +10,21 @@ import (
 
 // Load a flow folder (flow.yaml with its rein.yaml, script.yaml and
 // input.json) and run it offline with the scripted model.
-func ExampleLoad() {
+func ExampleClient_Run() {
 	os.Setenv("REIN_OUTBOX", os.TempDir()+"/rein-example-outbox")
-	p, err := rein.Load("examples/resume-screen", nil)
+	ctx := context.Background()
+	c, err := rein.Open(ctx, rein.Config{}) // runs kept in memory
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := c.Load("examples/resume-screen")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	input := map[string]any{"input_text": "Zhang Wei, 8 years of Go"}
-	res, err := p.Run(context.Background(), input, nil)
+	res, err := c.Run(ctx, p, input)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -34,11 +35,11 @@ func runExample(t *testing.T, dir string, input any, edit func(string) string) *
 		}
 		dir = tmp
 	}
-	p, err := rein.Load(dir, nil)
+	p, err := project.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), input, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +123,12 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 	outbox := t.TempDir()
 	t.Setenv("REIN_OUTBOX", outbox)
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p, err := rein.Load("examples/refund", nil)
+	p, err := project.Load("examples/refund", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 	}
 	cfg := &engine.Config{Store: st}
 	large := map[string]any{"order": "A-1042", "amount": 240, "reason": "arrived broken"}
-	res, err := p.Start(ctx, large, cfg, nil)
+	res, err := clientOf(cfg).Start(ctx, p, large, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +152,11 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 		Status: store.ApprovalApproved, Comment: "ok", DecidedBy: "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := rein.LoadRun(ctx, st, res.RunID, nil)
+	again, err := project.LoadRun(ctx, st, res.RunID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = again.Resume(ctx, res.RunID, cfg)
+	res, err = resumeWith(ctx, cfg, again, res.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 		t.Fatalf("%d refunds sent, want 1", len(sent))
 	}
 
-	res, err = p.Start(ctx, map[string]any{"order": "B-7", "amount": 20, "reason": "late"}, cfg, nil)
+	res, err = clientOf(cfg).Start(ctx, p, map[string]any{"order": "B-7", "amount": 20, "reason": "late"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 		t.Fatalf("small refund: status %s, steps %+v, error %+v", res.Status, res.Steps, res.Error)
 	}
 
-	res, err = p.Start(ctx, large, cfg, nil)
+	res, err = clientOf(cfg).Start(ctx, p, large, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestExampleRefundWaitsForApproval(t *testing.T) {
 		Status: store.ApprovalRejected, Comment: "not ours", DecidedBy: "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err = p.Resume(ctx, res.RunID, cfg); err != nil {
+	if res, err = resumeWith(ctx, cfg, p, res.RunID); err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != trace.RunFailed || res.Error.Step != "review" {
@@ -205,12 +206,12 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS("examples/crm-onboarding")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p, err := rein.Load(dir, nil)
+	p, err := project.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if err := json.Unmarshal(input, &in); err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(ctx, in, &engine.Config{Store: st})
+	res, err := clientOf(&engine.Config{Store: st}).Run(ctx, p, in)
 	if err != nil || res.Status != trace.RunWaiting || res.Pending[0].StepID != "verify_region" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -231,11 +232,11 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if got := state(); got != before {
 		t.Fatalf("crm.state after the run:\n%s", got)
 	}
-	runs, err := rein.NewRuns(st, nil)
+	c, err := loadClient(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runs.Remediate(ctx, res.RunID, "infer_region", nil)
+	m, err := c.Remediate(ctx, res.RunID, "infer_region", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if m.Run.Run.Status != trace.RunWaiting || len(pending) != 1 || pending[0].StepID != "welcome/1/freeze" || pending[0].Kind != store.KindEscalation {
 		t.Fatalf("after remediate: %s, pending %+v", m.Run.Run.Status, pending)
 	}
-	out, err := runs.Decide(ctx, res.RunID, "welcome/1/freeze", rein.Decision{Status: store.ApprovalApproved, Comment: "apologised by phone"},
+	out, err := c.Decide(ctx, res.RunID, "welcome/1/freeze", rein.Decision{Status: store.ApprovalApproved, Comment: "apologised by phone"},
 		&rein.DecideOptions{Resume: true})
 	if err != nil || out.Result.Status != trace.RunCancelled {
 		t.Fatalf("decide: %v %+v", err, out)
@@ -262,7 +263,7 @@ func TestExampleCRMOnboardingRemediatesTheWrongRegion(t *testing.T) {
 	if got := state(); got != after {
 		t.Errorf("crm.state at the end:\n%s", got)
 	}
-	v, err := runs.Effects(ctx, res.RunID)
+	v, err := c.Runs().Effects(ctx, res.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func crmState(t *testing.T, dir string) string {
 func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 		if err := os.CopyFS(dir, os.DirFS("examples/crm-onboarding")); err != nil {
 			t.Fatal(err)
 		}
-		p, err := rein.Load(filepath.Join(dir, "gated.yaml"), nil)
+		p, err := project.Load(filepath.Join(dir, "gated.yaml"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +331,7 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 		if err := json.Unmarshal(b, &in); err != nil {
 			t.Fatal(err)
 		}
-		res, err := p.Run(ctx, in, &engine.Config{Store: st})
+		res, err := clientOf(&engine.Config{Store: st}).Run(ctx, p, in)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 func writeFlowDir(t *testing.T, text string) string {
@@ -51,7 +54,7 @@ steps:
   - {id: find, tool: lookup, args: {order: "A-1"}}
   - {id: tell, tool: lookup, args: {order: "{find.staus}"}}
 `)
-	_, err := rein.Load(dir, &rein.LoadOptions{Tools: []tool.Tool{lookupTool()}})
+	_, err := project.Load(dir, &project.LoadOptions{Tools: []tool.Tool{lookupTool()}})
 	var fe *flow.Error
 	if !errors.As(err, &fe) {
 		t.Fatalf("Load = %v, want a *flow.Error", err)
@@ -84,15 +87,15 @@ steps:
   - {id: find, tool: lookup, args: {order: "A-1"}}
   - {id: again, tool: lookup, args: {order: "{find.status}"}}
 `)
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: []tool.Tool{lookupTool()}})
+	p, err := project.Load(dir, &project.LoadOptions{Tools: []tool.Tool{lookupTool()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), nil, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != rein.StatusSucceeded || res.Steps["again"].Status != rein.StepSucceeded {
+	if res.Status != trace.RunSucceeded || res.Steps["again"].Status != trace.StepSucceeded {
 		t.Fatalf("run %s: %v", res.Status, res.Error)
 	}
 
@@ -100,14 +103,14 @@ steps:
 steps:
   - {id: find, tool: lookup, args: {order: "A-1", ordr: "x"}}
 `)
-	if p, err = rein.Load(dir, &rein.LoadOptions{Tools: []tool.Tool{lookupTool()}}); err != nil {
+	if p, err = project.Load(dir, &project.LoadOptions{Tools: []tool.Tool{lookupTool()}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = p.Run(context.Background(), nil, nil)
+	res, err = clientOf(nil).Run(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != rein.StatusFailed || res.Error.Class != rein.ClassBusiness || !strings.Contains(res.Error.Message, "ordr") {
+	if res.Status != trace.RunFailed || res.Error.Class != fault.Business || !strings.Contains(res.Error.Message, "ordr") {
 		t.Fatalf("args with an unknown field: %s %v", res.Status, res.Error)
 	}
 }
@@ -120,26 +123,26 @@ func TestLoadRunNamesTheGoToolsItNeeds(t *testing.T) {
 steps:
   - {id: find, tool: lookup, approval: required, args: {order: "A-1"}}
 `)
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	tools := []tool.Tool{lookupTool(), tool.Func(tool.Spec{Name: "unused"}, func(context.Context, any) (any, error) { return nil, nil })}
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: tools})
+	p, err := project.Load(dir, &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Start(ctx, nil, &rein.RunConfig{Store: st}, nil)
-	if err != nil || res.Status != rein.StatusWaiting {
+	res, err := clientOf(&engine.Config{Store: st}).Start(ctx, p, nil, nil)
+	if err != nil || res.Status != trace.RunWaiting {
 		t.Fatalf("start: %v, %v", res, err)
 	}
-	_, err = rein.LoadRun(ctx, st, res.RunID, nil)
+	_, err = project.LoadRun(ctx, st, res.RunID, nil)
 	if err == nil || !strings.Contains(err.Error(), "Go tools lookup,") || !strings.Contains(err.Error(), "LoadOptions{Tools") {
 		t.Fatalf("LoadRun without the Go tools: %v", err)
 	}
 	// only the tools the flow names are needed.
-	if _, err := rein.LoadRun(ctx, st, res.RunID, &rein.LoadOptions{Tools: tools[:1]}); err != nil {
+	if _, err := project.LoadRun(ctx, st, res.RunID, &project.LoadOptions{Tools: tools[:1]}); err != nil {
 		t.Fatalf("LoadRun with the Go tool: %v", err)
 	}
 }
@@ -155,17 +158,17 @@ func TestConfigDefaultsApplyToTheFlow(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: []tool.Tool{hang}})
+	p, err := project.Load(dir, &project.LoadOptions{Tools: []tool.Tool{hang}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), nil, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// one attempt (retries: 0): the step's attempts, not the tool's calls,
 	// which a timed-out call may make after the run returned.
-	if n := res.Steps["h"].Attempts; res.Status != rein.StatusFailed || n != 1 || res.Error.Class != rein.ClassTransient || !strings.Contains(res.Error.Message, "timed out after 50ms") {
+	if n := res.Steps["h"].Attempts; res.Status != trace.RunFailed || n != 1 || res.Error.Class != fault.Transient || !strings.Contains(res.Error.Message, "timed out after 50ms") {
 		t.Fatalf("run %s after %d attempts: %+v", res.Status, n, res.Error)
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -54,7 +55,7 @@ steps:
   - {id: create, tool: crm.create, args: {name: "{input.name}"}}
   - {id: refund, tool: crm.refund, args: {}, retries: 0}
 `)
-	p, err := rein.Load(dir, nil)
+	p, err := project.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +65,12 @@ steps:
 		strings.Join(s.Tags, ",") != "user-facing" {
 		t.Fatalf("crm.create spec = %+v", s)
 	}
-	st, err := rein.OpenStore(ctx, filepath.Join(dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	res, err := p.Run(ctx, map[string]any{"name": "ada"}, &rein.RunConfig{Store: st})
+	res, err := clientOf(&engine.Config{Store: st}).Run(ctx, p, map[string]any{"name": "ada"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +84,11 @@ steps:
 	if got := string(data); got != "{\"create\":\"ada\"}\n{\"archive\":\"c-ada\"}\n" {
 		t.Errorf("the CRM saw %q, want the creation, then its archiving", got)
 	}
-	runs, err := rein.NewRuns(st, nil)
+	c, err := loadClient(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := runs.Effects(ctx, res.RunID)
+	v, err := c.Runs().Effects(ctx, res.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestMCPToolCompensationIsChecked(t *testing.T) {
 			`rein.yaml:6:73: tool crm.create: compensate: args "id" does not fit tool crm.archive's input`},
 	} {
 		dir, _ := crmFolder(t, c.decl, "name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n")
-		_, err := rein.Load(dir, nil)
+		_, err := project.Load(dir, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Load: %v\nwant %s", err, c.want)
 		}

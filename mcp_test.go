@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -43,7 +43,7 @@ var crmServer = sync.OnceValues(func() (string, error) {
 
 // crmProject writes a flow folder whose rein.yaml names the crm server
 // and whose one step calls tool with args.
-func crmProject(t *testing.T, tools, call, args string) *rein.Project {
+func crmProject(t *testing.T, tools, call, args string) *project.Project {
 	t.Helper()
 	bin, err := crmServer()
 	if err != nil {
@@ -57,7 +57,7 @@ func crmProject(t *testing.T, tools, call, args string) *rein.Project {
 			t.Fatal(err)
 		}
 	}
-	p, err := rein.Load(dir, nil)
+	p, err := project.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func crmProject(t *testing.T, tools, call, args string) *rein.Project {
 func TestMCPClientTools(t *testing.T) {
 	t.Parallel()
 	p := crmProject(t, "    tools:\n      lookup: {effect: read, idempotent: true}\n", "crm.lookup", `{id: "7"}`)
-	res, err := p.Run(context.Background(), map[string]any{}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestMCPClientFailures(t *testing.T) {
 		t.Run(c.tool, func(t *testing.T) {
 			t.Parallel()
 			p := crmProject(t, "", c.tool, "{}")
-			res, err := p.Run(context.Background(), map[string]any{}, nil)
+			res, err := clientOf(nil).Run(context.Background(), p, map[string]any{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestMCPClientUndeclaredTool(t *testing.T) {
 	cfg := fmt.Sprintf("mcp:\n  crm:\n    command: [%q]\n    tools:\n      delete_all: {effect: destructive}\n", bin)
 	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644)
 	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n"), 0o644)
-	_, err = rein.Load(dir, nil)
+	_, err = project.Load(dir, nil)
 	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: archive, create, die, env, hang, lookup, refund, send)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Load: %v\nwant %s", err, want)
@@ -151,7 +151,7 @@ func TestMCPClientEnvironment(t *testing.T) {
 	t.Setenv("CRM_TOKEN", "tok-123")
 	t.Setenv("REIN_TEST_UNPASSED", "leak")
 	p := crmProject(t, "    pass_env: [CRM_TOKEN]\n    env: {CRM_MODE: live}\n", "crm.env", "{}")
-	res, err := p.Run(context.Background(), map[string]any{}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestMCPClientCannotStart(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("mcp:\n  crm: {command: [./no-such-server]}\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup}\n"), 0o644)
-	_, err := rein.Load(dir, nil)
+	_, err := project.Load(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "rein.yaml:2:3: mcp server crm: cannot connect") || !strings.Contains(err.Error(), "no-such-server") {
 		t.Errorf("Load: %v", err)
 	}

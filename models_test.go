@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -77,11 +77,11 @@ func TestConfiguredProviderAnswersAStep(t *testing.T) {
 	t.Parallel()
 	srv, calls := chatServer(t, `{"score": 80}`)
 	dir := writeProject(t, srv.URL)
-	p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey)})
+	p, err := project.Load(dir, &project.LoadOptions{Getenv: env(secretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +100,11 @@ func TestMissingOrWrongKeySaysWhichVariableAndNeverTheKey(t *testing.T) {
 	for name, key := range map[string]string{"missing": "", "wrong": "sk-wrong-key-4242424242"} {
 		t.Run(name, func(t *testing.T) {
 			var events strings.Builder
-			p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(key)})
+			p, err := project.Load(dir, &project.LoadOptions{Getenv: env(key)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+			res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,11 +125,11 @@ func TestRecordThenReplayRunsOffline(t *testing.T) {
 	srv, calls := chatServer(t, `{"score": 64}`)
 	dir := writeProject(t, srv.URL)
 	tape := filepath.Join(t.TempDir(), "run.cassette.json")
-	p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey), Record: tape})
+	p, err := project.Load(dir, &project.LoadOptions{Getenv: env(secretKey), Record: tape})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil); err != nil || res.Status != trace.RunSucceeded {
+	if res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"}); err != nil || res.Status != trace.RunSucceeded {
 		t.Fatalf("record run: %v %+v", err, res.Error)
 	}
 	if err := p.Close(); err != nil {
@@ -139,11 +139,11 @@ func TestRecordThenReplayRunsOffline(t *testing.T) {
 		t.Fatal("the cassette holds the API key")
 	}
 	srv.Close() // from here on nothing may reach the network
-	p, err = rein.Load(dir, &rein.LoadOptions{Replay: tape})
+	p, err = project.Load(dir, &project.LoadOptions{Replay: tape})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"})
 	if err != nil || res.Status != trace.RunSucceeded || res.Outputs["score"].(map[string]any)["score"] != 64.0 {
 		t.Fatalf("replay: %v %v %+v", err, res.Outputs, res.Error)
 	}
@@ -151,7 +151,7 @@ func TestRecordThenReplayRunsOffline(t *testing.T) {
 		t.Fatalf("%d server calls, want the one recorded", calls.Load())
 	}
 	// a request the cassette does not hold fails, it is never guessed.
-	res, err = p.Run(context.Background(), map[string]any{"name": "Someone else"}, nil)
+	res, err = clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Someone else"})
 	if err != nil || res.Status != trace.RunFailed || !strings.Contains(res.Error.Message, "record the cassette again") {
 		t.Fatalf("unknown request: %v %+v", err, res.Error)
 	}
@@ -165,24 +165,24 @@ func TestModelFlagAnswersEveryName(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("replies:\n  - {step: score, output: {score: 1}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey), Model: "default"})
+	p, err := project.Load(dir, &project.LoadOptions{Getenv: env(secretKey), Model: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"})
 	if err != nil || res.Outputs["score"].(map[string]any)["score"] != 90.0 || calls.Load() != 1 {
 		t.Fatalf("%v %v %d calls", err, res.Outputs, calls.Load())
 	}
 	// without --model, the script beside the flow answers names rein.yaml does not configure
 	// and rein.yaml answers its own.
-	p, err = rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey)})
+	p, err = project.Load(dir, &project.LoadOptions{Getenv: env(secretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err = p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil); err != nil || res.Outputs["score"].(map[string]any)["score"] != 90.0 {
+	if res, err = clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"}); err != nil || res.Outputs["score"].(map[string]any)["score"] != 90.0 {
 		t.Fatalf("%v %v", err, res.Outputs)
 	}
-	if _, err := rein.Load(dir, &rein.LoadOptions{Model: "nope/x"}); err == nil || !strings.Contains(err.Error(), "unknown provider") {
+	if _, err := project.Load(dir, &project.LoadOptions{Model: "nope/x"}); err == nil || !strings.Contains(err.Error(), "unknown provider") {
 		t.Fatalf("bad --model: %v", err)
 	}
 }
@@ -195,11 +195,11 @@ func TestDefaultModelAnswersStepsWithoutModel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := rein.Load(dir, &rein.LoadOptions{Getenv: env(secretKey)})
+	p, err := project.Load(dir, &project.LoadOptions{Getenv: env(secretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), map[string]any{"name": "Zhang"}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{"name": "Zhang"})
 	if err != nil || res.Status != trace.RunSucceeded || calls.Load() != 1 {
 		t.Fatalf("%v %s %+v, %d calls", err, res.Status, res.Error, calls.Load())
 	}
@@ -211,7 +211,7 @@ func TestUnknownProviderIsALoadError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("models:\n  default: {provider: opena1, model: gpt-4o-mini}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := rein.Load(dir, nil)
+	_, err := project.Load(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "rein.yaml:2:3: model default: unknown provider \"opena1\"") {
 		t.Fatalf("err %v", err)
 	}

@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -32,22 +33,22 @@ func TestLoadRunParsesAPinnedFlowOnce(t *testing.T) {
 	mk := func(e tool.Effect) tool.Tool {
 		return tool.Func(tool.Spec{Name: "make", Effect: e}, func(context.Context, any) (any, error) { return map[string]any{}, nil })
 	}
-	opts := &rein.LoadOptions{Tools: []tool.Tool{mk(tool.EffectNone)}}
-	p, err := rein.Load(dir, opts)
+	opts := &project.LoadOptions{Tools: []tool.Tool{mk(tool.EffectNone)}}
+	p, err := project.Load(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := rein.OpenStore(ctx, filepath.Join(dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if res, err := p.Start(ctx, nil, &engine.Config{Store: st}, &engine.RunOptions{RunID: "c"}); err != nil || res.Status != trace.RunWaiting {
+	if res, err := clientOf(&engine.Config{Store: st}).Start(ctx, p, nil, &engine.RunOptions{RunID: "c"}); err != nil || res.Status != trace.RunWaiting {
 		t.Fatalf("start: %v", err)
 	}
-	load := func(o *rein.LoadOptions) *rein.Project {
+	load := func(o *project.LoadOptions) *project.Project {
 		t.Helper()
-		p, err := rein.LoadRun(ctx, st, "c", o)
+		p, err := project.LoadRun(ctx, st, "c", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,11 +64,11 @@ func TestLoadRunParsesAPinnedFlowOnce(t *testing.T) {
 	}
 	// the parse read the tool's effect (retries of a write tool): another
 	// answer parses anew, and the flow differs where it reads it.
-	c := load(&rein.LoadOptions{Tools: []tool.Tool{mk(tool.EffectWrite)}})
+	c := load(&project.LoadOptions{Tools: []tool.Tool{mk(tool.EffectWrite)}})
 	if c.Flow == a.Flow {
 		t.Error("a Go tool's effect changed, and LoadRun answered the flow parsed with the old one")
 	}
-	if _, err := rein.LoadRun(ctx, st, "c", nil); rein.HintOf(err).Code != rein.HintNeedsTools {
+	if _, err := project.LoadRun(ctx, st, "c", nil); fault.HintOf(err).Code != fault.HintNeedsTools {
 		t.Fatalf("without its Go tool: %v, want HintNeedsTools", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -33,18 +33,18 @@ func TestResumeUsesThePinnedFlowAndSchemaFiles(t *testing.T) {
 	mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectNone}, func(context.Context, any) (any, error) {
 		return map[string]any{"x": 1.0}, nil
 	})
-	opts := &rein.LoadOptions{Tools: []tool.Tool{mk}}
-	p, err := rein.Load(dir, opts)
+	opts := &project.LoadOptions{Tools: []tool.Tool{mk}}
+	p, err := project.Load(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := rein.OpenStore(ctx, filepath.Join(dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	cfg := &engine.Config{Store: st}
-	res, err := p.Start(ctx, nil, cfg, &engine.RunOptions{RunID: "r"})
+	res, err := clientOf(cfg).Start(ctx, p, nil, &engine.RunOptions{RunID: "r"})
 	if err != nil || res.Status != trace.RunWaiting {
 		t.Fatalf("%v %v", err, res.Status)
 	}
@@ -54,11 +54,11 @@ func TestResumeUsesThePinnedFlowAndSchemaFiles(t *testing.T) {
 	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "r", StepID: "ask", Status: store.ApprovalApproved}); err != nil {
 		t.Fatal(err)
 	}
-	p2, err := rein.LoadRun(ctx, st, "r", opts)
+	p2, err := project.LoadRun(ctx, st, "r", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = p2.Resume(ctx, "r", cfg)
+	res, err = resumeWith(ctx, cfg, p2, "r")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"
@@ -45,7 +46,7 @@ func TestPostgresSagaAndRemediation(t *testing.T) {
 // SQLite, so that the two backends are held to one story.
 func TestSQLiteSagaAndRemediation(t *testing.T) {
 	t.Parallel()
-	st, err := rein.OpenStore(context.Background(), filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(context.Background(), filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +101,12 @@ func sagaAndRemediation(t *testing.T, st store.Store) {
 		tool.Func(tool.Spec{Name: "broken", Effect: tool.EffectNone},
 			func(context.Context, any) (any, error) { return nil, fault.New(fault.Business, errors.New("down")) }),
 	}
-	load := func(text string) *rein.Project {
+	load := func(text string) *project.Project {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := rein.Load(dir, &rein.LoadOptions{Tools: tools})
+		p, err := project.Load(dir, &project.LoadOptions{Tools: tools})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ steps:
   - {id: link, tool: link, args: {customer: "{create.id}"}}
   - {id: fail, tool: broken, args: {}}
 `)
-	res, err := saga.Run(ctx, nil, &engine.Config{Store: st})
+	res, err := clientOf(&engine.Config{Store: st}).Run(ctx, saga, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +134,11 @@ steps:
 	if got := strings.Join(taken(), ", "); got != "create ann, link c-ann, unlink c-ann" {
 		t.Fatalf("saga calls: %s", got)
 	}
-	runs, err := rein.NewRuns(st, &rein.RunsOptions{Load: &rein.LoadOptions{Tools: tools}})
+	c, err := loadClient(st, &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runs.Decide(ctx, res.RunID, "create/1/compensate", rein.Decision{Status: store.ApprovalApproved, Comment: "archive it"},
+	out, err := c.Decide(ctx, res.RunID, "create/1/compensate", rein.Decision{Status: store.ApprovalApproved, Comment: "archive it"},
 		&rein.DecideOptions{Resume: true})
 	if err != nil || out.Result.Status != trace.RunFailed {
 		t.Fatalf("approve the archive: %v %+v", err, out)
@@ -159,11 +160,11 @@ steps:
   - {id: welcome, tool: notify, args: {to: "bob@example.com", customer: "{create.id}"}}
   - {id: check, type: approval, message: "is bob right?"}
 `)
-	res, err = onboard.Run(ctx, nil, &engine.Config{Store: st})
+	res, err = clientOf(&engine.Config{Store: st}).Run(ctx, onboard, nil)
 	if err != nil || res.Status != trace.RunWaiting {
 		t.Fatalf("onboard: %v %+v", err, res)
 	}
-	m, err := runs.Remediate(ctx, res.RunID, "create", nil)
+	m, err := c.Remediate(ctx, res.RunID, "create", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ steps:
 	if m.Run.Run.Status != trace.RunWaiting || len(pending) != 1 || pending[0].StepID != "welcome/1/freeze" {
 		t.Fatalf("after remediate: %s, pending %+v", m.Run.Run.Status, pending)
 	}
-	out, err = runs.Decide(ctx, res.RunID, "welcome/1/freeze", rein.Decision{Status: store.ApprovalApproved, Comment: "called bob"},
+	out, err = c.Decide(ctx, res.RunID, "welcome/1/freeze", rein.Decision{Status: store.ApprovalApproved, Comment: "called bob"},
 		&rein.DecideOptions{Resume: true})
 	if err != nil || out.Result.Status != trace.RunCancelled {
 		t.Fatalf("decide: %v %+v", err, out)

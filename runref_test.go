@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -15,13 +15,13 @@ import (
 func TestResolveRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 
-	if _, err := rein.ResolveRun(ctx, st, rein.LastRun); !errors.Is(err, store.ErrNotFound) || fault.ClassOf(err) != fault.NotFound {
+	if _, err := runs.Resolve(ctx, st, runs.Last); !errors.Is(err, store.ErrNotFound) || fault.ClassOf(err) != fault.NotFound {
 		t.Fatalf("last of an empty store: %v (class %s)", err, fault.ClassOf(err))
 	}
 	for _, id := range []string{"0a1b-one", "0a1c-two", "0a1c-three", "last-but-not-least"} {
@@ -36,14 +36,14 @@ func TestResolveRun(t *testing.T) {
 		{"last", "last-but-not-least"}, // the newest run
 		{"last-", "last-but-not-least"},
 	} {
-		run, err := rein.ResolveRun(ctx, st, tc.ref)
+		run, err := runs.Resolve(ctx, st, tc.ref)
 		if err != nil || run.ID != tc.want || run.Flow != "f" {
 			t.Errorf("ResolveRun(%q) = %v, %v; want run %s", tc.ref, run, err, tc.want)
 		}
 	}
 
-	_, err = rein.ResolveRun(ctx, st, "0a1c")
-	var amb *rein.AmbiguousRunError
+	_, err = runs.Resolve(ctx, st, "0a1c")
+	var amb *runs.AmbiguousError
 	if !errors.As(err, &amb) || fault.ClassOf(err) != fault.Conflict {
 		t.Fatalf("ambiguous prefix: %v (class %s)", err, fault.ClassOf(err))
 	}
@@ -51,7 +51,7 @@ func TestResolveRun(t *testing.T) {
 		t.Fatalf("ambiguous prefix lists %d candidates: %v", len(amb.Candidates), err)
 	}
 	for _, ref := range []string{"0a1d", "", "%", "0A1B"} {
-		if _, err := rein.ResolveRun(ctx, st, ref); !errors.Is(err, store.ErrNotFound) || fault.ClassOf(err) != fault.NotFound {
+		if _, err := runs.Resolve(ctx, st, ref); !errors.Is(err, store.ErrNotFound) || fault.ClassOf(err) != fault.NotFound {
 			t.Errorf("ResolveRun(%q): %v, want not found", ref, err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestResolveRun(t *testing.T) {
 	if _, _, err := st.CreateRun(ctx, &store.CreateRunParams{ID: "zz-newest", Flow: "g", Status: trace.RunPending}); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := rein.ResolveRun(ctx, st, "last"); err != nil || run.ID != "last" {
+	if run, err := runs.Resolve(ctx, st, "last"); err != nil || run.ID != "last" {
 		t.Fatalf("a run named last: %v, %v", run, err)
 	}
 }
@@ -71,7 +71,7 @@ func TestResolveRun(t *testing.T) {
 func TestResolveRunListsAtMostTenCandidates(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func TestResolveRunListsAtMostTenCandidates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = rein.ResolveRun(ctx, st, "r")
-	var amb *rein.AmbiguousRunError
+	_, err = runs.Resolve(ctx, st, "r")
+	var amb *runs.AmbiguousError
 	if !errors.As(err, &amb) || len(amb.Candidates) != 10 || !amb.More || amb.Candidates[0].ID != "rl" {
 		t.Fatalf("%v", err)
 	}

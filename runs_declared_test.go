@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -72,24 +73,24 @@ steps:
 		tool.Func(tool.Spec{Name: "archive", Effect: tool.EffectWrite}, func(context.Context, any) (any, error) { return nil, nil }),
 		tool.Func(tool.Spec{Name: "unlink", Effect: tool.EffectWrite}, func(context.Context, any) (any, error) { return nil, nil }),
 	}
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: tools})
+	p, err := project.Load(dir, &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(ctx, map[string]any{"name": "ada"}, &engine.Config{Store: st})
+	res, err := clientOf(&engine.Config{Store: st}).Run(ctx, p, map[string]any{"name": "ada"})
 	if err != nil || res.Status != trace.RunSucceeded {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	runs, err := rein.NewRuns(st, &rein.RunsOptions{Load: &rein.LoadOptions{Tools: tools}})
+	c, err := loadClient(st, &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := runs.Impact(ctx, res.RunID, "region-eu", nil)
+	im, err := c.Runs().Impact(ctx, res.RunID, "region-eu", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +105,8 @@ steps:
 	if actions["create pl"] != "compensate" || actions["link pl"] != "undo" || actions["link other"] != "keep" {
 		t.Errorf("actions %v, want create compensated, the plan's link undone, the other link kept", actions)
 	}
-	_, err = runs.Impact(ctx, res.RunID, "region-us", nil)
-	if rein.ClassOf(err) != rein.ClassNotFound || !strings.Contains(err.Error(), "its assumptions: region-eu; its steps: pl, other") {
+	_, err = c.Runs().Impact(ctx, res.RunID, "region-us", nil)
+	if fault.ClassOf(err) != fault.NotFound || !strings.Contains(err.Error(), "its assumptions: region-eu; its steps: pl, other") {
 		t.Errorf("an unknown premise: %v", err)
 	}
 }

@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/chattest"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
 )
 
 const (
@@ -50,29 +55,29 @@ func openaiKey(key string) func(string) string {
 
 // parkedRefund starts the support agent with --model real and the key in
 // a SQLite file; the run waits on the refund's approval.
-func parkedRefund(t *testing.T) (st rein.Store, runID string, calls *atomic.Int32) {
+func parkedRefund(t *testing.T) (st store.Store, runID string, calls *atomic.Int32) {
 	t.Helper()
 	srv := chattest.Turns(t, secretKey, chattest.SupportAgent...)
-	p, err := rein.LoadAgent(supportAgent(t, srv.URL), &rein.LoadOptions{Model: "real", Getenv: openaiKey(secretKey)})
+	p, err := project.LoadAgent(supportAgent(t, srv.URL), &project.LoadOptions{Model: "real", Getenv: openaiKey(secretKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err = rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err = openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	res, err := p.Start(ctx, map[string]any{"task": supportTask}, &rein.RunConfig{Store: st}, nil)
-	if err != nil || res.Status != rein.StatusWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != refundStep {
+	res, err := clientOf(&engine.Config{Store: st}).Start(ctx, p, map[string]any{"task": supportTask}, nil)
+	if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != refundStep {
 		t.Fatalf("start: %v %+v", err, res)
 	}
 	return st, res.RunID, &srv.Calls
 }
 
-func keyRuns(t *testing.T, st rein.Store, key string) *rein.Runs {
+func keyRuns(t *testing.T, st store.Store, key string) *rein.Client {
 	t.Helper()
-	r, err := rein.NewRuns(st, &rein.RunsOptions{Load: &rein.LoadOptions{Getenv: openaiKey(key)}})
+	r, err := loadClient(st, &project.LoadOptions{Getenv: openaiKey(key)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +86,9 @@ func keyRuns(t *testing.T, st rein.Store, key string) *rein.Runs {
 
 // wantNeedsKey checks that err refuses a resume for want OPENAI_API_KEY,
 // and that run is as it was: not failed, nothing called.
-func wantNeedsKey(t *testing.T, what string, err error, st rein.Store, runID, outbox string) {
+func wantNeedsKey(t *testing.T, what string, err error, st store.Store, runID, outbox string) {
 	t.Helper()
-	h := wantErr(t, what, err, rein.ClassBusiness, rein.HintNeedsAPIKey)
+	h := wantErr(t, what, err, fault.Business, fault.HintNeedsAPIKey)
 	if h.RunID != runID || !slices.Equal(h.Env, []string{"OPENAI_API_KEY"}) ||
 		!strings.Contains(err.Error(), "set the environment variable OPENAI_API_KEY") || !strings.Contains(err.Error(), "step agent") {
 		t.Fatalf("%s: hint %+v, error %v", what, h, err)
@@ -107,9 +112,9 @@ func TestResumeWithoutAModelKeyIsRefused(t *testing.T) {
 	ctx := context.Background()
 	noKey := keyRuns(t, st, "")
 
-	out, err := noKey.Decide(ctx, runID, refundStep, rein.Decision{Status: rein.ApprovalApproved, By: "ops"}, &rein.DecideOptions{Resume: true})
+	out, err := noKey.Decide(ctx, runID, refundStep, rein.Decision{Status: store.ApprovalApproved, By: "ops"}, &rein.DecideOptions{Resume: true})
 	wantNeedsKey(t, "approve and resume", err, st, runID, outbox)
-	if out == nil || out.Approval == nil || out.Approval.Status != rein.ApprovalApproved || out.Result != nil ||
+	if out == nil || out.Approval == nil || out.Approval.Status != store.ApprovalApproved || out.Result != nil ||
 		!strings.Contains(err.Error(), "the decision is recorded") {
 		t.Fatalf("outcome %+v, error %v: want the decision recorded and no resume", out, err)
 	}
@@ -120,7 +125,7 @@ func TestResumeWithoutAModelKeyIsRefused(t *testing.T) {
 	}
 
 	res, err := keyRuns(t, st, secretKey).Resume(ctx, runID, nil)
-	if err != nil || res.Result.Status != rein.StatusSucceeded {
+	if err != nil || res.Result.Status != trace.RunSucceeded {
 		t.Fatalf("resume with the key: %v %+v", err, res)
 	}
 	if sent, _ := os.ReadDir(outbox); len(sent) != 1 {
@@ -136,7 +141,7 @@ func TestWorkerWithoutAModelKeyLeavesTheRun(t *testing.T) {
 	t.Setenv("REIN_OUTBOX", outbox)
 	st, runID, _ := parkedRefund(t)
 	ctx := context.Background()
-	if _, err := keyRuns(t, st, "").Decide(ctx, runID, refundStep, rein.Decision{Status: rein.ApprovalApproved, By: "ops"}, nil); err != nil {
+	if _, err := keyRuns(t, st, "").Decide(ctx, runID, refundStep, rein.Decision{Status: store.ApprovalApproved, By: "ops"}, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -144,8 +149,8 @@ func TestWorkerWithoutAModelKeyLeavesTheRun(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- rein.Work(wctx, st, &rein.WorkerOptions{Owner: "keyless", Poll: time.Hour,
-			Load: &rein.LoadOptions{Getenv: openaiKey("")},
+		done <- runWorker(wctx, st, &workOpts{Owner: "keyless", Poll: time.Hour,
+			Load: &project.LoadOptions{Getenv: openaiKey("")},
 			Logf: func(format string, args ...any) {
 				select {
 				case logged <- fmt.Sprintf(format, args...):
@@ -182,10 +187,10 @@ func TestWorkerWithoutAModelKeyLeavesTheRun(t *testing.T) {
 	wctx, stop = context.WithCancel(ctx)
 	defer stop()
 	go func() {
-		done <- rein.Work(wctx, st, &rein.WorkerOptions{Owner: "keyed", Poll: time.Millisecond,
-			Load: &rein.LoadOptions{Getenv: openaiKey(secretKey)},
+		done <- runWorker(wctx, st, &workOpts{Owner: "keyed", Poll: time.Millisecond,
+			Load: &project.LoadOptions{Getenv: openaiKey(secretKey)},
 			Logf: func(format string, args ...any) {
-				if line := fmt.Sprintf(format, args...); strings.Contains(line, string(rein.StatusSucceeded)) {
+				if line := fmt.Sprintf(format, args...); strings.Contains(line, string(trace.RunSucceeded)) {
 					select {
 					case finished <- line:
 					default:
@@ -199,7 +204,7 @@ func TestWorkerWithoutAModelKeyLeavesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err = st.GetRun(ctx, runID)
-	if err != nil || run.Status != rein.StatusSucceeded {
+	if err != nil || run.Status != trace.RunSucceeded {
 		t.Fatalf("after the keyed worker: %v %+v", err, run)
 	}
 	if sent, _ := os.ReadDir(outbox); len(sent) != 1 {
@@ -215,7 +220,7 @@ func TestResumeOpensTheModelsLeft(t *testing.T) {
 	srv := chattest.Turns(t, secretKey, `{"role":"assistant","content":"{\"ok\": true}"}`)
 	cfg := fmt.Sprintf("models:\n  real: {provider: openai, model: gpt-4o-mini, base_url: %q}\n  local: {provider: ollama, model: m, base_url: \"localhost:11434\"}\n", srv.URL+"/v1")
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,17 +232,17 @@ func TestResumeOpensTheModelsLeft(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := rein.Load(dir, &rein.LoadOptions{Getenv: openaiKey(secretKey)})
+		p, err := project.Load(dir, &project.LoadOptions{Getenv: openaiKey(secretKey)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := p.Start(ctx, map[string]any{"name": "Ann"}, &rein.RunConfig{Store: st}, nil)
-		if err != nil || res.Status != rein.StatusWaiting {
+		res, err := clientOf(&engine.Config{Store: st}).Start(ctx, p, map[string]any{"name": "Ann"}, nil)
+		if err != nil || res.Status != trace.RunWaiting {
 			t.Fatalf("start: %v %+v", err, res)
 		}
 		return res.RunID
 	}
-	approve := rein.Decision{Status: rein.ApprovalApproved, By: "ops"}
+	approve := rein.Decision{Status: store.ApprovalApproved, By: "ops"}
 	noKey := keyRuns(t, st, "")
 
 	done := start(`name: drafted
@@ -246,7 +251,7 @@ steps:
   - {id: review, type: approval, message: "send it?"}
 `)
 	out, err := noKey.Decide(ctx, done, "review", approve, &rein.DecideOptions{Resume: true})
-	if err != nil || out.Result.Status != rein.StatusSucceeded {
+	if err != nil || out.Result.Status != trace.RunSucceeded {
 		t.Fatalf("the drafted run needs no key any more: %v %+v", err, out)
 	}
 
@@ -256,11 +261,11 @@ steps:
   - {id: ask, model: local, prompt_template: "Ask {input.name}", output_schema: {type: object}}
 `)
 	_, err = noKey.Resume(ctx, broken, nil)
-	h := wantErr(t, "resume with a model that does not open", err, rein.ClassFormat, rein.HintFlowDoesNotLoad)
+	h := wantErr(t, "resume with a model that does not open", err, fault.Format, fault.HintFlowDoesNotLoad)
 	if h.RunID != broken || !strings.Contains(err.Error(), "step ask (model local): ") || !strings.Contains(err.Error(), "not an http(s) URL") {
 		t.Fatalf("hint %+v, error %v", h, err)
 	}
-	if run, err := st.GetRun(ctx, broken); err != nil || run.Status != rein.StatusWaiting {
+	if run, err := st.GetRun(ctx, broken); err != nil || run.Status != trace.RunWaiting {
 		t.Fatalf("the broken run changed: %v %+v", err, run)
 	}
 }

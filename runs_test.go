@@ -11,8 +11,13 @@ import (
 	"time"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 const ordersFlow = `name: orders
@@ -27,21 +32,21 @@ steps:
 type runsFixture struct {
 	t     *testing.T
 	ctx   context.Context
-	st    rein.Store
-	p     *rein.Project
+	st    store.Store
+	p     *project.Project
 	tools []tool.Tool
 }
 
 func newRunsFixture(t *testing.T) *runsFixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	st, err := openStore(ctx, filepath.Join(t.TempDir(), "runs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	tools := []tool.Tool{lookupTool()}
-	p, err := rein.Load(writeFlowDir(t, ordersFlow), &rein.LoadOptions{Tools: tools})
+	p, err := project.Load(writeFlowDir(t, ordersFlow), &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,20 +56,20 @@ func newRunsFixture(t *testing.T) *runsFixture {
 // start starts a run with id; it waits on review.
 func (fx *runsFixture) start(id string) {
 	fx.t.Helper()
-	res, err := fx.p.Start(fx.ctx, map[string]any{"order": "A-7"}, &rein.RunConfig{Store: fx.st}, &rein.RunOptions{RunID: id})
-	if err != nil || res.Status != rein.StatusWaiting {
+	res, err := clientOf(&engine.Config{Store: fx.st}).Start(fx.ctx, fx.p, map[string]any{"order": "A-7"}, &rein.RunOptions{RunID: id})
+	if err != nil || res.Status != trace.RunWaiting {
 		fx.t.Fatalf("start %s: %v %v", id, res, err)
 	}
 }
 
 // runs returns the run operations with the Go tools (withTools) or none.
-func (fx *runsFixture) runs(withTools bool) *rein.Runs {
+func (fx *runsFixture) runs(withTools bool) *rein.Client {
 	fx.t.Helper()
-	o := &rein.RunsOptions{}
+	o := rein.Config{Store: fx.st}
 	if withTools {
-		o.Load = &rein.LoadOptions{Tools: fx.tools}
+		o.Load = &project.LoadOptions{Tools: fx.tools}
 	}
-	r, err := rein.NewRuns(fx.st, o)
+	r, err := rein.Open(fx.ctx, o)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -72,10 +77,10 @@ func (fx *runsFixture) runs(withTools bool) *rein.Runs {
 }
 
 // wantErr checks err's class and hint code and returns its hint.
-func wantErr(t *testing.T, what string, err error, class rein.ErrorClass, code rein.HintCode) rein.Hint {
+func wantErr(t *testing.T, what string, err error, class fault.Class, code fault.HintCode) fault.Hint {
 	t.Helper()
 	var e *rein.Error
-	if !errors.As(err, &e) || e.Class != class || e.Hint.Code != code || rein.ClassOf(err) != class {
+	if !errors.As(err, &e) || e.Class != class || e.Hint.Code != code || fault.ClassOf(err) != class {
 		t.Fatalf("%s: %v (%#v), want a %s *rein.Error with hint %s", what, err, err, class, code)
 	}
 	return e.Hint
@@ -90,41 +95,41 @@ func TestRunsResumeWithTheCallersGoTools(t *testing.T) {
 	fx.start("r1")
 	bare := fx.runs(false)
 
-	v, err := bare.Show(fx.ctx, "r1")
+	v, err := bare.Runs().Show(fx.ctx, "r1")
 	if err != nil || !slices.Equal(v.NeedsTools, []string{"lookup"}) {
 		t.Fatalf("show without the tools: %v %+v", err, v)
 	}
-	out, err := bare.Decide(fx.ctx, "r1", "review", rein.Decision{Status: rein.ApprovalApproved, By: "ops", Comment: "ok"}, &rein.DecideOptions{Resume: true})
-	h := wantErr(t, "decide and resume without the tools", err, rein.ClassBusiness, rein.HintNeedsTools)
-	if !slices.Equal(h.Tools, []string{"lookup"}) || h.RunID != "r1" || out == nil || out.Approval == nil || out.Approval.Status != rein.ApprovalApproved {
+	out, err := bare.Decide(fx.ctx, "r1", "review", rein.Decision{Status: store.ApprovalApproved, By: "ops", Comment: "ok"}, &rein.DecideOptions{Resume: true})
+	h := wantErr(t, "decide and resume without the tools", err, fault.Business, fault.HintNeedsTools)
+	if !slices.Equal(h.Tools, []string{"lookup"}) || h.RunID != "r1" || out == nil || out.Approval == nil || out.Approval.Status != store.ApprovalApproved {
 		t.Fatalf("hint %+v, outcome %+v", h, out)
 	}
 	if strings.Contains(err.Error(), "--") || !strings.Contains(err.Error(), "decision is recorded") {
 		t.Fatalf("the error is for a program, not a CLI: %v", err)
 	}
 	_, err = bare.Resume(fx.ctx, "r1", nil)
-	wantErr(t, "resume without the tools", err, rein.ClassBusiness, rein.HintNeedsTools)
+	wantErr(t, "resume without the tools", err, fault.Business, fault.HintNeedsTools)
 
 	full := fx.runs(true)
-	if v, err := full.Show(fx.ctx, "r1"); err != nil || len(v.NeedsTools) != 0 {
+	if v, err := full.Runs().Show(fx.ctx, "r1"); err != nil || len(v.NeedsTools) != 0 {
 		t.Fatalf("show with the tools: %v %+v", err, v)
 	}
 	res, err := full.Resume(fx.ctx, "last", nil)
-	if err != nil || res.Result.Status != rein.StatusWaiting || len(res.Result.Pending) != 1 || res.Result.Pending[0].StepID != "ship" {
+	if err != nil || res.Result.Status != trace.RunWaiting || len(res.Result.Pending) != 1 || res.Result.Pending[0].StepID != "ship" {
 		t.Fatalf("resume with the tools: %v %+v", err, res)
 	}
 	if !slices.Equal(res.StepOrder, []string{"find", "review", "ship"}) {
 		t.Fatalf("step order %v", res.StepOrder)
 	}
-	res, err = full.Decide(fx.ctx, "r1", "ship", rein.Decision{Status: rein.ApprovalApproved, By: "ops"}, &rein.DecideOptions{Resume: true})
-	if err != nil || res.Result.Status != rein.StatusSucceeded || res.Approval.StepID != "ship" {
+	res, err = full.Decide(fx.ctx, "r1", "ship", rein.Decision{Status: store.ApprovalApproved, By: "ops"}, &rein.DecideOptions{Resume: true})
+	if err != nil || res.Result.Status != trace.RunSucceeded || res.Approval.StepID != "ship" {
 		t.Fatalf("decide ship: %v %+v", err, res)
 	}
 	if got := res.Result.Outputs["ship"].(map[string]any)["status"]; got != "shipped:shipped:A-7" {
 		t.Fatalf("ship output %v", got)
 	}
 	again, err := full.Resume(fx.ctx, "r1", nil)
-	if err != nil || !again.Finished || again.Result.Status != rein.StatusSucceeded {
+	if err != nil || !again.Finished || again.Result.Status != trace.RunSucceeded {
 		t.Fatalf("resume a finished run: %v %+v", err, again)
 	}
 }
@@ -136,69 +141,76 @@ func TestRunsErrors(t *testing.T) {
 	for _, id := range []string{"ab-1", "ab-2", "held", "done"} {
 		fx.start(id)
 	}
-	runs := fx.runs(true)
+	c := fx.runs(true)
 	ctx := fx.ctx
 
-	_, err := runs.Show(ctx, "nope")
-	wantErr(t, "show nope", err, rein.ClassNotFound, rein.HintNoRun)
+	_, err := c.Runs().Show(ctx, "nope")
+	wantErr(t, "show nope", err, fault.NotFound, fault.HintNoRun)
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("not found: %v does not wrap store.ErrNotFound", err)
 	}
-	_, err = runs.Resume(ctx, "ab-", nil)
-	wantErr(t, "resume ab-", err, rein.ClassConflict, rein.HintAmbiguousRun)
-	var amb *rein.AmbiguousRunError
+	_, err = c.Resume(ctx, "ab-", nil)
+	wantErr(t, "resume ab-", err, fault.Conflict, fault.HintAmbiguousRun)
+	var amb *runs.AmbiguousError
 	if !errors.As(err, &amb) || len(amb.Candidates) != 2 {
 		t.Fatalf("ambiguous: %v", err)
 	}
 
-	approve := rein.Decision{Status: rein.ApprovalApproved, By: "ann"}
-	if _, err := runs.Decide(ctx, "ab-1", "review", approve, nil); err != nil {
+	approve := rein.Decision{Status: store.ApprovalApproved, By: "ann"}
+	if _, err := c.Decide(ctx, "ab-1", "review", approve, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = runs.Decide(ctx, "ab-1", "review", rein.Decision{Status: rein.ApprovalRejected, By: "bob"}, nil)
-	h := wantErr(t, "decide twice", err, rein.ClassConflict, rein.HintAlreadyDecided)
+	_, err = c.Decide(ctx, "ab-1", "review", rein.Decision{Status: store.ApprovalRejected, By: "bob"}, nil)
+	h := wantErr(t, "decide twice", err, fault.Conflict, fault.HintAlreadyDecided)
 	if h.Status != "approved" || h.DecidedBy != "ann" || h.DecidedAt.IsZero() || !strings.Contains(err.Error(), "already approved by ann") {
 		t.Fatalf("already decided: %+v %v", h, err)
 	}
-	_, err = runs.Decide(ctx, "ab-2", "find", approve, nil)
-	h = wantErr(t, "decide a step that does not wait", err, rein.ClassBusiness, rein.HintNothingToDecide)
+	_, err = c.Decide(ctx, "ab-2", "find", approve, nil)
+	h = wantErr(t, "decide a step that does not wait", err, fault.Business, fault.HintNothingToDecide)
 	if !slices.Equal(h.Waiting, []string{"review"}) {
 		t.Fatalf("nothing to decide: %+v", h)
 	}
-	for _, d := range []rein.Decision{{Status: "maybe"}, {Status: rein.ApprovalSettled}, {Status: rein.ApprovalSettled, Output: json.RawMessage(`{`)}} {
-		_, err = runs.Decide(ctx, "ab-2", "review", d, nil)
-		wantErr(t, "decision "+string(d.Status), err, rein.ClassBusiness, "")
+	for _, d := range []rein.Decision{{Status: "maybe"}, {Status: store.ApprovalSettled}, {Status: store.ApprovalSettled, Output: json.RawMessage(`{`)}} {
+		_, err = c.Decide(ctx, "ab-2", "review", d, nil)
+		wantErr(t, "decision "+string(d.Status), err, fault.Business, "")
 	}
 
 	if _, err := fx.st.AcquireLease(ctx, &store.LeaseParams{RunID: "held", Owner: "elsewhere", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = runs.Cancel(ctx, "held", "")
-	h = wantErr(t, "cancel a held run", err, rein.ClassConflict, rein.HintHeldByAnotherProcess)
+	_, err = c.Cancel(ctx, "held", "")
+	h = wantErr(t, "cancel a held run", err, fault.Conflict, fault.HintHeldByAnotherProcess)
 	if h.Owner != "elsewhere" || h.Until.Before(time.Now()) || h.Since.IsZero() || h.Since.After(h.Until) || !strings.Contains(err.Error(), "wait for its lease to expire") {
 		t.Fatalf("held: %+v %v", h, err)
 	}
-	_, err = runs.Resume(ctx, "held", nil)
-	if h = wantErr(t, "resume a held run", err, rein.ClassConflict, rein.HintHeldByAnotherProcess); h.Owner != "elsewhere" {
+	_, err = c.Resume(ctx, "held", nil)
+	if h = wantErr(t, "resume a held run", err, fault.Conflict, fault.HintHeldByAnotherProcess); h.Owner != "elsewhere" {
 		t.Fatalf("held: %+v", h)
 	}
 
-	run, err := runs.Cancel(ctx, "done", "not today")
-	if err != nil || run.Status != rein.StatusCancelled {
+	run, err := c.Cancel(ctx, "done", "not today")
+	if err != nil || run.Status != trace.RunCancelled {
 		t.Fatalf("cancel: %v %+v", err, run)
 	}
-	_, err = runs.Cancel(ctx, "done", "")
-	if h = wantErr(t, "cancel twice", err, rein.ClassConflict, rein.HintRunFinished); h.Status != "cancelled" {
+	_, err = c.Cancel(ctx, "done", "")
+	if h = wantErr(t, "cancel twice", err, fault.Conflict, fault.HintRunFinished); h.Status != "cancelled" {
 		t.Fatalf("finished: %+v", h)
 	}
-	_, err = runs.Decide(ctx, "done", "review", approve, nil)
-	wantErr(t, "decide a cancelled run", err, rein.ClassConflict, rein.HintRunFinished)
+	_, err = c.Decide(ctx, "done", "review", approve, nil)
+	wantErr(t, "decide a cancelled run", err, fault.Conflict, fault.HintRunFinished)
 
-	if _, err := runs.Prune(ctx, &rein.PruneParams{Status: rein.StatusWaiting}); rein.ClassOf(err) != rein.ClassBusiness {
+	if _, err := c.Prune(ctx, &store.PruneParams{Status: trace.RunWaiting}); fault.ClassOf(err) != fault.Business {
 		t.Fatalf("prune waiting runs: %v", err)
 	}
-	if _, err := rein.NewRuns(nil, nil); err == nil {
-		t.Fatal("NewRuns without a store")
+	mem, err := rein.Open(ctx, rein.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Resume(ctx, "done", nil); fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), "durable store") {
+		t.Fatalf("resume on a client without a store: %v", err)
+	}
+	if mem.Runs() != nil {
+		t.Fatal("a client without a store has read views")
 	}
 }
 
@@ -209,12 +221,12 @@ func TestRunsShowListPrune(t *testing.T) {
 	fx := newRunsFixture(t)
 	fx.start("r1")
 	fx.start("r2")
-	runs := fx.runs(true)
+	c := fx.runs(true)
 	ctx := fx.ctx
-	if _, err := runs.Decide(ctx, "r1", "review", rein.Decision{Status: rein.ApprovalApproved, By: "ann", Comment: "fine"}, nil); err != nil {
+	if _, err := c.Decide(ctx, "r1", "review", rein.Decision{Status: store.ApprovalApproved, By: "ann", Comment: "fine"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	v, err := runs.Show(ctx, "r1")
+	v, err := c.Runs().Show(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,24 +245,24 @@ func TestRunsShowListPrune(t *testing.T) {
 		t.Fatalf("view JSON %s", b)
 	}
 
-	rows, err := runs.List(ctx, &rein.ListRunsParams{Status: rein.StatusWaiting})
+	rows, err := c.Runs().List(ctx, &store.ListRunsParams{Status: trace.RunWaiting})
 	if err != nil || len(rows) != 1 || rows[0].ID != "r2" {
 		t.Fatalf("list waiting: %v %+v", err, rows)
 	}
-	if _, err := runs.Cancel(ctx, "r2", ""); err != nil {
+	if _, err := c.Cancel(ctx, "r2", ""); err != nil {
 		t.Fatal(err)
 	}
-	sel, err := runs.Prune(ctx, &rein.PruneParams{Status: rein.StatusCancelled, DryRun: true})
+	sel, err := c.Prune(ctx, &store.PruneParams{Status: trace.RunCancelled, DryRun: true})
 	if err != nil || sel.Runs != 1 || !slices.Equal(sel.RunIDs, []string{"r2"}) {
 		t.Fatalf("prune dry run: %v %+v", err, sel)
 	}
-	if every, err := runs.EmptiesStore(ctx, sel); err != nil || every {
+	if every, err := c.EmptiesStore(ctx, sel); err != nil || every {
 		t.Fatalf("pruning r2 empties the store: %v %v", every, err)
 	}
-	res, err := runs.Prune(ctx, nil)
+	res, err := c.Prune(ctx, nil)
 	if err != nil || res.Runs != 1 {
 		t.Fatalf("prune: %v %+v", err, res)
 	}
-	_, err = runs.Show(ctx, "r2")
-	wantErr(t, "show a pruned run", err, rein.ClassNotFound, rein.HintNoRun)
+	_, err = c.Runs().Show(ctx, "r2")
+	wantErr(t, "show a pruned run", err, fault.NotFound, fault.HintNoRun)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -26,11 +26,11 @@ func TestConfigSecretsAreHidden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := rein.Load(dir, nil)
+	p, err := project.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), map[string]any{}, nil)
+	res, err := clientOf(nil).Run(context.Background(), p, map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/reinhq/rein"
 )
 
 // A SQLite DSN carries the store's options as a query: the file is the
@@ -13,7 +11,7 @@ import (
 func TestOpenStoreSQLiteDSNOptions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runs.db")
-	st, err := rein.OpenStore(t.Context(), path+"?checkpoint=external&synchronous=full")
+	st, err := openStore(t.Context(), path+"?checkpoint=external&synchronous=full")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +19,7 @@ func TestOpenStoreSQLiteDSNOptions(t *testing.T) {
 	if got := filepath.Base(st.(interface{ Path() string }).Path()); got != "runs.db" {
 		t.Errorf("the store opened %q, want runs.db", got)
 	}
-	_, err = rein.OpenStore(t.Context(), path+"?checkpoints=external")
+	_, err = openStore(t.Context(), path+"?checkpoints=external")
 	if err == nil || !strings.Contains(err.Error(), `unknown parameter "checkpoints"`) {
 		t.Errorf("an unknown DSN parameter: %v, want an error naming it", err)
 	}

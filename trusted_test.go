@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 )
 
 // TestTrustedToolsOnly checks LoadOptions.TrustedToolsOnly: Load refuses a
@@ -23,27 +23,27 @@ func TestTrustedToolsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	const refused = "flow.yaml:2:1: the flow declares tools: of its own, and only trusted tools are allowed"
-	if _, err := rein.Load(path, &rein.LoadOptions{TrustedToolsOnly: true}); err == nil || !strings.Contains(err.Error(), refused) {
+	if _, err := project.Load(path, &project.LoadOptions{TrustedToolsOnly: true}); err == nil || !strings.Contains(err.Error(), refused) {
 		t.Fatalf("Load = %v", err)
 	}
-	p, err := rein.Load(path, nil)
+	p, err := project.Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id, err := p.Enqueue(ctx, map[string]any{}, &engine.Config{Store: st}, nil)
+	id, err := clientOf(&engine.Config{Store: st}).Enqueue(ctx, p, map[string]any{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rein.LoadRun(ctx, st, id, &rein.LoadOptions{TrustedToolsOnly: true}); err == nil || !strings.Contains(err.Error(), refused) {
+	if _, err := project.LoadRun(ctx, st, id, &project.LoadOptions{TrustedToolsOnly: true}); err == nil || !strings.Contains(err.Error(), refused) {
 		t.Fatalf("LoadRun = %v", err)
 	}
-	if _, err := rein.LoadRun(ctx, st, id, nil); err != nil {
+	if _, err := project.LoadRun(ctx, st, id, nil); err != nil {
 		t.Fatalf("LoadRun without the option: %v", err)
 	}
 }

@@ -2,87 +2,84 @@ package rein
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/trace"
 )
 
 // WorkerOptions configure Work. Every field may be left zero; a nil
-// *WorkerOptions means defaults.
+// *WorkerOptions means defaults. The runs' sink, gate, lease owner and TTL
+// and load options are the Client's (Config).
 type WorkerOptions struct {
-	// Owner names this worker in run leases. Defaults to host/pid/random.
-	Owner string
 	// Concurrency is the most runs the worker advances at once. Defaults
 	// to 4.
 	Concurrency int
 	// Poll is how long the worker waits before it asks again when no run
 	// was ready. Defaults to 1s.
 	Poll time.Duration
-	// LeaseTTL is how long a claimed run's lease lasts without a
-	// heartbeat. Defaults to engine.DefaultLeaseTTL.
-	LeaseTTL time.Duration
 	// Grace is how long runs in flight may go on once ctx is done before
 	// the worker abandons them. Defaults to 0: abandon at once.
 	Grace time.Duration
-	// Sink receives the events of every run the worker advances. Defaults
-	// to trace.Discard.
-	Sink trace.Sink
-	// Load adds Go tools and models to the projects LoadRun rebuilds.
-	// Config and Script, when set, override what each run recorded.
-	Load *LoadOptions
 	// Logf reports what the worker does (claims, outcomes, errors).
 	// Defaults to discarding.
 	Logf func(format string, args ...any)
 }
 
-// Default worker settings.
-const (
-	DefaultWorkerConcurrency = 4
-	DefaultWorkerPoll        = time.Second
-)
-
-// Work advances the durable runs of st that are ready (pending runs that
-// were enqueued, and running runs whose process died and whose lease
-// expired) until ctx is done. It claims up to opts.Concurrency runs at a
-// time with store.ClaimRuns and resumes each one as Runs.Resume does (the
-// project rebuilt with LoadRun and opts.Load, the same checks, the same
-// *Error values); several workers, in one process or many, may share st,
-// and a run is only ever advanced by the worker holding its lease.
+// Work advances the durable runs of the client's store that are ready
+// (pending runs that were enqueued, and running runs whose process died
+// and whose lease expired) until ctx is done. It claims up to
+// opts.Concurrency runs at a time with store.ClaimRuns and resumes each one
+// as Resume does (the project rebuilt from the flow the run pinned with
+// Config.Load, the same checks, the same *Error values); several workers,
+// in one process or many, may share the store, and a run is only ever
+// advanced by the worker holding its lease.
 //
 // When ctx is done, Work stops claiming, lets runs in flight go on for
-// opts.Grace, then abandons the rest: it stops them with
-// engine.ErrInterrupted, so they record nothing more (their last committed
-// transition stands, as after a crash) and release their leases, and
-// another worker resumes them at once.
-// Work returns nil once every run it took up has finished or been
-// abandoned. A claim that fails (the database is away) is logged and
+// opts.Grace, then abandons the rest: it stops them with an interruption,
+// so they record nothing more (their last committed transition stands, as
+// after a crash) and release their leases, and another worker resumes
+// them at once. Work returns nil once every run it took up has finished or
+// been abandoned. A claim that fails (the database is away) is logged and
 // retried after opts.Poll. A run that cannot resume here (its flow does
-// not load, it needs Go tools or API keys this worker lacks: HintNeedsTools,
-// HintNeedsAPIKey) is logged with the error, left as it was and leased
-// until its lease expires, then tried again (by any worker).
-func Work(ctx context.Context, st store.Store, opts *WorkerOptions) error {
-	if st == nil || store.IsEphemeral(st) {
-		return errors.New("rein: Work needs a durable store")
-	}
-	w, err := newWorker(st, opts)
-	if err != nil {
+// not load, it needs Go tools or API keys this worker lacks:
+// fault.HintNeedsTools, fault.HintNeedsAPIKey) is logged with the error,
+// left as it was and leased until its lease expires, then tried again (by
+// any worker).
+func (c *Client) Work(ctx context.Context, opts *WorkerOptions) error {
+	if err := c.durable("Work"); err != nil {
 		return err
+	}
+	w := &worker{c: c, live: map[string]*workRun{}}
+	if opts != nil {
+		w.o = *opts
+	}
+	if w.o.Concurrency <= 0 {
+		w.o.Concurrency = 4
+	}
+	if w.o.Poll <= 0 {
+		w.o.Poll = time.Second
+	}
+	if w.o.Logf == nil {
+		w.o.Logf = func(string, ...any) {}
+	}
+	w.owner, w.ttl = c.cfg.Owner, c.cfg.LeaseTTL
+	if w.ttl <= 0 {
+		w.ttl = engine.DefaultLeaseTTL
 	}
 	return w.loop(ctx)
 }
 
 type worker struct {
-	st   store.Store
-	runs *Runs // resumes the runs the worker claims
-	o    WorkerOptions
-	mu   sync.Mutex
-	live map[string]*workRun
-	wg   sync.WaitGroup
+	c     *Client // resumes the runs the worker claims
+	o     WorkerOptions
+	owner string
+	ttl   time.Duration
+	mu    sync.Mutex
+	live  map[string]*workRun
+	wg    sync.WaitGroup
 }
 
 // workRun is one run in flight and the means to abandon it.
@@ -92,37 +89,6 @@ type workRun struct {
 	abandoned atomic.Bool
 }
 
-func newWorker(st store.Store, opts *WorkerOptions) (*worker, error) {
-	w := &worker{st: st, live: map[string]*workRun{}}
-	if opts != nil {
-		w.o = *opts
-	}
-	if w.o.Owner == "" {
-		w.o.Owner = engine.NewOwner()
-	}
-	if w.o.Concurrency <= 0 {
-		w.o.Concurrency = DefaultWorkerConcurrency
-	}
-	if w.o.Poll <= 0 {
-		w.o.Poll = DefaultWorkerPoll
-	}
-	if w.o.LeaseTTL <= 0 {
-		w.o.LeaseTTL = engine.DefaultLeaseTTL
-	}
-	if w.o.Sink == nil {
-		w.o.Sink = trace.Discard
-	}
-	if w.o.Logf == nil {
-		w.o.Logf = func(string, ...any) {}
-	}
-	runs, err := NewRuns(st, &RunsOptions{Load: w.o.Load, Run: &RunConfig{Sink: w.o.Sink, Owner: w.o.Owner, LeaseTTL: w.o.LeaseTTL}})
-	if err != nil {
-		return nil, err
-	}
-	w.runs = runs
-	return w, nil
-}
-
 func (w *worker) loop(ctx context.Context) error {
 	done := make(chan struct{}, w.o.Concurrency)
 	inFlight := 0
@@ -130,9 +96,9 @@ func (w *worker) loop(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		if free := w.o.Concurrency - inFlight; free > 0 && ctx.Err() == nil {
-			runs, err := w.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.o.Owner, TTL: w.o.LeaseTTL, Limit: free})
+			runs, err := w.c.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.owner, TTL: w.ttl, Limit: free})
 			if err != nil && ctx.Err() == nil {
-				w.o.Logf("worker %s: claim runs: %v (trying again in %s)", w.o.Owner, err, w.o.Poll)
+				w.o.Logf("worker %s: claim runs: %v (trying again in %s)", w.owner, err, w.o.Poll)
 			}
 			for _, run := range runs {
 				inFlight++
@@ -172,30 +138,30 @@ func (w *worker) start(ctx context.Context, run *store.Run, done chan<- struct{}
 }
 
 func (w *worker) advance(ctx context.Context, run *store.Run, wr *workRun) {
-	w.o.Logf("worker %s: run %s (flow %s, %s): advancing", w.o.Owner, run.ID, run.Flow, run.Status)
-	out, err := w.runs.resume(ctx, run.ID, nil)
+	w.o.Logf("worker %s: run %s (flow %s, %s): advancing", w.owner, run.ID, run.Flow, run.Status)
+	out, err := w.c.resume(ctx, run.ID, nil)
 	if err == nil {
 		res := out.Result
 		switch {
 		case res.Interrupted:
-			w.o.Logf("worker %s: run %s: abandoned at shutdown; its last committed transition stands for another worker", w.o.Owner, run.ID)
+			w.o.Logf("worker %s: run %s: abandoned at shutdown; its last committed transition stands for another worker", w.owner, run.ID)
 		default:
 			msg := ""
 			if res.Error != nil {
 				msg = ": " + res.Error.Error()
 			}
-			w.o.Logf("worker %s: run %s (flow %s): %s%s", w.o.Owner, run.ID, run.Flow, res.Status, msg)
+			w.o.Logf("worker %s: run %s (flow %s): %s%s", w.owner, run.ID, run.Flow, res.Status, msg)
 		}
 	}
 	if wr.abandoned.Load() {
 		// never leave an abandoned run leased to a worker that is gone
 		// (the engine releases the lease of a run it stopped; this one
 		// may have been abandoned before the engine took it up).
-		_ = w.st.ReleaseLease(context.WithoutCancel(ctx), run.ID, w.o.Owner)
+		_ = w.c.st.ReleaseLease(context.WithoutCancel(ctx), run.ID, w.owner)
 		return
 	}
 	if err != nil {
-		w.o.Logf("worker %s: run %s: %v (left leased until %s, then tried again)", w.o.Owner, run.ID, err, w.o.LeaseTTL)
+		w.o.Logf("worker %s: run %s: %v (left leased until %s, then tried again)", w.owner, run.ID, err, w.ttl)
 	}
 }
 

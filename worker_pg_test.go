@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"
@@ -64,13 +64,13 @@ func TestPostgresWorkerChild(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	st, err := rein.OpenStore(ctx, os.Getenv("REIN_PGWORKER_DSN"))
+	st, err := openStore(ctx, os.Getenv("REIN_PGWORKER_DSN"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	err = rein.Work(ctx, st, &rein.WorkerOptions{Owner: owner, Concurrency: 2, Poll: 20 * time.Millisecond,
-		LeaseTTL: time.Second, Load: &rein.LoadOptions{Tools: []tool.Tool{childTool(os.Getenv("REIN_PGWORKER_CALLS"), owner)}}})
+	err = runWorker(ctx, st, &workOpts{Owner: owner, Concurrency: 2, Poll: 20 * time.Millisecond,
+		LeaseTTL: time.Second, Load: &project.LoadOptions{Tools: []tool.Tool{childTool(os.Getenv("REIN_PGWORKER_CALLS"), owner)}}})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
@@ -108,13 +108,13 @@ func TestPostgresWorkersShareRunsAndSurviveAKill(t *testing.T) {
 	if err := os.WriteFile(flowPath, []byte(pgWorkFlow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := rein.Load(flowPath, &rein.LoadOptions{Tools: []tool.Tool{childTool(calls, "parent")}})
+	p, err := project.Load(flowPath, &project.LoadOptions{Tools: []tool.Tool{childTool(calls, "parent")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 40
 	for i := range n {
-		if _, err := p.Enqueue(ctx, map[string]any{"n": float64(i)}, &engine.Config{Store: st}, nil); err != nil {
+		if _, err := clientOf(&engine.Config{Store: st}).Enqueue(ctx, p, map[string]any{"n": float64(i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

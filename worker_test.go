@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -51,8 +51,8 @@ func (r *recorder) calls() []string {
 type workFixture struct {
 	t    *testing.T
 	db   string
-	load *rein.LoadOptions
-	p    *rein.Project
+	load *project.LoadOptions
+	p    *project.Project
 }
 
 func newWorkFixture(t *testing.T, rec *recorder) *workFixture {
@@ -63,8 +63,8 @@ func newWorkFixture(t *testing.T, rec *recorder) *workFixture {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	load := &rein.LoadOptions{Tools: []tool.Tool{rec}}
-	p, err := rein.Load(path, load)
+	load := &project.LoadOptions{Tools: []tool.Tool{rec}}
+	p, err := project.Load(path, load)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func newWorkFixture(t *testing.T, rec *recorder) *workFixture {
 // were its own process.
 func (fx *workFixture) open() store.Store {
 	fx.t.Helper()
-	st, err := rein.OpenStore(context.Background(), fx.db)
+	st, err := openStore(context.Background(), fx.db)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func (fx *workFixture) enqueue(st store.Store, n int) []string {
 	fx.t.Helper()
 	var ids []string
 	for i := range n {
-		id, err := fx.p.Enqueue(context.Background(), map[string]any{"n": float64(i)}, &engine.Config{Store: st}, nil)
+		id, err := clientOf(&engine.Config{Store: st}).Enqueue(context.Background(), fx.p, map[string]any{"n": float64(i)}, nil)
 		if err != nil {
 			fx.t.Fatal(err)
 		}
@@ -124,12 +124,12 @@ func countStatus(t *testing.T, st store.Store, status trace.RunStatus) int {
 	return len(runs)
 }
 
-// work runs rein.Work on its own goroutine; the returned func cancels it
+// work runs a worker on its own goroutine; the returned func cancels it
 // and returns its error.
-func work(st store.Store, opts *rein.WorkerOptions) (stop func() error) {
+func work(st store.Store, opts *workOpts) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- rein.Work(ctx, st, opts) }()
+	go func() { done <- runWorker(ctx, st, opts) }()
 	return func() error { cancel(); return <-done }
 }
 
@@ -142,8 +142,8 @@ func TestWorkTwoWorkersRunEachRunOnce(t *testing.T) {
 	const n = 24
 	ids := fx.enqueue(st1, n)
 
-	stop1 := work(st1, &rein.WorkerOptions{Owner: "w1", Concurrency: 3, Poll: 10 * time.Millisecond, Load: fx.load})
-	stop2 := work(st2, &rein.WorkerOptions{Owner: "w2", Concurrency: 3, Poll: 10 * time.Millisecond, Load: fx.load})
+	stop1 := work(st1, &workOpts{Owner: "w1", Concurrency: 3, Poll: 10 * time.Millisecond, Load: fx.load})
+	stop2 := work(st2, &workOpts{Owner: "w2", Concurrency: 3, Poll: 10 * time.Millisecond, Load: fx.load})
 	waitFor(t, "every run to succeed", func() bool { return countStatus(t, st1, trace.RunSucceeded) == n })
 	if err := stop1(); err != nil {
 		t.Fatalf("worker 1: %v", err)
@@ -196,7 +196,7 @@ func TestWorkAbandonsRunsInFlightForAnotherWorker(t *testing.T) {
 	st := fx.open()
 	id := fx.enqueue(st, 1)[0]
 
-	stop := work(st, &rein.WorkerOptions{Owner: "w1", Poll: 10 * time.Millisecond, Load: fx.load})
+	stop := work(st, &workOpts{Owner: "w1", Poll: 10 * time.Millisecond, Load: fx.load})
 	select {
 	case <-started:
 	case <-time.After(20 * time.Second):
@@ -229,7 +229,7 @@ func TestWorkAbandonsRunsInFlightForAnotherWorker(t *testing.T) {
 	mu.Lock()
 	blocking = false
 	mu.Unlock()
-	stop = work(st, &rein.WorkerOptions{Owner: "w2", Poll: 10 * time.Millisecond, Load: fx.load})
+	stop = work(st, &workOpts{Owner: "w2", Poll: 10 * time.Millisecond, Load: fx.load})
 	waitFor(t, "the second worker to finish the run", func() bool { return countStatus(t, st, trace.RunSucceeded) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestWorkGraceLetsRunsFinish(t *testing.T) {
 	fx := newWorkFixture(t, rec)
 	st := fx.open()
 	id := fx.enqueue(st, 1)[0]
-	stop := work(st, &rein.WorkerOptions{Poll: 10 * time.Millisecond, Grace: 10 * time.Second, Load: fx.load})
+	stop := work(st, &workOpts{Poll: 10 * time.Millisecond, Grace: 10 * time.Second, Load: fx.load})
 	<-started
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestWorkGraceLetsRunsFinish(t *testing.T) {
 
 func TestWorkNeedsADurableStore(t *testing.T) {
 	t.Parallel()
-	if err := rein.Work(context.Background(), store.Ephemeral, nil); err == nil {
+	if err := runWorker(context.Background(), store.Ephemeral, nil); err == nil {
 		t.Fatal("Work on the ephemeral store did not fail")
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
@@ -42,7 +42,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 // serving returns LoadOptions that serve workflow tools over a SQLite
 // store, their flows' own agents served the same way, and counts the
 // workflow tools made.
-func serving(t *testing.T) (*rein.LoadOptions, *atomic.Int32) {
+func serving(t *testing.T) (*project.LoadOptions, *atomic.Int32) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "rein.db"), nil)
 	if err != nil {
@@ -50,7 +50,7 @@ func serving(t *testing.T) (*rein.LoadOptions, *atomic.Int32) {
 	}
 	t.Cleanup(func() { st.Close() })
 	var made atomic.Int32
-	load := &rein.LoadOptions{Script: "", NoDefaults: false}
+	load := &project.LoadOptions{Script: "", NoDefaults: false}
 	load.Workflow = func(path string) (tool.Tool, error) {
 		made.Add(1)
 		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, Load: load})
@@ -100,9 +100,9 @@ func TestWorkflowToolCycles(t *testing.T) {
 			load, made := serving(t)
 			var err error
 			if c.agent {
-				_, err = rein.LoadAgent(filepath.Join(root, c.load), load)
+				_, err = project.LoadAgent(filepath.Join(root, c.load), load)
 			} else {
-				_, err = rein.Load(filepath.Join(root, c.load), load)
+				_, err = project.Load(filepath.Join(root, c.load), load)
 			}
 			var fe *flow.Error
 			if !errors.As(err, &fe) {
@@ -132,7 +132,7 @@ func TestWorkflowToolChain(t *testing.T) {
 		"g/flow.yaml":   "name: g\nsteps:\n  - {id: s, skill: write}\n",
 	})
 	load, made := serving(t)
-	p, err := rein.LoadAgent(filepath.Join(root, "a"), load)
+	p, err := project.LoadAgent(filepath.Join(root, "a"), load)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,15 @@ type Error struct {
 	Class Class
 	// Budget names the budget that ran out, for Class Budget.
 	Budget string
-	Err    error
+	// Hint is the machine-readable part of an error of the run operations
+	// (HintOf); zero for other errors.
+	Hint Hint
+	Err  error
 }
+
+// Retryable reports whether the same request may succeed later (the rule of
+// package-level Retryable, applied to e's class).
+func (e *Error) Retryable() bool { return Retryable(e) }
 
 // Error returns the wrapped message.
 func (e *Error) Error() string {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -82,11 +82,11 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 
 // load checks dir and the model flags and loads the agent of dir; its
 // workflow tools keep their tasks in st.
-func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project, error) {
+func (f *agentFlags) load(s *streams, dir string, st store.Store) (*project.Project, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	if !rein.IsAgentDir(dir) {
+	if !project.IsAgentDir(dir) {
 		return nil, usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
 	}
 	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
@@ -95,10 +95,10 @@ func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project
 	if f.model != "" && f.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	o := &rein.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
+	o := &project.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
 		TrustedToolsOnly: f.trustedToolsOnly}
 	serveWorkflows(o, st)
-	p, err := rein.LoadAgent(dir, o)
+	p, err := project.LoadAgent(dir, o)
 	if err != nil {
 		return nil, loadError(s, err)
 	}
@@ -106,7 +106,7 @@ func (f *agentFlags) load(s *streams, dir string, st store.Store) (*rein.Project
 	return p, nil
 }
 
-func closeProject(s *streams, p *rein.Project) {
+func closeProject(s *streams, p *project.Project) {
 	if cerr := p.Close(); cerr != nil {
 		fmt.Fprintf(s.err, "rein: %v\n", cerr)
 	}
@@ -115,12 +115,12 @@ func closeProject(s *streams, p *rein.Project) {
 // ask runs the agent on one input ({task}, and a chat's history) and
 // prints its transcript and result (text, or the one --output json
 // object), and what it waits on.
-func (f *agentFlags) ask(ctx context.Context, s *streams, p *rein.Project, st store.Store, dsn string, input map[string]any, opts *engine.RunOptions) (*engine.Result, error) {
+func (f *agentFlags) ask(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input map[string]any, opts *engine.RunOptions) (*engine.Result, error) {
 	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, false)
 	if err != nil {
 		return nil, err
 	}
-	turns, err := engine.AgentTranscript(ctx, st, res.RunID, rein.AgentStep, 0)
+	turns, err := engine.AgentTranscript(ctx, st, res.RunID, project.AgentStep, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ type agentCallJSON struct {
 }
 
 func toAgentJSON(res *engine.Result, turns []agent.Turn) agentJSON {
-	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: res.Outputs[rein.AgentStep], Calls: []agentCallJSON{},
+	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: res.Outputs[project.AgentStep], Calls: []agentCallJSON{},
 		Usage: agent.UsageOf(&agent.Session{Turns: turns}), Error: res.Error, Pending: res.Pending}
 	if res.Status == trace.RunSucceeded {
 		out.Status = "answered"
@@ -230,11 +230,11 @@ func writePlanRun(w io.Writer, prefix string, r *agent.PlanRun) {
 // serveWorkflows sets o.Workflow, unless it is set, to serve the workflow
 // tools agents declare (workflow:) over st: each flow is loaded as o says
 // (--trusted-tools-only), its own agents served the same way.
-func serveWorkflows(o *rein.LoadOptions, st store.Store) {
+func serveWorkflows(o *project.LoadOptions, st store.Store) {
 	if o.Workflow != nil {
 		return
 	}
-	nested := &rein.LoadOptions{TrustedToolsOnly: o.TrustedToolsOnly}
+	nested := &project.LoadOptions{TrustedToolsOnly: o.TrustedToolsOnly}
 	nested.Workflow = agentWorkflow(st, nested)
 	o.Workflow = nested.Workflow
 }
@@ -275,15 +275,15 @@ func (l *lazyStore) workflows(ctx context.Context, trusted bool) func(path strin
 		if err != nil {
 			return nil, err
 		}
-		o := &rein.LoadOptions{TrustedToolsOnly: trusted}
+		o := &project.LoadOptions{TrustedToolsOnly: trusted}
 		serveWorkflows(o, st)
 		return o.Workflow(path)
 	}
 }
 
 // agentWorkflow serves the workflow tools agents declare (workflow:) over
-// st, each flow loaded with load (rein.LoadOptions.Workflow).
-func agentWorkflow(st store.Store, load *rein.LoadOptions) func(path string) (tool.Tool, error) {
+// st, each flow loaded with load (project.LoadOptions.Workflow).
+func agentWorkflow(st store.Store, load *project.LoadOptions) func(path string) (tool.Tool, error) {
 	return func(path string) (tool.Tool, error) {
 		tools, err := workflowTools([]string{path}, st, load)
 		if err != nil {

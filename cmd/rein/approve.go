@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
 )
 
@@ -87,13 +88,13 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 	if err := checkFormat("--output", f.format); err != nil {
 		return err
 	}
-	return withRuns(cmd, s, &f.db, f.runsOptions(), func(ctx context.Context, runs *rein.Runs, dsn string) error {
+	return withRuns(cmd, s, &f.db, f.runsOptions(), func(ctx context.Context, c *rein.Client, dsn string) error {
 		d := rein.Decision{Status: f.status, Comment: f.comment, Output: out, By: decidedBy()}
 		opts := &rein.DecideOptions{Resume: !f.noResume}
 		if !f.noResume {
 			opts.ResumeOptions = *watchProgress(s)
 		}
-		o, err := runs.Decide(ctx, runID, stepID, d, opts)
+		o, err := c.Decide(ctx, runID, stepID, d, opts)
 		if o == nil {
 			return runsError(s, dsn, runID, err)
 		}
@@ -106,7 +107,7 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 			return f.resumeFailed(s, o, err)
 		}
 		if o.Result != nil {
-			if o.Result, err = afterInterrupt(ctx, s, runs.Store(), dsn, o.Result, false); err != nil {
+			if o.Result, err = afterInterrupt(ctx, s, c.Store(), dsn, o.Result, false); err != nil {
 				return err
 			}
 		}
@@ -142,8 +143,8 @@ func goesOn(runID string, needsTools []string) string {
 // it (exit 3); otherwise the resume's error, and how to try again.
 func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error {
 	a := o.Approval
-	h := rein.HintOf(err)
-	if h.Code == rein.HintNeedsTools {
+	h := fault.HintOf(err)
+	if h.Code == fault.HintNeedsTools {
 		if f.format == "json" {
 			if jerr := encodeJSON(s, decisionJSON{Approval: a}); jerr != nil {
 				return jerr
@@ -151,7 +152,7 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 		}
 		return &exitError{code: exitWaiting, err: fmt.Errorf("the decision is recorded; %s", needsToolsAdvice(a.RunID, h.Tools))}
 	}
-	if h.Code == rein.HintNeedsAPIKey {
+	if h.Code == fault.HintNeedsAPIKey {
 		// the decision stands, as with --no-resume: the run waits for a
 		// resume with the key (or a worker that has it).
 		if f.format == "json" {
@@ -163,9 +164,9 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 	}
 	code := exitRunFailed
 	switch {
-	case h.Code == rein.HintHeldByAnotherProcess:
+	case h.Code == fault.HintHeldByAnotherProcess:
 		code = exitConflict
-	case h.Code == rein.HintFlowDoesNotLoad:
+	case h.Code == fault.HintFlowDoesNotLoad:
 		code = exitUsage
 	}
 	return &exitError{code: code, err: fmt.Errorf("%w; try again with: rein runs resume %s", err, a.RunID)}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -197,7 +197,7 @@ func runAnswer(ctx context.Context, st store.Store, id string) (string, error) {
 		return "", err
 	}
 	for _, sp := range steps {
-		if sp.StepID != rein.AgentStep || len(sp.Output) == 0 {
+		if sp.StepID != project.AgentStep || len(sp.Output) == 0 {
 			continue
 		}
 		var text string

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/store/sqlite"
 )
 
@@ -30,7 +29,7 @@ checks its own pages; there is nothing for rein to check.`,
 			if err := checkFormat("--output", output); err != nil {
 				return err
 			}
-			dsn := rein.DBFromEnv(db.dsn)
+			dsn := dbFromEnv(db.dsn)
 			if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || dsn == ":memory:" {
 				fmt.Fprintf(s.err, "rein: %s: nothing to check (PostgreSQL checks its own pages; :memory: keeps nothing)\n", redactDSN(dsn))
 				return nil

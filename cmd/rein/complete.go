@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -69,13 +69,13 @@ func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]co
 		return nil, none
 	}
 	dsn, _ := cmd.Flags().GetString("db")
-	dsn = rein.DBFromEnv(dsn)
+	dsn = dbFromEnv(dsn)
 	if !storeExists(dsn) {
 		return nil, none
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	db, err := rein.OpenStore(ctx, dsn)
+	db, err := openStore(ctx, dsn)
 	if err != nil {
 		return nil, none
 	}
@@ -87,15 +87,15 @@ func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]co
 	if deciding {
 		p.Status = trace.RunWaiting
 	}
-	runs, err := db.ListRuns(ctx, p)
+	list, err := db.ListRuns(ctx, p)
 	if err != nil {
 		return nil, none
 	}
 	var out []cobra.Completion
-	if strings.HasPrefix(rein.LastRun, toComplete) {
-		out = append(out, cobra.CompletionWithDesc(rein.LastRun, "the newest run"))
+	if strings.HasPrefix(runs.Last, toComplete) {
+		out = append(out, cobra.CompletionWithDesc(runs.Last, "the newest run"))
 	}
-	for _, r := range runs {
+	for _, r := range list {
 		if cmd.Name() == "cancel" && r.Finished() {
 			continue
 		}
@@ -106,7 +106,7 @@ func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]co
 
 // completePendingSteps lists the steps of run ref that wait for a decision.
 func completePendingSteps(ctx context.Context, db store.Store, ref, toComplete string) []cobra.Completion {
-	run, err := rein.ResolveRun(ctx, db, ref)
+	run, err := runs.Resolve(ctx, db, ref)
 	if err != nil {
 		return nil
 	}

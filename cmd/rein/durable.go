@@ -7,20 +7,52 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/postgres"
+	"github.com/reinhq/rein/store/sqlite"
 )
+
+// defaultDB is where rein keeps runs when neither --db nor REIN_DB says
+// otherwise.
+var defaultDB = filepath.Join(".rein", "rein.db")
+
+// dbFromEnv returns flagValue, else $REIN_DB, else defaultDB.
+func dbFromEnv(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if v := os.Getenv("REIN_DB"); v != "" {
+		return v
+	}
+	return defaultDB
+}
+
+// openStore opens the store a DSN names. TEMPORARY until store.Open lands.
+func openStore(ctx context.Context, dsn string) (store.Store, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgres.Open(ctx, dsn, nil)
+	case dsn == "":
+		return nil, fmt.Errorf("open store: empty DSN: pass a SQLite file, :memory: or a postgres:// URL")
+	}
+	path, opts, err := sqlite.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, path, opts)
+}
 
 // dbFlag is the --db flag of every command that reads or writes runs.
 type dbFlag struct{ dsn string }
 
 func (d *dbFlag) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&d.dsn, "db", "", "run store: a SQLite file, :memory:, or a postgres:// URL (default: $REIN_DB, else "+rein.DefaultDB+")")
+	cmd.Flags().StringVar(&d.dsn, "db", "", "run store: a SQLite file, :memory:, or a postgres:// URL (default: $REIN_DB, else "+defaultDB+")")
 }
 
 // registerOverrides adds --script and --config to a command that resumes
@@ -34,8 +66,8 @@ func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 // open opens the store; a DSN that does not open is bad usage (exit 2),
 // a damaged store exit 6.
 func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
-	dsn := rein.DBFromEnv(d.dsn)
-	st, err := rein.OpenStore(ctx, dsn)
+	dsn := dbFromEnv(d.dsn)
+	st, err := openStore(ctx, dsn)
 	if errors.Is(err, store.ErrDamaged) {
 		return nil, dsn, &exitError{code: exitDamaged, err: fmt.Errorf("--db %s: %w (rein runs check --db %s lists what is wrong)", redactDSN(dsn), err, shellQuote(redactDSN(dsn)))}
 	}
@@ -97,7 +129,7 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, nee
 		return
 	}
 	db := ""
-	if dsn != "" && dsn != rein.DefaultDB {
+	if dsn != "" && dsn != defaultDB {
 		db = " --db " + shellQuote(redactDSN(dsn))
 	}
 	if len(needsTools) > 0 {

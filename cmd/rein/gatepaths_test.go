@@ -17,6 +17,7 @@ import (
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store"
@@ -291,7 +292,7 @@ func seenIn(evs []*trace.Event) gateSeen {
 // durable).
 func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 	ctx := context.Background()
-	p, err := rein.Load(fx.dir, nil)
+	p, err := project.Load(fx.dir, nil)
 	if err != nil && fx.path.mcp && strings.Contains(err.Error(), `tool name "crm.send" must start with a letter`) {
 		// the row runs once an agent can offer an MCP server's tool.
 		t.Skip("an agent cannot offer an MCP server's tool yet: ", err)
@@ -301,9 +302,9 @@ func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 	}
 	defer p.Close()
 	events := &gateEvents{}
-	cfg := &rein.RunConfig{Sink: events}
+	cfg := rein.Config{Sink: events}
 	if fx.mode.durable {
-		st, err := rein.OpenStore(ctx, filepath.Join(fx.dir, "rein.db"))
+		st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +313,11 @@ func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 	}
 	var input any
 	_ = json.Unmarshal([]byte(gateInput), &input)
-	res, err := p.Run(ctx, input, cfg)
+	c, err := rein.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(ctx, p, input)
 	if err != nil {
 		t.Fatalf("%s: %v", fx.mode.name, err)
 	}
@@ -331,12 +336,12 @@ func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 // the gate.
 func runGateSaga(t *testing.T, fx *gateFixture) gateSeen {
 	ctx := context.Background()
-	p, err := rein.Load(fx.dir, nil)
+	p, err := project.Load(fx.dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	st, err := rein.OpenStore(ctx, filepath.Join(fx.dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +349,11 @@ func runGateSaga(t *testing.T, fx *gateFixture) gateSeen {
 	events := &gateEvents{}
 	var input any
 	_ = json.Unmarshal([]byte(gateInput), &input)
-	res, err := p.Run(ctx, input, &rein.RunConfig{Sink: events, Store: st})
+	c, err := rein.Open(ctx, rein.Config{Sink: events, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(ctx, p, input)
 	if err != nil {
 		t.Fatalf("%s: %v", fx.mode.name, err)
 	}
@@ -368,16 +377,16 @@ func runGateSaga(t *testing.T, fx *gateFixture) gateSeen {
 // require_approval raised makes exactly the compensation it recorded,
 // once, and the run ends failed, as it had. It leaves no trace of that
 // call for check, which holds the call to the gate before the decision.
-func approveSagaCall(t *testing.T, fx *gateFixture, st rein.Store, runID string) {
+func approveSagaCall(t *testing.T, fx *gateFixture, st store.Store, runID string) {
 	ctx := context.Background()
 	if data, err := os.ReadFile(fx.sent); err == nil && len(data) > 0 {
 		t.Fatalf("%s: the compensation was made before a person decided: %s", fx.mode.name, data)
 	}
-	runs, err := rein.NewRuns(st, nil)
+	c, err := rein.Open(ctx, rein.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runs.Decide(ctx, runID, "c/1/compensate", rein.Decision{Status: rein.ApprovalApproved}, &rein.DecideOptions{Resume: true})
+	out, err := c.Decide(ctx, runID, "c/1/compensate", rein.Decision{Status: store.ApprovalApproved}, &rein.DecideOptions{Resume: true})
 	if err != nil {
 		t.Fatalf("%s: approve the compensation: %v", fx.mode.name, err)
 	}
@@ -446,7 +455,7 @@ func (*gateRecorder) Called(invoke.Record) {}
 // step's output from the adapter (package bridge).
 func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 	ctx := context.Background()
-	st, err := rein.OpenStore(ctx, filepath.Join(fx.dir, "rein.db"))
+	st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +519,7 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 		}
 		seen.decisions = loggedDecisions(m.stop(), "rein mcp")
 		if task != "" {
-			st, err := rein.OpenStore(context.Background(), db)
+			st, err := openStore(context.Background(), db)
 			if err != nil {
 				t.Fatal(err)
 			}

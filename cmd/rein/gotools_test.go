@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // TestGoToolsRunIsNotResumedHere: a run a program started with its own Go
@@ -35,17 +37,21 @@ steps:
 	tools := []tool.Tool{tool.Typed(tool.Spec{Name: "greet", Effect: tool.EffectNone},
 		func(_ context.Context, v in) (out, error) { return out{Hello: v.Name}, nil })}
 	db := filepath.Join(dir, "rein.db")
-	st, err := rein.OpenStore(ctx, db)
+	st, err := openStore(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p, err := rein.Load(dir, &rein.LoadOptions{Tools: tools})
+	p, err := project.Load(dir, &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Start(ctx, nil, &rein.RunConfig{Store: st}, nil)
-	if err != nil || res.Status != rein.StatusWaiting {
+	c, err := rein.Open(ctx, rein.Config{Store: st, Load: &project.LoadOptions{Tools: tools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(ctx, p, nil)
+	if err != nil || res.Status != trace.RunWaiting {
 		t.Fatalf("start: %v %v", res, err)
 	}
 	id := res.RunID
@@ -69,19 +75,15 @@ steps:
 	}
 
 	// the program resumes it with its tools.
-	runs, err := rein.NewRuns(st, &rein.RunsOptions{Load: &rein.LoadOptions{Tools: tools}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := runs.Resume(ctx, id, nil)
-	if err != nil || o.Result.Status != rein.StatusWaiting || o.Result.Pending[0].StepID != "greet" {
+	o, err := c.Resume(ctx, id, nil)
+	if err != nil || o.Result.Status != trace.RunWaiting || o.Result.Pending[0].StepID != "greet" {
 		t.Fatalf("resume with the tools: %v %+v", err, o)
 	}
 	code, stdout, stderr = cli(t, "runs", "approve", id, "greet", "--no-resume", "--db", db)
 	if code != exitOK || !strings.Contains(stdout, "step greet of run "+id+" approved by") || !strings.Contains(stdout, advice) || strings.Contains(stdout, "rein runs resume") {
 		t.Fatalf("approve --no-resume: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if o, err = runs.Resume(ctx, id, nil); err != nil || o.Result.Status != rein.StatusSucceeded || o.Result.Outputs["greet"].(map[string]any)["hello"] != "ann" {
+	if o, err = c.Resume(ctx, id, nil); err != nil || o.Result.Status != trace.RunSucceeded || o.Result.Outputs["greet"].(map[string]any)["hello"] != "ann" {
 		t.Fatalf("resume with the tools: %v %+v", err, o)
 	}
 }

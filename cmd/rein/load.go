@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/yamlnode"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -21,7 +21,7 @@ type loadFlags struct {
 	model, record, replay string
 	trustedToolsOnly      bool
 	// workflow, when set, serves the workflow tools agents declare
-	// (rein.LoadOptions.Workflow).
+	// (project.LoadOptions.Workflow).
 	workflow func(path string) (tool.Tool, error)
 }
 
@@ -43,20 +43,20 @@ func (l *loadFlags) registerCassettes(cmd *cobra.Command) {
 }
 
 // load loads a project; flow problems are printed and become exit code 2.
-// loadOptions are the flags' rein.LoadOptions.
-func (l *loadFlags) loadOptions() *rein.LoadOptions {
-	return &rein.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
+// loadOptions are the flags' project.LoadOptions.
+func (l *loadFlags) loadOptions() *project.LoadOptions {
+	return &project.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
 		TrustedToolsOnly: l.trustedToolsOnly, Workflow: l.workflow}
 }
 
-func (l *loadFlags) load(s *streams, path string) (*rein.Project, error) {
+func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
 	if l.replay != "" && (l.record != "" || l.model != "" || l.script != "") {
 		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
 	}
 	if l.model != "" && l.script != "" {
 		return nil, usageErr("--model and --script both answer every model name: give one")
 	}
-	p, err := rein.Load(path, l.loadOptions())
+	p, err := project.Load(path, l.loadOptions())
 	if err != nil {
 		return nil, loadError(s, err)
 	}

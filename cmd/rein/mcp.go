@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/mcp"
 	"github.com/reinhq/rein/server/workflowtool"
@@ -41,7 +42,7 @@ runs_show over --db. A tool error is an MCP tool error whose text and structured
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var projects []*rein.Project
+			var projects []*project.Project
 			var paths []string
 			defer func() {
 				for _, p := range projects {
@@ -95,11 +96,11 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 				}
 			}
 			tools = append(wf, tools...)
-			runs, err := rein.NewRuns(st, nil)
+			reader, err := runs.New(st, nil)
 			if err != nil {
 				return usageErr("--db: %v", err)
 			}
-			tools = append(tools, mcp.RunsTools(runs)...)
+			tools = append(tools, mcp.RunsTools(reader)...)
 			// Each project's redactor knows the environment's secrets and
 			// its own rein.yaml secrets:.
 			hide := func(text string) string {
@@ -139,7 +140,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 // workflowTools are the workflow tools `rein mcp` serves: one
 // <name>_workflow per flow folder (package bridge), its tasks in st. Two
 // flows of one name are an error.
-func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]tool.Tool, error) {
+func workflowTools(paths []string, st store.Store, load *project.LoadOptions) ([]tool.Tool, error) {
 	var out []tool.Tool
 	seen := map[string]string{}
 	for _, path := range paths {
@@ -161,7 +162,7 @@ func workflowTools(paths []string, st store.Store, load *rein.LoadOptions) ([]to
 // flow folders: that folder's own <name>_workflow (wf[k], served for
 // paths[k]), the same tool, is served once. One of that name for another
 // folder is an error.
-func withoutServedWorkflows(tools, wf []tool.Tool, projects []*rein.Project, paths []string) ([]tool.Tool, error) {
+func withoutServedWorkflows(tools, wf []tool.Tool, projects []*project.Project, paths []string) ([]tool.Tool, error) {
 	folder := map[string]string{} // served workflow tool → its folder
 	for k, w := range wf {
 		if abs, err := filepath.Abs(paths[k]); err == nil {
@@ -190,7 +191,7 @@ func withoutServedWorkflows(tools, wf []tool.Tool, projects []*rein.Project, pat
 // them: a tool's calls by the gate of each project that offers it
 // (rein.yaml policy: joined with the flow's policy:, Project.CallGate),
 // the most severe decision winning (safety.ByTool routes each call).
-func servedTools(projects []*rein.Project) ([]tool.Tool, map[string]safety.Gate, error) {
+func servedTools(projects []*project.Project) ([]tool.Tool, map[string]safety.Gate, error) {
 	var out []tool.Tool
 	from := map[string]string{}
 	gates := map[string]safety.Gate{}
@@ -217,7 +218,7 @@ func servedTools(projects []*rein.Project) ([]tool.Tool, map[string]safety.Gate,
 	return out, gates, nil
 }
 
-func lookupIn(projects []*rein.Project, dir, name string) (tool.Tool, bool) {
+func lookupIn(projects []*project.Project, dir, name string) (tool.Tool, bool) {
 	for _, p := range projects {
 		if p.Dir == dir {
 			return p.Tools.Lookup(name)
@@ -234,7 +235,7 @@ func sameSpec(a, b tool.Spec) bool {
 // flowFolders returns dir when it holds a flow, else its subfolders that
 // do, sorted; none at all is an error.
 func flowFolders(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, rein.FlowFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, project.FlowFile)); err == nil {
 		return []string{dir}, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -244,13 +245,13 @@ func flowFolders(dir string) ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), rein.FlowFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), project.FlowFile)); err == nil {
 				out = append(out, filepath.Join(dir, e.Name()))
 			}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("mcp: %s holds no %s, and none of its folders does: give a flow folder or a folder of flow folders", dir, rein.FlowFile)
+		return nil, fmt.Errorf("mcp: %s holds no %s, and none of its folders does: give a flow folder or a folder of flow folders", dir, project.FlowFile)
 	}
 	return out, nil
 }

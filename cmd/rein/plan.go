@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 )
 
@@ -111,7 +111,7 @@ usage (nothing ran), 130 interrupted.`,
 
 // planCheck is a plan read and checked against a rein.yaml's tools.
 type planCheck struct {
-	tb   *rein.Toolbox
+	tb   *project.Toolbox
 	cat  *plan.Catalog
 	plan *plan.Plan
 	// problems is non-nil when the plan did not parse or validate; cause is
@@ -138,9 +138,9 @@ func (f *planFlags) prepare(s *streams, path string) (*planCheck, error) {
 		return nil, err
 	}
 	if cfgPath == "" {
-		return nil, usageErr("no %s beside %s or in the current directory: pass --config FILE naming the rein.yaml whose tools the plan uses", rein.ConfigFile, path)
+		return nil, usageErr("no %s beside %s or in the current directory: pass --config FILE naming the rein.yaml whose tools the plan uses", project.ConfigFile, path)
 	}
-	tb, err := rein.LoadConfig(cfgPath, nil)
+	tb, err := project.LoadConfig(cfgPath, nil)
 	if err != nil {
 		return nil, loadError(s, err)
 	}
@@ -186,7 +186,7 @@ func findConfig(flag, dir string) (string, error) {
 		return flag, nil
 	}
 	for _, d := range []string{dir, "."} {
-		p := filepath.Join(d, rein.ConfigFile)
+		p := filepath.Join(d, project.ConfigFile)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -55,19 +56,19 @@ PostgreSQL reuses the space on its own and ignores it.`,
 			if p.Status, err = parseStatus(status, finalStatuses); err != nil {
 				return err
 			}
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
 				p.DryRun = true
-				sel, err := runs.Prune(ctx, p)
+				sel, err := c.Prune(ctx, p)
 				if err != nil {
 					return failed("%s (dry run): %w", redactDSN(dsn), err)
 				}
 				if dryRun {
-					return writePruneDryRun(ctx, s, runs.Store(), sel, f.output)
+					return writePruneDryRun(ctx, s, c.Store(), sel, f.output)
 				}
 				if sel.Runs > 0 && !yes {
 					every := olderThan == "" && status == ""
 					if !every {
-						if every, err = runs.EmptiesStore(ctx, sel); err != nil {
+						if every, err = c.EmptiesStore(ctx, sel); err != nil {
 							return failed("prune %s: %w", redactDSN(dsn), err)
 						}
 					}
@@ -78,7 +79,7 @@ PostgreSQL reuses the space on its own and ignores it.`,
 					}
 				}
 				p.DryRun, p.Vacuum = false, vacuum
-				res, err := runs.Prune(ctx, p)
+				res, err := c.Prune(ctx, p)
 				if err != nil {
 					return failed("%s: %w", redactDSN(dsn), err)
 				}
@@ -122,29 +123,29 @@ func confirmPrune(s *streams, n int, dsn string) error {
 
 // pruneDryRunJSON is what prune --dry-run --output json prints.
 type pruneDryRunJSON struct {
-	DryRun bool           `json:"dry_run"`
-	Runs   []*rein.RunRow `json:"runs"`
+	DryRun bool        `json:"dry_run"`
+	Runs   []*runs.Row `json:"runs"`
 }
 
 func writePruneDryRun(ctx context.Context, s *streams, db store.Store, sel *store.PruneResult, format string) error {
-	runs := make([]*rein.RunRow, 0, len(sel.RunIDs))
+	rows := make([]*runs.Row, 0, len(sel.RunIDs))
 	for _, id := range sel.RunIDs {
 		r, err := db.GetRun(ctx, id)
 		if err != nil {
 			continue // pruned or changed since the selection
 		}
-		runs = append(runs, rein.NewRunRow(r))
+		rows = append(rows, runs.NewRow(r))
 	}
 	if format == "json" {
-		return encodeJSON(s, pruneDryRunJSON{DryRun: true, Runs: runs})
+		return encodeJSON(s, pruneDryRunJSON{DryRun: true, Runs: rows})
 	}
-	fmt.Fprintf(s.out, "would prune %d %s (dry run: nothing deleted)\n", len(runs), pluralize(len(runs), "run", "runs"))
-	if len(runs) == 0 {
+	fmt.Fprintf(s.out, "would prune %d %s (dry run: nothing deleted)\n", len(rows), pluralize(len(rows), "run", "runs"))
+	if len(rows) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tSETTLED")
-	for _, r := range runs {
+	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, stamp(r.SettledAt))
 	}
 	return tw.Flush()

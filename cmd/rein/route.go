@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/route"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/project"
 )
 
 // routeFlags are the flags of rein route.
@@ -140,7 +140,7 @@ func (f *routeFlags) semantic(s *streams, file *route.File) (route.Semantic, err
 	if err != nil {
 		return nil, err
 	}
-	tb, err := rein.LoadConfig(cfgPath, &rein.LoadOptions{Script: f.script})
+	tb, err := project.LoadConfig(cfgPath, &project.LoadOptions{Script: f.script})
 	if err != nil {
 		return nil, loadError(s, err)
 	}

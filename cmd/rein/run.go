@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
@@ -36,7 +37,7 @@ from that folder input.json, script.yaml and rein.yaml are picked up unless
 --input, --input-json, --script or --config say otherwise.
 
 The run is durable: its journal goes to the run store (--db, default $REIN_DB,
-else ` + rein.DefaultDB + `; :memory: keeps nothing after exit), so it can be
+else ` + defaultDB + `; :memory: keeps nothing after exit), so it can be
 listed, shown, traced, resumed and approved with rein runs. --detach records
 the run for a worker (rein worker) instead of running it, and prints its id.
 
@@ -124,8 +125,12 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 }
 
 // enqueue records the run for a worker (--detach).
-func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *rein.Project, st store.Store, dsn string, input any, opts *engine.RunOptions) error {
-	id, err := p.Enqueue(cmd.Context(), input, &engine.Config{Store: st}, opts)
+func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *engine.RunOptions) error {
+	c, err := rein.Open(cmd.Context(), rein.Config{Store: st})
+	if err != nil {
+		return err
+	}
+	id, err := c.Enqueue(cmd.Context(), p, input, opts)
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing was recorded", err)}
 	}
@@ -150,7 +155,7 @@ func stepOrder(fl *flow.Flow) []string {
 // with tracePath, its events in a JSONL file; a start refused before
 // anything ran is bad usage (exit 2). An interrupted run is finished as
 // afterInterrupt says (cancel: cancel it rather than leave it resumable).
-func startWatched(ctx context.Context, s *streams, p *rein.Project, st store.Store, dsn string, input any, opts *engine.RunOptions, tracePath string, cancel bool) (*engine.Result, error) {
+func startWatched(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *engine.RunOptions, tracePath string, cancel bool) (*engine.Result, error) {
 	progress := newProgress(s.term, p.Flow)
 	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink
@@ -161,8 +166,12 @@ func startWatched(ctx context.Context, s *streams, p *rein.Project, st store.Sto
 		}
 		sinks = append(sinks, js)
 	}
+	c, err := rein.Open(ctx, rein.Config{Store: st, Sink: trace.Multi(sinks...)})
+	if err != nil {
+		return nil, err
+	}
 	progress.Start()
-	res, err := p.Start(ctx, input, &engine.Config{Sink: trace.Multi(sinks...), Store: st}, opts)
+	res, err := c.Start(ctx, p, input, opts)
 	progress.Stop()
 	if js != nil {
 		if cerr := js.Close(); cerr != nil {

@@ -7,14 +7,16 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 )
 
 // resolveRun finds the run a RUN argument names (a full ID, a unique
 // prefix, or "last"; rein.Runs.Get). A ref that names no run, or more
 // than one, is bad usage (exit 2); any other failure exits 1.
-func resolveRun(ctx context.Context, s *streams, runs *rein.Runs, dsn, ref string) (*store.Run, error) {
-	run, err := runs.Get(ctx, ref)
+func resolveRun(ctx context.Context, s *streams, c *rein.Client, dsn, ref string) (*store.Run, error) {
+	run, err := c.Runs().Get(ctx, ref)
 	if err != nil {
 		return nil, runsError(s, dsn, ref, err)
 	}
@@ -28,22 +30,22 @@ func resolveRun(ctx context.Context, s *streams, runs *rein.Runs, dsn, ref strin
 // 2 with where to resume it, a run whose model's API key is not set is 2
 // with the variable to set and the command to continue, anything else 1.
 func runsError(s *streams, dsn, ref string, err error) error {
-	h := rein.HintOf(err)
+	h := fault.HintOf(err)
 	switch h.Code {
-	case rein.HintNoRun:
-		if ref == rein.LastRun {
+	case fault.HintNoRun:
+		if ref == runs.Last {
 			return usageErr("there is no last run: %s holds no runs yet", redactDSN(dsn))
 		}
 		return usageErr("run %s is not in %s (list the runs there with: rein runs list --db %s)", ref, redactDSN(dsn), shellQuote(redactDSN(dsn)))
-	case rein.HintAmbiguousRun, rein.HintRunFinished, rein.HintAlreadyDecided, rein.HintNothingToDecide:
+	case fault.HintAmbiguousRun, fault.HintRunFinished, fault.HintAlreadyDecided, fault.HintNothingToDecide:
 		return usageErr("%v", err)
-	case rein.HintHeldByAnotherProcess:
+	case fault.HintHeldByAnotherProcess:
 		return &exitError{code: exitConflict, err: err}
-	case rein.HintNeedsTools:
+	case fault.HintNeedsTools:
 		return usageErr("%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
-	case rein.HintNeedsAPIKey:
+	case fault.HintNeedsAPIKey:
 		return usageErr("%v; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), h.RunID)
-	case rein.HintFlowDoesNotLoad:
+	case fault.HintFlowDoesNotLoad:
 		return loadError(s, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {

@@ -12,7 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
@@ -34,7 +37,7 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 // withStore checks the format, opens the store, calls fn with cmd's
 // context, the run operations of the store (with opts) and its DSN, and
 // closes the store.
-func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, opts *rein.RunsOptions, fn func(ctx context.Context, runs *rein.Runs, dsn string) error) error {
+func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, opts *rein.Config, fn func(ctx context.Context, c *rein.Client, dsn string) error) error {
 	if err := checkFormat("--output", f.output); err != nil {
 		return err
 	}
@@ -43,24 +46,29 @@ func (f *storeFlags) withStore(cmd *cobra.Command, s *streams, opts *rein.RunsOp
 
 // withRuns opens the store db names, calls fn with cmd's context, the run
 // operations of the store (with opts) and its DSN, and closes the store.
-func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.RunsOptions, fn func(ctx context.Context, runs *rein.Runs, dsn string) error) error {
+func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.Config, fn func(ctx context.Context, c *rein.Client, dsn string) error) error {
 	st, dsn, err := db.open(cmd.Context())
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
-	if opts == nil {
-		opts = &rein.RunsOptions{}
+	cfg := rein.Config{}
+	if opts != nil {
+		cfg = *opts
 	}
-	if opts.Load == nil {
-		opts.Load = &rein.LoadOptions{}
+	if cfg.Load == nil {
+		cfg.Load = &project.LoadOptions{}
 	}
-	serveWorkflows(opts.Load, st) // a resumed agent's workflow tools
-	runs, err := rein.NewRuns(st, opts)
+	cfg.Store = st
+	serveWorkflows(cfg.Load, st) // a resumed agent's workflow tools
+	c, err := rein.Open(cmd.Context(), cfg)
 	if err != nil {
 		return usageErr("--db %s: %v", redactDSN(dsn), err)
 	}
-	return fn(cmd.Context(), runs, dsn)
+	if c.Runs() == nil {
+		return usageErr("--db %s: the store keeps no runs", redactDSN(dsn))
+	}
+	return fn(cmd.Context(), c, dsn)
 }
 
 func newRunsCmd(s *streams) *cobra.Command {
@@ -68,7 +76,7 @@ func newRunsCmd(s *streams) *cobra.Command {
 		Use:   "runs",
 		Short: "List, show, trace, resume, cancel, approve, reject, settle and prune durable runs",
 		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
-` + rein.DefaultDB + `). Every subcommand takes --db and -o/--output text|json.
+` + defaultDB + `). Every subcommand takes --db and -o/--output text|json.
 
 RUN is a run ID, a prefix of exactly one run's ID, or "last" (the newest run
 of the store); a prefix that matches several runs is exit 2 and lists them.`,
@@ -121,8 +129,8 @@ func newRunsListCmd(s *streams) *cobra.Command {
 			if limit < 0 {
 				return usageErr("--limit must be positive, not %d", limit)
 			}
-			return f.withStore(cmd, s, nil, func(ctx context.Context, rs *rein.Runs, dsn string) error {
-				runs, err := rs.List(ctx, &rein.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				runs, err := c.Runs().List(ctx, &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
 				if err != nil {
 					return failed("%s: %w", redactDSN(dsn), err)
 				}
@@ -173,8 +181,8 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 		Short: "Show a run: its row, every step (status, attempts, output, error), the calls of its for_each and plan steps, and its approvals",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				v, err := runs.Show(ctx, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				v, err := c.Runs().Show(ctx, args[0])
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
@@ -190,7 +198,7 @@ func newRunsShowCmd(s *streams) *cobra.Command {
 	return cmd
 }
 
-func writeRunView(w io.Writer, v *rein.RunView, dsn string) {
+func writeRunView(w io.Writer, v *runs.View, dsn string) {
 	r := v.Run.Run
 	fmt.Fprintf(w, "run %s\n", r.ID)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-10s %s\n", k, fmt.Sprintf(format, args...)) }
@@ -301,13 +309,13 @@ func newRunsTraceCmd(s *streams) *cobra.Command {
 		Short: "Summarise a run's journal: slowest steps, tokens, retries, whose failure (--jsonl: dump its events)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				run, err := resolveRun(ctx, s, runs, dsn, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				run, err := resolveRun(ctx, s, c, dsn, args[0])
 				if err != nil {
 					return err
 				}
 				id := run.ID
-				events, err := runs.Store().Events(ctx, id, 0, 0)
+				events, err := c.Store().Events(ctx, id, 0, 0)
 				if err != nil {
 					return failed("journal of run %s: %w", id, err)
 				}
@@ -351,10 +359,10 @@ left as it is. Ctrl-C stops this process and leaves the run resumable, as
 with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, l.runsOptions(), func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				out, err := runs.Resume(ctx, args[0], watchProgress(s))
+			return f.withStore(cmd, s, l.runsOptions(), func(ctx context.Context, c *rein.Client, dsn string) error {
+				out, err := c.Resume(ctx, args[0], watchProgress(s))
 				if err != nil {
-					if rein.HintOf(err).Code == rein.HintHeldByAnotherProcess {
+					if fault.HintOf(err).Code == fault.HintHeldByAnotherProcess {
 						return &exitError{code: exitConflict, err: fmt.Errorf("%w; nothing was done here", err)}
 					}
 					return runsError(s, dsn, args[0], err)
@@ -362,7 +370,7 @@ with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 				if out.Finished {
 					fmt.Fprintf(s.err, "rein: run %s already %s; nothing to resume\n", out.Result.RunID, out.Result.Status)
 				}
-				res, err := afterInterrupt(ctx, s, runs.Store(), dsn, out.Result, false)
+				res, err := afterInterrupt(ctx, s, c.Store(), dsn, out.Result, false)
 				if err != nil {
 					return err
 				}
@@ -377,13 +385,13 @@ with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 
 // runsOptions are the run operations' options of a command that resumes
 // runs: --script, --config and --trusted-tools-only.
-func (l *loadFlags) runsOptions() *rein.RunsOptions {
-	return &rein.RunsOptions{Load: &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}}
+func (l *loadFlags) runsOptions() *rein.Config {
+	return &rein.Config{Load: &project.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}}
 }
 
 // watchProgress shows a resumed run's progress on the terminal (stderr).
 func watchProgress(s *streams) *rein.ResumeOptions {
-	return &rein.ResumeOptions{Watch: func(p *rein.Project, steps []*store.Step) (trace.Sink, func()) {
+	return &rein.ResumeOptions{Watch: func(p *project.Project, steps []*store.Step) (trace.Sink, func()) {
 		s.hide(p.Redactor())
 		progress := newProgress(s.term, p.Flow)
 		progress.seed(steps)
@@ -400,8 +408,8 @@ func newRunsCancelCmd(s *streams) *cobra.Command {
 		Short: "Cancel a run that is not being advanced elsewhere",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				run, err := runs.Cancel(ctx, args[0], reason)
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				run, err := c.Cancel(ctx, args[0], reason)
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}

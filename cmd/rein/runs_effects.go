@@ -11,6 +11,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/graph"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/runs"
 )
 
 func newRunsEffectsCmd(s *streams) *cobra.Command {
@@ -28,8 +29,8 @@ between the calls and the remediations done since. rein graph --run RUN
 draws it. Exit codes: 0 listed, 1 the run's flow does not load, 2 bad usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				v, err := runs.Effects(ctx, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				v, err := c.Runs().Effects(ctx, args[0])
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
@@ -45,7 +46,7 @@ draws it. Exit codes: 0 listed, 1 the run's flow does not load, 2 bad usage.`,
 	return cmd
 }
 
-func writeEffects(w io.Writer, v *rein.EffectsView) {
+func writeEffects(w io.Writer, v *runs.EffectsView) {
 	fmt.Fprintf(w, "run %s (%s, %s): %d %s with an effect\n", v.RunID, v.Flow, v.Status, len(v.Calls), pluralize(len(v.Calls), "call", "calls"))
 	for _, c := range v.Calls {
 		head := fmt.Sprintf("%s %s %s", c.Key, c.Tool, c.Effect.Effect)
@@ -130,7 +131,7 @@ func writeList(w io.Writer, what string, items []string) {
 }
 
 // effectsGraph is v as the graph package draws it.
-func effectsGraph(v *rein.EffectsView) *graph.Effects {
+func effectsGraph(v *runs.EffectsView) *graph.Effects {
 	g := &graph.Effects{Title: "run " + v.RunID + " (" + v.Flow + ")"}
 	for _, c := range v.Calls {
 		g.Calls = append(g.Calls, graph.EffectCall{Effect: c.Effect, State: c.State})

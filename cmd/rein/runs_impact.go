@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -36,8 +37,8 @@ step whose output is the false premise. Nothing is changed. Exit codes: 0 shown,
 			if premise == "" {
 				return usageErr("--premise ID is required: the declared assumption or the step whose output turned out false")
 			}
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				v, err := runs.Impact(ctx, args[0], premise, nil)
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				v, err := c.Runs().Impact(ctx, args[0], premise, nil)
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
@@ -79,8 +80,8 @@ holds the run.`,
 			if premise == "" {
 				return usageErr("--premise ID is required: the declared assumption or the step whose output turned out false")
 			}
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				m, err := runs.Remediate(ctx, args[0], premise, nil)
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				m, err := c.Remediate(ctx, args[0], premise, nil)
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
@@ -104,7 +105,7 @@ holds the run.`,
 	return cmd
 }
 
-func writeImpact(w io.Writer, v *rein.ImpactView) {
+func writeImpact(w io.Writer, v *runs.ImpactView) {
 	fmt.Fprintf(w, "premise %s (%s) of run %s affects steps: %s\n", v.Premise, v.Source, v.RunID, strings.Join(v.Steps, ", "))
 	for _, c := range v.Claims {
 		fmt.Fprintf(w, "  assumed: %s\n", c)
@@ -133,7 +134,7 @@ func writeImpact(w io.Writer, v *rein.ImpactView) {
 	}
 }
 
-// controlWords says who lets a remediation through (rein.ImpactCall.Control).
+// controlWords says who lets a remediation through (runs.ImpactCall.Control).
 var controlWords = map[string]string{
 	journal.ControlAutomatic: "the gate (at once)",
 	journal.ControlReviewer:  "the reviewer (a person if it does not find it supported)",

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/safety"
 )
 
@@ -38,8 +39,8 @@ explained for gated runs (their trace rides with the gate's decisions).
 Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				v, err := runs.Why(ctx, args[0], args[1])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				v, err := c.Runs().Why(ctx, args[0], args[1])
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
@@ -55,7 +56,7 @@ Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 	return cmd
 }
 
-func writeWhy(w io.Writer, v *rein.WhyView) {
+func writeWhy(w io.Writer, v *runs.WhyView) {
 	if v.Tool == "" {
 		writeCallsWhy(w, v)
 		return
@@ -70,7 +71,7 @@ func writeWhy(w io.Writer, v *rein.WhyView) {
 }
 
 // writeCallsWhy prints the calls a model chose in an agent or plan step.
-func writeCallsWhy(w io.Writer, v *rein.WhyView) {
+func writeCallsWhy(w io.Writer, v *runs.WhyView) {
 	if len(v.Calls) == 0 {
 		fmt.Fprintf(w, "step %s of run %s made no traced tool call\n", v.StepID, v.RunID)
 		return
@@ -131,7 +132,7 @@ func joinOrigins(os []safety.Origin) string {
 	return strings.Join(s, " + ")
 }
 
-func writeArgOrigins(w io.Writer, args []rein.ArgOrigin) {
+func writeArgOrigins(w io.Writer, args []runs.ArgOrigin) {
 	if len(args) == 0 {
 		fmt.Fprintln(w, "  every argument is text of the flow (constant)")
 		return
@@ -146,7 +147,7 @@ func writeArgOrigins(w io.Writer, args []rein.ArgOrigin) {
 
 // writeGate prints the policy gate's decisions other than allow, and how
 // many calls it allowed.
-func writeGate(w io.Writer, ds []rein.GateDecision) {
+func writeGate(w io.Writer, ds []runs.GateDecision) {
 	if len(ds) == 0 {
 		return
 	}
@@ -168,7 +169,7 @@ func writeGate(w io.Writer, ds []rein.GateDecision) {
 
 // writeRisk prints the run's risk tier, each change with its reasons, and
 // the reviewer's verdicts.
-func writeRisk(w io.Writer, v *rein.RiskView) {
+func writeRisk(w io.Writer, v *runs.RiskView) {
 	if v == nil {
 		return
 	}

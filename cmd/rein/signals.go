@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -128,7 +127,7 @@ func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string,
 		return res, nil
 	}
 	db := ""
-	if dsn != "" && dsn != rein.DefaultDB {
+	if dsn != "" && dsn != defaultDB {
 		db = " --db " + shellQuote(redactDSN(dsn))
 	}
 	fmt.Fprintf(s.err, "rein: %s: run %s stopped and stays resumable", why, res.RunID)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/trace"
 )
@@ -62,7 +63,7 @@ then retry).`,
 				return err
 			}
 			defer closeStore(s, st)
-			load := &rein.LoadOptions{}
+			load := &project.LoadOptions{}
 			serveWorkflows(load, st) // the workflow tools the flow's agents declare
 			w, err := workflowtool.New(args[0], &workflowtool.Options{Store: st, DeliveryDir: deliveries, Load: load})
 			if err != nil {
@@ -148,12 +149,12 @@ func newRunsArtifactsCmd(s *streams) *cobra.Command {
 		Short: "List a run's artifacts: each accepted output with its step, producer, attempt and sha256",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, s, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-				run, err := runs.Get(ctx, args[0])
+			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				run, err := c.Runs().Get(ctx, args[0])
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
 				}
-				arts, err := workflowtool.ListArtifacts(ctx, runs.Store(), run.ID)
+				arts, err := workflowtool.ListArtifacts(ctx, c.Store(), run.ID)
 				if err != nil {
 					return failed("%s: %w", redactDSN(dsn), err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/graph"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/schema"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
@@ -46,13 +47,13 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 			bad := 0
 			for _, path := range args {
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
-				load := rein.Load
-				opts := &rein.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}
-				nested := &rein.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
+				load := project.Load
+				opts := &project.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}
+				nested := &project.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
 				nested.Workflow = func(flowPath string) (tool.Tool, error) { return checkWorkflow(cmd.Context(), flowPath, nested) }
 				opts.Workflow = nested.Workflow // agents' workflow tools, and theirs
-				if rein.IsAgentDir(path) {
-					load = rein.LoadAgent // an agent folder: agent.yaml, checked in place
+				if project.IsAgentDir(path) {
+					load = project.LoadAgent // an agent folder: agent.yaml, checked in place
 				}
 				p, err := load(path, opts)
 				var fe *flow.Error
@@ -125,8 +126,8 @@ lists the same).`,
 				format = output
 			}
 			if runRef != "" {
-				return withRuns(cmd, s, &db, nil, func(ctx context.Context, runs *rein.Runs, dsn string) error {
-					v, err := runs.Effects(ctx, runRef)
+				return withRuns(cmd, s, &db, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+					v, err := c.Runs().Effects(ctx, runRef)
 					if err != nil {
 						return runsError(s, dsn, runRef, err)
 					}
@@ -218,7 +219,7 @@ func newSchemaCmd(s *streams) *cobra.Command {
 // checkWorkflow loads the workflow tool of the flow folder path, as an
 // agent's workflow: entry declares it, over a throwaway store: rein
 // validate checks the flow and the tool's name, and runs nothing.
-func checkWorkflow(ctx context.Context, path string, load *rein.LoadOptions) (tool.Tool, error) {
+func checkWorkflow(ctx context.Context, path string, load *project.LoadOptions) (tool.Tool, error) {
 	dir, err := os.MkdirTemp("", "rein-validate-")
 	if err != nil {
 		return nil, err

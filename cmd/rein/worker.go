@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/jsonl"
@@ -19,6 +20,7 @@ func newWorkerCmd(s *streams) *cobra.Command {
 	var (
 		db          dbFlag
 		o           rein.WorkerOptions
+		cfg         rein.Config
 		tracePath   string
 		concurrency int
 		trusted     bool
@@ -43,23 +45,19 @@ stderr.`,
 			if concurrency <= 0 {
 				return usageErr("--concurrency must be at least 1, not %d", concurrency)
 			}
-			if o.Poll <= 0 || o.LeaseTTL <= 0 || o.Grace < 0 {
+			if o.Poll <= 0 || cfg.LeaseTTL <= 0 || o.Grace < 0 {
 				return usageErr("--poll and --lease must be positive durations, --grace not negative")
 			}
 			o.Concurrency = concurrency
-			if trusted {
-				o.Load = &rein.LoadOptions{TrustedToolsOnly: true}
-			}
+			cfg.Load = &project.LoadOptions{TrustedToolsOnly: trusted}
 			ctx := cmd.Context()
 			st, dsn, err := db.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, st)
-			if o.Load == nil {
-				o.Load = &rein.LoadOptions{}
-			}
-			serveWorkflows(o.Load, st) // agents' workflow tools
+			cfg.Store = st
+			serveWorkflows(cfg.Load, st) // agents' workflow tools
 			var mu sync.Mutex
 			red := redact.Process().With(redact.Passwords(dsn)...)
 			o.Logf = func(format string, args ...any) {
@@ -78,10 +76,14 @@ stderr.`,
 						fmt.Fprintf(s.err, "rein: writing trace %s: %v\n", tracePath, err)
 					}
 				}()
-				o.Sink = trace.Sink(js)
+				cfg.Sink = trace.Sink(js)
 			}
 			o.Logf("worker: advancing the ready runs of %s, %d at a time (Ctrl-C to stop)", redactDSN(dsn), o.Concurrency)
-			if err := rein.Work(ctx, st, &o); err != nil {
+			c, err := rein.Open(ctx, cfg)
+			if err != nil {
+				return &exitError{code: exitRunFailed, err: err}
+			}
+			if err := c.Work(ctx, &o); err != nil {
 				return &exitError{code: exitRunFailed, err: err}
 			}
 			if ctx.Err() != nil {
@@ -95,10 +97,10 @@ stderr.`,
 		},
 	}
 	db.register(cmd)
-	cmd.Flags().StringVar(&o.Owner, "owner", "", "name of this worker in run leases (default: host/pid/random)")
-	cmd.Flags().IntVar(&concurrency, "concurrency", rein.DefaultWorkerConcurrency, "most runs advanced at once")
-	cmd.Flags().DurationVar(&o.Poll, "poll", rein.DefaultWorkerPoll, "how often to look for ready runs when there were none")
-	cmd.Flags().DurationVar(&o.LeaseTTL, "lease", engine.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
+	cmd.Flags().StringVar(&cfg.Owner, "owner", "", "name of this worker in run leases (default: host/pid/random)")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 4, "most runs advanced at once")
+	cmd.Flags().DurationVar(&o.Poll, "poll", time.Second, "how often to look for ready runs when there were none")
+	cmd.Flags().DurationVar(&cfg.LeaseTTL, "lease", engine.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
 	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long runs in flight may finish before they are abandoned")
 	cmd.Flags().StringVar(&tracePath, "trace", "", "write the events of every run to this JSONL file")
 	cmd.Flags().BoolVar(&trusted, "trusted-tools-only", false, trustedToolsUsage)

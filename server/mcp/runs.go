@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/runs"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -22,7 +23,7 @@ type RunsListArgs struct {
 
 // RunsList is runs_list's answer.
 type RunsList struct {
-	Runs []*rein.RunRow `json:"runs"`
+	Runs []*runs.Row `json:"runs"`
 }
 
 // RunsShowArgs are runs_show's arguments.
@@ -32,19 +33,19 @@ type RunsShowArgs struct {
 
 // RunsTools returns the read-only tools runs_list and runs_show over runs
 // (effect read): what `rein runs list` and `rein runs show --output json`
-// print. Their errors are runs' *rein.Error values, classed.
-func RunsTools(runs *rein.Runs) []tool.Tool {
+// print. Their errors are runs' classed *fault.Error values.
+func RunsTools(r *runs.Reader) []tool.Tool {
 	list := tool.Typed(tool.Spec{Name: "runs_list", Description: "List the durable runs of rein's store, newest first. Filters: status (pending, running, waiting, succeeded, failed, cancelled), flow (its name), limit (default 100).", OutputSchema: anyObject, Effect: tool.EffectRead, Idempotent: true},
 		func(ctx context.Context, in RunsListArgs) (RunsList, error) {
-			rows, err := runs.List(ctx, &rein.ListRunsParams{Status: trace.RunStatus(in.Status), Flow: in.Flow, Limit: in.Limit})
+			rows, err := r.List(ctx, &store.ListRunsParams{Status: trace.RunStatus(in.Status), Flow: in.Flow, Limit: in.Limit})
 			if rows == nil {
-				rows = []*rein.RunRow{}
+				rows = []*runs.Row{}
 			}
 			return RunsList{Runs: rows}, err
 		})
 	show := tool.Typed(tool.Spec{Name: "runs_show", Description: "Show one run (run: an id, a unique prefix of one, or last): its row, every step (status, attempts, input, output, error) and its approvals.", OutputSchema: anyObject, Effect: tool.EffectRead, Idempotent: true},
-		func(ctx context.Context, in RunsShowArgs) (*rein.RunView, error) {
-			return runs.Show(ctx, in.Run)
+		func(ctx context.Context, in RunsShowArgs) (*runs.View, error) {
+			return r.Show(ctx, in.Run)
 		})
 	return []tool.Tool{list, show}
 }

@@ -11,19 +11,10 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
-
-// runConfig is the engine configuration of one call.
-func (w *Workflow) runConfig() *rein.RunConfig {
-	var c rein.RunConfig
-	if w.opts.Run != nil {
-		c = *w.opts.Run
-	}
-	c.Store = w.opts.Store
-	return &c
-}
 
 // start starts a task (a durable run) and runs what is autonomous up to
 // the first step that waits. The flow's idempotency may find the task
@@ -41,7 +32,7 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 			return nil, errorf(fault.Format, "/input", "input is not JSON: %v", err)
 		}
 	}
-	p, err := rein.Load(w.path, w.opts.Load)
+	p, err := project.Load(w.path, w.opts.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +47,7 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 			return nil, e
 		}
 	}
-	res, err := p.Start(ctx, input, w.runConfig(), &rein.RunOptions{Session: req.SessionID})
+	res, err := w.client.Start(ctx, p, input, &rein.RunOptions{Session: req.SessionID})
 	if err != nil {
 		if errors.Is(err, engine.ErrSessionRequired) {
 			return nil, errorf(fault.Business, "/session_id", "workflow %s keys its tasks by session (idempotency: session_workflow_input_hash): start it with a session_id", w.flow.Name)
@@ -90,7 +81,7 @@ func (w *Workflow) recover(ctx context.Context, run *store.Run) (*task, error) {
 	if t.run.Status != trace.RunPending {
 		return t, nil
 	}
-	if _, err := w.runs().Resume(ctx, run.ID, nil); err != nil && rein.HintOf(err).Code != rein.HintHeldByAnotherProcess {
+	if _, err := w.client.Resume(ctx, run.ID, nil); err != nil && fault.HintOf(err).Code != fault.HintHeldByAnotherProcess {
 		return nil, err
 	}
 	return w.readTask(ctx, run.ID)
@@ -98,11 +89,11 @@ func (w *Workflow) recover(ctx context.Context, run *store.Run) (*task, error) {
 
 // openTask reads the task of req with its pinned flow, after recovering
 // it. The caller closes the project.
-func (w *Workflow) openTask(ctx context.Context, req *Request) (*task, *rein.Project, error) {
+func (w *Workflow) openTask(ctx context.Context, req *Request) (*task, *project.Project, error) {
 	if req.TaskID == "" {
 		return nil, nil, errorf(fault.Format, "/task_id", "%s needs task_id (start answers it)", req.Action)
 	}
-	run, err := w.runs().Get(ctx, req.TaskID)
+	run, err := w.client.Runs().Get(ctx, req.TaskID)
 	if err != nil {
 		e := asError(err)
 		e.Pointer = "/task_id"
@@ -118,7 +109,7 @@ func (w *Workflow) openTask(ctx context.Context, req *Request) (*task, *rein.Pro
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rein.LoadPinned(t.run, w.opts.Load)
+	p, err := project.LoadPinned(t.run, w.opts.Load)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +137,7 @@ func (w *Workflow) cancel(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, errorf(fault.Conflict, "/task_id", "task %s has finished (%s): there is nothing to cancel", t.run.ID, t.run.Status)
 	}
 	reason := orDefault(req.Reason, "cancelled by the agent")
-	if _, err := w.runs().Cancel(ctx, t.run.ID, reason); err != nil {
+	if _, err := w.client.Cancel(ctx, t.run.ID, reason); err != nil {
 		return nil, err
 	}
 	if t, err = w.readTask(ctx, t.run.ID); err != nil {

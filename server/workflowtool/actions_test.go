@@ -246,19 +246,19 @@ func TestPersonDecidesASubmission(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	w := newWorkflow(t, "../../examples/process-workflow", st)
-	runs, err := rein.NewRuns(st, nil)
+	c, err := rein.Open(t.Context(), rein.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := mustDo(t, w, processStart).TaskID
-	if _, err := runs.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalApproved, By: "alice"}, &rein.DecideOptions{Resume: true}); err != nil {
+	if _, err := c.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalApproved, By: "alice"}, &rein.DecideOptions{Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	a := mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
 	if a.Status != "waiting" || !slices.Equal(nextIDs(a), []string{"parse:submit"}) {
 		t.Fatalf("after approve: %s %v", a.Status, nextIDs(a))
 	}
-	if _, err := runs.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalRejected, By: "alice", Comment: "out of scope"}, &rein.DecideOptions{Resume: true}); err != nil {
+	if _, err := c.Decide(t.Context(), task, "parse", rein.Decision{Status: store.ApprovalRejected, By: "alice", Comment: "out of scope"}, &rein.DecideOptions{Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	a = mustDo(t, w, fmt.Sprintf(`{"action":"status","task_id":%q}`, task))
@@ -292,14 +292,14 @@ func TestPersonSettlesABadSubmission(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	w := newWorkflow(t, "../../examples/process-workflow", st)
-	runs, err := rein.NewRuns(st, nil)
+	c, err := rein.Open(t.Context(), rein.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := mustDo(t, w, processStart).TaskID
 	mustDo(t, w, fmt.Sprintf(`{"action":"submit","task_id":%q,"step_id":"parse","data":{"items":["a"]}}`, task))
 	for _, bad := range []string{`{"route":""}`, `{"route":7}`} {
-		if _, err := runs.Decide(t.Context(), task, "route", rein.Decision{Status: store.ApprovalSettled, Output: json.RawMessage(bad), By: "alice"},
+		if _, err := c.Decide(t.Context(), task, "route", rein.Decision{Status: store.ApprovalSettled, Output: json.RawMessage(bad), By: "alice"},
 			&rein.DecideOptions{Resume: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -67,7 +67,7 @@ func bindAdapters(f *flow.Flow, configPath string) (map[string]tool.Tool, error)
 			continue
 		}
 		if d, ok := decls[s.Adapter]; ok {
-			t, err := rein.ExecTool(d)
+			t, err := project.ExecTool(d)
 			if err != nil {
 				return nil, fmt.Errorf("adapter %s: %w", s.Adapter, err)
 			}

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
@@ -73,20 +74,24 @@ func TestAgentDrivesWorkflowTool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte("name: clerk\nmodel: m\ninstructions: file the request\ntools:\n  process_workflow: {workflow: "+exampleRel(t, dir)+"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	load := &rein.LoadOptions{Workflow: func(path string) (tool.Tool, error) {
+	load := &project.LoadOptions{Workflow: func(path string) (tool.Tool, error) {
 		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, DeliveryDir: t.TempDir()})
 		if err != nil {
 			return nil, err
 		}
 		return w.Tool(), nil
 	}}
-	p, err := rein.LoadAgent(dir, load)
+	p, err := project.LoadAgent(dir, load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	res, err := p.Start(ctx, map[string]any{"task": "file a welded frame"}, &engine.Config{Store: st}, nil)
-	if err != nil || res.Outputs[rein.AgentStep] != "started; waiting for the parse submission" {
+	c, err := rein.Open(ctx, rein.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Start(ctx, p, map[string]any{"task": "file a welded frame"}, nil)
+	if err != nil || res.Outputs[project.AgentStep] != "started; waiting for the parse submission" {
 		t.Fatalf("agent run: %v, %+v", err, res)
 	}
 	runs, err := st.ListRuns(ctx, &store.ListRunsParams{Session: "s1"})
@@ -95,7 +100,7 @@ func TestAgentDrivesWorkflowTool(t *testing.T) {
 	}
 	// the run pinned the workflow tool: a program that serves workflow
 	// tools rebuilds it, one that does not is told which it lacks.
-	again, err := rein.LoadRun(ctx, st, res.RunID, load)
+	again, err := project.LoadRun(ctx, st, res.RunID, load)
 	if err != nil {
 		t.Fatalf("LoadRun with LoadOptions.Workflow: %v", err)
 	}
@@ -103,9 +108,9 @@ func TestAgentDrivesWorkflowTool(t *testing.T) {
 		t.Error("the rebuilt project has no process_workflow")
 	}
 	again.Close()
-	_, err = rein.LoadRun(ctx, st, res.RunID, nil)
+	_, err = project.LoadRun(ctx, st, res.RunID, nil)
 	var re *rein.Error
-	if !errors.As(err, &re) || re.Hint.Code != rein.HintNeedsTools || len(re.Hint.Tools) != 1 || re.Hint.Tools[0] != "process_workflow" {
+	if !errors.As(err, &re) || re.Hint.Code != fault.HintNeedsTools || len(re.Hint.Tools) != 1 || re.Hint.Tools[0] != "process_workflow" {
 		t.Fatalf("LoadRun without LoadOptions.Workflow: %v", err)
 	}
 }
@@ -120,7 +125,7 @@ func TestAgentWorkflowToolRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	serve := &rein.LoadOptions{Workflow: func(path string) (tool.Tool, error) {
+	serve := &project.LoadOptions{Workflow: func(path string) (tool.Tool, error) {
 		w, err := workflowtool.New(path, &workflowtool.Options{Store: st})
 		if err != nil {
 			return nil, err
@@ -129,7 +134,7 @@ func TestAgentWorkflowToolRefusals(t *testing.T) {
 	}}
 	for _, c := range []struct {
 		name, entry string
-		opts        *rein.LoadOptions
+		opts        *project.LoadOptions
 		want        string
 	}{
 		{"missing folder", "  process_workflow: {workflow: ./nowhere}\n", serve, `workflow "./nowhere" is not a flow folder`},
@@ -143,7 +148,7 @@ func TestAgentWorkflowToolRefusals(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte("name: clerk\nmodel: m\ninstructions: x\ntools:\n"+entry), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := rein.LoadAgent(dir, c.opts)
+			p, err := project.LoadAgent(dir, c.opts)
 			var fe *flow.Error
 			if err == nil {
 				p.Close()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 )
 
@@ -69,6 +68,6 @@ func asError(err error) *Error {
 	}
 	// a conflict is worth retrying after reading status, unless the task
 	// has finished.
-	retry := class == fault.Transient || class == fault.Conflict && rein.HintOf(err).Code != rein.HintRunFinished
+	retry := class == fault.Transient || class == fault.Conflict && fault.HintOf(err).Code != fault.HintRunFinished
 	return &Error{Type: class, Message: err.Error(), Retryable: retry}
 }

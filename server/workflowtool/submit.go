@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -58,10 +59,10 @@ func (w *Workflow) submit(ctx context.Context, req *Request) (*Answer, error) {
 		w.journalRejection(ctx, t.run.ID, s, e, canon)
 		return nil, e
 	}
-	_, err = w.runs().Decide(ctx, t.run.ID, s.ID, rein.Decision{Status: store.ApprovalSettled, Output: canon, By: by,
+	_, err = w.client.Decide(ctx, t.run.ID, s.ID, rein.Decision{Status: store.ApprovalSettled, Output: canon, By: by,
 		Comment: "submitted by the workflow tool"}, &rein.DecideOptions{Run: t.run})
 	if err != nil {
-		if rein.HintOf(err).Code == rein.HintAlreadyDecided {
+		if fault.HintOf(err).Code == fault.HintAlreadyDecided {
 			e := asError(err)
 			e.Retryable, e.Message = true, fmt.Sprintf("step %s took another submission meanwhile: read status, then submit to what is ready", s.ID)
 			return nil, e
@@ -70,7 +71,7 @@ func (w *Workflow) submit(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	// the task's pinned project resumes it; a process that holds the task
 	// (another call that took it up meanwhile) runs it on instead.
-	if _, err := p.Resume(ctx, t.run.ID, w.runConfig()); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := w.client.Resume(ctx, t.run.ID, &rein.ResumeOptions{Project: p}); err != nil && !errors.Is(err, store.ErrConflict) {
 		return nil, fmt.Errorf("the submission is accepted, but task %s did not go on: %w", t.run.ID, err)
 	}
 	if t, err = w.readTask(ctx, t.run.ID); err != nil {
@@ -168,7 +169,7 @@ func upstream(t *task, only []string) map[string]any {
 
 // fromSource runs step s's adapter on its upstream outputs (keyed by step
 // id; a root step gets {"input": ...}) through the invocation pipeline.
-func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *flow.Step) (any, error) {
+func (w *Workflow) fromSource(ctx context.Context, t *task, p *project.Project, s *flow.Step) (any, error) {
 	ads, err := bindAdapters(p.Flow, p.ConfigPath)
 	if err != nil {
 		return nil, errorf(fault.NotFound, "/step_id", "%v", err)
@@ -179,7 +180,7 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *rein.Project, s *
 		delete(args, "input")
 	}
 	// an adapter is a tool call: the gate the flow's steps get decides it.
-	pipe := invoke.Pipeline{Gate: p.CallGate(w.runConfig().Gate)}
+	pipe := invoke.Pipeline{Gate: p.CallGate(w.opts.Gate)}
 	var in, outSchema invoke.Validator
 	spec := ad.Spec()
 	if len(spec.InputSchema) > 0 {

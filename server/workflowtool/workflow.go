@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/reinhq/rein/redact"
 	"path/filepath"
+
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/trace"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
@@ -27,10 +31,12 @@ type Options struct {
 	// Load says how the flow is loaded (Go tools, models, config, script);
 	// a task's pinned flow is loaded the same way. Defaults to what sits
 	// beside the flow.
-	Load *rein.LoadOptions
-	// Run wires the runs (trace sink, gate, clock, lease owner). Its Store
-	// is ignored.
-	Run *rein.RunConfig
+	Load *project.LoadOptions
+	// Sink receives the events of the tasks' runs. Defaults to none.
+	Sink trace.Sink
+	// Gate decides the tasks' tool calls and source adapters, before the
+	// rules of the flow's rein.yaml and flow. Defaults to those alone.
+	Gate safety.Gate
 	// DeliveryDir is the folder prepare_delivery writes into, one
 	// subfolder per task. Defaults to "deliveries" beside the flow.
 	DeliveryDir string
@@ -49,6 +55,8 @@ type Workflow struct {
 	// red hides the project's secrets in what the workflow journals
 	// itself (rejected submissions, adapters' gate decisions, deliveries).
 	red *redact.Redactor
+	// client runs, resumes, decides and cancels the tasks.
+	client *rein.Client
 }
 
 // New loads the flow at path (a flow file or a folder with flow.yaml) and
@@ -63,12 +71,12 @@ func New(path string, opts *Options) (*Workflow, error) {
 		return nil, errors.New("bridge: a workflow needs a durable store (Options.Store)")
 	}
 	if w.opts.Load == nil {
-		w.opts.Load = &rein.LoadOptions{}
+		w.opts.Load = &project.LoadOptions{}
 	}
 	if w.opts.MaxRequestBytes <= 0 {
 		w.opts.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	p, err := rein.Load(path, w.opts.Load)
+	p, err := project.Load(path, w.opts.Load)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +87,10 @@ func New(path string, opts *Options) (*Workflow, error) {
 	w.flow = p.Flow
 	w.name = ToolName(p.Flow)
 	w.red = p.Redactor()
-	if w.opts.Run != nil && w.opts.Run.Redactor != nil {
-		w.red = w.opts.Run.Redactor
+	w.client, err = rein.Open(context.Background(), rein.Config{Store: w.opts.Store, Load: w.opts.Load,
+		Sink: w.opts.Sink, Gate: w.opts.Gate, Redactor: w.red})
+	if err != nil {
+		return nil, err
 	}
 	if w.opts.DeliveryDir == "" {
 		w.opts.DeliveryDir = filepath.Join(p.Dir, "deliveries")
@@ -174,17 +184,6 @@ func (w *Workflow) Do(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, asError(err)
 	}
 	return a, nil
-}
-
-// runs returns the run operations of one call.
-func (w *Workflow) runs() *rein.Runs {
-	cfg := rein.RunConfig{Redactor: w.red}
-	if w.opts.Run != nil {
-		cfg = *w.opts.Run
-		cfg.Redactor = w.red
-	}
-	r, _ := rein.NewRuns(w.opts.Store, &rein.RunsOptions{Load: w.opts.Load, Run: &cfg})
-	return r
 }
 
 // Tool returns the workflow as a tool.Tool: its input schema is

@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/safety"
@@ -64,8 +65,8 @@ type ArgOrigin struct {
 // Why explains where each argument of tool step step of run ref came from
 // (rein runs why). The flow is the one the run pinned; a step that is not
 // a tool step is a business error naming the tool steps.
-func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
-	run, p, err := r.loadRun(ctx, ref)
+func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
+	run, p, err := r.Load(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (r *Runs) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		if s != nil {
 			what = fmt.Sprintf("step %s of run %s is of type %s, and only tool, plan and agent steps call tools", step, run.ID, s.Type)
 		}
-		return nil, runsErr(ClassBusiness, Hint{RunID: run.ID}, errors.New(what+"; its steps that call tools: "+strings.Join(tools, ", ")))
+		return nil, fault.Hinted(fault.Business, fault.Hint{RunID: run.ID}, errors.New(what+"; its steps that call tools: "+strings.Join(tools, ", ")))
 	}
 	events, err := r.st.Events(ctx, run.ID, 0, 0)
 	if err != nil {

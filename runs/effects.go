@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"context"
@@ -48,8 +48,8 @@ type DataEdge struct {
 // effects, rein graph --run). Errors as Get; the data edges need the
 // run's pinned flow (LoadRun), so a run whose flow does not load is an
 // error naming why.
-func (r *Runs) Effects(ctx context.Context, ref string) (*EffectsView, error) {
-	run, p, err := r.loadRun(ctx, ref)
+func (r *Reader) Effects(ctx context.Context, ref string) (*EffectsView, error) {
+	run, p, err := r.Load(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
-package rein
+package runs
 
 import (
 	"testing"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
@@ -81,7 +82,7 @@ steps:
 	if im.Source != "assumption" || len(im.Steps) != 3 || im.Steps[2] != "audit" {
 		t.Errorf("assumption: steps %v (audit read what link_b wrote)", im.Steps)
 	}
-	if _, err := impact(f, v, "nope", assumptions); ClassOf(err) != ClassNotFound {
+	if _, err := impact(f, v, "nope", assumptions); fault.ClassOf(err) != fault.NotFound {
 		t.Errorf("an unknown premise: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package rein
+package project
 
 import (
 	"cmp"
@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/provider"
@@ -310,26 +310,6 @@ func registerExecTools(reg *tool.Registry, decls map[string]*flow.ToolDecl) erro
 	return nil
 }
 
-// Engine returns an engine wired to the project's tools and models; cfg
-// supplies the rest (sink, gate, store, clock) and may be zero. Unless cfg
-// has a Redactor, the engine hides the project's secrets (Redactor).
-func (p *Project) Engine(cfg engine.Config) *engine.Engine {
-	cfg.Tools, cfg.Models = p.Tools, p.Models
-	if cfg.Gate == nil && p.Gate != nil {
-		cfg.Gate = p.Gate
-	}
-	if cfg.Risk == nil {
-		cfg.Risk = p.Risk
-	}
-	if cfg.Review == nil {
-		cfg.Review = p.Review
-	}
-	if cfg.Redactor == nil {
-		cfg.Redactor = p.redactor
-	}
-	return engine.New(cfg)
-}
-
 // CallGate is the gate that decides a call of one of the project's tools
 // made outside its flow's engine — a workflow's source adapter
 // (package bridge), a tool rein mcp serves: base (nil: the rein.yaml
@@ -384,53 +364,6 @@ func secrets(cfg *flow.Config, getenv func(string) string) *redact.Redactor {
 	return redact.Process(names...).With(vals...)
 }
 
-// Run runs the project's flow once with input on an engine with cfg.
-func (p *Project) Run(ctx context.Context, input any, cfg *engine.Config) (*engine.Result, error) {
-	return p.Start(ctx, input, cfg, nil)
-}
-
-// Start is Run with per-run options. With a durable cfg.Store it records
-// the project's config and script paths with the run (RunMeta), so that
-// LoadRun can rebuild the same tools and models to resume it.
-func (p *Project) Start(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (*engine.Result, error) {
-	e, o := p.prepare(cfg, opts)
-	return e.Run(ctx, p.Flow, input, o)
-}
-
-// prepare builds the engine and the run options of a start: the project's
-// RunMeta is recorded unless opts has Meta of its own.
-func (p *Project) prepare(cfg *engine.Config, opts *engine.RunOptions) (*engine.Engine, *engine.RunOptions) {
-	var c engine.Config
-	if cfg != nil {
-		c = *cfg
-	}
-	o := engine.RunOptions{}
-	if opts != nil {
-		o = *opts
-	}
-	if o.Meta == nil {
-		o.Meta = p.meta()
-	}
-	return p.Engine(c), &o
-}
-
-// Enqueue records a pending durable run of the project's flow for a
-// worker to take up, and returns its id.
-func (p *Project) Enqueue(ctx context.Context, input any, cfg *engine.Config, opts *engine.RunOptions) (string, error) {
-	e, o := p.prepare(cfg, opts)
-	return e.Enqueue(ctx, p.Flow, input, o)
-}
-
-// Resume continues the durable run runID on an engine with cfg (whose
-// Store holds the run). The project must come from LoadRun (the pinned flow).
-func (p *Project) Resume(ctx context.Context, runID string, cfg *engine.Config) (*engine.Result, error) {
-	var c engine.Config
-	if cfg != nil {
-		c = *cfg
-	}
-	return p.Engine(c).Resume(ctx, p.Flow, runID)
-}
-
 // RunMeta is what a durable run records about its project.
 type RunMeta struct {
 	Config string `json:"config,omitempty"`
@@ -449,7 +382,10 @@ type RunMeta struct {
 	Workflows []PinnedWorkflow `json:"workflows,omitempty"`
 }
 
-func (p *Project) meta() json.RawMessage {
+// Meta is the RunMeta a durable run of the project records (the run's
+// store.Run.Meta), so that LoadPinned can rebuild the same tools and
+// models to resume it.
+func (p *Project) Meta() json.RawMessage {
 	abs := func(s string) string {
 		if s == "" {
 			return ""
@@ -489,7 +425,7 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	if opts != nil {
 		o = *opts
 	}
-	m, err := runMeta(run)
+	m, err := MetaOf(run)
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +439,7 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 		o.Model = m.Model
 	}
 	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {
-		return nil, runsErr(ClassBusiness, Hint{Code: HintNeedsTools, RunID: runID, Tools: missing},
+		return nil, fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsTools, RunID: runID, Tools: missing},
 			fmt.Errorf("run %s was started with the Go tools %s, which were not given: only a program that registers them can resume it (LoadOptions{Tools: …}, RunsOptions.Load or WorkerOptions.Load)",
 				runID, strings.Join(missing, ", ")))
 	}
@@ -512,7 +448,7 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 		for i, w := range m.Workflows {
 			names[i] = w.Tool
 		}
-		return nil, runsErr(ClassBusiness, Hint{Code: HintNeedsTools, RunID: runID, Tools: names},
+		return nil, fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsTools, RunID: runID, Tools: names},
 			fmt.Errorf("run %s has agents with the workflow tools %s: only a program that serves workflow tools can resume it (rein runs; in Go, LoadOptions.Workflow in RunsOptions.Load or WorkerOptions.Load)",
 				runID, strings.Join(names, ", ")))
 	}
@@ -527,15 +463,30 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	}
 	p, err := Load(path, &o)
 	if err != nil {
-		return nil, runsErr(ClassFormat, Hint{Code: HintFlowDoesNotLoad, RunID: runID},
+		return nil, fault.Hinted(fault.Format, fault.Hint{Code: fault.HintFlowDoesNotLoad, RunID: runID},
 			fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err))
 	}
 	if err := samePinnedWorkflows(m.Workflows, p.workflows); err != nil {
 		p.Close()
-		return nil, runsErr(ClassFormat, Hint{Code: HintFlowDoesNotLoad, RunID: runID}, fmt.Errorf("run %s: %w", runID, err))
+		return nil, fault.Hinted(fault.Format, fault.Hint{Code: fault.HintFlowDoesNotLoad, RunID: runID}, fmt.Errorf("run %s: %w", runID, err))
 	}
 	return p, nil
 }
+
+// MetaOf decodes what a run recorded about its project (Meta).
+func MetaOf(run *store.Run) (RunMeta, error) {
+	var m RunMeta
+	if len(run.Meta) > 0 {
+		if err := json.Unmarshal(run.Meta, &m); err != nil {
+			return m, fmt.Errorf("run %s: its metadata does not decode: %w", run.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// MissingTools returns the Go tools the run was started with (GoTools)
+// that no tool in have carries.
+func (m RunMeta) MissingTools(have []tool.Tool) []string { return missingTools(m.GoTools, have) }
 
 // missingTools returns the names in want that no tool in have carries.
 func missingTools(want []string, have []tool.Tool) []string {
@@ -566,4 +517,26 @@ func resolveFlowPath(path string) (string, bool, error) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil || !errors.Is(err, os.ErrNotExist)
+}
+
+// RunRedactor hides the secrets of run's project in what is recorded about
+// it from outside its engine (a person's decision): the environment's, and
+// those of the rein.yaml the run was started with (opts.Config instead,
+// when set), as the run's own engine hid them.
+func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	path := o.Config
+	if path == "" {
+		if m, err := MetaOf(run); err == nil {
+			path = m.Config
+		}
+	}
+	var cfg *flow.Config
+	if path != "" {
+		cfg, _ = flow.LoadConfig(path) // unreadable: the environment's secrets still go
+	}
+	return secrets(cfg, o.getenv())
 }

@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"context"
@@ -8,37 +8,38 @@ import (
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/summary"
 )
 
-// RunRow is a run's row as the run operations return it: the store's row,
+// Row is a run's row as the run operations return it: the store's row,
 // with its retention as a duration string ("720h0m0s", the form a flow's
 // retention: accepts) in JSON instead of nanoseconds.
-type RunRow struct {
+type Row struct {
 	*store.Run
 	Retention string `json:"retention,omitempty"`
 }
 
-// NewRunRow returns the row of run.
-func NewRunRow(run *store.Run) *RunRow {
-	row := &RunRow{Run: run}
+// NewRow returns the row of run.
+func NewRow(run *store.Run) *Row {
+	row := &Row{Run: run}
 	if run.Retention > 0 {
 		row.Retention = run.Retention.String()
 	}
 	return row
 }
 
-// RunView is everything about one run: its row, every step (status,
+// View is everything about one run: its row, every step (status,
 // attempts, input, output, error, what its model calls cost) and its
 // approvals, pending and decided. Its JSON is what surfaces print.
-type RunView struct {
-	Run   *RunRow    `json:"run"`
+type View struct {
+	Run   *Row       `json:"run"`
 	Steps []StepView `json:"steps"`
 	// Approvals are the run's approvals, oldest first: those still pending
 	// and the decisions (status, by, at, comment).
-	Approvals []*Approval `json:"approvals"`
+	Approvals []*store.Approval `json:"approvals"`
 	// Calls are the run's call records (the calls of its for_each items and
 	// plan steps), in the order they were first committed.
 	Calls []*store.Call `json:"calls"`
@@ -72,8 +73,8 @@ type StepUsage struct {
 }
 
 // Pending returns the approvals of v that wait for a decision.
-func (v *RunView) Pending() []*Approval {
-	var out []*Approval
+func (v *View) Pending() []*store.Approval {
+	var out []*store.Approval
 	for _, a := range v.Approvals {
 		if a.Status == store.ApprovalPending {
 			out = append(out, a)
@@ -83,7 +84,7 @@ func (v *RunView) Pending() []*Approval {
 }
 
 // Show returns the view of the run ref names. Errors as Get.
-func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
+func (r *Reader) Show(ctx context.Context, ref string) (*View, error) {
 	run, err := r.Get(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -109,9 +110,9 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 		return nil, fmt.Errorf("journal of run %s: %w", id, err)
 	}
 	use := stepUses(events)
-	v := &RunView{Run: NewRunRow(run), Steps: make([]StepView, len(steps)), Approvals: approvals, Calls: calls}
+	v := &View{Run: NewRow(run), Steps: make([]StepView, len(steps)), Approvals: approvals, Calls: calls}
 	if v.Approvals == nil {
-		v.Approvals = []*Approval{}
+		v.Approvals = []*store.Approval{}
 	}
 	for i, st := range steps {
 		v.Steps[i] = StepView{Step: st, StepUsage: use[st.StepID]}
@@ -130,7 +131,7 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 	v.Gate = gateDecisions(events)
 	v.Risk = riskView(events)
 	if !run.Finished() {
-		v.NeedsTools, err = r.needsTools(run)
+		v.NeedsTools, err = r.NeedsTools(run)
 		if err != nil {
 			return nil, err
 		}
@@ -138,13 +139,14 @@ func (r *Runs) Show(ctx context.Context, ref string) (*RunView, error) {
 	return v, nil
 }
 
-// needsTools returns the Go tools run was started with that r lacks.
-func (r *Runs) needsTools(run *store.Run) ([]string, error) {
-	m, err := runMeta(run)
+// NeedsTools returns the Go tools (and workflow tools) run was started
+// with that r's load options lack: without them it cannot resume here.
+func (r *Reader) NeedsTools(run *store.Run) ([]string, error) {
+	m, err := project.MetaOf(run)
 	if err != nil {
 		return nil, err
 	}
-	missing := missingTools(m.GoTools, r.load.Tools)
+	missing := m.MissingTools(r.load.Tools)
 	if r.load.Workflow == nil {
 		for _, w := range m.Workflows {
 			missing = append(missing, w.Tool)

@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/wire"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
-	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/trace"
 )
 
 // ImpactView is what a failed premise touched in a run, and what
@@ -91,8 +91,8 @@ type ImpactOptions struct {
 // and what depends on them), of one in opts, or a step id (its output is
 // false). A premise that names none of these is a not_found *Error
 // listing the run's premise ids and steps. Errors as Effects otherwise.
-func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
-	run, p, err := r.loadRun(ctx, ref)
+func (r *Reader) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
+	run, p, err := r.Load(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (r *Runs) Impact(ctx context.Context, ref, premise string, opts *ImpactOpti
 		}
 	}
 	if len(remedies) > 0 {
-		checks, err := p.Engine(r.cfg).CheckRemedies(ctx, p.Flow, run.ID, remedies)
+		checks, err := wire.Engine(p, engine.Config{Store: r.st, Gate: r.gate}).CheckRemedies(ctx, p.Flow, run.ID, remedies)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", run.ID, err)
 		}
@@ -277,7 +277,7 @@ func unknownPremise(f *flow.Flow, runID, premise string, assumptions []declaredA
 	if len(known) > 0 {
 		declared = strings.Join(known, ", ")
 	}
-	return runsErr(ClassNotFound, Hint{RunID: runID}, fmt.Errorf("premise %q names no assumption and no step of run %s (its assumptions: %s; its steps: %s): name one of them",
+	return fault.Hinted(fault.NotFound, fault.Hint{RunID: runID}, fmt.Errorf("premise %q names no assumption and no step of run %s (its assumptions: %s; its steps: %s): name one of them",
 		premise, runID, declared, strings.Join(ids, ", ")))
 }
 
@@ -330,103 +330,15 @@ func spread(f *flow.Flow, v *EffectsView, affected []bool, why map[int]string) {
 	}
 }
 
-// RemediateOptions are per-call settings of Remediate. A nil
-// *RemediateOptions uses the defaults.
-type RemediateOptions struct {
-	ImpactOptions
-	// Reason is recorded when a run that has not finished is cancelled
-	// first. Defaults to "premise <ID> failed".
-	Reason string
-}
-
-// Remediation is what Remediate did: the impact it acted on and the run
-// afterwards (waiting when something was escalated to a person).
-type Remediation struct {
-	Impact *ImpactView `json:"impact"`
-	Run    *RunView    `json:"run"`
-	// Result is the engine's view of the run afterwards.
-	Result *RunResult `json:"-"`
-}
-
-// RunResult is the engine's result of a run.
-type RunResult = engine.Result
-
-// Remediate carries out the impact of premise on the run ref names (rein
-// runs remediate): a run that has not finished is cancelled first, so no
-// step starts; then, latest completed first, each affected call is undone
-// or compensated through
-// the pipeline, the run's gate and the controls of its own risk tier
-// (tier 3: the reviewer or a person; tier 4: a person), or frozen (marked invalid in the
-// journal, escalated when tagged money, compliance or user-facing), each
-// journaled with what it touched. An escalation leaves the run waiting
-// for a person (Decide, then the run carries the remediation on). Calls
-// remediated before are not acted on again. Errors as Impact; a run
-// another process holds is a conflict *Error.
-func (r *Runs) Remediate(ctx context.Context, ref, premise string, opts *RemediateOptions) (*Remediation, error) {
-	var io *ImpactOptions
-	reason := "premise " + premise + " failed"
-	if opts != nil {
-		io = &opts.ImpactOptions
-		if opts.Reason != "" {
-			reason = opts.Reason
-		}
-	}
-	im, err := r.Impact(ctx, ref, premise, io)
-	if err != nil {
-		return nil, err
-	}
-	run, err := r.st.GetRun(ctx, im.RunID)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", im.RunID, err)
-	}
-	p, err := LoadRun(ctx, r.st, run.ID, &r.load)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	if stop, err := r.mustStop(ctx, run, p.Flow); err != nil {
-		return nil, err
-	} else if stop {
-		if _, err := r.Cancel(ctx, run.ID, reason); err != nil {
-			return nil, err
-		}
-	}
-	// latest completed first, as a saga: what depends on a call is taken
-	// back before it.
+// Plan is the remediation the impact calls for, in the order it is carried
+// out: latest completed first, as a saga, so that what depends on a call is
+// taken back before it; calls kept as they are are left out.
+func (v *ImpactView) Plan() []engine.Remedy {
 	var remedies []engine.Remedy
-	for i := len(im.Calls) - 1; i >= 0; i-- {
-		if c := im.Calls[i]; c.Action != engine.ActKeep {
+	for i := len(v.Calls) - 1; i >= 0; i-- {
+		if c := v.Calls[i]; c.Action != engine.ActKeep {
 			remedies = append(remedies, engine.Remedy{Effect: c.effect, Action: c.Action})
 		}
 	}
-	cfg := r.cfg
-	res, err := p.Engine(cfg).Remediate(ctx, p.Flow, run.ID, premise, remedies)
-	if err != nil {
-		if ClassOf(err) == ClassConflict {
-			return nil, r.heldErr(ctx, run.ID, err)
-		}
-		return nil, err
-	}
-	view, err := r.Show(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	return &Remediation{Impact: im, Run: view, Result: res}, nil
-}
-
-// mustStop reports whether run could still start a step: it has not
-// finished and is not only waiting on a person's decision about a
-// remediation.
-func (r *Runs) mustStop(ctx context.Context, run *store.Run, f *flow.Flow) (bool, error) {
-	if run.Finished() {
-		return false, nil
-	}
-	if run.Status != trace.RunWaiting {
-		return true, nil
-	}
-	pending, err := r.st.Approvals(ctx, &store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
-	if err != nil {
-		return false, fmt.Errorf("approvals of run %s: %w", run.ID, err)
-	}
-	return slices.ContainsFunc(pending, func(a *store.Approval) bool { return f.StepByID(a.StepID) != nil }), nil
+	return remedies
 }

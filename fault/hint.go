@@ -1,15 +1,13 @@
-package rein
+package fault
 
 import (
 	"errors"
 	"time"
-
-	"github.com/reinhq/rein/fault"
 )
 
-// HintCode says, in a word a program can switch on, what an Error of the
-// run operations means and so what a caller can do about it. Each surface
-// (the CLI, an HTTP API, an MCP server) turns it into its own advice.
+// HintCode says, in a word a program can switch on, what an Error means and
+// so what a caller can do about it. Each surface (the CLI, the HTTP API, the
+// MCP server, the workflow tool) turns it into its own advice.
 type HintCode string
 
 // The hints of the run operations.
@@ -32,7 +30,7 @@ const (
 	// nothing to decide or cancel.
 	HintRunFinished HintCode = "run_finished"
 	// HintAmbiguousRun: a run ID prefix matched several runs (the error
-	// wraps an *AmbiguousRunError listing them).
+	// wraps an error listing them).
 	HintAmbiguousRun HintCode = "ambiguous_run"
 	// HintFlowDoesNotLoad: the flow a run pinned, with its rein.yaml and
 	// script, does not load any more (the error wraps the cause, a
@@ -47,8 +45,8 @@ const (
 	HintNoRun HintCode = "no_run"
 )
 
-// Hint is the machine-readable part of an Error: a code and the data
-// that goes with it. Fields that do not belong to the code are zero.
+// Hint is the machine-readable part of an Error: a code and the data that
+// goes with it. Fields that do not belong to the code are zero.
 type Hint struct {
 	Code HintCode `json:"code"`
 	// RunID is the run the error is about, when one was resolved.
@@ -73,33 +71,39 @@ type Hint struct {
 	Waiting []string `json:"waiting,omitempty"`
 }
 
-// Error is an error of the run operations (Runs): a class (ClassOf works
-// on it and on anything that wraps it), a message that says what happened
-// without advice for any one surface, and a Hint. errors.Is reaches the
-// cause (store.ErrNotFound, store.ErrConflict).
-type Error struct {
-	Class ErrorClass
-	Hint  Hint
-	// Err is the cause; its message is the Error's.
-	Err error
+// Hinted returns err with class c and hint h. A nil err stays nil.
+func Hinted(c Class, h Hint, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Class: c, Hint: h, Err: err}
 }
 
-// Error returns the cause's message.
-func (e *Error) Error() string { return e.Err.Error() }
-
-// Unwrap returns the cause, classed, so that fault.ClassOf agrees with
-// Class.
-func (e *Error) Unwrap() error { return fault.New(e.Class, e.Err) }
-
-// HintOf returns the Hint of the *Error in err's chain, or the zero Hint.
+// HintOf returns the Hint of the first *Error in err's chain that carries
+// one (a non-empty Code or RunID), or the zero Hint.
 func HintOf(err error) Hint {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Hint
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return Hint{}
+		}
+		if e.Hint.Code != "" || e.Hint.RunID != "" {
+			return e.Hint
+		}
+		err = e.Err
 	}
 	return Hint{}
 }
 
-func runsErr(class ErrorClass, h Hint, err error) *Error {
-	return &Error{Class: class, Hint: h, Err: err}
+// Retryable is the one rule every surface (the CLI's JSON, the MCP server,
+// the workflow tool, the HTTP API) answers "may the same request succeed
+// later?" with: a transient failure (a timeout, 429, 5xx) and a conflict
+// (another writer moved the same state first, a lease another process
+// holds) may; nothing else does.
+func Retryable(err error) bool {
+	switch ClassOf(err) {
+	case Transient, Conflict:
+		return true
+	}
+	return false
 }

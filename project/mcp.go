@@ -1,4 +1,4 @@
-package rein
+package project
 
 import (
 	"context"

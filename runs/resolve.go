@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
-// LastRun is the run reference ResolveRun reads as "the newest run of the
+// Last is the run reference Resolve reads as "the newest run of the
 // store".
-const LastRun = "last"
+const Last = "last"
 
 // maxCandidates is how many matching runs an ambiguous prefix lists.
 const maxCandidates = 10
 
-// AmbiguousRunError is the error of a run ID prefix that matches more than
+// AmbiguousError is the error of a run ID prefix that matches more than
 // one run. Its class is conflict.
-type AmbiguousRunError struct {
+type AmbiguousError struct {
 	// Prefix is the reference that was given.
 	Prefix string
 	// Candidates are the matching runs, newest first, at most ten.
@@ -28,7 +28,7 @@ type AmbiguousRunError struct {
 	More bool
 }
 
-func (e *AmbiguousRunError) Error() string {
+func (e *AmbiguousError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run ID prefix %q matches more than one run; give more of the ID:", e.Prefix)
 	for _, r := range e.Candidates {
@@ -40,12 +40,12 @@ func (e *AmbiguousRunError) Error() string {
 	return b.String()
 }
 
-// ResolveRun finds the run that ref names in st: a full run ID, "last" (the
+// Resolve finds the run that ref names in st: a full run ID, "last" (the
 // newest run), or a prefix of exactly one run's ID. An exact ID wins over
 // both readings, so a run whose ID is "last" is still reachable. A ref that
 // names no run is a not_found error wrapping store.ErrNotFound; a prefix of
-// several runs is a conflict error holding an *AmbiguousRunError.
-func ResolveRun(ctx context.Context, st store.Store, ref string) (*store.Run, error) {
+// several runs is a conflict error holding an *AmbiguousError.
+func Resolve(ctx context.Context, st store.Store, ref string) (*store.Run, error) {
 	if ref == "" {
 		return nil, fault.New(fault.NotFound, fmt.Errorf("empty run ID: %w", store.ErrNotFound))
 	}
@@ -53,7 +53,7 @@ func ResolveRun(ctx context.Context, st store.Store, ref string) (*store.Run, er
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return run, err
 	}
-	if ref == LastRun {
+	if ref == Last {
 		runs, err := st.ListRuns(ctx, &store.ListRunsParams{Limit: 1})
 		if err != nil {
 			return nil, err
@@ -73,7 +73,7 @@ func ResolveRun(ctx context.Context, st store.Store, ref string) (*store.Run, er
 	case 1:
 		return st.GetRun(ctx, runs[0].ID)
 	}
-	amb := &AmbiguousRunError{Prefix: ref, Candidates: runs}
+	amb := &AmbiguousError{Prefix: ref, Candidates: runs}
 	if len(runs) > maxCandidates {
 		amb.Candidates, amb.More = runs[:maxCandidates], true
 	}

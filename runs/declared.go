@@ -1,4 +1,4 @@
-package rein
+package runs
 
 import (
 	"encoding/json"

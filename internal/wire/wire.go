@@ -1,0 +1,32 @@
+// Package wire is the one place a loaded project meets the engine: it
+// builds an engine from a project's tools, models, gate, risk, review and
+// redactor, with the rest of the configuration from the caller. The root
+// package's Client and package runs (the impact preview) use it, so the two
+// cannot wire a project differently.
+package wire
+
+import (
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
+)
+
+// Engine returns an engine wired to p's tools and models; cfg supplies the
+// rest (sink, gate, store, clock) and may be zero. Unless cfg has a gate,
+// risk, review or redactor of its own, p's are used (rein.yaml policy:,
+// risk:, review: and the project's secrets).
+func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
+	cfg.Tools, cfg.Models = p.Tools, p.Models
+	if cfg.Gate == nil && p.Gate != nil {
+		cfg.Gate = p.Gate
+	}
+	if cfg.Risk == nil {
+		cfg.Risk = p.Risk
+	}
+	if cfg.Review == nil {
+		cfg.Review = p.Review
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = p.Redactor()
+	}
+	return engine.New(cfg)
+}
