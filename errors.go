@@ -42,3 +42,21 @@ type (
 	// Usage counts a run's model calls and tokens.
 	Usage = engine.Usage
 )
+
+// InputError is a run's input that does not fit its flow (not JSON values,
+// or against the flow's inputs: schema); nothing ran. Missing names the
+// fields the flow's templates read that the input lacks.
+type InputError = engine.InputError
+
+// ErrSessionRequired: the flow's idempotency is session_workflow_input_hash,
+// so a run of it needs a session id (RunOptions.Session). A business error.
+var ErrSessionRequired = engine.ErrSessionRequired
+
+// ErrInterrupted is the cause a run stops with when its process is asked
+// to stop (a signal, a worker's shutdown): it records nothing more and
+// stays resumable. A cancelled error.
+var ErrInterrupted = engine.ErrInterrupted
+
+// DefaultLeaseTTL is how long a run's lease lasts without a heartbeat when
+// Config.LeaseTTL is zero; the heartbeat renews it every third of it.
+const DefaultLeaseTTL = engine.DefaultLeaseTTL

@@ -284,3 +284,24 @@ func flowOrder(p *project.Project) []string {
 	}
 	return ids
 }
+
+// CheckInput checks input against p's flow as a run would before it
+// starts (JSON values, the flow's inputs: schema): an *InputError says
+// what does not fit; nothing runs and nothing is recorded.
+func (c *Client) CheckInput(p *project.Project, input any) error {
+	if err := checkProject(p); err != nil {
+		return err
+	}
+	_, err := engine.CheckInput(p.Flow, input)
+	return err
+}
+
+// Status returns the state of the durable run id as its journal and step
+// rows hold it (a finished run's result, a waiting run's pending
+// approvals), without running anything.
+func (c *Client) Status(ctx context.Context, id string) (*Result, error) {
+	if err := c.durable("Status"); err != nil {
+		return nil, err
+	}
+	return engine.New(engine.Config{Store: c.st}).Status(ctx, id)
+}

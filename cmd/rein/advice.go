@@ -6,8 +6,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/cassette"
 )
@@ -16,9 +16,9 @@ import (
 // messages name no flag (they are the same for every surface): "" when
 // none does.
 func cliAdvice(err error) string {
-	var ie *engine.InputError
+	var ie *rein.InputError
 	switch {
-	case errors.Is(err, engine.ErrSessionRequired):
+	case errors.Is(err, rein.ErrSessionRequired):
 		return "pass a session id with --session ID"
 	case errors.As(err, &ie) && len(ie.Missing) > 0:
 		return "pass the input with --input FILE (- for stdin) or --input-json JSON"

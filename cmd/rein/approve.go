@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/value"
 )
 
 // decideFlags are the flags of approve, reject and settle.
@@ -197,7 +198,7 @@ func (f *decideFlags) settleValue(s *streams) (json.RawMessage, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, []byte(v)); err != nil {
-		return nil, usageErr("%s is not JSON: %v", flag, jsonErrAt([]byte(v), err))
+		return nil, usageErr("%s is not JSON: %v", flag, value.Locate([]byte(v), err))
 	}
 	return buf.Bytes(), nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
@@ -110,7 +107,7 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 		if file == "" {
 			file = fallback
 		}
-		b, err := yamlnode.ReadFile(file, maxInputBytes)
+		b, err := project.ReadInputFile(file)
 		if err != nil {
 			return nil, usageErr("read input: %v", err)
 		}
@@ -118,20 +115,15 @@ func readInput(s *streams, inline, file, fallback string) (any, error) {
 	default:
 		return map[string]any{}, nil
 	}
-	data = yamlnode.TrimBOM(data)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, usageErr("input %s is not JSON: %v", src, jsonErrAt(data, err))
-	}
-	if dec.More() {
-		return nil, usageErr("input %s holds more than one JSON value", src)
+	v, err := project.ParseInput(data, src)
+	if err != nil {
+		return nil, usageErr("%v", err)
 	}
 	return v, nil
 }
 
 // maxInputBytes bounds a run's input (--input FILE, stdin, input.json).
-const maxInputBytes = 64 << 20
+const maxInputBytes = project.MaxInputBytes
 
 func readAllLimited(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
@@ -142,22 +134,4 @@ func readAllLimited(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("input is more than the %d bytes it may have", maxInputBytes)
 	}
 	return b, nil
-}
-
-// jsonErrAt adds line:col to a JSON syntax error. The error's Offset counts
-// the bytes read including the offending one, so that byte is at Offset-1.
-func jsonErrAt(data []byte, err error) error {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err
-	}
-	line, col := 1, 1
-	for i := 0; i < int(se.Offset)-1 && i < len(data); i++ {
-		if data[i] == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Errorf("line %d col %d: %v", line, col, err)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -101,7 +100,11 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := engine.CheckInput(p.Flow, input); err != nil {
+	checker, err := rein.Open(ctx, rein.Config{})
+	if err != nil {
+		return err
+	}
+	if err := checker.CheckInput(p, input); err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 	}
 	st, err := lazy.open(ctx)
@@ -109,7 +112,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 		return err
 	}
 	dsn := lazy.dsn
-	opts := &engine.RunOptions{Session: f.session}
+	opts := &rein.RunOptions{Session: f.session}
 	if f.detach {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
 	}
@@ -125,7 +128,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 }
 
 // enqueue records the run for a worker (--detach).
-func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *engine.RunOptions) error {
+func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions) error {
 	c, err := rein.Open(cmd.Context(), rein.Config{Store: st})
 	if err != nil {
 		return err
@@ -155,7 +158,7 @@ func stepOrder(fl *flow.Flow) []string {
 // with tracePath, its events in a JSONL file; a start refused before
 // anything ran is bad usage (exit 2). An interrupted run is finished as
 // afterInterrupt says (cancel: cancel it rather than leave it resumable).
-func startWatched(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *engine.RunOptions, tracePath string, cancel bool) (*engine.Result, error) {
+func startWatched(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions, tracePath string, cancel bool) (*rein.Result, error) {
 	progress := newProgress(s.term, p.Flow)
 	sinks := []trace.Sink{progress}
 	var js *jsonl.Sink
@@ -179,7 +182,7 @@ func startWatched(ctx context.Context, s *streams, p *project.Project, st store.
 		}
 	}
 	if err != nil {
-		var ie *engine.InputError
+		var ie *rein.InputError
 		if errors.As(err, &ie) {
 			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 		}
@@ -190,7 +193,7 @@ func startWatched(ctx context.Context, s *streams, p *project.Project, st store.
 
 // writeRunResult prints a run's result (text or JSON) and returns the exit
 // code its status maps to.
-func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order []string, dsn, format string, existing bool) error {
+func writeRunResult(ctx context.Context, s *streams, res *rein.Result, order []string, dsn, format string, existing bool) error {
 	if format == "json" {
 		if err := writeResultJSON(s, res, existing); err != nil {
 			return err
@@ -207,7 +210,7 @@ func writeRunResult(ctx context.Context, s *streams, res *engine.Result, order [
 // this command's, ended and the run could not stay resumable); a run that
 // stopped because another process holds or advanced it (class conflict) is
 // 4, any other failure 1.
-func exitCode(ctx context.Context, res *engine.Result) int {
+func exitCode(ctx context.Context, res *rein.Result) int {
 	if res.Interrupted {
 		return exitInterrupted
 	}
@@ -235,8 +238,8 @@ type resultJSON struct {
 	Status  trace.RunStatus           `json:"status"`
 	Outputs map[string]any            `json:"outputs"`
 	Steps   map[string]stepResultJSON `json:"steps"`
-	Usage   engine.Usage              `json:"usage"`
-	Error   *engine.RunError          `json:"error"`
+	Usage   rein.Usage                `json:"usage"`
+	Error   *rein.RunError            `json:"error"`
 	// Pending are the approvals a waiting run waits on.
 	Pending []*store.Approval `json:"pending"`
 	// Existing: an idempotency key returned a run started earlier.
@@ -253,10 +256,10 @@ type stepResultJSON struct {
 	LLMCalls    int              `json:"llm_calls"`
 	TokensIn    int              `json:"tokens_in"`
 	TokensOut   int              `json:"tokens_out"`
-	Error       *engine.RunError `json:"error,omitempty"`
+	Error       *rein.RunError   `json:"error,omitempty"`
 }
 
-func toResultJSON(res *engine.Result, existing bool) resultJSON {
+func toResultJSON(res *rein.Result, existing bool) resultJSON {
 	out := resultJSON{RunID: res.RunID, Flow: res.Flow, Status: res.Status, Outputs: res.Outputs, Usage: res.Usage,
 		Error: res.Error, Steps: map[string]stepResultJSON{}, Pending: res.Pending, Existing: existing, Interrupted: res.Interrupted}
 	if out.Pending == nil {
@@ -269,11 +272,11 @@ func toResultJSON(res *engine.Result, existing bool) resultJSON {
 	return out
 }
 
-func writeResultJSON(s *streams, res *engine.Result, existing bool) error {
+func writeResultJSON(s *streams, res *rein.Result, existing bool) error {
 	return encodeJSON(s, toResultJSON(res, existing))
 }
 
-func writeResultText(s *streams, res *engine.Result, order []string) {
+func writeResultText(s *streams, res *rein.Result, order []string) {
 	w := s.out
 	fmt.Fprintf(w, "run %s: %s %s in %s\n", res.RunID, res.Flow, res.Status, roundDuration(res.Duration))
 	for _, id := range order {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
@@ -225,7 +224,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 		row("input", "%s", preview(r.Input, 120))
 	}
 	if len(r.Error) > 0 {
-		var re engine.RunError
+		var re rein.RunError
 		if json.Unmarshal(r.Error, &re) == nil {
 			row("error", "(%s) %s", re.Class, re.Error())
 		} else {
@@ -239,7 +238,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 			detail := ""
 			switch {
 			case len(st.Error) > 0:
-				var re engine.RunError
+				var re rein.RunError
 				if json.Unmarshal(st.Error, &re) == nil {
 					detail = fmt.Sprintf("error (%s): %s", re.Class, clip(re.Message, 120))
 				} else {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -29,7 +29,7 @@ func (i *interrupt) Error() string {
 	return fmt.Sprintf("interrupted by %s: this process stopped; the run stays resumable", signalName(i.sig))
 }
 
-func (i *interrupt) Unwrap() error { return engine.ErrInterrupted }
+func (i *interrupt) Unwrap() error { return rein.ErrInterrupted }
 
 // signalName names a signal the way shells do.
 func signalName(s os.Signal) string {
@@ -89,7 +89,7 @@ func notifyInterrupts(parent context.Context) (ctx context.Context, stop func())
 // or after a second SIGINT the run is cancelled here, as rein runs cancel
 // would, and its result is the cancelled run's. Any other result comes
 // back as it is.
-func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string, res *engine.Result, cancel bool) (*engine.Result, error) {
+func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string, res *rein.Result, cancel bool) (*rein.Result, error) {
 	if !res.Interrupted {
 		return res, nil
 	}
@@ -107,11 +107,14 @@ func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string,
 		return res, nil
 	}
 	if cancel {
-		e := engine.New(engine.Config{Store: st})
-		if err := e.Cancel(ctx, res.RunID, "cancelled: "+why); err != nil {
+		c, err := rein.Open(ctx, rein.Config{Store: st})
+		if err != nil {
+			return nil, failed("run %s: %v", res.RunID, err)
+		}
+		if _, err := c.Cancel(ctx, res.RunID, "cancelled: "+why); err != nil {
 			return nil, failed("%s: run %s stopped but could not be cancelled: %v; it stays resumable (rein runs resume %s), or cancel it with rein runs cancel %s", why, res.RunID, err, res.RunID, res.RunID)
 		}
-		out, err := e.Status(ctx, res.RunID)
+		out, err := c.Status(ctx, res.RunID)
 		if err != nil {
 			return nil, failed("run %s: %v", res.RunID, err)
 		}
@@ -139,7 +142,7 @@ func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string,
 }
 
 // inFlight names the steps of res that were running, "" if none.
-func inFlight(res *engine.Result) string {
+func inFlight(res *rein.Result) string {
 	var ids []string
 	for id, st := range res.Steps {
 		if st.Status == trace.StepRunning {

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
-	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/trace"
@@ -100,7 +99,7 @@ stderr.`,
 	cmd.Flags().StringVar(&cfg.Owner, "owner", "", "name of this worker in run leases (default: host/pid/random)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 4, "most runs advanced at once")
 	cmd.Flags().DurationVar(&o.Poll, "poll", time.Second, "how often to look for ready runs when there were none")
-	cmd.Flags().DurationVar(&cfg.LeaseTTL, "lease", engine.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
+	cmd.Flags().DurationVar(&cfg.LeaseTTL, "lease", rein.DefaultLeaseTTL, "lease of a claimed run without a heartbeat (heartbeats every third of it)")
 	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long runs in flight may finish before they are abandoned")
 	cmd.Flags().StringVar(&tracePath, "trace", "", "write the events of every run to this JSONL file")
 	cmd.Flags().BoolVar(&trusted, "trusted-tools-only", false, trustedToolsUsage)
