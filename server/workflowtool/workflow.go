@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/reinhq/rein/redact"
 	"path/filepath"
+
+	"github.com/reinhq/rein/redact"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
