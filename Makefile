@@ -15,9 +15,8 @@ test: ## the test suite (what the README says)
 race: ## the test suite under the race detector
 	$(GO) test -race ./...
 
-lint: ## gofmt and go vet
-	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
-	$(GO) vet ./...
+lint: ## golangci-lint (.golangci.yml: goimports, staticcheck, errorlint, govet, errcheck, …)
+	bash .ci/lint
 
 bench: ## the engine benchmarks (figures go to docs/performance.md)
 	$(GO) test ./internal/engine -run '^$$' -bench . -benchtime 2s -count 3

@@ -14,7 +14,8 @@ import (
 // engine treats as Business (fail fast, no retry).
 type Class string
 
-// The classes of shared/DESIGN.md §3, plus the store's conflict and not_found.
+// The classes; docs/ARCHITECTURE.md "Error classes" says what each makes
+// the engine do.
 const (
 	Unclassified Class = ""
 	// Transient failures (timeouts, 429, 5xx, connection resets, exec exit 75)

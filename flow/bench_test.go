@@ -8,8 +8,8 @@ import (
 	"github.com/reinhq/rein/flow"
 )
 
-// BenchmarkParseResumeScreen parses the first DESIGN.md example, schema
-// files included.
+// BenchmarkParseResumeScreen parses the reference flow
+// testdata/design/resume_screen, schema files included.
 func BenchmarkParseResumeScreen(b *testing.B) {
 	path := filepath.Join("testdata", "design", "resume_screen", "flow.yaml")
 	data, err := os.ReadFile(path)

@@ -9,8 +9,9 @@ import (
 	"github.com/reinhq/rein/flow"
 )
 
-// TestDesignExamplesLoad loads the two example flows of DESIGN.md §2,
-// copied verbatim under testdata/design.
+// TestDesignExamplesLoad loads the two reference flows kept under
+// testdata/design (resume_screen, an LLM workflow; process, an
+// agent-driven one), which the format must keep loading unchanged.
 func TestDesignExamplesLoad(t *testing.T) {
 	t.Parallel()
 	t.Run("resume_screen", func(t *testing.T) {

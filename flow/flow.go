@@ -164,7 +164,7 @@ type Step struct {
 	// dependency, so a skip of that step does not skip this one.
 	ImplicitOrder bool
 	// SkipFrom are the indexes of the upstream steps whose skip skips this
-	// step (shared/DESIGN.md §3): those named in an explicit requires
+	// step: those named in an explicit requires
 	// (approval steps excepted: a skipped approval means none was needed)
 	// and those whose output the step reads, less those whose status its
 	// when reads. In file order.

@@ -563,7 +563,7 @@ func TestSchemaFieldChecks(t *testing.T) {
 }
 
 // A skip propagates along explicit requires and reads of a step's output,
-// never along the implicit order of a plain list (shared/DESIGN.md §3).
+// never along the implicit order of a plain list.
 func TestSkipFrom(t *testing.T) {
 	t.Parallel()
 	f := parse(t, `

@@ -65,7 +65,7 @@ func golden(t *testing.T, file string, got []byte) {
 
 // goldenFlows are the testdata flows drawn into golden files.
 var goldenFlows = []string{
-	"resume_screen", // DESIGN.md §2, first example, verbatim
+	"resume_screen", // the reference LLM flow of flow/testdata/design
 	"diamond",       // parallel branches that join; ids with '-'
 	"loops",         // for_each, repeat, fallback model and tool, skip, escaping
 	"plain_list",    // implicit order; a skip that propagates only to a reader

@@ -62,7 +62,8 @@ func Kinds() []Kind {
 		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated}
 }
 
-// RunStatus is the state of a run (shared/DESIGN.md §3).
+// RunStatus is the state of a run; docs/ARCHITECTURE.md "Run states" gives
+// its transitions.
 type RunStatus string
 
 // Run states.
@@ -75,7 +76,8 @@ const (
 	RunCancelled RunStatus = "cancelled"
 )
 
-// StepStatus is the state of a step (shared/DESIGN.md §3).
+// StepStatus is the state of a step; docs/ARCHITECTURE.md "Step states"
+// says what each means.
 type StepStatus string
 
 // Step states.

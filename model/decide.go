@@ -209,7 +209,7 @@ func ParseJSON[T any](text string, sch *schema.Schema) (T, error) {
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return zero, fmt.Errorf("reply has unknown field %s (%T has no such field)", name, zero)
 		}
-		return zero, fmt.Errorf("reply does not fit %T: %v", zero, err)
+		return zero, fmt.Errorf("reply does not fit %T: %w", zero, err)
 	}
 	return out, nil
 }
@@ -222,9 +222,9 @@ func notJSON(body string, err error) error {
 		return fmt.Errorf("reply is truncated JSON (it ends before the value is complete): ends with %s", quoteTail(body, 80))
 	case errors.As(err, &se):
 		off := max(int(se.Offset)-1, 0)
-		return fmt.Errorf("reply is not JSON (%v at byte %d): %s", err, off, quoteFragment(body, off, 80))
+		return fmt.Errorf("reply is not JSON (%w at byte %d): %s", err, off, quoteFragment(body, off, 80))
 	}
-	return fmt.Errorf("reply is not JSON (%v): %s", err, quoteFragment(body, 0, 80))
+	return fmt.Errorf("reply is not JSON (%w): %s", err, quoteFragment(body, 0, 80))
 }
 
 // StripFence removes a Markdown code fence around a reply: a leading ```

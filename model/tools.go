@@ -191,7 +191,7 @@ func checkArgsSchema(s json.RawMessage) error {
 	}
 	var root map[string]json.RawMessage
 	if err := json.Unmarshal(s, &root); err != nil {
-		return fmt.Errorf("the arguments' schema is not a JSON object: %v", err)
+		return fmt.Errorf("the arguments' schema is not a JSON object: %w", err)
 	}
 	if t, ok := root["type"]; ok && !bytes.Equal(bytes.TrimSpace(t), []byte(`"object"`)) {
 		return fmt.Errorf("the arguments' schema has type %s; tool arguments are an object (type: object)", cutText(string(t), 40))

@@ -42,7 +42,8 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
-// TestExamples validates the DESIGN.md §2 flows (testdata/, verbatim) and
+// TestExamples validates the two reference flows (testdata/: an LLM
+// workflow and an agent-driven one, copies of flow/testdata/design/) and
 // every example folder's flow.yaml and rein.yaml.
 func TestExamples(t *testing.T) {
 	t.Parallel()
@@ -57,7 +58,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(flows) == 0 {
-		t.Log("no ../examples/*/flow.yaml yet: checking the DESIGN.md examples only")
+		t.Log("no ../examples/*/flow.yaml yet: checking the reference flows only")
 	}
 	flows = append([]string{"testdata/resume_screen.yaml", "testdata/process.yaml"}, flows...)
 	for _, path := range flows {

@@ -1,4 +1,5 @@
-// Package store is the persistence port of rein (shared/DESIGN.md §7). A run
+// Package store is the persistence port of rein (docs/ARCHITECTURE.md "The
+// store port"). A run
 // is an append-only journal of events plus projections — the run row, one
 // row per step, pending approvals — and every transition of a run is one
 // atomic Commit that appends its events and updates the projections, so a

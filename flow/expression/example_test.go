@@ -1,6 +1,7 @@
 package expression_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/reinhq/rein/flow/expression"
@@ -19,6 +20,8 @@ func ExampleCompile() {
 
 func ExampleCompile_forbidden() {
 	_, err := expression.Compile(`__import__("os").system("x")`)
-	fmt.Println(err.(*expression.Error).Offset, err.(*expression.Error).Msg[:34])
+	var e *expression.Error
+	errors.As(err, &e)
+	fmt.Println(e.Offset, e.Msg[:34])
 	// Output: 0 function __import__ is not allowed
 }

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -174,7 +175,8 @@ func (n *node) render(scope map[string]any, m *meter) (any, error) {
 	case kindTemplate:
 		out, err := n.tmpl.render(scope, m)
 		if err != nil {
-			if _, ok := err.(*RenderError); !ok {
+			var re *RenderError
+			if !errors.As(err, &re) {
 				return nil, err // the bounds' own errors concern the whole tree
 			}
 			return nil, &ValueError{Pointer: n.ptr, Err: err}

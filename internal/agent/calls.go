@@ -58,9 +58,9 @@ func parseArgs(raw string) (map[string]any, error) {
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("the arguments are not JSON (%v, at byte %d of %s)", err, se.Offset, quoteCut(raw, 120))
+			return nil, fmt.Errorf("the arguments are not JSON (%w, at byte %d of %s)", err, se.Offset, quoteCut(raw, 120))
 		}
-		return nil, fmt.Errorf("the arguments are not JSON (%v): %s", err, quoteCut(raw, 120))
+		return nil, fmt.Errorf("the arguments are not JSON (%w): %s", err, quoteCut(raw, 120))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

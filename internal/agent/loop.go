@@ -210,7 +210,7 @@ func (l *Loop) final(ctx context.Context, req *model.Request, resp *model.Respon
 		return fmt.Errorf("agent: turn %d: model %s (corrective request): %w", t.N, l.cfg.ModelName, err)
 	}
 	if resp2 == nil || len(resp2.ToolCalls) > 0 {
-		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer %v; the corrective request was answered with tool calls, not a corrected answer", t.N, perr))
+		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer %w; the corrective request was answered with tool calls, not a corrected answer", t.N, perr))
 	}
 	if v, err = model.ParseJSON[any](resp2.Text, l.cfg.Output); err != nil {
 		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer still breaks the output schema after one corrective request: %w", t.N, err))

@@ -31,7 +31,7 @@ func Turns(t testing.TB, key string, replies ...string) *Server {
 		s.Calls.Add(1)
 		if r.Header.Get("Authorization") != "Bearer "+key {
 			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
 			return
 		}
 		var req struct {

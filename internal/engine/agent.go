@@ -292,14 +292,14 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 	case trace.AgentTurn:
 		var t agent.Turn
 		if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(f.turns)+1 {
-			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err)
+			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err) //nolint:errorlint // err may be nil: the turn number alone can be wrong
 		}
 		f.turns = append(f.turns, t)
 	case trace.AgentCall:
 		var c agent.Call
 		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(f.turns) ||
 			c.Index < 1 || c.Index > len(f.turns[ev.Turn-1].Calls) {
-			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err)
+			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err) //nolint:errorlint // err may be nil: the indexes alone can be wrong
 		}
 		f.turns[ev.Turn-1].Calls[c.Index-1] = c
 	}

@@ -153,7 +153,7 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	prog.Evidence = r.planEvidence()
 	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted}, prog)
 	if err != nil {
-		if w := planWait(err); w != err {
+		if w := planWait(err); w != err { //nolint:errorlint // identity: did planWait make a wait of it
 			return nil, w // plan steps wait for people: the step parks
 		}
 		if res != nil && res.Executed > 0 && fault.ClassOf(err) == fault.Transient {

@@ -168,7 +168,7 @@ func (r *rawSQLite) commit(b *testing.B) {
 
 func (r *rawSQLite) close() {
 	if r.conn != nil {
-		r.conn.Raw(func(any) error {
+		_ = r.conn.Raw(func(any) error {
 			if r.rows != nil {
 				r.rows.Close()
 			}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/reinhq/rein/internal/agent"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/reinhq/rein/internal/agent"
 
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"

@@ -160,7 +160,7 @@ func TestRetriesByErrorClass(t *testing.T) {
 			if c.Calls() != tc.calls {
 				t.Fatalf("tool called %d times, want %d", c.Calls(), tc.calls)
 			}
-			if got := len(fx.clock.Waits()); tc.err == errTransient && got != tc.calls-1 {
+			if got := len(fx.clock.Waits()); errors.Is(tc.err, errTransient) && got != tc.calls-1 {
 				t.Fatalf("%d backoff waits for %d calls", got, tc.calls)
 			}
 			// idempotency keys are stable per attempt: run/step/attempt

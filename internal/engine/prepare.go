@@ -229,7 +229,7 @@ func (r *run) passthroughStep(s *flow.Step) int {
 
 // digestInput hashes what the step is about to send (args or prompt).
 func (r *run) digestInput(s *flow.Step, in unitInput) (string, error) {
-	var v any = in.args
+	v := any(in.args)
 	if !r.b.kinds[s.Index].takesArgs {
 		v = in.prompt
 	}

@@ -39,7 +39,8 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		if err == nil {
 			return out, nil
 		}
-		if _, wait := err.(*agentWait); wait {
+		var w *agentWait
+		if errors.As(err, &w) {
 			return nil, err // not a failure: the step parks
 		}
 		o.origin = origin

@@ -93,7 +93,8 @@ func (r *run) work(j *job) (o *outcome) {
 		}
 		o.origin = r.b.kinds[j.index].outputOrigin
 	}
-	if w, ok := err.(*agentWait); ok {
+	var w *agentWait
+	if errors.As(err, &w) {
 		o.park = &parking{agentWait: w}
 		return o
 	}
@@ -180,7 +181,7 @@ func absorbedStatus(p flow.OnError) trace.StepStatus {
 // fallbackFailed is the error of a fallback that failed after what (the
 // step, or one of its items) failed with err.
 func fallbackFailed(ferr, err error, what string) error {
-	e := fmt.Errorf("%w (after the %s failed: %v)", ferr, what, err)
+	e := fmt.Errorf("%w (after the %s failed: %v)", ferr, what, err) //nolint:errorlint // the fallback's error decides the class; the first failure is text
 	if c := fault.ClassOf(ferr); c != fault.Budget && c != fault.Cancelled {
 		return fault.New(c, e)
 	}

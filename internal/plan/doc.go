@@ -1,6 +1,6 @@
 // Package plan turns a model-proposed plan into tool calls the runtime
 // controls: Planner → Plan → Executor, with bounded replanning
-// (shared/DESIGN.md §4).
+// (docs/ARCHITECTURE.md "Decisions").
 //
 // A plan is candidate data:
 //

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -93,7 +94,9 @@ func ExampleValidate() {
 		{"id": "weather", "tool": "read_weather"},
 		{"id": "again", "tool": "convert_temperature", "args": {"celsius": {"$ref": "weather.temp"}}}]}`))
 	err := plan.Validate(p, cat)
-	for _, pr := range err.(*plan.ValidationError).Problems {
+	var ve *plan.ValidationError
+	errors.As(err, &ve)
+	for _, pr := range ve.Problems {
 		fmt.Println(pr)
 	}
 	// Output:

@@ -424,7 +424,7 @@ func (r *round) resolve(i int) (any, error) {
 	for _, a := range refs {
 		v, err := ref.Resolve(r.st.outputs, a.path)
 		if err != nil {
-			return nil, fault.BusinessErr(fmt.Errorf("args%s: $ref %q: %v", a.ptr, a.raw, err))
+			return nil, fault.BusinessErr(fmt.Errorf("args%s: $ref %q: %w", a.ptr, a.raw, err))
 		}
 		vals[a.raw] = v
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -339,8 +340,8 @@ func (v *validator) literals(i int) {
 	if err == nil {
 		return
 	}
-	se, ok := err.(*schema.Error)
-	if !ok {
+	var se *schema.Error
+	if !errors.As(err, &se) {
 		v.add(stepPtr(i)+"/args", "%v", err)
 		return
 	}

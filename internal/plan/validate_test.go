@@ -4,11 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/reinhq/rein/tool"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/tool"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/plan"

@@ -1,7 +1,8 @@
 // Package route is rein's hybrid router: deterministic rules first, and
 // only when none matches, a semantic router that chooses one route from a
-// closed set and says why (shared/DESIGN.md §4). The result is data,
-// {route, source, reason}; dispatching to a handler is ordinary code.
+// closed set and says why (docs/ARCHITECTURE.md "Decisions"). The result
+// is data, {route, source, reason}; dispatching to a handler is ordinary
+// code.
 //
 // # Rules
 //

@@ -177,7 +177,7 @@ func checkRequest(r *http.Request, body []byte, req *model.Request, apiKey strin
 		}
 		for j, b := range w.blocks {
 			if err := b.check(got.Content[j]); err != nil {
-				return fmt.Errorf("messages[%d].content[%d]: %v", i, j, err)
+				return fmt.Errorf("messages[%d].content[%d]: %w", i, j, err)
 			}
 		}
 	}

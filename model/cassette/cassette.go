@@ -244,7 +244,7 @@ func jsonError(filename string, data []byte, err error) error {
 	switch {
 	case errors.As(err, &se):
 		line, col := lineCol(data, max(se.Offset-1, 0))
-		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %v (the file is corrupt: %w)", filename, line, col, se, ErrRecordAgain)
+		return fmt.Errorf("cassette %s:%d:%d: not valid JSON: %w (the file is corrupt: %w)", filename, line, col, se, ErrRecordAgain)
 	case errors.As(err, &ute):
 		line, col := lineCol(data, valueStart(data, ute.Offset))
 		field := ute.Field
@@ -254,7 +254,7 @@ func jsonError(filename string, data []byte, err error) error {
 		return fmt.Errorf("cassette %s:%d:%d: %s: got JSON %s, want %s", filename, line, col, field, ute.Value, jsonKind(ute.Type))
 	case errors.As(err, &te):
 		line, col := lineCol(data, te.offset)
-		return fmt.Errorf("cassette %s:%d:%d: %v", filename, line, col, te)
+		return fmt.Errorf("cassette %s:%d:%d: %w", filename, line, col, te)
 	case strings.Contains(err.Error(), "unexpected EOF"):
 		return fmt.Errorf("cassette %s: truncated JSON (the file ends early: was the recording interrupted? %w)", filename, ErrRecordAgain)
 	}

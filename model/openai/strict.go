@@ -232,7 +232,6 @@ func admitsNullDepth(s, root object, depth int) bool {
 	}
 	constrained := false
 	if t, ok := s.get("type"); ok {
-		constrained = true
 		switch tt := t.(type) {
 		case string:
 			if tt == "null" {

@@ -197,7 +197,7 @@ func usage(r *Reply, prompt, text string) model.Usage {
 // wraps context.Canceled (class fault.Cancelled).
 func ctxError(ctx context.Context, step string) error {
 	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
+	if cause := context.Cause(ctx); cause != nil && cause != err { //nolint:errorlint // identity: a cause other than the plain ctx.Err()
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	err = fmt.Errorf("scripted model: step %q: %w", step, err)

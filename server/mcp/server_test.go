@@ -88,7 +88,7 @@ func connectInMemory(t *testing.T, s *mcp.Server) *sdk.ClientSession {
 	t.Cleanup(func() {
 		cs.Close()
 		cancel()
-		<-done
+		<-done //nolint:errcheck // Run ends with the cancellation, which says nothing
 	})
 	return cs
 }

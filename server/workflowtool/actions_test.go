@@ -69,7 +69,7 @@ func TestBadSubmissions(t *testing.T) {
 			var e *workflowtool.Error
 			if tc.name == "raw data not JSON" {
 				_, err := w.Do(t.Context(), &workflowtool.Request{Action: "submit", TaskID: task, StepID: "parse", Data: json.RawMessage(`{items:`)})
-				e, _ = err.(*workflowtool.Error)
+				errors.As(err, &e)
 			} else {
 				_, e = do(t, w, tc.req)
 			}
@@ -124,7 +124,7 @@ func TestConcurrentSubmits(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := w.Handle(context.Background(), fmt.Appendf(nil, `{"action":"submit","task_id":%q,"step_id":"parse","data":{"items":["by-%d"]}}`, task, i))
-			errs[i], _ = err.(*workflowtool.Error)
+			errors.As(err, &errs[i])
 		}()
 	}
 	wg.Wait()

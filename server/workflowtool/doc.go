@@ -1,7 +1,7 @@
-// Package bridge serves flows to agents as tools: one tool per workflow,
+// Package workflowtool serves flows to agents as tools: one tool per workflow,
 // `<name>_workflow`, whose actions start a task, submit a step's output,
 // have an adapter produce a source step's output, prepare a delivery, and
-// report status or cancel (shared/DESIGN.md §5, "workflow as a tool").
+// report status or cancel (docs/ARCHITECTURE.md "The workflow tool").
 //
 // Every call is stateless: it opens nothing but the store it was given,
 // loads the flow (a started task's pinned flow), acts, and answers. The

@@ -162,8 +162,8 @@ func driveProcess(t *testing.T, st store.Store) {
 	}
 }
 
-// TestDesignProcessFlowUnchanged runs the second flow of DESIGN.md §2, as
-// written there, end to end.
+// TestDesignProcessFlowUnchanged runs the reference agent-driven flow
+// (flow/testdata/design/process), unchanged, end to end.
 func TestDesignProcessFlowUnchanged(t *testing.T) {
 	t.Parallel()
 	w := newWorkflow(t, "../../flow/testdata/design/process", openStore(t))

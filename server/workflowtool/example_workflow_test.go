@@ -3,6 +3,7 @@ package workflowtool_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +30,8 @@ func ExampleWorkflow() {
 	a, _ := w.Do(ctx, &workflowtool.Request{Action: "start", SessionID: "s1", Input: json.RawMessage(`{"description": "a welded frame"}`)})
 	fmt.Println(w.Name(), a.Status, a.NextActions[0].StepID, a.NextActions[0].Action)
 	_, err = w.Do(ctx, &workflowtool.Request{Action: "submit", TaskID: a.TaskID, StepID: "parse", Data: json.RawMessage(`{"items": "frame"}`)})
-	e := err.(*workflowtool.Error)
+	var e *workflowtool.Error
+	errors.As(err, &e)
 	fmt.Println(e.Type, e.Problems[0].Pointer, e.Problems[0].Reason)
 	a, _ = w.Do(ctx, &workflowtool.Request{Action: "submit", TaskID: a.TaskID, StepID: "parse", Data: json.RawMessage(`{"items": ["frame"]}`)})
 	fmt.Println(a.Status, a.NextActions[0].StepID, a.Artifacts[0].Producer)

@@ -7,16 +7,15 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/reinhq/rein/project"
-	"github.com/reinhq/rein/redact"
-	"github.com/reinhq/rein/safety"
-	"github.com/reinhq/rein/trace"
-
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // DefaultMaxRequestBytes bounds a request (and so a submission) before it

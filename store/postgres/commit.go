@@ -98,7 +98,7 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 		}
 		select {
 		case <-ctx.Done():
-			return mapErr(what, fmt.Errorf("%w (giving up on retry after: %v)", ctx.Err(), err))
+			return mapErr(what, fmt.Errorf("%w (giving up on retry after: %v)", ctx.Err(), err)) //nolint:errorlint // the context's end is the error; the last attempt's is text
 		case <-time.After(backoff):
 		}
 		backoff = max(2*backoff, 25*time.Millisecond)

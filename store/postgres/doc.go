@@ -1,4 +1,4 @@
-// Package postgres is the PostgreSQL store.Store (shared/DESIGN.md §7), on
+// Package postgres is the PostgreSQL store.Store, on
 // github.com/jackc/pgx/v5 and its pgxpool. Several rein processes can share
 // one database: workers divide the ready runs between them with leases
 // taken by ClaimRuns (FOR UPDATE SKIP LOCKED), and every transition is

@@ -207,7 +207,9 @@ func TestCheckRunsIntegrityCheck(t *testing.T) {
 	// Scribble over the middle of page 2 (the first table's root).
 	f, _ := os.OpenFile(path, os.O_RDWR, 0)
 	junk := strings.Repeat("\xff", 2000)
-	f.WriteAt([]byte(junk), 4096+1000)
+	if _, err := f.WriteAt([]byte(junk), 4096+1000); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	r, err = sqlite.Check(context.Background(), path)
 	if err != nil || r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), "integrity_check") {

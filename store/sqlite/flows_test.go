@@ -210,7 +210,7 @@ func TestPruneAndCreateInOneBatchKeepTheFlowText(t *testing.T) {
 		var res store.PruneResult
 		all := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
 		if err := x.prune(all, time.Now().Add(time.Hour), &res); err != nil || res.Runs != 1 {
-			return fmt.Errorf("prune: %+v, %v", res, err)
+			return fmt.Errorf("prune: %+v, %v", res, err) //nolint:errorlint // err may be nil
 		}
 		_, err := insertRun(x, p, trace.RunRunning, flowSHA(text), time.Now())
 		return err

@@ -126,7 +126,7 @@ dbs:
 			}
 		case <-time.After(2 * time.Minute):
 			_ = rep.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: its exit error is the kill
 			t.Fatalf("litestream replicate did not stop within 2 minutes\n%s", logs.tail())
 		}
 	}

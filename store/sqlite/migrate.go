@@ -70,7 +70,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return s.openErr(err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // after Commit: sql.ErrTxDone
 	var have int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
 		return s.openErr(err)

@@ -200,7 +200,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	s.reads = newStmts(s.rdb)
 	if err := s.migrate(ctx); err != nil {
-		s.closeDBs()
+		_ = s.closeDBs() // the error that stopped Open is the one to report
 		return nil, err
 	}
 	s.w = newWriter(s.wdb, o.MaxBatch, s.memory)
@@ -208,7 +208,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if background {
 		cdb, err := sql.Open("sqlite", path+"?"+q.Encode())
 		if err != nil {
-			s.closeDBs()
+			_ = s.closeDBs() // the error that stopped Open is the one to report
 			return nil, s.openErr(err)
 		}
 		cdb.SetMaxOpenConns(1)

@@ -23,7 +23,7 @@ func fillRuns(t *testing.T, s *sqlite.Store, n, size int) {
 	for i := range n {
 		id := fmt.Sprintf("run-%d", i)
 		raw := make([]byte, size*3/4)
-		rand.NewChaCha8([32]byte{byte(i)}).Read(raw) // incompressible
+		_, _ = rand.NewChaCha8([32]byte{byte(i)}).Read(raw) // incompressible
 		out := []byte(`"` + base64.StdEncoding.EncodeToString(raw) + `"`)
 		tx := &store.Transition{RunID: id, Create: &store.CreateRunParams{ID: id, Flow: "f", Status: trace.RunRunning, FlowText: []byte("name: f")},
 			Steps: []*store.Step{{RunID: id, StepID: "a", Type: "tool", Status: trace.StepSucceeded, Attempt: 1, Output: out}},

@@ -177,7 +177,7 @@ func (r *wrows) Next() bool {
 		return false
 	}
 	if err := r.rows.Next(r.vals); err != nil {
-		if err != io.EOF {
+		if !errors.Is(err, io.EOF) {
 			r.err = err
 		}
 		r.Close()

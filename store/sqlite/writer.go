@@ -173,7 +173,7 @@ func (w *writer) withConn(ctx context.Context, fn func(*stmtCache) error) error 
 // (at stop).
 func (w *writer) closeStmts() {
 	if w.c != nil {
-		w.withConn(context.Background(), func(c *stmtCache) error {
+		_ = w.withConn(context.Background(), func(c *stmtCache) error {
 			w.unpin() // before its statement is closed
 			c.close()
 			return nil
@@ -242,7 +242,7 @@ func (w *writer) queueAndWait(ctx context.Context, o *op) error {
 	w.queue = append(w.queue, o)
 	if w.busy {
 		w.mu.Unlock()
-		if err := <-o.done; err != errLead {
+		if err := <-o.done; !errors.Is(err, errLead) {
 			return err
 		}
 	} else {

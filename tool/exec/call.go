@@ -224,7 +224,7 @@ func (t *Tool) ctxError(ctx, runCtx context.Context, limit time.Duration, limitB
 
 func (t *Tool) cancelled(ctx context.Context) error {
 	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
+	if cause := context.Cause(ctx); cause != nil && cause != err { //nolint:errorlint // identity: a cause other than the plain ctx.Err()
 		return fmt.Errorf("tool %s: call cancelled: %w: %w", t.cfg.Name, err, cause)
 	}
 	return fmt.Errorf("tool %s: call cancelled: %w", t.cfg.Name, err)

@@ -96,7 +96,7 @@ func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	cs, err := s.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fault.BusinessErr(fmt.Errorf("%s: cannot connect: %v%s", s.where(), err, stderr.say()))
+		return nil, fault.BusinessErr(fmt.Errorf("%s: cannot connect: %v%s", s.where(), err, stderr.say())) //nolint:errorlint // the SDK's error is text: the call fails as business
 	}
 	s.mu.Lock()
 	s.session, s.stderr = cs, stderr
@@ -124,7 +124,7 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) error {
 	offered := map[string]bool{}
 	for rt, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return fault.BusinessErr(fmt.Errorf("%s: cannot list its tools: %v", s.where(), err))
+			return fault.BusinessErr(fmt.Errorf("%s: cannot list its tools: %v", s.where(), err)) //nolint:errorlint // the SDK's error is text: the call fails as business
 		}
 		t, err := s.wrap(rt)
 		if err != nil {
@@ -156,10 +156,10 @@ func (s *Server) wrap(rt *sdk.Tool) (tool.Tool, error) {
 	}
 	var err error
 	if spec.InputSchema, err = schemaJSON(rt.InputSchema); err != nil {
-		return nil, fmt.Errorf("%s: tool %s: input schema: %v", s.where(), rt.Name, err)
+		return nil, fmt.Errorf("%s: tool %s: input schema: %w", s.where(), rt.Name, err)
 	}
 	if spec.OutputSchema, err = schemaJSON(rt.OutputSchema); err != nil {
-		return nil, fmt.Errorf("%s: tool %s: output schema: %v", s.where(), rt.Name, err)
+		return nil, fmt.Errorf("%s: tool %s: output schema: %w", s.where(), rt.Name, err)
 	}
 	return &remoteTool{srv: s, remote: rt.Name, spec: spec}, nil
 }

@@ -46,7 +46,7 @@ func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 		return nil, fault.TransientErr(fmt.Errorf("MCP server %s did not answer within %s (rein.yaml mcp: %s timeout:)", t.srv.decl.Name, t.srv.timeout, t.srv.decl.Name))
 	case isGone(err):
 		said := t.srv.lost(cs)
-		return nil, fault.BusinessErr(fmt.Errorf("MCP server %s ended during the call (%v)%s: whether the call took effect is unknown; the next call starts the server again", t.srv.decl.Name, err, said))
+		return nil, fault.BusinessErr(fmt.Errorf("MCP server %s ended during the call (%v)%s: whether the call took effect is unknown; the next call starts the server again", t.srv.decl.Name, err, said)) //nolint:errorlint // the transport's error is text: the call fails as business
 	default:
 		return nil, fault.BusinessErr(fmt.Errorf("MCP server %s refused the call: %w", t.srv.decl.Name, err))
 	}

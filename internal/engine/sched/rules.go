@@ -12,9 +12,9 @@ import (
 	"github.com/reinhq/rein/journal"
 )
 
-// The error-class rules of shared/DESIGN.md §3, the when rule and the run's
-// outcome, as decisions of the machine: they read the flow, the run's id
-// and their arguments only.
+// The error-class rules (docs/ARCHITECTURE.md "Error classes"), the when
+// rule and the run's outcome, as decisions of the machine: they read the
+// flow, the run's id and their arguments only.
 
 // Verdict is what Admit decides for a step about to start.
 type Verdict int

@@ -63,13 +63,13 @@ func TestGetBounded(t *testing.T) {
 	calls := 0
 	prepare := func(json.RawMessage) (*int, error) { calls++; n := calls; return &n, nil }
 	for i := range schemacache.Max + 1 {
-		c.Get(json.RawMessage(fmt.Sprint(i)), prepare)
+		_, _ = c.Get(json.RawMessage(fmt.Sprint(i)), prepare)
 	}
-	c.Get(json.RawMessage("0"), prepare)
+	_, _ = c.Get(json.RawMessage("0"), prepare)
 	if calls != schemacache.Max+1 {
 		t.Errorf("%d calls, want %d: a kept schema is not prepared again", calls, schemacache.Max+1)
 	}
-	c.Get(json.RawMessage(fmt.Sprint(schemacache.Max)), prepare)
+	_, _ = c.Get(json.RawMessage(fmt.Sprint(schemacache.Max)), prepare)
 	if calls != schemacache.Max+2 {
 		t.Errorf("%d calls, want %d: past the bound a schema is prepared every time", calls, schemacache.Max+2)
 	}

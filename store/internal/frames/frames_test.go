@@ -82,11 +82,13 @@ func TestFramesRoundTrip(t *testing.T) {
 	}
 	// a record naming another step than its frame is damage
 	bad := AppendStep(nil, "a", []byte(`{"step_id":"b","status":"running"}`), nil, nil, nil)
-	EachStepFrame("r", bad, func(sf *journal.StoredStep) {
+	if err := EachStepFrame("r", bad, func(sf *journal.StoredStep) {
 		if _, _, err := journal.DecodeStep("r", sf); err == nil {
 			t.Error("mismatched step record decoded")
 		}
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Every field of an event and of a step, set, comes back through the
@@ -142,10 +144,12 @@ func TestReplaceStep(t *testing.T) {
 		t.Fatalf("ReplaceStep = %v, %v", hit, err)
 	}
 	var got []string
-	EachStepFrame("r", out, func(sf *journal.StoredStep) {
+	if err := EachStepFrame("r", out, func(sf *journal.StoredStep) {
 		_, rec, err := journal.DecodeStep("r", sf)
 		got = append(got, fmt.Sprintf("%s %s %v", sf.StepID, rec.Status, err != nil))
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if want := []string{"a  true", "b running false", "a  true"}; !slices.Equal(got, want) {
 		t.Errorf("after ReplaceStep: %q, want %q", got, want)
 	}
