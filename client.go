@@ -3,7 +3,8 @@ package rein
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/reinhq/rein/fault"
@@ -14,8 +15,6 @@ import (
 	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/postgres"
-	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -66,6 +65,12 @@ type Client struct {
 	load   project.LoadOptions
 	cfg    engine.Config
 	reader *runs.Reader // nil for a client without a durable store
+
+	// busy holds the runs one of the client's operations is advancing:
+	// its operations share one lease owner, so the lease alone would let
+	// two of them advance one run at once.
+	busyMu sync.Mutex
+	busy   map[string]bool
 }
 
 // Open returns a Client of cfg, opening Config.DB when Config.Store is
@@ -73,7 +78,7 @@ type Client struct {
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{st: cfg.Store}
 	if c.st == nil && cfg.DB != "" {
-		st, err := openStore(ctx, cfg.DB)
+		st, err := store.Open(ctx, cfg.DB)
 		if err != nil {
 			return nil, err
 		}
@@ -152,6 +157,28 @@ func nonNil(sinks ...trace.Sink) []trace.Sink {
 	return out
 }
 
+// hold marks run id as advanced by one of c's operations until release is
+// called. While it is held, another operation of c that would advance the
+// run is a conflict (HintHeldByAnotherProcess, naming c's owner), as the
+// run's lease makes it for another process.
+func (c *Client) hold(id string) (release func(), err error) {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	if c.busy[id] {
+		return nil, fault.Hinted(fault.Conflict, fault.Hint{Code: fault.HintHeldByAnotherProcess, RunID: id, Owner: c.cfg.Owner},
+			fmt.Errorf("run %s is being advanced by this process (%s) already: wait for it to finish or to wait: %w", id, c.cfg.Owner, store.ErrConflict))
+	}
+	if c.busy == nil {
+		c.busy = map[string]bool{}
+	}
+	c.busy[id] = true
+	return func() {
+		c.busyMu.Lock()
+		delete(c.busy, id)
+		c.busyMu.Unlock()
+	}, nil
+}
+
 // durable fails when the client keeps no store: op needs one.
 func (c *Client) durable(op string) error {
 	if c.reader == nil {
@@ -167,17 +194,4 @@ func checkProject(p *project.Project) error {
 		return errNoProject
 	}
 	return nil
-}
-
-// openStore opens the store a DSN names. TEMPORARY until store.Open lands.
-func openStore(ctx context.Context, dsn string) (store.Store, error) {
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return postgres.Open(ctx, dsn, nil)
-	}
-	path, opts, err := sqlite.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, path, opts)
 }

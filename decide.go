@@ -217,6 +217,11 @@ func (c *Client) Remediate(ctx context.Context, ref, premise string, opts *Remed
 			return nil, err
 		}
 	}
+	release, err := c.hold(run.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res, err := c.engine(p).Remediate(ctx, p.Flow, run.ID, premise, im.Plan())
 	if err != nil {
 		if fault.ClassOf(err) == fault.Conflict {

@@ -2,15 +2,12 @@ package rein_test
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/postgres"
-	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -42,17 +39,8 @@ func resumeWith(ctx context.Context, cfg *engine.Config, p *project.Project, id 
 	return out.Result, nil
 }
 
-// openStore opens the store dsn names.
-func openStore(ctx context.Context, dsn string) (store.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return postgres.Open(ctx, dsn, nil)
-	}
-	path, opts, err := sqlite.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, path, opts)
-}
+// openStore opens the store dsn names (drivers_test.go registers them).
+func openStore(ctx context.Context, dsn string) (store.Store, error) { return store.Open(ctx, dsn) }
 
 // workOpts are the settings of a worker in these tests: the Client's and
 // the worker's in one.

@@ -126,6 +126,11 @@ func (c *Client) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*
 }
 
 func (c *Client) resume(ctx context.Context, id string, opts *ResumeOptions) (out *Outcome, err error) {
+	release, err := c.hold(id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	p := (*project.Project)(nil)
 	if opts != nil {
 		p = opts.Project
@@ -217,6 +222,11 @@ func (c *Client) Cancel(ctx context.Context, ref, reason string) (*store.Run, er
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to cancel")
 	}
+	release, err := c.hold(run.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := engine.New(c.cfg).Cancel(ctx, run.ID, reason); err != nil {
 		// the run may have settled, or been taken, since it was read.
 		held, gerr := c.st.GetRun(ctx, run.ID)

@@ -266,3 +266,47 @@ func TestRunsShowListPrune(t *testing.T) {
 	_, err = c.Runs().Show(ctx, "r2")
 	wantErr(t, "show a pruned run", err, fault.NotFound, fault.HintNoRun)
 }
+
+// A Client's operations share one lease owner, so the client itself keeps
+// two of them from advancing one run at once: concurrent resumes of a run
+// either advance it once or meet a conflict that names the holder, and the
+// journal and the step rows never disagree.
+func TestClientAdvancesARunOnceAtATime(t *testing.T) {
+	t.Parallel()
+	fx := newRunsFixture(t)
+	fx.start("r1")
+	c := fx.runs(true)
+	if _, err := c.Decide(fx.ctx, "r1", "review", rein.Decision{Status: store.ApprovalApproved, By: "ann"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Resume(fx.ctx, "r1", nil)
+			errs <- err
+		}()
+	}
+	ok := 0
+	for range n {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case fault.HintOf(err).Code == fault.HintHeldByAnotherProcess && errors.Is(err, store.ErrConflict):
+		default:
+			t.Errorf("a concurrent resume: %v", err)
+		}
+	}
+	if ok == 0 {
+		t.Fatal("no resume went through")
+	}
+	v, err := c.Runs().Show(fx.ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ship waits for its own approval: the run went on once, to there.
+	if v.Run.Status != trace.RunWaiting || len(v.Pending()) != 1 || v.Pending()[0].StepID != "ship" {
+		t.Fatalf("run %s, pending %+v: want it waiting on ship", v.Run.Status, v.Pending())
+	}
+}

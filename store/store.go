@@ -17,8 +17,10 @@
 // behind gets ErrConflict instead of overwriting a newer state.
 //
 // Backends: store/sqlite (embedded default, modernc.org/sqlite) and
-// store/postgres (pgx). Ephemeral keeps nothing. store/storetest is the
-// conformance suite every backend passes.
+// store/postgres (pgx). Each registers itself with Register when its
+// package is imported, and Open picks one by the DSN (SchemeOf), so this
+// package links no database driver. Ephemeral keeps nothing.
+// store/storetest is the conformance suite every backend passes.
 //
 // Every backend maps its own errors to ErrNotFound, ErrConflict and
 // ErrDamaged, so callers test with errors.Is.

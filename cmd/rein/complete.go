@@ -75,7 +75,7 @@ func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]co
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	db, err := openStore(ctx, dsn)
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return nil, none
 	}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/postgres"
-	"github.com/reinhq/rein/store/sqlite"
 )
 
 // defaultDB is where rein keeps runs when neither --db nor REIN_DB says
@@ -31,21 +29,6 @@ func dbFromEnv(flagValue string) string {
 		return v
 	}
 	return defaultDB
-}
-
-// openStore opens the store a DSN names. TEMPORARY until store.Open lands.
-func openStore(ctx context.Context, dsn string) (store.Store, error) {
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return postgres.Open(ctx, dsn, nil)
-	case dsn == "":
-		return nil, fmt.Errorf("open store: empty DSN: pass a SQLite file, :memory: or a postgres:// URL")
-	}
-	path, opts, err := sqlite.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, path, opts)
 }
 
 // dbFlag is the --db flag of every command that reads or writes runs.
@@ -67,7 +50,7 @@ func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 // a damaged store exit 6.
 func (d *dbFlag) open(ctx context.Context) (store.Store, string, error) {
 	dsn := dbFromEnv(d.dsn)
-	st, err := openStore(ctx, dsn)
+	st, err := store.Open(ctx, dsn)
 	if errors.Is(err, store.ErrDamaged) {
 		return nil, dsn, &exitError{code: exitDamaged, err: fmt.Errorf("--db %s: %w (rein runs check --db %s lists what is wrong)", redactDSN(dsn), err, shellQuote(redactDSN(dsn)))}
 	}

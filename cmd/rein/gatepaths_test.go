@@ -304,7 +304,7 @@ func runGateFlow(t *testing.T, fx *gateFixture) gateSeen {
 	events := &gateEvents{}
 	cfg := rein.Config{Sink: events}
 	if fx.mode.durable {
-		st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
+		st, err := store.Open(ctx, filepath.Join(fx.dir, "rein.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func runGateSaga(t *testing.T, fx *gateFixture) gateSeen {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
+	st, err := store.Open(ctx, filepath.Join(fx.dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func (*gateRecorder) Called(invoke.Record) {}
 // step's output from the adapter (package bridge).
 func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 	ctx := context.Background()
-	st, err := openStore(ctx, filepath.Join(fx.dir, "rein.db"))
+	st, err := store.Open(ctx, filepath.Join(fx.dir, "rein.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gate
 		}
 		seen.decisions = loggedDecisions(m.stop(), "rein mcp")
 		if task != "" {
-			st, err := openStore(context.Background(), db)
+			st, err := store.Open(context.Background(), db)
 			if err != nil {
 				t.Fatal(err)
 			}

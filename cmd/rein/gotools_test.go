@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -37,7 +38,7 @@ steps:
 	tools := []tool.Tool{tool.Typed(tool.Spec{Name: "greet", Effect: tool.EffectNone},
 		func(_ context.Context, v in) (out, error) { return out{Hello: v.Name}, nil })}
 	db := filepath.Join(dir, "rein.db")
-	st, err := openStore(ctx, db)
+	st, err := store.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

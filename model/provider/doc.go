@@ -9,8 +9,14 @@
 //	  gateway:   {provider: openai, model: gpt-4o-mini, base_url: https://llm.example.com/v1, api_key_env: GATEWAY_KEY}
 //
 // and ParseRef reads the `provider/model` form of `--model` and of a
-// step's `model:`. Open builds the adapter: model/openai for openai,
-// deepseek, ollama, vllm and lmstudio, model/anthropic for anthropic.
+// step's `model:`. Open builds the Model with the adapter registered for
+// the preset's wire API: model/openai for openai, deepseek, ollama, vllm
+// and lmstudio, model/anthropic for anthropic. Each adapter registers
+// itself (Register) when its package is imported, so this package links
+// no provider SDK; a program imports the adapters it uses, and Open's
+// error for a missing one names the import:
+//
+//	import _ "github.com/reinhq/rein/model/openai"
 //
 // Presets give each provider name its base URL, key variable and
 // structured-output mode:

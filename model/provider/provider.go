@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/model"
-	"github.com/reinhq/rein/model/anthropic"
-	"github.com/reinhq/rein/model/openai"
 )
 
 // Spec is one configured model: a rein.yaml `models:` entry, or what
@@ -59,8 +57,8 @@ type Preset struct {
 }
 
 var presets = map[string]Preset{
-	"openai":    {Name: "openai", API: "openai", BaseURL: openai.DefaultBaseURL, KeyEnv: "OPENAI_API_KEY", KeyRequired: true},
-	"anthropic": {Name: "anthropic", API: "anthropic", BaseURL: anthropic.DefaultBaseURL, KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
+	"openai":    {Name: "openai", API: "openai", BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", KeyRequired: true},
+	"anthropic": {Name: "anthropic", API: "anthropic", BaseURL: "https://api.anthropic.com", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
 	"deepseek":  {Name: "deepseek", API: "openai", BaseURL: "https://api.deepseek.com", KeyEnv: "DEEPSEEK_API_KEY", KeyRequired: true, Structured: "json_object"},
 	"ollama":    {Name: "ollama", API: "openai", BaseURL: "http://localhost:11434/v1", Structured: "json_schema"},
 	"vllm":      {Name: "vllm", API: "openai", BaseURL: "http://localhost:8000/v1", KeyEnv: "VLLM_API_KEY", Structured: "json_schema"},
@@ -126,9 +124,11 @@ func (e *KeyError) Error() string {
 // Open builds the Model spec describes. getenv reads the environment (pass
 // os.Getenv; tests pass a map's lookup); it is asked only for the key
 // variable. Open fails, saying what to set, when the provider is unknown,
-// the model is missing, or the key variable is empty where a key is needed
-// (always for hosted providers; for local ones only when the spec names a
-// variable itself: a *KeyError). Open makes no network call.
+// the model is missing, the adapter of the preset's API is not in the
+// program (an error wrapping ErrNoAdapter that names the package to
+// import), or the key variable is empty where a key is needed (always for
+// hosted providers; for local ones only when the spec names a variable
+// itself: a *KeyError). Open makes no network call.
 func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	p, ok := Lookup(spec.Provider)
 	if !ok {
@@ -152,6 +152,9 @@ func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	if baseURL == "" {
 		baseURL = p.BaseURL
 	}
+	if err := hasAdapter(p, spec.Model); err != nil {
+		return nil, err
+	}
 	keyEnv, required := spec.APIKeyEnv, p.KeyRequired || spec.APIKeyEnv != ""
 	if keyEnv == "" {
 		keyEnv = p.KeyEnv
@@ -163,23 +166,15 @@ func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	if key == "" && required {
 		return nil, &KeyError{Provider: p.Name, Model: spec.Model, Env: keyEnv}
 	}
-	timeout := time.Duration(spec.Timeout)
-	switch p.API {
-	case "anthropic":
-		return anthropic.New(anthropic.Config{
-			BaseURL: baseURL, APIKey: key, APIKeyEnv: keyEnv, Model: spec.Model,
-			MaxTokens: spec.MaxTokens, Timeout: timeout,
-		})
-	default:
-		structured := spec.Structured
-		if structured == "" {
-			structured = p.Structured
-		}
-		return openai.New(openai.Config{
-			BaseURL: baseURL, APIKey: key, APIKeyEnv: keyEnv, Model: spec.Model,
-			MaxTokens: spec.MaxTokens, Timeout: timeout, Structured: openai.Structured(structured),
-		})
+	structured := spec.Structured
+	if structured == "" {
+		structured = p.Structured
 	}
+	return build(Config{
+		Provider: p.Name, API: p.API, Model: spec.Model, BaseURL: baseURL,
+		APIKey: key, APIKeyEnv: keyEnv, MaxTokens: spec.MaxTokens,
+		Timeout: time.Duration(spec.Timeout), Structured: structured,
+	})
 }
 
 func example(p Preset) string {

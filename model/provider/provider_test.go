@@ -176,3 +176,14 @@ func TestOpenUsesTheKeyFromTheEnvironment(t *testing.T) {
 		t.Errorf("401: %v, want a business error naming TEAM_OPENAI_KEY without the key", err)
 	}
 }
+
+// The presets' base URLs are the adapters' defaults, written out so that
+// this package links no adapter.
+func TestPresetBaseURLsAreTheAdapters(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{"openai": openai.DefaultBaseURL, "anthropic": anthropic.DefaultBaseURL} {
+		if p, _ := provider.Lookup(name); p.BaseURL != want {
+			t.Errorf("preset %s: base URL %q, want the adapter's %q", name, p.BaseURL, want)
+		}
+	}
+}

@@ -19,4 +19,9 @@
 // rein.yaml policy:, joined with the flow's policy:), each decision
 // journaled in the task as a gate_decision event. An adapter cannot wait
 // for a person: a require_approval refuses it.
+//
+// prepare_delivery writes one file per format of package delivery
+// (deliverables.json, .md, .csv and run.mmd); the spreadsheet,
+// deliverables.xlsx, is added by importing delivery/xlsx, so a program
+// that does not want it does not link excelize.
 package workflowtool

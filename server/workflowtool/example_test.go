@@ -111,8 +111,10 @@ func driveProcess(t *testing.T, st store.Store) {
 		t.Fatalf("delivery = %+v", d)
 	}
 	var names []string
+	paths := map[string]string{}
 	for _, f := range d.Files {
 		names = append(names, f.Name)
+		paths[f.Name] = f.Path
 		raw, err := os.ReadFile(f.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -122,18 +124,18 @@ func driveProcess(t *testing.T, st store.Store) {
 			t.Errorf("%s: sha256 differs from the answer's", f.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"deliverables.json", "deliverables.md", "deliverables.csv", "deliverables.xlsx", "run.mmd"}) {
+	if !slices.Equal(names, []string{"deliverables.csv", "deliverables.json", "deliverables.md", "deliverables.xlsx", "run.mmd"}) {
 		t.Errorf("files = %v", names)
 	}
-	csv, _ := os.ReadFile(d.Files[2].Path)
+	csv, _ := os.ReadFile(paths["deliverables.csv"])
 	if !strings.Contains(string(csv), "assign,/assignments/1/item,bracket\n") {
 		t.Errorf("csv:\n%s", csv)
 	}
-	mmd, _ := os.ReadFile(d.Files[4].Path)
+	mmd, _ := os.ReadFile(paths["run.mmd"])
 	if !strings.Contains(string(mmd), "class s2_assign run_succeeded") {
 		t.Errorf("run.mmd:\n%s", mmd)
 	}
-	x, err := excelize.OpenFile(d.Files[3].Path)
+	x, err := excelize.OpenFile(paths["deliverables.xlsx"])
 	if err != nil {
 		t.Fatal(err)
 	}

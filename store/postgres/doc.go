@@ -16,7 +16,8 @@
 // pool_min_conns, pool_max_conn_lifetime, …), and any other parameter is
 // sent to the server as a run-time setting (search_path=rein, for one).
 // Options.Schema puts rein's tables in a schema of their own. Errors never
-// repeat the password.
+// repeat the password. Importing the package registers both forms (and
+// postgresql://) with store.Open.
 //
 // # Schema and migrations
 //

@@ -1,7 +1,9 @@
 // Package sqlite is the embedded default backend of store.Store, on
 // modernc.org/sqlite (pure Go, no cgo). `rein run` uses ./.rein/rein.db
 // unless --db or REIN_DB says otherwise; ":memory:" is a throwaway
-// database that lives until Close.
+// database that lives until Close. Importing the package registers it with
+// store.Open for file paths, ":memory:", "file:…" and "sqlite:…" DSNs
+// (ParseDSN).
 //
 // The database runs in WAL mode with a busy timeout and foreign keys on.
 // Its schema is migrated on Open from numbered SQL files embedded in the

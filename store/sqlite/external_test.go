@@ -78,6 +78,17 @@ func TestParseDSN(t *testing.T) {
 		{dsn: "runs.db?checkpoint=never", err: `Options.Checkpoint "never": want auto or external`},
 		{dsn: "runs.db?mode=ro", err: `unknown parameter "mode": want checkpoint=auto|external or synchronous=normal|full`},
 		{dsn: "runs.db?checkpoint=%zz", err: `query "checkpoint=%zz"`},
+		{dsn: "file:runs.db", path: "runs.db"},
+		{dsn: "FILE:dir/runs.db?synchronous=full", path: "dir/runs.db", want: &Options{Synchronous: "full"}},
+		{dsn: "file:///var/lib/rein/my%20runs.db", path: "/var/lib/rein/my runs.db"},
+		{dsn: "file://localhost/var/lib/rein/rein.db", path: "/var/lib/rein/rein.db"},
+		{dsn: "sqlite:runs.db?checkpoint=external", path: "runs.db", want: &Options{Checkpoint: CheckpointExternal}},
+		{dsn: "sqlite:///tmp/runs.db", path: "/tmp/runs.db"},
+		{dsn: "sqlite::memory:", path: ":memory:"},
+		{dsn: "runs%20.db", path: "runs%20.db"},
+		{dsn: "file://db.example.com/runs.db", err: `host "db.example.com": a SQLite DSN names a file of this host`},
+		{dsn: "file:", err: "no path after the scheme"},
+		{dsn: "file:runs%zz.db", err: `path "runs%zz.db"`},
 	} {
 		path, opts, err := ParseDSN(c.dsn)
 		switch {

@@ -1,35 +1,47 @@
-package workflowtool
+// Package xlsx renders a workflow task's deliverables as a spreadsheet,
+// deliverables.xlsx, with excelize. Importing the package registers the
+// format with server/workflowtool/delivery, so every delivery prepared
+// from then on has it; it is the one package of rein that links excelize
+// (cmd/rein imports it).
+package xlsx
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/reinhq/rein/server/workflowtool/delivery"
 )
 
-// renderXLSX writes a workbook: a summary sheet (the task and every
+// Name is the file Render writes in a delivery folder.
+const Name = "deliverables.xlsx"
+
+func init() { delivery.Register(delivery.Format{Name: Name, Render: Render}) }
+
+// Render writes a workbook: a summary sheet (the task and every
 // deliverable artifact) and one sheet per deliverable. A deliverable that
 // is a list of objects (or an object holding one) becomes a table with a
 // column per key; anything else is listed as pointer and value.
-func renderXLSX(b *bytes.Buffer, t *task, arts []Artifact) error {
+func Render(w io.Writer, t *delivery.Task) error {
 	x := excelize.NewFile()
 	defer x.Close()
 	const summary = "summary"
 	if err := x.SetSheetName("Sheet1", summary); err != nil {
 		return err
 	}
-	rows := [][]any{{"task_id", t.run.ID}, {"workflow", t.run.Flow}, {"status", string(t.run.Status)}, {},
+	rows := [][]any{{"task_id", t.ID}, {"workflow", t.Workflow}, {"status", string(t.Status)}, {},
 		{"step_id", "producer", "attempt", "sha256"}}
-	for _, a := range arts {
+	for _, a := range t.Deliverables {
 		rows = append(rows, []any{a.StepID, a.Producer, a.Attempt, a.SHA256})
 	}
 	if err := setRows(x, summary, rows); err != nil {
 		return err
 	}
-	for i, a := range arts {
+	for i, a := range t.Deliverables {
 		var v any
 		if err := json.Unmarshal(a.Output, &v); err != nil {
 			return err
@@ -42,7 +54,7 @@ func renderXLSX(b *bytes.Buffer, t *task, arts []Artifact) error {
 			return err
 		}
 	}
-	return x.Write(b)
+	return x.Write(w)
 }
 
 // sheetName is a valid, unique sheet name for the i-th deliverable
@@ -116,7 +128,7 @@ func table(v any) [][]any {
 		return rows
 	}
 	rows := [][]any{{"pointer", "value"}}
-	for _, l := range leaves(v, "") {
+	for _, l := range delivery.Leaves(v) {
 		rows = append(rows, []any{l[0], l[1]})
 	}
 	return rows
@@ -145,5 +157,3 @@ func cellValue(v any) any {
 	raw, _ := json.Marshal(v)
 	return string(raw)
 }
-
-func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
