@@ -19,8 +19,6 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-var toolActions = []string{"start", "submit", "submit_from_source", "prepare_delivery", "status", "cancel"}
-
 func newToolCmd(s *streams) *cobra.Command {
 	var db dbFlag
 	var req workflowtool.Request
@@ -48,8 +46,8 @@ then retry).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Action = args[1]
-			if !slices.Contains(toolActions, req.Action) {
-				return usageErr("unknown action %q: use %s", req.Action, strings.Join(toolActions, ", "))
+			if actions := workflowtool.Actions(); !slices.Contains(actions, req.Action) {
+				return usageErr("unknown action %q: use %s", req.Action, strings.Join(actions, ", "))
 			}
 			var err error
 			if req.Input, err = jsonArg("--input-json", input); err != nil {
@@ -63,8 +61,8 @@ then retry).`,
 				return err
 			}
 			defer closeStore(s, st)
-			load := &project.LoadOptions{}
-			serveWorkflows(load, st) // the workflow tools the flow's agents declare
+			// The workflow tools the flow's agents declare drive tasks of st too.
+			load := &project.LoadOptions{Workflow: workflowtool.AgentTools(st, false)}
 			w, err := workflowtool.New(args[0], &workflowtool.Options{Store: st, DeliveryDir: deliveries, Load: load})
 			if err != nil {
 				return usageErr("%s: %v", args[0], err)
