@@ -11,6 +11,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/server/mcp"
 )
 
 func newPolicyCmd(s *streams) *cobra.Command {
@@ -91,28 +92,19 @@ func orDash(s string) string {
 	return s
 }
 
-// gateLog writes the gate's decisions other than allow to w, one line
-// each ("<cmd>: policy gate: <verdict> on tool <tool> (call <key>) by rule
-// <rule>: <reason>"), for commands whose calls have no run to journal
-// them in (rein mcp, rein plan run); the caller gets the refusal as the
-// call's error too. hide, when set, hides secrets in the line.
+// gateLog is rein plan run's gate log (plan.go): mcp.GateLog, which
+// rein mcp's server writes too, under the name plan.go calls. TEMPORARY:
+// once plan.go passes &mcp.GateLog{W: s.err, Prefix: "rein plan run"},
+// this type and policy.go's import of internal/invoke go.
 type gateLog struct {
-	w    io.Writer
-	cmd  string
-	hide func(string) string
+	w   io.Writer
+	cmd string
 }
 
 var _ invoke.Recorder = gateLog{}
 
 func (l gateLog) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
-	if d.Verdict == safety.Allow || d.Verdict == "" {
-		return
-	}
-	line := fmt.Sprintf("%s: policy gate: %s on tool %s (call %s) by rule %s: %s", l.cmd, d.Verdict, inv.Tool.Name, at.Key(), d.Rule, d.Reason)
-	if l.hide != nil {
-		line = l.hide(line)
-	}
-	fmt.Fprintln(l.w, line)
+	(&mcp.GateLog{W: l.w, Prefix: l.cmd}).GateDecided(at, inv, d)
 }
 
 func (gateLog) Called(invoke.Record) {}

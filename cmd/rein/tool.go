@@ -16,6 +16,8 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/server/workflowtool"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -170,4 +172,21 @@ func newRunsArtifactsCmd(s *streams) *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// workflowTools makes the workflow tool of each folder of paths over st,
+// its flow loaded with load (agent.go's agentWorkflow, validate.go's
+// checkWorkflow give one path). An error names the folder: "workflow tool
+// of PATH: …". What rein mcp serves is server/mcp's, which also refuses
+// two flows of one name.
+func workflowTools(paths []string, st store.Store, load *project.LoadOptions) ([]tool.Tool, error) {
+	out := make([]tool.Tool, 0, len(paths))
+	for _, path := range paths {
+		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, Load: load})
+		if err != nil {
+			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
+		}
+		out = append(out, w.Tool())
+	}
+	return out, nil
 }
