@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,26 +111,5 @@ func TestMCPStdioMalformed(t *testing.T) {
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("rein mcp exited with %v after its stdin closed, want 0", err)
-	}
-}
-
-func TestMCPFlowFolders(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, sub := range []string{"b", "a", "notes"} {
-		os.MkdirAll(filepath.Join(dir, sub), 0o755)
-	}
-	for _, sub := range []string{"a", "b"} {
-		os.WriteFile(filepath.Join(dir, sub, "flow.yaml"), []byte("name: x\nsteps: []\n"), 0o644)
-	}
-	got, err := flowFolders(dir)
-	if err != nil || len(got) != 2 || got[0] != filepath.Join(dir, "a") || got[1] != filepath.Join(dir, "b") {
-		t.Errorf("folder of flows: %v, %v", got, err)
-	}
-	if got, err := flowFolders(filepath.Join(dir, "a")); err != nil || len(got) != 1 {
-		t.Errorf("flow folder: %v, %v", got, err)
-	}
-	if _, err := flowFolders(filepath.Join(dir, "notes")); err == nil || !strings.Contains(err.Error(), "holds no flow.yaml, and none of its folders does") {
-		t.Errorf("empty folder: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/server/mcp"
 )
 
 // planFlags are the flags of rein plan validate and rein plan run.
@@ -292,7 +293,7 @@ func (f *planFlags) run(ctx context.Context, s *streams, path string) error {
 		Catalog:     pc.cat,
 		Tools:       pc.tb.Tools,
 		Gate:        gate,
-		Recorder:    gateLog{w: s.err, cmd: "rein plan run"},
+		Recorder:    &mcp.GateLog{W: s.err, Prefix: "rein plan run"},
 		MaxExecuted: max(f.maxSteps, plan.DefaultMaxExecuted),
 		OnEvent:     prog.event,
 	})

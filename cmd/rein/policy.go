@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/flow"
-	"github.com/reinhq/rein/internal/invoke"
-	"github.com/reinhq/rein/safety"
 )
 
 func newPolicyCmd(s *streams) *cobra.Command {
@@ -90,29 +87,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-// gateLog writes the gate's decisions other than allow to w, one line
-// each ("<cmd>: policy gate: <verdict> on tool <tool> (call <key>) by rule
-// <rule>: <reason>"), for commands whose calls have no run to journal
-// them in (rein mcp, rein plan run); the caller gets the refusal as the
-// call's error too. hide, when set, hides secrets in the line.
-type gateLog struct {
-	w    io.Writer
-	cmd  string
-	hide func(string) string
-}
-
-var _ invoke.Recorder = gateLog{}
-
-func (l gateLog) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
-	if d.Verdict == safety.Allow || d.Verdict == "" {
-		return
-	}
-	line := fmt.Sprintf("%s: policy gate: %s on tool %s (call %s) by rule %s: %s", l.cmd, d.Verdict, inv.Tool.Name, at.Key(), d.Rule, d.Reason)
-	if l.hide != nil {
-		line = l.hide(line)
-	}
-	fmt.Fprintln(l.w, line)
-}
-
-func (gateLog) Called(invoke.Record) {}

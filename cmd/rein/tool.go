@@ -16,10 +16,10 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/server/workflowtool"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
-
-var toolActions = []string{"start", "submit", "submit_from_source", "prepare_delivery", "status", "cancel"}
 
 func newToolCmd(s *streams) *cobra.Command {
 	var db dbFlag
@@ -48,8 +48,8 @@ then retry).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Action = args[1]
-			if !slices.Contains(toolActions, req.Action) {
-				return usageErr("unknown action %q: use %s", req.Action, strings.Join(toolActions, ", "))
+			if actions := workflowtool.Actions(); !slices.Contains(actions, req.Action) {
+				return usageErr("unknown action %q: use %s", req.Action, strings.Join(actions, ", "))
 			}
 			var err error
 			if req.Input, err = jsonArg("--input-json", input); err != nil {
@@ -63,8 +63,8 @@ then retry).`,
 				return err
 			}
 			defer closeStore(s, st)
-			load := &project.LoadOptions{}
-			serveWorkflows(load, st) // the workflow tools the flow's agents declare
+			// The workflow tools the flow's agents declare drive tasks of st too.
+			load := &project.LoadOptions{Workflow: workflowtool.AgentTools(st, false)}
 			w, err := workflowtool.New(args[0], &workflowtool.Options{Store: st, DeliveryDir: deliveries, Load: load})
 			if err != nil {
 				return usageErr("%s: %v", args[0], err)
@@ -172,4 +172,21 @@ func newRunsArtifactsCmd(s *streams) *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// workflowTools makes the workflow tool of each folder of paths over st,
+// its flow loaded with load (agent.go's agentWorkflow, validate.go's
+// checkWorkflow give one path). An error names the folder: "workflow tool
+// of PATH: …". What rein mcp serves is server/mcp's, which also refuses
+// two flows of one name.
+func workflowTools(paths []string, st store.Store, load *project.LoadOptions) ([]tool.Tool, error) {
+	out := make([]tool.Tool, 0, len(paths))
+	for _, path := range paths {
+		w, err := workflowtool.New(path, &workflowtool.Options{Store: st, Load: load})
+		if err != nil {
+			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
+		}
+		out = append(out, w.Tool())
+	}
+	return out, nil
 }

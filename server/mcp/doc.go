@@ -1,20 +1,38 @@
-// Package mcp serves rein tools over the Model Context Protocol
-// (github.com/modelcontextprotocol/go-sdk): on stdio (`rein mcp DIR…`) and
-// as a streamable-HTTP handler (mounted at /mcp by the HTTP server), so any
-// MCP-capable agent host can call them. Package tool/mcp is the other
-// direction: tools of external MCP servers named in rein.yaml mcp:.
+// Package mcp is the MCP server of a rein Client
+// (github.com/modelcontextprotocol/go-sdk): it serves flow folders' tools
+// on stdio (ServeStdio: `rein mcp DIR…`) and as a streamable-HTTP handler
+// (Handler), so any MCP-capable agent host can call them. Package tool/mcp
+// is the other direction: tools of external MCP servers named in
+// rein.yaml mcp:.
+//
+//	c, err := rein.Open(ctx, rein.Config{DB: "runs.db"})
+//	srv, err := mcp.New(ctx, c, &mcp.Options{Dirs: []string{"flows"}, Log: os.Stderr})
+//	defer srv.Close()
+//	err = srv.ServeStdio(ctx, os.Stdin, os.Stdout) // or mount srv.Handler() at /mcp
+//
+// New loads the folders and serves: one workflow tool per flow
+// (<name>_workflow, package workflowtool), its tasks runs of the Client's
+// store; every tool the flows can call; the workflow tools their agents
+// declare; Options.Tools; and the read-only runs_list and runs_show over
+// the Client's runs.
 //
 // Every tool is served with its name, description and input schema. A call
-// goes through the one invocation pipeline (package invoke: args schema,
-// gate, idempotency key, call, output schema, call record); it is never a
-// bare tool.Tool.Call. The client is a model's host, so every leaf of a
-// call's arguments has provenance inferred (safety.Inferred): rules on
-// provenance, like the default inferred-drives-effect, hold for them.
-// The answer, a JSON value, is the MCP result's structured content and,
-// encoded, its text. A failed call is an MCP tool
-// error (IsError) whose structured content and text are the same JSON
-// object: the error's own JSON when it implements json.Marshaler (the
-// workflow tools' {error_type, message, pointer, retryable}), otherwise
-// {error_type, message, retryable} built from its fault class. Requests
-// that are not valid JSON-RPC get protocol errors from the SDK.
+// goes through the one invocation pipeline (args schema, gate, idempotency
+// key "mcp[:session]/<tool>/<n>", call, output schema); it is never a bare
+// tool.Tool.Call. The gate of a tool is that of each folder that offers it
+// (its rein.yaml policy: joined with the flow's policy:), after
+// Options.Gate; a decision other than allow is written to Options.Log
+// (GateLog), having no run to be journaled in. The client is a model's
+// host, so every leaf of a call's arguments has provenance inferred
+// (safety.Inferred): rules on provenance, like the default
+// inferred-drives-effect, hold for them; a workflow tool's action is
+// decided by the rules that name it, its task's steps with their own
+// provenance. The answer, a JSON value, is the MCP result's structured
+// content and, encoded, its text, with the secrets of every served folder
+// hidden. A failed call is an MCP tool error (IsError) whose structured
+// content and text are the same JSON object: the error's own JSON when it
+// implements json.Marshaler (the workflow tools' {error_type, message,
+// pointer, retryable}), otherwise {error_type, message, retryable} built
+// from its fault class. Requests that are not valid JSON-RPC get protocol
+// errors.
 package mcp

@@ -3,43 +3,27 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sort"
 	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
 )
 
-// Options configure a Server; nil means the defaults.
-type Options struct {
-	// Name and Version describe the server to clients. Name defaults to
-	// "rein".
-	Name, Version string
-	// Pipeline passes every call through the gate and the checks. Nil: a
-	// pipeline with no gate (every call allowed).
-	Pipeline *invoke.Pipeline
-	// Recorder receives the gate's decisions and the call records. Nil:
-	// none are kept.
-	Recorder invoke.Recorder
-	// Provenance says where a call's arguments came from, for the gate's
-	// provenance rules. Nil: every leaf is inferred (safety.Inferred), as
-	// the arguments of an MCP client — a model's host — are.
-	Provenance func(spec *tool.Spec, args any) safety.Provenance
-	// Redact hides secrets in every answer and error (their JSON text)
-	// before it leaves the process; it must not add characters JSON
-	// escapes. Nil: redact.Process().String, the secrets of the
-	// environment.
-	Redact func(string) string
-}
-
-// Server serves a fixed set of tools over MCP. It is safe for concurrent
-// use: one Server may run on stdio and behind any number of HTTP sessions.
+// Server serves a fixed set of tools over MCP: the tools of the flow
+// folders it loaded, Options.Tools, and runs_list/runs_show. It is safe
+// for concurrent use: one Server may run on stdio and behind any number of
+// HTTP sessions at once.
 type Server struct {
 	sdk      *sdk.Server
 	pipeline *invoke.Pipeline
@@ -47,6 +31,27 @@ type Server struct {
 	redact   func(string) string
 	prov     func(*tool.Spec, any) safety.Provenance
 	calls    atomic.Int64
+	names    []string
+	// projects are the folders' projects, closed by Close.
+	projects []*project.Project
+}
+
+// config is what newServer needs beyond the tools: the assembly in New
+// builds it.
+type config struct {
+	name, version string
+	// pipeline passes every call through the gate and the checks.
+	pipeline *invoke.Pipeline
+	// recorder receives the gate's decisions and the call records; nil:
+	// none are kept.
+	recorder invoke.Recorder
+	// prov says where a call's arguments came from; nil: every leaf is
+	// inferred (safety.Inferred), as a model's host's are.
+	prov func(spec *tool.Spec, args any) safety.Provenance
+	// redact hides secrets in every answer and error (their JSON text);
+	// it must not add characters JSON escapes. Nil:
+	// redact.Process().String, the secrets of the environment.
+	redact func(string) string
 }
 
 // served is one tool with its compiled schemas.
@@ -56,24 +61,21 @@ type served struct {
 	input, output invoke.Validator
 }
 
-// New returns a server for tools. It fails on a duplicate or empty name,
-// on a schema that does not compile, and on an input schema that does not
-// describe a JSON object (MCP passes arguments as an object); a tool
-// without an input schema accepts any object.
-func New(tools []tool.Tool, opts *Options) (*Server, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	name := opts.Name
+// newServer returns a server of tools. It fails on a duplicate or empty
+// name, on a schema that does not compile, and on an input schema that
+// does not describe a JSON object (MCP passes arguments as an object); a
+// tool without an input schema accepts any object.
+func newServer(tools []tool.Tool, cfg config) (*Server, error) {
+	name := cfg.name
 	if name == "" {
-		name = "rein"
+		name = DefaultName
 	}
 	s := &Server{
-		sdk:      sdk.NewServer(&sdk.Implementation{Name: name, Version: opts.Version}, nil),
-		pipeline: opts.Pipeline,
-		recorder: opts.Recorder,
-		redact:   opts.Redact,
-		prov:     opts.Provenance,
+		sdk:      sdk.NewServer(&sdk.Implementation{Name: name, Version: cfg.version}, nil),
+		pipeline: cfg.pipeline,
+		recorder: cfg.recorder,
+		redact:   cfg.redact,
+		prov:     cfg.prov,
 	}
 	if s.prov == nil {
 		s.prov = func(_ *tool.Spec, args any) safety.Provenance { return safety.Inferred(args) }
@@ -94,8 +96,10 @@ func New(tools []tool.Tool, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("mcp: tool %q is given twice: every served tool needs its own name", mt.Name)
 		}
 		seen[mt.Name] = true
+		s.names = append(s.names, mt.Name)
 		s.sdk.AddTool(mt, s.handler(sv))
 	}
+	sort.Strings(s.names)
 	return s, nil
 }
 
@@ -179,7 +183,26 @@ func (s *Server) Handler() http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{JSONResponse: true})
 }
 
-// Run serves one session over t until the client disconnects or ctx ends.
+// Run serves one session over t (an SDK transport: sdk.StdioTransport,
+// one end of sdk.NewInMemoryTransports, …) until the client disconnects or
+// ctx ends. On a process's own stdin and stdout, ServeStdio is the better
+// choice: it answers malformed lines instead of ending the session.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.sdk.Run(ctx, t)
+}
+
+// Tools returns the names of the served tools, sorted, as a client lists
+// them; the slice is the caller's.
+func (s *Server) Tools() []string { return slices.Clone(s.names) }
+
+// Close releases what the folders' projects hold (a project loaded with
+// LoadOptions.Record writes its cassette). Call it once the server stopped
+// serving. It does not close the Client.
+func (s *Server) Close() error {
+	var errs []error
+	for _, p := range s.projects {
+		errs = append(errs, p.Close())
+	}
+	s.projects = nil
+	return errors.Join(errs...)
 }

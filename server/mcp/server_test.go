@@ -11,7 +11,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/mcp"
@@ -71,7 +70,7 @@ func newServer(t *testing.T) *mcp.Server {
 }
 
 func newServerErr() (*mcp.Server, error) {
-	return mcp.New(testTools(), &mcp.Options{Pipeline: &invoke.Pipeline{Gate: noDestructive{}}})
+	return mcp.New(context.Background(), nil, &mcp.Options{Tools: testTools(), Gate: noDestructive{}})
 }
 
 func connectInMemory(t *testing.T, s *mcp.Server) *sdk.ClientSession {
@@ -225,7 +224,7 @@ func TestNewRefuses(t *testing.T) {
 		{[]tool.Tool{arr}, `tool arr: its input schema must have "type": "object"`},
 		{append(testTools(), dup), `tool "greet" is given twice`},
 	} {
-		if _, err := mcp.New(c.tools, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := mcp.New(context.Background(), nil, &mcp.Options{Tools: c.tools}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New: err = %v, want %q", err, c.want)
 		}
 	}
@@ -242,7 +241,7 @@ func TestServerRedacts(t *testing.T) {
 	fail := tool.Func(tool.Spec{Name: "fail"}, func(context.Context, any) (any, error) {
 		return nil, errors.New("login with " + secret + " refused")
 	})
-	s, err := mcp.New([]tool.Tool{leak, fail}, &mcp.Options{Redact: redact.New(secret).String})
+	s, err := mcp.New(context.Background(), nil, &mcp.Options{Tools: []tool.Tool{leak, fail}, Redactor: redact.New(secret)})
 	if err != nil {
 		t.Fatal(err)
 	}

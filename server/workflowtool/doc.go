@@ -1,7 +1,8 @@
-// Package workflowtool serves flows to agents as tools: one tool per workflow,
-// `<name>_workflow`, whose actions start a task, submit a step's output,
-// have an adapter produce a source step's output, prepare a delivery, and
-// report status or cancel (docs/ARCHITECTURE.md "The workflow tool").
+// Package workflowtool serves flows to agents as tools: one tool per
+// workflow, `<name>_workflow`, whose actions (Actions) start a task, submit
+// a step's output, have an adapter produce a source step's output, prepare
+// a delivery, and report status or cancel (docs/ARCHITECTURE.md "The workflow tool"). AgentTools makes the workflow
+// tools agents declare (workflow: FOLDER) as their flows load.
 //
 // Every call is stateless: it opens nothing but the store it was given,
 // loads the flow (a started task's pinned flow), acts, and answers. The
@@ -15,7 +16,7 @@
 // id) into its output: Go functions registered with RegisterAdapter, or
 // exec commands of rein.yaml adapters: (the exec-tool protocol). They run
 // through the one invocation pipeline (package invoke), decided by the
-// gate the flow's steps get (rein.Project.CallGate: Options.Run's gate or
+// gate the flow's steps get (project.Project.CallGate: Options.Gate or
 // rein.yaml policy:, joined with the flow's policy:), each decision
 // journaled in the task as a gate_decision event. An adapter cannot wait
 // for a person: a require_approval refuses it.

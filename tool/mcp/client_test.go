@@ -30,7 +30,7 @@ func TestStreamableHTTP(t *testing.T) {
 	busy := tool.Func(tool.Spec{Name: "busy"}, func(context.Context, any) (any, error) {
 		return nil, fault.TransientErr(errors.New("try later"))
 	})
-	srv, err := mcp.New([]tool.Tool{sum, busy}, nil)
+	srv, err := mcp.New(context.Background(), nil, &mcp.Options{Tools: []tool.Tool{sum, busy}})
 	if err != nil {
 		t.Fatal(err)
 	}

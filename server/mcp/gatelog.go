@@ -1,0 +1,53 @@
+package mcp
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/safety"
+)
+
+// GateLog writes a gate's decisions other than allow to W, one line each:
+//
+//	<Prefix>: policy gate: <verdict> on tool <tool> (call <key>) by rule <rule>: <reason>
+//
+// for calls that have no run to journal them in (a served MCP call, rein
+// plan run's); the caller gets the refusal as the call's error too. Hide,
+// when set, hides secrets in each line. A *GateLog is safe for concurrent
+// use: each line is one Write, never interleaved with another.
+type GateLog struct {
+	W      io.Writer
+	Prefix string
+	Hide   func(string) string
+
+	mu sync.Mutex
+}
+
+// Decided writes the line of d, the gate's decision on the call of
+// inv.Tool whose idempotency key is call, unless d allows it.
+func (l *GateLog) Decided(call string, inv *safety.Invocation, d safety.Decision) {
+	if d.Verdict == safety.Allow || d.Verdict == "" {
+		return
+	}
+	line := fmt.Sprintf("%s: policy gate: %s on tool %s (call %s) by rule %s: %s", l.Prefix, d.Verdict, inv.Tool.Name, call, d.Rule, d.Reason)
+	if l.Hide != nil {
+		line = l.Hide(line)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = io.WriteString(l.W, line+"\n")
+}
+
+// GateDecided is Decided at the call's position: with Called, it makes a
+// *GateLog a recorder of rein's invocation pipeline, for rein's own
+// callers of it (the MCP server, rein plan run).
+func (l *GateLog) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
+	l.Decided(at.Key(), inv, d)
+}
+
+// Called keeps nothing: a GateLog logs decisions only.
+func (*GateLog) Called(invoke.Record) {}
+
+var _ invoke.Recorder = (*GateLog)(nil)

@@ -1,0 +1,260 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/server/workflowtool"
+	"github.com/reinhq/rein/tool"
+)
+
+// DefaultName is the name a Server gives clients when Options.Name is
+// empty.
+const DefaultName = "rein"
+
+// Options configure a Server. A nil *Options serves no folder: only
+// runs_list and runs_show, over a Client with a durable store.
+type Options struct {
+	// Dirs are the folders served: each a flow folder (it holds
+	// flow.yaml) or a folder of flow folders (each subfolder that holds
+	// one, in name order). Served: one workflow tool per flow,
+	// <name>_workflow, its tasks runs of the Client's store; every tool
+	// the flows can call (their rein.yaml's, their own tools: and the
+	// tools of the MCP servers their rein.yaml names); and the workflow
+	// tools their agents declare (workflow: FOLDER). A name two folders
+	// give to different tools, or two flows give to their workflow tools,
+	// is an error; a tool two folders share through one rein.yaml is
+	// served once.
+	Dirs []string
+	// Tools are Go tools served besides the folders', decided by Gate
+	// alone.
+	Tools []tool.Tool
+	// Load says how each flow is loaded (project.Load), the flows of the
+	// served workflow tools too: the program's Go tools and models,
+	// Config, Script, Model, Record/Replay, TrustedToolsOnly. Give what
+	// the Client was opened with (rein.Config.Load). When its Workflow is
+	// nil, the workflow tools agents declare are made over the Client's
+	// store (workflowtool.AgentTools). Defaults to what each folder says.
+	Load *project.LoadOptions
+	// Loader loads one flow folder with o (Load, its Workflow set).
+	// Defaults to project.Load; a program wraps it to check its own
+	// settings first, or to report a folder's warnings. New returns its
+	// error as it is.
+	Loader func(path string, o *project.LoadOptions) (*project.Project, error)
+	// Open opens the Client when New is given none. It is called at most
+	// once, when the store is first needed: once every folder loaded, or
+	// as the first workflow tool an agent declares is made. So a folder
+	// that does not load opens no store. New returns its error as it is.
+	// The Server does not close the Client: the caller does, once the
+	// server is done or New failed.
+	Open func(ctx context.Context) (*rein.Client, error)
+	// Gate decides every served call before the policy rules of the
+	// folders that offer the tool (safety.Join: the most severe decision
+	// wins). Defaults to those rules alone; a tool of Tools alone is then
+	// always allowed.
+	Gate safety.Gate
+	// Redactor hides secrets in every answer, error and Log line, besides
+	// what each folder's project hides (the environment's secrets and its
+	// rein.yaml secrets:). Defaults to none beyond those; with no folder,
+	// to the environment's (redact.Process()).
+	Redactor *redact.Redactor
+	// Name and Version describe the server to clients. Name defaults to
+	// DefaultName.
+	Name, Version string
+	// Log receives one line per gate decision other than allow on a
+	// served call (GateLog: the calls have no run to journal them in, and
+	// the client gets the refusal as the call's error). Defaults to none.
+	Log io.Writer
+	// LogPrefix starts each Log line. Defaults to Name.
+	LogPrefix string
+}
+
+// New loads the folders of opts.Dirs and returns a Server of their tools
+// and opts.Tools, with the read-only runs_list and runs_show over c's runs
+// (c.Runs()). c keeps the tasks of the workflow tools; it may be nil when
+// opts.Open opens it, or when no folder is served (then runs_list and
+// runs_show are not either). Serving a folder needs a Client with a
+// durable store.
+//
+// Every call goes through the invocation pipeline, decided by the gate of
+// each folder that offers the tool (project.Project.CallGate: its
+// rein.yaml policy: joined with the flow's policy:), after opts.Gate. An
+// MCP client is a model's host, so every leaf of a call's arguments has
+// provenance inferred (safety.Inferred), except a workflow tool's: its
+// action only drives its task, whose steps meet the gate with their own
+// provenance, so rules naming the workflow tool decide the action itself.
+//
+// Errors: opts.Loader's and opts.Open's as they are; otherwise an error
+// saying which folder or tool is at fault and what to do (its text starts
+// with "mcp: " where it names neither). On error, New closes the projects
+// it loaded.
+func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	a := &assembly{ctx: ctx, client: c, open: opts.Open}
+	defer func() {
+		if err != nil {
+			for _, p := range a.projects {
+				p.Close()
+			}
+		}
+	}()
+	load := project.LoadOptions{}
+	if opts.Load != nil {
+		load = *opts.Load
+	}
+	if load.Workflow == nil {
+		trusted := load.TrustedToolsOnly
+		load.Workflow = func(path string) (tool.Tool, error) {
+			c, err := a.clientFor()
+			if err != nil {
+				return nil, err
+			}
+			return workflowtool.AgentTools(c.Store(), trusted)(path)
+		}
+	}
+	loader := opts.Loader
+	if loader == nil {
+		loader = project.Load
+	}
+	tools, err := a.load(opts.Dirs, &load, loader)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.projects) > 0 || a.client != nil {
+		if tools, err = a.withRuns(tools, &load); err != nil {
+			return nil, err
+		}
+	}
+	tools = append(tools, opts.Tools...)
+
+	hide := a.hider(opts.Redactor)
+	name := opts.Name
+	if name == "" {
+		name = DefaultName
+	}
+	cfg := config{name: name, version: opts.Version, redact: hide, prov: a.provenance,
+		pipeline: &invoke.Pipeline{Gate: safety.Join(opts.Gate, safety.ByTool(a.gates))}}
+	if len(a.gates) == 0 && opts.Gate == nil {
+		cfg.pipeline = &invoke.Pipeline{} // nothing to decide: the gate is skipped
+	}
+	if opts.Log != nil {
+		prefix := opts.LogPrefix
+		if prefix == "" {
+			prefix = name
+		}
+		cfg.recorder = &GateLog{W: opts.Log, Prefix: prefix, Hide: hide}
+	}
+	srv, err = newServer(tools, cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv.projects = a.projects
+	return srv, nil
+}
+
+// assembly is what New builds up: the projects, each tool's gate, the
+// workflow tools, and the Client once it is opened.
+type assembly struct {
+	ctx context.Context
+	// mu guards client: a served workflow tool's flow may load a pinned
+	// flow whose agents declare workflow tools while other calls run.
+	mu       sync.Mutex
+	client   *rein.Client
+	open     func(context.Context) (*rein.Client, error)
+	projects []*project.Project
+	paths    []string
+	// gates decide each served tool's calls; workflow names the workflow
+	// tools (served and declared by agents).
+	gates    map[string]safety.Gate
+	workflow map[string]bool
+}
+
+// errNoClient is New's error when a folder is served without a Client.
+var errNoClient = errors.New("mcp: serving flow folders needs a Client with a durable store (New's c, or Options.Open): their workflow tools keep their tasks in it")
+
+// clientFor returns the Client, opening it with open on first use.
+func (a *assembly) clientFor() (*rein.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.client == nil {
+		if a.open == nil {
+			return nil, errNoClient
+		}
+		c, err := a.open(a.ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.client, a.open = c, nil
+	}
+	return a.client, nil
+}
+
+// withRuns adds to tools (the folders') the workflow tool of each folder,
+// first, and runs_list and runs_show, last, over the Client, which it
+// opens.
+func (a *assembly) withRuns(tools []tool.Tool, load *project.LoadOptions) ([]tool.Tool, error) {
+	c, err := a.clientFor()
+	if err != nil {
+		return nil, err
+	}
+	reader := c.Runs()
+	if reader == nil && len(a.projects) > 0 {
+		return nil, errNoClient
+	}
+	if reader == nil { // a Client of runs in memory: nothing to list
+		return tools, nil
+	}
+	if len(a.projects) > 0 {
+		wf, err := workflowTools(a.paths, c.Store(), load)
+		if err != nil {
+			return nil, err
+		}
+		for k, w := range wf { // a workflow tool is decided by its flow's gate too
+			name := w.Spec().Name
+			a.gates[name] = safety.Join(a.gates[name], a.projects[k].CallGate(nil))
+			a.workflow[name] = true
+		}
+		if tools, err = withoutServedWorkflows(tools, wf, a.projects, a.paths); err != nil {
+			return nil, err
+		}
+		tools = append(wf, tools...)
+	}
+	return append(tools, runsTools(reader)...), nil
+}
+
+// provenance is where a served call's arguments came from: inferred,
+// every leaf, except for a workflow tool (New).
+func (a *assembly) provenance(spec *tool.Spec, args any) safety.Provenance {
+	if a.workflow[spec.Name] {
+		return nil
+	}
+	return safety.Inferred(args)
+}
+
+// hider hides what every project's redactor knows (the environment's
+// secrets and its own rein.yaml secrets:) and what extra does; with
+// neither, the environment's secrets.
+func (a *assembly) hider(extra *redact.Redactor) func(string) string {
+	if len(a.projects) == 0 && extra == nil {
+		return redact.Process().String
+	}
+	projects := a.projects
+	return func(text string) string {
+		for _, p := range projects {
+			text = p.Redactor().String(text)
+		}
+		if extra != nil {
+			text = extra.String(text)
+		}
+		return text
+	}
+}

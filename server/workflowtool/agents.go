@@ -1,0 +1,35 @@
+package workflowtool
+
+import (
+	"fmt"
+
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+)
+
+// AgentTools returns a project.LoadOptions.Workflow that makes the
+// workflow tool of each folder an agent declares (a tools: entry with
+// workflow: FOLDER), its tasks kept in st: New(path, …).Tool(). Each such
+// flow is loaded with TrustedToolsOnly as trusted says and otherwise what
+// sits beside it, and the workflow tools its own agents declare are made
+// the same way. Its error names the folder: "workflow tool of PATH: …".
+func AgentTools(st store.Store, trusted bool) func(path string) (tool.Tool, error) {
+	load := &project.LoadOptions{TrustedToolsOnly: trusted}
+	load.Workflow = func(path string) (tool.Tool, error) {
+		w, err := New(path, &Options{Store: st, Load: load})
+		if err != nil {
+			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
+		}
+		return w.Tool(), nil
+	}
+	return load.Workflow
+}
+
+// actions are a workflow tool's actions, in the order its schema and its
+// errors list them.
+var actions = []string{"start", "submit", "submit_from_source", "prepare_delivery", "status", "cancel"}
+
+// Actions returns the actions a workflow tool performs (Request.Action),
+// in the order its input schema lists them; the slice is the caller's.
+func Actions() []string { return append([]string(nil), actions...) }
