@@ -97,8 +97,8 @@ func (s *Service) Reply(ctx context.Context, res *rein.Result) (*Reply, error) {
 }
 
 // Transcript returns the turns of the agent run runID as its journal
-// holds them: every committed turn, each call with its outcome so far
-// (a waiting call StatusWaiting). A run that is not an agent run has
+// holds them: every committed turn of its latest attempt, each call with
+// its outcome so far (a waiting call StatusWaiting). A run that is not an agent run has
 // none. Errors are the store's (the run's journal that does not read or
 // decode), naming the run.
 func (s *Service) Transcript(ctx context.Context, runID string) ([]Turn, error) {
