@@ -43,6 +43,10 @@ const (
 	HintNeedsAPIKey HintCode = "needs_api_key"
 	// HintNoRun: the reference names no run of the store.
 	HintNoRun HintCode = "no_run"
+	// HintSessionWaiting: a chat session's newest run has not finished
+	// (Hint.RunID, Hint.Status; Hint.Waiting lists its steps that wait for
+	// a decision), so the session takes no new message until it does.
+	HintSessionWaiting HintCode = "session_waiting"
 )
 
 // Hint is the machine-readable part of an Error: a code and the data that

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinhq/rein/internal/agent"
-	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -73,7 +73,11 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 		return err
 	}
 	defer closeProject(s, p)
-	res, err := f.ask(ctx, s, p, st, dsn, map[string]any{"task": task}, nil)
+	svc, err := newSession(ctx, st, p)
+	if err != nil {
+		return err
+	}
+	res, err := f.ask(ctx, s, svc, p, st, dsn, "", task)
 	if err != nil {
 		return err
 	}
@@ -112,28 +116,42 @@ func closeProject(s *streams, p *project.Project) {
 	}
 }
 
-// ask runs the agent on one input ({task}, and a chat's history) and
-// prints its transcript and result (text, or the one --output json
-// object), and what it waits on.
-func (f *agentFlags) ask(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input map[string]any, opts *engine.RunOptions) (*engine.Result, error) {
-	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, false)
+// newSession is the session service of the agent p over st.
+func newSession(ctx context.Context, st store.Store, p *project.Project) (*session.Service, error) {
+	c, err := rein.Open(ctx, rein.Config{Store: st})
 	if err != nil {
 		return nil, err
 	}
-	turns, err := engine.AgentTranscript(ctx, st, res.RunID, project.AgentStep, 0)
+	return session.New(c, p, nil)
+}
+
+// ask runs the agent on message, in the session sessionID ("" for none:
+// rein agent), and prints its transcript and result (text, or the one
+// --output json object), and what it waits on. A session whose newest run
+// has not finished is the *session.WaitingError of svc.Next.
+func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, p *project.Project, st store.Store, dsn, sessionID, message string) (*rein.Result, error) {
+	req, err := svc.Next(ctx, sessionID, message)
+	if err != nil {
+		return nil, err
+	}
+	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := svc.Reply(ctx, res)
 	if err != nil {
 		return nil, err
 	}
 	if f.output == "json" && f.jsonLines {
-		if err := json.NewEncoder(s.out).Encode(toAgentJSON(res, turns)); err != nil {
+		if err := json.NewEncoder(s.out).Encode(toAgentJSON(rep)); err != nil {
 			return nil, failed("write result: %w", err)
 		}
 	} else if f.output == "json" {
-		if err := encodeJSON(s, toAgentJSON(res, turns)); err != nil {
+		if err := encodeJSON(s, toAgentJSON(rep)); err != nil {
 			return nil, err
 		}
 	} else {
-		writeTranscript(s.out, "", turns)
+		writeTranscript(s.out, "", rep.Turns)
 		writeResultText(s, res, stepOrder(p.Flow))
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
@@ -146,29 +164,30 @@ type agentJSON struct {
 	Status  string            `json:"status"`
 	Answer  any               `json:"answer"`
 	Calls   []agentCallJSON   `json:"calls"`
-	Usage   agent.Usage       `json:"usage"`
-	Error   *engine.RunError  `json:"error"`
+	Usage   session.Usage     `json:"usage"`
+	Error   *rein.RunError    `json:"error"`
 	Pending []*store.Approval `json:"pending"`
 }
 
 type agentCallJSON struct {
-	Turn        int              `json:"turn"`
-	Tool        string           `json:"tool"`
-	Args        json.RawMessage  `json:"args"`
-	Status      agent.CallStatus `json:"status"`
-	Observation string           `json:"observation"`
+	Turn        int                `json:"turn"`
+	Tool        string             `json:"tool"`
+	Args        json.RawMessage    `json:"args"`
+	Status      session.CallStatus `json:"status"`
+	Observation string             `json:"observation"`
 }
 
-func toAgentJSON(res *engine.Result, turns []agent.Turn) agentJSON {
-	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: res.Outputs[project.AgentStep], Calls: []agentCallJSON{},
-		Usage: agent.UsageOf(&agent.Session{Turns: turns}), Error: res.Error, Pending: res.Pending}
+func toAgentJSON(rep *session.Reply) agentJSON {
+	res := rep.Result
+	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: rep.Answer, Calls: []agentCallJSON{},
+		Usage: rep.Usage, Error: res.Error, Pending: res.Pending}
 	if res.Status == trace.RunSucceeded {
 		out.Status = "answered"
 	}
 	if out.Pending == nil {
 		out.Pending = []*store.Approval{}
 	}
-	for _, t := range turns {
+	for _, t := range rep.Turns {
 		for _, c := range t.Calls {
 			args := json.RawMessage(c.Args)
 			if !json.Valid(args) {
@@ -182,7 +201,7 @@ func toAgentJSON(res *engine.Result, turns []agent.Turn) agentJSON {
 
 // writeTranscript prints an agent's turns: each call with its arguments,
 // status and a preview of its observation, then the answer.
-func writeTranscript(w io.Writer, prefix string, turns []agent.Turn) {
+func writeTranscript(w io.Writer, prefix string, turns []session.Turn) {
 	for _, t := range turns {
 		fmt.Fprintf(w, "%sturn %d (tokens %d/%d)", prefix, t.N, t.Usage.In, t.Usage.Out)
 		if t.Final {
@@ -208,8 +227,8 @@ func writeTranscript(w io.Writer, prefix string, turns []agent.Turn) {
 
 // writePlanRun prints the sub-run of an execute_plan call: its status and
 // step budget, then each plan step.
-func writePlanRun(w io.Writer, prefix string, r *agent.PlanRun) {
-	if r.Status == agent.PlanRejected {
+func writePlanRun(w io.Writer, prefix string, r *session.PlanRun) {
+	if r.Status == session.PlanRejected {
 		fmt.Fprintf(w, "%splan rejected (%s): nothing ran (max_steps %d)\n", prefix, r.ErrorType, r.MaxSteps)
 		return
 	}

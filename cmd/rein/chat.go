@@ -2,8 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,19 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/reinhq/rein/internal/engine"
-	"github.com/reinhq/rein/project"
-	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/trace"
-)
-
-// The history budget of a chat session: each new message's run gets the
-// session's latest exchanges, oldest first, at most historyMessages
-// messages and historyBytes bytes of content; an older exchange that does
-// not fit is left out whole.
-const (
-	historyMessages = 20
-	historyBytes    = 16 << 10
+	"github.com/reinhq/rein/session"
 )
 
 type chatFlags struct {
@@ -84,25 +71,18 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 		return err
 	}
 	defer closeProject(s, p)
+	svc, err := newSession(ctx, st, p)
+	if err != nil {
+		return err
+	}
 	send := func(msg string) (bool, error) {
-		history, waiting, err := sessionHistory(ctx, st, f.session, p.Flow.Name)
-		if err != nil {
-			return false, err
-		}
-		if waiting != nil {
-			pending, err := st.Approvals(ctx, &store.ListApprovalsParams{RunID: waiting.ID, Status: store.ApprovalPending})
-			if err != nil {
-				return false, err
-			}
-			fmt.Fprintf(s.out, "session %s: run %s is %s; the conversation goes on once it finishes\n", f.session, waiting.ID, waiting.Status)
-			writePending(s.out, waiting.ID, dsn, pending, nil)
+		res, err := f.ask(ctx, s, svc, p, st, dsn, f.session, msg)
+		var waiting *session.WaitingError
+		if errors.As(err, &waiting) {
+			fmt.Fprintln(s.out, waiting.Error())
+			writePending(s.out, waiting.Run.ID, dsn, waiting.Pending, nil)
 			return false, &exitError{code: exitWaiting}
 		}
-		in := map[string]any{"task": msg}
-		if len(history) > 0 {
-			in["history"] = history
-		}
-		res, err := f.ask(ctx, s, p, st, dsn, in, &engine.RunOptions{Session: f.session})
 		if err != nil {
 			return false, err
 		}
@@ -140,71 +120,4 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 		return usageErr("reading messages from stdin: %v (one message a line, at most 1 MiB)", err)
 	}
 	return nil
-}
-
-// historyEntry is one message of a session's earlier conversation, as the
-// agent flow's input "history" holds it.
-type historyEntry struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// sessionHistory returns the earlier exchanges of session with the flow
-// named flowName, oldest first, within the history budget: each succeeded
-// run's task and answer. waiting is the session's newest run when it has
-// not finished (a new message would talk past it).
-func sessionHistory(ctx context.Context, st store.Store, session, flowName string) (history []historyEntry, waiting *store.Run, err error) {
-	runs, err := st.ListRuns(ctx, &store.ListRunsParams{Session: session, Flow: flowName, Limit: historyMessages})
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(runs) > 0 && !runs[0].Finished() {
-		return nil, runs[0], nil
-	}
-	size := 0
-	var rev []historyEntry // newest first
-	for _, r := range runs {
-		if r.Status != trace.RunSucceeded {
-			continue
-		}
-		var in struct {
-			Task string `json:"task"`
-		}
-		if err := json.Unmarshal(r.Input, &in); err != nil || in.Task == "" {
-			continue
-		}
-		answer, err := runAnswer(ctx, st, r.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(rev)+2 > historyMessages || size+len(in.Task)+len(answer) > historyBytes {
-			break
-		}
-		size += len(in.Task) + len(answer)
-		rev = append(rev, historyEntry{"assistant", answer}, historyEntry{"user", in.Task})
-	}
-	for i := len(rev) - 1; i >= 0; i-- {
-		history = append(history, rev[i])
-	}
-	return history, nil, nil
-}
-
-// runAnswer is the agent step's output of run id: a string answer as
-// itself, a structured one as JSON.
-func runAnswer(ctx context.Context, st store.Store, id string) (string, error) {
-	steps, err := st.Steps(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	for _, sp := range steps {
-		if sp.StepID != project.AgentStep || len(sp.Output) == 0 {
-			continue
-		}
-		var text string
-		if json.Unmarshal(sp.Output, &text) == nil {
-			return text, nil
-		}
-		return string(sp.Output), nil
-	}
-	return "", nil
 }

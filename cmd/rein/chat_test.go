@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/session"
 )
 
 // chatProc runs the built rein binary with stdin and returns its exit code
@@ -85,14 +87,14 @@ func TestChatSession(t *testing.T) {
 		Run struct {
 			Session string `json:"session"`
 			Input   struct {
-				History []historyEntry `json:"history"`
+				History []session.Message `json:"history"`
 			} `json:"input"`
 		} `json:"run"`
 	}
 	if err := json.Unmarshal([]byte(out), &shown); code != exitOK || err != nil {
 		t.Fatalf("runs show: exit %d, %v\n%s", code, err, out)
 	}
-	want := []historyEntry{{"user", "remember: the password is swordfish"}, {"assistant", "Noted: the password is swordfish."}}
+	want := []session.Message{{Role: "user", Content: "remember: the password is swordfish"}, {Role: "assistant", Content: "Noted: the password is swordfish."}}
 	if shown.Run.Session != "s1" || len(shown.Run.Input.History) != 2 || shown.Run.Input.History[0] != want[0] || shown.Run.Input.History[1] != want[1] {
 		t.Fatalf("the second run's session %q and history %+v, want s1 and %+v", shown.Run.Session, shown.Run.Input.History, want)
 	}
