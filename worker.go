@@ -130,7 +130,7 @@ func (w *worker) loop(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		if free := w.o.Concurrency - inFlight; free > 0 && ctx.Err() == nil {
-			runs, err := w.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.o.Owner, TTL: w.o.LeaseTTL, Limit: free})
+			runs, err := w.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.o.Owner, TTL: w.o.LeaseTTL, Limit: free, Now: time.Now()})
 			if err != nil && ctx.Err() == nil {
 				w.o.Logf("worker %s: claim runs: %v (trying again in %s)", w.o.Owner, err, w.o.Poll)
 			}
