@@ -255,14 +255,18 @@ func finishedErr(run *store.Run, what string) error {
 // Prune deletes the finished runs p selects, with their events, steps,
 // approvals and the blobs no other run refers to (p.DryRun: lists them in
 // PruneResult.RunIDs and deletes nothing). A p.Status that is not a final
-// status is a business *Error. Nil p means every finished run.
+// status is a business *Error. Nil p means every finished run; a zero
+// p.Now is the wall clock, and a zero p.Before is p.Now.
 func (c *Client) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	var q store.PruneParams
 	if p != nil {
 		q = *p
 	}
+	if q.Now.IsZero() {
+		q.Now = time.Now()
+	}
 	if q.Before.IsZero() {
-		q.Before = time.Now()
+		q.Before = q.Now
 	}
 	switch q.Status {
 	case "", trace.RunSucceeded, trace.RunFailed, trace.RunCancelled:

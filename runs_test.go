@@ -175,7 +175,7 @@ func TestRunsErrors(t *testing.T) {
 		wantErr(t, "decision "+string(d.Status), err, fault.Business, "")
 	}
 
-	if _, err := fx.st.AcquireLease(ctx, &store.LeaseParams{RunID: "held", Owner: "elsewhere", TTL: time.Minute}); err != nil {
+	if _, err := fx.st.AcquireLease(ctx, &store.LeaseParams{RunID: "held", Owner: "elsewhere", TTL: time.Minute, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Cancel(ctx, "held", "")

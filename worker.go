@@ -96,7 +96,7 @@ func (w *worker) loop(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		if free := w.o.Concurrency - inFlight; free > 0 && ctx.Err() == nil {
-			runs, err := w.c.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.owner, TTL: w.ttl, Limit: free})
+			runs, err := w.c.st.ClaimRuns(ctx, &store.ClaimParams{Owner: w.owner, TTL: w.ttl, Limit: free, Now: time.Now()})
 			if err != nil && ctx.Err() == nil {
 				w.o.Logf("worker %s: claim runs: %v (trying again in %s)", w.owner, err, w.o.Poll)
 			}

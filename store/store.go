@@ -24,6 +24,20 @@
 //
 // Every backend maps its own errors to ErrNotFound, ErrConflict and
 // ErrDamaged, so callers test with errors.Is.
+//
+// Time is the caller's. A store never reads a clock to decide: every
+// method that decides by time (a lease's expiry in AcquireLease,
+// RenewLease, ClaimRuns and a run created leased; retention in Prune)
+// takes the time from its params' Now, and refuses a zero Now with
+// ErrNoTime. The timestamps a store only records (CreatedAt, UpdatedAt,
+// DecidedAt, a journal row's time) are the params' Now too, and the
+// store's own clock only when Now is zero. A caller can therefore run
+// leases on a virtual clock. Processes that share a store (PostgreSQL)
+// judge one another's leases by their own clocks: a lease one process
+// took until T is expired for another once that process's clock reads T,
+// so clock skew between hosts eats into a lease's margin (the engine
+// renews a lease every third of its TTL and stops acting when a third is
+// left: the hosts' clocks must agree to well within that third).
 package store
 
 import (
@@ -54,6 +68,10 @@ var (
 	// be dropped, a page that fails its check). Nothing more is read or
 	// written; restore the store from a backup.
 	ErrDamaged = errors.New("the run store is damaged")
+	// ErrNoTime: a method that decides by time (a lease's expiry, a claim,
+	// retention) was called with a zero Now in its params. The store
+	// changed nothing; the caller passes its clock's time.
+	ErrNoTime = errors.New("the caller's time (Now) is missing: a store decides by the caller's clock, never its own")
 )
 
 // JournalVersion is journal.Version, the version of the records this
@@ -122,24 +140,32 @@ type Store interface {
 
 	// Leases.
 	//
-	// AcquireLease makes p.Owner the run's only writer until the lease
-	// expires: ErrConflict when another owner holds an unexpired lease.
+	// A lease taken or renewed at p.Now for p.TTL expires at exactly
+	// p.Now+p.TTL: a caller whose Now is before that finds it held, one
+	// whose Now is at or after it finds it expired, whatever the real
+	// clock says. A zero p.Now is ErrNoTime.
+	//
+	// AcquireLease makes p.Owner the run's only writer until p.Now+p.TTL:
+	// ErrConflict when another owner holds a lease unexpired at p.Now.
 	// It bumps and returns the run's version.
 	AcquireLease(ctx context.Context, p *LeaseParams) (*Run, error)
-	// RenewLease extends a held lease (ErrConflict if it was lost).
+	// RenewLease extends a lease p.Owner holds, unexpired at p.Now, to
+	// p.Now+p.TTL (ErrConflict if it was lost or expired).
 	RenewLease(ctx context.Context, p *LeaseParams) error
 	// ReleaseLease drops a held lease; releasing a lost lease is not an error.
 	ReleaseLease(ctx context.Context, runID, owner string) error
-	// ClaimRuns leases up to p.Limit runs that are ready to advance (status
-	// pending or running, no unexpired lease), skipping rows other
-	// claimers hold, oldest first.
+	// ClaimRuns leases up to p.Limit runs that are ready to advance at
+	// p.Now (status pending or running, no lease unexpired at p.Now) to
+	// p.Owner until p.Now+p.TTL, skipping rows other claimers hold, oldest
+	// first.
 	ClaimRuns(ctx context.Context, p *ClaimParams) ([]*Run, error)
 
 	// Retention.
 	//
 	// Prune deletes finished runs (succeeded, failed, cancelled) settled
-	// before p.Before, with their events, steps, call records, approvals
-	// and the blobs no other run refers to.
+	// before p.Before, and at p.Now past their own Retention, with their
+	// events, steps, call records, approvals and the blobs no other run
+	// refers to. A zero p.Now is ErrNoTime.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
 	Close() error
@@ -202,9 +228,15 @@ type CreateRunParams struct {
 	Retention      time.Duration
 	// Status is the initial status; empty means pending.
 	Status trace.RunStatus
-	// Owner, when set, creates the run leased to Owner for LeaseTTL.
+	// Owner, when set, creates the run leased to Owner until
+	// Now+LeaseTTL; Now is then required (ErrNoTime).
 	Owner    string
 	LeaseTTL time.Duration
+	// Now is the caller's time: the run's CreatedAt and UpdatedAt, and the
+	// start of its lease. Zero means the store's clock, unless Owner is
+	// set. In a creating Commit (Transition.Create) it is not read: the
+	// run is created at the transition's Now.
+	Now time.Time
 }
 
 // ListRunsParams filters ListRuns; zero fields do not filter.
@@ -250,6 +282,13 @@ type Transition struct {
 	// may create it in a transaction just before (then a failed Commit can
 	// leave the run created at version 0, as a crash after CreateRun would).
 	Create *CreateRunParams
+	// Now is the caller's time of the transition: the run's UpdatedAt, its
+	// SettledAt when a final Run update leaves that zero, the CreatedAt of
+	// Approvals that leave it zero, the DecidedAt of the approvals a final
+	// transition closes, and, with Create, the run's creation and the start
+	// of its lease. Zero means the store's clock, unless Create has an
+	// Owner (ErrNoTime).
+	Now time.Time
 }
 
 // RunUpdate changes the run projection. Empty fields are left alone.
@@ -345,6 +384,9 @@ type DecideApprovalParams struct {
 	Output    json.RawMessage // for settled
 	Comment   string
 	DecidedBy string
+	// Now is the caller's time: the approval's DecidedAt and the run's
+	// UpdatedAt. Zero means the store's clock.
+	Now time.Time
 }
 
 // LeaseParams names a lease.
@@ -352,6 +394,9 @@ type LeaseParams struct {
 	RunID string
 	Owner string
 	TTL   time.Duration
+	// Now is the caller's time, required (ErrNoTime): the lease runs from
+	// it, and another owner's lease is judged expired by it.
+	Now time.Time
 	// TakeFrom, for AcquireLease, names an owner whose lease is taken even
 	// though it has not expired: the caller knows that owner is gone (a
 	// process of this host that no longer runs). A lease held by anyone
@@ -364,12 +409,19 @@ type ClaimParams struct {
 	Owner string
 	TTL   time.Duration
 	Limit int
+	// Now is the caller's time, required (ErrNoTime): leases unexpired at
+	// Now are skipped, and the claimed ones run from it.
+	Now time.Time
 }
 
 // PruneParams selects runs to delete.
 type PruneParams struct {
 	// Before: runs settled before this instant.
 	Before time.Time
+	// Now is the caller's time, required (ErrNoTime): a run whose own
+	// Retention is longer is kept until its SettledAt+Retention is past
+	// Now.
+	Now time.Time
 	// Status, when set, restricts pruning to one final status.
 	Status trace.RunStatus
 	// DryRun selects the same runs and deletes nothing: the result lists

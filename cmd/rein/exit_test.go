@@ -73,7 +73,7 @@ func TestExitCodesOfCancelledAndHeldRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.AcquireLease(ctx, &store.LeaseParams{RunID: held.RunID, Owner: "elsewhere", TTL: time.Minute})
+	_, err = st.AcquireLease(ctx, &store.LeaseParams{RunID: held.RunID, Owner: "elsewhere", TTL: time.Minute, Now: time.Now()})
 	_ = st.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
@@ -95,6 +94,11 @@ var agentScript = []model.Response{
 }
 
 func agentEngine(t testing.TB, dir string, st store.Store, kill string) (*engine.Engine, *flow.Flow) {
+	return agentEngineAt(t, dir, st, kill, nil)
+}
+
+// agentEngineAt is agentEngine on clock (nil: the wall clock).
+func agentEngineAt(t testing.TB, dir string, st store.Store, kill string, clock engine.Clock) (*engine.Engine, *flow.Flow) {
 	reg := agentTools(dir, kill)
 	models := &model.Registry{}
 	models.Register("m", agentTurns(dir, kill, agentScript...))
@@ -105,13 +109,7 @@ func agentEngine(t testing.TB, dir string, st store.Store, kill string) (*engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a child that is killed holds childLeaseTTL; the engine that resumes
-	// holds the default one.
-	var ttl time.Duration
-	if kill != "" {
-		ttl = childLeaseTTL
-	}
-	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, LeaseTTL: ttl}), f
+	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, Clock: clock}), f
 }
 
 var agentInput = map[string]any{"task": "I was charged twice for order 1042"}
@@ -232,8 +230,7 @@ func TestAgentCrashAndResume(t *testing.T) {
 			t.Parallel()
 			dir, st := killedChild(t, "TestAgentCrashChild", "REIN_AGENT_CRASH_AT="+tc.at)
 			ctx := context.Background()
-			waitForLease(t, st, "crash-run")
-			e, f := agentEngine(t, dir, st, "")
+			e, f := agentEngineAt(t, dir, st, "", pastLease(t, st, "crash-run"))
 			res, err := e.Resume(ctx, f, "crash-run")
 			if err != nil {
 				t.Fatal(err)

@@ -125,7 +125,7 @@ func TestCrashCallsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := crashCallsTools(dir, at)
-	e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(1), Store: &callKillingStore{Store: st, at: at}, LeaseTTL: childLeaseTTL})
+	e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(1), Store: &callKillingStore{Store: st, at: at}})
 	_, err = e.Run(context.Background(), crashCallsFlowFor(t, reg), crashCallsInput, &engine.RunOptions{RunID: crashCallsRun})
 	t.Fatalf("the child was meant to die at %s, but its run returned (%v)", at, err)
 }
@@ -175,9 +175,8 @@ func TestCrashResumesFromCallRecords(t *testing.T) {
 			if strings.Contains(tc.at, "/pl/") {
 				plans = 0 // it was, and it is not asked again
 			}
-			e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(plans), Store: st})
+			e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(plans), Store: st, Clock: pastLease(t, st, r)})
 			f := crashCallsFlowFor(t, reg)
-			waitForLease(t, st, r)
 			res, err := e.Resume(ctx, f, r)
 			if err != nil {
 				t.Fatal(err)

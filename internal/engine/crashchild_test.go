@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
@@ -40,13 +39,6 @@ func killedChild(t *testing.T, child string, env ...string) (string, *sqlite.Sto
 	t.Cleanup(func() { st.Close() })
 	return dir, st
 }
-
-// childLeaseTTL is the lease a child that is to be killed holds: short,
-// so that its parent need not wait long for it to lapse (waitForLease),
-// and long enough that a loaded machine (the race detector, timers firing
-// late) does not make the child lose it, and stop, before the point it is
-// killed at.
-const childLeaseTTL = 2 * time.Second
 
 // specsOf answers flow.Options.Tools from reg: the spec of each registered
 // tool, and false for a name reg does not hold.

@@ -65,9 +65,10 @@ type durability struct {
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
 	create *store.CreateRunParams
-	// lease: leased is when it was last taken or renewed (the wall clock
-	// before the call, so the expiry reckoned from it is never late);
-	// lost is set once it is gone, and from then on nothing is committed.
+	// lease: leased is when it was last taken or renewed (Config.Clock's
+	// time, the Now the store was given, or before the creating commit's,
+	// so the expiry reckoned from it is never late); lost is set once it
+	// is gone, and from then on nothing is committed.
 	owner  string
 	leased time.Time
 	lost   atomic.Pointer[fault.Error]
@@ -246,7 +247,8 @@ func (r *run) flushLocked() {
 	}
 	if r.storeErr == nil {
 		d.pendSteps = lastPerStep(d.pendSteps)
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create}
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create,
+			Now: r.e.cfg.Clock.Now()}
 		t.Redact(r.e.cfg.Redactor) // its events were hidden as they were recorded
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
@@ -506,22 +508,25 @@ func checkSettled(s *flow.Step, out any) error {
 // of ttl is left before the lease expires. When the lease is lost, or that
 // time comes, the run stops and commits nothing more (see loseLease).
 //
-// Lease time is the wall clock, as the store's is, never Config.Clock.
+// Lease time is Config.Clock's, as every time the engine gives the store:
+// the heartbeat's timers are the clock's, and each renewal passes the
+// clock's Now, so a test drives the whole lease on a virtual clock.
 func (r *run) startLease(ttl time.Duration) {
 	if !r.d.on || r.d.owner == "" || ttl <= 0 {
 		return
 	}
+	clock := r.e.cfg.Clock
 	ctx, stop := context.WithCancel(context.Background())
 	hb := &heartbeat{stop: stop}
 	r.d.beat = hb
 	leased := r.d.leased
 	if leased.IsZero() {
-		leased = time.Now()
+		leased = clock.Now()
 	}
 	every := ttl / 3
 	// A timer, not a goroutine: a run that ends before its first renewal
 	// (most do) costs no goroutine start and stop.
-	hb.timer = time.AfterFunc(every, func() {
+	hb.timer = clock.AfterFunc(every, func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
 		if hb.stopped {
@@ -531,7 +536,7 @@ func (r *run) startLease(ttl time.Duration) {
 			// a pure first step runs before its run is stored: there is
 			// no lease to renew yet, and the commit that creates the run
 			// leases it from its own time on.
-			leased = time.Now()
+			leased = clock.Now()
 			hb.timer.Reset(every)
 			return
 		}
@@ -558,38 +563,36 @@ func (r *run) uncreated() bool {
 type heartbeat struct {
 	mu      sync.Mutex
 	stopped bool
-	timer   *time.Timer
+	timer   Timer
 	stop    context.CancelFunc
 }
 
 // renewLease renews the run's lease, retrying failures other than a lost
-// lease until giveUp, and returns when the renewal was sent. Its error is
-// the run's: fault.Conflict, saying why the lease is gone.
+// lease until giveUp (on the engine's clock), and returns the time it
+// renewed at: the Now it gave the store, from which the new lease runs.
+// Its error is the run's: fault.Conflict, saying why the lease is gone.
 func (r *run) renewLease(ctx context.Context, ttl time.Duration, giveUp time.Time) (time.Time, error) {
+	clock := r.e.cfg.Clock
 	p := &store.LeaseParams{RunID: r.id, Owner: r.d.owner, TTL: ttl}
 	for {
-		sent := time.Now()
-		callCtx, cancel := context.WithDeadline(ctx, giveUp)
+		p.Now = clock.Now()
+		callCtx, cancel := clock.WithDeadline(ctx, giveUp)
 		err := r.e.cfg.Store.RenewLease(callCtx, p)
 		cancel()
 		switch {
 		case err == nil:
-			return sent, nil
+			return p.Now, nil
 		case ctx.Err() != nil:
 			return time.Time{}, ctx.Err()
 		case errors.Is(err, store.ErrConflict):
 			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease was lost to another process; this one stops", r.id))
 		}
-		wait := min(time.Until(giveUp), ttl/12)
+		wait := min(giveUp.Sub(clock.Now()), ttl/12)
 		if wait <= 0 {
 			return time.Time{}, fault.New(fault.Conflict, fmt.Errorf("run %s: the lease could not be renewed before it expires (%w); this process stops and commits nothing more: the run stays where its last committed transition left it, for a resume once the store is reachable, or a worker", r.id, err))
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, wait) != nil {
 			return time.Time{}, ctx.Err()
-		case <-t.C:
 		}
 	}
 }

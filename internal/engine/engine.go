@@ -277,7 +277,7 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 		run    *store.Run
 		create *store.CreateRunParams
 	)
-	leased := time.Now() // the run is created leased (see durability.leased)
+	leased := e.cfg.Clock.Now() // the run is created leased (see durability.leased)
 	if durable {
 		var existing *Result
 		if run, create, existing, err = e.start(ctx, f, id, in, opts); err != nil || existing != nil {

@@ -75,13 +75,22 @@ func (fx *fixture) run(src string, input any) *engine.Result {
 	return res
 }
 
-// fakeClock never sleeps; it records the waits asked of it.
+// fakeClock never sleeps; it records the waits asked of it. Its time and
+// timers are the wall clock's.
 type fakeClock struct {
 	mu    sync.Mutex
 	waits []time.Duration
 }
 
 func (c *fakeClock) Now() time.Time { return time.Now() }
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) engine.Timer {
+	return engine.SystemClock.AfterFunc(d, f)
+}
+
+func (c *fakeClock) WithDeadline(ctx context.Context, at time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, at)
+}
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()

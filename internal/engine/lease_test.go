@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/engine/clocktest"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -19,12 +21,14 @@ import (
 
 // renewFailStore fails RenewLease with what fail returns for the nth
 // renewal (nil passes it on), as a database that went away, or a lease
-// another process took, would.
+// another process took, would. renewedOK gets, when it has room, each
+// renewal that went through: its Now and the expiry it stored.
 type renewFailStore struct {
 	store.Store
-	fail    func(n int) error
-	renewed atomic.Int32
-	failed  atomic.Int32
+	fail      func(n int) error
+	renewed   atomic.Int32
+	failed    atomic.Int32
+	renewedOK chan [2]time.Time
 }
 
 func (s *renewFailStore) RenewLease(ctx context.Context, p *store.LeaseParams) error {
@@ -32,7 +36,68 @@ func (s *renewFailStore) RenewLease(ctx context.Context, p *store.LeaseParams) e
 		s.failed.Add(1)
 		return err
 	}
-	return s.Store.RenewLease(ctx, p)
+	err := s.Store.RenewLease(ctx, p)
+	if err == nil && s.renewedOK != nil {
+		run, gerr := s.GetRun(ctx, p.RunID)
+		if gerr != nil {
+			return gerr
+		}
+		select {
+		case s.renewedOK <- [2]time.Time{p.Now, run.LeaseExpires}:
+		default:
+		}
+	}
+	return err
+}
+
+// leaseTTL is the lease of the tests below, on a virtual clock: the
+// heartbeat renews every 10 s, retries every 2.5 s and gives up with 10 s
+// left, and no test waits for any of it.
+const leaseTTL = 30 * time.Second
+
+// leaseStart is where the virtual clock of a lease test starts: years
+// away from the real clock, so a lease judged by the wall clock anywhere
+// would fail the test.
+var leaseStart = time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// driveClock advances clk by step whenever the code under test waits on
+// it (n sleeps and timers), until ctx is done. More than max steps fail t,
+// and so does a minute of real time without the code waiting on the clock
+// (a wait on the wall clock, which never happens when the test passes).
+func driveClock(t *testing.T, ctx context.Context, clk *clocktest.Fake, n int, step time.Duration, max int) {
+	t.Helper()
+	for i := 0; ; i++ {
+		wait, cancel := context.WithTimeout(ctx, time.Minute)
+		err := clk.BlockUntil(wait, n)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			t.Fatalf("at virtual time %v the run has not waited on the clock for a minute of real time", clk.Now())
+		case i == max:
+			t.Fatalf("after %d steps of %v (virtual time %v), the run still waits on the clock", max, step, clk.Now())
+		}
+		clk.Advance(step)
+	}
+}
+
+// runInBackground runs e.Run and returns a channel that gets its outcome,
+// and a context that is done once it returned.
+func runInBackground(e *engine.Engine, f *flow.Flow, input any, opts *engine.RunOptions) (<-chan runOutcome, context.Context) {
+	out := make(chan runOutcome, 1)
+	ctx, done := context.WithCancel(context.Background())
+	go func() {
+		res, err := e.Run(context.Background(), f, input, opts)
+		out <- runOutcome{res, err}
+		done()
+	}()
+	return out, ctx
+}
+
+type runOutcome struct {
+	res *engine.Result
+	err error
 }
 
 // leaseFlow's first step is a long call, the kind during which only the
@@ -70,25 +135,26 @@ func (s *slowTool) calls() []string {
 // the run stops before the lease expires (so no other process can take the
 // run up while this one still acts), commits nothing more (the run stays
 // running in the store, not failed), and another process resumes it from
-// its last committed transition.
+// its last committed transition. On a virtual clock: the run stops at the
+// exact moment its heartbeat gives up.
 func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 	t.Parallel()
-	// The lease times are wall-clock and generous: the heartbeat renews
-	// every second and gives up a second before the lease expires, so a
-	// loaded machine (timers firing late, a slow store) keeps the margins
-	// this test checks.
-	const ttl = 3 * time.Second
 	for _, c := range []struct {
 		name, want string
 		err        error
+		// left is how much of the lease is left when the run stops: a
+		// lost lease stops it at the first renewal, an unreachable store
+		// once only a third of the TTL is left.
+		left time.Duration
 	}{
-		{"store unreachable", "could not be renewed", errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")},
-		{"lease lost", "lost to another process", fmt.Errorf("lease lost: %w", store.ErrConflict)},
+		{"store unreachable", "could not be renewed", errors.New("dial tcp 10.0.0.5:5432: connect: connection refused"), leaseTTL / 3},
+		{"lease lost", "lost to another process", fmt.Errorf("lease lost: %w", store.ErrConflict), 2 * leaseTTL / 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := openSQLite(t)
+			clk := clocktest.New(leaseStart)
 			var down atomic.Bool
 			flaky := &renewFailStore{Store: st, fail: func(int) error {
 				if down.Load() {
@@ -96,39 +162,42 @@ func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 				}
 				return nil
 			}}
-			var stopped atomic.Bool
-			var leaseLeft atomic.Int64
+			started, stopped := make(chan struct{}), make(chan struct{})
+			var stoppedAt, leaseUntil time.Time
 			slow := &slowTool{call: func(ctx context.Context, n int) error {
 				if n > 1 {
 					return nil // the resume
 				}
 				down.Store(true)
-				select {
-				case <-ctx.Done():
-					stopped.Store(true)
-					if run, err := st.GetRun(context.Background(), "r"); err == nil {
-						leaseLeft.Store(int64(time.Until(run.LeaseExpires)))
-					}
-					return context.Cause(ctx)
-				case <-time.After(4 * ttl):
-					return nil
+				close(started)
+				<-ctx.Done() // only the run's stopping ends step one
+				stoppedAt = clk.Now()
+				if run, err := st.GetRun(context.Background(), "r"); err == nil {
+					leaseUntil = run.LeaseExpires
 				}
+				close(stopped)
+				return context.Cause(ctx)
 			}}
 			b := newKeyCounter("b", true)
 			fx := newFixture(t, slow.tool(), b)
 			f := fx.parse(leaseFlow)
-			e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Store: flaky, Owner: "p1", LeaseTTL: ttl})
-			res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r"})
-			if err != nil {
-				t.Fatal(err)
+			e := engine.New(engine.Config{Tools: fx.tools, Clock: clk, Store: flaky, Owner: "p1", LeaseTTL: leaseTTL})
+			out, _ := runInBackground(e, f, nil, &engine.RunOptions{RunID: "r"})
+			<-started
+			driveCtx, cancel := context.WithCancel(ctx)
+			go func() { <-stopped; cancel() }()
+			driveClock(t, driveCtx, clk, 1, leaseTTL/12, 100)
+			o := <-out
+			if o.err != nil {
+				t.Fatal(o.err)
 			}
-			wantStatus(t, res, trace.RunFailed)
-			wantErrorClass(t, res, fault.Conflict, c.want)
-			if !stopped.Load() {
-				t.Fatal("step one ran to its end: the run must stop when its lease cannot be renewed")
+			wantStatus(t, o.res, trace.RunFailed)
+			wantErrorClass(t, o.res, fault.Conflict, c.want)
+			if want := leaseStart.Add(leaseTTL); !leaseUntil.Equal(want) {
+				t.Errorf("the lease ran until %v, want %v: the run was created at the clock's start, leased for the TTL", leaseUntil, want)
 			}
-			if left := time.Duration(leaseLeft.Load()); left <= 0 {
-				t.Errorf("the run stopped %s after its lease expired: it must stop while the lease still holds", -left)
+			if left := leaseUntil.Sub(stoppedAt); left != c.left {
+				t.Errorf("the run stopped with %v of its lease left, want %v: it must stop while the lease still holds, when its heartbeat gives up", left, c.left)
 			}
 			if n := flaky.failed.Load(); n == 0 {
 				t.Error("no renewal failed")
@@ -151,7 +220,8 @@ func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 				t.Fatalf("last committed event %s %s: nothing after step one's start may be committed", last.Kind, last.StepID)
 			}
 
-			res, err = durableEngine(fx, st, "p2").Resume(ctx, f, "r")
+			p2 := engine.New(engine.Config{Tools: fx.tools, Clock: clk, Store: st, Owner: "p2", LeaseTTL: leaseTTL})
+			res, err := p2.Resume(ctx, f, "r")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,44 +237,52 @@ func TestLeaseThatCannotBeRenewedStopsTheRun(t *testing.T) {
 }
 
 // TestLeaseHeartbeatRidesOutABriefOutage: renewals that fail for a moment
-// (the database restarts) are retried, and the run goes on.
+// (the database restarts) are retried, and the run goes on. On a virtual
+// clock: the first renewal (at a third of the TTL) and its first retry fail,
+// the second retry renews the lease from its own time.
 func TestLeaseHeartbeatRidesOutABriefOutage(t *testing.T) {
 	t.Parallel()
-	// Renewals come every second; the two failures and their retries
-	// (250 ms apart) fit in the second the heartbeat has before it gives
-	// up, with room for a loaded machine.
-	const ttl = 3 * time.Second
 	st := openSQLite(t)
-	flaky := &renewFailStore{Store: st, fail: func(n int) error {
+	clk := clocktest.New(leaseStart)
+	flaky := &renewFailStore{Store: st, renewedOK: make(chan [2]time.Time, 1), fail: func(n int) error {
 		if n <= 2 {
 			return errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
 		}
 		return nil
 	}}
+	started := make(chan struct{})
+	var renewedAt, leaseUntil time.Time
 	// The long step lasts until a renewal went through after the outage
 	// (or the run is stopped, which fails the test below).
 	slow := &slowTool{call: func(ctx context.Context, _ int) error {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for flaky.renewed.Load()-flaky.failed.Load() < 1 {
-			select {
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			case <-tick.C:
-			}
+		close(started)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case r := <-flaky.renewedOK:
+			renewedAt, leaseUntil = r[0], r[1]
 		}
 		return nil
 	}}
 	b := newKeyCounter("b", true)
 	fx := newFixture(t, slow.tool(), b)
-	e := engine.New(engine.Config{Tools: fx.tools, Clock: fx.clock, Store: flaky, Owner: "p1", LeaseTTL: ttl})
-	res, err := e.Run(context.Background(), fx.parse(leaseFlow), nil, &engine.RunOptions{RunID: "r"})
-	if err != nil {
-		t.Fatal(err)
+	e := engine.New(engine.Config{Tools: fx.tools, Clock: clk, Store: flaky, Owner: "p1", LeaseTTL: leaseTTL})
+	out, done := runInBackground(e, fx.parse(leaseFlow), nil, &engine.RunOptions{RunID: "r"})
+	<-started
+	driveClock(t, done, clk, 1, leaseTTL/12, 100)
+	o := <-out
+	if o.err != nil {
+		t.Fatal(o.err)
 	}
-	wantStatus(t, res, trace.RunSucceeded)
+	wantStatus(t, o.res, trace.RunSucceeded)
 	if n := flaky.failed.Load(); n != 2 {
 		t.Fatalf("%d renewals failed, want 2", n)
+	}
+	if want := leaseStart.Add(leaseTTL/3 + 2*leaseTTL/12); !renewedAt.Equal(want) {
+		t.Errorf("renewed at %v, want %v: a third of the TTL in, and two retries a twelfth apart", renewedAt, want)
+	}
+	if want := renewedAt.Add(leaseTTL); !leaseUntil.Equal(want) {
+		t.Errorf("renewed until %v, want %v: the TTL from the renewal's own time", leaseUntil, want)
 	}
 	if got := b.calls(); len(got) != 1 {
 		t.Fatalf("calls of step two %v", got)
@@ -213,28 +291,34 @@ func TestLeaseHeartbeatRidesOutABriefOutage(t *testing.T) {
 
 // A pure first step's start is not committed, so while it runs the run is
 // not in the store yet: the heartbeat has nothing to renew, and must not
-// take that for a lost lease. The step outlasts the whole TTL here.
+// take that for a lost lease. The step outlasts the whole TTL here (twice
+// over, on a virtual clock), and the run is created, and leased, at the
+// time of the commit that follows it.
 func TestLongPureFirstStepKeepsItsLease(t *testing.T) {
 	t.Parallel()
-	const ttl = time.Second // margins a loaded machine keeps (see the lease tests above)
+	clk := clocktest.New(leaseStart)
 	pure := tool.Func(tool.Spec{Name: "slow", Effect: tool.EffectNone, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
-		select {
-		case <-time.After(2 * ttl):
-			return map[string]any{"ok": true}, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := clk.Sleep(ctx, 2*leaseTTL); err != nil {
+			return nil, err
 		}
+		return map[string]any{"ok": true}, nil
 	})
 	b := newKeyCounter("b", true)
 	fx := newFixture(t, pure, b)
 	st := openSQLite(t)
-	e := engine.New(engine.Config{Tools: fx.tools, Store: st, Owner: "p1", LeaseTTL: ttl})
-	res, err := e.Run(context.Background(), fx.parse(leaseFlow), map[string]any{}, nil)
-	if err != nil || res.Status != trace.RunSucceeded {
-		t.Fatalf("run: %v, %+v", err, res)
+	e := engine.New(engine.Config{Tools: fx.tools, Clock: clk, Store: st, Owner: "p1", LeaseTTL: leaseTTL})
+	out, done := runInBackground(e, fx.parse(leaseFlow), map[string]any{}, nil)
+	// the step's sleep and the heartbeat both wait on the clock.
+	driveClock(t, done, clk, 2, leaseTTL/3, 100)
+	o := <-out
+	if o.err != nil || o.res.Status != trace.RunSucceeded {
+		t.Fatalf("run: %v, %+v", o.err, o.res)
 	}
-	run, err := st.GetRun(context.Background(), res.RunID)
+	run, err := st.GetRun(context.Background(), o.res.RunID)
 	if err != nil || run.Status != trace.RunSucceeded {
 		t.Fatalf("stored run: %+v, %v", run, err)
+	}
+	if want := leaseStart.Add(2 * leaseTTL); !run.CreatedAt.Equal(want) {
+		t.Errorf("run created at %v, want %v: by the commit after the pure step, at the engine's time", run.CreatedAt, want)
 	}
 }

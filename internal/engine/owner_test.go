@@ -35,7 +35,7 @@ func deadOwner(t *testing.T) string {
 // leased to owner for an hour.
 func leaseTo(t *testing.T, st store.Store, owner string) {
 	t.Helper()
-	if _, err := st.AcquireLease(context.Background(), &store.LeaseParams{RunID: "r", Owner: owner, TTL: time.Hour}); err != nil {
+	if _, err := st.AcquireLease(context.Background(), &store.LeaseParams{RunID: "r", Owner: owner, TTL: time.Hour, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }

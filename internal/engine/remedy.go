@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -397,9 +396,9 @@ func (e *Engine) Remediate(ctx context.Context, f *flow.Flow, runID, premise str
 	if err != nil {
 		return nil, err
 	}
-	leased := time.Now()
+	leased := e.cfg.Clock.Now()
 	held := run
-	if run, err = e.acquire(ctx, runID); err != nil {
+	if run, err = e.acquire(ctx, runID, leased); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is being advanced by %s: wait for it, or cancel it, before remediating: %w", runID, held.LeaseOwner, err))
 		}

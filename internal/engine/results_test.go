@@ -35,6 +35,15 @@ func (c *stepClock) advance(d time.Duration) {
 
 func (c *stepClock) Sleep(ctx context.Context, _ time.Duration) error { return context.Cause(ctx) }
 
+// AfterFunc and WithDeadline run on real time from the stepped now.
+func (c *stepClock) AfterFunc(d time.Duration, f func()) engine.Timer {
+	return engine.SystemClock.AfterFunc(d, f)
+}
+
+func (c *stepClock) WithDeadline(ctx context.Context, at time.Time) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, at.Sub(c.Now()))
+}
+
 func eventsOf(evs []trace.Event, kind trace.Kind, step string) []trace.Event {
 	var out []trace.Event
 	for _, e := range evs {

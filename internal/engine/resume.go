@@ -33,6 +33,7 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 		// run costs no commit of its own.
 		return &store.Run{ID: id}, p, nil, nil
 	}
+	p.Now = e.cfg.Clock.Now()
 	run, created, err := e.cfg.Store.CreateRun(ctx, p)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("engine: create run of flow %s: %w", f.Name, err)
@@ -72,11 +73,12 @@ func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptio
 		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 
-// acquire takes the run's lease for this engine. When another owner holds
+// acquire takes the run's lease for this engine at now (the engine's
+// clock), so the lease runs until now+LeaseTTL. When another owner holds
 // it and that owner is a process of this host that died (a crash, a kill),
 // the lease is taken over at once instead of waiting for it to expire.
-func (e *Engine) acquire(ctx context.Context, runID string) (*store.Run, error) {
-	p := &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL}
+func (e *Engine) acquire(ctx context.Context, runID string, now time.Time) (*store.Run, error) {
+	p := &store.LeaseParams{RunID: runID, Owner: e.cfg.Owner, TTL: e.cfg.LeaseTTL, Now: now}
 	run, err := e.cfg.Store.AcquireLease(ctx, p)
 	if !errors.Is(err, store.ErrConflict) {
 		return run, err
@@ -128,8 +130,8 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		return nil, err
 	}
 	held := run
-	leased := time.Now() // see durability.leased
-	run, err = e.acquire(ctx, runID)
+	leased := e.cfg.Clock.Now() // see durability.leased
+	run, err = e.acquire(ctx, runID, leased)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is being advanced by %s (lease until %s): wait for it, or for its lease to expire: %w", runID, held.LeaseOwner, held.LeaseExpires.Format(time.RFC3339), err))
@@ -465,7 +467,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 // closes the approvals still pending, as rejected with the reason: none
 // stays pending or can be decided (the store answers ErrConflict).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
-	run, err := e.acquire(ctx, runID)
+	run, err := e.acquire(ctx, runID, e.cfg.Clock.Now())
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}
@@ -479,7 +481,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 	re := &RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Message: reason}
 	errJSON, _ := json.Marshal(re)
 	now := e.cfg.Clock.Now()
-	t := &store.Transition{RunID: runID, Version: run.Version,
+	t := &store.Transition{RunID: runID, Version: run.Version, Now: now,
 		Events: []*trace.Event{{Seq: run.LastSeq + 1, Time: now, Kind: trace.RunSettled, RunID: runID, Flow: run.Flow,
 			Status: string(trace.RunCancelled), ErrorClass: string(fault.Cancelled), Error: reason, Origin: trace.OriginEngine}},
 		Run: &store.RunUpdate{Status: trace.RunCancelled, Error: errJSON, SettledAt: now, Reason: "the run was cancelled: " + reason}}
@@ -523,7 +525,7 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	}
 	run, _, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
 		FlowHash: FlowHash(f), FlowText: f.Source, Input: raw, Meta: meta, IdempotencyKey: key, Session: session,
-		Retention: f.Retention, Status: trace.RunPending})
+		Retention: f.Retention, Status: trace.RunPending, Now: e.cfg.Clock.Now()})
 	if err != nil {
 		return "", fmt.Errorf("engine: enqueue a run of flow %s: %w", f.Name, err)
 	}

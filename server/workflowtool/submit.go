@@ -241,7 +241,8 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 	var err error
 	for try := 0; try < 50; try++ {
 		var run *store.Run
-		run, err = w.opts.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: owner, TTL: 30 * time.Second})
+		now := time.Now() // the store decides by the caller's clock
+		run, err = w.opts.Store.AcquireLease(ctx, &store.LeaseParams{RunID: runID, Owner: owner, TTL: 30 * time.Second, Now: now})
 		if errors.Is(err, store.ErrConflict) {
 			select {
 			case <-ctx.Done():
@@ -253,9 +254,9 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 		if err != nil {
 			return err
 		}
-		ev.Seq, ev.Time, ev.RunID, ev.Flow = run.LastSeq+1, time.Now(), runID, run.Flow
+		ev.Seq, ev.Time, ev.RunID, ev.Flow = run.LastSeq+1, now, runID, run.Flow
 		ev.Redact(w.red)
-		err = w.opts.Store.Commit(ctx, &store.Transition{RunID: runID, Version: run.Version, Events: []*trace.Event{ev}})
+		err = w.opts.Store.Commit(ctx, &store.Transition{RunID: runID, Version: run.Version, Events: []*trace.Event{ev}, Now: now})
 		if rerr := w.opts.Store.ReleaseLease(ctx, runID, owner); err == nil {
 			err = rerr
 		}

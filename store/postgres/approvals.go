@@ -68,7 +68,7 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 // DecideApproval settles the step's pending approval (the latest, should
 // there be several) and bumps the run's version (a journal row without
 // frames), in one statement; a Commit that takes the version first makes
-// it try again. No
+// it try again. It is decided at p.Now (the database's clock when zero). No
 // approval for the step is store.ErrNotFound; one already decided (by
 // anyone, including a concurrent decider) is store.ErrConflict.
 func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (*store.Approval, error) {
@@ -82,7 +82,7 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	err := bumping(ctx, false, func() (err error) {
 		a, err = scanApproval(s.pool.QueryRow(ctx, `
 		WITH a AS (
-			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = now()
+			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = coalesce($7::timestamptz, now())
 			WHERE (a.run_id, a.id) = (
 				SELECT run_id, id FROM rein_approvals
 				WHERE run_id = $1 AND step_id = $2 AND status = 'pending'
@@ -91,15 +91,15 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 			AND EXISTS (SELECT 1 FROM rein_runs WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled'))
 			RETURNING a.*),
 		u AS (
-			UPDATE rein_runs SET updated_at = now(),
+			UPDATE rein_runs SET updated_at = coalesce($7::timestamptz, now()),
 				status = CASE WHEN status = 'waiting' AND NOT EXISTS (
 					SELECT 1 FROM rein_approvals p WHERE p.run_id = $1 AND p.status = 'pending'
 					AND p.id NOT IN (SELECT id FROM a)) THEN 'pending' ELSE status END
 			WHERE id = $1 AND EXISTS (SELECT 1 FROM a)
 			RETURNING id),
-		`+bumpSQL+`
+		`+bumpSQL("$7")+`
 		SELECT `+approvalCols+` FROM a`,
-			p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy))
+			p.RunID, p.StepID, string(p.Status), bytesOrNil(p.Output), p.Comment, p.DecidedBy, timeOrNil(p.Now)))
 		return err
 	})
 	if err == nil {
@@ -144,9 +144,13 @@ func addApproval(p *commitPlan, a *store.Approval) error {
 	if a.ID == "" {
 		a.ID = uuid.NewString()
 	}
+	created := timeOrNil(a.CreatedAt)
+	if created == nil {
+		created = p.now
+	}
 	p.addAfter(approvalSQL, a.ID, a.StepID, string(a.Kind), string(store.ApprovalPending),
 		a.Tool, bytesOrNil(a.Args), a.Message, bytesOrNil(a.Output), a.Comment, a.DecidedBy,
-		timeOrNil(a.CreatedAt), timeOrNil(a.DecidedAt))
+		created, timeOrNil(a.DecidedAt))
 	p.approvals++
 	return nil
 }

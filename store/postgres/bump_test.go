@@ -34,16 +34,18 @@ func TestBumpsRetryAfterARacingCommit(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET search_path TO "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
+	at := time.Now()
 	bumps := []struct {
 		name string
 		do   func(context.Context) error
 	}{
 		{"AcquireLease", func(ctx context.Context) error {
-			_, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "me", TTL: time.Nanosecond})
+			_, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "me", TTL: time.Second, Now: at})
 			return err
 		}},
 		{"ClaimRuns", func(ctx context.Context) error {
-			runs, err := s.ClaimRuns(ctx, &store.ClaimParams{Owner: "worker", TTL: time.Nanosecond})
+			// at the lease's expiry: the run is ready again.
+			runs, err := s.ClaimRuns(ctx, &store.ClaimParams{Owner: "worker", TTL: time.Second, Now: at.Add(time.Second)})
 			if err == nil && len(runs) != 1 {
 				t.Errorf("ClaimRuns claimed %d runs, want 1", len(runs))
 			}

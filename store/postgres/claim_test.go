@@ -38,7 +38,7 @@ func TestClaimersShareRuns(t *testing.T) {
 		defer s.Close()
 		wg.Go(func() {
 			for {
-				got, err := s.ClaimRuns(ctx, &store.ClaimParams{Owner: name, TTL: time.Minute, Limit: 3})
+				got, err := s.ClaimRuns(ctx, &store.ClaimParams{Owner: name, TTL: time.Minute, Limit: 3, Now: time.Now()})
 				if err != nil {
 					t.Errorf("%s: ClaimRuns: %v", name, err)
 					return
@@ -81,6 +81,8 @@ func TestClaimersShareRuns(t *testing.T) {
 
 // TestDeadWorkerLosesRuns: a worker that stops renewing loses its runs to
 // another worker once the leases expire, and its late commit is refused.
+// Two stores stand for two processes; each call passes its process's
+// clock, here virtual: B's reads the expiry of A's leases.
 func TestDeadWorkerLosesRuns(t *testing.T) {
 	t.Parallel()
 	schema := testSchema(t)
@@ -94,15 +96,16 @@ func TestDeadWorkerLosesRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claimedA, err := a.ClaimRuns(ctx, &store.ClaimParams{Owner: "A", TTL: time.Second, Limit: 10})
+	now := time.Now()
+	claimedA, err := a.ClaimRuns(ctx, &store.ClaimParams{Owner: "A", TTL: time.Second, Limit: 10, Now: now})
 	if err != nil || len(claimedA) != 3 {
 		t.Fatalf("A claimed %d runs, %v", len(claimedA), err)
 	}
-	if got, _ := b.ClaimRuns(ctx, &store.ClaimParams{Owner: "B", TTL: time.Minute, Limit: 10}); len(got) != 0 {
-		t.Fatalf("B claimed %d runs A holds", len(got))
+	if got, err := b.ClaimRuns(ctx, &store.ClaimParams{Owner: "B", TTL: time.Minute, Limit: 10, Now: now.Add(time.Second - time.Microsecond)}); err != nil || len(got) != 0 {
+		t.Fatalf("B claimed %d runs A holds (%v)", len(got), err)
 	}
-	time.Sleep(1200 * time.Millisecond) // A "dies": no heartbeat
-	claimedB, err := b.ClaimRuns(ctx, &store.ClaimParams{Owner: "B", TTL: time.Minute, Limit: 10})
+	now = now.Add(time.Second) // A "died": no heartbeat, and its leases expire
+	claimedB, err := b.ClaimRuns(ctx, &store.ClaimParams{Owner: "B", TTL: time.Minute, Limit: 10, Now: now})
 	if err != nil || len(claimedB) != 3 {
 		t.Fatalf("after A's leases expired, B claimed %d runs, %v", len(claimedB), err)
 	}
@@ -111,7 +114,7 @@ func TestDeadWorkerLosesRuns(t *testing.T) {
 		if !errors.Is(err, store.ErrConflict) {
 			t.Errorf("late commit by A on %s: err = %v, want ErrConflict", r.ID, err)
 		}
-		if err := a.RenewLease(ctx, &store.LeaseParams{RunID: r.ID, Owner: "A"}); !errors.Is(err, store.ErrConflict) {
+		if err := a.RenewLease(ctx, &store.LeaseParams{RunID: r.ID, Owner: "A", Now: now}); !errors.Is(err, store.ErrConflict) {
 			t.Errorf("late renew by A on %s: err = %v, want ErrConflict", r.ID, err)
 		}
 	}

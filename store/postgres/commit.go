@@ -55,6 +55,8 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
 			return fmt.Errorf("postgres store: %s: a creating commit is at version 0", what)
 		case p.IdempotencyKey != "":
 			return fmt.Errorf("postgres store: %s: a creating commit takes no idempotency key (use CreateRun)", what)
+		case p.Owner != "" && t.Now.IsZero():
+			return fmt.Errorf("postgres store: %s: it creates the run leased to %s: %w", what, p.Owner, store.ErrNoTime)
 		}
 	}
 	plan, err := s.plan(t)
@@ -128,6 +130,9 @@ type commitPlan struct {
 	final       bool
 	closeReason string
 	create      *store.CreateRunParams
+	// now is the transition's time (store.Transition.Now), nil for the
+	// database's clock.
+	now any
 	// after are the statements that follow the journal row in the same
 	// batch (blobs, approvals, call records, …), each guarded by
 	// appliedSQL: an entity written with a transition adds its own
@@ -152,50 +157,54 @@ func (p *commitPlan) addAfter(sql string, args ...any) {
 
 // The statements of a Commit. journalSQL inserts the transition's row
 // ($1 run, $2 the version it builds on, $3 token, $4 its largest seq, $5
-// events, $6 steps, $7 its smallest seq) only when the run's newest row is
-// at $2 and holds a smaller seq; at version 0 the run must exist and have
-// no row. A row already at $2 + 1 is a unique violation: the race's loser.
+// events, $6 steps, $7 its smallest seq, $8 the caller's time, NULL for
+// the database's) only when the run's newest row is at $2 and holds a
+// smaller seq; at version 0 the run must exist and have no row. A row
+// already at $2 + 1 is a unique violation: the race's loser.
 const (
-	journalSQL = `INSERT INTO rein_journal (run_id, version, seq, token, events, steps)
-		SELECT $1, $2 + 1, greatest(h.seq, $4), $3::uuid, $5::bytea, $6::bytea
+	journalSQL = `INSERT INTO rein_journal (run_id, version, seq, token, events, steps, at)
+		SELECT $1, $2 + 1, greatest(h.seq, $4), $3::uuid, $5::bytea, $6::bytea, coalesce($8::timestamptz, now())
 		FROM (SELECT j.seq FROM rein_journal j WHERE j.run_id = $1 AND j.version = $2
 			UNION ALL SELECT 0 FROM rein_runs r WHERE $2 = 0 AND r.id = $1) h
 		WHERE h.seq < $7`
 
-	// commitRunSQL is journalSQL plus the run row's update ($8 status, ""
-	// for none; $9 error, $10 usage, $11 settled time) and, for a final
-	// status ($12), the closing of the run's pending approvals with
-	// comment $13. It returns how many rows it inserted (0 or 1).
+	// commitRunSQL is journalSQL plus the run row's update ($9 status, ""
+	// for none; $10 error, $11 usage, $12 settled time) and, for a final
+	// status ($13), the closing of the run's pending approvals with
+	// comment $14. It returns how many rows it inserted (0 or 1).
 	commitRunSQL = `WITH j AS (` + journalSQL + ` RETURNING run_id),
 		r AS (UPDATE rein_runs r SET
-			status = coalesce(nullif($8, ''), r.status),
-			error = coalesce($9, r.error),
-			usage = coalesce($10, r.usage),
+			status = coalesce(nullif($9, ''), r.status),
+			error = coalesce($10, r.error),
+			usage = coalesce($11, r.usage),
 			settled_at = CASE
-				WHEN $11::timestamptz IS NOT NULL THEN $11
-				WHEN r.settled_at IS NULL AND $12 THEN now()
+				WHEN $12::timestamptz IS NOT NULL THEN $12
+				WHEN r.settled_at IS NULL AND $13 THEN coalesce($8::timestamptz, now())
 				ELSE r.settled_at END,
-			updated_at = now(),
+			updated_at = coalesce($8::timestamptz, now()),
 			-- a finished run holds no lease
-			lease_owner = CASE WHEN $12 THEN NULL ELSE r.lease_owner END,
-			lease_expires = CASE WHEN $12 THEN NULL ELSE r.lease_expires END
+			lease_owner = CASE WHEN $13 THEN NULL ELSE r.lease_owner END,
+			lease_expires = CASE WHEN $13 THEN NULL ELSE r.lease_expires END
 			FROM j WHERE r.id = j.run_id),
-		c AS (UPDATE rein_approvals a SET status = 'rejected', comment = $13, decided_at = now()
-			FROM j WHERE $12 AND a.run_id = j.run_id AND a.status = 'pending')
+		c AS (UPDATE rein_approvals a SET status = 'rejected', comment = $14, decided_at = coalesce($8::timestamptz, now())
+			FROM j WHERE $13 AND a.run_id = j.run_id AND a.status = 'pending')
 		SELECT count(*) FROM j`
 
 	// createSQL inserts the run ($1 … $16, the transition's run update
 	// folded in) and its first row ($17 token, $18 largest seq, $19
-	// events, $20 steps). A taken ID is a unique violation of rein_runs.
+	// events, $20 steps), both at $21 (the caller's time; NULL for the
+	// database's, never with an owner). A taken ID is a unique violation of
+	// rein_runs.
 	createSQL = `WITH r AS (
 			INSERT INTO rein_runs (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at)
+				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-				CASE WHEN $11::text IS NULL THEN NULL ELSE now() + $12 * interval '1 microsecond' END,
-				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN now() END)
+				CASE WHEN $11::text IS NULL THEN NULL ELSE $21::timestamptz + $12 * interval '1 microsecond' END,
+				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN coalesce($21::timestamptz, now()) END,
+				coalesce($21::timestamptz, now()), coalesce($21::timestamptz, now()))
 			RETURNING id)
-		INSERT INTO rein_journal (run_id, version, seq, token, events, steps)
-		SELECT r.id, 1, $18::bigint, $17::uuid, $19::bytea, $20::bytea FROM r`
+		INSERT INTO rein_journal (run_id, version, seq, token, events, steps, at)
+		SELECT r.id, 1, $18::bigint, $17::uuid, $19::bytea, $20::bytea, coalesce($21::timestamptz, now()) FROM r`
 
 	// The statements after the row, each applied only if the row with
 	// the commit's token ($1 run, $2 new version, $3 token) was inserted.
@@ -208,7 +217,7 @@ const (
 			output, comment, decided_by, created_at, decided_at)
 		SELECT $1::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::bytea, $10::text,
 			$11::bytea, $12::text, $13::text, coalesce($14::timestamptz, now()), $15::timestamptz WHERE ` + appliedSQL
-	closeSQL = `UPDATE rein_approvals SET status = 'rejected', comment = $4, decided_at = now()
+	closeSQL = `UPDATE rein_approvals SET status = 'rejected', comment = $4, decided_at = coalesce($5::timestamptz, now())
 		WHERE run_id = $1 AND status = 'pending' AND ` + appliedSQL
 )
 
@@ -225,7 +234,7 @@ func addBlob(p *commitPlan, seen map[string]bool, sha string, data []byte) {
 // plan encodes t: events and step records as frames, large payloads as
 // blobs. Approvals without an ID get a random one (written back to t).
 func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
-	p := &commitPlan{runID: t.RunID, version: t.Version, token: uuid.NewString(), minSeq: math.MaxInt64, create: t.Create}
+	p := &commitPlan{runID: t.RunID, version: t.Version, token: uuid.NewString(), minSeq: math.MaxInt64, create: t.Create, now: timeOrNil(t.Now)}
 	var buf []byte
 	for i, e := range t.Events {
 		switch {
@@ -287,7 +296,7 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	if p.steps != nil {
 		steps = p.steps
 	}
-	sql, args := journalSQL, []any{p.runID, p.version, p.token, p.maxSeq, events, steps, p.minSeq}
+	sql, args := journalSQL, []any{p.runID, p.version, p.token, p.maxSeq, events, steps, p.minSeq, p.now}
 	switch {
 	case p.create != nil:
 		sql, args = createSQL, createArgs(p, events, steps)
@@ -297,7 +306,7 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 	after := p.after
 	if p.final && p.approvals > 0 {
 		// the approvals this transition asks for close with the run too.
-		after = append(after[:len(after):len(after)], afterStmt{closeSQL, []any{p.closeReason}})
+		after = append(after[:len(after):len(after)], afterStmt{closeSQL, []any{p.closeReason, p.now}})
 	}
 	if len(after) == 0 {
 		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
@@ -359,7 +368,7 @@ func createArgs(p *commitPlan, events, steps any) []any {
 	}
 	return []any{c.ID, c.Flow, c.FlowPath, c.FlowHash, bytesOrNil(c.FlowText), bytesOrNil(c.Input), bytesOrNil(c.Meta),
 		status, c.Session, int64(c.Retention), owner, ttl.Microseconds(), p.errJSON, p.usage, p.settled, p.final,
-		p.token, p.maxSeq, events, steps}
+		p.token, p.maxSeq, events, steps, p.now}
 }
 
 // whyNot explains a commit whose row was not inserted: the run does not

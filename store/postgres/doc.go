@@ -46,11 +46,14 @@
 // refer to them, for Prune. Schema 1 (a row per event, a row per step) is
 // converted by migration 2 when a newer binary first opens it.
 //
-// Every time the store decides with — lease expiry, created/updated times,
-// Prune's retention check — is the database clock (now()), so processes on
-// hosts whose clocks disagree still agree on who holds a lease. Times the
-// caller supplies (a step's StartedAt, a RunUpdate's SettledAt, Prune's
-// Before) are stored as given, at PostgreSQL's microsecond precision.
+// Every time the store decides with — lease expiry, claims, Prune's
+// retention check — is the caller's (the params' Now, store.Store), so a
+// lease is judged by the clock of the process that asks: processes on
+// hosts whose clocks disagree see one another's leases expire early or
+// late by the skew, which the lease's margin must cover (docs/durability.md).
+// Times the store only records (created, updated, decided) are the
+// caller's Now too, and the database clock (now()) when it is zero. Times
+// are stored at PostgreSQL's microsecond precision.
 //
 // # Tests
 //

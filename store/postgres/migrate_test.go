@@ -158,7 +158,7 @@ func TestMigrateSchema1Journal(t *testing.T) {
 	}
 
 	// Prune takes the finished run and the blob only it referred to.
-	res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-24 * time.Hour)})
+	res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now().Add(-24 * time.Hour), Now: time.Now()})
 	if err != nil || res.Runs != 1 || res.Blobs != 1 {
 		t.Fatalf("Prune = %+v, %v; want 1 run, 1 blob", res, err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,7 +13,8 @@ import (
 
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and past their own
-// retention (settled_at + Run.Retention before the database's now()),
+// retention (settled_at + Run.Retention before p.Now; a zero p.Now is
+// store.ErrNoTime),
 // with their journals and approvals, then the blobs no remaining run
 // refers to (rein_blob_refs). Runs and blobs are deleted in separate
 // transactions: a blob left behind by a failure is collected by the next
@@ -21,14 +23,17 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if p.Status != "" && !(&store.Run{Status: p.Status}).Finished() {
 		return nil, errors.New("postgres store: prune: status " + string(p.Status) + " is not a final status")
 	}
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("postgres store: prune: %w", store.ErrNoTime)
+	}
 	if p.DryRun {
 		var ids []string
 		err := again(ctx, true, func() error {
 			rows, err := s.pool.Query(ctx, `SELECT id FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
 			AND settled_at < $1
-			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()
-			ORDER BY ord`, p.Before, string(p.Status))
+			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
+			ORDER BY ord`, p.Before, string(p.Status), p.Now)
 			if err != nil {
 				return err
 			}
@@ -45,10 +50,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		return s.pool.QueryRow(ctx, `WITH r AS (DELETE FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
 			AND settled_at < $1
-			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < now()
+			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
 			RETURNING id),
 		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id)
-		SELECT count(*) FROM r`, p.Before, string(p.Status)).Scan(&runs)
+		SELECT count(*) FROM r`, p.Before, string(p.Status), p.Now).Scan(&runs)
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)

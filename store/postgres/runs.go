@@ -47,14 +47,17 @@ var (
 )
 
 // bumpSQL appends a row without frames to the journal of each run in the
-// CTE u (lease, claim, decision: anything else that moves a version) and
+// CTE u (lease, claim, decision: anything else that moves a version), at
+// the time the parameter at names (the database's now() when NULL), and
 // returns its version, seq and time, as head b. rein_journal's primary
 // key makes a racing Commit or bump fail with a unique violation; bumping
 // retries those.
-var bumpSQL = `b AS (INSERT INTO rein_journal (run_id, version, seq)
-			SELECT u.id, coalesce(h.version, 0) + 1, coalesce(h.seq, 0)
+func bumpSQL(at string) string {
+	return `b AS (INSERT INTO rein_journal (run_id, version, seq, at)
+			SELECT u.id, coalesce(h.version, 0) + 1, coalesce(h.seq, 0), coalesce(` + at + `::timestamptz, now())
 			FROM u LEFT JOIN LATERAL (` + headSQL("u.id") + `) h ON true
 			RETURNING run_id, version, seq, at)`
+}
 
 // scanRun reads one row of runCols.
 func scanRun(row pgx.Row) (*store.Run, error) {
@@ -87,10 +90,15 @@ func scanRun(row pgx.Row) (*store.Run, error) {
 // CreateRun inserts a run. With p.IdempotencyKey set and a run holding
 // that key, it returns that run and created=false. A run ID already taken
 // is store.ErrConflict. Owner, when set, leases the new run to Owner for
-// LeaseTTL (DefaultLeaseTTL when ≤ 0); the run starts at version 0.
+// LeaseTTL (DefaultLeaseTTL when ≤ 0) from p.Now; the run starts at
+// version 0, created at p.Now (the database's clock when zero; a leased
+// run with a zero p.Now is store.ErrNoTime).
 func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
 	if p.ID == "" {
 		return nil, false, errors.New("postgres store: create run: empty ID")
+	}
+	if p.Owner != "" && p.Now.IsZero() {
+		return nil, false, fmt.Errorf("postgres store: create run %s leased to %s: %w", p.ID, p.Owner, store.ErrNoTime)
 	}
 	status := p.Status
 	if status == "" {
@@ -108,7 +116,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	err := again(ctx, false, func() (err error) {
 		r, err = scanRun(s.pool.QueryRow(ctx, insertRunSQL+`
 		ON CONFLICT (idempotency_key) DO NOTHING
-		RETURNING `+newRunCols, insertRunArgs(p, status, key, owner, ttl)...))
+		RETURNING `+newRunCols, insertRunArgs(p, status, key, owner, ttl, timeOrNil(p.Now))...))
 		return err
 	})
 	if err == nil {
@@ -129,20 +137,21 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	return r, false, nil
 }
 
-// insertRunSQL inserts a run row from insertRunArgs; CreateRun adds its
-// idempotency clause, a creating Commit queues it as it is.
+// insertRunSQL inserts a run row from insertRunArgs: created at $14 (the
+// database's now() when NULL, never with an owner).
 const insertRunSQL = `
 		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at)
+			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-			CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13 * interval '1 microsecond' END,
-			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN now() END)`
+			CASE WHEN $12::text IS NULL THEN NULL ELSE $14::timestamptz + $13 * interval '1 microsecond' END,
+			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN coalesce($14::timestamptz, now()) END,
+			coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()))`
 
-// insertRunArgs are the arguments of insertRunSQL: owner and key are nil
-// for none.
-func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner any, ttl time.Duration) []any {
+// insertRunArgs are the arguments of insertRunSQL: owner, key and now are
+// nil for none.
+func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner any, ttl time.Duration, now any) []any {
 	return []any{p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
-		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds()}
+		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds(), now}
 }
 
 // GetRun returns one run, or store.ErrNotFound.
@@ -239,26 +248,30 @@ func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
 }
 
 // AcquireLease makes p.Owner the run's only writer for p.TTL
-// (DefaultLeaseTTL when ≤ 0), measured on the database clock. It succeeds
-// when the run has no lease, an expired one, or one already held by
+// (DefaultLeaseTTL when ≤ 0) from p.Now, the caller's clock. It succeeds
+// when the run has no lease, one expired at p.Now, or one already held by
 // p.Owner; another owner's unexpired lease is store.ErrConflict, a missing
-// run store.ErrNotFound. It bumps and returns the run's version.
+// run store.ErrNotFound, a zero p.Now store.ErrNoTime. It bumps and
+// returns the run's version.
 func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
 	what := "acquire lease on run " + p.RunID
 	if p.Owner == "" {
 		return nil, errors.New("postgres store: " + what + ": empty owner")
 	}
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("postgres store: %s: %w", what, store.ErrNoTime)
+	}
 	var r *store.Run
 	err := bumping(ctx, true, func() (err error) {
 		r, err = scanRun(s.pool.QueryRow(ctx, `
 		WITH u AS (
-			UPDATE rein_runs r SET lease_owner = $2, lease_expires = now() + $3 * interval '1 microsecond',
-				updated_at = now()
-			WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= now()
+			UPDATE rein_runs r SET lease_owner = $2, lease_expires = $5::timestamptz + $3 * interval '1 microsecond',
+				updated_at = $5
+			WHERE r.id = $1 AND (r.lease_owner IS NULL OR r.lease_owner = $2 OR r.lease_expires <= $5
 				OR ($4 <> '' AND r.lease_owner = $4))
 			RETURNING r.*),
-		`+bumpSQL+`
-		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id`, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom))
+		`+bumpSQL("$5")+`
+		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id`, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom, p.Now))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -272,18 +285,21 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 }
 
 // RenewLease extends p.Owner's lease to p.TTL (DefaultLeaseTTL when ≤ 0)
-// from now. It fails with store.ErrConflict when the lease was lost: the
-// run has no lease, another owner's, or p.Owner's own lease expired (an
-// expired lease may already be in another claimer's hands). It does not
-// change the run's version.
+// from p.Now. It fails with store.ErrConflict when the lease was lost: the
+// run has no lease, another owner's, or p.Owner's own lease expired by
+// p.Now (an expired lease may already be in another claimer's hands); a
+// zero p.Now is store.ErrNoTime. It does not change the run's version.
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	what := "renew lease on run " + p.RunID
+	if p.Now.IsZero() {
+		return fmt.Errorf("postgres store: %s: %w", what, store.ErrNoTime)
+	}
 	var tag pgconn.CommandTag
 	err := again(ctx, true, func() (err error) {
 		tag, err = s.pool.Exec(ctx, `
-		UPDATE rein_runs r SET lease_expires = now() + $3 * interval '1 microsecond'
-		WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_expires > now()`,
-			p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds())
+		UPDATE rein_runs r SET lease_expires = $4::timestamptz + $3 * interval '1 microsecond'
+		WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_expires > $4`,
+			p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.Now)
 		return err
 	})
 	if err != nil {
@@ -329,14 +345,17 @@ func (s *Store) leaseMiss(ctx context.Context, what, runID string) error {
 }
 
 // ClaimRuns leases up to p.Limit (≤ 0 means 1) ready runs — status pending
-// or running with no unexpired lease — to p.Owner for p.TTL
-// (DefaultLeaseTTL when ≤ 0), oldest first. Rows other claimers are
-// locking are skipped (FOR UPDATE SKIP LOCKED), so concurrent claimers in
-// any number of processes never get the same run. Each claim bumps the
-// run's version.
+// or running with no lease unexpired at p.Now — to p.Owner for p.TTL
+// (DefaultLeaseTTL when ≤ 0) from p.Now, oldest first. Rows other
+// claimers are locking are skipped (FOR UPDATE SKIP LOCKED), so concurrent
+// claimers in any number of processes never get the same run. Each claim
+// bumps the run's version. A zero p.Now is store.ErrNoTime.
 func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.Run, error) {
 	if p.Owner == "" {
 		return nil, errors.New("postgres store: claim runs: empty owner")
+	}
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("postgres store: claim runs for %s: %w", p.Owner, store.ErrNoTime)
 	}
 	limit := p.Limit
 	if limit <= 0 {
@@ -347,16 +366,16 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 		rows, err := s.pool.Query(ctx, `
 		WITH c AS (
 			SELECT id FROM rein_runs
-			WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= now())
+			WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= $4)
 			ORDER BY ord LIMIT $3
 			FOR UPDATE SKIP LOCKED),
 		u AS (
-			UPDATE rein_runs r SET lease_owner = $1, lease_expires = now() + $2 * interval '1 microsecond',
-				updated_at = now()
+			UPDATE rein_runs r SET lease_owner = $1, lease_expires = $4::timestamptz + $2 * interval '1 microsecond',
+				updated_at = $4
 			FROM c WHERE r.id = c.id
 			RETURNING r.*),
-		`+bumpSQL+`
-		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit)
+		`+bumpSQL("$4")+`
+		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id ORDER BY r.ord`, p.Owner, leaseTTL(p.TTL).Microseconds(), limit, p.Now)
 		if err != nil {
 			return err
 		}

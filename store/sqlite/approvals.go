@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -96,7 +95,7 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 		if err != nil {
 			return err
 		}
-		now := time.Now().UnixNano()
+		now := nowOr(p.Now).UnixNano()
 		a, err := scanApproval(x.queryRow(`UPDATE approvals SET status = ?, output = ?, comment = ?, decided_by = ?, decided_at = ?
 			WHERE seq = ? RETURNING `+approvalCols, string(p.Status), nullBytes(p.Output), p.Comment, p.DecidedBy, now, seq))
 		if err != nil {

@@ -86,7 +86,7 @@ func TestListRunsByFlowAcrossIndexAndTail(t *testing.T) {
 	s.Close()
 	s = openFile(t, path, nil)
 	create(1)
-	res, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour)})
+	res, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour), Now: time.Now()})
 	if err != nil || res.Runs == 0 {
 		t.Fatalf("prune: %+v, %v", res, err)
 	}
@@ -166,7 +166,7 @@ func TestFlowTextStoredOnce(t *testing.T) {
 	}
 	settle("r0", 0)
 	settle("r2", 0)
-	if _, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour), Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := flows(); n != 1 {
@@ -177,7 +177,7 @@ func TestFlowTextStoredOnce(t *testing.T) {
 	}
 	settle("r1", 0)
 	settle("r3", 1)
-	if _, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour), Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := flows(); n != 0 {
@@ -209,7 +209,7 @@ func TestPruneAndCreateInOneBatchKeepTheFlowText(t *testing.T) {
 	err := s.w.write(t.Context(), func(x *wtx) error {
 		var res store.PruneResult
 		all := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
-		if err := x.prune(all, time.Now().Add(time.Hour), &res); err != nil || res.Runs != 1 {
+		if err := x.prune(all, time.Now().Add(time.Hour), time.Now(), &res); err != nil || res.Runs != 1 {
 			return fmt.Errorf("prune: %+v, %v", res, err) //nolint:errorlint // err may be nil
 		}
 		_, err := insertRun(x, p, trace.RunRunning, flowSHA(text), time.Now())

@@ -88,9 +88,11 @@ func (c *commitData) recycle() {
 // commitOp encodes t (outside the writer, on the caller's goroutine).
 func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 	c := commitPool.Get().(*commitData)
-	c.runID, c.version, c.now, c.create = t.RunID, t.Version, time.Now().UnixNano(), t.Create
+	c.runID, c.version, c.now, c.create = t.RunID, t.Version, nowOr(t.Now).UnixNano(), t.Create
 	if p := t.Create; p != nil {
 		switch {
+		case p.Owner != "" && t.Now.IsZero():
+			return nil, fmt.Errorf("sqlite: commit run %s: it creates the run leased to %s: %w", t.RunID, p.Owner, store.ErrNoTime)
 		case p.ID != t.RunID:
 			return nil, fmt.Errorf("sqlite: commit run %s: it creates run %q: want the same ID", t.RunID, p.ID)
 		case t.Version != 0:
@@ -148,6 +150,10 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.final = (&store.Run{Status: u.Status}).Finished()
 		if c.final {
 			c.closeReason = u.CloseReason()
+			if u.SettledAt.IsZero() {
+				// settled at the transition's time (store.Transition.Now).
+				c.settle = c.now
+			}
 		}
 	}
 	c.scratch = buf
@@ -169,7 +175,7 @@ func (c *commitData) stage(x *wtx) error {
 		if status == "" {
 			status = trace.RunPending
 		}
-		if _, err := insertRun(x, p, status, c.flowSHA, time.Now()); err != nil {
+		if _, err := insertRun(x, p, status, c.flowSHA, time.Unix(0, c.now)); err != nil {
 			return err
 		}
 		// the run row is written: a failure from here on is not clean,

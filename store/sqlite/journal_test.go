@@ -119,7 +119,7 @@ func TestPruneLastRunKeepsNewRowsFindable(t *testing.T) {
 		t.Fatal(err)
 	}
 	forceIndex(t, s) // "last"'s rows are the journal's last, below the mark
-	res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now()})
+	res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now(), Now: time.Now()})
 	if err != nil || res.Runs != 1 {
 		t.Fatalf("Prune = %+v, %v; want 1 run", res, err)
 	}

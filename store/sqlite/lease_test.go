@@ -20,7 +20,7 @@ func TestFinalCommitDropsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: "run", Flow: "f", Status: trace.RunRunning, Owner: "A", LeaseTTL: time.Minute})
+	r, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: "run", Flow: "f", Status: trace.RunRunning, Owner: "A", LeaseTTL: time.Minute, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestFinalCommitDropsLease(t *testing.T) {
 		t.Errorf("ReleaseLease after the final commit took %d transactions, want 0", n)
 	}
 	// Leased again (by anyone), the release is a real one.
-	if _, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "B", TTL: time.Minute}); err != nil {
+	if _, err := s.AcquireLease(ctx, &store.LeaseParams{RunID: "run", Owner: "B", TTL: time.Minute, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ReleaseLease(ctx, "run", "B"); err != nil {

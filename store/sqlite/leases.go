@@ -6,18 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/reinhq/rein/store"
 )
 
-// AcquireLease makes p.Owner the run's only writer until now+p.TTL and bumps
-// the run's version: store.ErrConflict while another owner's lease is
-// unexpired (unless that owner is p.TakeFrom), store.ErrNotFound for an
-// unknown run. The holder may acquire again to extend.
+// AcquireLease makes p.Owner the run's only writer until p.Now+p.TTL and
+// bumps the run's version: store.ErrConflict while another owner's lease is
+// unexpired at p.Now (unless that owner is p.TakeFrom), store.ErrNotFound
+// for an unknown run, store.ErrNoTime for a zero p.Now. The holder may
+// acquire again to extend.
 func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
 	if p.Owner == "" {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
+	}
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("sqlite: acquire lease of run %s: %w", p.RunID, store.ErrNoTime)
 	}
 	var out *store.Run
 	err := s.w.write(ctx, func(x *wtx) error {
@@ -26,7 +29,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		if err != nil {
 			return err
 		}
-		now := time.Now()
+		now := p.Now
 		r, err := scanRun(x.queryRow(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, version = ?5, updated_at = ?3
 			WHERE rk = ?6 AND id = ?4 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?3
 				OR (?7 <> '' AND lease_owner = ?7)) RETURNING `+runColsBare,
@@ -62,12 +65,15 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 	return clean(fmt.Errorf("%s: %w", why, store.ErrConflict))
 }
 
-// RenewLease extends a lease p.Owner holds to now+p.TTL, without changing
-// the run's version: store.ErrConflict when the lease expired or another
-// owner holds it.
+// RenewLease extends a lease p.Owner holds to p.Now+p.TTL, without
+// changing the run's version: store.ErrConflict when the lease expired by
+// p.Now or another owner holds it, store.ErrNoTime for a zero p.Now.
 func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
+	if p.Now.IsZero() {
+		return fmt.Errorf("sqlite: renew lease of run %s: %w", p.RunID, store.ErrNoTime)
+	}
 	err := s.w.write(ctx, func(x *wtx) error {
-		now := time.Now()
+		now := p.Now
 		res, err := x.exec(stmtSQL[stRenewLease], now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
 			return err
@@ -101,24 +107,31 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 	return nil
 }
 
-// ClaimRuns leases to p.Owner up to p.Limit (≤ 0 means 1) runs that are
-// pending or running and not leased, oldest first, bumping each one's
-// version. Claims are serialised by the writer, so concurrent claimers
-// never get the same run.
+// ClaimRuns leases to p.Owner, until p.Now+p.TTL, up to p.Limit (≤ 0
+// means 1) runs that are pending or running and not leased at p.Now,
+// oldest first, bumping each one's version. Claims are serialised by the
+// writer, so concurrent claimers never get the same run. A zero p.Now is
+// store.ErrNoTime.
 func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.Run, error) {
 	if p.Owner == "" {
 		return nil, errors.New("sqlite: claim runs: empty owner")
 	}
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("sqlite: claim runs for %s: %w", p.Owner, store.ErrNoTime)
+	}
 	limit := max(p.Limit, 1)
-	var out []*store.Run
+	var (
+		out []*store.Run
+		rks []int64 // out's keys: the order the runs were created in
+	)
 	err := s.w.write(ctx, func(x *wtx) error {
-		out = nil
+		out, rks = nil, nil
 		// the versions are computed from the journal: the rows queued go in
 		// first.
 		if err := x.flush(); err != nil {
 			return err
 		}
-		now := time.Now()
+		now := p.Now
 		rows, err := x.query(`UPDATE runs SET lease_owner = ?1, lease_expires = ?2, updated_at = ?3,
 			version = `+headVersion("runs.rk", "runs.version")+` + 1
 			WHERE rk IN (SELECT c.rk FROM (`+liveRuns+`) c CROSS JOIN runs t ON t.rk = c.rk
@@ -138,7 +151,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 			}
 			r.LastSeq = seq
 			x.forget(rk)
-			out = append(out, r)
+			out, rks = append(out, r), append(rks, rk)
 		}
 		x.afterCommit(func() {
 			for _, r := range out {
@@ -150,11 +163,21 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim runs for %s: %w", p.Owner, err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	// oldest first: in the order the runs were inserted, whatever the
+	// clocks of their creators said.
+	sort.Sort(byKey{out, rks})
 	return out, nil
+}
+
+// byKey sorts runs by their row keys (rks[i] is runs[i]'s).
+type byKey struct {
+	runs []*store.Run
+	rks  []int64
+}
+
+func (b byKey) Len() int           { return len(b.runs) }
+func (b byKey) Less(i, j int) bool { return b.rks[i] < b.rks[j] }
+func (b byKey) Swap(i, j int) {
+	b.runs[i], b.runs[j] = b.runs[j], b.runs[i]
+	b.rks[i], b.rks[j] = b.rks[j], b.rks[i]
 }

@@ -168,7 +168,7 @@ func TestRunsInFlightAcrossIndexAndTail(t *testing.T) {
 	f.settleSome()
 	f.create(3)
 	f.check("after another connection wrote")
-	if _, err := f.s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour)}); err != nil {
+	if _, err := f.s.Prune(t.Context(), &store.PruneParams{Before: time.Now().Add(time.Hour), Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	f.check("pruned")
@@ -178,14 +178,14 @@ func TestRunsInFlightAcrossIndexAndTail(t *testing.T) {
 
 	// ClaimRuns leases every pending or running run without a lease, once
 	want := scanIDs(t, f.s.rdb, `SELECT id FROM runs WHERE status IN ('pending', 'running') ORDER BY rk`)
-	got, err := f.s.ClaimRuns(t.Context(), &store.ClaimParams{Owner: "w1", TTL: time.Hour, Limit: 7})
+	got, err := f.s.ClaimRuns(t.Context(), &store.ClaimParams{Owner: "w1", TTL: time.Hour, Limit: 7, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ids := runIDs(got); !slices.Equal(ids, want[:7]) {
 		t.Fatalf("ClaimRuns(limit 7) = %v, want the oldest %v", ids, want[:7])
 	}
-	rest, err := f.s.ClaimRuns(t.Context(), &store.ClaimParams{Owner: "w2", TTL: time.Hour, Limit: 100000})
+	rest, err := f.s.ClaimRuns(t.Context(), &store.ClaimParams{Owner: "w2", TTL: time.Hour, Limit: 100000, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,14 @@ import (
 
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and, when they set one, longer
-// ago than their own Retention — with their events, steps and approvals —
-// and the blobs no remaining run refers to. With p.Vacuum it then gives
-// the freed space back to the file system (vacuum).
+// ago than their own Retention (at p.Now) — with their events, steps and
+// approvals — and the blobs no remaining run refers to. With p.Vacuum it
+// then gives the freed space back to the file system (vacuum). A zero
+// p.Now is store.ErrNoTime.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
+	if p.Now.IsZero() {
+		return nil, fmt.Errorf("sqlite: prune: %w", store.ErrNoTime)
+	}
 	st := [3]any{string(trace.RunSucceeded), string(trace.RunFailed), string(trace.RunCancelled)}
 	if p.Status != "" {
 		if r := (store.Run{Status: p.Status}); !r.Finished() {
@@ -27,7 +31,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if p.DryRun {
 		ids, err := queryAll(ctx, s.reads, "prune (dry run)", func(row scanner) (id string, err error) {
 			return id, row.Scan(&id)
-		}, `SELECT id FROM runs WHERE `+pruneWhere+` ORDER BY rk`, st[0], st[1], st[2], p.Before.UnixNano(), time.Now().UnixNano())
+		}, `SELECT id FROM runs WHERE `+pruneWhere+` ORDER BY rk`, st[0], st[1], st[2], p.Before.UnixNano(), p.Now.UnixNano())
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +43,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if err := x.flush(); err != nil {
 			return err
 		}
-		return x.prune(st, p.Before, &res)
+		return x.prune(st, p.Before, p.Now, &res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
@@ -56,14 +60,13 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 // statuses, the cutoff and now (Unix ns).
 const pruneWhere = `status IN (?, ?, ?) AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`
 
-// prune deletes the runs Prune would (statuses st, settled before before),
-// counting them in res. The writer forgets every run key, head and flow
-// text it knew, at once for the rest of the batch and for good once it
-// commits (x.reset).
-func (x *wtx) prune(st [3]any, before time.Time, res *store.PruneResult) error {
+// prune deletes the runs Prune would (statuses st, settled before before,
+// past their retention at now), counting them in res. The writer forgets
+// every run key, head and flow text it knew, at once for the rest of the
+// batch and for good once it commits (x.reset).
+func (x *wtx) prune(st [3]any, before, now time.Time, res *store.PruneResult) error {
 	x.reset = true
-	now := time.Now().UnixNano()
-	rows, err := x.query(`SELECT rk FROM runs WHERE `+pruneWhere, st[0], st[1], st[2], before.UnixNano(), now)
+	rows, err := x.query(`SELECT rk FROM runs WHERE `+pruneWhere, st[0], st[1], st[2], before.UnixNano(), now.UnixNano())
 	if err != nil {
 		return err
 	}

@@ -72,12 +72,17 @@ func scanRunWith(row scanner, more ...any) (*store.Run, error) {
 	return &r, nil
 }
 
-// CreateRun inserts a run; with p.IdempotencyKey set and a run holding that
-// key, it returns that run and created=false. An existing ID without a
-// matching key is store.ErrConflict.
+// CreateRun inserts a run at p.Now (the store's clock when zero); with
+// p.IdempotencyKey set and a run holding that key, it returns that run and
+// created=false. An existing ID without a matching key is
+// store.ErrConflict; a leased run (p.Owner) with a zero p.Now is
+// store.ErrNoTime.
 func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
 	if p == nil || p.ID == "" {
 		return nil, false, errors.New("sqlite: create run: empty run ID")
+	}
+	if p.Owner != "" && p.Now.IsZero() {
+		return nil, false, fmt.Errorf("sqlite: create run %s leased to %s: %w", p.ID, p.Owner, store.ErrNoTime)
 	}
 	status := p.Status
 	if status == "" {
@@ -105,7 +110,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 				return err
 			}
 		}
-		now := time.Now()
+		now := nowOr(p.Now)
 		if _, err := insertRun(x, p, status, sha, now); err != nil {
 			return err
 		}
@@ -117,6 +122,15 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		return nil, false, fmt.Errorf("sqlite: create run %s: %w", p.ID, err)
 	}
 	return run, created, nil
+}
+
+// nowOr is the caller's time now, or the store's clock when it is zero
+// (store.Store: timestamps that decide nothing).
+func nowOr(now time.Time) time.Time {
+	if now.IsZero() {
+		return time.Now()
+	}
+	return now
 }
 
 // flowSHA is the key of a run's flow text in flows (hex sha256), "" when

@@ -537,7 +537,7 @@ func testCommitCreates(t *testing.T, h Harness) {
 		return &store.CreateRunParams{ID: id, Flow: "f", FlowHash: "sha256:f", FlowText: []byte("name: f\n"),
 			Input: json.RawMessage(`{"a":1}`), Status: trace.RunRunning, Owner: "me", LeaseTTL: time.Minute}
 	}
-	tr := &store.Transition{RunID: "made", Create: params("made"),
+	tr := &store.Transition{RunID: "made", Create: params("made"), Now: past,
 		Events: []*trace.Event{event("made", 1, trace.RunStarted, ""), event("made", 2, trace.StepStarted, "a")},
 		Steps:  []*store.Step{{StepID: "a", Status: trace.StepRunning, Attempt: 1}}}
 	commit(t, s, tr)
@@ -551,6 +551,11 @@ func testCommitCreates(t *testing.T, h Harness) {
 	if r.Version != 1 || r.LastSeq != 2 || r.Status != trace.RunRunning || r.LeaseOwner != "me" || string(r.FlowText) != "name: f\n" || string(r.Input) != `{"a":1}` {
 		t.Errorf("created run = %+v", r)
 	}
+	// the run is created, and leased, at the transition's Now.
+	expiresAt(t, "created run", r.LeaseExpires, past.Add(time.Minute))
+	if !r.CreatedAt.Equal(past) {
+		t.Errorf("created run: CreatedAt %v, want the transition's Now %v", r.CreatedAt, past)
+	}
 	if got := seqs(events(t, s, "made", 0, 0)); !equal(got, []int64{1, 2}) {
 		t.Errorf("events = %v", got)
 	}
@@ -561,7 +566,7 @@ func testCommitCreates(t *testing.T, h Harness) {
 	commit(t, s, &store.Transition{RunID: "made", Version: tr.Version, Events: []*trace.Event{event("made", 3, trace.StepSettled, "a")}})
 
 	// An ID that exists is a conflict, and nothing of the transition lands.
-	again := &store.Transition{RunID: "made", Create: params("made"), Events: []*trace.Event{event("made", 1, trace.RunStarted, "")}}
+	again := &store.Transition{RunID: "made", Create: params("made"), Now: past, Events: []*trace.Event{event("made", 1, trace.RunStarted, "")}}
 	if err := s.Commit(ctx, again); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("creating commit of an existing run: %v, want ErrConflict", err)
 	}

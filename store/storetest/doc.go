@@ -11,8 +11,9 @@
 //	}
 //
 // Each subtest gets its own store from Harness.New and runs in parallel with
-// the others. The suite uses real time with short lease TTLs, so a backend
-// must use the wall clock; it writes outputs larger than
+// the others. The lease cases run on virtual time: every call passes its
+// Now, years before or after the real clock, so a backend must decide by
+// the caller's time (store.Store), never its own; it writes outputs larger than
 // store.DefaultBlobThreshold, so the backend under test must use that
 // threshold or a lower one.
 //

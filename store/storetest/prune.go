@@ -29,6 +29,9 @@ func settledRun(t *testing.T, s store.Store, id string, status trace.RunStatus, 
 
 func prune(t *testing.T, s store.Store, p store.PruneParams) *store.PruneResult {
 	t.Helper()
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
 	res, err := s.Prune(t.Context(), &p)
 	if err != nil {
 		t.Fatalf("Prune(%+v): %v", p, err)
@@ -127,7 +130,7 @@ func testPruneStatus(t *testing.T, h Harness) {
 
 func testPruneRetention(t *testing.T, h Harness) {
 	s := open(t, h)
-	now := time.Now()
+	now := time.Now().Truncate(time.Second) // PostgreSQL keeps microseconds
 	old := now.Add(-2 * time.Hour)
 	settledRun(t, s, "keep-3h", trace.RunSucceeded, old, 3*time.Hour)
 	settledRun(t, s, "keep-30m", trace.RunSucceeded, old, 30*time.Minute)
@@ -139,10 +142,20 @@ func testPruneRetention(t *testing.T, h Harness) {
 	wantGone(t, s, "keep-30m")
 	wantGone(t, s, "default")
 	// A run's own longer retention holds even against a cutoff of now.
-	if res := prune(t, s, store.PruneParams{Before: time.Now()}); res.Runs != 0 {
+	if res := prune(t, s, store.PruneParams{Before: now, Now: now}); res.Runs != 0 {
 		t.Errorf("Prune(before now) deleted %d runs; keep-3h's retention has not passed", res.Runs)
 	}
 	wantKept(t, s, "keep-3h")
+	// Retention is judged at the caller's Now: a tick before the run's
+	// retention ends it is kept, once it has ended (virtual time, an hour
+	// ahead) it goes.
+	if res := prune(t, s, store.PruneParams{Before: now, Now: old.Add(3 * time.Hour)}); res.Runs != 0 {
+		t.Errorf("Prune at the end of keep-3h's retention deleted %d runs, want 0", res.Runs)
+	}
+	if res := prune(t, s, store.PruneParams{Before: now, Now: old.Add(3*time.Hour + tick)}); res.Runs != 1 {
+		t.Errorf("Prune past keep-3h's retention deleted %d runs, want 1", res.Runs)
+	}
+	wantGone(t, s, "keep-3h")
 }
 
 func testPruneBlobs(t *testing.T, h Harness) {

@@ -114,15 +114,18 @@ func testCreateIdempotent(t *testing.T, h Harness) {
 
 func testCreateLeased(t *testing.T, h Harness) {
 	s := open(t, h)
-	r := create(t, s, &store.CreateRunParams{ID: "leased", Owner: "worker-1", LeaseTTL: time.Minute})
+	r := create(t, s, &store.CreateRunParams{ID: "leased", Owner: "worker-1", LeaseTTL: time.Minute, Now: future})
 	if r.LeaseOwner != "worker-1" {
 		t.Fatalf("LeaseOwner = %q, want worker-1", r.LeaseOwner)
 	}
-	if d := time.Until(r.LeaseExpires); d < 50*time.Second || d > 61*time.Second {
-		t.Errorf("LeaseExpires in %v, want about a minute", d)
+	expiresAt(t, "CreateRun", r.LeaseExpires, future.Add(time.Minute))
+	if !r.CreatedAt.Equal(future) {
+		t.Errorf("CreatedAt = %v, want the caller's Now %v", r.CreatedAt, future)
 	}
-	_, err := s.AcquireLease(t.Context(), &store.LeaseParams{RunID: "leased", Owner: "worker-2", TTL: time.Minute})
+	expiresAt(t, "GetRun", get(t, s, "leased").LeaseExpires, future.Add(time.Minute))
+	_, err := s.AcquireLease(t.Context(), &store.LeaseParams{RunID: "leased", Owner: "worker-2", TTL: time.Minute, Now: future.Add(time.Minute - tick)})
 	wantErr(t, "AcquireLease of a run created leased to another owner", err, store.ErrConflict)
+	acquire(t, s, "leased", "worker-2", future.Add(time.Minute), time.Minute)
 }
 
 func testRoundTripBytes(t *testing.T, h Harness) {
@@ -248,9 +251,9 @@ func testNotFound(t *testing.T, h Harness) {
 	wantErr(t, "DecideApproval of a missing run", err, store.ErrNotFound)
 	_, err = s.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "exists", StepID: "s", Status: store.ApprovalApproved})
 	wantErr(t, "DecideApproval of a missing step", err, store.ErrNotFound)
-	_, err = s.AcquireLease(ctx, &store.LeaseParams{RunID: "missing", Owner: "w", TTL: time.Minute})
+	_, err = s.AcquireLease(ctx, &store.LeaseParams{RunID: "missing", Owner: "w", TTL: time.Minute, Now: past})
 	wantErr(t, "AcquireLease", err, store.ErrNotFound)
-	err = s.RenewLease(ctx, &store.LeaseParams{RunID: "missing", Owner: "w", TTL: time.Minute})
+	err = s.RenewLease(ctx, &store.LeaseParams{RunID: "missing", Owner: "w", TTL: time.Minute, Now: past})
 	wantErr(t, "RenewLease", err, store.ErrNotFound)
 
 	// An existing run without events or steps is empty, not missing.

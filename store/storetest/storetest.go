@@ -73,6 +73,8 @@ func Run(t *testing.T, h Harness) {
 		{"Lease", testLease},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseTakeFrom", testLeaseTakeFrom},
+		{"NowRequired", testNowRequired},
+		{"RecordsAtCallersTime", testRecordsAtCallersTime},
 		{"FinalCommitDropsLease", testFinalCommitDropsLease},
 		{"ClaimRuns", testClaimRuns},
 		{"ClaimRunsLimit", testClaimRunsLimit},
