@@ -27,6 +27,7 @@ type DAG struct {
 	executed int
 	budget   int
 	over     int // the unit the budget refused, or -1
+	lo       int // every unit below lo is past pending
 	failed   bool
 	stopped  bool
 }
@@ -45,7 +46,7 @@ func (d *DAG) Reset(deps [][]int, limit, executed, budget int) {
 		clear(d.state)
 	}
 	d.deps, d.limit, d.executed, d.budget = deps, max(limit, 1), executed, budget
-	d.over, d.failed, d.stopped = -1, false, false
+	d.over, d.failed, d.stopped, d.lo = -1, false, false, 0
 }
 
 // Reuse marks unit i succeeded before this fan-out (a completed step a
@@ -79,8 +80,11 @@ func (d *DAG) ready(i int) bool {
 
 // first is the first pending unit whose dependencies succeeded, or -1.
 func (d *DAG) first() int {
-	for i, st := range d.state {
-		if st == Pending && d.ready(i) {
+	for d.lo < len(d.state) && d.state[d.lo] != Pending {
+		d.lo++
+	}
+	for i := d.lo; i < len(d.state); i++ {
+		if d.state[i] == Pending && d.ready(i) {
 			return i
 		}
 	}
