@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine/sched/fan"
+	"github.com/reinhq/rein/internal/fanout"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
@@ -203,53 +204,32 @@ func safeToRepeat(spec tool.Spec) bool {
 	return spec.Idempotent || spec.Effect == "" || spec.Effect == tool.EffectNone || spec.Effect == tool.EffectRead
 }
 
-// runCalls runs the calls t.Calls[i] for i in jobs, at most
-// Config.Concurrency at once, and commits each outcome as it comes. On
+// runCalls runs the calls t.Calls[i] for i in jobs as the machine decides
+// (a fan.Fan: in order, at most Config.Concurrency at once) and commits
+// each outcome as it comes, on the goroutine that called Run. A failed
+// commit cancels the calls still running and stops the turn. On
 // cancellation the calls still running are cancelled and left chosen.
 func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[int]bool, ev *safety.Evidence) error {
-	if len(jobs) == 1 {
-		c := &t.Calls[jobs[0]]
-		if !l.call(ctx, t.N, c, approved[jobs[0]], ev) {
-			return context.Cause(ctx)
+	var m fan.Fan
+	m.Reset(len(jobs), l.cfg.Concurrency)
+	var failed error // the first commit that failed
+	err := fanout.Run(ctx, &m, func(cctx context.Context, u fan.Unit) bool {
+		i := jobs[u.Index]
+		return l.call(cctx, t.N, &t.Calls[i], approved[i], ev)
+	}, func(u fan.Unit, done bool) error {
+		m.Settle(u.Index)
+		if !done || failed != nil {
+			return nil // cancelled: the call stays chosen
 		}
-		return l.commitCall(ctx, t.N, c)
-	}
-	var (
-		mu       sync.Mutex // serialises commits and guards firstErr
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, l.cfg.Concurrency)
-	for _, i := range jobs {
-		select {
-		case sem <- struct{}{}:
-		case <-cctx.Done():
+		if err := l.commitCall(ctx, t.N, &t.Calls[jobs[u.Index]]); err != nil {
+			failed = err
+			m.Stop()
+			return err
 		}
-		if cctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(c *Call) {
-			defer func() { <-sem; wg.Done() }()
-			done := l.call(cctx, t.N, c, approved[c.Index-1], ev)
-			if !done {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if firstErr == nil {
-				if err := l.commitCall(ctx, t.N, c); err != nil {
-					firstErr = err
-					cancel(err)
-				}
-			}
-		}(&t.Calls[i])
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

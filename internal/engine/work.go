@@ -13,6 +13,8 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/engine/sched/fan"
+	"github.com/reinhq/rein/internal/fanout"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/value"
 )
@@ -229,142 +231,171 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 	return nil, errors.New("fallback: nothing to run")
 }
 
-// itemOnError applies on_error skip or fallback to for_each item k, which
-// failed for good with err: the item's slot gets fallback_value or the
-// fallback's output. Errors that stop the run are not absorbed.
-func (r *run) itemOnError(ctx context.Context, j *job, k int, err error) (any, error) {
-	s := j.step
-	switch sched.RecoverItem(s, fault.ClassOf(err), ctx.Err() != nil) {
-	case sched.DefaultStep:
-		return s.FallbackValue, nil
-	case sched.StopWithRun, sched.FailStep:
-		return nil, err
-	}
-	var scope map[string]any
-	if j.scope != nil {
-		scope = maps.Clone(j.scope)
-		scope["item"], scope["index"] = j.each.values[k], float64(k)
-	}
-	out, ferr := r.runFallback(ctx, j, j.each.inputs[k], scope)
-	if ferr != nil {
-		return nil, fallbackFailed(ferr, err, "item")
-	}
-	return out, nil
+// unitResult is what one execution (a for_each item, its fallback, a
+// repeat round) came to.
+type unitResult struct {
+	v        any
+	err      error
+	origin   trace.Origin
+	attempts int
 }
 
-// runItems runs a for_each step's items with bounded concurrency and
-// collects their outputs in order. With on_error skip or fallback, an item
-// that fails for good gets fallback_value or its fallback's output in its
-// slot (o.lastErr keeps the first such failure); otherwise, or when its
-// fallback fails too, it cancels the others and the step fails.
+// runItems carries out a for_each step's items as the machine decides
+// (sched.Items: index order, at most for_each.concurrency at once, the
+// step's on_error per item) and collects their outputs in order. With
+// on_error skip or fallback, an item that fails for good gets
+// fallback_value or its fallback's output in its slot (o.lastErr keeps the
+// lowest such item's failure); otherwise, or when its fallback fails too,
+// the first failure cancels the items in flight and the step fails.
 func (r *run) runItems(j *job, o *outcome) (any, error) {
 	items := j.items()
 	out := make([]any, len(items))
 	if len(items) == 0 {
 		return out, nil
 	}
-	ctx, cancel := context.WithCancelCause(r.ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, j.step.ForEach.Concurrency)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	firstOrigin := trace.Origin("")
-	perItem := j.step.OnError == flow.Skip || j.step.OnError == flow.Fallback
-	firstAbsorbed := len(items)
-	done := r.itemsDone(j.index) // settled before a resume: not run again
-	for k := range items {
-		if v, ok := done[k]; ok {
-			out[k] = v
-			continue
+	var m sched.Items
+	m.Reset(j.step, len(items))
+	if done := r.itemsDone(j.index); done != nil { // settled before a resume: not run again
+		for k := range items {
+			if v, ok := done[k]; ok {
+				out[k] = v
+				m.Skip(k)
+			}
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			sub := &outcome{}
-			var v any
-			var err error
-			if j.each.errs != nil {
-				err = j.each.errs[k]
-			}
-			if err == nil {
-				v, err = r.runUnit(ctx, j, items[k], sub)
-			}
-			var absorbed error // the item's failure that on_error absorbed
-			if err != nil && perItem {
-				if fv, ferr := r.itemOnError(ctx, j, k, err); ferr == nil {
-					v, absorbed, err = fv, err, nil
-				} else {
-					err = ferr
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			o.attempts = max(o.attempts, sub.attempts)
-			if absorbed != nil && k < firstAbsorbed {
-				// the first item's, whatever order they finished in
-				o.lastErr, o.origin, firstAbsorbed = fmt.Errorf("item %d: %w", k, absorbed), sub.origin, k
-			}
-			if err != nil {
-				if firstErr == nil {
-					firstErr, firstOrigin = fmt.Errorf("item %d: %w", k, err), sub.origin
-					cancel(firstErr)
-				}
-				return
-			}
-			out[k] = v
-		}(k)
 	}
-	wg.Wait()
-	if firstErr != nil {
-		o.origin = firstOrigin
-		return nil, firstErr
+	var (
+		failErr       error // the first failure, in settlement order
+		failOrigin    trace.Origin
+		itemErrs      []error // each failed item's error, for its fallback's
+		itemOrigins   []trace.Origin
+		firstAbsorbed = len(items)
+	)
+	absorb := func(k int, err error, origin trace.Origin) {
+		if k < firstAbsorbed { // the lowest item's, whatever order they settled in
+			o.lastErr, o.origin, firstAbsorbed = fmt.Errorf("item %d: %w", k, err), origin, k
+		}
+	}
+	call := func(ctx context.Context, u fan.Unit) unitResult {
+		k := u.Index
+		if u.Op == fan.Recover {
+			return r.itemFallback(ctx, j, k)
+		}
+		var res unitResult
+		if j.each.errs != nil {
+			res.err = j.each.errs[k]
+		}
+		if res.err == nil {
+			var sub outcome
+			res.v, res.err = r.runUnit(ctx, j, items[k], &sub)
+			res.origin, res.attempts = sub.origin, sub.attempts
+		}
+		return res
+	}
+	settle := func(u fan.Unit, res unitResult) error {
+		k := u.Index
+		o.attempts = max(o.attempts, res.attempts)
+		err := res.err
+		if err != nil && u.Op == fan.Recover {
+			err = fallbackFailed(err, itemErrs[k], "item")
+		}
+		switch m.Settle(u, res.err != nil, fault.ClassOf(res.err), r.ctx.Err() != nil) {
+		case sched.ItemDone:
+			out[k] = res.v
+			if u.Op == fan.Recover {
+				absorb(k, itemErrs[k], itemOrigins[k])
+			}
+		case sched.ItemDefaulted:
+			out[k] = j.step.FallbackValue
+			absorb(k, err, res.origin)
+		case sched.ItemFallingBack:
+			if itemErrs == nil {
+				itemErrs, itemOrigins = make([]error, len(items)), make([]trace.Origin, len(items))
+			}
+			itemErrs[k], itemOrigins[k] = err, res.origin
+		case sched.ItemFailed:
+			if failErr == nil {
+				failErr, failOrigin = fmt.Errorf("item %d: %w", k, err), res.origin
+				return failErr // cancels the items in flight
+			}
+		}
+		return nil
+	}
+	fanout.Run(r.ctx, &m, call, settle)
+	if failErr != nil {
+		o.origin = failOrigin
+		return nil, failErr
+	}
+	if err := r.ctx.Err(); err != nil && !m.Done() {
+		// the run stopped before every item ran
+		o.origin = trace.OriginEngine
+		return nil, r.ctxCause(err)
 	}
 	return out, nil
 }
 
-// runRepeat runs rounds until repeat.until holds or max rounds ran; the
-// output is the last round's.
+// itemFallback runs for_each item k's fallback (on_error: fallback), its
+// scope the step's with the item's item and index.
+func (r *run) itemFallback(ctx context.Context, j *job, k int) unitResult {
+	var scope map[string]any
+	if j.scope != nil {
+		scope = maps.Clone(j.scope)
+		scope["item"], scope["index"] = j.each.values[k], float64(k)
+	}
+	v, err := r.runFallback(ctx, j, j.each.inputs[k], scope)
+	return unitResult{v: v, err: err}
+}
+
+// runRepeat carries out a repeat step's rounds as the machine decides
+// (sched.Rounds: one at a time, until repeat.until holds or max rounds
+// ran, a failed round fails the step); the output is the last round's.
 func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	s := j.step
 	scope := j.scope
-	var last any
-	for round := 0; round < s.Repeat.Max; round++ {
+	var (
+		m     sched.Rounds
+		last  any
+		over  bool // until held, or max rounds ran
+		stop  error
+		where trace.Origin
+	)
+	m.Reset(s)
+	call := func(ctx context.Context, u fan.Unit) unitResult {
+		round := u.Index
 		scope["previous"], scope["iteration"] = last, float64(round)
-		in, err := renderInput(r.ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
+		in, err := renderInput(ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
 		in.round = round + 1
 		if err != nil {
-			o.origin = trace.OriginEngine
-			return nil, err
+			return unitResult{err: err, origin: trace.OriginEngine}
 		}
 		if r.b.kinds[j.index].takesArgs && s.Args == nil {
 			in.args = map[string]any{"previous": last, "iteration": float64(round)}
 		}
-		sub := &outcome{}
-		out, err := r.runUnit(r.ctx, j, in, sub)
-		o.attempts = max(o.attempts, sub.attempts)
+		var sub outcome
+		v, err := r.runUnit(ctx, j, in, &sub)
+		return unitResult{v: v, err: err, origin: sub.origin, attempts: sub.attempts}
+	}
+	settle := func(u fan.Unit, res unitResult) error {
+		o.attempts = max(o.attempts, res.attempts)
+		if res.err == nil {
+			last = res.v
+			scope["output"], scope[s.ID] = res.v, res.v
+		} else {
+			stop, where = res.err, res.origin
+		}
+		done, err := m.Settle(r.ctx, u.Index, res.err != nil, scope)
 		if err != nil {
-			o.origin = sub.origin
-			return nil, err
+			stop, where = renderFailure(r.ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err), trace.OriginEngine
 		}
-		last = out
-		scope["output"], scope[s.ID] = out, out
-		done, err := s.Repeat.Until.EvalContext(r.ctx, scope)
-		if err != nil {
-			o.origin = trace.OriginEngine
-			return nil, renderFailure(r.ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err)
-		}
-		if done {
-			break
-		}
+		over = done
+		return nil
+	}
+	fanout.Run(r.ctx, &m, call, settle)
+	if stop == nil && !over && r.ctx.Err() != nil {
+		stop, where = r.ctxCause(r.ctx.Err()), trace.OriginEngine // the run stopped between rounds
+	}
+	if stop != nil {
+		o.origin = where
+		return nil, stop
 	}
 	return last, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/internal/engine/sched/fan"
+	"github.com/reinhq/rein/internal/fanout"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
@@ -202,14 +204,6 @@ func (e *Executor) emit(ev Event) {
 	}
 }
 
-const (
-	pending uint8 = iota
-	running
-	succeeded
-	failed
-	waiting
-)
-
 // round is one execution of one plan.
 type round struct {
 	e       *Executor
@@ -221,10 +215,21 @@ type round struct {
 	stepID  string
 	// at is the position of the flow step's attempt the plan runs in;
 	// every call's key extends its key.
-	at     invoke.Position
-	status []uint8
+	at invoke.Position
+	// dag decides which step starts next (package sched/fan): plan
+	// order, dependencies, Concurrency, the executed-steps budget.
+	dag    fan.DAG
+	budget int
+	stop   error // the budget error, once the DAG stopped on it
 	fails  []*StepError
 	waits  []Waiting
+}
+
+// call is a plan step handed out, ready to be called.
+type call struct {
+	i    int
+	args any
+	req  *invoke.Request
 }
 
 type settled struct {
@@ -234,6 +239,8 @@ type settled struct {
 	outcome invoke.Outcome
 	err     error
 	dur     time.Duration
+	// called: the call was made (it counts as executed unless it waits).
+	called bool
 }
 
 func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog) error {
@@ -248,7 +255,7 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 	if st.Evidence == nil {
 		st.Evidence = &safety.Evidence{}
 	}
-	r := &round{e: e, p: p, an: an, st: st, attempt: st.attempt, runID: runID, stepID: stepID, status: make([]uint8, len(p.Steps)),
+	r := &round{e: e, p: p, an: an, st: st, attempt: st.attempt, runID: runID, stepID: stepID,
 		at: invoke.Position{RunID: runID, StepID: stepID, Attempt: info.Attempt, Plan: st.attempt}}
 	if info.IdempotencyKey != "" && info.RunID == runID && info.StepID == stepID {
 		r.at.Parent = info.IdempotencyKey
@@ -259,52 +266,29 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 		// the tier takes in the whole plan before its first step runs.
 		a.AssessAhead(ctx, "plan", stepID, r.signals())
 	}
-	budget := e.cfg.MaxExecuted
-	if st.MaxExecuted > 0 && st.MaxExecuted < budget {
-		budget = st.MaxExecuted
+	r.budget = e.cfg.MaxExecuted
+	if st.MaxExecuted > 0 && st.MaxExecuted < r.budget {
+		r.budget = st.MaxExecuted
 	}
 	from := len(st.results)
 	defer st.settleRound(from)
+	deps := make([][]int, len(p.Steps))
+	for i := range deps {
+		deps[i] = an.steps[i].deps
+	}
+	r.dag.Reset(deps, e.cfg.Concurrency, st.executed, r.budget)
 	for i := range p.Steps {
 		if an.steps[i].reused {
-			r.status[i] = succeeded
+			r.dag.Reuse(i)
 			e.emit(Event{Kind: StepReused, RunID: runID, StepID: stepID, PlanStep: p.Steps[i].ID, Tool: p.Steps[i].Tool, Attempt: r.attempt})
 		}
 	}
-
-	results := make(chan settled, e.cfg.Concurrency)
-	done := ctx.Done()
-	inflight := 0
-	var stop error
-	for {
-		for i := 0; stop == nil && len(r.fails) == 0 && ctx.Err() == nil && inflight < e.cfg.Concurrency && i < len(p.Steps); i++ {
-			if r.status[i] != pending || !r.ready(i) {
-				continue
-			}
-			if st.executed >= budget {
-				stop = fault.BudgetErr("max_executed_steps", "plan step %s would be tool call %d of this run, more than max_executed_steps=%d", p.Steps[i].ID, st.executed+1, budget)
-				break
-			}
-			if r.launch(ctx, i, results) {
-				inflight++
-			}
-		}
-		if inflight == 0 {
-			break
-		}
-		select {
-		case s := <-results:
-			inflight--
-			r.settle(s)
-		case <-done:
-			done = nil // stop launching; wait for the calls in flight
-		}
-	}
+	fanout.Run(ctx, r, r.call, func(_ call, s settled) error { r.settle(s); return nil })
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("plan stopped: %w", context.Cause(ctx))
-	case stop != nil:
-		return stop
+	case r.stop != nil:
+		return r.stop
 	case len(r.fails) > 0:
 		first := r.fails[0]
 		for _, f := range r.fails[1:] {
@@ -316,12 +300,46 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 	case len(r.waits) > 0:
 		return r.waitError()
 	}
-	for i, s := range r.status {
-		if s != succeeded {
+	for i := range p.Steps {
+		if r.dag.State(i) != fan.Succeeded {
 			return fault.Errorf(fault.Business, "plan step %s did not run (internal error: nothing was ready)", p.Steps[i].ID)
 		}
 	}
 	return nil
+}
+
+// Next hands out the next step the DAG decides (fanout.Source), its args
+// resolved and its start announced; a step that fails before its call
+// settles at once, and the DAG hands out nothing more. It is called on the
+// goroutine that runs the plan, as every method of round is.
+func (r *round) Next(inFlight int) (call, bool) {
+	for {
+		i, ok := r.dag.Next(inFlight)
+		r.st.executed = r.dag.Executed()
+		if !ok {
+			if o := r.dag.OverBudget(); o >= 0 && r.stop == nil {
+				r.stop = fault.BudgetErr("max_executed_steps", "plan step %s would be tool call %d of this run, more than max_executed_steps=%d", r.p.Steps[o].ID, r.st.executed+1, r.budget)
+			}
+			return call{}, false
+		}
+		if c, ok := r.launch(i); ok {
+			return c, true
+		}
+	}
+}
+
+// CanStart is the DAG's (fanout.Source).
+func (r *round) CanStart(inFlight int) bool { return r.dag.CanStart(inFlight) }
+
+// Limit is the DAG's (fanout.Source).
+func (r *round) Limit() int { return r.dag.Limit() }
+
+// call makes step c's call through the pipeline; it runs on a goroutine
+// of fanout.Run's, or in place.
+func (r *round) call(ctx context.Context, c call) settled {
+	start := r.e.cfg.Now()
+	out, outcome, err := r.e.pipe.Call(ctx, c.req)
+	return settled{i: c.i, args: c.args, out: out, outcome: outcome, err: err, dur: r.e.cfg.Now().Sub(start), called: true}
 }
 
 func cmpOr(a, b string) string {
@@ -340,15 +358,6 @@ func (r *round) indexOf(id string) int {
 	return len(r.p.Steps)
 }
 
-func (r *round) ready(i int) bool {
-	for _, d := range r.an.steps[i].deps {
-		if r.status[d] != succeeded {
-			return false
-		}
-	}
-	return true
-}
-
 func (r *round) qualified(planStep string) string {
 	if r.stepID == "" {
 		return planStep
@@ -363,9 +372,10 @@ func (r *round) position(planStep string) invoke.Position {
 	return at
 }
 
-// launch resolves step i's args and starts its call. A step whose
-// references do not resolve fails without a call (and is not counted).
-func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool {
+// launch resolves step i's args, announces its start and builds its
+// call. A step whose references do not resolve, or whose person's
+// decision refuses it, fails without a call (and is not counted).
+func (r *round) launch(i int) (call, bool) {
 	s := &r.p.Steps[i]
 	at := r.position(s.ID)
 	key := at.Key()
@@ -377,10 +387,8 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 	}
 	if err != nil {
 		r.settle(settled{i: i, err: err})
-		return false
+		return call{}, false
 	}
-	r.status[i] = running
-	r.st.executed++
 	req := &invoke.Request{Tool: r.e.tools[s.Tool], Args: args, At: at, Recorder: r.e.cfg.Recorder,
 		Info:            &tool.CallInfo{RunID: r.runID, StepID: r.qualified(s.ID), Attempt: r.attempt},
 		RequireApproval: r.e.cfg.RequireApproval[s.Tool], Pausable: r.e.cfg.Pausable, Approved: approved}
@@ -400,12 +408,7 @@ func (r *round) launch(ctx context.Context, i int, results chan<- settled) bool 
 			req.Output = ent.out
 		}
 	}
-	go func() {
-		start := r.e.cfg.Now()
-		out, outcome, err := r.e.pipe.Call(ctx, req)
-		results <- settled{i: i, args: args, out: out, outcome: outcome, err: err, dur: r.e.cfg.Now().Sub(start)}
-	}()
-	return true
+	return call{i: i, args: args, req: req}, true
 }
 
 // resolve returns step i's args with every reference replaced by the value
@@ -441,14 +444,15 @@ func (r *round) settle(s settled) {
 	ev := Event{Kind: StepSettled, RunID: r.runID, StepID: r.stepID, PlanStep: step.ID, Tool: step.Tool, Attempt: r.attempt,
 		IdempotencyKey: at.Key(), Duration: s.dur, Status: "succeeded", Output: s.out}
 	if s.err != nil {
-		r.status[s.i] = failed
+		r.dag.Settle(s.i, fan.Failed, s.called)
+		r.st.executed = r.dag.Executed()
 		if ve := (*invoke.VerifyError)(nil); errors.As(s.err, &ve) {
 			s.err = fmt.Errorf("%s; %w", joinProblems(declarationProblems(s.i, step, ve)), s.err)
 		}
 		r.fails = append(r.fails, &StepError{StepID: step.ID, Tool: step.Tool, Attempt: r.attempt, Err: s.err})
 		ev.Status, ev.ErrorClass, ev.Error, ev.Output = "failed", fault.ClassOf(s.err), s.err.Error(), nil
 	} else {
-		r.status[s.i] = succeeded
+		r.dag.Settle(s.i, fan.Succeeded, true)
 		r.st.complete(s.i, step.ID, step.Tool, s.out)
 		if t := r.e.tools[step.Tool]; t != nil {
 			spec := t.Spec()

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine/sched/fan"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/value"
 )
@@ -91,8 +92,8 @@ func (r *round) wait(s settled) bool {
 	if err != nil {
 		return false
 	}
-	r.status[s.i] = waiting
-	r.st.executed-- // it did not run
+	r.dag.Settle(s.i, fan.Waiting, false) // it did not run
+	r.st.executed = r.dag.Executed()
 	r.waits = append(r.waits, Waiting{ID: step.ID, Tool: step.Tool, Args: string(b), Reason: ae.Reason})
 	at := r.position(step.ID)
 	r.e.emit(Event{Kind: StepWaiting, RunID: r.runID, StepID: r.stepID, PlanStep: step.ID, Tool: step.Tool, Attempt: r.attempt,

@@ -33,6 +33,14 @@
 // calls, tokens) and says when a limit is crossed; its wall-time limit is
 // Budget.Timeout.
 //
+// # Inside a step
+//
+// Items (a for_each step's items, with on_error per item) and Rounds (a
+// repeat step's rounds, until repeat.until holds) decide the fan-outs
+// inside one step, built on package fan, whose Fan and DAG the plan
+// executor and the agent loop use too. Package internal/fanout carries
+// them out.
+//
 // # Where the runner ends
 //
 // The driver carries the commands out: it renders inputs, calls tools and
