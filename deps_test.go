@@ -1,6 +1,7 @@
 package rein_test
 
 import (
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -27,6 +28,9 @@ var linkNothingHeavy = []string{
 	"github.com/reinhq/rein/model/provider",
 	"github.com/reinhq/rein/server/workflowtool",
 	"github.com/reinhq/rein/server/mcp",
+	"github.com/reinhq/rein/project",
+	"github.com/reinhq/rein/runs",
+	"github.com/reinhq/rein/session",
 }
 
 // TestRootLinksNoDriver: `go list` shows none of heavyModules among the
@@ -41,7 +45,7 @@ func TestRootLinksNoDriver(t *testing.T) {
 	out, err := exec.CommandContext(t.Context(), "go", args...).Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("go list: %v\n%s", err, stderr)

@@ -36,7 +36,7 @@ var crmServer = sync.OnceValues(func() (string, error) {
 	crmDir = dir
 	bin := filepath.Join(dir, "crm")
 	if out, err := exec.Command("go", "build", "-o", bin, "./tool/mcp/testdata/server").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
 })
@@ -136,8 +136,8 @@ func TestMCPClientUndeclaredTool(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("mcp:\n  crm:\n    command: [%q]\n    tools:\n      delete_all: {effect: destructive}\n", bin)
-	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte(cfg), 0o644)
-	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n"), 0o644)
+	mustWrite(t, filepath.Join(dir, "rein.yaml"), []byte(cfg))
+	mustWrite(t, filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup, args: {id: x}}\n"))
 	_, err = project.Load(dir, nil)
 	want := "rein.yaml:5:7: mcp server crm declares tool delete_all, which the server does not offer (it offers: archive, create, die, env, hang, lookup, refund, send)"
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -163,10 +163,18 @@ func TestMCPClientEnvironment(t *testing.T) {
 func TestMCPClientCannotStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "rein.yaml"), []byte("mcp:\n  crm: {command: [./no-such-server]}\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup}\n"), 0o644)
+	mustWrite(t, filepath.Join(dir, "rein.yaml"), []byte("mcp:\n  crm: {command: [./no-such-server]}\n"))
+	mustWrite(t, filepath.Join(dir, "flow.yaml"), []byte("name: x\nsteps:\n  - {id: a, tool: crm.lookup}\n"))
 	_, err := project.Load(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "rein.yaml:2:3: mcp server crm: cannot connect") || !strings.Contains(err.Error(), "no-such-server") {
 		t.Errorf("Load: %v", err)
+	}
+}
+
+// mustWrite writes data to path, failing the test if it cannot.
+func mustWrite(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,7 +28,7 @@ func chatServer(t *testing.T, reply string) (*httptest.Server, *atomic.Int32) {
 		calls.Add(1)
 		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+secretKey {
 			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
 			return
 		}
 		var body struct {
@@ -37,7 +37,7 @@ func chatServer(t *testing.T, reply string) (*httptest.Server, *atomic.Int32) {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		content, _ := json.Marshal(reply)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"`+body.Model+`","choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`)
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"`+body.Model+`","choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &calls

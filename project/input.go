@@ -29,7 +29,7 @@ func ParseInput(data []byte, src string) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("input %s is not JSON: %v", src, value.Locate(data, err))
+		return nil, fmt.Errorf("input %s is not JSON: %w", src, value.Locate(data, err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("input %s holds more than one JSON value", src)

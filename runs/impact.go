@@ -209,8 +209,8 @@ func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []declared
 		if seq, partly := from[c.StepID]; hit == "" && s != nil && affected[s.Index] && (!partly || c.Seq >= seq) {
 			hit = "step " + c.StepID + ": " + why[s.Index]
 		}
-		switch {
-		case hit == "":
+		switch hit {
+		case "":
 			ic.Why = "no data, assumption or resource ties it to the premise"
 		default:
 			ic.Action, ic.Why = engine.Classify(&c.Effect), hit

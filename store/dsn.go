@@ -119,7 +119,7 @@ func classify(dsn string, isRegistered func(string) bool) (scheme string, keywor
 				continue
 			}
 			if libpqKeys[strings.ToLower(k)] {
-				return "", false, fmt.Errorf("store: the DSN looks like a PostgreSQL keyword/value DSN (it sets %s) but does not parse: %v; quote a value that holds spaces in single quotes (password='a b'), or pass a postgres:// URL",
+				return "", false, fmt.Errorf("store: the DSN looks like a PostgreSQL keyword/value DSN (it sets %s) but does not parse: %w; quote a value that holds spaces in single quotes (password='a b'), or pass a postgres:// URL",
 					strings.ToLower(k), perr)
 			}
 			settings++

@@ -23,5 +23,5 @@ func Locate(data []byte, err error) error {
 			col++
 		}
 	}
-	return fmt.Errorf("line %d col %d: %v", line, col, err)
+	return fmt.Errorf("line %d col %d: %w", line, col, err)
 }

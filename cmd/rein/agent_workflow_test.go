@@ -143,7 +143,9 @@ func TestAgentWorkflowRunApprovedInAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("# edited\n")
+	if _, err := f.WriteString("# edited\n"); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	code, out := rein("runs", "approve", run, "agent/turn2/call1")
 	if code == exitOK || !strings.Contains(out, "changed since the run started") {

@@ -164,10 +164,10 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%w; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), a.RunID)}
 	}
 	code := exitRunFailed
-	switch {
-	case h.Code == fault.HintHeldByAnotherProcess:
+	switch h.Code {
+	case fault.HintHeldByAnotherProcess:
 		code = exitConflict
-	case h.Code == fault.HintFlowDoesNotLoad:
+	case fault.HintFlowDoesNotLoad:
 		code = exitUsage
 	}
 	return &exitError{code: code, err: fmt.Errorf("%w; try again with: rein runs resume %s", err, a.RunID)}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 )
 
@@ -30,17 +30,21 @@ checks its own pages; there is nothing for rein to check.`,
 				return err
 			}
 			dsn := dbFromEnv(db.dsn)
-			if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || dsn == ":memory:" {
+			scheme, err := store.SchemeOf(dsn)
+			if err != nil {
+				return usageErr("--db %s: %v", redactDSN(dsn), err)
+			}
+			if scheme == store.SchemePostgres || dsn == ":memory:" {
 				fmt.Fprintf(s.err, "rein: %s: nothing to check (PostgreSQL checks its own pages; :memory: keeps nothing)\n", redactDSN(dsn))
 				return nil
 			}
 			path, _, err := sqlite.ParseDSN(dsn)
 			if err != nil {
-				return usageErr("--db %s: %v", dsn, err)
+				return usageErr("--db %s: %v", redactDSN(dsn), err)
 			}
 			r, err := sqlite.Check(cmd.Context(), path)
 			if err != nil {
-				return usageErr("--db %s: %v", dsn, err)
+				return usageErr("--db %s: %v", redactDSN(dsn), err)
 			}
 			if output == "json" {
 				if err := encodeJSON(s, r); err != nil {

@@ -127,12 +127,15 @@ func completePendingSteps(ctx context.Context, db store.Store, ref, toComplete s
 // PostgreSQL, or a SQLite file that is there (opening one that is not
 // would create it).
 func storeExists(dsn string) bool {
+	scheme, err := store.SchemeOf(dsn)
 	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return true
-	case dsn == ":memory:", dsn == "":
+	case err != nil, dsn == ":memory:":
 		return false
+	case scheme == store.SchemePostgres:
+		return true
 	}
-	_, err := os.Stat(strings.TrimPrefix(dsn, "file:"))
+	path, _, _ := strings.Cut(dsn, "?")
+	path = strings.TrimPrefix(strings.TrimPrefix(path, "sqlite:"), "file:")
+	_, err = os.Stat(path)
 	return err == nil
 }

@@ -553,7 +553,7 @@ var crmServer = sync.OnceValues(func() (string, error) {
 	}
 	out := filepath.Join(filepath.Dir(bin), "crm")
 	if b, err := exec.Command("go", "build", "-o", out, "../../tool/mcp/testdata/server").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
+		return "", fmt.Errorf("go build: %w\n%s", err, b)
 	}
 	return out, nil
 })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -60,7 +61,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					return rein.Open(ctx, rein.Config{Store: st})
 				},
 			})
-			if ee, ok := err.(*exitError); ok { // Loader's or Open's, already worded
+			if ee := (*exitError)(nil); errors.As(err, &ee) { // Loader's or Open's, already worded
 				return ee
 			} else if err != nil {
 				return usageErr("%v", err)

@@ -285,7 +285,7 @@ func (f *planFlags) run(ctx context.Context, s *streams, path string) error {
 	for i := range p.Steps {
 		prog.steps[p.Steps[i].ID] = &planStepJSON{ID: p.Steps[i].ID, Tool: p.Steps[i].Tool, Status: "not_run"}
 	}
-	var gate safety.Gate = safety.AllowAll
+	gate := safety.Gate(safety.AllowAll)
 	if pc.tb.Config != nil && pc.tb.Config.Policy != nil {
 		gate = pc.tb.Config.Policy.Policy() // rein.yaml policy: applies to a plan run too
 	}

@@ -183,7 +183,7 @@ func (p *progress) redraw() {
 		fmt.Fprintf(&b, "\x1b[2K%s %-24s %-10s %8s  %s\n", symbol(row.status), printable(s.ID), row.status, t, printable(row.note))
 	}
 	p.drawn = len(p.flow.Steps)
-	io.WriteString(p.w, b.String())
+	_, _ = io.WriteString(p.w, b.String()) // a terminal that stopped taking output: nothing to do
 }
 
 func symbol(status string) string {

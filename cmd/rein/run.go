@@ -135,7 +135,7 @@ func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, s
 	}
 	id, err := c.Enqueue(cmd.Context(), p, input, opts)
 	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%v; nothing was recorded", err)}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing was recorded", err)}
 	}
 	if f.output == "json" {
 		return encodeJSON(s, map[string]string{"run_id": id, "flow": p.Flow.Name, "status": string(trace.RunPending)})

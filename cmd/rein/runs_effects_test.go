@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,7 @@ func (fx *durableFixture) bin(args ...string) (int, string, string) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		fx.t.Fatal(err)

@@ -39,7 +39,7 @@ var reinBinary = sync.OnceValues(func() (string, error) {
 	binDir = dir
 	bin := filepath.Join(dir, "rein")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
 })

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,8 +92,8 @@ then retry).`,
 func toolAnswer(ctx context.Context, s *streams, w *workflowtool.Workflow, req *workflowtool.Request) error {
 	a, err := w.Do(ctx, req)
 	if err != nil {
-		e, ok := err.(*workflowtool.Error)
-		if !ok {
+		var e *workflowtool.Error
+		if !errors.As(err, &e) {
 			return failed("%v", err)
 		}
 		if werr := encodeJSON(s, e); werr != nil {

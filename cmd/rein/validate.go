@@ -15,7 +15,7 @@ import (
 	"github.com/reinhq/rein/graph"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/schema"
-	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace/jsonl"
 	"github.com/reinhq/rein/trace/summary"
@@ -225,7 +225,7 @@ func checkWorkflow(ctx context.Context, path string, load *project.LoadOptions) 
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	st, err := store.Open(ctx, filepath.Join(dir, "rein.db"))
 	if err != nil {
 		return nil, err
 	}

@@ -320,7 +320,7 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 		}
 		return nil
 	}
-	fanout.Run(r.ctx, &m, call, settle)
+	_ = fanout.Run(r.ctx, &m, call, settle) // settle keeps its error in failErr
 	if failErr != nil {
 		o.origin = failOrigin
 		return nil, failErr
@@ -389,7 +389,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		over = done
 		return nil
 	}
-	fanout.Run(r.ctx, &m, call, settle)
+	_ = fanout.Run(r.ctx, &m, call, settle) // settle never fails: stop says why the rounds ended
 	if stop == nil && !over && r.ctx.Err() != nil {
 		stop, where = r.ctxCause(r.ctx.Err()), trace.OriginEngine // the run stopped between rounds
 	}

@@ -283,7 +283,7 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 			e.emit(Event{Kind: StepReused, RunID: runID, StepID: stepID, PlanStep: p.Steps[i].ID, Tool: p.Steps[i].Tool, Attempt: r.attempt})
 		}
 	}
-	fanout.Run(ctx, r, r.call, func(_ call, s settled) error { r.settle(s); return nil })
+	_ = fanout.Run(ctx, r, r.call, func(_ call, s settled) error { r.settle(s); return nil }) // never fails: r.stop says why
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("plan stopped: %w", context.Cause(ctx))

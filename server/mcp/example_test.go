@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -52,7 +53,9 @@ func Example() {
 	fmt.Println(srv.Tools())
 	fmt.Println(res.Content[0].(*sdk.TextContent).Text)
 	cs.Close()
-	<-done
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		log.Fatal(err)
+	}
 	// Output:
 	// [echo notes_workflow runs_list runs_show wipe]
 	// {"text":"hi"}
