@@ -37,6 +37,9 @@ const (
 	NotFound Class = "not_found"
 	// Cancelled failures mean the run's context was cancelled.
 	Cancelled Class = "cancelled"
+	// Damaged failures mean the run store's data is damaged (store.ErrDamaged):
+	// nothing more is read or written; they stop the run.
+	Damaged Class = "damaged"
 )
 
 // Error is an error with a class. Wrap it with fmt.Errorf("...: %w", err) as

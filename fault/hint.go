@@ -103,11 +103,15 @@ func HintOf(err error) Hint {
 // the workflow tool, the HTTP API) answers "may the same request succeed
 // later?" with: a transient failure (a timeout, 429, 5xx) and a conflict
 // (another writer moved the same state first, a lease another process
-// holds) may; nothing else does.
+// holds: read the state again, then retry) may, except the conflict of a
+// run that has finished (HintRunFinished), which nothing changes; nothing
+// else does.
 func Retryable(err error) bool {
 	switch ClassOf(err) {
-	case Transient, Conflict:
+	case Transient:
 		return true
+	case Conflict:
+		return HintOf(err).Code != HintRunFinished
 	}
 	return false
 }

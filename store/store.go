@@ -66,8 +66,9 @@ var (
 	// ErrDamaged: the store's data is damaged (a truncated or overwritten
 	// database file, a write-ahead log whose committed transactions would
 	// be dropped, a page that fails its check). Nothing more is read or
-	// written; restore the store from a backup.
-	ErrDamaged = errors.New("the run store is damaged")
+	// written; restore the store from a backup. Its class is
+	// fault.Damaged.
+	ErrDamaged = fault.New(fault.Damaged, errors.New("the run store is damaged"))
 	// ErrNoTime: a method that decides by time (a lease's expiry, a claim,
 	// retention) was called with a zero Now in its params. The store
 	// changed nothing; the caller passes its clock's time.

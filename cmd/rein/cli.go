@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 )
@@ -41,6 +42,22 @@ func (e *exitError) Error() string {
 func usageErr(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
+
+// usageErrFrom is usageErr for the CLI's own wording of cause: the message
+// is the CLI's, the class and hint (-o json's envelope) stay cause's.
+func usageErrFrom(cause error, format string, args ...any) error {
+	return &exitError{code: exitUsage, err: &reworded{msg: fmt.Sprintf(format, args...), cause: cause}}
+}
+
+// reworded is an error the CLI says in its own words, with the error it
+// stands for as its cause.
+type reworded struct {
+	msg   string
+	cause error
+}
+
+func (r *reworded) Error() string { return r.msg }
+func (r *reworded) Unwrap() error { return r.cause }
 
 // streams are the command's standard files, so tests can run Main in-process.
 type streams struct {
@@ -80,10 +97,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(s.out)
 	root.SetErr(s.err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
+	defer writeErrorJSON(s, cmd, err)
 	// Every error is printed through the one redactor (the project's,
 	// once one is loaded): a message may quote a failing program or server
 	// that echoed a key or a DSN.
@@ -112,9 +130,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 type redactingWriter struct {
 	w   io.Writer
 	red *redact.Redactor
+	// wrote reports that something was written (a command's own result).
+	wrote bool
 }
 
 func (r *redactingWriter) Write(p []byte) (int, error) {
+	r.wrote = r.wrote || len(p) > 0
 	if _, err := io.WriteString(r.w, r.red.String(string(p))); err != nil {
 		return 0, err
 	}
@@ -145,4 +166,34 @@ interrupted.`,
 		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newMCPCmd(s), newToolCmd(s), newPolicyCmd(s))
 	registerCompletions(root)
 	return root
+}
+
+// errorJSON is what a command run with -o json prints on stdout when it
+// fails with a message: the one error envelope (fault.EnvelopeOf), as the
+// MCP server and the workflow tool answer it.
+type errorJSON struct {
+	Error fault.Envelope `json:"error"`
+}
+
+// writeErrorJSON prints err's envelope on stdout when cmd was asked for
+// JSON (-o json) and printed nothing there, so a program reading stdout
+// gets the failure in the same shape every surface uses; stderr still says
+// it in words. A failure the command reported in its own JSON (a run that
+// failed, an invalid plan's problems) prints nothing more.
+func writeErrorJSON(s *streams, cmd *cobra.Command, err error) {
+	if cmd == nil || s.red.wrote {
+		return
+	}
+	f := cmd.Flags().Lookup("output")
+	if f == nil || f.Value.String() != "json" {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
+			return
+		}
+		err = ee.err
+	}
+	_ = encodeJSON(s, errorJSON{Error: fault.EnvelopeOf(err)})
 }

@@ -78,10 +78,18 @@ func TestRunWeatherBriefResult(t *testing.T) {
 
 func TestRunWeatherBriefInputsSchema(t *testing.T) {
 	t.Parallel()
-	// inputs: requires city; nothing runs, so there are no progress lines.
+	// inputs: requires city; nothing runs, so there are no progress lines,
+	// and stdout holds the one error envelope (-o json).
 	code, out, stderr := cli(t, "run", "../../examples/weather-brief", "--input-json", `{"town": "Tokyo"}`, "--output", "json")
-	if code != exitUsage || out != "" {
-		t.Fatalf("exit %d, stdout %q, want 2 and nothing", code, out)
+	var env struct {
+		Error struct {
+			Class, Message string
+			Retryable      bool
+		}
+	}
+	if code != exitUsage || json.Unmarshal([]byte(out), &env) != nil || env.Error.Class != "business" || env.Error.Retryable ||
+		!strings.Contains(env.Error.Message, "missing property 'city'") {
+		t.Fatalf("exit %d, stdout %q, want 2 and the error envelope", code, out)
 	}
 	if !strings.Contains(stderr, "city") || !strings.Contains(stderr, "nothing ran") || strings.Contains(stderr, "step_started") {
 		t.Errorf("stderr: %s", stderr)

@@ -31,7 +31,8 @@ of the MCP servers their rein.yaml names), each through the policy gate (the
 rein.yaml policy: and flow policy: of every folder that offers it; refusals are
 also written to stderr) and its schemas; and the read-only runs_list and
 runs_show over --db. A tool error is an MCP tool error whose text and structured content are the same JSON object
-({error_type, message, retryable}, and a workflow tool's pointer and problems).
+(the error envelope {class, error_type, message, hint?, retryable, pointer?}, and a workflow
+tool's problems).
 
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 		Args: cobra.MinimumNArgs(1),

@@ -34,22 +34,22 @@ func runsError(s *streams, dsn, ref string, err error) error {
 	switch h.Code {
 	case fault.HintNoRun:
 		if ref == runs.Last {
-			return usageErr("there is no last run: %s holds no runs yet", redactDSN(dsn))
+			return usageErrFrom(err, "there is no last run: %s holds no runs yet", redactDSN(dsn))
 		}
-		return usageErr("run %s is not in %s (list the runs there with: rein runs list --db %s)", ref, redactDSN(dsn), shellQuote(redactDSN(dsn)))
+		return usageErrFrom(err, "run %s is not in %s (list the runs there with: rein runs list --db %s)", ref, redactDSN(dsn), shellQuote(redactDSN(dsn)))
 	case fault.HintAmbiguousRun, fault.HintRunFinished, fault.HintAlreadyDecided, fault.HintNothingToDecide:
-		return usageErr("%v", err)
+		return usageErrFrom(err, "%v", err)
 	case fault.HintHeldByAnotherProcess:
 		return &exitError{code: exitConflict, err: err}
 	case fault.HintNeedsTools:
-		return usageErr("%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
+		return usageErrFrom(err, "%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
 	case fault.HintNeedsAPIKey:
-		return usageErr("%v; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), h.RunID)
+		return usageErrFrom(err, "%v; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), h.RunID)
 	case fault.HintFlowDoesNotLoad:
 		return loadError(s, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("%v", err)
+		return usageErrFrom(err, "%v", err)
 	}
 	return &exitError{code: exitRunFailed, err: err}
 }

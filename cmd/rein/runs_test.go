@@ -482,6 +482,21 @@ func TestRunsErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, out, stderr)
 		}
 	}
+	// -o json: stdout holds the one error envelope, with the library's
+	// class and hint under the CLI's words.
+	code, out, _ := fx.cli("runs", "show", "nope", "-o", "json")
+	var env struct {
+		Error struct {
+			Class     string
+			Message   string
+			Retryable bool
+			Hint      struct{ Code string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &env); code != exitUsage || err != nil || env.Error.Class != "not_found" ||
+		env.Error.Hint.Code != "no_run" || env.Error.Retryable || !strings.Contains(env.Error.Message, "run nope is not in") {
+		t.Errorf("show nope -o json: exit %d, stdout %s", code, out)
+	}
 	notDB := filepath.Join(t.TempDir(), "garbage.db")
 	if err := os.WriteFile(notDB, bytes.Repeat([]byte("not a database "), 500), 0o644); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func newToolCmd(s *streams) *cobra.Command {
 print its answer, the JSON object an agent gets: task_id, status, next_actions
 (each ready step, its skill, the JSON Schema its output must satisfy, an
 instruction), artifacts and, from prepare_delivery, the delivery's files.
-A failed action prints {error_type, message, pointer?, problems?, retryable}.
+A failed action prints {class, error_type, message, hint?, pointer?, problems?, retryable}.
 
   rein tool FLOW start --input-json '{...}' [--session ID]
   rein tool FLOW submit --task ID --step STEP [--skill SKILL] --data JSON|@file

@@ -10,14 +10,10 @@ import (
 )
 
 // ErrorJSON is the JSON object of a failed call whose error does not carry
-// its own (a json.Marshaler in its chain): the fault class as error_type
-// (unclassified counts as business), the message, and whether trying again
-// may help.
-type ErrorJSON struct {
-	ErrorType string `json:"error_type"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
-}
+// its own (a json.Marshaler in its chain): the one error envelope,
+// {class, error_type, message, hint?, retryable, pointer?}
+// (fault.EnvelopeOf).
+type ErrorJSON = fault.Envelope
 
 // answer is a successful result: out as structured content and as text,
 // with secrets hidden.
@@ -41,11 +37,7 @@ func (s *Server) failure(err error) *sdk.CallToolResult {
 		}
 	}
 	if b == nil {
-		class := fault.ClassOf(err)
-		if class == fault.Unclassified {
-			class = fault.Business
-		}
-		b, _ = json.Marshal(ErrorJSON{ErrorType: string(class), Message: err.Error(), Retryable: class == fault.Transient})
+		b, _ = json.Marshal(fault.EnvelopeOf(err))
 	}
 	text := s.redacted(b)
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
@@ -57,7 +49,7 @@ func (s *Server) failure(err error) *sdk.CallToolResult {
 func (s *Server) redacted(b []byte) json.RawMessage {
 	out := []byte(s.redact(string(b)))
 	if !json.Valid(out) {
-		out, _ = json.Marshal(ErrorJSON{ErrorType: string(fault.Business), Message: "the answer held a secret and could not be shown with it hidden"})
+		out, _ = json.Marshal(fault.EnvelopeOf(fault.BusinessErr(errors.New("the answer held a secret and could not be shown with it hidden"))))
 	}
 	return out
 }

@@ -31,8 +31,8 @@
 // content and, encoded, its text, with the secrets of every served folder
 // hidden. A failed call is an MCP tool error (IsError) whose structured
 // content and text are the same JSON object: the error's own JSON when it
-// implements json.Marshaler (the workflow tools' {error_type, message,
-// pointer, retryable}), otherwise {error_type, message, retryable} built
-// from its fault class. Requests that are not valid JSON-RPC get protocol
+// implements json.Marshaler (the workflow tools' envelope with problems),
+// otherwise the one error envelope, fault.EnvelopeOf: {class, error_type,
+// message, hint?, retryable, pointer?}. Requests that are not valid JSON-RPC get protocol
 // errors.
 package mcp

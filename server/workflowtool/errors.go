@@ -28,6 +28,9 @@ type Error struct {
 	// NextActions are the task's ready steps, when the error is about a
 	// step that is not ready.
 	NextActions []NextAction `json:"next_actions,omitempty"`
+
+	// hint is the run operations' hint of the error it was made from.
+	hint *fault.Hint
 }
 
 // Problem is one way a submission breaks its contract: where (a JSON
@@ -46,14 +49,22 @@ func (e *Error) Error() string { return e.Message }
 // (the MCP server) answers with this same object.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	type plain Error
-	return json.Marshal((*plain)(e))
+	return json.Marshal(struct {
+		Class fault.Class `json:"class"`
+		*plain
+		Hint *fault.Hint `json:"hint,omitempty"`
+	}{e.Type, (*plain)(e), e.hint})
 }
+
+// ErrorPointer is where the request is wrong (fault.Pointed).
+func (e *Error) ErrorPointer() string { return e.Pointer }
 
 // Unwrap lets fault.ClassOf see the class.
 func (e *Error) Unwrap() error { return fault.New(e.Type, errors.New(e.Message)) }
 
 func errorf(class fault.Class, pointer, format string, args ...any) *Error {
-	return &Error{Type: class, Message: fmt.Sprintf(format, args...), Pointer: pointer, Retryable: class == fault.Conflict || class == fault.Transient}
+	msg := fmt.Sprintf(format, args...)
+	return &Error{Type: class, Message: msg, Pointer: pointer, Retryable: fault.Retryable(fault.New(class, errors.New(msg)))}
 }
 
 // asError turns any error of the run operations into an *Error.
@@ -62,12 +73,8 @@ func asError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	class := fault.ClassOf(err)
-	if class == fault.Unclassified {
-		class = fault.Business
-	}
-	// a conflict is worth retrying after reading status, unless the task
-	// has finished.
-	retry := class == fault.Transient || class == fault.Conflict && fault.HintOf(err).Code != fault.HintRunFinished
-	return &Error{Type: class, Message: err.Error(), Retryable: retry}
+	// the one envelope: unclassified is business; a conflict is worth
+	// retrying after reading status, unless the task has finished.
+	env := fault.EnvelopeOf(err)
+	return &Error{Type: env.Class, Message: env.Message, Retryable: env.Retryable, Pointer: env.Pointer, hint: env.Hint}
 }

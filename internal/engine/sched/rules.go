@@ -75,10 +75,10 @@ func (m *Machine) SkippedUpstream(i int) string {
 }
 
 // StopsRun reports whether a failure of class stops the run whatever the
-// step says: budget, policy and cancellation, or any failure once the
-// run's own context ended (stopped).
+// step says: budget, policy, cancellation and a damaged store, or any
+// failure once the run's own context ended (stopped).
 func StopsRun(class fault.Class, stopped bool) bool {
-	return stopped || class == fault.Budget || class == fault.Cancelled || class == fault.Policy
+	return stopped || class == fault.Budget || class == fault.Cancelled || class == fault.Policy || class == fault.Damaged
 }
 
 // RetryAt is Retry's answer: start attempt Attempt at time At, or, when
