@@ -90,6 +90,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Load != nil {
 		c.load = *cfg.Load
 	}
+	if c.load.Cache == nil {
+		c.load.Cache = project.NewCache(0)
+	}
 	c.cfg = engine.Config{Store: c.st, Sink: cfg.Sink, Gate: cfg.Gate, Owner: cfg.Owner, LeaseTTL: cfg.LeaseTTL, Redactor: cfg.Redactor}
 	if c.cfg.Owner == "" {
 		c.cfg.Owner = engine.NewOwner()
@@ -120,6 +123,14 @@ func (c *Client) Store() store.Store { return c.st }
 // Runs returns the read views of the client's runs, or nil when the client
 // keeps its runs in memory only.
 func (c *Client) Runs() *runs.Reader { return c.reader }
+
+// LoadOptions returns a copy of the options the client loads projects with
+// (Config.Load, with the client's cache of parsed pinned flows), for a
+// surface that loads a run's pinned project itself (project.LoadPinned).
+func (c *Client) LoadOptions() *project.LoadOptions {
+	o := c.load
+	return &o
+}
 
 // Owner is the name the client holds run leases under.
 func (c *Client) Owner() string { return c.cfg.Owner }

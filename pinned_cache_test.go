@@ -55,16 +55,23 @@ func TestLoadRunParsesAPinnedFlowOnce(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		return p
 	}
-	a, b := load(opts), load(opts)
+	cached := &project.LoadOptions{Tools: opts.Tools, Cache: project.NewCache(0)}
+	a, b := load(cached), load(cached)
 	if a.Flow != b.Flow {
-		t.Error("LoadRun parsed the pinned flow again: want one *flow.Flow per pinned flow")
+		t.Error("LoadRun parsed the pinned flow again: want one *flow.Flow per pinned flow and Cache")
+	}
+	if other := load(&project.LoadOptions{Tools: opts.Tools, Cache: project.NewCache(0)}); other.Flow == a.Flow {
+		t.Error("two Caches share a parsed flow: a Cache is an instance, not a process global")
+	}
+	if bare := load(opts); bare.Flow == a.Flow {
+		t.Error("a load without a Cache took a cached flow")
 	}
 	if a.Tools == b.Tools {
 		t.Error("two Projects share a tool registry: only the flow is to be shared")
 	}
 	// the parse read the tool's effect (retries of a write tool): another
 	// answer parses anew, and the flow differs where it reads it.
-	c := load(&project.LoadOptions{Tools: []tool.Tool{mk(tool.EffectWrite)}})
+	c := load(&project.LoadOptions{Tools: []tool.Tool{mk(tool.EffectWrite)}, Cache: cached.Cache})
 	if c.Flow == a.Flow {
 		t.Error("a Go tool's effect changed, and LoadRun answered the flow parsed with the old one")
 	}

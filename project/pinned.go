@@ -11,13 +11,14 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// maxPinned bounds the process-wide cache of parsed pinned flows; when
-// full, the oldest entry goes.
-const maxPinned = 256
+// DefaultCacheSize is how many parsed pinned flows a Cache of NewCache(0)
+// keeps; when full, the oldest entry goes.
+const DefaultCacheSize = 256
 
-// pinned caches the flows LoadRun parses from a run's pinned text, so that
+// Cache keeps the flows LoadPinned parses from a run's pinned text, so that
 // resuming or answering a run again does not parse its flow and compile its
-// schemas again. Only the *flow.Flow is cached: immutable once parsed,
+// schemas again. A rein.Client keeps one (LoadOptions.Cache); there is no
+// process-wide cache. Only the *flow.Flow is cached: immutable once parsed,
 // shared by every Project built from it. The tools, models, MCP sessions
 // and cassettes of a Project, which hold closers and the program's
 // settings, are built anew by each Load.
@@ -29,12 +30,21 @@ const maxPinned = 256
 // configured) is recorded with the entry and asked again of the program on
 // a hit: a different answer is a miss, and the flow parses as before. A
 // parse that read a file the run did not pin, or failed, is not cached.
-var pinned = pinnedCache{m: map[[32]byte]*pinnedFlow{}}
-
-type pinnedCache struct {
+// A Cache is safe for concurrent use.
+type Cache struct {
 	mu    sync.Mutex
+	size  int
 	m     map[[32]byte]*pinnedFlow
 	order [][32]byte // insertion order, for eviction
+}
+
+// NewCache returns a Cache of at most size parsed flows (0:
+// DefaultCacheSize).
+func NewCache(size int) *Cache {
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	return &Cache{size: size, m: map[[32]byte]*pinnedFlow{}}
 }
 
 type pinnedFlow struct {
@@ -88,13 +98,17 @@ func pinnedKey(path string, text []byte, files map[string][]byte, fopts *flow.Op
 }
 
 // parsePinned parses a run's pinned flow text with fopts, through the
-// cache. fopts.ReadFile must serve files from the run's pinned files;
-// fromDisk reports, after the parse, whether it read any other.
-func parsePinned(text []byte, path string, files map[string][]byte, fopts *flow.Options, fromDisk func() bool) (*flow.Flow, error) {
+// cache c (nil: none). fopts.ReadFile must serve files from the run's
+// pinned files; fromDisk reports, after the parse, whether it read any
+// other.
+func (c *Cache) parsePinned(text []byte, path string, files map[string][]byte, fopts *flow.Options, fromDisk func() bool) (*flow.Flow, error) {
+	if c == nil {
+		return flow.Parse(text, path, fopts)
+	}
 	key := pinnedKey(path, text, files, fopts)
-	pinned.mu.Lock()
-	e := pinned.m[key]
-	pinned.mu.Unlock()
+	c.mu.Lock()
+	e := c.m[key]
+	c.mu.Unlock()
 	if e != nil && e.holds(fopts) {
 		return e.flow, nil
 	}
@@ -119,16 +133,16 @@ func parsePinned(text []byte, path string, files map[string][]byte, fopts *flow.
 		return f, err
 	}
 	rec.flow = f
-	pinned.mu.Lock()
-	defer pinned.mu.Unlock()
-	if _, ok := pinned.m[key]; !ok {
-		if len(pinned.order) >= maxPinned {
-			delete(pinned.m, pinned.order[0])
-			pinned.order = pinned.order[1:]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		if len(c.order) >= c.size {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
 		}
-		pinned.order = append(pinned.order, key)
+		c.order = append(c.order, key)
 	}
-	pinned.m[key] = rec
+	c.m[key] = rec
 	return f, nil
 }
 

@@ -70,6 +70,11 @@ type LoadOptions struct {
 	// LoadOptions need Workflow too. Nil refuses such entries, and LoadRun
 	// a run that has them.
 	Workflow func(path string) (tool.Tool, error)
+	// Cache keeps the flows parsed from runs' pinned text (LoadPinned,
+	// LoadRun), shared by every load given it: a pinned flow parses once
+	// per Cache. Nil parses every time. A rein.Client makes one unless its
+	// Config.Load brings one.
+	Cache *Cache
 
 	// flowText, when set, is parsed instead of reading the flow file, and
 	// flowFiles are read instead of the files on disk (a resumed run's
@@ -222,7 +227,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	switch {
 	case opts.flowText != nil && opts.flowFiles != nil && opts.agent == nil:
 		// a resumed run's pinned flow: parsed once per process (pinned.go).
-		p.Flow, err = parsePinned(opts.flowText, flowPath, opts.flowFiles, fopts, func() bool { return fromDisk })
+		p.Flow, err = opts.Cache.parsePinned(opts.flowText, flowPath, opts.flowFiles, fopts, func() bool { return fromDisk })
 	case opts.flowText != nil:
 		p.Flow, err = flow.Parse(opts.flowText, flowPath, fopts)
 	default:

@@ -91,6 +91,7 @@ func New(path string, opts *Options) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.opts.Load = w.client.LoadOptions() // a task's pinned flow parses once per Workflow
 	if w.opts.DeliveryDir == "" {
 		w.opts.DeliveryDir = filepath.Join(p.Dir, "deliveries")
 	}
