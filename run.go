@@ -70,13 +70,16 @@ func (c *Client) get(ctx context.Context, ref string) (*store.Run, error) {
 type ResumeOptions struct {
 	// Watch, when set, is called with the rebuilt project and the run's
 	// step rows just before the run resumes. It returns a sink that gets
-	// the resumed run's events besides RunsOptions.Run.Sink (nil: none),
+	// the resumed run's events besides Config.Sink (nil: none),
 	// and a function called once the resume returned (nil: none): a
 	// progress display, for one.
 	Watch func(p *project.Project, steps []*store.Step) (trace.Sink, func())
 	// Project is the run's project when the caller has loaded it already
 	// from the flow the run pinned (project.LoadPinned): Resume then uses
-	// it instead of loading it again, and does not close it.
+	// it instead of loading it again, and does not close it. The ref is
+	// then the run's ID, and the run's row is read once, by the engine: a
+	// run that has finished comes back as its state without
+	// Outcome.Finished.
 	Project *project.Project
 }
 
@@ -90,7 +93,7 @@ type Outcome struct {
 	Result *Result `json:"result"`
 	// Finished reports that the run had finished before: nothing ran.
 	Finished bool `json:"finished,omitempty"`
-	// NeedsTools are the Go tools the run was started with that this Runs
+	// NeedsTools are the Go tools the run was started with that this Client
 	// was not given (Decide only): it cannot resume the run.
 	NeedsTools []string `json:"needs_tools,omitempty"`
 	// StepOrder lists the run's step ids in the flow's file order (for a
@@ -99,7 +102,8 @@ type Outcome struct {
 }
 
 // Resume continues the run ref names from its last committed transition,
-// with the flow it pinned (LoadRun) and the Go tools of RunsOptions.Load.
+// with the flow it pinned (project.LoadPinned) and the Go tools of
+// Config.Load.
 // A finished run is not touched: its state comes back with
 // Outcome.Finished set. Before anything runs, the models the run's
 // unfinished steps may still call are opened (not called): one whose API

@@ -409,12 +409,12 @@ func (p *Project) Meta() json.RawMessage {
 // it were at its original path so its schema files resolve, with the
 // rein.yaml and script the run recorded. A run started with Go tools needs
 // them again: pass the same ones in opts.Tools (without them, the error is
-// an *Error with HintNeedsTools naming those it lacks). opts may add models
-// too (Config and Script override the recorded ones).
+// a *fault.Error with HintNeedsTools naming those it lacks). opts may add
+// models too (Config and Script override the recorded ones).
 //
-// The pinned flow is parsed once per process (a pinned flow is immutable):
-// Projects rebuilt for the same run, or for runs of the same pinned flow,
-// share one *flow.Flow, which must not be modified.
+// With opts.Cache the pinned flow is parsed once per Cache (a pinned flow
+// is immutable): Projects rebuilt for the same run, or for runs of the same
+// pinned flow, share one *flow.Flow, which must not be modified.
 func LoadRun(ctx context.Context, st store.Store, runID string, opts *LoadOptions) (*Project, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
@@ -445,7 +445,7 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	}
 	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {
 		return nil, fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsTools, RunID: runID, Tools: missing},
-			fmt.Errorf("run %s was started with the Go tools %s, which were not given: only a program that registers them can resume it (LoadOptions{Tools: …}, RunsOptions.Load or WorkerOptions.Load)",
+			fmt.Errorf("run %s was started with the Go tools %s, which were not given: only a program that registers them can resume it (project.LoadOptions{Tools: …}, as rein.Config.Load)",
 				runID, strings.Join(missing, ", ")))
 	}
 	if len(m.Workflows) > 0 && o.Workflow == nil {
@@ -454,7 +454,7 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 			names[i] = w.Tool
 		}
 		return nil, fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsTools, RunID: runID, Tools: names},
-			fmt.Errorf("run %s has agents with the workflow tools %s: only a program that serves workflow tools can resume it (rein runs; in Go, LoadOptions.Workflow in RunsOptions.Load or WorkerOptions.Load)",
+			fmt.Errorf("run %s has agents with the workflow tools %s: only a program that serves workflow tools can resume it (rein runs; in Go, project.LoadOptions.Workflow, as rein.Config.Load)",
 				runID, strings.Join(names, ", ")))
 	}
 	o.NoDefaults = true

@@ -46,7 +46,7 @@ type DataEdge struct {
 
 // Effects returns the effect graph of the run ref names (rein runs
 // effects, rein graph --run). Errors as Get; the data edges need the
-// run's pinned flow (LoadRun), so a run whose flow does not load is an
+// run's pinned flow (project.LoadPinned), so a run whose flow does not load is an
 // error naming why.
 func (r *Reader) Effects(ctx context.Context, ref string) (*EffectsView, error) {
 	run, p, err := r.Load(ctx, ref)
