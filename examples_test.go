@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -341,11 +342,11 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 		}
 		return dir, res, evs
 	}
-	decisions := func(evs []*trace.Event, step string) []*trace.Event {
-		var out []*trace.Event
-		for _, ev := range evs {
-			if ev.Kind == trace.GateDecision && ev.StepID == step {
-				out = append(out, ev)
+	decisions := func(evs []*trace.Event, step string) []journal.CallGate {
+		var out []journal.CallGate
+		for _, g := range journal.GateDecisions(evs) {
+			if g.StepID == step {
+				out = append(out, g.Decision)
 			}
 		}
 		return out
@@ -359,7 +360,7 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 	if got := crmState(t, dir); got != "" {
 		t.Errorf("Ada: crm.state %q, want nothing created", got)
 	}
-	if d := decisions(evs, "create"); len(d) != 1 || d[0].Decision != "require_approval" || !strings.HasPrefix(d[0].Error, "rule inferred-drives-effect: ") {
+	if d := decisions(evs, "create"); len(d) != 1 || d[0].Verdict != "require_approval" || !strings.HasPrefix(d[0].Why, "rule inferred-drives-effect: ") {
 		t.Errorf("Ada: the creation's gate decisions %+v", d)
 	}
 
@@ -373,14 +374,14 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 		t.Errorf("Alan: crm.state\n%s\nwant\n%s", got, want)
 	}
 	d := decisions(evs, "create")
-	if len(d) != 1 || d[0].Decision != "allow" {
+	if len(d) != 1 || d[0].Verdict != "allow" {
 		t.Fatalf("Alan: the creation's gate decisions %+v, want one allow", d)
 	}
 	var basis struct {
 		Verified []struct{ Pointer, Tool, Ref string }
 	}
-	if err := json.Unmarshal([]byte(d[0].Data), &basis); err != nil || len(basis.Verified) != 1 ||
+	if err := json.Unmarshal(d[0].Basis, &basis); err != nil || len(basis.Verified) != 1 ||
 		basis.Verified[0].Pointer != "/region" || basis.Verified[0].Tool != "lookup_region" || basis.Verified[0].Ref != "step lookup" {
-		t.Errorf("Alan: the creation's verification %s (%v), want /region by lookup_region", d[0].Data, err)
+		t.Errorf("Alan: the creation's verification %s (%v), want /region by lookup_region", d[0].Basis, err)
 	}
 }

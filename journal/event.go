@@ -51,6 +51,9 @@ type Event struct {
 	// from; gate_decision what the gate saw (safety.Basis), when more than
 	// the tool and args.
 	Data string `json:"data,omitempty"`
+	// Call is the record of a call event (Kind CallRecorded): one
+	// invocation's whole story.
+	Call *Call `json:"call,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -82,7 +85,8 @@ func (e *Event) Duration() time.Duration {
 
 // AppendEvent appends e as one JSON object, byte for byte what encoding/json
 // writes for it with SetEscapeHTML(false) (zero fields left out as their
-// tags say), its time in UTC. It does not allocate when dst has room; the
+// tags say), its time in UTC. It does not allocate when dst has room (but
+// for a call event's record, which encoding/json writes); the
 // JSONL sink and the stores' journals use it on the hot path of every step.
 // DecodeEvent reads it back.
 func AppendEvent(dst []byte, e *Event) []byte {
@@ -126,6 +130,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	}
 	dst = appendIntField(dst, `,"turn":`, int64(e.Turn))
 	dst = appendStringField(dst, `,"data":`, e.Data)
+	if e.Call != nil {
+		dst = appendCall(append(dst, `,"call":`...), e.Call)
+	}
 	return append(dst, '}')
 }
 

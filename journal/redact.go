@@ -12,4 +12,29 @@ func (e *Event) Redact(red *redact.Redactor) {
 	e.Decision = red.String(e.Decision)
 	e.Preview = red.Cut(e.Preview)
 	e.Data = red.String(e.Data)
+	if c := e.Call; c != nil {
+		c.redact(red)
+	}
+}
+
+// redact hides the secrets red knows in c's text: its output, error, the
+// gate's reasons and bases, the compensation's args, and what an agent's
+// call keeps (args, observation, reason and its records). A changed
+// payload is a copy; the record itself is changed in place (its recorder
+// made it for this event).
+func (c *Call) redact(red *redact.Redactor) {
+	c.Output, c.Error = red.Bytes(c.Output), red.String(c.Error)
+	for i := range c.Gate {
+		g := &c.Gate[i]
+		g.Why, g.Basis = red.String(g.Why), red.Bytes(g.Basis)
+	}
+	if x := c.Effect; x != nil && x.Compensation != nil {
+		comp := *x.Compensation
+		comp.Args, comp.Error = red.Bytes(comp.Args), red.String(comp.Error)
+		x.Compensation = &comp
+	}
+	if a := c.Agent; a != nil {
+		a.Args, a.Observation, a.Reason = red.String(a.Args), red.String(a.Observation), red.String(a.Reason)
+		a.Plan, a.PlanRun, a.Declaration, a.Claims, a.Verified = red.Bytes(a.Plan), red.Bytes(a.PlanRun), red.Bytes(a.Declaration), red.Bytes(a.Claims), red.Bytes(a.Verified)
+	}
 }

@@ -52,6 +52,12 @@ const (
 	// Remediated is one thing done about an executed call once a premise
 	// failed or a saga compensates (Data: the Remediation record).
 	Remediated Kind = "remediation"
+	// CallRecorded is one invocation's record (Call: the Call), recorded
+	// when the call starts (before the effect of a tool that is not
+	// idempotent), waits for a person, or settles; the record of a key
+	// recorded later replaces the earlier one. Since version 2 it holds
+	// what gate_decision, call_effect and agent_call events held.
+	CallRecorded Kind = "call"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -59,7 +65,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded}
 }
 
 // RunStatus is the state of a run; docs/ARCHITECTURE.md "Run states" gives

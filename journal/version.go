@@ -7,7 +7,13 @@ import "fmt"
 // with; a record of a higher version is refused (VersionError), never
 // guessed at. Raise it for a change an older binary would misread; a new
 // field that reads as zero when absent needs no new version.
-const Version = 1
+//
+// Version 2: an invocation's story is one call event (Kind CallRecorded,
+// Event.Call) instead of store rows and gate_decision, call_effect and
+// agent_call events. A binary of version 1 would read a run of version 2
+// as one without call records (it would make again the calls a resumed
+// for_each or plan step already made), so it refuses it.
+const Version = 2
 
 // VersionError is a record this binary cannot read: written by a newer rein
 // (Version above this binary's), or with no valid version at all.

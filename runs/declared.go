@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/trace"
 )
@@ -59,14 +60,20 @@ func journaledAssumptions(events []*trace.Event) []declaredAssumption {
 			for _, a := range c.Declaration.Assumptions {
 				add(declaredAssumption{Assumption: a, StepID: ev.StepID, Key: c.Key})
 			}
-		case ev.Kind == trace.GateDecision && ev.PlanStep != "" && ev.Turn == 0 && ev.Data != "":
-			var b safety.Basis
-			if json.Unmarshal([]byte(ev.Data), &b) != nil || b.Declaration == nil {
-				continue
-			}
-			for _, a := range b.Declaration.Assumptions {
-				add(declaredAssumption{Assumption: a, StepID: ev.StepID, PlanStep: ev.PlanStep, Plan: ev.Attempt})
-			}
+		}
+	}
+	// a plan step's declaration, in what its gate saw (a gate_decision
+	// event's data, or a call record's gate).
+	for _, g := range journal.GateDecisions(events) {
+		if g.PlanStep == "" || g.Turn != 0 || len(g.Decision.Basis) == 0 {
+			continue
+		}
+		var b safety.Basis
+		if json.Unmarshal(g.Decision.Basis, &b) != nil || b.Declaration == nil {
+			continue
+		}
+		for _, a := range b.Declaration.Assumptions {
+			add(declaredAssumption{Assumption: a, StepID: g.StepID, PlanStep: g.PlanStep, Plan: g.Attempt})
 		}
 	}
 	return out

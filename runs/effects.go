@@ -67,10 +67,13 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 	at := map[string]int{}
 	for _, ev := range events {
 		switch ev.Kind {
-		case trace.CallEffect:
-			e, err := journal.DecodeEffect(ev)
+		case trace.CallEffect, trace.CallRecorded:
+			e, ok, err := journal.EffectOf(ev)
 			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				continue
 			}
 			if i, ok := at[e.Key]; ok {
 				// the same call recorded again (a resumed idempotent call): the

@@ -184,10 +184,8 @@ type GateDecision struct {
 
 func gateDecisions(events []*trace.Event) []GateDecision {
 	out := []GateDecision{}
-	for _, e := range events {
-		if e.Kind == trace.GateDecision {
-			out = append(out, GateDecision{StepID: e.StepID, PlanStep: e.PlanStep, Attempt: e.Attempt, Tool: e.Tool, Verdict: e.Decision, Why: e.Error})
-		}
+	for _, g := range journal.GateDecisions(events) {
+		out = append(out, GateDecision{StepID: g.StepID, PlanStep: g.PlanStep, Attempt: g.Attempt, Tool: g.Tool, Verdict: g.Decision.Verdict, Why: g.Decision.Why})
 	}
 	return out
 }

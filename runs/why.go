@@ -10,9 +10,9 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/trace"
 )
 
 // WhyView says where each argument of a tool step's call came from: the
@@ -103,10 +103,10 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 	if fb := s.Fallback; fb != nil && fb.Tool != "" {
 		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
 	}
-	for _, ev := range events {
-		if ev.Kind == trace.GateDecision && ev.StepID == s.ID && ev.PlanStep == "" && ev.Turn == 0 && ev.Tool == s.Tool {
+	for _, g := range journal.GateDecisions(events) {
+		if g.StepID == s.ID && g.PlanStep == "" && g.Turn == 0 && g.Tool == s.Tool {
 			var b safety.Basis
-			if json.Unmarshal([]byte(ev.Data), &b) == nil {
+			if json.Unmarshal(g.Decision.Basis, &b) == nil {
 				v.Verified = b.Verified
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/trace"
 )
@@ -36,19 +37,19 @@ func modelCallsWhy(runID string, s *flow.Step, events []*trace.Event) (*WhyView,
 			}
 		}
 	}
-	for _, ev := range events {
-		if ev.Kind != trace.GateDecision || ev.StepID != s.ID || ev.PlanStep == "" || ev.Data == "" {
+	for _, g := range journal.GateDecisions(events) {
+		if g.StepID != s.ID || g.PlanStep == "" || len(g.Decision.Basis) == 0 {
 			continue
 		}
 		var b safety.Basis
-		if json.Unmarshal([]byte(ev.Data), &b) != nil {
+		if json.Unmarshal(g.Decision.Basis, &b) != nil {
 			continue
 		}
-		ref := "plan " + strconv.Itoa(ev.Attempt) + " step " + ev.PlanStep
-		if ev.Turn > 0 {
-			ref = "turn" + strconv.Itoa(ev.Turn) + "/plan step " + ev.PlanStep
+		ref := "plan " + strconv.Itoa(g.Attempt) + " step " + g.PlanStep
+		if g.Turn > 0 {
+			ref = "turn" + strconv.Itoa(g.Turn) + "/plan step " + g.PlanStep
 		}
-		v.Calls = append(v.Calls, CallWhy{Ref: ref, Tool: ev.Tool, Status: ev.Decision, Args: tracedOrigins(b.Provenance),
+		v.Calls = append(v.Calls, CallWhy{Ref: ref, Tool: g.Tool, Status: g.Decision.Verdict, Args: tracedOrigins(b.Provenance),
 			Verified: b.Verified, Declaration: b.Declaration, Claims: b.Claims})
 	}
 	return v, nil

@@ -6,10 +6,10 @@
 // crash loses nothing that was committed. The engine never acts on a
 // transition that was not committed.
 //
-// Call records (Call) describe the tool and model invocations inside a
-// step — for_each items, plan steps, agent turns — and are committed with
-// the transition that carries them, so they never disagree with the
-// journal. Besides the journal, the port holds content-addressed blobs (payloads
+// Call records (Call, journal.Call) describe each invocation a run
+// records — a tool step's call, for_each items, plan steps, agent calls,
+// compensations — and travel in the journal as call events, so they never
+// disagree with it; Calls folds them. Besides the journal, the port holds content-addressed blobs (payloads
 // above DefaultBlobThreshold), approvals (a person's decision about a step,
 // or about a step whose effect is unknown after a crash), leases (one writer
 // per run until expiry; ClaimRuns hands ready runs to workers) and
@@ -100,7 +100,7 @@ type Store interface {
 
 	// Journal and projections.
 	//
-	// Commit appends t.Events and applies t.Run, t.Steps, t.Calls and
+	// Commit appends t.Events and applies t.Run, t.Steps and
 	// t.Approvals in one transaction, on the condition that the run's version is still
 	// t.Version (ErrConflict otherwise); on success the run's version is
 	// t.Version+1 and t.Version is updated to it. A transition that gives
@@ -119,8 +119,10 @@ type Store interface {
 	// Steps returns the step projection of a run, in first-started order.
 	// Outputs stored as blobs are read back transparently.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
-	// Calls returns a run's call records (see Call), one per Key — the
-	// last one committed — in the order their keys were first committed;
+	// Calls returns a run's call records (see Call): the records of its
+	// call events, after those a rein of journal version 1 kept in a
+	// table of their own, one per Key — the last one committed
+	// (journal.FoldCalls) — in the order their keys were first committed;
 	// stepID, when not empty, keeps that step's. ErrNotFound when the run
 	// does not exist; a run without records has none (nil, nil).
 	Calls(ctx context.Context, runID, stepID string) ([]*Call, error)
@@ -271,9 +273,6 @@ type Transition struct {
 	Steps []*Step
 	// Approvals inserts pending approvals.
 	Approvals []*Approval
-	// Calls sets call records (by Key): each replaces what the run held
-	// for its key, keeping the key's place in the order Calls returns.
-	Calls []*Call
 	// Create, when set, makes this the run's first transition: Commit
 	// creates the run as CreateRun would (Version must be 0, RunID equal
 	// to Create.ID) and applies the transition to it, so a run costs no

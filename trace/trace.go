@@ -33,6 +33,7 @@ const (
 	ReviewDone        = journal.ReviewDone
 	CallEffect        = journal.CallEffect
 	Remediated        = journal.Remediated
+	CallRecorded      = journal.CallRecorded
 )
 
 // Event kinds of the workflow tool (package bridge).

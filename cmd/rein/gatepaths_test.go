@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/project"
@@ -274,11 +275,14 @@ func (g *gateEvents) Emit(_ context.Context, ev *trace.Event) {
 // what its agent calls and plan steps were told.
 func seenIn(evs []*trace.Event) gateSeen {
 	var s gateSeen
+	for _, g := range journal.GateDecisions(evs) {
+		if g.Tool == "send" || g.Tool == "crm.send" {
+			rule, _, _ := strings.Cut(strings.TrimPrefix(g.Decision.Why, "rule "), ":")
+			s.decisions = append(s.decisions, g.Decision.Verdict+" "+rule)
+		}
+	}
 	for _, ev := range evs {
 		switch {
-		case ev.Kind == trace.GateDecision && (ev.Tool == "send" || ev.Tool == "crm.send"):
-			rule, _, _ := strings.Cut(strings.TrimPrefix(ev.Error, "rule "), ":")
-			s.decisions = append(s.decisions, ev.Decision+" "+rule)
 		case ev.Kind == trace.AgentCall:
 			s.refusal += ev.Data + "\n"
 		case ev.Error != "":

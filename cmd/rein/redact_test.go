@@ -133,7 +133,7 @@ inputs: {type: object}
 			"  - {step: s, decision: review, output: {verdicts: [{claim: \"the login is " + plantedLogin + "\", supported: true, evidence: \"fetch said " + plantedLogin + "\"}]}}\n" +
 			"  - {step: s, decision: agent, turn: 3, raw: \"saved " + plantedLogin + " with " + plantedKey + "\"}\n",
 		input: `{"token": "` + plantedKey + `"}`, exit: exitWaiting,
-		kinds: []string{"agent_turn", "agent_call", "gate_decision", "risk_tier", "call_effect", "review", "approval_requested"}, why: "s"},
+		kinds: []string{"agent_turn", "agent_call", "call", "risk_tier", "review", "approval_requested"}, why: "s"},
 	{name: "a plan's args",
 		flow: `name: planned
 inputs: {type: object}
@@ -150,7 +150,7 @@ steps:
   - {id: save, tool: save, args: {token: "{input.token}"}}
   - {id: fail, tool: fail, args: {id: "{save.id}"}, retries: 0}
 `,
-		input: `{"token": "` + plantedKey + `"}`, exit: exitWaiting, kinds: []string{"call_effect", "remediation"}, why: "save"},
+		input: `{"token": "` + plantedKey + `"}`, exit: exitWaiting, kinds: []string{"call", "remediation"}, why: "save"},
 	{name: "a rejected submission", flow: secretSubmission, submit: true, exit: exitUsage,
 		input: `{"n": 1, "token": "` + plantedKey + `", "login": "` + plantedLogin + `"}`, kinds: []string{"submission_rejected"}},
 }

@@ -213,7 +213,7 @@ func TestDurableRunListShowTrace(t *testing.T) {
 		}
 		kinds = append(kinds, e.Kind)
 	}
-	if code != exitOK || strings.Join(kinds, ",") != "run_started,step_started,tool_process,call_effect,step_settled,run_settled" {
+	if code != exitOK || strings.Join(kinds, ",") != "run_started,step_started,tool_process,call,step_settled,run_settled" {
 		t.Fatalf("runs trace --jsonl: exit %d, kinds %v", code, kinds)
 	}
 }

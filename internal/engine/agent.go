@@ -161,18 +161,24 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 	if err != nil {
 		return err
 	}
+	// the call's record: what the pipeline saw of it (its gate, effect,
+	// outcome and timing), and the whole observation when it was cut.
+	cl := a.r.takeAgentCall(c.Key)
 	if c.Blob != "" {
 		a.mu.Lock()
 		whole := a.kept[c.Blob]
 		delete(a.kept, c.Blob)
 		a.mu.Unlock()
 		if whole != nil && a.r.d.on {
-			cl := &store.Call{RunID: a.r.id, StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
-				Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded, Output: whole}
-			a.r.recordMu.Lock()
-			a.r.d.pendCalls = append(a.r.d.pendCalls, cl)
-			a.r.recordMu.Unlock()
+			if cl == nil {
+				cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+					Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded}
+			}
+			cl.Output = whole
 		}
+	}
+	if cl != nil {
+		a.r.recordCallEvent(cl, false)
 	}
 	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
 		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})

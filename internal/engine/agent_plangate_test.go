@@ -110,7 +110,8 @@ func TestAgentPlanGateApprovalSurvivesAKill(t *testing.T) {
 			if verdict == store.ApprovalRejected && len(refunds) != 0 {
 				t.Errorf("a rejected plan step ran: %v", refunds)
 			}
-			// the call records: one per plan step that ran, none for the wait.
+			// the call records: one per plan step that ran; the one that
+			// waited keeps the gate's decision (waiting) until it is made.
 			calls, err := st.Calls(ctx, "crash-run", "support")
 			if err != nil {
 				t.Fatal(err)
@@ -123,7 +124,7 @@ func TestAgentPlanGateApprovalSurvivesAKill(t *testing.T) {
 			}
 			want := "look:succeeded pay:succeeded back:succeeded"
 			if verdict == store.ApprovalRejected {
-				want = "look:succeeded pay:succeeded"
+				want = "look:succeeded pay:succeeded back:waiting"
 			}
 			if got := strings.Join(recs, " "); got != want {
 				t.Errorf("plan call records %s, want %s", got, want)

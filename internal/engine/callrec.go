@@ -2,8 +2,13 @@ package engine
 
 import (
 	"encoding/json"
+
 	"strconv"
 	"time"
+
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/trace"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
@@ -14,18 +19,22 @@ import (
 	"github.com/reinhq/rein/value"
 )
 
-// Call records (store.Call) are kept for the calls a step's row alone
-// cannot describe: each call of a for_each item (tool or model, fallbacks
-// included) and each call of a plan step, with the plan itself as the
-// record of the planner's answer. A plain step of one call has none: its
-// row says all a resume needs, and the hot path pays nothing.
+// Call records (journal.Call, a call event each) hold the story of each
+// call the run records: every call of a for_each item (tool or model,
+// fallbacks included) and of a plan step, with the plan itself as the
+// record of the planner's answer — what a resume continues a half-done
+// step from — and every other call the gate decided on or that reached a
+// tool with an effect (a tool step's, a repeat round's, an agent's, a
+// compensation's). A plain step's call with none of these has no record:
+// its row says all a resume needs, and the hot path pays nothing.
 //
-// A settled record is committed as soon as its call returns, so a crash
-// after item k (or plan step k) succeeded never runs it again — but for a
-// pure tool (effect none, idempotent), whose record rides with the run's
-// next commit; the call of a tool that is not idempotent is also committed
-// as started before it is made, so a resumed run knows which call, if
-// any, is in doubt.
+// A settled record of an item or a plan step is committed as soon as its
+// call returns, so a crash after item k (or plan step k) succeeded never
+// runs it again — but for a pure tool (effect none, idempotent), whose
+// record rides with the run's next commit, as every other record does;
+// the call of a tool that is not idempotent is also committed as started
+// before it is made, so a resumed run knows which call, if any, is in
+// doubt.
 
 // wantsCall reports whether a call at at gets a record: a call of a
 // for_each item or a plan step, or the fallback tool of a plan step (a
@@ -54,22 +63,27 @@ func (c *callRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
 	if spec.Idempotent || !r.wantsCall(&rec.At) {
 		return nil
 	}
-	cl := r.toolCall(&rec, store.CallStarted)
+	r.recordCallEvent(r.callOf(&rec, store.CallStarted, nil, false), true)
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
-	r.d.pendCalls = append(r.d.pendCalls, cl)
-	r.flushLocked()
 	return r.storeErr
 }
 
-// recordCall commits the record of a call that returned. A call cancelled
+// recordCall journals the record of a call that returned, when the run
+// records it (see above). A call of an item or a plan step cancelled
 // before its tool returned leaves no record: a start recorded for it stays
 // in doubt, and without one the call is made again on resume (its tool is
-// idempotent). A call that waits for a person's approval did not run and
-// leaves none either: its plan records where it waits. A late result is
-// committed with the run's next transition.
+// idempotent); one abandoned while its tool runs on is recorded as
+// started, in doubt. A call that waits for a person's approval did not
+// run: its record (waiting) carries the gate's decision, and its plan
+// records where it waits. A late result is committed with the run's next
+// transition. An agent's own call is recorded with its loop's record of
+// it (agentJournal.CommitCall), which takes what this one knows.
 func (r *run) recordCall(rec *invoke.Record) {
-	if !r.wantsCall(&rec.At) || rec.Outcome == invoke.Cancelled || rec.Outcome == invoke.AwaitingApproval {
+	want := r.wantsCall(&rec.At)
+	spec, known := r.callSpec(rec)
+	effect := known && reachedTool(rec) && safety.HasEffect(&spec)
+	if !want && !effect && rec.Gate == nil {
 		return
 	}
 	status := store.CallFailed
@@ -78,45 +92,83 @@ func (r *run) recordCall(rec *invoke.Record) {
 		status = store.CallSucceeded
 	case invoke.Late:
 		status = store.CallLate
+	case invoke.AwaitingApproval:
+		status = store.CallWaiting
+	case invoke.Cancelled:
+		if !rec.Abandoned {
+			return
+		}
+		status = store.CallStarted
 	}
-	cl := r.toolCall(rec, status)
-	lazy := rec.Outcome == invoke.Late || r.pureCall(rec)
-	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	r.d.pendCalls = append(r.d.pendCalls, cl)
-	if !lazy {
-		r.flushLocked()
+	var sp *tool.Spec
+	if effect {
+		sp = &spec
 	}
+	c := r.callOf(rec, status, sp, want)
+	if rec.At.Turn > 0 && rec.At.PlanStep == "" {
+		r.keepAgentCall(c)
+		return
+	}
+	r.recordCallEvent(c, want && rec.Outcome != invoke.Late && !(known && spec.Effect == tool.EffectNone && spec.Idempotent))
 }
 
-// pureCall reports whether rec's tool has no effect and is idempotent.
-// Such a call's record rides with the run's next commit, as a pure step's
-// start does: were a crash to lose it, the call would be made again with
-// the same key, and a fan-out of pure calls costs no commit per call.
-func (r *run) pureCall(rec *invoke.Record) bool {
-	spec, ok := r.callSpec(rec)
-	return ok && spec.Effect == tool.EffectNone && spec.Idempotent
-}
-
-// toolCall is the store record of a tool call.
-func (r *run) toolCall(rec *invoke.Record, status store.CallStatus) *store.Call {
+// callOf is the record of the call rec with status: with its output when
+// it succeeded and output is set (the record of an item or a plan step,
+// which a resume reads), and with what the tool's effect touched when
+// spec is set.
+func (r *run) callOf(rec *invoke.Record, status store.CallStatus, spec *tool.Spec, output bool) *store.Call {
 	at := &rec.At
-	cl := &store.Call{RunID: r.id, StepID: at.StepID, Key: rec.Key, Item: -1, Round: at.Round, Plan: at.Plan,
-		PlanStep: at.PlanStep, Turn: at.Turn, Index: at.Call, Fallback: at.Fallback, Attempt: at.Attempt,
-		Kind: store.CallTool, Name: rec.Tool, ArgsSHA: rec.ArgsDigest(), Status: status, StartedAt: rec.Start, Duration: rec.Duration}
+	cl := &store.Call{StepID: at.StepID, Key: rec.Key, Item: -1, Round: at.Round, Plan: at.Plan,
+		PlanStep: at.PlanStep, Turn: at.Turn, Index: at.Call, Fallback: at.Fallback, Attempt: at.Attempt, Remedy: at.Remedy,
+		Kind: store.CallTool, Name: rec.Tool, ArgsSHA: rec.ArgsDigest(), Status: status, Outcome: string(rec.Outcome),
+		Provenance: safety.ProvenanceRecord(rec.Provenance), StartedAt: rec.Start, Duration: rec.Duration}
 	if at.ForEach {
 		cl.Item = at.Item
 	}
-	if status == store.CallSucceeded {
+	if output && status == store.CallSucceeded {
 		cl.Output, _ = value.AppendCanonical(nil, rec.Output)
 	}
 	if rec.Err != nil && status != store.CallStarted {
 		cl.ErrorClass, cl.Error = string(fault.ClassOf(rec.Err)), rec.Err.Error()
 	}
+	if g := rec.Gate; g != nil {
+		d := journal.CallGate{Verdict: string(g.Decision.Verdict), Why: g.Decision.Why()}
+		if g.Basis != nil {
+			d.Basis, _ = json.Marshal(g.Basis)
+		}
+		cl.Gate = []journal.CallGate{d}
+	}
+	if spec != nil {
+		e := effectOf(rec, spec)
+		cl.Provenance = e.Provenance
+		cl.Effect = &journal.DeclaredEffect{Effect: e.Effect, Reversibility: e.Reversibility, Idempotent: e.Idempotent,
+			Tags: e.Tags, Reads: e.Reads, Writes: e.Writes, Sends: e.Sends, Unrendered: e.Unrendered, Compensation: e.Compensation}
+	}
 	return cl
 }
 
-// recordModelCall commits the record of one model call of a for_each item
+// recordCallEvent journals c as a call event, unless the run has recorded
+// its last event (a late result after the run settled); now commits it at
+// once, else it rides with the run's next commit.
+func (r *run) recordCallEvent(c *store.Call, now bool) {
+	ev := trace.Event{Kind: trace.CallRecorded, StepID: c.StepID, PlanStep: c.PlanStep, Turn: c.Turn, Tool: c.Name,
+		Attempt: c.Attempt, Status: string(c.Status), Call: c}
+	if c.PlanStep != "" {
+		ev.Attempt = c.Plan
+	}
+	r.recordMu.Lock()
+	if r.closed {
+		r.recordMu.Unlock()
+		return
+	}
+	r.recordLocked(&ev)
+	if now {
+		r.flushLocked()
+	}
+	r.deliverLocked()
+}
+
+// recordModelCall journals and commits the record of one model call of a for_each item
 // (callLLM: the request and, with an output_schema, its corrective one):
 // out is the item's output when it succeeded.
 func (r *run) recordModelCall(j *job, name string, in unitInput, attempt int, fallback bool, start time.Time, sc *callScope, out any, err error) {
@@ -124,7 +176,7 @@ func (r *run) recordModelCall(j *job, name string, in unitInput, attempt int, fa
 		return
 	}
 	at := invoke.Position{RunID: r.id, StepID: j.step.ID, ForEach: true, Item: in.item, Round: in.round, Fallback: fallback, Attempt: attempt}
-	cl := &store.Call{RunID: r.id, StepID: j.step.ID, Key: at.Key(), Item: in.item, Round: in.round, Fallback: fallback,
+	cl := &store.Call{StepID: j.step.ID, Key: at.Key(), Item: in.item, Round: in.round, Fallback: fallback,
 		Attempt: attempt, Kind: store.CallModel, Name: name, Status: store.CallSucceeded, TokensIn: sc.tokensIn, TokensOut: sc.tokensOut,
 		StartedAt: start, Duration: r.e.cfg.Clock.Now().Sub(start)}
 	if b, derr := value.AppendCanonical(nil, in.prompt); derr == nil {
@@ -135,13 +187,10 @@ func (r *run) recordModelCall(j *job, name string, in unitInput, attempt int, fa
 	} else {
 		cl.Output, _ = value.AppendCanonical(nil, out)
 	}
-	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	r.d.pendCalls = append(r.d.pendCalls, cl)
-	r.flushLocked()
+	r.recordCallEvent(cl, true)
 }
 
-// recordPlan commits the plan a plan step's planner proposed, as the
+// recordPlan journals and commits the plan a plan step's planner proposed, as the
 // record of the planner's call (key: the step attempt's, then "/plan" n),
 // before any of its steps runs: a resumed run continues this plan.
 func (r *run) recordPlan(s *flow.Step, parent *invoke.Position, ev *plan.Event) {
@@ -156,11 +205,31 @@ func (r *run) recordPlan(s *flow.Step, parent *invoke.Position, ev *plan.Event) 
 	if parent.ForEach {
 		item = parent.Item
 	}
-	cl := &store.Call{RunID: r.id, StepID: s.ID, Key: parent.Key() + "/plan" + strconv.Itoa(ev.Attempt), Item: item, Round: parent.Round,
+	cl := &store.Call{StepID: s.ID, Key: parent.Key() + "/plan" + strconv.Itoa(ev.Attempt), Item: item, Round: parent.Round,
 		Plan: ev.Attempt, Attempt: parent.Attempt, Kind: store.CallModel, Name: s.Model, Status: store.CallSucceeded, Output: out,
 		StartedAt: r.e.cfg.Clock.Now()}
+	r.recordCallEvent(cl, true)
+}
+
+// keepAgentCall keeps c, the record of an agent's call as the pipeline saw
+// it, for the loop's record of the call (takeAgentCall).
+func (r *run) keepAgentCall(c *store.Call) {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
-	r.d.pendCalls = append(r.d.pendCalls, cl)
-	r.flushLocked()
+	if r.d.agentCalls == nil {
+		r.d.agentCalls = map[string]*store.Call{}
+	}
+	r.d.agentCalls[c.Key] = c
+}
+
+// takeAgentCall returns and forgets the record keepAgentCall kept for key
+// (nil when the pipeline recorded nothing of it).
+func (r *run) takeAgentCall(key string) *store.Call {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	c := r.d.agentCalls[key]
+	if c != nil {
+		delete(r.d.agentCalls, key)
+	}
+	return c
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
@@ -39,23 +38,9 @@ func (r *run) recorder(ctx context.Context, spec *tool.Spec) invoke.Recorder {
 	return nil
 }
 
-// GateDecided journals one decision of the gate.
-// Its data is what the gate saw (safety.Basis) of a call a model chose, or
-// of one whose inferred arguments a tool result verified.
-func (c *callRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
-	r := (*run)(c)
-	ev := trace.Event{Kind: trace.GateDecision, StepID: at.StepID, PlanStep: at.PlanStep, Tool: inv.Tool.Name,
-		Attempt: traceAttempt(&at), Decision: string(d.Verdict), Error: d.Why(), Turn: at.Turn}
-	// a flow step's provenance is the flow's (rein runs why works it out
-	// again); what only the run knows is journaled.
-	if inv.Chosen || len(inv.Verified) > 0 {
-		b := safety.BasisOf(inv)
-		if data, err := json.Marshal(&b); err == nil {
-			ev.Data = string(data)
-		}
-	}
-	r.record(ev)
-}
+// GateDecided does nothing: the pipeline hands the decision to Called
+// with the call's record (invoke.Record.Gate), which journals it there.
+func (c *callRecorder) GateDecided(invoke.Position, *safety.Invocation, safety.Decision) {}
 
 // Called hands rec to Config.OnCall. A call abandoned at its deadline keeps
 // the run out of the engine's pool, since its tool may still report (Late);
@@ -82,7 +67,6 @@ func (c *callRecorder) Called(rec invoke.Record) {
 	}
 	r.recordCall(&rec)
 	r.noteOutput(&rec)
-	r.recordEffect(&rec)
 	if on := r.e.cfg.OnCall; on != nil {
 		on(rec)
 	}

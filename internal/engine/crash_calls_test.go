@@ -92,8 +92,8 @@ type callKillingStore struct {
 }
 
 func (k *callKillingStore) Commit(ctx context.Context, t *store.Transition) error {
-	for _, c := range t.Calls {
-		if k.at == "before:"+c.Key && c.Status == store.CallStarted {
+	for _, ev := range t.Events {
+		if c := ev.Call; c != nil && k.at == "before:"+c.Key && c.Status == store.CallStarted {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}

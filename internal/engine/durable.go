@@ -34,8 +34,10 @@ type durability struct {
 	pendSteps []*store.Step
 	pendRun   *store.RunUpdate
 	pendAppr  []*store.Approval
-	// pendCalls are call records (callrec.go), committed with the rest.
-	pendCalls []*store.Call
+	// agentCalls are the records of an agent's calls that returned, by
+	// key, until the loop commits its own record of each (callrec.go
+	// recordCall, agent.go CommitCall); guarded by recordMu.
+	agentCalls map[string]*store.Call
 	// freeRows are step rows of committed transitions, reused: a store is
 	// done with a transition once Commit returns (store.Store.Commit).
 	freeRows []*store.Step
@@ -232,7 +234,7 @@ func (r *run) flush() {
 
 func (r *run) flushLocked() {
 	d := &r.d
-	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 && len(d.pendCalls) == 0 {
+	if len(d.pendEv) == 0 && len(d.pendSteps) == 0 && d.pendRun == nil && len(d.pendAppr) == 0 {
 		return
 	}
 	if r.interrupted() {
@@ -247,7 +249,7 @@ func (r *run) flushLocked() {
 	}
 	if r.storeErr == nil {
 		d.pendSteps = lastPerStep(d.pendSteps)
-		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Calls: d.pendCalls, Create: d.create,
+		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create,
 			Now: r.e.cfg.Clock.Now()}
 		t.Redact(r.e.cfg.Redactor) // its events were hidden as they were recorded
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
@@ -275,8 +277,7 @@ func (r *run) discardLocked() {
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)
-	clear(d.pendCalls)
-	d.pendEv, d.pendSteps, d.pendAppr, d.pendCalls, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], d.pendCalls[:0], nil
+	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
 }
 
 // lastPerStep keeps the newest projection row of each step (a pure step's

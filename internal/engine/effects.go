@@ -6,16 +6,16 @@ import (
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/trace"
 )
 
 // The effect graph: every call that reached a tool with an effect (read,
 // write, external, destructive) — a tool step, a for_each item, a repeat
-// round, a fallback, a plan step, an agent call, a compensation — is
-// journaled as a call_effect event carrying a journal.Effect: where it was
-// made, its key, what it read, wrote or sent (the tool's resources
-// rendered over the call), where its args came from, and the compensation
-// that would take it back. Calls of tools without an effect cost nothing.
+// round, a fallback, a plan step, an agent call, a compensation — has a
+// call record (callrec.go) whose Effect says what it read, wrote or sent
+// (the tool's resources rendered over the call) and the compensation that
+// would take it back, beside where it was made, its key and where its args
+// came from (journal.Call.EffectRecord is the graph's view of it). Calls
+// of tools without an effect cost nothing.
 
 // callSpec is the spec the call rec was made with: a tool step's bound
 // spec (its tools: may declare it) or its fallback tool's, else the
@@ -49,26 +49,6 @@ func reachedTool(rec *invoke.Record) bool {
 		return rec.Abandoned
 	}
 	return false
-}
-
-// recordEffect journals the effect record of rec when its tool has an
-// effect and the call reached it.
-func (r *run) recordEffect(rec *invoke.Record) {
-	if !reachedTool(rec) {
-		return
-	}
-	spec, ok := r.callSpec(rec)
-	if !ok || !safety.HasEffect(&spec) {
-		return
-	}
-	e := effectOf(rec, &spec)
-	data, err := journal.EncodeEffect(e)
-	if err != nil {
-		return
-	}
-	at := &rec.At
-	r.recordUnlessSettled(trace.Event{Kind: trace.CallEffect, StepID: at.StepID, PlanStep: at.PlanStep, Turn: at.Turn, Tool: rec.Tool,
-		Attempt: traceAttempt(at), Status: string(rec.Outcome), Data: data})
 }
 
 // effectOf is the effect record of rec, a call of spec.

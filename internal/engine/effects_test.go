@@ -8,7 +8,6 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
-	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/tool"
@@ -73,18 +72,9 @@ func TestEveryPathJournalsItsEffect(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantStatus(t, res, trace.RunSucceeded)
-			var effects []*journal.Effect
-			for _, ev := range fx.events.all() {
-				if ev.Kind == trace.CallEffect {
-					eff, err := journal.DecodeEffect(&ev)
-					if err != nil {
-						t.Fatal(err)
-					}
-					effects = append(effects, eff)
-				}
-			}
+			effects := effectsOf(t, fx.events.all())
 			if len(effects) == 0 {
-				t.Fatal("no call_effect event")
+				t.Fatal("no call record with an effect")
 			}
 			eff := effects[0]
 			if eff.Key != tc.key || eff.StepID != "s" || eff.Tool != "create" || eff.Effect != "write" || eff.Outcome != "ok" ||

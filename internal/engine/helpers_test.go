@@ -11,6 +11,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/tool"
@@ -193,3 +194,29 @@ func wantErrorClass(t *testing.T, res *engine.Result, class fault.Class, contain
 }
 
 var errTransient = fault.TransientErr(fmt.Errorf("upstream 503"))
+
+// gateDecisions are the gate's decisions in evs (the call records' and
+// any gate_decision event's), as the views read them.
+func gateDecisions(evs []trace.Event) []journal.Gated {
+	ptrs := make([]*trace.Event, len(evs))
+	for i := range evs {
+		ptrs[i] = &evs[i]
+	}
+	return journal.GateDecisions(ptrs)
+}
+
+// effectsOf are the effect records in evs (the call records'), in order.
+func effectsOf(t testing.TB, evs []trace.Event) []*journal.Effect {
+	t.Helper()
+	var out []*journal.Effect
+	for i := range evs {
+		e, ok, err := journal.EffectOf(&evs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}

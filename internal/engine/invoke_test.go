@@ -354,12 +354,10 @@ steps:
 	// every call but the one with bad args reached the gate (args first),
 	// and every decision is in the trace.
 	var decisions int
-	for _, ev := range fx.events.all() {
-		if ev.Kind == trace.GateDecision {
-			decisions++
-			if ev.Decision != string(safety.Allow) || ev.Error != "fine" {
-				t.Errorf("gate event %+v", ev)
-			}
+	for _, g := range gateDecisions(fx.events.all()) {
+		decisions++
+		if g.Decision.Verdict != string(safety.Allow) || g.Decision.Why != "fine" {
+			t.Errorf("gate decision %+v", g)
 		}
 	}
 	gate.mu.Lock()

@@ -138,7 +138,8 @@ func (r *run) gatePark(i int, j *job) bool {
 
 // gateAsks asks the gate about one call of tool step i (in: its args, and
 // its item) and reports the decision when it is require_approval, which
-// it journals; any other decision the pipeline makes again and reports.
+// it journals as the call's record (waiting); any other decision the
+// pipeline makes again and reports.
 func (r *run) gateAsks(i, attempt int, in unitInput) (safety.Decision, bool) {
 	s := r.f.Steps[i]
 	inv := safety.Invocation{RunID: r.id, StepID: s.ID, Attempt: attempt, Tool: r.b.specs[i], Args: in.args, Provenance: r.b.provenance(i, false)}
@@ -149,7 +150,14 @@ func (r *run) gateAsks(i, attempt int, in unitInput) (safety.Decision, bool) {
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return d, false
 	}
-	(*callRecorder)(r).GateDecided(invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Attempt: attempt}, &inv, d)
+	rec := invoke.Record{At: invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Attempt: attempt},
+		Tool: s.Tool, Args: in.args, Provenance: inv.Provenance, Outcome: invoke.AwaitingApproval, Gate: &invoke.Gated{Decision: d}}
+	if len(inv.Verified) > 0 {
+		b := safety.BasisOf(&inv)
+		rec.Gate.Basis = &b
+	}
+	rec.Key = rec.At.Key()
+	r.recordCallEvent(r.callOf(&rec, store.CallWaiting, nil, false), false)
 	return d, true
 }
 

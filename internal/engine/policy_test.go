@@ -99,13 +99,13 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 				t.Errorf("%s: the tool was called %d times past the gate", tc.path, n)
 			}
 			var journaled bool
-			for _, ev := range fx.events.all() {
-				if ev.Kind == trace.GateDecision && ev.Tool == "send" && ev.Decision == string(safety.RequireApproval) && strings.HasPrefix(ev.Error, "rule inferred-drives-effect: ") {
+			for _, g := range gateDecisions(fx.events.all()) {
+				if g.Tool == "send" && g.Decision.Verdict == string(safety.RequireApproval) && strings.HasPrefix(g.Decision.Why, "rule inferred-drives-effect: ") {
 					journaled = true
 				}
 			}
 			if !journaled {
-				t.Errorf("%s: no gate_decision event names the rule", tc.path)
+				t.Errorf("%s: no call record's gate decision names the rule", tc.path)
 			}
 		}
 	}
@@ -145,11 +145,11 @@ steps:
 		t.Fatalf("pending %+v, want the compensation escalated with the gate's reason", res.Pending)
 	}
 	var decided bool
-	for _, ev := range fx.events.all() {
-		decided = decided || ev.Kind == trace.GateDecision && ev.Tool == "archive" && ev.Decision == string(safety.Block)
+	for _, g := range gateDecisions(fx.events.all()) {
+		decided = decided || g.Tool == "archive" && g.Decision.Verdict == string(safety.Block)
 	}
 	if !decided {
-		t.Error("no gate_decision event for the compensation")
+		t.Error("no gate decision recorded for the compensation")
 	}
 	// the journal replays: the saga parks the run, not a step.
 	var evs []*trace.Event
@@ -216,9 +216,9 @@ steps:
 			t.Fatalf("send called %d times after the approval, want 1", len(send.calls()))
 		}
 		var verdicts []string
-		for _, ev := range fx.events.all() {
-			if ev.Kind == trace.GateDecision && ev.StepID == "send_it" {
-				verdicts = append(verdicts, ev.Decision)
+		for _, g := range gateDecisions(fx.events.all()) {
+			if g.StepID == "send_it" {
+				verdicts = append(verdicts, g.Decision.Verdict)
 			}
 		}
 		if strings.Join(verdicts, ",") != "require_approval,allow" {
@@ -357,9 +357,9 @@ steps:
 		t.Fatalf("send was called %d times past the flow's rule", len(send.calls()))
 	}
 	var decided []string
-	for _, ev := range fx.events.all() {
-		if ev.Kind == trace.GateDecision && ev.Tool == "send" {
-			decided = append(decided, ev.PlanStep+" "+ev.Decision+" "+ev.Error)
+	for _, g := range gateDecisions(fx.events.all()) {
+		if g.Tool == "send" {
+			decided = append(decided, g.PlanStep+" "+g.Decision.Verdict+" "+g.Decision.Why)
 		}
 	}
 	if len(decided) != 2 || decided[0] != " block rule no-agent-sends: agents do not send" || !strings.HasSuffix(decided[1], " block rule no-agent-sends: agents do not send") {

@@ -103,10 +103,13 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 	st := &remedyState{byKey: map[string]*journal.Effect{}, last: map[string]*journal.Remediation{}, decided: map[string]*store.Approval{}, failures: map[string]int{}}
 	for _, ev := range events {
 		switch ev.Kind {
-		case trace.CallEffect:
-			eff, err := journal.DecodeEffect(ev)
+		case trace.CallEffect, trace.CallRecorded:
+			eff, ok, err := journal.EffectOf(ev)
 			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				continue
 			}
 			if prev, ok := st.byKey[eff.Key]; ok {
 				*prev = *eff

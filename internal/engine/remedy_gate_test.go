@@ -155,14 +155,8 @@ steps:
 			}
 			wantStatus(t, res, trace.RunFailed)
 			var remedies []engine.Remedy
-			for _, ev := range fx.events.all() {
-				if ev.Kind == trace.CallEffect {
-					eff, err := journal.DecodeEffect(&ev)
-					if err != nil {
-						t.Fatal(err)
-					}
-					remedies = append(remedies, engine.Remedy{Effect: *eff, Action: engine.Classify(eff)})
-				}
+			for _, eff := range effectsOf(t, fx.events.all()) {
+				remedies = append(remedies, engine.Remedy{Effect: *eff, Action: engine.Classify(eff)})
 			}
 			if len(remedies) != 1 || remedies[0].Action != engine.ActCompensate {
 				t.Fatalf("remedies %+v, want make's compensation", remedies)

@@ -109,7 +109,7 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 	}
 	for _, c := range calls {
 		switch {
-		case c.Item < 0 || c.PlanStep != "":
+		case c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting: // a waiting call was not made
 		case c.Status == store.CallSucceeded:
 			p.succeeded++
 		case c.Status.Settled():
@@ -123,7 +123,8 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 }
 
 // fromPlan reads a plan step's records: the last plan proposed (the
-// planner's record) and the plan steps that succeeded, over its plans.
+// planner's record) and the plan steps that succeeded, over its plans. A
+// waiting record (the gate's require_approval) is a call not made.
 func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	var last *store.Call
 	for _, c := range calls {
@@ -135,6 +136,9 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	var steps []*store.Call
 	done := map[string]bool{}
 	for _, c := range calls {
+		if c.Status == store.CallWaiting {
+			continue // the call was not made: its plan step waits for a person
+		}
 		if c.Fallback && !c.Status.Settled() {
 			p.doubt = append(p.doubt, fmt.Sprintf("the fallback (tool %s, idempotency key %s)", c.Name, c.Key))
 		}

@@ -51,10 +51,10 @@ steps:
 		}
 		wantStatus(t, res, trace.RunSucceeded)
 		var basis safety.Basis
-		for _, ev := range fx.events.all() {
-			if ev.Kind == trace.GateDecision && ev.Tool == "create_customer" {
-				if err := json.Unmarshal([]byte(ev.Data), &basis); err != nil {
-					t.Fatalf("gate_decision data %q: %v", ev.Data, err)
+		for _, g := range gateDecisions(fx.events.all()) {
+			if g.Tool == "create_customer" {
+				if err := json.Unmarshal(g.Decision.Basis, &basis); err != nil {
+					t.Fatalf("gate decision's basis %q: %v", g.Decision.Basis, err)
 				}
 			}
 		}

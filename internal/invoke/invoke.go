@@ -154,7 +154,7 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		info = &tool.CallInfo{RunID: req.At.RunID, StepID: req.At.StepID, Attempt: req.At.Attempt}
 	}
 	info.IdempotencyKey = rec.Key
-	if err := p.check(ctx, req, info, spec); err != nil {
+	if err := p.check(ctx, req, info, spec, rec); err != nil {
 		rec.Outcome = Blocked
 		var ae *ApprovalError
 		if errors.As(err, &ae) {
@@ -231,7 +231,7 @@ func (p *Pipeline) postCheck(ctx context.Context, req *Request, spec *tool.Spec,
 // anything but allow is a policy error. A call that needs a person's
 // approval (RequireApproval, or require_approval for a Pausable caller)
 // and has none is an *ApprovalError.
-func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec) error {
+func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo, spec *tool.Spec, rec *Record) error {
 	gate := p.Gate
 	if req.Gate != nil {
 		gate = req.Gate
@@ -253,6 +253,11 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 		d.Verdict = safety.Allow
 	}
 	if req.Recorder != nil {
+		rec.Gate = &Gated{Decision: d}
+		if inv.Chosen || len(inv.Verified) > 0 {
+			b := safety.BasisOf(&inv)
+			rec.Gate.Basis = &b
+		}
 		req.Recorder.GateDecided(req.At, &inv, d)
 	}
 	if d.Verdict == safety.Allow || d.Verdict == safety.RequireApproval && (req.Pausable || req.Approved) {

@@ -54,10 +54,22 @@ type Record struct {
 	// returned: it runs on, unobserved, and a Late record follows if it
 	// returns anything but its context's error.
 	Abandoned bool
+	// Gate is the configured gate's decision on the call and what it saw
+	// (nil when no gate was asked: safety.AllowAll, or the call stopped
+	// at its args).
+	Gate *Gated
 	// Start is when the pipeline took the call; Duration runs to its
 	// outcome (for Late: to the tool's return).
 	Start    time.Time
 	Duration time.Duration
+}
+
+// Gated is a decision of the gate, with what it saw of a call a model
+// chose or whose inferred arguments a tool result verified (Basis; nil
+// otherwise: the flow's provenance says it all).
+type Gated struct {
+	Decision safety.Decision
+	Basis    *safety.Basis
 }
 
 // ArgsDigest returns the sha256 (hex) of the args' canonical JSON, or ""

@@ -2,45 +2,13 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 )
-
-// callSQL upserts a call record ($4 …) after a commit's journal row, only
-// if that row was inserted (appliedSQL); a record committed again under its
-// key keeps its ord (its place).
-const callSQL = `INSERT INTO rein_calls (run_id, key, step_id, item, round, plan, plan_step, turn, idx, fallback,
-		attempt, kind, name, args_sha, status, output, error_class, error, tokens_in, tokens_out, started_at, duration_ns)
-	SELECT $1::text, $4::text, $5::text, $6::int, $7::int, $8::int, $9::text, $10::int, $11::int, $12::boolean,
-		$13::int, $14::text, $15::text, $16::text, $17::text, $18::bytea, $19::text, $20::text, $21::bigint, $22::bigint,
-		$23::timestamptz, $24::bigint
-	WHERE ` + appliedSQL + `
-	ON CONFLICT (run_id, key) DO UPDATE SET step_id = excluded.step_id, item = excluded.item, round = excluded.round,
-		plan = excluded.plan, plan_step = excluded.plan_step, turn = excluded.turn, idx = excluded.idx,
-		fallback = excluded.fallback, attempt = excluded.attempt, kind = excluded.kind, name = excluded.name,
-		args_sha = excluded.args_sha, status = excluded.status, output = excluded.output,
-		error_class = excluded.error_class, error = excluded.error, tokens_in = excluded.tokens_in,
-		tokens_out = excluded.tokens_out, started_at = excluded.started_at, duration_ns = excluded.duration_ns`
-
-// addCall adds a transition's call record to its commit.
-func addCall(p *commitPlan, c *store.Call) error {
-	if c == nil || c.Key == "" || c.StepID == "" {
-		return errors.New("call record without a key or a step")
-	}
-	p.addAfter(callSQL, callArgs(c)...)
-	return nil
-}
-
-// callArgs are callSQL's parameters from $4 on.
-func callArgs(c *store.Call) []any {
-	return []any{c.Key, c.StepID, c.Item, c.Round, c.Plan, c.PlanStep, c.Turn, c.Index, c.Fallback, c.Attempt,
-		string(c.Kind), c.Name, c.ArgsSHA, string(c.Status), bytesOrNil(c.Output), c.ErrorClass, c.Error,
-		int64(c.TokensIn), int64(c.TokensOut), timeOrNil(c.StartedAt), int64(c.Duration)}
-}
 
 const callCols = `run_id, key, step_id, item, round, plan, plan_step, turn, idx, fallback, attempt, kind, name,
 	args_sha, status, output, error_class, error, tokens_in, tokens_out, started_at, duration_ns`
@@ -63,9 +31,11 @@ func scanCall(row pgx.Row) (*store.Call, error) {
 	return &c, nil
 }
 
-// Calls returns a run's call records, one per key, in the order their keys
-// were first committed; stepID, when not empty, keeps that step's.
-// store.ErrNotFound when the run does not exist.
+// Calls returns a run's call records: the rows of rein_calls (the records
+// a rein of journal version 1 kept there, in their order), then the
+// records of its call events, folded by key (journal.FoldCalls); stepID,
+// when not empty, keeps that step's. store.ErrNotFound when the run does
+// not exist.
 func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call, error) {
 	what := "read calls of run " + runID
 	var out []*store.Call
@@ -89,7 +59,11 @@ func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call,
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
-	if len(out) == 0 {
+	events, err := s.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if out = journal.FoldCalls(out, events, stepID); len(out) == 0 {
 		return nil, s.runExists(ctx, what, runID)
 	}
 	return out, nil

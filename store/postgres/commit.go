@@ -262,11 +262,6 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			return nil, err
 		}
 	}
-	for _, c := range t.Calls {
-		if err := addCall(p, c); err != nil {
-			return nil, err
-		}
-	}
 	if u := t.Run; u != nil {
 		p.update = true
 		p.status = string(u.Status)

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 )
 
@@ -28,31 +28,29 @@ func scanCall(row scanner) (*store.Call, error) {
 	return &c, nil
 }
 
-// Calls returns a run's call records, one per key, in the order their keys
-// were first committed; stepID, when not empty, keeps that step's.
-// store.ErrNotFound when the run does not exist.
+// Calls returns a run's call records: the rows of the calls table (the
+// records a rein of journal version 1 kept there, in their order), then
+// the records of its call events, folded by key (journal.FoldCalls);
+// stepID, when not empty, keeps that step's. store.ErrNotFound when the
+// run does not exist.
 func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call, error) {
 	q, args := `SELECT `+callCols+` FROM calls WHERE run_id = ? ORDER BY seq`, []any{runID}
 	if stepID != "" {
 		q, args = `SELECT `+callCols+` FROM calls WHERE run_id = ? AND step_id = ? ORDER BY seq`, []any{runID, stepID}
 	}
-	out, err := queryAll(ctx, s.reads, "calls of run "+runID, scanCall, q, args...)
-	if err != nil || len(out) > 0 {
-		return out, err
+	legacy, err := queryAll(ctx, s.reads, "calls of run "+runID, scanCall, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	events, err := s.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if out := journal.FoldCalls(legacy, events, stepID); len(out) > 0 {
+		return out, nil
 	}
 	if err := s.notFoundUnlessExists(ctx, "calls", runID); err != nil {
 		return nil, err
 	}
 	return nil, nil
-}
-
-// upsertCall writes a call record of run runID: it replaces the record
-// with its key, which keeps its place in the order Calls returns.
-func upsertCall(x *wtx, runID string, c *store.Call) error {
-	if _, err := x.exec(stmtSQL[stUpsertCall], runID, c.Key, c.StepID, c.Item, c.Round, c.Plan, c.PlanStep,
-		c.Turn, c.Index, c.Fallback, c.Attempt, string(c.Kind), c.Name, c.ArgsSHA, string(c.Status),
-		nullBytes(c.Output), c.ErrorClass, c.Error, c.TokensIn, c.TokensOut, nanos(c.StartedAt), int64(c.Duration)); err != nil {
-		return fmt.Errorf("record call %s: %w", c.Key, mapErr(err))
-	}
-	return nil
 }

@@ -62,7 +62,6 @@ type commitData struct {
 	events, steps                  []byte
 	blobs                          [][2]any // sha256, data
 	approvals                      []*store.Approval
-	calls                          []store.Call
 	create                         *store.CreateRunParams
 	flowSHA                        string // of create's flow text
 	closeReason                    string // comment on the approvals a final commit closes
@@ -79,9 +78,7 @@ func (c *commitData) recycle() {
 	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
 	clear(c.blobs)
 	blobs := c.blobs[:0]
-	clear(c.calls)
-	calls := c.calls[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, calls: calls, packBuf: c.packBuf, packIn: c.packIn}
+	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
 	commitPool.Put(c)
 }
 
@@ -121,12 +118,6 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
-	}
-	for _, cl := range t.Calls {
-		if cl == nil || cl.Key == "" || cl.StepID == "" {
-			return nil, fmt.Errorf("sqlite: commit run %s: a call record without a key or a step", t.RunID)
-		}
-		c.calls = append(c.calls, *cl)
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -215,11 +206,6 @@ func (c *commitData) apply(x *wtx) error {
 	}
 	for _, a := range c.approvals {
 		if err := insertApproval(x, a); err != nil {
-			return err
-		}
-	}
-	for i := range c.calls {
-		if err := upsertCall(x, c.runID, &c.calls[i]); err != nil {
 			return err
 		}
 	}

@@ -227,13 +227,13 @@ func commitReplicatedRun(ctx context.Context, s *Store, id string, steps int) er
 		sid := fmt.Sprint("s", k)
 		out := fmt.Appendf(nil, `{"run":%q,"step":%d}`, id, k)
 		t.Events = []*trace.Event{
-			{Seq: int64(2*k - 1), Time: now, Kind: trace.StepStarted, RunID: id, Flow: "replicated", StepID: sid, StepType: "tool"},
-			{Seq: int64(2 * k), Time: now, Kind: trace.StepSettled, RunID: id, Flow: "replicated", StepID: sid, StepType: "tool",
+			{Seq: int64(3*k - 2), Time: now, Kind: trace.StepStarted, RunID: id, Flow: "replicated", StepID: sid, StepType: "tool"},
+			{Seq: int64(3*k - 1), Time: now, Kind: trace.CallRecorded, RunID: id, StepID: sid, Call: &store.Call{StepID: sid, Key: sid + "/call",
+				Item: -1, Attempt: 1, Kind: store.CallTool, Name: "echo", Status: store.CallSucceeded, Output: out, StartedAt: now, Duration: time.Millisecond}},
+			{Seq: int64(3 * k), Time: now, Kind: trace.StepSettled, RunID: id, Flow: "replicated", StepID: sid, StepType: "tool",
 				Attempt: 1, Status: "succeeded", DurationMS: 1, Preview: string(out)},
 		}
 		t.Steps = []*store.Step{{StepID: sid, Type: "tool", Status: trace.StepSucceeded, Attempt: 1, Output: out, StartedAt: now, SettledAt: now}}
-		t.Calls = []*store.Call{{RunID: id, StepID: sid, Key: sid + "/call", Item: -1, Attempt: 1, Kind: store.CallTool, Name: "echo",
-			Status: store.CallSucceeded, Output: out, StartedAt: now, Duration: time.Millisecond}}
 		if k == steps {
 			t.Run = &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: now}
 		}

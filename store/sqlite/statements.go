@@ -26,7 +26,6 @@ const (
 	stLiveMark
 	stInsertFlow
 	stCloseApprovals
-	stUpsertCall
 	nStmts
 )
 
@@ -59,16 +58,6 @@ var stmtSQL = [nStmts]string{
 	stRunKey:        `SELECT rk FROM runs WHERE id = ?`,
 	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`,
 	stInsertBlobRef: `INSERT INTO blob_refs (sha256, rk) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-	// a record committed again under its key keeps its seq (its place).
-	stUpsertCall: `INSERT INTO calls (run_id, key, step_id, item, round, plan, plan_step, turn, idx, fallback, attempt,
-		kind, name, args_sha, status, output, error_class, error, tokens_in, tokens_out, started_at, duration)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, key) DO UPDATE SET step_id = excluded.step_id, item = excluded.item, round = excluded.round,
-		plan = excluded.plan, plan_step = excluded.plan_step, turn = excluded.turn, idx = excluded.idx,
-		fallback = excluded.fallback, attempt = excluded.attempt, kind = excluded.kind, name = excluded.name,
-		args_sha = excluded.args_sha, status = excluded.status, output = excluded.output,
-		error_class = excluded.error_class, error = excluded.error, tokens_in = excluded.tokens_in,
-		tokens_out = excluded.tokens_out, started_at = excluded.started_at, duration = excluded.duration`,
 	stInsertApproval: `INSERT INTO approvals (run_id, id, step_id, kind, status, tool, args, message, output,
 		comment, decided_by, created_at, decided_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

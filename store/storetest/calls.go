@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -26,8 +27,16 @@ func callKeys(cs []*store.Call) []string {
 	return out
 }
 
-// testCalls: call records are committed with their transition, read back
-// field for field, replaced by key in place, filtered by step.
+// callEvent is the call event seq of run carrying c.
+func callEvent(run string, seq int64, c *store.Call) *trace.Event {
+	e := event(run, seq, trace.CallRecorded, c.StepID)
+	e.Call = c
+	return e
+}
+
+// testCalls: call records travel in call events, are read back field for
+// field, replaced by key in place (a late record keeping the story of the
+// one it follows), filtered by step.
 func testCalls(t *testing.T, h Harness) {
 	s := open(t, h)
 	r := create(t, s, &store.CreateRunParams{ID: "run"})
@@ -41,9 +50,8 @@ func testCalls(t *testing.T, h Harness) {
 		Kind: store.CallTool, Name: "fetch", Status: store.CallFailed, ErrorClass: "transient", Error: "tool fetch: 503",
 		StartedAt: at, Duration: 1500 * time.Millisecond}
 	tr := &store.Transition{RunID: "run", Version: r.Version,
-		Events: []*trace.Event{event("run", 1, trace.StepStarted, "each")},
-		Steps:  []*store.Step{{StepID: "each", Type: "tool", Status: trace.StepRunning, Attempt: 1, StartedAt: at}},
-		Calls:  []*store.Call{started, plain}}
+		Events: []*trace.Event{event("run", 1, trace.StepStarted, "each"), callEvent("run", 2, started), callEvent("run", 3, plain)},
+		Steps:  []*store.Step{{StepID: "each", Type: "tool", Status: trace.StepRunning, Attempt: 1, StartedAt: at}}}
 	commit(t, s, tr)
 	got := calls(t, s, "run", "")
 	if !equal(callKeys(got), []string{"run/each[0]/1=started", "run/plan/1/plan1/fetch=failed"}) {
@@ -64,7 +72,7 @@ func testCalls(t *testing.T, h Harness) {
 	settled.Status, settled.Output, settled.Duration = store.CallSucceeded, []byte(`{"id":"ch_1","n":2}`), 20*time.Millisecond
 	model := &store.Call{StepID: "each", Key: "run/each[1]/2", Item: 1, Round: 3, Turn: 2, Index: 4, Fallback: true, Attempt: 2,
 		Kind: store.CallModel, Name: "gpt", Status: store.CallSucceeded, Output: []byte(`"hi"`), TokensIn: 10, TokensOut: 3, StartedAt: at}
-	tr2 := &store.Transition{RunID: "run", Version: tr.Version, Calls: []*store.Call{&settled, model}}
+	tr2 := &store.Transition{RunID: "run", Version: tr.Version, Events: []*trace.Event{callEvent("run", 4, &settled), callEvent("run", 5, model)}}
 	commit(t, s, tr2)
 	got = calls(t, s, "run", "")
 	if !equal(callKeys(got), []string{"run/each[0]/1=succeeded", "run/plan/1/plan1/fetch=failed", "run/each[1]/2=succeeded"}) {
@@ -80,6 +88,23 @@ func testCalls(t *testing.T, h Harness) {
 	if each := calls(t, s, "run", "each"); !equal(callKeys(each), []string{"run/each[0]/1=succeeded", "run/each[1]/2=succeeded"}) {
 		t.Errorf("Calls(step each) = %v", callKeys(each))
 	}
+	// the call of item 1 was given up at its deadline, with its gate's
+	// decision and its effect; then its tool returned after all.
+	timedOut := &store.Call{StepID: "each", Key: "run/each[2]/1", Item: 2, Attempt: 1, Kind: store.CallTool, Name: "charge",
+		Status: store.CallFailed, Outcome: "timed_out", ErrorClass: "transient", Error: "deadline",
+		Gate:   []journal.CallGate{{Verdict: "allow", Why: "rule ok: fine", Basis: []byte(`{"chosen":true}`)}},
+		Effect: &journal.DeclaredEffect{Effect: "write", Writes: []string{"ledger:1"}}}
+	late := &store.Call{StepID: "each", Key: "run/each[2]/1", Item: 2, Attempt: 1, Kind: store.CallTool, Name: "charge",
+		Status: store.CallLate, Outcome: "late", Duration: time.Second}
+	commit(t, s, &store.Transition{RunID: "run", Version: tr2.Version, Events: []*trace.Event{callEvent("run", 6, timedOut), callEvent("run", 7, late)}})
+	got = calls(t, s, "run", "each")
+	if n := len(got); n != 3 {
+		t.Fatalf("Calls(each) = %v, want 3", callKeys(got))
+	}
+	if l := got[2]; l.Status != store.CallLate || l.Outcome != "late" || l.Duration != time.Second || len(l.Gate) != 1 ||
+		!jsonEqual(l.Gate[0].Basis, []byte(`{"chosen":true}`)) || l.Effect == nil || l.Effect.Writes[0] != "ledger:1" {
+		t.Errorf("late record = %s, want the timed-out record's gate and effect with status late", jsonString(l))
+	}
 	if none := calls(t, s, "run", "nope"); len(none) != 0 {
 		t.Errorf("Calls(step nope) = %v, want none", callKeys(none))
 	}
@@ -94,8 +119,8 @@ func testCallsAtomic(t *testing.T, h Harness) {
 	s := open(t, h)
 	r := create(t, s, &store.CreateRunParams{ID: "run"})
 	stale := &store.Transition{RunID: "run", Version: r.Version + 5,
-		Events: []*trace.Event{event("run", 1, trace.StepStarted, "a")},
-		Calls:  []*store.Call{{StepID: "a", Key: "run/a[0]/1", Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded}}}
+		Events: []*trace.Event{event("run", 1, trace.StepStarted, "a"),
+			callEvent("run", 2, &store.Call{StepID: "a", Key: "run/a[0]/1", Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded})}}
 	if err := s.Commit(t.Context(), stale); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Commit at a stale version = %v, want ErrConflict", err)
 	}
@@ -104,9 +129,9 @@ func testCallsAtomic(t *testing.T, h Harness) {
 	}
 	old := time.Now().Add(-2 * time.Hour)
 	tr := &store.Transition{RunID: "run", Version: r.Version,
-		Events: []*trace.Event{event("run", 1, trace.RunSettled, "")},
-		Run:    &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: old},
-		Calls:  []*store.Call{{StepID: "a", Key: "run/a[0]/1", Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded}}}
+		Events: []*trace.Event{callEvent("run", 1, &store.Call{StepID: "a", Key: "run/a[0]/1", Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded}),
+			event("run", 2, trace.RunSettled, "")},
+		Run: &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: old}}
 	commit(t, s, tr)
 	if cs := calls(t, s, "run", ""); len(cs) != 1 {
 		t.Fatalf("Calls = %v, want one", callKeys(cs))
@@ -124,9 +149,9 @@ func testCallsAtomic(t *testing.T, h Harness) {
 func testCallsCreate(t *testing.T, h Harness) {
 	s := open(t, h)
 	tr := &store.Transition{RunID: "made", Create: &store.CreateRunParams{ID: "made", Flow: "f", FlowHash: "sha256:f", Input: []byte(`{}`), Status: trace.RunRunning},
-		Events: []*trace.Event{event("made", 1, trace.StepSettled, "each")},
-		Steps:  []*store.Step{{StepID: "each", Status: trace.StepSucceeded, Attempt: 1, Output: []byte(`[1]`)}},
-		Calls:  []*store.Call{{StepID: "each", Key: "made/each[0]/1", Item: 0, Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded, Output: []byte(`1`)}}}
+		Events: []*trace.Event{callEvent("made", 1, &store.Call{StepID: "each", Key: "made/each[0]/1", Item: 0, Attempt: 1, Kind: store.CallTool, Name: "t", Status: store.CallSucceeded, Output: []byte(`1`)}),
+			event("made", 2, trace.StepSettled, "each")},
+		Steps: []*store.Step{{StepID: "each", Status: trace.StepSucceeded, Attempt: 1, Output: []byte(`[1]`)}}}
 	commit(t, s, tr)
 	if cs := calls(t, s, "made", "each"); len(cs) != 1 || cs[0].RunID != "made" || string(cs[0].Output) != "1" {
 		t.Errorf("Calls of a created run = %s", jsonString(cs))
