@@ -2,10 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -111,5 +115,47 @@ func TestMCPStdioMalformed(t *testing.T) {
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("rein mcp exited with %v after its stdin closed, want 0", err)
+	}
+}
+
+// TestMCPTypeScriptSDK: the official MCP TypeScript SDK's client sees a
+// tool error of a tool with an output schema as the error it is; v1 checks
+// structured content against the output schema even when isError is set,
+// and threw -32602 when rein sent the error as structured content. It runs
+// when node is on PATH and REIN_TEST_MCP_TS_SDK names a node_modules
+// folder holding @modelcontextprotocol/sdk (npm install --prefix DIR
+// @modelcontextprotocol/sdk@1; DIR/node_modules); otherwise it skips.
+func TestMCPTypeScriptSDK(t *testing.T) {
+	t.Parallel()
+	modules := os.Getenv("REIN_TEST_MCP_TS_SDK")
+	node, err := exec.LookPath("node")
+	if modules == "" || err != nil {
+		t.Skip("needs node and REIN_TEST_MCP_TS_SDK=DIR/node_modules (npm install --prefix DIR @modelcontextprotocol/sdk@1)")
+	}
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skipf("REIN_TEST_MCP_TS_SDK=%s holds no @modelcontextprotocol/sdk: %v", modules, err)
+	}
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, "testdata/tssdk/call_error.mjs", modules, bin, "testdata/mcp", "refuse").Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var seen struct {
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+		Threw   string `json:"threw"`
+	}
+	if err := json.Unmarshal(out, &seen); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	var envelope map[string]any
+	if seen.Threw != "" || !seen.IsError || json.Unmarshal([]byte(seen.Text), &envelope) != nil ||
+		envelope["error_type"] != "business" || !strings.Contains(seen.Text, "the ledger is closed") {
+		t.Errorf("the TypeScript SDK's host saw %+v; want the error envelope as text", seen)
 	}
 }
