@@ -34,6 +34,11 @@ runs_show over --db. A tool error is an MCP tool error whose text is a JSON obje
 (the error envelope {class, error_type, message, hint?, retryable, pointer?}, and a workflow
 tool's problems), with no structured content.
 
+A line longer than 4 MiB, nested deeper than 64, holding more than 131,072
+JSON values or not JSON-RPC is answered with a JSON-RPC error and the session
+goes on; answers carry each request's id exactly as sent. When stdin ends, the
+requests read are answered, then rein mcp exits 0.
+
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

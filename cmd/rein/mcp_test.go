@@ -159,3 +159,68 @@ func TestMCPTypeScriptSDK(t *testing.T) {
 		t.Errorf("the TypeScript SDK's host saw %+v; want the error envelope as text", seen)
 	}
 }
+
+// TestMCPStdioIDsAndBounds sends raw JSON-RPC lines to the built rein mcp,
+// as a client written in any language does: every answer carries its
+// request's id exactly as sent (a big integer, 1.5, an escaped string), a
+// request with a null id is refused, and a 2 KB line nested 1,000 deep is
+// refused with its id while the server stays up. All lines are written
+// before any answer is read and stdin is closed: each request read is
+// still answered, and rein mcp exits 0.
+func TestMCPStdioIDsAndBounds(t *testing.T) {
+	t.Parallel()
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := `{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"echo","arguments":{"text":` +
+		strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}`
+	requests := []struct{ line, id, want string }{
+		{`{"jsonrpc":"2.0","id":12345678901234567890123,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, `12345678901234567890123`, "result"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, ``, ""},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, `1.5`, "result"},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, `9007199254740993`, "result"},
+		{`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`, `1e2`, "result"},
+		{`{"jsonrpc":"2.0","id":"a\u0041<b>","method":"ping"}`, `"a\u0041<b>"`, "result"},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, `null`, "-32600"},
+		{deep, `"deep"`, "-32600"},
+		{`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still up"}}}`, `-7`, `still up`},
+	}
+	cmd := exec.Command(bin, "mcp", "--db", ":memory:", "testdata/mcp")
+	var in strings.Builder
+	for _, r := range requests {
+		in.WriteString(r.line + "\n")
+	}
+	cmd.Stdin = strings.NewReader(in.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rein mcp: %v (want exit 0 when stdin ends)\n%s", err, stderr.String())
+	}
+	// Answers come in any order: match them by id, compared as raw JSON.
+	byID := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var a struct{ ID json.RawMessage }
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", line, err)
+		}
+		byID[string(a.ID)] = line
+	}
+	for _, r := range requests {
+		if r.id == "" {
+			continue
+		}
+		got, ok := byID[r.id]
+		if !ok {
+			t.Errorf("no answer with id %s (its request: %.80s); answers:\n%s", r.id, r.line, out)
+			continue
+		}
+		if !strings.Contains(got, r.want) {
+			t.Errorf("id %s: answer %.200s, want it to hold %q", r.id, got, r.want)
+		}
+	}
+	if len(byID) != len(requests)-1 {
+		t.Errorf("%d answers, want %d:\n%s", len(byID), len(requests)-1, out)
+	}
+}
