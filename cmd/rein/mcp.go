@@ -30,9 +30,14 @@ tool the flows can call (their rein.yaml's and their own tools: and the tools
 of the MCP servers their rein.yaml names), each through the policy gate (the
 rein.yaml policy: and flow policy: of every folder that offers it; refusals are
 also written to stderr) and its schemas; and the read-only runs_list and
-runs_show over --db. A tool error is an MCP tool error whose text and structured content are the same JSON object
+runs_show over --db. A tool error is an MCP tool error whose text is a JSON object
 (the error envelope {class, error_type, message, hint?, retryable, pointer?}, and a workflow
-tool's problems).
+tool's problems), with no structured content.
+
+A line longer than 4 MiB, nested deeper than 64, holding more than 131,072
+JSON values or not JSON-RPC is answered with a JSON-RPC error and the session
+goes on; answers carry each request's id exactly as sent. When stdin ends, the
+requests read are answered, then rein mcp exits 0.
 
 Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 		Args: cobra.MinimumNArgs(1),

@@ -51,7 +51,9 @@ func TestMCPDrivesTheProcessWorkflow(t *testing.T) {
 		if err := json.Unmarshal([]byte(text), &out); err != nil {
 			t.Fatalf("%v: answer is not a JSON object: %s", args["action"], text)
 		}
-		if got, _ := json.Marshal(res.StructuredContent); string(got) != mustCompact(t, text) {
+		if res.IsError && res.StructuredContent != nil {
+			t.Errorf("%v: an error has structured content %v; want its text only", args["action"], res.StructuredContent)
+		} else if got, _ := json.Marshal(res.StructuredContent); !res.IsError && string(got) != mustCompact(t, text) {
 			t.Errorf("%v: structured content %s differs from the text %s", args["action"], got, text)
 		}
 		return out, res.IsError

@@ -26,8 +26,11 @@ func (s *Server) answer(out any) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
 }
 
-// failure is err as an MCP tool error whose text and structured content
-// are the same JSON object.
+// failure is err as an MCP tool error: one text content holding the JSON
+// object, and no structured content. A client validates structured content
+// against the tool's output schema even when isError is set (the official
+// TypeScript SDK v1 then throws -32602 and its host never sees the error),
+// and an error object never fits an answer's schema.
 func (s *Server) failure(err error) *sdk.CallToolResult {
 	var b []byte
 	var m json.Marshaler
@@ -40,7 +43,7 @@ func (s *Server) failure(err error) *sdk.CallToolResult {
 		b, _ = json.Marshal(fault.EnvelopeOf(err))
 	}
 	text := s.redacted(b)
-	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}
 }
 
 // redacted returns the JSON b with every secret hidden; the mask holds no

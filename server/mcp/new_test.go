@@ -79,7 +79,7 @@ func TestNewServesAFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := structured(t, res); !res.IsError || got["error_type"] != "policy" || !strings.Contains(fmt.Sprint(got["message"]), "notes are kept") {
+	if got := errorObject(t, res); !res.IsError || got["error_type"] != "policy" || !strings.Contains(fmt.Sprint(got["message"]), "notes are kept") {
 		t.Errorf("wipe: error %v, %v", res.IsError, got)
 	}
 	line := regexp.MustCompile(`^rein: policy gate: block on tool wipe \(call mcp:\S+/wipe/\d+\) by rule no-wipe: notes are kept\n$`)

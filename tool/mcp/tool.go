@@ -65,11 +65,18 @@ func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 }
 
 // toolError is a result marked as an error: a business error with its
-// text, unless its structured content says {"retryable": true} (as rein's
-// own MCP server does for transient errors), which makes it transient.
+// text, unless the error says {"retryable": true} (as rein's own MCP
+// server does for transient errors), which makes it transient. The object
+// is read from the structured content or, when there is none (rein's
+// server sends an error as text only), from the text.
 func toolError(res *sdk.CallToolResult) error {
-	err := errors.New(resultText(res))
-	if m, ok := res.StructuredContent.(map[string]any); ok && m["retryable"] == true {
+	text := resultText(res)
+	err := errors.New(text)
+	m, ok := res.StructuredContent.(map[string]any)
+	if !ok {
+		_ = json.Unmarshal([]byte(text), &m) // text that is not an object: no retryable flag
+	}
+	if m["retryable"] == true {
 		return fault.TransientErr(err)
 	}
 	return fault.BusinessErr(err)

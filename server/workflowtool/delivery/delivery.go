@@ -142,7 +142,7 @@ func renderMarkdown(w io.Writer, t *Task) error {
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // renderCSV writes one row per leaf value of each deliverable: step,
-// JSON pointer, value.
+// JSON pointer, value, each cell escaped by csvCell.
 func renderCSV(w io.Writer, t *Task) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"step_id", "pointer", "value"}); err != nil {
@@ -154,13 +154,32 @@ func renderCSV(w io.Writer, t *Task) error {
 			return err
 		}
 		for _, l := range Leaves(v) {
-			if err := cw.Write([]string{a.StepID, l[0], l[1]}); err != nil {
+			if err := cw.Write([]string{csvCell(a.StepID), csvCell(l[0]), csvCell(l[1])}); err != nil {
 				return err
 			}
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvCell escapes a cell a spreadsheet would run as a formula (OWASP's
+// CSV injection rule): a cell that starts with =, +, -, @, a tab or a
+// carriage return gets a leading single quote, so "=HYPERLINK(…)" is
+// written '=HYPERLINK(…) and shown as text. A cell that is a JSON number
+// ("-5", "-1.5e3") is a number to a spreadsheet too and is left as it is.
+// deliverables.json holds the values unaltered.
+func csvCell(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || isJSONNumber(s) {
+		return s
+	}
+	return "'" + s
+}
+
+// isJSONNumber reports whether s is one JSON number literal.
+func isJSONNumber(s string) bool {
+	var n json.Number
+	return json.Unmarshal([]byte(s), &n) == nil && strings.TrimSpace(s) == s
 }
 
 // Leaves flattens a JSON value (as encoding/json decodes into any) into

