@@ -159,6 +159,7 @@ func (w *Workflow) Do(ctx context.Context, req *Request) (*Answer, error) {
 	if req == nil {
 		return nil, errorf(fault.Format, "", "no request")
 	}
+	req.Input, req.Data = jsonText(req.Input), jsonText(req.Data)
 	if n := int64(len(req.Data) + len(req.Input)); n > w.opts.MaxRequestBytes {
 		return nil, errorf(fault.Format, "/data", "the submitted data is %d bytes, more than the limit of %d: submit a smaller output", n, w.opts.MaxRequestBytes)
 	}
@@ -190,8 +191,8 @@ func (w *Workflow) Do(ctx context.Context, req *Request) (*Answer, error) {
 // InputSchema, Call takes a Request (as JSON values or json.RawMessage)
 // and returns the *Answer, or an *Error.
 func (w *Workflow) Tool() tool.Tool {
-	return tool.Func(tool.Spec{Name: w.name, Description: w.description(), InputSchema: InputSchema(),
-		Effect: tool.EffectWrite}, w.call)
+	return tool.Func(tool.Spec{Name: w.name, Description: w.description(), InputSchema: schemaFor(w.flow),
+		OutputSchema: OutputSchema(), Effect: tool.EffectWrite}, w.call)
 }
 
 func (w *Workflow) call(ctx context.Context, args any) (any, error) {
