@@ -154,9 +154,11 @@ func renderFailure(ctx context.Context, s *flow.Step, field string, err error) e
 // cannot be rendered is that item's failure (errs[k]); otherwise it fails
 // the step before any item runs.
 func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []error, err error) {
-	v, err := s.ForEach.Items.EvalValueContext(r.ctx, r.env)
+	ectx, cancel := r.evalCtx(s)
+	v, err := s.ForEach.Items.EvalValueContext(ectx, r.env)
+	cancel()
 	if err != nil {
-		return nil, nil, nil, renderFailure(r.ctx, s, fmt.Sprintf("for_each %q", s.ForEach.Items.Source()), err)
+		return nil, nil, nil, renderFailure(ectx, s, fmt.Sprintf("for_each %q", s.ForEach.Items.Source()), err)
 	}
 	list, ok := v.([]any)
 	if !ok && v != nil {
