@@ -230,3 +230,28 @@ func TestBuiltinsOnLargeInputsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalMessageIsBounded parks an approval step whose message holds
+// 1,000 placeholders of a 100 KB output (the probe's took 6.8 GB): the
+// step fails naming message and max_input_bytes, with nobody asked and
+// about the bound rendered, not 100 MB.
+func TestApprovalMessageIsBounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 100_000)
+	fx := newFixture(t, goTool("gen", func(context.Context, map[string]any) (any, error) { return map[string]any{"text": big}, nil }))
+	st := openSQLite(t)
+	e := durableEngine(fx, st, "p1")
+	for _, kind := range []string{"type: approval", "tool: gen, args: {}, approval: required"} {
+		f := fx.parse("name: ask\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: ok, " + kind + ", requires: [gen], message: \"" +
+			strings.Repeat("{gen.text} ", 1000) + "\"}\n")
+		res, err := e.Run(context.Background(), f, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, res, trace.RunFailed)
+		wantErrorClass(t, res, fault.Business, "message: the rendered input is more than max_input_bytes (1048576 bytes)")
+		if res.Error.Step != "ok" || len(res.Pending) != 0 {
+			t.Fatalf("%s: error at step %q, pending %+v", kind, res.Error.Step, res.Pending)
+		}
+	}
+}
