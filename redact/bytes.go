@@ -56,33 +56,118 @@ func (r *Redactor) Finds(s string) bool {
 }
 
 // indexFold is the index of the first occurrence of low (ASCII lowercase)
-// in s, ASCII letters compared in any case; -1 when there is none.
+// in s, ASCII letters compared in any case; -1 when there is none. It takes
+// time linear in len(s)+len(low) whatever the input (see scanFold).
 func indexFold(s, low string) int {
-	if len(low) == 0 {
-		return 0
+	i, _ := scanFold(s, low)
+	return i
+}
+
+// foldTable is the room scanFold keeps on the stack for the failure table
+// of a value; a longer value allocates its table.
+const foldTable = 128
+
+// scanFold is indexFold that also returns the number of steps its
+// automaton took (a byte read or a fall back), which is at most 2·len(s):
+// the bytes are skipped
+// with IndexByte up to the next one that may start low (each byte is
+// passed over once per case of low's first letter), and from there a
+// Knuth-Morris-Pratt automaton reads each byte once until it matches or
+// falls back to its start. So a text such as 800 KB of "b" against
+// "bearer" is read once, not once per "b".
+func scanFold(s, low string) (at, steps int) {
+	m := len(low)
+	if m == 0 {
+		return 0, 0
+	}
+	if m > len(s) {
+		return -1, 0
 	}
 	c := low[0]
 	up := c
 	if 'a' <= c && c <= 'z' {
 		up = c - 'a' + 'A'
 	}
-	for i := 0; i+len(low) <= len(s); {
-		j := strings.IndexByte(s[i:len(s)-len(low)+1], c)
-		if up != c {
-			if k := strings.IndexByte(s[i:len(s)-len(low)+1], up); k >= 0 && (j < 0 || k < j) {
-				j = k
+	var buf [foldTable]int32
+	var fail []int32 // low's failure table, built at the first candidate
+	nextLo, nextUp := -1, -1
+	if up == c {
+		nextUp = len(s) // only one case to look for
+	}
+	for i := 0; i <= len(s)-m; {
+		// the next byte at or after i that is c or up
+		if nextLo < i {
+			if k := strings.IndexByte(s[i:], c); k >= 0 {
+				nextLo = i + k
+			} else {
+				nextLo = len(s)
 			}
 		}
-		if j < 0 {
-			return -1
+		if nextUp < i {
+			if k := strings.IndexByte(s[i:], up); k >= 0 {
+				nextUp = i + k
+			} else {
+				nextUp = len(s)
+			}
 		}
-		i += j
-		if equalFoldASCII(s[i+1:i+len(low)], low[1:]) {
-			return i
+		j := min(nextLo, nextUp)
+		if j > len(s)-m {
+			return -1, steps
 		}
-		i++
+		if fail == nil {
+			fail = buf[:0]
+			if m > foldTable {
+				fail = make([]int32, 0, m)
+			}
+			fail = failure(low, fail)
+		}
+		// the automaton, from j, until it matches or is back at its start
+		q := 0
+		for j < len(s) {
+			b := s[j]
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			steps++
+			for q > 0 && b != low[q] {
+				q = int(fail[q-1])
+				steps++
+			}
+			if b == low[q] {
+				q++
+			}
+			j++
+			if q == m {
+				return j - m, steps
+			}
+			if q == 0 {
+				break
+			}
+		}
+		if q > 0 {
+			return -1, steps // s ended inside a partial match
+		}
+		i = j
 	}
-	return -1
+	return -1, steps
+}
+
+// failure appends to fail the Knuth-Morris-Pratt failure table of low:
+// fail[k] is the length of the longest proper prefix of low[:k+1] that is
+// also its suffix.
+func failure(low string, fail []int32) []int32 {
+	fail = append(fail, 0)
+	q := 0
+	for k := 1; k < len(low); k++ {
+		for q > 0 && low[k] != low[q] {
+			q = int(fail[q-1])
+		}
+		if low[k] == low[q] {
+			q++
+		}
+		fail = append(fail, int32(q))
+	}
+	return fail
 }
 
 // equalFoldASCII reports whether s equals low (ASCII lowercase) with

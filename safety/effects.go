@@ -22,6 +22,12 @@ func HasEffect(spec *tool.Spec) bool {
 	return false
 }
 
+// MaxRenderedBytes bounds what a tool's resource or compensation template
+// renders (as a step's max_input_bytes does by default), counted before
+// the bytes are made: past it the resource is left unrendered and the
+// compensation says why.
+const MaxRenderedBytes = 1 << 20
+
 // callScope is what the templates of a tool's resources and compensations
 // read: the call's args and output.
 func callScope(args, output any) map[string]any {
@@ -43,7 +49,7 @@ func Touches(e *journal.Effect, spec *tool.Spec, args, output any) {
 			e.Unrendered = append(e.Unrendered, src)
 			continue
 		}
-		s, err := t.RenderString(scope)
+		s, err := t.RenderStringBounded(scope, &template.Bounds{MaxBytes: MaxRenderedBytes})
 		if err != nil {
 			e.Unrendered = append(e.Unrendered, src)
 			continue
@@ -77,7 +83,7 @@ func Compensation(spec *tool.Spec, args, output any) *journal.Compensation {
 		out.Error = fmt.Sprintf("%s args of tool %s: %v", kind, spec.Name, errs[0])
 		return out
 	}
-	rendered, err := v.Render(callScope(args, output))
+	rendered, err := v.RenderBounded(callScope(args, output), &template.Bounds{MaxBytes: MaxRenderedBytes})
 	if err != nil {
 		out.Error = fmt.Sprintf("%s args of tool %s: %v", kind, spec.Name, err)
 		return out

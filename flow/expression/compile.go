@@ -42,10 +42,14 @@ func isAllowed(name string) bool {
 // an untyped map[string]any whose names are looked up at run time (a
 // missing name is nil; declaring the map type lets expr load top-level
 // names without reflection), every builtin off but the whitelist, and a
-// node budget.
+// node budget; predicates check the context (tickPatch), and the builtins
+// and operators that scan or copy their operands are bounded (guardPatch).
 var options = func() []expr.Option {
 	opts := []expr.Option{expr.Env(map[string]any{}), expr.AllowUndefinedVariables(), expr.DisableAllBuiltins(), expr.MaxNodes(MaxNodes),
-		expr.Function(tickFunc, tick, new(func(any, any) any)), expr.Patch(tickPatch{})}
+		expr.Function(tickFunc, tick, new(func(any, any) any)), expr.Patch(tickPatch{}),
+		expr.Function(guardFunc, guard, new(func(any, string, int, any) any)),
+		expr.Function(replaceFunc, replaceBuiltin), expr.Function(joinFunc, joinBuiltin),
+		expr.Function(matchesFunc, matchesBuiltin, new(func(any, any, any) bool)), expr.Patch(guardPatch{})}
 	for _, name := range allowed {
 		opts = append(opts, expr.EnableBuiltin(name))
 	}
@@ -66,9 +70,13 @@ type Program struct {
 	prog  *vm.Program
 	sites []Ref
 	refs  []ref.Path
-	// loops is true when the program has predicates (all, filter, map, …):
-	// only those can run long, and only those check for cancellation.
-	loops bool
+	// ticks is true when the program has predicates (all, filter, map, …)
+	// or guarded operations (string, split, matches, +, …): only those can
+	// run long, and only those check for cancellation.
+	ticks bool
+	// roots are the names the program reads from its env, without
+	// duplicates: all it can read (the walker rejects $env).
+	roots []string
 }
 
 // Compile compiles src. It rejects sources longer than MaxSourceLen bytes
@@ -106,13 +114,16 @@ func Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, fromExpr(src, err)
 	}
-	p := &Program{src: src, prog: prog, sites: w.sites, loops: hasPredicate(tree.Node)}
+	p := &Program{src: src, prog: prog, sites: w.sites, ticks: hasPredicate(tree.Node) || hasGuard(tree.Node)}
 	slices.SortStableFunc(p.sites, func(a, b Ref) int { return a.Offset - b.Offset })
 	seen := make(map[string]bool, len(p.sites))
 	for _, s := range p.sites {
 		if k := s.Path.String(); !seen[k] {
 			seen[k] = true
 			p.refs = append(p.refs, s.Path)
+		}
+		if root := s.Path[0].Key; !slices.Contains(p.roots, root) {
+			p.roots = append(p.roots, root)
 		}
 	}
 	return p, nil

@@ -3,7 +3,6 @@ package expression
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/expr-lang/expr/vm"
@@ -23,16 +22,25 @@ func (p *Program) EvalValue(env map[string]any) (any, error) {
 }
 
 // EvalValueContext is EvalValue that stops when ctx ends: before it starts,
-// and inside every loop (the predicates of all, any, filter, map, …), so a
-// program over large inputs stops on time. It then returns
-// context.Cause(ctx), unwrapped.
+// inside every loop (the predicates of all, any, filter, map, …) and
+// before every operation that scans or copies a value (string, split,
+// matches, +, …; each takes at most MaxOperandBytes, see guard.go), so a
+// program over large inputs stops within milliseconds of ctx's end. It
+// then returns context.Cause(ctx), unwrapped. An operand larger than
+// MaxOperandBytes is an *Error at that operand, whatever ctx.
 func (p *Program) EvalValueContext(ctx context.Context, env map[string]any) (any, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	if p.loops && ctx.Done() != nil {
-		withCtx := make(map[string]any, len(env)+1)
-		maps.Copy(withCtx, env)
+	if p.ticks {
+		// the names the program reads, and the context, in a map of their
+		// own: env is the caller's, and may be large.
+		withCtx := make(map[string]any, len(p.roots)+1)
+		for _, k := range p.roots {
+			if v, ok := env[k]; ok {
+				withCtx[k] = v
+			}
+		}
 		withCtx[ctxName] = ctx
 		env = withCtx
 	}

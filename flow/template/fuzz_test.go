@@ -2,6 +2,7 @@ package template
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -77,6 +78,46 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("RenderStringBounded(%q, %d) = %q, %v; want %q", s, max, got, err, want)
 		case !fits && !errors.As(err, &se):
 			t.Fatalf("RenderStringBounded(%q, %d) = %q, %v; want a *SizeError (text is %d bytes)", s, max, got, err, len(want))
+		}
+	})
+}
+
+// FuzzRenderBoundedMemory: a bounded rendering of many placeholders over
+// a large value (the approval message of 1,000 placeholders that took
+// 6.8 GB) allocates a small multiple of its bound, not of what the text
+// would be: the bytes are counted before they are made.
+func FuzzRenderBoundedMemory(f *testing.F) {
+	f.Add(1000, 100_000, uint16(4096), false)
+	f.Add(3000, 20_000, uint16(100), true)
+	f.Add(2, 1, uint16(0), true)
+	f.Add(2, 200_000, uint16(100), true)
+	f.Fuzz(func(t *testing.T, refs, size int, limit uint16, object bool) {
+		if refs < 1 || refs > 3000 || size < 0 || size > 200_000 {
+			return
+		}
+		var v any = strings.Repeat("x", size)
+		if object {
+			v = map[string]any{"k": v, "n": []any{1.5, true, nil}}
+		}
+		tm := MustParse(strings.Repeat("{a} ", refs))
+		max := int64(limit) + 1
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out, err := tm.RenderStringBounded(map[string]any{"a": v}, &Bounds{MaxBytes: max})
+		runtime.ReadMemStats(&after)
+		var se *SizeError
+		if err != nil && !errors.As(err, &se) {
+			t.Fatalf("RenderStringBounded: %v", err)
+		}
+		if err == nil && int64(len(out)) > max {
+			t.Fatalf("rendered %d bytes over a bound of %d", len(out), max)
+		}
+		// the builder's first guess, the rendered text and one value's
+		// encoding (a value past twice the room is refused unencoded),
+		// with room for the allocator's rounding.
+		budget := 64<<10 + 16*uint64(refs) + 16*uint64(max)
+		if got := after.TotalAlloc - before.TotalAlloc; got > budget {
+			t.Fatalf("%d placeholders of %d bytes within %d allocated %d bytes, more than %d", refs, size, max, got, budget)
 		}
 	})
 }

@@ -97,6 +97,13 @@ func (t *Template) renderString(scope map[string]any, m *meter, extra int64) (st
 			b.WriteString(s)
 			continue
 		}
+		// a value's text is at least about half its measure: one past
+		// twice the room is refused before its text is made.
+		if room := m.room(); room >= 0 {
+			if limit := 2*room + 16; jsonSize(v, limit) > limit {
+				return "", &SizeError{Max: m.b.MaxBytes}
+			}
+		}
 		before := b.Len()
 		if err := writeValue(&b, v); err != nil {
 			return "", &RenderError{Ref: p.ref, Err: err}

@@ -163,3 +163,95 @@ func TestMaxInputBytesPassthrough(t *testing.T) {
 		}
 	}
 }
+
+// chain is an expression of 40 splits of input.t, each over 900 KB: most
+// of a second of work in builtins that have no predicate.
+var chain = "len(split(input.t,''))" + strings.Repeat("+len(split(input.t,''))", 39) + " > 0"
+
+// TestBuiltinsStopAtTheStepTimeout runs a when, a gate, a for_each and a
+// repeat.until made of builtins without predicates (each split bounded,
+// but 40 of them take most of a second) on a step with timeout 100ms: each stops at
+// the step's timeout, which a when or a gate used to ignore (8.3 s on
+// 1 s). The bound leaves room for a loaded machine and the race detector.
+func TestBuiltinsStopAtTheStepTimeout(t *testing.T) {
+	t.Parallel()
+	input := map[string]any{"t": strings.Repeat("abcdefgh ", 100_000)}
+	for name, field := range map[string]string{
+		"when":     `when: "` + chain + `"`,
+		"gate":     `gate: "` + chain + `"`,
+		"for_each": `for_each: "[` + chain + `]"`,
+		"repeat":   `repeat: {until: "` + chain + `", max: 3}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fx := newFixture(t, goTool("echo", func(_ context.Context, args map[string]any) (any, error) { return args, nil }))
+			f := fx.parse("name: slow\nsteps:\n  - {id: a, tool: echo, args: {}, timeout: 100ms, retries: 0, " + field + "}\n")
+			start := time.Now()
+			res, err := fx.engine().Run(context.Background(), f, input, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the step stopped after %s, timeout 100ms", d)
+			}
+			wantStatus(t, res, trace.RunFailed)
+			if !strings.Contains(res.Error.Error(), "the step's timeout") {
+				t.Fatalf("run error %q, want the step's timeout", res.Error.Error())
+			}
+		})
+	}
+}
+
+// TestBuiltinsOnLargeInputsAreRefused runs the probe's expressions (string,
+// matches, sum, split over a 36 MB input, which took 4 to 15 s under a 2 s
+// budget): the step fails at once naming the bound and the spot, before
+// the work.
+func TestBuiltinsOnLargeInputsAreRefused(t *testing.T) {
+	t.Parallel()
+	items := make([]any, 1<<20)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	input := map[string]any{"text": strings.Repeat("abcdefgh ", 4<<20), "items": items}
+	for _, when := range []string{"len(string(input)) > 0", "input.text matches 'a.*z'", "sum(input.items) > 0", "len(split(input.text, ' ')) > 0"} {
+		fx := newFixture(t, goTool("echo", func(_ context.Context, args map[string]any) (any, error) { return args, nil }))
+		f := fx.parse("name: big\nbudgets: {timeout: 2s}\nsteps:\n  - {id: a, tool: echo, args: {}, when: \"" + when + "\"}\n")
+		start := time.Now()
+		res, err := fx.engine().Run(context.Background(), f, input, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s: the run stopped after %s, budget 2s", when, d)
+		}
+		wantErrorClass(t, res, fault.Business, "more than 1048576 bytes, the most an expression may scan or copy at once")
+		if res.Error.Step != "a" {
+			t.Errorf("%s: error names step %q", when, res.Error.Step)
+		}
+	}
+}
+
+// TestApprovalMessageIsBounded parks an approval step whose message holds
+// 1,000 placeholders of a 100 KB output (the probe's took 6.8 GB): the
+// step fails naming message and max_input_bytes, with nobody asked and
+// about the bound rendered, not 100 MB.
+func TestApprovalMessageIsBounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 100_000)
+	fx := newFixture(t, goTool("gen", func(context.Context, map[string]any) (any, error) { return map[string]any{"text": big}, nil }))
+	st := openSQLite(t)
+	e := durableEngine(fx, st, "p1")
+	for _, kind := range []string{"type: approval", "tool: gen, args: {}, approval: required"} {
+		f := fx.parse("name: ask\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: ok, " + kind + ", requires: [gen], message: \"" +
+			strings.Repeat("{gen.text} ", 1000) + "\"}\n")
+		res, err := e.Run(context.Background(), f, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, res, trace.RunFailed)
+		wantErrorClass(t, res, fault.Business, "message: the rendered input is more than max_input_bytes (1048576 bytes)")
+		if res.Error.Step != "ok" || len(res.Pending) != 0 {
+			t.Fatalf("%s: error at step %q, pending %+v", kind, res.Error.Step, res.Pending)
+		}
+	}
+}

@@ -342,9 +342,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 		if r.b.kinds[i].takesArgs {
 			a.Args, _ = value.AppendCanonical(nil, j.in.args)
 		}
-		if s.Message != nil {
-			asked, _ = s.Message.RenderString(r.env)
-		}
+		asked = j.message
 	}
 	a.Message = asked
 	switch {
@@ -409,7 +407,11 @@ func (r *run) decide(i int) (handled bool) {
 		r.parkSubmission(i, a)
 		return true
 	case sched.AskPerson:
-		r.park(i, store.KindApproval, r.prepare(i))
+		j := r.prepare(i)
+		if j.badMessage {
+			return false // nobody is asked: the step fails with why (work)
+		}
+		r.park(i, store.KindApproval, j)
 		return true
 	}
 	delete(r.d.decisions, s.ID)

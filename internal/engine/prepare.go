@@ -30,6 +30,10 @@ type job struct {
 	out outcome
 	// approved: a person approved the step's call (gatePark).
 	approved bool
+	// message is the step's message rendered for a person (durable runs
+	// only); badMessage: it did not render, and renderErr says why.
+	message    string
+	badMessage bool
 }
 
 // eachItems are a for_each step's items: their inputs, the items
@@ -73,6 +77,15 @@ func (r *run) prepare(i int) *job {
 		// rounds render against their own scope (previous, iteration).
 	default:
 		j.in, j.renderErr = renderInput(r.ctx, r.b.kinds[i], s, r.env, -1, r.defaultArgs(s), r.inputBound(s))
+	}
+	if j.renderErr == nil && s.Message != nil && r.d.on {
+		// what a person is asked has the input bound args have, counted
+		// before the bytes are made.
+		var err error
+		j.message, err = s.Message.RenderStringBounded(r.env, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
+		if err != nil {
+			j.renderErr, j.badMessage = renderFailure(r.ctx, s, "message", err), true
+		}
 	}
 	if j.renderErr == nil {
 		var err error
@@ -154,9 +167,11 @@ func renderFailure(ctx context.Context, s *flow.Step, field string, err error) e
 // cannot be rendered is that item's failure (errs[k]); otherwise it fails
 // the step before any item runs.
 func (r *run) renderItems(s *flow.Step) (out []unitInput, list []any, errs []error, err error) {
-	v, err := s.ForEach.Items.EvalValueContext(r.ctx, r.env)
+	ectx, cancel := r.evalCtx(s)
+	v, err := s.ForEach.Items.EvalValueContext(ectx, r.env)
+	cancel()
 	if err != nil {
-		return nil, nil, nil, renderFailure(r.ctx, s, fmt.Sprintf("for_each %q", s.ForEach.Items.Source()), err)
+		return nil, nil, nil, renderFailure(ectx, s, fmt.Sprintf("for_each %q", s.ForEach.Items.Source()), err)
 	}
 	list, ok := v.([]any)
 	if !ok && v != nil {

@@ -165,7 +165,9 @@ func (r *run) assessInputFanOut() {
 		if s.ForEach == nil || t.steps[i] == nil || s.Type != flow.Tool {
 			continue
 		}
-		v, err := s.ForEach.Items.EvalValueContext(r.ctx, r.env)
+		ectx, cancel := r.evalCtx(s)
+		v, err := s.ForEach.Items.EvalValueContext(ectx, r.env)
+		cancel()
 		items, ok := v.([]any)
 		if err != nil || !ok {
 			continue

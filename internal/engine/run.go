@@ -265,7 +265,9 @@ func (r *run) interruption() *RunError {
 func (r *run) dispatch(i int) {
 	s := r.f.Steps[i]
 	st := &r.steps[i]
-	adm := r.m.Admit(r.ctx, i, r.env)
+	ectx, cancel := r.evalCtx(s)
+	adm := r.m.Admit(ectx, i, r.env)
+	cancel()
 	if r.ctx.Err() != nil {
 		r.fail(r.interruption(), "") // the run's time ran out while when was evaluated
 		return

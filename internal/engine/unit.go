@@ -65,8 +65,7 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 	actx := ctx
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, s.Timeout,
-			fault.TransientErr(fmt.Errorf("timed out after %s (the step's timeout)", s.Timeout)))
+		actx, cancel = context.WithTimeoutCause(ctx, s.Timeout, stepTimeout(s))
 		defer cancel()
 	}
 	out, origin, err = r.b.kinds[j.index].call(r, actx, j, in, attempt)
@@ -77,11 +76,29 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 		return nil, origin, err
 	}
 	if s.Gate != nil && s.ForEach == nil {
-		if gerr := r.checkGate(j, out); gerr != nil {
+		if gerr := r.checkGate(actx, j, out); gerr != nil {
 			return nil, trace.OriginEngine, gerr
 		}
 	}
 	return out, origin, nil
+}
+
+// stepTimeout is the cause of a context that step s's timeout ended: a
+// transient error, so its retries apply.
+func stepTimeout(s *flow.Step) error {
+	return fault.TransientErr(fmt.Errorf("timed out after %s (the step's timeout)", s.Timeout))
+}
+
+// evalCtx is the context an evaluation of step s's expressions outside
+// its attempts (when, for_each, repeat.until, a for_each step's gate)
+// runs under: the run's, ended by the step's timeout too, so that a heavy
+// expression stops at whichever comes first. The caller calls the
+// CancelFunc once the evaluation returned.
+func (r *run) evalCtx(s *flow.Step) (context.Context, context.CancelFunc) {
+	if s.Timeout <= 0 {
+		return r.ctx, func() {}
+	}
+	return context.WithTimeoutCause(r.ctx, s.Timeout, stepTimeout(s))
 }
 
 // withCause replaces a bare context error by the context's cause (the step

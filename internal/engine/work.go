@@ -73,7 +73,9 @@ func (r *run) work(j *job) (o *outcome) {
 		case s.ForEach != nil:
 			out, err = r.runItems(j, o)
 			if err == nil && s.Gate != nil {
-				err = r.checkGate(j, out)
+				ectx, cancel := r.evalCtx(s)
+				err = r.checkGate(ectx, j, out)
+				cancel()
 				if err != nil {
 					o.origin = trace.OriginEngine
 				}
@@ -382,9 +384,11 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		} else {
 			stop, where = res.err, res.origin
 		}
-		done, err := m.Settle(r.ctx, u.Index, res.err != nil, scope)
+		ectx, cancel := r.evalCtx(s)
+		defer cancel()
+		done, err := m.Settle(ectx, u.Index, res.err != nil, scope)
 		if err != nil {
-			stop, where = renderFailure(r.ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err), trace.OriginEngine
+			stop, where = renderFailure(ectx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err), trace.OriginEngine
 		}
 		over = done
 		return nil
@@ -400,14 +404,15 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	return last, nil
 }
 
-// checkGate evaluates the step's gate on an output.
-func (r *run) checkGate(j *job, out any) error {
+// checkGate evaluates the step's gate on an output, under ctx (the
+// attempt's, or evalCtx's).
+func (r *run) checkGate(ctx context.Context, j *job, out any) error {
 	s := j.step
 	scope := j.scope
 	scope["output"], scope[s.ID] = out, out
-	ok, err := s.Gate.EvalContext(r.ctx, scope)
+	ok, err := s.Gate.EvalContext(ctx, scope)
 	if err != nil {
-		return renderFailure(r.ctx, s, fmt.Sprintf("gate %q could not be evaluated", s.Gate.Source()), err)
+		return renderFailure(ctx, s, fmt.Sprintf("gate %q could not be evaluated", s.Gate.Source()), err)
 	}
 	if !ok {
 		return fault.BusinessErr(fmt.Errorf("gate %q does not hold on the output", s.Gate.Source()))
