@@ -16,7 +16,7 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "concurrency", "execute_plan"}
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan"}
 	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
@@ -39,6 +39,10 @@ type AgentDef struct {
 	// MaxObservationBytes is the largest observation kept whole in the
 	// transcript (0: the agent package's default).
 	MaxObservationBytes int
+	// MaxArgsBytes bounds a call's arguments as the model wrote them (0:
+	// the agent package's default, 1 MiB): longer ones are an invalid call
+	// the model sees.
+	MaxArgsBytes int
 	// Concurrency bounds the calls of one turn that run at once (0: the
 	// default).
 	Concurrency int
@@ -142,14 +146,17 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.OutputSchema = d.schemaField(f, "output_schema", "")
 		case "execute_plan":
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
-		case "max_observation_bytes", "concurrency":
+		case "max_observation_bytes", "max_args_bytes", "concurrency":
 			if n, ok := d.integer(f, ""); ok {
 				if n < 1 {
 					d.diags.add(posOf(f.value), "", "%s must be at least 1", f.key)
 				}
-				if f.key == "concurrency" {
+				switch f.key {
+				case "concurrency":
 					a.Concurrency = n
-				} else {
+				case "max_args_bytes":
+					a.MaxArgsBytes = n
+				default:
 					a.MaxObservationBytes = n
 				}
 			}

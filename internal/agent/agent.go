@@ -44,6 +44,7 @@ const (
 	DefaultMaxTurns         = 20
 	DefaultMaxToolCalls     = 50
 	DefaultObservationLimit = 4 << 10
+	DefaultMaxArgsBytes     = 1 << 20
 	DefaultConcurrency      = 8
 	DefaultCallTimeout      = 5 * time.Minute
 )
@@ -87,6 +88,12 @@ type Config struct {
 	// transcript keeps whole (see the package documentation). Defaults to
 	// DefaultObservationLimit.
 	ObservationLimit int
+	// MaxArgsBytes bounds a call's arguments as the model wrote them: a
+	// call whose arguments are longer is refused before they are parsed,
+	// as an invalid call the model sees (and may send again, smaller), and
+	// neither the transcript nor the journal keeps more than a preview of
+	// them. Defaults to DefaultMaxArgsBytes.
+	MaxArgsBytes int
 	// Blobs keeps observations above ObservationLimit whole. Nil: only
 	// the preview is kept.
 	Blobs Blobs
@@ -158,6 +165,9 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if cfg.Budgets.MaxToolCalls <= 0 {
 		cfg.Budgets.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if cfg.MaxArgsBytes <= 0 {
+		cfg.MaxArgsBytes = DefaultMaxArgsBytes
 	}
 	if cfg.ObservationLimit <= 0 {
 		cfg.ObservationLimit = DefaultObservationLimit

@@ -31,6 +31,15 @@ func (l *Loop) check(turn, index int, tc model.ToolCall) Call {
 		return c
 	}
 	c.Tool = b.spec.Name
+	if n := len(tc.Args); n > l.cfg.MaxArgsBytes {
+		// refused before anything reads them; only a preview is kept, in
+		// the transcript (and so in what goes back to the model) and the
+		// journal.
+		c.Args = fmt.Sprintf(`{"_rein_cut": %q}`, cut(tc.Args, 64))
+		c.Status = StatusInvalid
+		c.Observation = fmt.Sprintf("invalid call of %s: its arguments are %d bytes, more than max_args_bytes %d. Send smaller arguments: refer to large data by an id or a path instead of including it.", b.wire, n, l.cfg.MaxArgsBytes)
+		return c
+	}
 	args, err := parseArgs(tc.Args)
 	if err != nil {
 		c.Status = StatusInvalid

@@ -398,3 +398,61 @@ steps:
 		t.Errorf("model calls %d, want 3 (two turns, one correction)", res.Steps["support"].LLMCalls)
 	}
 }
+
+// TestAgentArgsAreBounded: a call whose arguments are longer than
+// max_args_bytes is refused before they are parsed, as an invalid call the
+// model sees; neither what goes back to the model nor the journal holds
+// them.
+func TestAgentArgsAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := agentTools(t.TempDir(), "")
+	huge := `{"order": "` + strings.Repeat("9", 3<<20) + `"}`
+	var sent int
+	var saw string
+	models := &model.Registry{}
+	models.Register("m", model.Func(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if req.Turn == 1 {
+			return &model.Response{ToolCalls: []model.ToolCall{call("a", "status", huge)}}, nil
+		}
+		for _, m := range req.Messages {
+			sent += len(m.Content)
+			for _, tc := range m.ToolCalls {
+				sent += len(tc.Args)
+			}
+			if m.Role == model.Tool {
+				saw = m.Content
+			}
+		}
+		return &model.Response{Text: "done"}, nil
+	}))
+	f, err := flow.Parse([]byte("name: h\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {status: }, max_args_bytes: 65536}\n"), "h.yaml",
+		&flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openSQLite(t)
+	res, err := engine.New(engine.Config{Tools: reg, Models: models, Store: st}).Run(ctx, f, nil, &engine.RunOptions{RunID: "h"})
+	if err != nil || res.Status != trace.RunSucceeded {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if !strings.Contains(saw, "more than max_args_bytes 65536") || sent > 8<<10 {
+		t.Fatalf("the model saw %q, and was sent %d bytes after 3 MiB of arguments", saw, sent)
+	}
+	turns, err := engine.AgentTranscript(ctx, st, "h", "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := turns[0].Calls[0]; c.Status != "invalid" || len(c.Args) > 200 {
+		t.Fatalf("the call is %s with %d bytes of arguments kept", c.Status, len(c.Args))
+	}
+	events, err := st.Events(ctx, "h", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if b, _ := json.Marshal(e); len(b) > 64<<10 {
+			t.Fatalf("event %s holds %d bytes", e.Kind, len(b))
+		}
+	}
+}
