@@ -64,6 +64,20 @@ func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
 	return p, nil
 }
 
+// checkStart refuses, before a run exists, a project that would fail only
+// once journaled (project.Project.CheckStart): the program of an exec tool
+// its steps may call is missing, or a model they may call does not open
+// (its API key is not set). Each problem is printed located; the error
+// exits 2: nothing ran, nothing was written.
+func checkStart(s *streams, p *project.Project) error {
+	diags := p.CheckStart()
+	if len(diags) == 0 {
+		return nil
+	}
+	writeDiagnostics(s.err, diags)
+	return &exitError{code: exitUsage, err: fmt.Errorf("%d %s before the run could start; nothing ran, nothing was written", len(diags), pluralize(len(diags), "problem", "problems"))}
+}
+
 // loadError prints located problems and returns the usage exit.
 func loadError(s *streams, err error) error {
 	var fe *flow.Error
