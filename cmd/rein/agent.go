@@ -157,7 +157,13 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	if err != nil {
 		return nil, err
 	}
-	rep, err := svc.Reply(ctx, res)
+	replyCtx := ctx
+	if res.Interrupted {
+		// the run stays resumable (afterInterrupt said how to go on): its
+		// transcript so far is read and printed, and the caller exits 130.
+		replyCtx = context.WithoutCancel(ctx)
+	}
+	rep, err := svc.Reply(replyCtx, res)
 	if err != nil {
 		return nil, err
 	}
