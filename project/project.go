@@ -410,7 +410,9 @@ func (p *Project) Meta() json.RawMessage {
 // rein.yaml and script the run recorded. A run started with Go tools needs
 // them again: pass the same ones in opts.Tools (without them, the error is
 // an *Error with HintNeedsTools naming those it lacks). opts may add models
-// too (Config and Script override the recorded ones).
+// too: Config, Script, Model and Replay override the recorded ones (Replay
+// answers every call, whatever the run recorded), and Record writes the
+// resumed run's model exchanges to a cassette.
 //
 // The pinned flow is parsed once per process (a pinned flow is immutable):
 // Projects rebuilt for the same run, or for runs of the same pinned flow,
@@ -437,10 +439,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	if o.Config == "" {
 		o.Config = m.Config
 	}
-	if o.Script == "" && o.Model == "" {
+	if o.Script == "" && o.Model == "" && o.Replay == "" {
 		o.Script = m.Script
 	}
-	if o.Model == "" && o.Script == "" {
+	if o.Model == "" && o.Script == "" && o.Replay == "" {
 		o.Model = m.Model
 	}
 	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {

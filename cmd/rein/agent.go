@@ -113,11 +113,8 @@ func (f *agentFlags) load(s *streams, dir string, workflow func(path string) (to
 	if !project.IsAgentDir(dir) {
 		return nil, usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
 	}
-	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
-		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
-	}
-	if f.model != "" && f.script != "" {
-		return nil, usageErr("--model and --script both answer every model name: give one")
+	if err := f.checkModelFlags(); err != nil {
+		return nil, err
 	}
 	o := &project.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
 		TrustedToolsOnly: f.trustedToolsOnly, Workflow: workflow}
