@@ -46,8 +46,10 @@ type Config struct {
 	// Defaults to engine.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Redactor hides secrets in what the client's runs record and in the
-	// decisions it records. Defaults to each project's (project.Project
-	// Redactor: the environment's secrets and its rein.yaml's).
+	// decisions it records, besides what each project hides
+	// (project.Project.Redactor: the environment's secrets, its
+	// rein.yaml's and LoadOptions.Redactor's). Defaults to none besides
+	// those.
 	Redactor *redact.Redactor
 }
 

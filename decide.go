@@ -78,10 +78,7 @@ func (c *Client) Decide(ctx context.Context, ref, step string, d Decision, opts 
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to decide")
 	}
-	red := c.cfg.Redactor
-	if red == nil {
-		red = project.RunRedactor(run, &c.load)
-	}
+	red := project.RunRedactor(run, &c.load).Join(c.cfg.Redactor)
 	a, err := c.st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: run.ID, StepID: step, Status: d.Status,
 		Output: red.Bytes(d.Output), Comment: red.String(d.Comment), DecidedBy: d.By})
 	if err != nil {

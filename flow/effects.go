@@ -1,11 +1,9 @@
 package flow
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -13,7 +11,6 @@ import (
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/internal/yamlnode"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/value/schema"
 )
 
 // decodeCompensation reads a tool's undo: or compensate:, e.g.
@@ -188,59 +185,9 @@ func checkCompensation(reg *tool.Registry, owner string, c *tool.Compensation) [
 		}
 		return []string{fmt.Sprintf("tool %q is not registered%s; declare it in rein.yaml tools:, name a tool of a rein.yaml mcp: server as <server>.<tool>, or register it in Go", c.Tool, hint)}
 	}
-	in := t.Spec().InputSchema
-	if len(in) == 0 {
-		return nil
-	}
-	var doc map[string]any
-	if json.Unmarshal(in, &doc) != nil {
-		return nil
-	}
-	args, _ := c.Args.(map[string]any)
-	if args == nil {
-		if c.Args != nil {
-			return []string{fmt.Sprintf("args must be a mapping of the fields of %s's input", c.Tool)}
-		}
-		args = map[string]any{}
-	}
 	var probs []string
-	props, _ := doc["properties"].(map[string]any)
-	if req, ok := doc["required"].([]any); ok {
-		for _, r := range req {
-			if k, ok := r.(string); ok {
-				if _, has := args[k]; !has {
-					probs = append(probs, fmt.Sprintf("args lack %q, which tool %s requires", k, c.Tool))
-				}
-			}
-		}
-	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ps, known := props[k]
-		if !known {
-			if ap, ok := doc["additionalProperties"].(bool); ok && !ap {
-				names := make([]string, 0, len(props))
-				for n := range props {
-					names = append(names, n)
-				}
-				probs = append(probs, fmt.Sprintf("args have %q, which tool %s's input does not allow%s", k, c.Tool, didYouMean(k, names)))
-			}
-			continue
-		}
-		if !isConstant(args[k]) {
-			continue
-		}
-		sch, err := schema.Compile(c.Tool+" input "+k, ps)
-		if err != nil {
-			continue
-		}
-		if err := sch.Validate(args[k]); err != nil {
-			probs = append(probs, fmt.Sprintf("args %q does not fit tool %s's input: %v", k, c.Tool, err))
-		}
+	for _, p := range fitArgs(c.Tool, t.Spec().InputSchema, c.Args) {
+		probs = append(probs, p.msg)
 	}
 	return probs
 }

@@ -122,6 +122,7 @@ func Parse(data []byte, filename string, opts *Options) (*Flow, error) {
 	}
 	d.applyDefaults()
 	d.checkTargets()
+	d.checkToolArgs()
 	if d.buildGraph() {
 		d.checkReferences()
 		d.checkDeliverables()

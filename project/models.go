@@ -267,3 +267,26 @@ func (p *Project) CheckModels(ctx context.Context, st store.Store, runID string,
 	slices.Sort(env)
 	return fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsAPIKey, RunID: id, Env: env}, err)
 }
+
+// CheckModelsOpen checks, before a run of p starts, that every model its
+// steps may call opens: its API key is set and its rein.yaml entry is
+// right (the models open lazily, so a run that cannot call one would
+// otherwise fail at that call, after what ran before it). Each model that
+// does not open gives one diagnostic, located at the first step that may
+// call it, saying what to set; the result is empty when every model
+// opens. It makes no network call and changes nothing.
+func (p *Project) CheckModelsOpen() []flow.Diagnostic {
+	var out []flow.Diagnostic
+	for _, u := range p.unopened() {
+		name := u.name
+		if name == "" {
+			name = DefaultModel
+		}
+		d := flow.Diagnostic{File: p.Flow.File, Step: u.step, Message: fmt.Sprintf("model %s: %v", name, u.err)}
+		if s := p.Flow.StepByID(u.step); s != nil {
+			d.Line, d.Col = s.Pos.Line, s.Pos.Col
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -70,6 +70,13 @@ type LoadOptions struct {
 	// LoadOptions need Workflow too. Nil refuses such entries, and LoadRun
 	// a run that has them.
 	Workflow func(path string) (tool.Tool, error)
+	// Redactor hides secrets besides the project's own (the environment's
+	// and its rein.yaml's): a process that serves several folders (rein
+	// mcp) joins every folder's here, so a run of one folder hides the
+	// secrets of the others too. Project.Redactor, the engine and the
+	// Client's decisions on runs loaded with these options use it. Nil
+	// adds none.
+	Redactor *redact.Redactor
 	// Cache keeps the flows parsed from runs' pinned text (LoadPinned,
 	// LoadRun), shared by every load given it: a pinned flow parses once
 	// per Cache. Nil parses every time. A rein.Client makes one unless its
@@ -179,7 +186,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := p.setupModels(opts, cfg, opts.Script != ""); err != nil {
 		return nil, err
 	}
-	p.redactor = secrets(cfg, p.getenv)
+	p.redactor = secrets(cfg, p.getenv).Join(opts.Redactor)
 	mcpTools, err := p.connectMCP(cfg)
 	if err != nil {
 		return nil, err
@@ -410,7 +417,9 @@ func (p *Project) Meta() json.RawMessage {
 // rein.yaml and script the run recorded. A run started with Go tools needs
 // them again: pass the same ones in opts.Tools (without them, the error is
 // a *fault.Error with HintNeedsTools naming those it lacks). opts may add
-// models too (Config and Script override the recorded ones).
+// models too: Config, Script, Model and Replay override the recorded ones
+// (Replay answers every call, whatever the run recorded), and Record writes
+// the resumed run's model exchanges to a cassette.
 //
 // With opts.Cache the pinned flow is parsed once per Cache (a pinned flow
 // is immutable): Projects rebuilt for the same run, or for runs of the same
@@ -437,10 +446,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	if o.Config == "" {
 		o.Config = m.Config
 	}
-	if o.Script == "" && o.Model == "" {
+	if o.Script == "" && o.Model == "" && o.Replay == "" {
 		o.Script = m.Script
 	}
-	if o.Model == "" && o.Script == "" {
+	if o.Model == "" && o.Script == "" && o.Replay == "" {
 		o.Model = m.Model
 	}
 	if missing := missingTools(m.GoTools, o.Tools); len(missing) > 0 {
@@ -527,7 +536,7 @@ func exists(path string) bool {
 // RunRedactor hides the secrets of run's project in what is recorded about
 // it from outside its engine (a person's decision): the environment's, and
 // those of the rein.yaml the run was started with (opts.Config instead,
-// when set), as the run's own engine hid them.
+// when set), and opts.Redactor's, as the run's own engine hid them.
 func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 	var o LoadOptions
 	if opts != nil {
@@ -543,5 +552,5 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 	if path != "" {
 		cfg, _ = flow.LoadConfig(path) // unreadable: the environment's secrets still go
 	}
-	return secrets(cfg, o.getenv())
+	return secrets(cfg, o.getenv()).Join(o.Redactor)
 }

@@ -7,7 +7,9 @@
 // environment variables whose names say KEY, TOKEN, SECRET, PASSWORD or
 // CREDENTIAL, DSN passwords, and what rein.yaml secrets: names) and finds
 // them in their common encodings: as they are, in any letter case,
-// URL-escaped (%-escapes in either case), JSON-escaped and base64. It also
+// URL-escaped (%-escapes in either case), hex, JSON-escaped once and twice
+// (a JSON document inside a JSON string), and base64 (both alphabets,
+// wherever the secret starts in a longer encoded text). It also
 // hides strings shaped like credentials (sk-…, AIza…, ghp_…, Bearer …)
 // whoever they belong to. DSN hides the password of a database DSN in
 // every form rein accepts.

@@ -1,9 +1,7 @@
 package redact
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,10 +36,12 @@ var fieldPatterns = []*regexp.Regexp{
 // Redactor is immutable and safe for concurrent use; the nil *Redactor
 // knows no values and still hides credential-shaped strings.
 type Redactor struct {
-	// folded are the case-insensitive forms of the secrets (plain,
-	// %-escaped, JSON-escaped), ASCII-lowercased, longest first.
+	// folded are the case-insensitive forms of the secrets (forms: plain,
+	// %-escaped, hex, JSON-escaped once and twice), ASCII-lowercased,
+	// longest first.
 	folded []string
-	// exact are the forms whose case matters (base64), longest first.
+	// exact are the forms whose case matters (base64 at every offset),
+	// longest first.
 	exact []string
 	// secrets are the values as given, for With.
 	secrets []string
@@ -69,11 +69,9 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 		return r
 	}
 	for _, s := range out.secrets {
-		out.folded = appendNew(out.folded, lowerASCII(s), lowerASCII(url.QueryEscape(s)),
-			lowerASCII(url.PathEscape(s)), lowerASCII(jsonEscape(s, false)), lowerASCII(jsonEscape(s, true)))
-		b := []byte(s)
-		out.exact = appendNew(out.exact, base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b))
+		folded, exact := forms(s)
+		out.folded = appendNew(out.folded, folded...)
+		out.exact = appendNew(out.exact, exact...)
 	}
 	// Longest first, so that a secret holding another is hidden whole.
 	byLen := func(a, b string) int { return len(b) - len(a) }

@@ -2,7 +2,9 @@ package redact_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -167,6 +169,37 @@ func TestRedactRepetitiveInputIsFast(t *testing.T) {
 			if d := time.Since(start); d > 2*time.Second {
 				t.Fatalf("Message over %d bytes of %q… took %s", len(in), in[:4], d)
 			}
+		}
+	}
+}
+
+// A secret is hidden in hex (either case), in base64 wherever it starts in
+// a longer encoded text (both alphabets), and JSON-escaped twice, as an
+// agent's tool arguments are inside its transcript.
+func TestSecretInEveryEncoding(t *testing.T) {
+	t.Parallel()
+	const secret = `pa"ss\word-0123+/?~xyz`
+	r := redact.New(secret)
+	once, _ := json.Marshal(map[string]string{"password": secret})
+	twice, _ := json.Marshal(map[string]string{"args": string(once)})
+	cases := map[string]string{
+		"hex":          "dump " + hex.EncodeToString([]byte(secret)) + " end",
+		"HEX":          "dump " + strings.ToUpper(hex.EncodeToString([]byte(secret))) + " end",
+		"json twice":   string(twice),
+		"url-escaped":  url.QueryEscape(secret),
+		"base64 alone": base64.StdEncoding.EncodeToString([]byte(secret)),
+	}
+	for shift := 0; shift < 3; shift++ {
+		for _, tail := range []string{"", "!", "?!", "and more after it"} {
+			text := []byte(strings.Repeat("x", shift) + secret + tail)
+			for name, enc := range map[string]*base64.Encoding{"std": base64.StdEncoding, "url": base64.URLEncoding, "raw": base64.RawStdEncoding} {
+				cases[fmt.Sprintf("base64 %s at offset %d before %q", name, shift, tail)] = "Basic " + enc.EncodeToString(text)
+			}
+		}
+	}
+	for name, text := range cases {
+		if got := r.String(text); !strings.Contains(got, redact.Mask) || !r.Finds(text) {
+			t.Errorf("%s: %q is not hidden: %q", name, text, got)
 		}
 	}
 }

@@ -63,15 +63,11 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 		return usageErr("the task is empty: say what the agent should do")
 	}
 	ctx := cmd.Context()
-	st, dsn, err := f.db.open(ctx)
+	st, dsn, p, err := f.open(ctx, s, dir)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
-	p, err := f.load(s, dir, st)
-	if err != nil {
-		return err
-	}
 	defer closeProject(s, p)
 	svc, err := newSession(ctx, st, p)
 	if err != nil {
@@ -84,24 +80,44 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	return &exitError{code: exitCode(ctx, res)}
 }
 
-// load checks dir and the model flags and loads the agent of dir; its
-// workflow tools keep their tasks in st.
-func (f *agentFlags) load(s *streams, dir string, st store.Store) (*project.Project, error) {
+// open loads the agent of dir (load), checks that it can start
+// (checkStart), and only then opens the store: an agent that cannot run
+// writes nothing. Its workflow tools keep their tasks in the store, which
+// the first of them opens. The caller closes the project and the store.
+func (f *agentFlags) open(ctx context.Context, s *streams, dir string) (store.Store, string, *project.Project, error) {
+	lazy := &lazyStore{db: &f.db}
+	p, err := f.load(s, dir, lazy.workflows(ctx, f.trustedToolsOnly))
+	if err == nil {
+		err = checkStart(s, p)
+	}
+	var st store.Store
+	if err == nil {
+		st, err = lazy.open(ctx)
+	}
+	if err != nil {
+		if p != nil {
+			closeProject(s, p)
+		}
+		lazy.close(s)
+		return nil, "", nil, err
+	}
+	return st, lazy.dsn, p, nil
+}
+
+// load checks dir and the model flags and loads the agent of dir; workflow
+// makes its workflow tools (project.LoadOptions.Workflow).
+func (f *agentFlags) load(s *streams, dir string, workflow func(path string) (tool.Tool, error)) (*project.Project, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	if !project.IsAgentDir(dir) {
 		return nil, usageErr("%s holds no agent.yaml (an agent folder holds agent.yaml, and no flow.yaml)", dir)
 	}
-	if f.replay != "" && (f.record != "" || f.model != "" || f.script != "") {
-		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
-	}
-	if f.model != "" && f.script != "" {
-		return nil, usageErr("--model and --script both answer every model name: give one")
+	if err := f.checkModelFlags(); err != nil {
+		return nil, err
 	}
 	o := &project.LoadOptions{Script: f.script, Config: f.config, Model: f.model, Record: f.record, Replay: f.replay,
-		TrustedToolsOnly: f.trustedToolsOnly}
-	serveWorkflows(o, st)
+		TrustedToolsOnly: f.trustedToolsOnly, Workflow: workflow}
 	p, err := project.LoadAgent(dir, o)
 	if err != nil {
 		return nil, loadError(s, err)
@@ -138,7 +154,13 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	if err != nil {
 		return nil, err
 	}
-	rep, err := svc.Reply(ctx, res)
+	replyCtx := ctx
+	if res.Interrupted {
+		// the run stays resumable (afterInterrupt said how to go on): its
+		// transcript so far is read and printed, and the caller exits 130.
+		replyCtx = context.WithoutCancel(ctx)
+	}
+	rep, err := svc.Reply(replyCtx, res)
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,9 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 	if err := checkFormat("--output", f.format); err != nil {
 		return err
 	}
+	if err := f.checkModelFlags(); err != nil {
+		return err
+	}
 	return withRuns(cmd, s, &f.db, f.runsOptions(), func(ctx context.Context, c *rein.Client, dsn string) error {
 		d := rein.Decision{Status: f.status, Comment: f.comment, Output: out, By: decidedBy()}
 		opts := &rein.DecideOptions{Resume: !f.noResume}

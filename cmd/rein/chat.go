@@ -61,15 +61,11 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 		return usageErr("--message is empty: say what the agent should do")
 	}
 	ctx := cmd.Context()
-	st, dsn, err := f.db.open(ctx)
+	st, dsn, p, err := f.open(ctx, s, dir)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, st)
-	p, err := f.load(s, dir, st)
-	if err != nil {
-		return err
-	}
 	defer closeProject(s, p)
 	svc, err := newSession(ctx, st, p)
 	if err != nil {

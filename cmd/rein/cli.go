@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
@@ -102,6 +103,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitOK
 	}
 	defer writeErrorJSON(s, cmd, err)
+	// A signal that stopped the command before it had a result of its own
+	// (a run it could report) is no usage error: exit 130.
+	in := interruptOf(ctx)
+	stopped := in != nil && (errors.Is(err, context.Canceled) || errors.Is(err, rein.ErrInterrupted))
 	// Every error is printed through the one redactor (the project's,
 	// once one is loaded): a message may quote a failing program or server
 	// that echoed a key or a DSN.
@@ -110,6 +115,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if errors.Is(ee.err, store.ErrDamaged) {
 			ee.code = exitDamaged
 		}
+		if stopped && ee.code == exitUsage {
+			ee.code = exitInterrupted
+		}
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "rein:", red.red.String(ee.err.Error()))
 			if advice := cliAdvice(ee.err); advice != "" {
@@ -117,6 +125,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			}
 		}
 		return ee.code
+	}
+	if stopped {
+		fmt.Fprintf(stderr, "rein: interrupted by %s: %s\n", signalName(in.sig), red.red.String(err.Error()))
+		return exitInterrupted
 	}
 	// cobra's own errors: unknown command or flag, wrong argument count.
 	fmt.Fprintln(stderr, "rein:", red.red.String(err.Error()))

@@ -38,11 +38,16 @@ func (d *dbFlag) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&d.dsn, "db", "", "run store: a SQLite file, :memory:, or a postgres:// URL (default: $REIN_DB, else "+defaultDB+")")
 }
 
-// registerOverrides adds --script and --config to a command that resumes
-// a run, which otherwise uses the files the run recorded.
+// registerOverrides adds rein run's model flags (--script, --model,
+// --record, --replay) and --config to a command that resumes a run, which
+// otherwise uses the files and model the run recorded: a run started from
+// a cassette goes on from one, offline.
 func (l *loadFlags) registerOverrides(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.script, "script", "", "scripted-model script to resume with, instead of the one the run recorded")
 	cmd.Flags().StringVar(&l.config, "config", "", "rein.yaml to resume with, instead of the one the run recorded")
+	cmd.Flags().StringVar(&l.model, "model", "", "answer every model name with this model on resume: a rein.yaml models: name or provider/model")
+	cmd.Flags().StringVar(&l.record, "record", "", "write every model exchange of the resumed run to this cassette file")
+	cmd.Flags().StringVar(&l.replay, "replay", "", "answer every model call of the resumed run from this cassette file; a request it does not hold fails")
 	cmd.Flags().BoolVar(&l.trustedToolsOnly, "trusted-tools-only", false, trustedToolsUsage)
 }
 

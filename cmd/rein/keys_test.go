@@ -45,8 +45,8 @@ func keyProc(t *testing.T, env []string, args ...string) (int, string, string) {
 // the refund and then fail at its next model call): rein says which
 // variable to set and how to go on, and a resume without the key does
 // nothing either. With the key, the resume runs the refund and answers.
-// A first run without the key fails at once, as a business error (not
-// retried) saying what to set.
+// A first run without the key is refused before it exists (exit 2, no
+// store made), saying what to set.
 func TestResumeWithoutTheModelKey(t *testing.T) {
 	t.Parallel()
 	srv := chattest.Turns(t, testOpenAIKey, chattest.SupportAgent...)
@@ -111,14 +111,13 @@ func TestResumeWithoutTheModelKey(t *testing.T) {
 	}
 
 	before := calls.Load()
-	code, out, stderr = keyProc(t, noKey, "agent", dir, supportTask, "--model", "real", "--db", db, "-o", "json")
-	var first struct {
-		Status string
-		Error  struct{ Class, Message string }
+	db2 := filepath.Join(t.TempDir(), "rein.db")
+	code, out, stderr = keyProc(t, noKey, "agent", dir, supportTask, "--model", "real", "--db", db2, "-o", "json")
+	if code != exitUsage || !strings.Contains(stderr, "set the environment variable OPENAI_API_KEY") ||
+		!strings.Contains(stderr, "nothing was written") || calls.Load() != before {
+		t.Fatalf("first run without the key: exit %d (want 2), %d model calls; stderr: %s\n%s", code, calls.Load()-before, stderr, out)
 	}
-	decodeOne(t, out, &first)
-	if code != exitRunFailed || first.Status != "failed" || first.Error.Class != "business" ||
-		!strings.Contains(first.Error.Message, "set the environment variable OPENAI_API_KEY") || calls.Load() != before {
-		t.Fatalf("first run without the key: exit %d, %+v; stderr: %s", code, first, stderr)
+	if _, err := os.Stat(db2); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a run refused before it started made the store %s (%v)", db2, err)
 	}
 }

@@ -47,11 +47,8 @@ func (l *loadFlags) loadOptions() *project.LoadOptions {
 }
 
 func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
-	if l.replay != "" && (l.record != "" || l.model != "" || l.script != "") {
-		return nil, usageErr("--replay answers every model call: it does not go with --record, --model or --script")
-	}
-	if l.model != "" && l.script != "" {
-		return nil, usageErr("--model and --script both answer every model name: give one")
+	if err := l.checkModelFlags(); err != nil {
+		return nil, err
 	}
 	p, err := project.Load(path, l.loadOptions())
 	if err != nil {
@@ -62,6 +59,32 @@ func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
 		fmt.Fprintln(s.err, w.String())
 	}
 	return p, nil
+}
+
+// checkStart refuses, before a run exists, a project that would fail only
+// once journaled (project.Project.CheckStart): the program of an exec tool
+// its steps may call is missing, or a model they may call does not open
+// (its API key is not set). Each problem is printed located; the error
+// exits 2: nothing ran, nothing was written.
+func checkStart(s *streams, p *project.Project) error {
+	diags := p.CheckStart()
+	if len(diags) == 0 {
+		return nil
+	}
+	writeDiagnostics(s.err, diags)
+	return &exitError{code: exitUsage, err: fmt.Errorf("%d %s before the run could start; nothing ran, nothing was written", len(diags), pluralize(len(diags), "problem", "problems"))}
+}
+
+// checkModelFlags refuses model flags that contradict each other: each of
+// --replay, --model and --script answers every model call.
+func (l *loadFlags) checkModelFlags() error {
+	if l.replay != "" && (l.record != "" || l.model != "" || l.script != "") {
+		return usageErr("--replay answers every model call: it does not go with --record, --model or --script")
+	}
+	if l.model != "" && l.script != "" {
+		return usageErr("--model and --script both answer every model name: give one")
+	}
+	return nil
 }
 
 // loadError prints located problems and returns the usage exit.

@@ -107,6 +107,11 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if err := checker.CheckInput(p, input); err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%w; nothing ran", err)}
 	}
+	if !f.detach { // a worker, with its own environment, runs a detached run
+		if err := checkStart(s, p); err != nil {
+			return err
+		}
+	}
 	st, err := lazy.open(ctx)
 	if err != nil {
 		return err

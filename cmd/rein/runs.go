@@ -358,6 +358,9 @@ left as it is. Ctrl-C stops this process and leaves the run resumable, as
 with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := l.checkModelFlags(); err != nil {
+				return err
+			}
 			return f.withStore(cmd, s, l.runsOptions(), func(ctx context.Context, c *rein.Client, dsn string) error {
 				out, err := c.Resume(ctx, args[0], watchProgress(s))
 				if err != nil {
@@ -383,9 +386,11 @@ with rein run (a second Ctrl-C cancels it). Exit codes as rein run.`,
 }
 
 // runsOptions are the run operations' options of a command that resumes
-// runs: --script, --config and --trusted-tools-only.
+// runs: --script, --model, --record, --replay, --config and
+// --trusted-tools-only.
 func (l *loadFlags) runsOptions() *rein.Config {
-	return &rein.Config{Load: &project.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}}
+	return &rein.Config{Load: &project.LoadOptions{Script: l.script, Config: l.config, Model: l.model, Record: l.record, Replay: l.replay,
+		TrustedToolsOnly: l.trustedToolsOnly}}
 }
 
 // watchProgress shows a resumed run's progress on the terminal (stderr).

@@ -28,9 +28,11 @@ func newValidateCmd(s *streams) *cobra.Command {
 		Use:   "validate PATH...",
 		Short: "Check flows (and agent folders) without running anything; every problem as file:line:col",
 		Long: `Check flows without running anything: the flow format, schemas, references,
-expressions, tools and models, and that the program of every exec tool is
-there to run (a relative command against the folder of the file that
-declares it, a bare name in PATH). Every problem is printed as
+expressions, tools and models, a tool step's args against the tool's
+input_schema, that the program of every exec tool is there to run (a
+relative command against the folder of the file that declares it, a bare
+name in PATH), and that every model the steps may call opens (its API key
+variable is set). Every problem is printed as
 file:line:col: message; exit 2 when a flow does not validate.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,7 +50,7 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 			for _, path := range args {
 				r := fileResult{Path: path, Diagnostics: []flow.Diagnostic{}}
 				load := project.Load
-				opts := &project.LoadOptions{Script: l.script, Config: l.config, TrustedToolsOnly: l.trustedToolsOnly}
+				opts := &project.LoadOptions{Script: l.script, Config: l.config, Model: l.model, TrustedToolsOnly: l.trustedToolsOnly}
 				nested := &project.LoadOptions{TrustedToolsOnly: l.trustedToolsOnly}
 				nested.Workflow = func(flowPath string) (tool.Tool, error) { return checkWorkflow(cmd.Context(), flowPath, nested) }
 				opts.Workflow = nested.Workflow // agents' workflow tools, and theirs
@@ -60,7 +62,7 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 				switch {
 				case err == nil:
 					r.Diagnostics = append(r.Diagnostics, p.Flow.Warnings...)
-					missing := p.CheckCommands()
+					missing := append(p.CheckCommands(), p.CheckModelsOpen()...)
 					r.OK, r.Diagnostics = len(missing) == 0, append(r.Diagnostics, missing...)
 				case errors.As(err, &fe):
 					r.Diagnostics = fe.Diagnostics

@@ -302,13 +302,14 @@ steps:
   - {id: rep, tool: echo, args: {n: 1}, repeat: {until: "false", max: 2}, requires: []}
   - {id: fb, tool: fail, args: {}, on_error: fallback, fallback: {tool: echo, args: {n: 2}}, requires: []}
   - {id: pl, type: plan, model: m, goal: "echo", tools: [echo], requires: []}
-  - {id: bad, tool: strict, args: {town: x}, on_error: skip, fallback_value: {}, requires: []}
+  - {id: bad, tool: strict, args: "{input.bad}", on_error: skip, fallback_value: {}, requires: []}
 `)
 	gate := &gateLog{}
 	c := newCalls()
 	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Gate: gate, OnCall: c.on,
 		NewRunID: func() string { return "r" }})
-	res, err := e.Run(context.Background(), f, map[string]any{"items": []any{"x", "y"}}, nil)
+	// bad's args come whole from the input, so only the call can find them wrong
+	res, err := e.Run(context.Background(), f, map[string]any{"items": []any{"x", "y"}, "bad": map[string]any{"town": "x"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 // Engine returns an engine wired to p's tools and models; cfg supplies the
 // rest (sink, gate, store, clock) and may be zero. Unless cfg has a gate,
-// risk, review or redactor of its own, p's are used (rein.yaml policy:,
-// risk:, review: and the project's secrets).
+// risk or review of its own, p's are used (rein.yaml policy:, risk:,
+// review:); the redactor is p's (the project's secrets) joined with cfg's.
 func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 	cfg.Tools, cfg.Models = p.Tools, p.Models
 	if cfg.Gate == nil && p.Gate != nil {
@@ -25,8 +25,7 @@ func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 	if cfg.Review == nil {
 		cfg.Review = p.Review
 	}
-	if cfg.Redactor == nil {
-		cfg.Redactor = p.Redactor()
-	}
+	// the project's secrets are always hidden, the Config's besides
+	cfg.Redactor = p.Redactor().Join(cfg.Redactor)
 	return engine.New(cfg)
 }

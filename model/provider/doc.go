@@ -29,6 +29,10 @@
 //	vllm       http://localhost:8000/v1    VLLM_API_KEY, opt.  json_schema
 //	lmstudio   http://localhost:1234/v1    (none)              json_schema
 //
+// OPENAI_BASE_URL and ANTHROPIC_BASE_URL, when set, are the base URL of an
+// openai or anthropic spec without base_url (a compatible server, a
+// proxy), as in the providers' own SDKs; base_url in rein.yaml wins.
+//
 // openai with a base_url of another server defaults to json_object (JSON
 // mode), since not every compatible server has strict structured outputs.
 //

@@ -21,7 +21,9 @@ type Spec struct {
 	// Model is the provider's model name (gpt-4o-mini, claude-sonnet-4-5,
 	// deepseek-chat, llama3.2).
 	Model string `yaml:"model" json:"model"`
-	// BaseURL is the API root. Defaults to the preset's.
+	// BaseURL is the API root. Defaults to the preset's BaseURLEnv
+	// variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) when it is set, else
+	// the preset's BaseURL.
 	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
 	// APIKeyEnv is the environment variable holding the API key. Defaults
 	// to the preset's. Keys are only ever read from the environment.
@@ -47,6 +49,11 @@ type Preset struct {
 	API string
 	// BaseURL is the default API root.
 	BaseURL string
+	// BaseURLEnv is the environment variable that, when set, replaces
+	// BaseURL for a Spec without base_url (an OpenAI- or
+	// Anthropic-compatible server, a proxy), as the providers' own SDKs
+	// read it; "" for presets that read none.
+	BaseURLEnv string
 	// KeyEnv is the default environment variable holding the key.
 	KeyEnv string
 	// KeyRequired is false for local servers, which run without a key.
@@ -57,8 +64,8 @@ type Preset struct {
 }
 
 var presets = map[string]Preset{
-	"openai":    {Name: "openai", API: "openai", BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", KeyRequired: true},
-	"anthropic": {Name: "anthropic", API: "anthropic", BaseURL: "https://api.anthropic.com", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
+	"openai":    {Name: "openai", API: "openai", BaseURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL", KeyEnv: "OPENAI_API_KEY", KeyRequired: true},
+	"anthropic": {Name: "anthropic", API: "anthropic", BaseURL: "https://api.anthropic.com", BaseURLEnv: "ANTHROPIC_BASE_URL", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
 	"deepseek":  {Name: "deepseek", API: "openai", BaseURL: "https://api.deepseek.com", KeyEnv: "DEEPSEEK_API_KEY", KeyRequired: true, Structured: "json_object"},
 	"ollama":    {Name: "ollama", API: "openai", BaseURL: "http://localhost:11434/v1", Structured: "json_schema"},
 	"vllm":      {Name: "vllm", API: "openai", BaseURL: "http://localhost:8000/v1", KeyEnv: "VLLM_API_KEY", Structured: "json_schema"},
@@ -123,7 +130,7 @@ func (e *KeyError) Error() string {
 
 // Open builds the Model spec describes. getenv reads the environment (pass
 // os.Getenv; tests pass a map's lookup); it is asked only for the key
-// variable. Open fails, saying what to set, when the provider is unknown,
+// variable and, for a spec without BaseURL, the preset's BaseURLEnv. Open fails, saying what to set, when the provider is unknown,
 // the model is missing, the adapter of the preset's API is not in the
 // program (an error wrapping ErrNoAdapter that names the package to
 // import), or the key variable is empty where a key is needed (always for
@@ -148,7 +155,12 @@ func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	default:
 		return nil, fmt.Errorf("%s/%s: structured %q is not json_schema, json_object or none", p.Name, spec.Model, spec.Structured)
 	}
-	baseURL := spec.BaseURL
+	baseURL, fromEnv := spec.BaseURL, ""
+	if baseURL == "" && p.BaseURLEnv != "" && getenv != nil {
+		if baseURL = strings.TrimSpace(getenv(p.BaseURLEnv)); baseURL != "" {
+			fromEnv = p.BaseURLEnv
+		}
+	}
 	if baseURL == "" {
 		baseURL = p.BaseURL
 	}
@@ -170,11 +182,15 @@ func Open(spec Spec, getenv func(string) string) (model.Model, error) {
 	if structured == "" {
 		structured = p.Structured
 	}
-	return build(Config{
+	m, err := build(Config{
 		Provider: p.Name, API: p.API, Model: spec.Model, BaseURL: baseURL,
 		APIKey: key, APIKeyEnv: keyEnv, MaxTokens: spec.MaxTokens,
 		Timeout: time.Duration(spec.Timeout), Structured: structured,
 	})
+	if err != nil && fromEnv != "" {
+		return nil, fmt.Errorf("%w (the base URL is the environment variable %s: correct or unset it)", err, fromEnv)
+	}
+	return m, err
 }
 
 func example(p Preset) string {

@@ -187,3 +187,49 @@ func TestPresetBaseURLsAreTheAdapters(t *testing.T) {
 		}
 	}
 }
+
+// OPENAI_BASE_URL and ANTHROPIC_BASE_URL send a spec without base_url to
+// that server (a compatible server, a proxy); a spec's base_url wins, and
+// a variable that is not a URL is named in the error.
+func TestOpenReadsTheBaseURLVariables(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ prov, urlEnv, keyEnv string }{
+		{"openai", "OPENAI_BASE_URL", "OPENAI_API_KEY"},
+		{"anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"},
+	} {
+		var hits []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits = append(hits, r.URL.Path)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(401)
+			_, _ = w.Write([]byte(`{"error":{"message":"no","type":"authentication_error"}}`))
+		}))
+		defer srv.Close()
+		getenv := env(tt.urlEnv, srv.URL+"/v1", tt.keyEnv, "sk-test-0123456789abcdef")
+		m, err := provider.Open(provider.Spec{Provider: tt.prov, Model: "m"}, getenv)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.prov, err)
+		}
+		_, _ = m.Generate(context.Background(), &model.Request{Messages: []model.Message{{Role: model.User, Content: "hi"}}})
+		if len(hits) != 1 || !strings.HasPrefix(hits[0], "/v1/") {
+			t.Errorf("%s: the server at %s got %v, want one call under /v1/", tt.prov, tt.urlEnv, hits)
+		}
+
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }))
+		defer other.Close()
+		hits = nil
+		m, err = provider.Open(provider.Spec{Provider: tt.prov, Model: "m", BaseURL: other.URL}, getenv)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.prov, err)
+		}
+		_, _ = m.Generate(context.Background(), &model.Request{Messages: []model.Message{{Role: model.User, Content: "hi"}}})
+		if len(hits) != 0 {
+			t.Errorf("%s: base_url given, yet %s's server was called: %v", tt.prov, tt.urlEnv, hits)
+		}
+
+		_, err = provider.Open(provider.Spec{Provider: tt.prov, Model: "m"}, env(tt.urlEnv, "localhost:9", tt.keyEnv, "sk-test-0123456789abcdef"))
+		if err == nil || !strings.Contains(err.Error(), tt.urlEnv) {
+			t.Errorf("%s: %s=localhost:9 gives %v, want an error naming the variable", tt.prov, tt.urlEnv, err)
+		}
+	}
+}

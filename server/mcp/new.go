@@ -129,6 +129,10 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err e
 	if err != nil {
 		return nil, err
 	}
+	// every folder's secrets hide in the runs of every served workflow tool
+	for _, p := range a.projects {
+		load.Redactor = load.Redactor.Join(p.Redactor())
+	}
 	if len(a.projects) > 0 || a.client != nil {
 		if tools, err = a.withRuns(tools, &load); err != nil {
 			return nil, err
