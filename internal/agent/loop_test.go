@@ -370,6 +370,42 @@ func TestHugeObservationKeepsContextBounded(t *testing.T) {
 	}
 }
 
+// A cut observation of an object keeps its small fields whole, whatever
+// their keys sort after: a workflow tool's answer over the limit keeps
+// task_id, status and next_actions, and its artifacts by reference.
+func TestCutObservationKeepsWhatTheAgentActsOn(t *testing.T) {
+	t.Parallel()
+	var c counted
+	artifact := func(step string) map[string]any {
+		return map[string]any{"step_id": step, "producer": "agent", "sha256": "abc" + step, "status": "succeeded",
+			"output": map[string]any{"text": strings.Repeat("y", 3000)}}
+	}
+	answer := map[string]any{
+		"artifacts":    []any{artifact("parse"), artifact("route"), artifact("cost")},
+		"next_actions": []any{map[string]any{"step_id": "approve", "action": "confirm", "output_schema": map[string]any{"description": strings.Repeat("z", 2000)}}},
+		"status":       "waiting",
+		"task_id":      "task-42",
+		"workflow":     "process",
+	}
+	m := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("a", "process_workflow", `{"order":"1"}`)), textReply("done")}}
+	l := newLoop(t, agent.Config{Model: m, ObservationLimit: 1000, Blobs: &blobs{data: map[string][]byte{}},
+		Tools: []agent.Tool{{Tool: c.tool("process_workflow", tool.EffectRead, false, func(any) (any, error) { return answer, nil })}}})
+	s := &agent.Session{Task: "t"}
+	if _, err := l.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	obs := s.Turns[0].Calls[0].Observation
+	for _, want := range []string{`"task_id":"task-42"`, `"status":"waiting"`, `"step_id":"approve"`, `"action":"confirm"`, `"sha256":"abcparse"`, `"sha256":"abccost"`, "whole in blob"} {
+		if !strings.Contains(obs, want) {
+			t.Errorf("the cut observation lost %s:\n%s", want, obs)
+		}
+	}
+	if len(obs) > 1200 {
+		t.Errorf("the observation is %d bytes", len(obs))
+	}
+}
+
 func TestFinalAnswerSchema(t *testing.T) {
 	t.Parallel()
 	sch, err := schema.Compile("answer", map[string]any{"type": "object", "required": []any{"refund"},
