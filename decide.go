@@ -78,6 +78,14 @@ func (c *Client) Decide(ctx context.Context, ref, step string, d Decision, opts 
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to decide")
 	}
+	// Read the run's journal before writing: damage in it is found now, and
+	// no decision is recorded on a run that could not go on from it.
+	if _, err := c.st.Events(ctx, run.ID, 0, 0); err != nil {
+		return nil, fmt.Errorf("decide step %s of run %s: nothing was recorded: %w", step, run.ID, err)
+	}
+	if _, err := c.st.Steps(ctx, run.ID); err != nil {
+		return nil, fmt.Errorf("decide step %s of run %s: nothing was recorded: %w", step, run.ID, err)
+	}
 	red := project.RunRedactor(run, &c.load).Join(c.cfg.Redactor)
 	a, err := c.st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: run.ID, StepID: step, Status: d.Status,
 		Output: red.Bytes(d.Output), Comment: red.String(d.Comment), DecidedBy: d.By})

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/cassette"
+	"github.com/reinhq/rein/store"
 )
 
 // cliAdvice says which flag fixes err, for the errors of the library whose
@@ -26,6 +28,8 @@ func cliAdvice(err error) string {
 		return "answer it with --model NAME|provider/model, or offline with --script FILE"
 	case errors.Is(err, cassette.ErrRecordAgain):
 		return "record it with --record FILE (and a model that answers: rein.yaml models:, or --model)"
+	case errors.Is(err, store.ErrDamaged) && !strings.Contains(err.Error(), "rein runs check"):
+		return "rein runs check, with the same --db, lists what is wrong; restore the store from a backup"
 	}
 	return ""
 }

@@ -17,8 +17,9 @@ func newRunsCheckCmd(s *streams) *cobra.Command {
 		Short: "Check the run store for damage, without changing it",
 		Long: `Check a SQLite run store without changing it: the database file's header and
 size against its pages, every frame of its write-ahead log (-wal) with
-SQLite's checksums, and SQLite's integrity_check over every page and index
-(it reads the whole file, about 0.3 s per 100 MB).
+SQLite's checksums, SQLite's integrity_check over every page and index
+(it reads the whole file, about 0.3 s per 100 MB), and every journal record
+decoded.
 
 Exit 0 when the store is sound, 6 when it is damaged (restore it from a
 backup). A log tail that a stopped process left half-written is reported

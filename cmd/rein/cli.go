@@ -111,7 +111,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// once one is loaded): a message may quote a failing program or server
 	// that echoed a key or a DSN.
 	var ee *exitError
-	if errors.As(err, &ee) {
+	if !errors.As(err, &ee) && errors.Is(err, store.ErrDamaged) {
+		ee = &exitError{code: exitDamaged, err: err}
+		err = ee
+	}
+	if ee != nil {
 		if errors.Is(ee.err, store.ErrDamaged) {
 			ee.code = exitDamaged
 		}

@@ -207,14 +207,19 @@ func writeRunResult(ctx context.Context, s *streams, res *rein.Result, order []s
 		writeResultText(s, res, order)
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
-	return &exitError{code: exitCode(ctx, res)}
+	code := exitCode(ctx, res)
+	if code == exitDamaged {
+		return &exitError{code: code, err: fmt.Errorf("run %s stopped: %s (rein runs check --db %s lists what is wrong)", res.RunID, res.Error.Message, shellQuote(redactDSN(dsn)))}
+	}
+	return &exitError{code: code}
 }
 
 // exitCode maps a run's result to the exit code: a run this process's
 // interruption stopped (resumable) is 130, a cancelled run 5 (130 if ctx,
 // this command's, ended and the run could not stay resumable); a run that
 // stopped because another process holds or advanced it (class conflict) is
-// 4, any other failure 1.
+// 4, one that stopped on a damaged store (class damaged) 6, any other
+// failure 1.
 func exitCode(ctx context.Context, res *rein.Result) int {
 	if res.Interrupted {
 		return exitInterrupted
@@ -230,8 +235,13 @@ func exitCode(ctx context.Context, res *rein.Result) int {
 		}
 		return exitCancelled
 	}
-	if res.Error != nil && res.Error.Class == fault.Conflict {
-		return exitConflict
+	if res.Error != nil {
+		switch res.Error.Class {
+		case fault.Conflict:
+			return exitConflict
+		case fault.Damaged:
+			return exitDamaged
+		}
 	}
 	return exitRunFailed
 }

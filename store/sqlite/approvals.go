@@ -30,7 +30,8 @@ func scanApproval(row scanner) (*store.Approval, error) {
 
 // Approvals lists approvals in the order they were created, of one run or
 // (p.RunID empty) of every run, with status p.Status (all when empty).
-func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]*store.Approval, error) {
+func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) (_ []*store.Approval, err error) {
+	defer s.seen(&err)
 	if p == nil {
 		p = &store.ListApprovalsParams{}
 	}
@@ -54,14 +55,15 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 // DecideApproval settles the pending approval of a step and bumps the run's
 // version: store.ErrNotFound when the step has no approval, store.ErrConflict
 // when it has none pending (already decided).
-func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (*store.Approval, error) {
+func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParams) (_ *store.Approval, err error) {
+	defer s.seen(&err)
 	switch p.Status {
 	case store.ApprovalApproved, store.ApprovalRejected, store.ApprovalSettled:
 	default:
 		return nil, fmt.Errorf("sqlite: decide approval of step %s in run %s: status %q: want approved, rejected or settled", p.StepID, p.RunID, p.Status)
 	}
 	var out *store.Approval
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		out = nil
 		// the run's version is computed from its journal: the rows queued
 		// go in first.

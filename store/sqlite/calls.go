@@ -33,7 +33,8 @@ func scanCall(row scanner) (*store.Call, error) {
 // the records of its call events, folded by key (journal.FoldCalls);
 // stepID, when not empty, keeps that step's. store.ErrNotFound when the
 // run does not exist.
-func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call, error) {
+func (s *Store) Calls(ctx context.Context, runID, stepID string) (_ []*store.Call, err error) {
+	defer s.seen(&err)
 	q, args := `SELECT `+callCols+` FROM calls WHERE run_id = ? ORDER BY seq`, []any{runID}
 	if stepID != "" {
 		q, args = `SELECT `+callCols+` FROM calls WHERE run_id = ? AND step_id = ? ORDER BY seq`, []any{runID, stepID}

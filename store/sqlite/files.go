@@ -28,7 +28,8 @@ const (
 // write-ahead log, as far as their headers and frames tell, without
 // SQLite: a file truncated or overwritten under a WAL (which would hide
 // it, serving the pages it holds), and committed transactions that SQLite's
-// recovery would drop because a frame before them fails its checksum.
+// recovery would drop because a frame before them fails its checksum, or
+// because the log's own header is damaged.
 // A missing or empty file without a WAL is a new database: no problem.
 func damage(path string) ([]string, error) {
 	wal, err := scanWAL(path + "-wal")
@@ -84,6 +85,15 @@ func damage(path string) ([]string, error) {
 	}
 	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
 		return append(problems, fmt.Sprintf("the database header gives a page size of %d", pageSize)), nil
+	}
+	if wal.badHeader != "" {
+		n, err := strandedCommits(path+"-wal", int(pageSize))
+		if err != nil {
+			return nil, fmt.Errorf("read %s-wal: %w", path, err)
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf("the header of its write-ahead log is damaged (%s), so SQLite would ignore the log and drop the %d committed transactions in it", wal.badHeader, n))
+		}
 	}
 	if size%pageSize != 0 {
 		problems = append(problems, fmt.Sprintf("the database file is %d bytes, not a whole number of %d-byte pages: it was truncated", size, pageSize))

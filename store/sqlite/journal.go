@@ -28,7 +28,8 @@ import (
 //
 // The transition is one journal row: its events and step projections as
 // frames. The run row is written only when t.Run changes it.
-func (s *Store) Commit(ctx context.Context, t *store.Transition) error {
+func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
+	defer s.seen(&err)
 	if t == nil || t.RunID == "" {
 		return errors.New("sqlite: commit: empty run ID")
 	}
@@ -301,7 +302,8 @@ func (s *Store) eachRow(ctx context.Context, what, q, runID string, after int64,
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
 // all. A record that does not decode, or that a newer rein wrote, is an
 // error naming the run and sequence.
-func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error) {
+func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) (_ []*trace.Event, err error) {
+	defer s.seen(&err)
 	if limit <= 0 {
 		limit = -1
 	}
@@ -309,7 +311,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 		out []*trace.Event
 		buf []byte // decoded events are copies: one buffer serves every row
 	)
-	err := s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
+	err = s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
 		var err error
 		if isPacked(data) {
 			if data, _, buf, err = unpack(runID, data, buf); err != nil {
@@ -317,7 +319,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 			}
 		}
 		if out, err = frames.DecodeEvents(out, runID, data, after, limit); err != nil {
-			return false, fmt.Errorf("sqlite: %w", err)
+			return false, badRecord(err)
 		}
 		return limit < 0 || len(out) < limit, nil
 	})
@@ -330,9 +332,10 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 // Steps returns the step projection of a run in first-written order, with
 // outputs and inputs stored as blobs read back: the journal's step records
 // folded, the last record of a step winning (only that one is decoded).
-func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err error) {
+	defer s.seen(&err)
 	var fold frames.Fold
-	err := s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
+	err = s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
 		if isPacked(data) {
 			// a buffer of its own: the folded frames alias it.
 			var err error
@@ -341,7 +344,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 			}
 		}
 		if err := fold.Add(runID, data); err != nil {
-			return false, fmt.Errorf("sqlite: %w", err)
+			return false, badRecord(err)
 		}
 		return true, nil
 	})
@@ -354,7 +357,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 		sf := &last[i]
 		st, r, err := journal.DecodeStep(runID, sf)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
+			return nil, badRecord(err)
 		}
 		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
 		// Payloads stored as blobs (large ones only), read back.
@@ -378,7 +381,7 @@ func (s *Store) stepBlob(ctx context.Context, runID, stepID, sha string) ([]byte
 	var data []byte
 	err := s.reads.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlite: run %s step %s: payload blob %s is missing: the database is damaged", runID, stepID, sha)
+		return nil, fmt.Errorf("%w: sqlite: run %s step %s: payload blob %s is missing", store.ErrDamaged, runID, stepID, sha)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: run %s step %s: read blob %s: %w", runID, stepID, sha, err)
@@ -387,9 +390,10 @@ func (s *Store) stepBlob(ctx context.Context, runID, stepID, sha string) ([]byte
 }
 
 // Blob returns the content stored under a hex sha256 (store.ErrNotFound).
-func (s *Store) Blob(ctx context.Context, sha string) ([]byte, error) {
+func (s *Store) Blob(ctx context.Context, sha string) (_ []byte, err error) {
+	defer s.seen(&err)
 	var data []byte
-	err := s.reads.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
+	err = s.reads.QueryRowContext(ctx, `SELECT data FROM blobs WHERE sha256 = ?`, sha).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: blob %s: %w", sha, store.ErrNotFound)
 	}

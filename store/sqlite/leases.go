@@ -15,7 +15,8 @@ import (
 // unexpired at p.Now (unless that owner is p.TakeFrom), store.ErrNotFound
 // for an unknown run, store.ErrNoTime for a zero p.Now. The holder may
 // acquire again to extend.
-func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.Run, error) {
+func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (_ *store.Run, err error) {
+	defer s.seen(&err)
 	if p.Owner == "" {
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: empty owner", p.RunID)
 	}
@@ -23,7 +24,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		return nil, fmt.Errorf("sqlite: acquire lease of run %s: %w", p.RunID, store.ErrNoTime)
 	}
 	var out *store.Run
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		out = nil
 		rk, h, err := x.head(p.RunID)
 		if err != nil {
@@ -68,11 +69,12 @@ func (x *wtx) missingOrConflict(runID, why string) error {
 // RenewLease extends a lease p.Owner holds to p.Now+p.TTL, without
 // changing the run's version: store.ErrConflict when the lease expired by
 // p.Now or another owner holds it, store.ErrNoTime for a zero p.Now.
-func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
+func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) (err error) {
+	defer s.seen(&err)
 	if p.Now.IsZero() {
 		return fmt.Errorf("sqlite: renew lease of run %s: %w", p.RunID, store.ErrNoTime)
 	}
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		now := p.Now
 		res, err := x.exec(stmtSQL[stRenewLease], now.Add(p.TTL).UnixNano(), p.RunID, p.Owner, now.UnixNano())
 		if err != nil {
@@ -93,11 +95,12 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 // hold (lost, released, or of an unknown run) does nothing. A final Commit
 // (the run succeeded, failed or was cancelled) already dropped the lease, and
 // releasing it after one through the same Store costs no transaction.
-func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) (err error) {
+	defer s.seen(&err)
 	if s.dropped.Take(runID) {
 		return nil
 	}
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		_, err := x.exec(stmtSQL[stReleaseLease], runID, owner)
 		return err
 	})
@@ -112,7 +115,8 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 // oldest first, bumping each one's version. Claims are serialised by the
 // writer, so concurrent claimers never get the same run. A zero p.Now is
 // store.ErrNoTime.
-func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.Run, error) {
+func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) (_ []*store.Run, err error) {
+	defer s.seen(&err)
 	if p.Owner == "" {
 		return nil, errors.New("sqlite: claim runs: empty owner")
 	}
@@ -124,7 +128,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 		out []*store.Run
 		rks []int64 // out's keys: the order the runs were created in
 	)
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		out, rks = nil, nil
 		// the versions are computed from the journal: the rows queued go in
 		// first.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/frames"
 )
 
@@ -75,7 +76,7 @@ func isPacked(col []byte) bool { return len(col) > 0 && col[0] == packMark }
 // buffer. A block that does not decode is an error naming the run.
 func unpack(runID string, col, buf []byte) (events, steps, out []byte, err error) {
 	damaged := func(why error) error {
-		return fmt.Errorf("sqlite: run %s: a packed journal row does not decode (%w): the database is damaged", runID, why)
+		return fmt.Errorf("%w: sqlite: run %s: a packed journal row does not decode (%w)", store.ErrDamaged, runID, why)
 	}
 	n, err := s2.DecodedLen(col[1:])
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 // approvals — and the blobs no remaining run refers to. With p.Vacuum it
 // then gives the freed space back to the file system (vacuum). A zero
 // p.Now is store.ErrNoTime.
-func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
+func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (_ *store.PruneResult, err error) {
+	defer s.seen(&err)
 	if p.Now.IsZero() {
 		return nil, fmt.Errorf("sqlite: prune: %w", store.ErrNoTime)
 	}
@@ -37,7 +38,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		}
 		return &store.PruneResult{Runs: len(ids), RunIDs: ids}, nil
 	}
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		res = store.PruneResult{}
 		// it deletes runs and their journal: the rows queued go in first.
 		if err := x.flush(); err != nil {

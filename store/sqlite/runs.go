@@ -77,7 +77,8 @@ func scanRunWith(row scanner, more ...any) (*store.Run, error) {
 // created=false. An existing ID without a matching key is
 // store.ErrConflict; a leased run (p.Owner) with a zero p.Now is
 // store.ErrNoTime.
-func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store.Run, bool, error) {
+func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (_ *store.Run, _ bool, err error) {
+	defer s.seen(&err)
 	if p == nil || p.ID == "" {
 		return nil, false, errors.New("sqlite: create run: empty run ID")
 	}
@@ -93,7 +94,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		created bool
 		sha     = flowSHA(p.FlowText)
 	)
-	err := s.w.write(ctx, func(x *wtx) error {
+	err = s.w.write(ctx, func(x *wtx) error {
 		run, created = nil, false
 		if p.IdempotencyKey != "" {
 			r, err := scanRun(x.queryRow(stmtSQL[stRunByKey], p.IdempotencyKey))
@@ -212,7 +213,8 @@ func cloneBytes(b []byte) []byte {
 var getRunSQL = runHeadSelect(`runs r WHERE r.id = ?1`)
 
 // GetRun returns one run (store.ErrNotFound).
-func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (_ *store.Run, err error) {
+	defer s.seen(&err)
 	r, err := scanRunHead(s.reads.QueryRowContext(ctx, getRunSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: run %s: %w", id, store.ErrNotFound)
@@ -224,7 +226,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 }
 
 // ListRuns returns runs, newest first; p may be nil.
-func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store.Run, error) {
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (_ []*store.Run, err error) {
+	defer s.seen(&err)
 	q, args := listRunsSQL(p)
 	return queryAll(ctx, s.reads, "list runs", scanRunHead, q, args...)
 }

@@ -15,6 +15,7 @@ import (
 	"modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/dropped"
 )
@@ -316,4 +317,34 @@ func nullBytes(b []byte) any {
 		return nil
 	}
 	return b
+}
+
+// seen turns *err into an error wrapping store.ErrDamaged when it reports
+// damage that a read or write met: SQLite's SQLITE_CORRUPT or SQLITE_NOTADB
+// (a page that is not what its b-tree says, e.g. one zeroed on disk). Every
+// exported method defers it, so no damage leaves the store as an ordinary
+// failure; damage found in a journal record is wrapped where it is decoded
+// (badRecord).
+func (s *Store) seen(err *error) {
+	e := *err
+	if e == nil || errors.Is(e, store.ErrDamaged) {
+		return
+	}
+	var se *sqlite.Error
+	if !errors.As(e, &se) {
+		return
+	}
+	if c := se.Code() & 0xff; c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB {
+		*err = fmt.Errorf("%w: sqlite: %s: %w; restore it from a backup", store.ErrDamaged, s.path, e)
+	}
+}
+
+// badRecord is the error for a journal record that does not decode: damage
+// (store.ErrDamaged), unless a newer rein wrote it (*journal.VersionError
+// says to upgrade rein).
+func badRecord(err error) error {
+	if ve := (*journal.VersionError)(nil); errors.As(err, &ve) && ve.Newer() {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return fmt.Errorf("%w: sqlite: %w", store.ErrDamaged, err)
 }

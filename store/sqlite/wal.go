@@ -116,3 +116,39 @@ func walChecksum(big bool, b []byte, s1, s2 uint32) (uint32, uint32) {
 	}
 	return s1, s2
 }
+
+// strandedCommits counts the commit frames in the -wal file at path whose
+// header is unusable: frames of pageSize (the database's) that carry the
+// first frame's salts, in a row from the first, with a page number. SQLite
+// ignores a log whose header fails, so the transactions they commit would
+// be dropped; a log that never got past its header holds none.
+func strandedCommits(path string, pageSize int) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(walHeaderSize, io.SeekStart); err != nil {
+		return 0, err
+	}
+	frame := make([]byte, walFrameHeaderSize+pageSize)
+	var salt []byte
+	commits := 0
+	for {
+		if _, err := io.ReadFull(f, frame); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return commits, nil
+			}
+			return 0, err
+		}
+		if salt == nil {
+			salt = append([]byte(nil), frame[8:16]...)
+		}
+		if string(frame[8:16]) != string(salt) || binary.BigEndian.Uint32(frame) == 0 {
+			return commits, nil
+		}
+		if binary.BigEndian.Uint32(frame[4:]) != 0 {
+			commits++
+		}
+	}
+}
