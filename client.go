@@ -43,7 +43,7 @@ type Config struct {
 	// Owner names this client in run leases. Defaults to host/pid/random.
 	Owner string
 	// LeaseTTL is how long a run's lease lasts without a heartbeat.
-	// Defaults to engine.DefaultLeaseTTL.
+	// Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Redactor hides secrets in what the client's runs record and in the
 	// decisions it records, besides what each project hides
