@@ -76,7 +76,11 @@ type Client struct {
 }
 
 // Open returns a Client of cfg, opening Config.DB when Config.Store is
-// nil.
+// nil. On a durable store it first stops what exec tools of dead rein
+// processes of this machine left running (engine.StopLeftovers: a tool's
+// children still in its process group), so that no rein command leaves
+// them to run on; that is best effort, and a store it cannot read there
+// fails the operation that needs it, not Open.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{st: cfg.Store}
 	if c.st == nil && cfg.DB != "" {
@@ -100,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.cfg.Owner = engine.NewOwner()
 	}
 	if !store.IsEphemeral(c.st) {
+		_, _ = engine.StopLeftovers(ctx, c.st)
 		r, err := runs.New(c.st, &runs.Options{Load: &c.load, Gate: cfg.Gate})
 		if err != nil {
 			return nil, err

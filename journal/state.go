@@ -22,7 +22,7 @@ const (
 	// the planner's plan broke validation) and one corrective request
 	// follows within the same attempt. It is not a failed attempt.
 	CorrectiveRetry Kind = "corrective_retry"
-	// ToolProcess: a non-idempotent step's tool started a process group
+	// ToolProcess: a step's tool started a process group
 	// (Event.Process), committed before the tool is waited for.
 	ToolProcess Kind = "tool_process"
 	// AgentTurn is a turn of an agent step as the model gave it

@@ -327,8 +327,9 @@ func TestWorkerStopsOnSIGTERM(t *testing.T) {
 
 // TestKilledReinLeavesNoToolRunning: kill -9 of rein during a long exec
 // tool. The tool's own process dies with rein (the parent-death signal);
-// the child it spawned is still in its group, and the resume kills it
-// before it parks the step as unknown, and says so in the question.
+// the child it spawned is still in its group, and rein runs resume kills
+// it as it opens the store, before it parks the step as unknown, whose
+// question then finds nothing left running.
 func TestKilledReinLeavesNoToolRunning(t *testing.T) {
 	t.Parallel()
 	f := newProcFixture(t, false)
@@ -354,7 +355,7 @@ func TestKilledReinLeavesNoToolRunning(t *testing.T) {
 	}
 	var res durableResult
 	decodeOne(t, out, &res)
-	want := "Tool process group " + strconv.Itoa(leader) + " of the stopped process (1 process) was still running: rein killed it before parking the step"
+	want := "No tool process of the stopped process was left running"
 	if len(res.Pending) != 1 || res.Pending[0].Kind != string(store.KindUnknown) || !strings.Contains(res.Pending[0].Message, want) {
 		t.Fatalf("pending %+v; want step send unknown, saying %q", res.Pending, want)
 	}
@@ -401,4 +402,64 @@ func processLive(pid int) bool {
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// TestAnyCommandStopsAKilledReinsGrandchildren: kill -9 of rein while an
+// idempotent exec tool runs. The tool dies with rein, but the grandchild
+// it started (testdata/procs/grandchild.sh) is still alive in its group;
+// the next rein command that opens the store — here rein runs list, not a
+// resume — kills it before it does anything else, so the grandchild never
+// writes its file, even once told to.
+func TestAnyCommandStopsAKilledReinsGrandchildren(t *testing.T) {
+	t.Parallel()
+	script, err := filepath.Abs(filepath.Join("testdata", "procs", "grandchild.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	flow := "name: grandchild\nsteps:\n  - {id: fetch, tool: fetch, args: {}}\n" +
+		"tools:\n  fetch: {command: [\"sh\", " + strconv.Quote(script) + "], effect: read, idempotent: true}\n"
+	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &procFixture{t: t, bin: bin, dir: dir, db: filepath.Join(dir, "rein.db")}
+	effect := filepath.Join(dir, "effect")
+
+	cmd, _, stderr := f.start("run", f.dir, "--db", f.db, "-o", "json")
+	leader, grandchild := f.pid("leader.pid"), f.pid("grandchild.pid")
+	t.Cleanup(func() { _ = syscall.Kill(-leader, syscall.SIGKILL) })
+	f.waitProcessRecorded()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); processLive(leader); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool (pid %d) outlived rein\n%s", leader, stderr)
+		}
+	}
+	if !processLive(grandchild) {
+		t.Fatalf("the grandchild (pid %d) died with rein: nothing left to stop", grandchild)
+	}
+
+	if code, out, errs := f.cli("runs", "list"); code != exitOK {
+		t.Fatalf("runs list: exit %d\n%s\n%s", code, out, errs)
+	}
+	// stopped by the time the command returned, not later.
+	if live, err := proc.Live(leader); err != nil || len(live) != 0 {
+		t.Fatalf("after rein runs list the tool's group %d still has %v (%v)", leader, live, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// a live grandchild writes within a tenth of a second of the release.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(effect); err == nil {
+			t.Fatal("the grandchild of the killed rein wrote its effect")
+		}
+	}
 }

@@ -60,6 +60,9 @@ type durability struct {
 	// (stopLeftovers), for the question a person is asked.
 	toPark []int
 	notes  map[int]string
+	// procs are the tool_process events of a resumed run's journal: the
+	// process groups its tools started, which stopLeftovers stops.
+	procs []*trace.Event
 	// progress by step index: what the call records of a resumed step
 	// say it had done (resume_calls.go).
 	progress map[int]*stepProgress

@@ -8,22 +8,24 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein/internal/proc"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
-// onProcess is the tool.ProcessHook of a durable run. When a
-// non-idempotent step's tool starts a process group, it journals the group
-// (a tool_process event) and commits it at once, so that a resume by
-// another process finds the group if this one dies, and stops what is left
-// of it before it asks a person about the step (stopLeftovers). A process
-// that dies between the start and this commit leaves no record; on Linux
-// the tool's own process dies with it (tool/exec's parent-death signal).
-// Idempotent steps are not recorded: a resume runs them again anyway.
+// onProcess is the tool.ProcessHook of a durable run. When a step's tool
+// starts a process group, it journals the group (a tool_process event) and
+// commits it at once, so that if this process dies, the next rein that
+// opens the store (StopLeftovers) or resumes the run (stopLeftovers) finds
+// the group and stops what is left of it: the tool's own process dies
+// with rein (tool/exec's parent-death signal on Linux), but what it
+// spawned stays in its group. Idempotent steps are recorded too: a resume
+// runs them again, and their first attempt must not run on beside it. A
+// process that dies between the start and this commit leaves no record.
 func (r *run) onProcess(ctx context.Context, p tool.Process) {
 	info := tool.CallInfoFrom(ctx)
 	s := r.f.StepByID(info.StepID)
-	if s == nil || info.RunID != r.id || r.idempotent(s.Index) {
+	if s == nil || info.RunID != r.id {
 		return
 	}
 	r.record(trace.Event{Kind: trace.ToolProcess, StepID: s.ID, StepType: string(s.Type), Attempt: info.Attempt,
@@ -31,38 +33,83 @@ func (r *run) onProcess(ctx context.Context, p tool.Process) {
 	r.flush()
 }
 
-// stopLeftovers looks, before the steps in toPark are parked as unknown,
-// for the process groups their tools started (tool_process events) and
-// kills those still alive that a dead process of this machine left, so
-// that approving an unknown step can never race its first attempt. It
-// returns, by step index, what it found, for the question a person is
-// asked.
-func (r *run) stopLeftovers(ctx context.Context) map[int]string {
+// toolProcesses returns the tool_process events of a journal.
+func toolProcesses(evs []*trace.Event) []*trace.Event {
+	var out []*trace.Event
+	for _, e := range evs {
+		if e.Kind == trace.ToolProcess && e.Process.PGID > 1 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// stopLeftovers, on resume, before any step runs or is parked as unknown,
+// kills what is still alive of the process groups the run's journal
+// records (r.d.procs) that a dead process of this machine left, so that
+// neither a re-run of an idempotent step nor approving an unknown one can
+// race the first attempt. It returns, by index of the steps in toPark,
+// what it found of their groups, for the question a person is asked.
+func (r *run) stopLeftovers() map[int]string {
 	parked := make(map[string]int, len(r.d.toPark))
 	for _, i := range r.d.toPark {
 		parked[r.f.Steps[i].ID] = i
 	}
-	evs, err := r.e.cfg.Store.Events(ctx, r.id, 0, -1)
-	if err != nil {
-		notes := make(map[int]string, len(parked))
-		for _, i := range parked {
-			notes[i] = fmt.Sprintf("rein could not read the run's journal to look for tool processes still running (%v): make sure the step's tool stopped before you decide", err)
-		}
-		return notes
-	}
 	found := map[int][]string{}
-	for _, e := range evs {
-		i, ok := parked[e.StepID]
-		if !ok || e.Kind != trace.ToolProcess || e.Process.PGID <= 1 {
-			continue
+	for _, e := range r.d.procs {
+		said := leftover(e.Process)
+		if i, ok := parked[e.StepID]; ok {
+			found[i] = append(found[i], said)
 		}
-		found[i] = append(found[i], leftover(e.Process))
 	}
 	notes := make(map[int]string, len(found))
 	for i, fs := range found {
 		notes[i] = summarizeLeftovers(fs)
 	}
 	return notes
+}
+
+// MaxLeftoverRuns bounds how many running runs StopLeftovers looks at.
+const MaxLeftoverRuns = 1000
+
+// StopLeftovers stops what exec tools of dead rein processes of this
+// machine left running in st: for each running run (up to
+// MaxLeftoverRuns, newest first) whose lease owner is a process of this
+// host and PID namespace that no longer runs, it kills the live members of
+// the process groups the run's journal records (tool_process) that such a
+// process started, the leader's start time and the boot id guarding
+// against a reused id. Every rein command that opens a store calls it
+// (rein.Open), so a tool's grandchildren do not run on until somebody
+// resumes the run. It returns how many groups it killed. A run it cannot
+// read is skipped and reported in the error, after the others were
+// looked at; groups it cannot check (another machine, a system without
+// /proc) are left to the resume, which says so. What a tool moved out of
+// its group (setsid, setpgid) is not found.
+func StopLeftovers(ctx context.Context, st store.Store) (killed int, err error) {
+	runs, err := st.ListRuns(ctx, &store.ListRunsParams{Status: trace.RunRunning, Limit: MaxLeftoverRuns})
+	if err != nil {
+		return 0, fmt.Errorf("engine: list running runs to stop the tools of dead processes: %w", err)
+	}
+	var errs []error
+	for _, run := range runs {
+		if !ownerGone(run.LeaseOwner) {
+			continue
+		}
+		evs, err := st.Events(ctx, run.ID, 0, -1)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("engine: read the journal of run %s to stop the tools of its dead process: %w", run.ID, err))
+			continue
+		}
+		for _, e := range toolProcesses(evs) {
+			if !ownerGone(e.Process.Owner) {
+				continue
+			}
+			if rep, err := proc.Stop(e.Process.PGID, e.Process.Start, e.Process.Boot, proc.DefaultWait); err == nil && rep.State != proc.Gone && rep.State != proc.Foreign {
+				killed++
+			}
+		}
+	}
+	return killed, errors.Join(errs...)
 }
 
 // noneLeft is what leftover says of a group with nothing left running.

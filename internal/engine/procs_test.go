@@ -13,10 +13,9 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// TestToolProcessIsJournaled: the process group a non-idempotent step's
-// tool starts is committed to the journal before the tool returns (a
-// resume by another process must find it even if this one dies now); an
-// idempotent step's is not recorded. A resume that cannot check the group
+// TestToolProcessIsJournaled: the process group a step's tool starts,
+// idempotent or not, is committed to the journal before the tool returns
+// (a resume by another process must find it even if this one dies now). A resume that cannot check the group
 // (its owner is not a process of this machine) says so in the question
 // about the unknown step.
 func TestToolProcessIsJournaled(t *testing.T) {
@@ -38,6 +37,9 @@ func TestToolProcessIsJournaled(t *testing.T) {
 	started := make(chan struct{}, 1)
 	fetch := tool.Func(tool.Spec{Name: "fetch", Effect: tool.EffectRead, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
 		tool.ProcessStarted(ctx, tool.Process{PGID: 4241, Start: 7, Boot: "b"})
+		if !journaled(ctx, "fetch") {
+			return nil, fault.BusinessErr(fmt.Errorf("the idempotent step's process group was not committed when the tool went on"))
+		}
 		return map[string]any{}, nil
 	})
 	send := tool.Func(tool.Spec{Name: "send", Effect: tool.EffectExternal}, func(ctx context.Context, _ any) (any, error) {
@@ -73,8 +75,9 @@ func TestToolProcessIsJournaled(t *testing.T) {
 			procs = append(procs, e.Process)
 		}
 	}
-	if want := (trace.Process{PGID: 4242, Start: 7, Boot: "b", Owner: "p1"}); len(procs) != 1 || procs[0] != want {
-		t.Fatalf("journaled process groups %+v, want only send's %+v", procs, want)
+	want := []trace.Process{{PGID: 4241, Start: 7, Boot: "b", Owner: "p1"}, {PGID: 4242, Start: 7, Boot: "b", Owner: "p1"}}
+	if len(procs) != 2 || procs[0] != want[0] || procs[1] != want[1] {
+		t.Fatalf("journaled process groups %+v, want fetch's and send's %+v", procs, want)
 	}
 
 	res, err = durableEngine(fx, st, "p2").Resume(ctx, f, "r")
@@ -82,8 +85,8 @@ func TestToolProcessIsJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, res, trace.RunWaiting)
-	want := "Tool process group 4242 was started by p1, on another machine or in another PID namespace, which rein cannot check from here"
-	if len(res.Pending) != 1 || res.Pending[0].Kind != store.KindUnknown || !strings.Contains(res.Pending[0].Message, want) {
-		t.Fatalf("pending %+v, want send unknown saying %q", res.Pending, want)
+	wantMsg := "Tool process group 4242 was started by p1, on another machine or in another PID namespace, which rein cannot check from here"
+	if len(res.Pending) != 1 || res.Pending[0].Kind != store.KindUnknown || !strings.Contains(res.Pending[0].Message, wantMsg) || strings.Contains(res.Pending[0].Message, "4241") {
+		t.Fatalf("pending %+v, want send unknown saying %q, and nothing of fetch's group", res.Pending, wantMsg)
 	}
 }

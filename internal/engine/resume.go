@@ -183,6 +183,7 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		return nil, err
 	}
 	r.restoreUsage(run, events)
+	r.d.procs = toolProcesses(events)
 	if r.d.remedyOpen && r.failure == nil && len(run.Error) > 0 {
 		// a remediated run ends as it had ended before.
 		r.failure = &RunError{}
@@ -387,10 +388,10 @@ func (r *run) resume(parent context.Context) *Result {
 	}
 	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
 	r.startRisk()
-	if len(r.d.toPark) > 0 && r.failure == nil {
+	if len(r.d.procs) > 0 && r.failure == nil {
 		// what the dead process's tools left running is stopped before
-		// anybody can decide the steps.
-		r.d.notes = r.stopLeftovers(parent)
+		// any step runs again and before anybody can decide the steps.
+		r.d.notes = r.stopLeftovers()
 	}
 	for _, i := range r.d.toPark {
 		if r.failure != nil {

@@ -22,7 +22,10 @@
 // program spawned stay in its group; a caller that put a tool.ProcessHook
 // in the call's context is told the group (id, leader start time, boot) as
 // soon as it started, so that it can record it and a later process can
-// stop what is left (the engine does, before it parks an unknown step).
+// stop what is left (the engine does: every rein that opens the store, and
+// a resume before it runs or parks a step). A process that leaves the
+// group (setsid, setpgid) escapes every kill and outlives the call: a
+// program should keep what it spawns in its group and wait for it.
 // Process groups need a Unix system (Linux is what rein tests on); elsewhere
 // only the direct child is killed, and outside Linux there is no
 // parent-death signal.

@@ -1,0 +1,121 @@
+//go:build linux
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/proc"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// liveGroup starts a shell in a process group of its own that waits on a
+// child, as an exec tool that spawned a helper, and returns it as a
+// tool.Process.
+func liveGroup(t *testing.T) tool.Process {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool.Process{PGID: cmd.Process.Pid, Start: start, Boot: proc.BootID()}
+}
+
+// leftoverRun runs an idempotent step whose tool reports a live process
+// group on its first call, under a lease owner that is a dead process of
+// this machine, and interrupts it while the tool runs, leaving the run
+// leased to that owner as a crash would. Later calls of the tool fail
+// unless the first group is gone by then.
+func leftoverRun(t *testing.T) (fx *fixture, st store.Store, dead string, group tool.Process, calls *atomic.Int32) {
+	t.Helper()
+	st = openSQLite(t)
+	dead = deadOwner(t)
+	group = liveGroup(t)
+	calls = &atomic.Int32{}
+	started := make(chan struct{}, 1)
+	fetch := tool.Func(tool.Spec{Name: "fetch", Effect: tool.EffectRead, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
+		if calls.Add(1) > 1 {
+			if live, _ := proc.Live(group.PGID); len(live) > 0 {
+				return nil, fault.BusinessErr(fmt.Errorf("the first attempt's group %d still runs %v beside the second", group.PGID, live))
+			}
+			return map[string]any{}, nil
+		}
+		tool.ProcessStarted(ctx, group)
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, fault.New(fault.Cancelled, context.Cause(ctx))
+	})
+	fx = newFixture(t, fetch)
+	f := fx.parse("name: p\nsteps:\n  - {id: fetch, tool: fetch, args: {}}\n")
+	rctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-started
+		cancel(engine.ErrInterrupted)
+	}()
+	res, err := durableEngine(fx, st, dead).Run(rctx, f, nil, &engine.RunOptions{RunID: "r"})
+	if err != nil || !res.Interrupted {
+		t.Fatalf("run: %v %+v; want interrupted", err, res)
+	}
+	leaseTo(t, st, dead)
+	if live, _ := proc.Live(group.PGID); len(live) != 2 {
+		t.Fatalf("group %d holds %v; want the shell and its child", group.PGID, live)
+	}
+	return fx, st, dead, group, calls
+}
+
+// TestStopLeftoversKillsTheGroupsOfADeadOwner: StopLeftovers, which every
+// opening of a store runs, kills the live groups a dead process's tools
+// left, idempotent steps' too, and finds nothing the second time.
+func TestStopLeftoversKillsTheGroupsOfADeadOwner(t *testing.T) {
+	t.Parallel()
+	_, st, _, group, _ := leftoverRun(t)
+	killed, err := engine.StopLeftovers(context.Background(), st)
+	if err != nil || killed != 1 {
+		t.Fatalf("StopLeftovers = %d, %v; want 1 group killed", killed, err)
+	}
+	if live, err := proc.Live(group.PGID); err != nil || len(live) != 0 {
+		t.Fatalf("group %d still holds %v (%v)", group.PGID, live, err)
+	}
+	if killed, err := engine.StopLeftovers(context.Background(), st); err != nil || killed != 0 {
+		t.Fatalf("StopLeftovers again = %d, %v; want nothing left", killed, err)
+	}
+}
+
+// TestResumeStopsTheGroupsOfADeadOwnerBeforeARerun: a resume (as a worker
+// that claims the run does, long after it opened the store) kills the dead
+// process's groups before it runs the idempotent step again.
+func TestResumeStopsTheGroupsOfADeadOwnerBeforeARerun(t *testing.T) {
+	t.Parallel()
+	fx, st, _, group, calls := leftoverRun(t)
+	f := fx.parse("name: p\nsteps:\n  - {id: fetch, tool: fetch, args: {}}\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := durableEngine(fx, st, "p2").Resume(ctx, f, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunSucceeded)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2", n)
+	}
+	if live, _ := proc.Live(group.PGID); len(live) != 0 {
+		t.Fatalf("group %d still holds %v", group.PGID, live)
+	}
+}
