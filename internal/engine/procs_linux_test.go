@@ -35,6 +35,16 @@ func liveGroup(t *testing.T) tool.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the shell forks its child after Start returns: wait until the group
+	// holds both, so the tests start from the tree they describe.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if live, _ := proc.Live(cmd.Process.Pid); len(live) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d never held the shell and its child", cmd.Process.Pid)
+		}
+	}
 	return tool.Process{PGID: cmd.Process.Pid, Start: start, Boot: proc.BootID()}
 }
 
