@@ -14,7 +14,7 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
-// Exit codes (shared/DESIGN.md §9).
+// Exit codes (docs/ARCHITECTURE.md "Exit codes").
 const (
 	exitOK          = 0
 	exitRunFailed   = 1

@@ -29,7 +29,7 @@ func newToolCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tool FLOW ACTION",
 		Short: "Drive a workflow as an agent's tool would: start, submit, submit_from_source, prepare_delivery, status, cancel",
-		Long: `Perform one action of the workflow tool of FLOW (shared/DESIGN.md §5) and
+		Long: `Perform one action of the workflow tool of FLOW (the <name>_workflow tool an agent calls) and
 print its answer, the JSON object an agent gets: task_id, status, next_actions
 (each ready step, its skill, the JSON Schema its output must satisfy, an
 instruction), artifacts and, from prepare_delivery, the delivery's files.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm/runtime"
+	"github.com/reinhq/rein/value"
 )
 
 // Bounds of the work outside predicates. A builtin such as string, split
@@ -198,39 +199,13 @@ func typeOf(v any) string { return fmt.Sprintf("%T", v) }
 
 // sizeOf is about how many bytes v takes as JSON (a string counts its
 // bytes alone, so text of max_input_bytes fits), or a number above limit
-// as soon as it passes limit, so the walk is bounded by limit.
+// as soon as it passes limit (value.JSONSize), so the walk is bounded by
+// limit.
 func sizeOf(v any, limit int64) int64 {
-	switch x := v.(type) {
-	case nil, bool, int, float64:
-		return 8
-	case string:
-		return int64(len(x))
-	case []string:
-		n := int64(2)
-		for _, e := range x {
-			if n += int64(len(e)) + 3; n > limit {
-				return n
-			}
-		}
-		return n
-	case []any:
-		n := int64(2)
-		for _, e := range x {
-			if n += sizeOf(e, limit-n) + 1; n > limit {
-				return n
-			}
-		}
-		return n
-	case map[string]any:
-		n := int64(2)
-		for k, e := range x {
-			if n += int64(len(k)) + 4 + sizeOf(e, limit-n); n > limit {
-				return n
-			}
-		}
-		return n
+	if s, ok := v.(string); ok {
+		return int64(len(s))
 	}
-	return 8
+	return value.JSONSize(v, limit)
 }
 
 // guardPatch wraps the operands of the guarded builtins and operators in

@@ -3,8 +3,8 @@ package template
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
+
+	"github.com/reinhq/rein/value"
 )
 
 // Bounds limit one rendering. A nil *Bounds means no limit.
@@ -83,55 +83,5 @@ func (m *meter) addValue(v any) error {
 	if room < 0 {
 		return nil
 	}
-	return m.add(jsonSize(v, room+1))
-}
-
-// jsonSize returns about how many bytes v takes as JSON, or a number above
-// limit as soon as it passes limit (so the walk is bounded by limit).
-func jsonSize(v any, limit int64) int64 {
-	switch x := v.(type) {
-	case nil:
-		return 4
-	case bool:
-		return 5
-	case string:
-		return int64(len(x)) + 2
-	case float64:
-		return floatSize(x)
-	case []any:
-		n := int64(2)
-		for _, e := range x {
-			if n += jsonSize(e, limit-n) + 1; n > limit {
-				return n
-			}
-		}
-		return n
-	case map[string]any:
-		n := int64(2)
-		for k, e := range x {
-			if n += int64(len(k)) + 4 + jsonSize(e, limit-n); n > limit {
-				return n
-			}
-		}
-		return n
-	}
-	return 8
-}
-
-// floatSize is len(strconv.FormatFloat(x, 'g', -1, 64)), without the
-// string: whole numbers below 1e6 (where 'g' writes plain digits) are
-// counted digit by digit, others formatted into a buffer on the stack.
-func floatSize(x float64) int64 {
-	if a := math.Abs(x); a < 1e6 && a == math.Trunc(a) && !(x == 0 && math.Signbit(x)) {
-		n := int64(1)
-		if x < 0 {
-			n++
-		}
-		for d := int64(a); d >= 10; d /= 10 {
-			n++
-		}
-		return n
-	}
-	var buf [32]byte
-	return int64(len(strconv.AppendFloat(buf[:0], x, 'g', -1, 64)))
+	return m.add(value.JSONSize(v, room+1))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/reinhq/rein/flow/ref"
+	"github.com/reinhq/rein/value"
 )
 
 // RenderError reports a placeholder that could not be rendered. Err is
@@ -100,7 +101,7 @@ func (t *Template) renderString(scope map[string]any, m *meter, extra int64) (st
 		// a value's text is at least about half its measure: one past
 		// twice the room is refused before its text is made.
 		if room := m.room(); room >= 0 {
-			if limit := 2*room + 16; jsonSize(v, limit) > limit {
+			if limit := 2*room + 16; value.JSONSize(v, limit) > limit {
 				return "", &SizeError{Max: m.b.MaxBytes}
 			}
 		}
