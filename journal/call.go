@@ -122,6 +122,25 @@ type Call struct {
 	Agent *AgentRecord `json:"agent,omitempty"`
 }
 
+// dropEmpty makes c's empty lists nil, as its encoding (which omits them)
+// reads back, so a record reads the same before and after it is written
+// again.
+func (c *Call) dropEmpty() {
+	if len(c.Provenance) == 0 {
+		c.Provenance = nil
+	}
+	if len(c.Gate) == 0 {
+		c.Gate = nil
+	}
+	if x := c.Effect; x != nil {
+		for _, l := range []*[]string{&x.Tags, &x.Reads, &x.Writes, &x.Sends, &x.Unrendered} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+	}
+}
+
 // CallGate is one decision of the policy gate on a call.
 type CallGate struct {
 	// Verdict is allow, block, require_approval or require_review.

@@ -149,6 +149,9 @@ func DecodeEvent(data []byte, e *Event) error {
 	if y := e.Time.UTC().Year(); y < 0 || y > 9999 {
 		return fmt.Errorf("time %s is outside the years 0-9999 in UTC", e.Time.Format(time.RFC3339Nano))
 	}
+	if e.Call != nil {
+		e.Call.dropEmpty()
+	}
 	return nil
 }
 
