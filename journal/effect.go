@@ -102,9 +102,11 @@ type Remediation struct {
 	// Escalation), when the remediation was escalated.
 	Escalation string `json:"escalation,omitempty"`
 	// Decision is the person's decision of a resolved escalation
-	// (approved, rejected, settled) and Comment what they said.
-	Decision string `json:"decision,omitempty"`
-	Comment  string `json:"comment,omitempty"`
+	// (approved, rejected, settled), Comment what they said and DecidedBy
+	// who they are (the approval's decided_by).
+	Decision  string `json:"decision,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+	DecidedBy string `json:"decided_by,omitempty"`
 	Error    string `json:"error,omitempty"`
 	// Tier is the risk tier an undo or compensation was assessed at (its
 	// tool, its args' provenance, the run's tier as the floor), and

@@ -23,8 +23,10 @@ type decideFlags struct {
 	// legacyFormat is settle's deprecated --format.
 	format, legacyFormat string
 	comment, value       string
-	noResume             bool
-	status               store.ApprovalStatus
+	// by is --by: who decides (default: decidedBy).
+	by       string
+	noResume bool
+	status   store.ApprovalStatus
 }
 
 var decideUse = map[store.ApprovalStatus]struct{ use, short, long string }{
@@ -61,6 +63,7 @@ func newDecideCmd(s *streams, status store.ApprovalStatus) *cobra.Command {
 	f.db.register(cmd)
 	f.loadFlags.registerOverrides(cmd)
 	cmd.Flags().StringVar(&f.comment, "comment", "", "why (recorded with the decision)")
+	cmd.Flags().StringVar(&f.by, "by", "", "who decides, recorded with the decision (default: the OS user, else $USER, else cli)")
 	cmd.Flags().BoolVar(&f.noResume, "no-resume", false, "record the decision only; resume later with rein runs resume")
 	addOutputFlag(cmd, &f.format)
 	if status == store.ApprovalSettled {
@@ -93,7 +96,7 @@ func (f *decideFlags) run(cmd *cobra.Command, s *streams, runID, stepID string) 
 		return err
 	}
 	return withRuns(cmd, s, &f.db, f.runsOptions(), func(ctx context.Context, c *rein.Client, dsn string) error {
-		d := rein.Decision{Status: f.status, Comment: f.comment, Output: out, By: decidedBy()}
+		d := rein.Decision{Status: f.status, Comment: f.comment, Output: out, By: decidedBy(f.by)}
 		opts := &rein.DecideOptions{Resume: !f.noResume}
 		if !f.noResume {
 			opts.ResumeOptions = *watchProgress(s)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -153,8 +154,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// decidedBy is who decides from this terminal: $USER, else "cli".
-func decidedBy() string {
+// decidedBy is who decides from this terminal: by (--by) when set, else
+// the OS user (os/user), else $USER, else "cli".
+func decidedBy(by string) string {
+	if by = strings.TrimSpace(by); by != "" {
+		return by
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}

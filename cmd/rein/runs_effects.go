@@ -117,7 +117,7 @@ func writeRemediation(w io.Writer, m *journal.Remediation) {
 		fmt.Fprintf(w, "    escalated: a person decides (rein runs approve|reject|settle RUN %s)\n", m.Escalation)
 	}
 	if m.Decision != "" {
-		fmt.Fprintf(w, "    decided: %s %s\n", m.Decision, m.Comment)
+		fmt.Fprintf(w, "    decided: %s %s (by %s)\n", m.Decision, m.Comment, orCLI(m.DecidedBy))
 	}
 	if m.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", m.Error)

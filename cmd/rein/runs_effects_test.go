@@ -206,7 +206,7 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 	if code, out, stderr = fx.bin("runs", "approve", res.RunID, "link_b/1/undo"); code != exitWaiting || !strings.Contains(out+stderr, "link_b/1/undo/2") {
 		t.Fatalf("approve the failed undo: exit %d\n%s\n%s", code, out, stderr)
 	}
-	if code, out, stderr = fx.bin("runs", "reject", res.RunID, "link_b/1/undo/2", "--comment", "left linked, the item is locked"); code != exitWaiting {
+	if code, out, stderr = fx.bin("runs", "reject", res.RunID, "link_b/1/undo/2", "--comment", "left linked, the item is locked", "--by", "ops-lead"); code != exitWaiting {
 		t.Fatalf("reject the second escalation: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if code, out, stderr = fx.bin("runs", "approve", res.RunID, "notify/1/freeze"); code != exitRunFailed {
@@ -219,7 +219,7 @@ func TestSagaCompensatesInReverseAndEscalates(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("runs effects: exit %d", code)
 	}
-	for _, want := range []string{"(saga, failed)", "link_b/1 undo link_item: resolved", "decided: rejected left linked, the item is locked", "notify/1 freeze notify: resolved"} {
+	for _, want := range []string{"(saga, failed)", "link_b/1 undo link_item: resolved", "decided: rejected left linked, the item is locked (by ops-lead)", "notify/1 freeze notify: resolved"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs effects lacks %q:\n%s", want, out)
 		}

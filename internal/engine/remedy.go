@@ -203,13 +203,13 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 					continue
 				}
 				if a.Status != store.ApprovalApproved || rm.Action == ActFreeze {
-					rec.Status, rec.Decision, rec.Comment, rec.Invalid = journal.RemedyResolved, string(a.Status), a.Comment, prior.Invalid
+					rec.Status, rec.Decision, rec.Comment, rec.DecidedBy, rec.Invalid = journal.RemedyResolved, string(a.Status), a.Comment, a.DecidedBy, prior.Invalid
 					r.recordRemedy(&rec)
 					continue
 				}
 				// approved: the compensation is made once more; a failure
 				// is the n-th escalation of it.
-				rec.Decision, rec.Comment = string(a.Status), a.Comment
+				rec.Decision, rec.Comment, rec.DecidedBy = string(a.Status), a.Comment, a.DecidedBy
 				esc += "/" + strconv.Itoa(st.failures[eff.Key]+1)
 			}
 		}
