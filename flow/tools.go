@@ -14,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "check"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -36,6 +36,10 @@ type ToolDecl struct {
 	MaxOutput    int64
 	InputSchema  *Schema
 	OutputSchema *Schema
+	// Check is the program (and its arguments) that asks whether a call
+	// took effect, for a resume that finds a call in doubt (check:); nil
+	// for none. It resolves like Command.
+	Check []string
 	// EffectDecl is what the tool does: effect, reversibility, idempotent,
 	// undo, compensate, resources, tags.
 	EffectDecl
@@ -300,6 +304,8 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			if seq, ok := f.value.(*ast.SequenceNode); ok && len(seq.Values) > 0 {
 				t.CommandPos = posOf(seq.Values[0])
 			}
+		case "check":
+			t.Check = d.command(f, where+" check")
 		case "description":
 			t.Description, _ = d.str(f, "")
 		case "timeout":

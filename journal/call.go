@@ -40,6 +40,15 @@ const (
 	CallWaiting CallStatus = "waiting"
 )
 
+// How a call in doubt was reconciled (Call.Reconciled): its tool's check
+// (tool.Checker) found that it took effect (the record holds the output
+// the check returned), or that it did not (the call was made again, or a
+// person was asked).
+const (
+	ReconciledHappened    = "check: happened"
+	ReconciledNotHappened = "check: did not happen"
+)
+
 // Settled reports whether the call's outcome is known.
 func (s CallStatus) Settled() bool { return s != CallStarted && s != CallWaiting && s != "" }
 
@@ -105,6 +114,10 @@ type Call struct {
 	// Outcome is how the pipeline saw the call end (ok, failed,
 	// timed_out, blocked, awaiting_approval, …; package invoke).
 	Outcome string `json:"outcome,omitempty"`
+	// Reconciled says how a call found in doubt after a crash was settled
+	// without a person (ReconciledHappened, ReconciledNotHappened); empty
+	// for a call whose outcome its own process recorded.
+	Reconciled string `json:"reconciled,omitempty"`
 	// Output is the call's output as canonical JSON, when it succeeded:
 	// kept for the calls of for_each items and plan steps (a step's
 	// max_output_bytes bounds it), and an agent's call whose observation

@@ -107,7 +107,7 @@ type Remediation struct {
 	Decision  string `json:"decision,omitempty"`
 	Comment   string `json:"comment,omitempty"`
 	DecidedBy string `json:"decided_by,omitempty"`
-	Error    string `json:"error,omitempty"`
+	Error     string `json:"error,omitempty"`
 	// Tier is the risk tier an undo or compensation was assessed at (its
 	// tool, its args' provenance, the run's tier as the floor), and
 	// Control who let it through or must: automatic (tier 1–2), reviewer

@@ -393,16 +393,33 @@ func (r *run) resume(parent context.Context) *Result {
 		// any step runs again and before anybody can decide the steps.
 		r.d.notes = r.stopLeftovers()
 	}
+	leased := false
+	if r.failure == nil && r.checksAny(r.d.toPark) {
+		// a check may take longer than the lease: it is kept alive.
+		r.startLease(r.e.cfg.LeaseTTL)
+		leased = true
+	}
+	requeued := false
 	for _, i := range r.d.toPark {
 		if r.failure != nil {
 			break // the run failed already: nobody is asked about it
 		}
 		// in flight when the process died, and not idempotent: nobody
-		// knows whether its effect happened, so a person decides.
+		// knows whether its effect happened. Its tool's check may know
+		// (reconcile.go); otherwise a person decides.
+		if done, again := r.reconcile(i); done {
+			requeued = requeued || again
+			continue
+		}
 		r.park(i, store.KindUnknown, r.prepare(i))
 	}
+	if requeued {
+		r.m.Seed()
+	}
 	r.flush()
-	r.startLease(r.e.cfg.LeaseTTL)
+	if !leased {
+		r.startLease(r.e.cfg.LeaseTTL)
+	}
 	r.loop()
 	return r.finish(parent)
 }

@@ -70,6 +70,11 @@ type Config struct {
 	// InputSchema and OutputSchema are JSON Schemas, or nil for any value.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
+	// Check is the command that asks whether a call took effect
+	// (rein.yaml check:; the tool is then a tool.Checker): nil for none.
+	// It runs like the tool (Dir, Env, PassEnv, Timeout, MaxOutputBytes),
+	// with the protocol of CheckCall.
+	Check []string
 }
 
 // Tool is an exec tool. It is safe for concurrent use; each call starts its
@@ -77,6 +82,8 @@ type Config struct {
 type Tool struct {
 	cfg  Config
 	spec tool.Spec
+	// check runs Config.Check; nil without one.
+	check *Tool
 }
 
 var _ tool.Tool = (*Tool)(nil)
@@ -137,6 +144,9 @@ func New(cfg Config) (*Tool, error) {
 	if cfg.OutputSchema != nil && !json.Valid(cfg.OutputSchema) {
 		bad("output schema is not valid JSON")
 	}
+	if cfg.Check != nil && (len(cfg.Check) == 0 || cfg.Check[0] == "") {
+		bad("check is empty: give the program that answers whether a call took effect, e.g. [\"./tools/refund-check.sh\"]")
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -151,7 +161,7 @@ func New(cfg Config) (*Tool, error) {
 	if cfg.MaxOutputBytes == 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	return &Tool{cfg: cfg, spec: tool.Spec{
+	t := &Tool{cfg: cfg, spec: tool.Spec{
 		Name:          cfg.Name,
 		Description:   cfg.Description,
 		InputSchema:   cfg.InputSchema,
@@ -163,7 +173,12 @@ func New(cfg Config) (*Tool, error) {
 		Compensate:    cfg.Compensate,
 		Resources:     slices.Clone(cfg.Resources),
 		Tags:          slices.Clone(cfg.Tags),
-	}}, nil
+	}}
+	if cfg.Check != nil {
+		t.check = &Tool{cfg: cfg}
+		t.check.cfg.Name, t.check.cfg.Command = cfg.Name+" check", slices.Clone(cfg.Check)
+	}
+	return t, nil
 }
 
 // Spec describes the tool as declared.
