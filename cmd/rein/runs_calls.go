@@ -31,7 +31,12 @@ func writeCalls(w io.Writer, calls []*store.Call) {
 		if c.Status.Settled() {
 			took = c.Duration.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "  %s\tattempt=%d\t%s %s\t%s\t%s\t%s\n", callPlace(c), c.Attempt, c.Kind, c.Name, c.Status, took, detail)
+		status := string(c.Status)
+		if c.Reconciled != "" {
+			// settled after a crash by its tool's check, not by a person.
+			status += " (reconciled by " + c.Reconciled + ")"
+		}
+		fmt.Fprintf(tw, "  %s\tattempt=%d\t%s %s\t%s\t%s\t%s\n", callPlace(c), c.Attempt, c.Kind, c.Name, status, took, detail)
 	}
 	_ = tw.Flush()
 }

@@ -1,0 +1,197 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// The reconcile tests kill a child process (this test binary) while its
+// refund tool runs: the refund is in the ledger file, its settlement is
+// not in the journal. The resume here asks the tool's check.
+const reconcileFlow = `name: refunds
+steps:
+  - {id: refund, tool: refund, args: {order: "o-1", cents: 500}%s}
+  - {id: after, tool: note, args: {refund: "{refund.refund_id}"}}
+`
+
+// reconcileTools: refund appends its idempotency key to dir/ledger and,
+// with die, kills the process before it returns; its check answers by
+// mode: "ledger" (happened when the key is in the ledger), "no" (did not
+// happen), "fail" (cannot say), "bad" (happened, with an output that
+// breaks the tool's output schema).
+func reconcileTools(dir string, die bool, mode string) *tool.Registry {
+	ledger := filepath.Join(dir, "ledger")
+	refund := tool.Func(tool.Spec{Name: "refund", Effect: tool.EffectExternal,
+		OutputSchema: []byte(`{"type":"object","required":["refund_id"],"properties":{"refund_id":{"type":"string"}}}`)},
+		func(ctx context.Context, _ any) (any, error) {
+			key := tool.CallInfoFrom(ctx).IdempotencyKey
+			f, err := os.OpenFile(ledger, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			_, err = f.WriteString(key + "\n")
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			if die {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			return map[string]any{"refund_id": "r:" + key}, nil
+		})
+	checked := tool.WithCheck(refund, func(ctx context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
+		if req.IdempotencyKey != tool.CallInfoFrom(ctx).IdempotencyKey || string(req.OutputSchema) == "" {
+			return tool.CheckResult{}, errors.New("the check was not given the call's key and output schema")
+		}
+		switch mode {
+		case "no":
+			return tool.CheckResult{}, nil
+		case "fail":
+			return tool.CheckResult{}, errors.New("refund API unavailable")
+		case "bad":
+			return tool.CheckResult{Happened: true, Output: map[string]any{"id": 1}}, nil
+		}
+		b, err := os.ReadFile(ledger)
+		if err != nil {
+			return tool.CheckResult{}, err
+		}
+		if slices.Contains(strings.Fields(string(b)), req.IdempotencyKey) {
+			return tool.CheckResult{Happened: true, Output: map[string]any{"refund_id": "r:" + req.IdempotencyKey}}, nil
+		}
+		return tool.CheckResult{}, nil
+	})
+	note := tool.Func(tool.Spec{Name: "note", Effect: tool.EffectNone, Idempotent: true}, func(_ context.Context, args any) (any, error) {
+		return args, nil
+	})
+	reg := &tool.Registry{}
+	for _, t := range []tool.Tool{checked, note} {
+		if err := reg.Register(t); err != nil {
+			panic(err)
+		}
+	}
+	return reg
+}
+
+func reconcileFlowFor(t testing.TB, reg *tool.Registry, approval bool) *flow.Flow {
+	t.Helper()
+	extra := ""
+	if approval {
+		extra = ", approval: required"
+	}
+	f, err := flow.Parse([]byte(strings.Replace(reconcileFlow, "%s", extra, 1)), "refunds.yaml", &flow.Options{Tools: specsOf(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestReconcileChild is the child's body: it runs the refund flow and dies
+// in the refund (REIN_RECONCILE=approved: the refund waits for approval
+// first; the child approves it and resumes, then dies).
+func TestReconcileChild(t *testing.T) {
+	mode := os.Getenv("REIN_RECONCILE")
+	if mode == "" {
+		t.Skip("the child process of TestResumeReconcilesWithCheck")
+	}
+	dir := os.Getenv("REIN_CRASH_DIR")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := reconcileTools(dir, true, "")
+	e := engine.New(engine.Config{Tools: reg, Store: st})
+	f := reconcileFlowFor(t, reg, mode == "approved")
+	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "refund-run"})
+	if mode == "approved" && err == nil && res.Status == trace.RunWaiting {
+		if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "refund-run", StepID: "refund", Status: store.ApprovalApproved, DecidedBy: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Resume(ctx, f, "refund-run")
+	}
+	t.Fatalf("the child was meant to die in the refund, but its run returned (%v)", err)
+}
+
+// TestResumeReconcilesWithCheck: a refund killed mid-call is reconciled by
+// its tool's check: it happened → the step settles with the check's
+// output, made once, and the run goes on without a person; it did not →
+// made again (same key) only when a person had approved it, else a person
+// decides, told what the check found; the check cannot say (an error, an
+// output that breaks the tool's schema) → a person decides, told why.
+func TestResumeReconcilesWithCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	cases := []struct {
+		name, child, mode string
+		approval          bool
+		status            trace.RunStatus
+		refunds           int
+		reconciled, asked string
+	}{
+		{"happened", "plain", "ledger", false, trace.RunSucceeded, 1, journal.ReconciledHappened, ""},
+		{"not happened, not approved", "plain", "no", false, trace.RunWaiting, 1, journal.ReconciledNotHappened, "check found that the call did not take effect"},
+		{"not happened, approved", "approved", "no", true, trace.RunSucceeded, 2, "", ""},
+		{"cannot say", "plain", "fail", false, trace.RunWaiting, 1, "", "could not say whether the call took effect: refund API unavailable"},
+		{"breaks the schema", "plain", "bad", false, trace.RunWaiting, 1, "", "its output"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, st := killedChild(t, "TestReconcileChild", "REIN_RECONCILE="+tc.child)
+			ctx := context.Background()
+			reg := reconcileTools(dir, false, tc.mode)
+			e := engine.New(engine.Config{Tools: reg, Store: st, Clock: pastLease(t, st, "refund-run")})
+			res, err := e.Resume(ctx, reconcileFlowFor(t, reg, tc.approval), "refund-run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.status {
+				t.Fatalf("after resume: %s (%+v), want %s", res.Status, res.Error, tc.status)
+			}
+			keys := readLines(t, filepath.Join(dir, "ledger"))
+			if len(keys) != tc.refunds || len(keys) == 2 && keys[0] != keys[1] {
+				t.Fatalf("ledger %v: want %d refunds under one key", keys, tc.refunds)
+			}
+			calls, err := st.Calls(ctx, "refund-run", "refund")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reconciled []string
+			for _, c := range calls {
+				if c.Reconciled != "" {
+					reconciled = append(reconciled, c.Reconciled)
+				}
+			}
+			if tc.reconciled != "" && (len(reconciled) != 1 || reconciled[0] != tc.reconciled) {
+				t.Fatalf("call records of refund say reconciled %v, want %q", reconciled, tc.reconciled)
+			}
+			switch tc.status {
+			case trace.RunSucceeded:
+				if got := res.Outputs["after"]; got.(map[string]any)["refund"] != "r:"+keys[0] {
+					t.Fatalf("after got %v, want the refund the ledger holds (%s)", got, keys[0])
+				}
+			case trace.RunWaiting:
+				if res.Steps["refund"].Status != trace.StepUnknown || len(res.Pending) != 1 || !strings.Contains(res.Pending[0].Message, tc.asked) {
+					t.Fatalf("refund %s, pending %+v: want a person asked, told %q", res.Steps["refund"].Status, res.Pending, tc.asked)
+				}
+			}
+		})
+	}
+}
