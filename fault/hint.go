@@ -47,6 +47,10 @@ const (
 	// (Hint.RunID, Hint.Status; Hint.Waiting lists its steps that wait for
 	// a decision), so the session takes no new message until it does.
 	HintSessionWaiting HintCode = "session_waiting"
+	// HintNotFailed: only a failed run can be retried, and this one is
+	// Hint.Status (waiting or pending: decide or resume it; succeeded or
+	// cancelled: it stays so).
+	HintNotFailed HintCode = "not_failed"
 )
 
 // Hint is the machine-readable part of an Error: a code and the data that

@@ -58,6 +58,13 @@ const (
 	// recorded later replaces the earlier one. Since version 2 it holds
 	// what gate_decision, call_effect and agent_call events held.
 	CallRecorded Kind = "call"
+	// RunRetried: a failed run was re-opened to go on (rein runs retry;
+	// StepID: the step it was retried from, when one was named);
+	// StepReopened: one settled step goes back to pending to run again
+	// at its next attempt (Attempt: the attempt it had). Its effects stay
+	// in the journal.
+	RunRetried   Kind = "run_retried"
+	StepReopened Kind = "step_reopened"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -65,7 +72,8 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded}
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded,
+		RunRetried, StepReopened}
 }
 
 // RunStatus is the state of a run; docs/ARCHITECTURE.md "Run states" gives

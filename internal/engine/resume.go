@@ -241,6 +241,11 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 		switch row.Status {
 		case trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
 			r.m.Requeue(i) // decided again below
+		case trace.StepPending:
+			if row.Attempt > 0 {
+				// re-opened by a retry (retry.go): its next attempt.
+				r.d.firstAttempt[i] = row.Attempt + 1
+			}
 		}
 		switch row.Status {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack, trace.StepSkipped:

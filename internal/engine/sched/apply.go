@@ -25,7 +25,7 @@ func (m *Machine) Apply(ev *journal.Event) error {
 		s := m.f.StepByID(id)
 		if s == nil {
 			switch ev.Kind {
-			case journal.StepStarted, journal.StepSettled, journal.AttemptFailed, journal.ApprovalRequested, journal.ApprovalDecided:
+			case journal.StepStarted, journal.StepSettled, journal.AttemptFailed, journal.ApprovalRequested, journal.ApprovalDecided, journal.StepReopened:
 				return fmt.Errorf("event %d (%s) names step %s, which flow %s does not have", ev.Seq, ev.Kind, ev.StepID, m.f.Name)
 			}
 		} else {
@@ -52,6 +52,12 @@ func (m *Machine) Apply(ev *journal.Event) error {
 		m.ParkCall(i, ev.StepID, store.ApprovalKind(ev.Decision), ev.Attempt)
 	case journal.ApprovalDecided:
 		m.Decided(i)
+	case journal.RunRetried:
+		m.Retried()
+	case journal.StepReopened:
+		if i >= 0 {
+			m.Reopen(i, ev.Attempt)
+		}
 	}
 	return nil
 }

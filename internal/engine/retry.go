@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// Retry re-opens a failed durable run and resumes it (rein runs retry): the
+// same run id, every settled step and every effect kept. The steps that
+// failed go back to pending and run again at their next attempt (a new
+// idempotency key), and so, with from, does step from and every settled
+// step downstream of it (that reads it or requires it, transitively); the
+// other settled steps keep their outputs. from must be a step that ran (a
+// failed step, or one that settled before the failure); a step that never
+// ran is refused, naming the failed steps. The failed attempts' records
+// and their effects stay in the journal (journal.RunRetried,
+// journal.StepReopened).
+//
+// Errors: HintNotFailed (a business error) for a run that is not failed, a
+// not_found error naming the step (did-you-mean) for a from the flow does
+// not have, a business error for a from that never ran or for a step the
+// policy gate blocked (it would be blocked again).
+func (e *Engine) Retry(ctx context.Context, f *flow.Flow, runID, from string) (*Result, error) {
+	if store.IsEphemeral(e.cfg.Store) {
+		return nil, errors.New("engine: Retry needs a durable store (engine.Config.Store)")
+	}
+	run, err := e.cfg.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: retry run %s: %w", runID, err)
+	}
+	if run.Status != trace.RunFailed {
+		return nil, notFailed(run)
+	}
+	if h := FlowHash(f); h != run.FlowHash {
+		return nil, fmt.Errorf("engine: run %s started with flow %s (sha256 %.12s), not the one given (sha256 %.12s): retry with the pinned flow text", runID, run.Flow, run.FlowHash, h)
+	}
+	b, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := e.cfg.Store.Steps(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read steps of run %s: %w", runID, err)
+	}
+	reopen, err := reopenSet(f, runID, rows, from)
+	if err != nil {
+		return nil, err
+	}
+	leased := e.cfg.Clock.Now()
+	held := run
+	if run, err = e.acquire(ctx, runID, leased); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, fault.New(fault.Conflict, fmt.Errorf("engine: run %s is held by %s: wait for it before retrying: %w", runID, held.LeaseOwner, err))
+		}
+		return nil, fmt.Errorf("engine: lease run %s: %w", runID, err)
+	}
+	if run.Status != trace.RunFailed {
+		e.release(runID)
+		return nil, notFailed(run)
+	}
+	r := newRun(e, f, b, runID, nil)
+	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+	r.seq = run.LastSeq
+	r.begin(ctx)
+	r.record(trace.Event{Kind: journal.RunRetried, Flow: f.Name, StepID: from, Status: string(trace.RunPending)})
+	for _, row := range reopen {
+		r.recordMu.Lock()
+		r.d.pendSteps = append(r.d.pendSteps, &store.Step{RunID: runID, StepID: row.StepID, Type: row.Type, Status: trace.StepPending, Attempt: row.Attempt})
+		r.recordMu.Unlock()
+		r.record(trace.Event{Kind: journal.StepReopened, StepID: row.StepID, StepType: row.Type, Status: string(trace.StepPending), Attempt: row.Attempt})
+	}
+	r.recordMu.Lock()
+	r.d.pendRun = &store.RunUpdate{Status: trace.RunPending}
+	r.recordMu.Unlock()
+	r.flush()
+	r.delivered()
+	r.end()
+	storeErr := r.storeErr
+	r.recycle()
+	e.release(runID)
+	if storeErr != nil {
+		return nil, storeErr
+	}
+	return e.Resume(ctx, f, runID)
+}
+
+// notFailed is the error of a retry of a run that is not failed.
+func notFailed(run *store.Run) error {
+	advice := "it stays so"
+	switch run.Status {
+	case trace.RunWaiting:
+		advice = "decide what it waits for (rein runs approve|reject|settle)"
+	case trace.RunPending, trace.RunRunning:
+		advice = "resume it (rein runs resume)"
+	}
+	return fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNotFailed, RunID: run.ID, Status: string(run.Status)},
+		fmt.Errorf("run %s is %s, not failed: only a failed run can be retried; %s", run.ID, run.Status, advice))
+}
+
+// reopenSet is what a retry of run (its step rows) puts back to pending:
+// its failed steps, and with from, from and the settled steps downstream
+// of it, in flow order.
+func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*store.Step, error) {
+	byID := make(map[string]*store.Step, len(rows))
+	var failed []string
+	for _, row := range rows {
+		byID[row.StepID] = row
+		switch row.Status {
+		case trace.StepBlocked:
+			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s was blocked by the policy gate, and a retry would be blocked again: change the policy or the flow and start a new run", runID, row.StepID))
+		case trace.StepFailed:
+			failed = append(failed, row.StepID)
+		}
+	}
+	again := make([]bool, len(f.Steps))
+	for _, id := range failed {
+		again[f.StepByID(id).Index] = true
+	}
+	if from != "" {
+		s := f.StepByID(from)
+		if s == nil {
+			ids := make([]string, len(f.Steps))
+			for k, st := range f.Steps {
+				ids[k] = st.ID
+			}
+			return nil, fault.New(fault.NotFound, fmt.Errorf("run %s: flow %s has no step %q%s; its steps: %s", runID, f.Name, from, flow.DidYouMean(from, ids), strings.Join(ids, ", ")))
+		}
+		if row := byID[from]; row == nil || !row.Status.Settled() {
+			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s never ran, so it cannot be retried from: retry from a step that failed (%s) or one that settled before", runID, from, strings.Join(failed, ", ")))
+		}
+		again[s.Index] = true
+		for _, i := range f.Order { // upstream first
+			for _, k := range f.Steps[i].RequireIdx {
+				if again[k] {
+					again[i] = true
+				}
+			}
+		}
+	}
+	var out []*store.Step
+	for _, s := range f.Steps {
+		if row := byID[s.ID]; again[s.Index] && row != nil && row.Status.Settled() {
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
