@@ -323,3 +323,69 @@ func (c *Client) Status(ctx context.Context, id string) (*Result, error) {
 	}
 	return engine.New(engine.Config{Store: c.st}).Status(ctx, id)
 }
+
+// RetryOptions are per-call settings of Retry.
+type RetryOptions struct {
+	// From is the step to run again from (rein runs retry --from): a step
+	// that failed, or one that settled before the failure; that step and
+	// every settled step downstream of it run again, the others keep their
+	// outputs. Empty: the failed steps only.
+	From string
+	// ResumeOptions.Watch applies as for Resume; ResumeOptions.Project is
+	// not used.
+	ResumeOptions
+}
+
+// Retry re-opens the failed run ref names and resumes it: same run id,
+// every settled step and every effect kept; the failed steps (and, with
+// opts.From, that step and those downstream of it) run again at their next
+// attempt, so a tool that is not idempotent gets a new idempotency key,
+// and the failed attempts stay in the journal. Errors are *Error values:
+// not_found (HintNoRun; a From the flow does not have, with a suggestion),
+// business (HintNotFailed: the run is not failed, Hint.Status says what it
+// is; a From that never ran), conflict (HintHeldByAnotherProcess).
+func (c *Client) Retry(ctx context.Context, ref string, opts *RetryOptions) (out *Outcome, err error) {
+	if err := c.durable("Retry"); err != nil {
+		return nil, err
+	}
+	if opts == nil {
+		opts = &RetryOptions{}
+	}
+	run, err := c.get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	release, err := c.hold(run.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	p, err := project.LoadPinned(run, &c.load)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := p.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run %s: %w", run.ID, cerr)
+		}
+	}()
+	var sink trace.Sink
+	if opts.Watch != nil {
+		steps, err := c.st.Steps(ctx, run.ID)
+		if err != nil {
+			return nil, fmt.Errorf("steps of run %s: %w", run.ID, err)
+		}
+		var done func()
+		if sink, done = opts.Watch(p, steps); done != nil {
+			defer done()
+		}
+	}
+	res, err := c.engine(p, sink).Retry(ctx, p.Flow, run.ID, opts.From)
+	if err != nil {
+		if fault.ClassOf(err) == fault.Conflict {
+			return nil, c.heldErr(ctx, run.ID, err)
+		}
+		return nil, err
+	}
+	return &Outcome{Result: res, StepOrder: flowOrder(p)}, nil
+}
