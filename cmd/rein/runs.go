@@ -73,7 +73,7 @@ func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.Config, fn 
 func newRunsCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, trace, resume, cancel, approve, reject, settle and prune durable runs",
+		Short: "List, show, trace, resume, retry, cancel, approve, reject, settle and prune durable runs",
 		Long: `Work with the durable runs of a run store (--db, default $REIN_DB, else
 ` + defaultDB + `). Every subcommand takes --db and -o/--output text|json.
 
@@ -88,7 +88,7 @@ of the store); a prefix that matches several runs is exit 2 and lists them.`,
 			return usageErr("unknown command %q for rein runs; see rein runs --help", args[0])
 		},
 	}
-	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsCancelCmd(s),
+	cmd.AddCommand(newRunsListCmd(s), newRunsShowCmd(s), newRunsTraceCmd(s), newRunsResumeCmd(s), newRunsRetryCmd(s), newRunsCancelCmd(s),
 		newDecideCmd(s, store.ApprovalApproved), newDecideCmd(s, store.ApprovalRejected), newDecideCmd(s, store.ApprovalSettled),
 		newRunsPruneCmd(s), newRunsCheckCmd(s), newRunsArtifactsCmd(s), newRunsWhyCmd(s), newRunsEffectsCmd(s),
 		newRunsImpactCmd(s), newRunsRemediateCmd(s))

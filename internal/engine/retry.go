@@ -102,7 +102,7 @@ func notFailed(run *store.Run) error {
 		advice = "resume it (rein runs resume)"
 	}
 	return fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNotFailed, RunID: run.ID, Status: string(run.Status)},
-		fmt.Errorf("run %s is %s, not failed: only a failed run can be retried; %s", run.ID, run.Status, advice))
+		fmt.Errorf("run %s is not failed (its status is %s): only a failed run can be retried; %s", run.ID, run.Status, advice))
 }
 
 // reopenSet is what a retry of run (its step rows) puts back to pending:

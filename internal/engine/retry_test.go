@@ -101,7 +101,7 @@ func TestRetryReopensAFailedRun(t *testing.T) {
 	if got := strings.Fields(readFile(t, filepath.Join(dir, "calls"))); strings.Join(got, " ") != "charge/1 notify/1 notify/2 done/1" {
 		t.Fatalf("calls %v: want charge once, notify again at attempt 2", got)
 	}
-	if _, err := e.Retry(ctx, f, "r1", ""); fault.HintOf(err).Code != fault.HintNotFailed || !strings.Contains(err.Error(), "run r1 is succeeded, not failed") {
+	if _, err := e.Retry(ctx, f, "r1", ""); fault.HintOf(err).Code != fault.HintNotFailed || !strings.Contains(err.Error(), "run r1 is not failed (its status is succeeded)") {
 		t.Fatalf("retry of a succeeded run: %v", err)
 	}
 
