@@ -17,29 +17,33 @@ import (
 // that has not answered by then cannot say, and a person decides.
 const CheckTimeout = time.Minute
 
-// checker returns the check of step i's tool when the step is a plain tool
-// step (no for_each, no repeat) whose tool declares one (check:, or
-// tool.WithCheck); nil otherwise.
+// checker returns the check of step i's tool when the step is a tool step
+// outside a repeat loop (a plain one, or a for_each one) whose tool
+// declares one (check:, or tool.WithCheck); nil otherwise.
 func (r *run) checker(i int) tool.Checker {
 	s := r.f.Steps[i]
-	if s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil || r.b.tools[i] == nil {
+	if s.Type != flow.Tool || s.Repeat != nil || r.b.tools[i] == nil {
 		return nil
 	}
 	ck, _ := r.b.tools[i].(tool.Checker)
 	return ck
 }
 
-// reconcile asks the check of step i's tool, found in flight after a crash
-// and not idempotent, whether its call took effect, and reports whether
-// that settled the question without a person:
+// reconcile asks the check of step i's tool about its calls in doubt
+// (step i was found in flight after a crash: a plain tool step that is
+// not idempotent, or a for_each step whose records show item calls
+// started and never settled), and reports whether that settled the
+// question without a person:
 //
-//   - it happened: the step settles with the output the check returned
-//     (checked against the tool's output schema, then as a settled output:
-//     the step's schema and gate), its call record marked
-//     journal.ReconciledHappened;
-//   - it did not: the call is made again, with the same attempt and
-//     idempotency key, when a person had approved it; otherwise a person
-//     decides, told what the check found (ReconciledNotHappened);
+//   - a call happened: it is recorded as succeeded with the output the
+//     check returned (checked against the tool's output schema), marked
+//     journal.ReconciledHappened; a plain step settles with that output
+//     (then checked as a settled output: the step's schema and gate), an
+//     item counts as settled;
+//   - it did not: recorded so (journal.ReconciledNotHappened); it is made
+//     again, with the same attempt and idempotency key, when a person had
+//     approved the step or its tool is safe to repeat; otherwise a person
+//     decides, told what the check found;
 //   - the check cannot say (an error, a timeout, an output that breaks the
 //     schema): a person decides, told why.
 //
@@ -51,49 +55,92 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 		return false, false
 	}
 	s := r.f.Steps[i]
+	p := r.d.progress[i]
+	if s.ForEach != nil && (p == nil || len(p.inDoubt) == 0 || len(p.inDoubt) != len(p.doubt)) {
+		return false, false // a fallback's call in doubt: its tool is another
+	}
 	j := r.prepare(i)
 	if j.renderErr != nil {
 		return false, false
 	}
-	spec := &r.b.specs[i]
 	attempt := max(r.steps[i].attempts, 1)
-	at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}
-	key := at.Key()
+	if s.ForEach == nil {
+		at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}
+		out, happened, ok := r.askCheck(i, ck, at, at.Key(), j.in.args)
+		switch {
+		case !ok:
+			return false, false
+		case happened:
+			r.settleWith(i, out)
+			return true, false
+		}
+	} else {
+		for _, c := range p.inDoubt {
+			if c.Item >= len(j.each.inputs) {
+				return false, false
+			}
+			at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: true, Item: c.Item, Round: c.Round, Attempt: c.Attempt}
+			out, happened, ok := r.askCheck(i, ck, at, c.Key, j.each.inputs[c.Item].args)
+			if !ok {
+				return false, false
+			}
+			if happened {
+				p.items[c.Item] = out
+			}
+		}
+	}
+	// not happened (or, for items, each either happened or not): the
+	// step runs what is left, with the same attempt and keys.
+	r.m.Requeue(i)
+	r.d.firstAttempt[i] = attempt
+	return true, true
+}
+
+// askCheck asks ck whether the call of step i at position at (key, args)
+// took effect, records its answer as the call's record and reports it: ok
+// is false when a person must decide (the check cannot say, or the call
+// did not happen and may not be made again without a person), with the
+// reason noted for the question.
+func (r *run) askCheck(i int, ck tool.Checker, at invoke.Position, key string, args any) (out any, happened, ok bool) {
+	s := r.f.Steps[i]
+	spec := &r.b.specs[i]
 	clock := r.e.cfg.Clock
 	start := clock.Now()
 	ctx, cancel := clock.WithDeadline(r.ctx, start.Add(CheckTimeout))
 	defer cancel()
-	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: attempt, IdempotencyKey: key})
-	res, err := ck.CheckCall(ctx, tool.CheckRequest{Args: j.in.args, IdempotencyKey: key, OutputSchema: spec.OutputSchema})
+	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: at.Attempt, IdempotencyKey: key})
+	res, err := ck.CheckCall(ctx, tool.CheckRequest{Args: args, IdempotencyKey: key, OutputSchema: spec.OutputSchema})
 	if err == nil && res.Happened && spec.OutputSchema != nil {
 		err = checkOutput(spec, res.Output)
 	}
-	rec := &invoke.Record{At: at, Key: key, Tool: s.Tool, Args: j.in.args, Provenance: r.b.provenance(i, false),
+	if err != nil {
+		r.noteStep(i, fmt.Sprintf("its tool's check could not say whether the call %s took effect: %v", key, err))
+		return nil, false, false
+	}
+	rec := &invoke.Record{At: at, Key: key, Tool: s.Tool, Args: args, Provenance: r.b.provenance(i, false),
 		Start: start, Duration: clock.Now().Sub(start)}
-	switch {
-	case err != nil:
-		r.noteStep(i, fmt.Sprintf("its tool's check could not say whether the call took effect: %v", err))
-		return false, false
-	case res.Happened:
+	if res.Happened {
 		rec.Outcome, rec.Output = invoke.OK, res.Output
 		c := r.callOf(rec, store.CallSucceeded, spec, true)
 		c.Reconciled = journal.ReconciledHappened
 		r.recordCallEvent(c, false)
-		r.settleWith(i, res.Output)
-		return true, false
+		return res.Output, true, true
 	}
 	rec.Outcome = invoke.Failed
 	c := r.callOf(rec, store.CallFailed, spec, false)
 	c.Reconciled, c.Error = journal.ReconciledNotHappened, "its tool's check found that the call did not take effect"
 	r.recordCallEvent(c, false)
-	if a := r.d.decisions[s.ID]; a != nil && a.Status == store.ApprovalApproved || spec.Idempotent || spec.Effect == tool.EffectRead || spec.Effect == tool.EffectNone || spec.Effect == "" {
-		// approved, or safe to repeat: made again, same attempt and key.
-		r.m.Requeue(i)
-		r.d.firstAttempt[i] = attempt
-		return true, true
+	if a := r.d.decisions[s.ID]; a != nil && a.Status == store.ApprovalApproved || safeToRepeat(spec) {
+		return nil, false, true
 	}
-	r.noteStep(i, "its tool's check found that the call did not take effect (idempotency key "+key+"): approve to make it, reject to fail the step")
-	return false, false
+	r.noteStep(i, "its tool's check found that the call "+key+" did not take effect: approve to make it, reject to fail the step")
+	return nil, false, false
+}
+
+// safeToRepeat reports whether a call of a tool with spec may be made
+// again without a person: it is idempotent or only reads.
+func safeToRepeat(spec *tool.Spec) bool {
+	return spec.Idempotent || spec.Effect == tool.EffectRead || spec.Effect == tool.EffectNone || spec.Effect == ""
 }
 
 // checkOutput checks the output a check returned against the tool's

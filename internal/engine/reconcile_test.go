@@ -29,15 +29,15 @@ steps:
 `
 
 // reconcileTools: refund appends its idempotency key to dir/ledger and,
-// with die, kills the process before it returns; its check answers by
+// for the order dieOn, kills the process before it returns; its check answers by
 // mode: "ledger" (happened when the key is in the ledger), "no" (did not
 // happen), "fail" (cannot say), "bad" (happened, with an output that
 // breaks the tool's output schema).
-func reconcileTools(dir string, die bool, mode string) *tool.Registry {
+func reconcileTools(dir, dieOn, mode string) *tool.Registry {
 	ledger := filepath.Join(dir, "ledger")
 	refund := tool.Func(tool.Spec{Name: "refund", Effect: tool.EffectExternal,
 		OutputSchema: []byte(`{"type":"object","required":["refund_id"],"properties":{"refund_id":{"type":"string"}}}`)},
-		func(ctx context.Context, _ any) (any, error) {
+		func(ctx context.Context, args any) (any, error) {
 			key := tool.CallInfoFrom(ctx).IdempotencyKey
 			f, err := os.OpenFile(ledger, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 			if err != nil {
@@ -48,7 +48,7 @@ func reconcileTools(dir string, die bool, mode string) *tool.Registry {
 			if err != nil {
 				return nil, err
 			}
-			if die {
+			if dieOn != "" && args.(map[string]any)["order"] == dieOn {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {}
 			}
@@ -87,13 +87,25 @@ func reconcileTools(dir string, die bool, mode string) *tool.Registry {
 	return reg
 }
 
-func reconcileFlowFor(t testing.TB, reg *tool.Registry, approval bool) *flow.Flow {
+// reconcileEachFlow refunds three orders, one item each.
+const reconcileEachFlow = `name: refunds_each
+steps:
+  - id: refund
+    tool: refund
+    for_each: '["o-1", "o-2", "o-3"]'
+    args: {order: "{item}", cents: 500}
+`
+
+func reconcileFlowFor(t testing.TB, reg *tool.Registry, child string) *flow.Flow {
 	t.Helper()
-	extra := ""
-	if approval {
-		extra = ", approval: required"
+	text := strings.Replace(reconcileFlow, "%s", "", 1)
+	switch child {
+	case "approved":
+		text = strings.Replace(reconcileFlow, "%s", ", approval: required", 1)
+	case "each":
+		text = reconcileEachFlow
 	}
-	f, err := flow.Parse([]byte(strings.Replace(reconcileFlow, "%s", extra, 1)), "refunds.yaml", &flow.Options{Tools: specsOf(reg)})
+	f, err := flow.Parse([]byte(text), "refunds.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +126,13 @@ func TestReconcileChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := reconcileTools(dir, true, "")
+	dieOn := "o-1"
+	if mode == "each" {
+		dieOn = "o-2"
+	}
+	reg := reconcileTools(dir, dieOn, "")
 	e := engine.New(engine.Config{Tools: reg, Store: st})
-	f := reconcileFlowFor(t, reg, mode == "approved")
+	f := reconcileFlowFor(t, reg, mode)
 	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "refund-run"})
 	if mode == "approved" && err == nil && res.Status == trace.RunWaiting {
 		if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "refund-run", StepID: "refund", Status: store.ApprovalApproved, DecidedBy: "ann"}); err != nil {
@@ -140,25 +156,25 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, child, mode string
-		approval          bool
 		status            trace.RunStatus
 		refunds           int
 		reconciled, asked string
 	}{
-		{"happened", "plain", "ledger", false, trace.RunSucceeded, 1, journal.ReconciledHappened, ""},
-		{"not happened, not approved", "plain", "no", false, trace.RunWaiting, 1, journal.ReconciledNotHappened, "check found that the call did not take effect"},
-		{"not happened, approved", "approved", "no", true, trace.RunSucceeded, 2, "", ""},
-		{"cannot say", "plain", "fail", false, trace.RunWaiting, 1, "", "could not say whether the call took effect: refund API unavailable"},
-		{"breaks the schema", "plain", "bad", false, trace.RunWaiting, 1, "", "its output"},
+		{"happened", "plain", "ledger", trace.RunSucceeded, 1, journal.ReconciledHappened, ""},
+		{"not happened, not approved", "plain", "no", trace.RunWaiting, 1, journal.ReconciledNotHappened, "check found that the call refund-run/refund/1 did not take effect"},
+		{"not happened, approved", "approved", "no", trace.RunSucceeded, 2, "", ""},
+		{"cannot say", "plain", "fail", trace.RunWaiting, 1, "", "could not say whether the call refund-run/refund/1 took effect: refund API unavailable"},
+		{"for_each item happened", "each", "ledger", trace.RunSucceeded, 3, journal.ReconciledHappened, ""},
+		{"breaks the schema", "plain", "bad", trace.RunWaiting, 1, "", "its output"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir, st := killedChild(t, "TestReconcileChild", "REIN_RECONCILE="+tc.child)
 			ctx := context.Background()
-			reg := reconcileTools(dir, false, tc.mode)
+			reg := reconcileTools(dir, "", tc.mode)
 			e := engine.New(engine.Config{Tools: reg, Store: st, Clock: pastLease(t, st, "refund-run")})
-			res, err := e.Resume(ctx, reconcileFlowFor(t, reg, tc.approval), "refund-run")
+			res, err := e.Resume(ctx, reconcileFlowFor(t, reg, tc.child), "refund-run")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,8 +182,8 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 				t.Fatalf("after resume: %s (%+v), want %s", res.Status, res.Error, tc.status)
 			}
 			keys := readLines(t, filepath.Join(dir, "ledger"))
-			if len(keys) != tc.refunds || len(keys) == 2 && keys[0] != keys[1] {
-				t.Fatalf("ledger %v: want %d refunds under one key", keys, tc.refunds)
+			if len(keys) != tc.refunds || tc.child != "each" && keys[0] != keys[len(keys)-1] || tc.child == "each" && len(slices.Compact(slices.Sorted(slices.Values(keys)))) != 3 {
+				t.Fatalf("ledger %v: want %d refunds (one key each, an item's once)", keys, tc.refunds)
 			}
 			calls, err := st.Calls(ctx, "refund-run", "refund")
 			if err != nil {
@@ -184,6 +200,12 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 			}
 			switch tc.status {
 			case trace.RunSucceeded:
+				if tc.child == "each" {
+					if got := res.Outputs["refund"].([]any); len(got) != 3 || got[1].(map[string]any)["refund_id"] != "r:refund-run/refund[1]/1" {
+						t.Fatalf("refund outputs %v: item 1's is the check's", got)
+					}
+					break
+				}
 				if got := res.Outputs["after"]; got.(map[string]any)["refund"] != "r:"+keys[0] {
 					t.Fatalf("after got %v, want the refund the ledger holds (%s)", got, keys[0])
 				}

@@ -24,6 +24,10 @@ type stepProgress struct {
 	// doubt describes the calls that were started and never settled: a
 	// tool that is not idempotent, whose effect nobody knows.
 	doubt []string
+	// inDoubt are the records of a for_each step's item calls in doubt
+	// (not its fallback's), which its tool's check may settle
+	// (reconcile.go).
+	inDoubt []*store.Call
 	// succeeded counts the calls that succeeded (kept, not made again).
 	succeeded int
 }
@@ -116,6 +120,9 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 		default:
 			if _, ok := p.items[c.Item]; !ok {
 				p.doubt = append(p.doubt, fmt.Sprintf("item %d (tool %s, idempotency key %s)", c.Item, c.Name, c.Key))
+				if !c.Fallback {
+					p.inDoubt = append(p.inDoubt, c)
+				}
 			}
 		}
 	}
