@@ -126,6 +126,7 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		if c.Status == StatusChosen && !fresh && !safeToRepeat(l.tools[c.Tool].spec) {
 			c.Status = StatusUnknown
 			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)
+			l.reconcile(ctx, t.N, c) // its tool's check may settle it (reconcile.go)
 			if err := l.commitCall(ctx, t.N, c); err != nil {
 				return err
 			}
