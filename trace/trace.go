@@ -34,6 +34,8 @@ const (
 	CallEffect        = journal.CallEffect
 	Remediated        = journal.Remediated
 	CallRecorded      = journal.CallRecorded
+	RunRetried        = journal.RunRetried
+	StepReopened      = journal.StepReopened
 )
 
 // Event kinds of the workflow tool (package bridge).
