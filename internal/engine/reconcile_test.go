@@ -87,12 +87,14 @@ func reconcileTools(dir, dieOn, mode string) *tool.Registry {
 	return reg
 }
 
-// reconcileEachFlow refunds three orders, one item each.
+// reconcileEachFlow refunds three orders, one item each, one at a time (so
+// the kill on o-2 leaves exactly that item in doubt).
 const reconcileEachFlow = `name: refunds_each
 steps:
   - id: refund
     tool: refund
     for_each: '["o-1", "o-2", "o-3"]'
+    concurrency: 1
     args: {order: "{item}", cents: 500}
 `
 
