@@ -195,6 +195,19 @@ steps:
 		}},
 		{"retries_exhausted", plainRun("name: rx\nsteps:\n  - {id: get, tool: flaky, args: {}, retries: 2}\n  - {id: next, tool: a, args: {}}\n",
 			nil, []tool.Tool{failing("flaky", 9, errTransient), newKeyCounter("a", false)})},
+		{"retried", func(t *testing.T, st store.Store) (string, []byte) {
+			// failed on a transient error after an effect, then retried
+			// (rein runs retry): get runs again at attempt 2.
+			fx := newFixture(t, failing("flaky", 1, errTransient), newKeyCounter("a", false))
+			f := fx.parse("name: rtd\nsteps:\n  - {id: one, tool: a, args: {}}\n  - {id: get, tool: flaky, args: {}, retries: 0}\n  - {id: next, tool: a, args: {}}\n")
+			if _, err := durableEngine(fx, st, "p1").Run(ctx, f, nil, &engine.RunOptions{RunID: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := durableEngine(fx, st, "p2").Retry(ctx, f, "r", ""); err != nil {
+				t.Fatal(err)
+			}
+			return "r", f.Source
+		}},
 		{"retry_on_error", plainRun("name: ro\nsteps:\n  - {id: pay, tool: flaky, args: {}, on_error: retry, retries: 2}\n", nil, []tool.Tool{failing("flaky", 1, business)})},
 		{"gate_failed", plainRun("name: gf\nsteps:\n  - {id: g, tool: a, args: {}, gate: \"output.n > 5\"}\n  - {id: next, tool: a, args: {}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
 		{"when_error", plainRun("name: we\nsteps:\n  - {id: a1, tool: a, args: {}}\n  - {id: a2, tool: a, args: {}, when: \"a1.n.deeper > 1\"}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
