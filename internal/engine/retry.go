@@ -26,8 +26,11 @@ import (
 //
 // Errors: HintNotFailed (a business error) for a run that is not failed, a
 // not_found error naming the step (did-you-mean) for a from the flow does
-// not have, a business error for a from that never ran or for a step the
-// policy gate blocked (it would be blocked again).
+// not have, a business error for a from that never ran, for a step the
+// policy gate blocked (it would be blocked again) and for a step left
+// unknown (its effect in doubt: a retry would repeat it without a person).
+// A step that waited for a decision when the run failed (its approval was
+// closed with the run) is re-opened too and asks again.
 func (e *Engine) Retry(ctx context.Context, f *flow.Flow, runID, from string) (*Result, error) {
 	if store.IsEphemeral(e.cfg.Store) {
 		return nil, errors.New("engine: Retry needs a durable store (engine.Config.Store)")
@@ -106,11 +109,12 @@ func notFailed(run *store.Run) error {
 }
 
 // reopenSet is what a retry of run (its step rows) puts back to pending:
-// its failed steps, and with from, from and the settled steps downstream
-// of it, in flow order.
+// its failed steps, the steps that waited for a decision when it failed
+// (their approvals were closed with the run: they ask again), and with
+// from, from and the settled steps downstream of it, in flow order.
 func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*store.Step, error) {
 	byID := make(map[string]*store.Step, len(rows))
-	var failed []string
+	var failed, waited []string
 	for _, row := range rows {
 		byID[row.StepID] = row
 		switch row.Status {
@@ -118,11 +122,16 @@ func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*
 			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s was blocked by the policy gate, and a retry would be blocked again: change the policy or the flow and start a new run", runID, row.StepID))
 		case trace.StepFailed:
 			failed = append(failed, row.StepID)
+		case trace.StepUnknown:
+			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s was in doubt (unknown: its effect may have happened) when the run failed, and a retry would make it again without a person deciding: start a new run, or settle its effect outside rein", runID, row.StepID))
+		case trace.StepWaiting:
+			// its approval was closed when the run failed: it asks again.
+			waited = append(waited, row.StepID)
 		}
 	}
-	again := make([]bool, len(f.Steps))
-	for _, id := range failed {
-		again[f.StepByID(id).Index] = true
+	reopen := make([]bool, len(f.Steps))
+	for _, id := range append(failed, waited...) {
+		reopen[f.StepByID(id).Index] = true
 	}
 	if from != "" {
 		s := f.StepByID(from)
@@ -136,18 +145,18 @@ func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*
 		if row := byID[from]; row == nil || !row.Status.Settled() {
 			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s never ran, so it cannot be retried from: retry from a step that failed (%s) or one that settled before", runID, from, strings.Join(failed, ", ")))
 		}
-		again[s.Index] = true
+		reopen[s.Index] = true
 		for _, i := range f.Order { // upstream first
 			for _, k := range f.Steps[i].RequireIdx {
-				if again[k] {
-					again[i] = true
+				if reopen[k] {
+					reopen[i] = true
 				}
 			}
 		}
 	}
 	var out []*store.Step
 	for _, s := range f.Steps {
-		if row := byID[s.ID]; again[s.Index] && row != nil && row.Status.Settled() {
+		if row := byID[s.ID]; reopen[s.Index] && row != nil && (row.Status.Settled() || row.Status == trace.StepWaiting) {
 			out = append(out, row)
 		}
 	}

@@ -25,7 +25,7 @@ steps:
   - {id: done, tool: charge, args: {}}
 `
 
-func retryEngine(t *testing.T) (*engine.Engine, *flow.Flow, string, *sqlite.Store) {
+func retryEngine(t *testing.T, src string) (*engine.Engine, *flow.Flow, string, *sqlite.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "rein.db"), nil)
@@ -62,7 +62,7 @@ func retryEngine(t *testing.T) (*engine.Engine, *flow.Flow, string, *sqlite.Stor
 			t.Fatal(err)
 		}
 	}
-	f, err := flow.Parse([]byte(retryFlow), "retry.yaml", &flow.Options{Tools: specsOf(reg)})
+	f, err := flow.Parse([]byte(src), "retry.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func retryEngine(t *testing.T) (*engine.Engine, *flow.Flow, string, *sqlite.Stor
 func TestRetryReopensAFailedRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e, f, dir, st := retryEngine(t)
+	e, f, dir, st := retryEngine(t, retryFlow)
 	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "r1"})
 	if err != nil || res.Status != trace.RunFailed {
 		t.Fatalf("run: %v %+v", err, res)
@@ -145,4 +145,28 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestRetryAsksAgainWhatWaited: a run that failed while a parallel branch
+// waited for an approval (closed with the run) is retried: the failed step
+// runs again and the approval is asked again, not taken as rejected.
+func TestRetryAsksAgainWhatWaited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, f, dir, _ := retryEngine(t, `name: branches
+steps:
+  - {id: ok, type: approval, message: "go?", requires: []}
+  - {id: notify, tool: notify, args: {}, retries: 0, requires: []}
+`)
+	if res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "w1"}); err != nil || res.Status != trace.RunFailed {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "up"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Retry(ctx, f, "w1", "")
+	if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != "ok" {
+		t.Fatalf("retry: %v %+v: want notify done and ok asked again", err, res)
+	}
+	wantStep(t, res, "notify", trace.StepSucceeded, 2)
 }
