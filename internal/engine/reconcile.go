@@ -2,10 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -50,6 +52,9 @@ func (r *run) checker(i int) tool.Checker {
 // requeued reports that the step goes back to the ready queue (the caller
 // seeds the machine once).
 func (r *run) reconcile(i int) (settled, requeued bool) {
+	if r.f.Steps[i].Type == flow.Plan {
+		return r.reconcilePlan(i)
+	}
 	ck := r.checker(i)
 	if ck == nil {
 		return false, false
@@ -66,7 +71,7 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 	attempt := max(r.steps[i].attempts, 1)
 	if s.ForEach == nil {
 		at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}
-		out, happened, ok := r.askCheck(i, ck, at, at.Key(), j.in.args)
+		out, happened, ok := r.askCheck(i, ck, s.Tool, &r.b.specs[i], at, at.Key(), j.in.args)
 		switch {
 		case !ok:
 			return false, false
@@ -80,7 +85,7 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 				return false, false
 			}
 			at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: true, Item: c.Item, Round: c.Round, Attempt: c.Attempt}
-			out, happened, ok := r.askCheck(i, ck, at, c.Key, j.each.inputs[c.Item].args)
+			out, happened, ok := r.askCheck(i, ck, s.Tool, &r.b.specs[i], at, c.Key, j.each.inputs[c.Item].args)
 			if !ok {
 				return false, false
 			}
@@ -96,14 +101,14 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 	return true, true
 }
 
-// askCheck asks ck whether the call of step i at position at (key, args)
+// askCheck asks ck, the check of tool name (spec), whether the call of
+// step i at position at (key, args)
 // took effect, records its answer as the call's record and reports it: ok
 // is false when a person must decide (the check cannot say, or the call
 // did not happen and may not be made again without a person), with the
 // reason noted for the question.
-func (r *run) askCheck(i int, ck tool.Checker, at invoke.Position, key string, args any) (out any, happened, ok bool) {
+func (r *run) askCheck(i int, ck tool.Checker, name string, spec *tool.Spec, at invoke.Position, key string, args any) (out any, happened, ok bool) {
 	s := r.f.Steps[i]
-	spec := &r.b.specs[i]
 	clock := r.e.cfg.Clock
 	start := clock.Now()
 	ctx, cancel := clock.WithDeadline(r.ctx, start.Add(CheckTimeout))
@@ -117,8 +122,10 @@ func (r *run) askCheck(i int, ck tool.Checker, at invoke.Position, key string, a
 		r.noteStep(i, fmt.Sprintf("its tool's check could not say whether the call %s took effect: %v", key, err))
 		return nil, false, false
 	}
-	rec := &invoke.Record{At: at, Key: key, Tool: s.Tool, Args: args, Provenance: r.b.provenance(i, false),
-		Start: start, Duration: clock.Now().Sub(start)}
+	rec := &invoke.Record{At: at, Key: key, Tool: name, Args: args, Start: start, Duration: clock.Now().Sub(start)}
+	if at.PlanStep == "" {
+		rec.Provenance = r.b.provenance(i, false)
+	}
 	if res.Happened {
 		rec.Outcome, rec.Output = invoke.OK, res.Output
 		c := r.callOf(rec, store.CallSucceeded, spec, true)
@@ -167,10 +174,54 @@ func (r *run) noteStep(i int, note string) {
 	r.d.notes[i] = note
 }
 
+// reconcilePlan is reconcile for plan step i: each call of its current
+// plan in doubt is asked of its tool's check, with the args it was made
+// with (plan.ResolveArgs over the plan steps completed); a plan step that
+// happened joins them, with the check's output, and the plan continues
+// (plan.RunFrom) from there, making the calls that did not happen again
+// with the same keys when that is allowed.
+func (r *run) reconcilePlan(i int) (settled, requeued bool) {
+	s := r.f.Steps[i]
+	p := r.d.progress[i]
+	if p == nil || p.plan == nil || len(p.inDoubt) == 0 || len(p.inDoubt) != len(p.doubt) {
+		return false, false
+	}
+	for _, c := range p.inDoubt {
+		t, ok := r.e.cfg.Tools.Lookup(c.Name)
+		if !ok {
+			return false, false
+		}
+		ck, ok := t.(tool.Checker)
+		if !ok {
+			return false, false
+		}
+		k := slices.IndexFunc(p.plan.Plan.Steps, func(ps plan.Step) bool { return ps.ID == c.PlanStep })
+		if k < 0 {
+			return false, false
+		}
+		args, err := plan.ResolveArgs(&p.plan.Plan.Steps[k], p.plan.Completed)
+		if err != nil {
+			return false, false
+		}
+		spec := t.Spec()
+		at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: c.Attempt, Plan: c.Plan, PlanStep: c.PlanStep}
+		out, happened, ok := r.askCheck(i, ck, c.Name, &spec, at, c.Key, args)
+		if !ok {
+			return false, false
+		}
+		if happened {
+			p.plan.Completed = append(p.plan.Completed, plan.StepResult{ID: c.PlanStep, Tool: c.Name, Output: out})
+		}
+	}
+	r.m.Requeue(i)
+	r.d.firstAttempt[i] = max(r.steps[i].attempts, 1)
+	return true, true
+}
+
 // checksAny reports whether a step of steps has a check to ask.
 func (r *run) checksAny(steps []int) bool {
 	for _, i := range steps {
-		if r.checker(i) != nil {
+		if r.checker(i) != nil || r.f.Steps[i].Type == flow.Plan {
 			return true
 		}
 	}

@@ -219,3 +219,65 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeReconcilesAPlanStep: the call-record crash child killed while
+// plan step b ran (TestCrashCallsChild); charge's check (here over
+// calls.log) finds b's key, so the plan continues from b's output without a
+// person: a and b are made once, c once, and b's record says reconciled.
+func TestResumeReconcilesAPlanStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	r := crashCallsRun
+	dir, st := killedChild(t, "TestCrashCallsChild", "REIN_CRASH_CALLS_AT=during:"+r+"/pl/1/plan1/b")
+	ctx := context.Background()
+	plain := crashCallsTools(dir, "")
+	reg := &tool.Registry{}
+	for _, name := range []string{"charge", "fetch"} {
+		tl, _ := plain.Lookup(name)
+		if name == "charge" {
+			tl = tool.WithCheck(tl, func(_ context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
+				if !slices.Contains(readLines(t, filepath.Join(dir, "calls.log")), req.IdempotencyKey) {
+					return tool.CheckResult{}, nil
+				}
+				return tool.CheckResult{Happened: true, Output: map[string]any{"by": "charge", "args": req.Args}}, nil
+			})
+		}
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := engine.New(engine.Config{Tools: reg, Models: crashCallsModels(0), Store: st, Clock: pastLease(t, st, r)})
+	res, err := e.Resume(ctx, crashCallsFlowFor(t, reg), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != trace.RunSucceeded {
+		t.Fatalf("after resume: %s (%+v), pending %+v; want succeeded without a person", res.Status, res.Error, res.Pending)
+	}
+	for _, step := range []string{"a", "b", "c"} {
+		var n int
+		for _, k := range readLines(t, filepath.Join(dir, "calls.log")) {
+			if strings.HasSuffix(k, "/plan1/"+step) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("plan step %s was made %d times, want once", step, n)
+		}
+	}
+	calls, err := st.Calls(ctx, r, "pl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reconciled []string
+	for _, c := range calls {
+		if c.Reconciled != "" {
+			reconciled = append(reconciled, c.PlanStep+" "+c.Reconciled)
+		}
+	}
+	if strings.Join(reconciled, ",") != "b "+journal.ReconciledHappened {
+		t.Fatalf("reconciled records %v", reconciled)
+	}
+}

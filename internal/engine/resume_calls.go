@@ -24,9 +24,9 @@ type stepProgress struct {
 	// doubt describes the calls that were started and never settled: a
 	// tool that is not idempotent, whose effect nobody knows.
 	doubt []string
-	// inDoubt are the records of a for_each step's item calls in doubt
-	// (not its fallback's), which its tool's check may settle
-	// (reconcile.go).
+	// inDoubt are the records of the calls in doubt a tool's check may
+	// settle (reconcile.go): a for_each step's item calls (not its
+	// fallback's), a plan step's calls of its current plan.
 	inDoubt []*store.Call
 	// succeeded counts the calls that succeeded (kept, not made again).
 	succeeded int
@@ -178,6 +178,9 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 			prog.Completed = append(prog.Completed, plan.StepResult{ID: c.PlanStep, Tool: c.Name, Output: v})
 		case !c.Status.Settled() && !done[c.PlanStep]:
 			p.doubt = append(p.doubt, fmt.Sprintf("plan step %s of plan %d (tool %s, idempotency key %s)", c.PlanStep, c.Plan, c.Name, c.Key))
+			if c.Plan == prog.Number {
+				p.inDoubt = append(p.inDoubt, c)
+			}
 		}
 		if c.Status == store.CallSucceeded {
 			p.succeeded++
