@@ -131,6 +131,11 @@ const (
 	RemedyFailed    = "failed"    // the compensation failed or was refused; escalated
 	RemedyEscalated = "escalated" // frozen and given to a person
 	RemedyResolved  = "resolved"  // a person decided the escalation (Decision)
+	// RemedyUnknown: the undo or compensation was dispatched (its call
+	// record committed as started) and its process stopped before the
+	// outcome was recorded; its tool is neither idempotent nor read-only,
+	// so it is not made again blindly: escalated to a person.
+	RemedyUnknown = "unknown"
 )
 
 // EncodeEffect returns e as the JSON an Event's Data holds.
