@@ -69,7 +69,7 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 	v := &EffectsView{RunID: run.ID, Flow: run.Flow, Status: run.Status, Calls: []EffectCall{}, Data: []DataEdge{}, Remediations: []journal.Remediation{}}
 	at := map[string]int{}
 	remedied := map[string]int64{} // key → seq of its latest remediation record
-	sent := map[string]dispatch{}   // key → its undo or compensation's latest record
+	sent := map[string]dispatch{}  // key → its undo or compensation's latest record
 	for _, ev := range events {
 		switch ev.Kind {
 		case trace.CallEffect, trace.CallRecorded:
