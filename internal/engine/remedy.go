@@ -172,8 +172,8 @@ func (st *remedyState) sagaRemedies() []Remedy {
 	return out
 }
 
-// open are the remedies whose latest record waits on a person (failed or
-// escalated), in the order they were recorded.
+// open are the remedies whose latest record waits on a person (failed,
+// escalated or unknown), in the order they were recorded.
 func (st *remedyState) open() []Remedy {
 	var out []Remedy
 	for i := len(st.effects) - 1; i >= 0; i-- {
