@@ -6,7 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // adapterFolder writes a flow folder whose source step's adapter, fetch,
@@ -69,5 +73,66 @@ func TestMCPRetriedSourceDoesNotRunAnAdapterAgain(t *testing.T) {
 				t.Fatalf("adapter calls %q, want %d under the key %s/s/1", got, want, task.TaskID)
 			}
 		})
+	}
+}
+
+// TestMCPAdapterStartedBeforeACrashIsUnknown: rein mcp is killed (SIGKILL)
+// while a non-idempotent adapter runs, after it did its effect; the
+// submit_from_source retried against a new process does not call the
+// adapter again (a second call would answer at once): its journaled
+// start, never settled, makes the call unknown, and the answer says a
+// person decides.
+func TestMCPAdapterStartedBeforeACrashIsUnknown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ledger, fifo := filepath.Join(dir, "ledger"), filepath.Join(dir, "hold")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// the first call appends, then blocks on the fifo; a later one answers.
+	script := `cat > /dev/null; if [ -s "$0" ]; then echo again >> "$0"; echo '{"total": 1}'; else echo first >> "$0"; cat "$1"; fi`
+	files := map[string]string{
+		"rein.yaml": fmt.Sprintf("adapters:\n  fetch:\n    command: [\"sh\", \"-c\", %q, %q, %q]\n    effect: write\n", script, ledger, fifo),
+		"flow.yaml": "name: src\ninputs: {type: object}\nsteps:\n  - {id: s, adapter: fetch, skill: fetch-it, requires: []}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { // let the blocked adapter end
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	db := filepath.Join(dir, "rein.db")
+	m := serveMCP(t, db, dir)
+	text, isErr := m.call("src_workflow", map[string]any{"action": "start", "input": map[string]any{}})
+	var task struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(text), &task); isErr || err != nil || task.TaskID == "" {
+		t.Fatalf("start: error %v, %s", isErr, text)
+	}
+	submit := map[string]any{"action": "submit_from_source", "task_id": task.TaskID, "step_id": "s"}
+	go func() { _, _ = m.cs.CallTool(m.ctx, &sdk.CallToolParams{Name: "src_workflow", Arguments: submit}) }()
+	for deadline := time.Now().Add(30 * time.Second); len(ledgerLines(t, ledger)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the adapter did not run\n%s", m.stderr.String())
+		}
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.stop()
+
+	m = serveMCP(t, db, dir)
+	text, isErr = m.call("src_workflow", submit)
+	m.stop()
+	if !isErr || !strings.Contains(text, "outcome is unknown") || !strings.Contains(text, "rein runs settle "+task.TaskID+" s") {
+		t.Errorf("retried submit_from_source: error %v, %s; want unknown, a person decides", isErr, text)
+	}
+	if got := ledgerLines(t, ledger); len(got) != 1 {
+		t.Errorf("adapter calls %q, want the one before the crash", got)
 	}
 }
