@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/reinhq/rein/store"
 )
 
@@ -196,5 +198,53 @@ func TestMCPWorkflowStartInputIsInferred(t *testing.T) {
 	defer st.Close()
 	if tasks, err := st.ListRuns(context.Background(), &store.ListRunsParams{Flow: "fx"}); err != nil || len(tasks) != 0 {
 		t.Errorf("tasks %v, %d; want none started", err, len(tasks))
+	}
+}
+
+// TestMCPApprovalLetsOneCallThrough: the host's user's answer to a held
+// call (MCP multi round-trip: an input request, then the call made again
+// with the answer and the request state) approves that call alone — the
+// same tool with the same arguments, once; other arguments, a replayed
+// answer or an altered state are refused, and the tool is called once.
+func TestMCPApprovalLetsOneCallThrough(t *testing.T) {
+	t.Parallel()
+	dir, ledger := payFolder(t)
+	copts := answering("accept", nil)
+	copts.MultiRoundTrip = &sdk.MultiRoundTripOptions{Disabled: true} // the test answers itself
+	m := serveMCPWith(t, filepath.Join(dir, "rein.db"), copts, dir)
+	pay := map[string]any{"amount": 9999}
+	held, err := m.cs.CallTool(m.ctx, &sdk.CallToolParams{Name: "pay", Arguments: pay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask, _ := held.InputRequests["approval"].(*sdk.ElicitParams)
+	if !held.NeedsInput() || held.RequestState == "" || ask == nil || !strings.Contains(ask.Message, "Tool pay") ||
+		!strings.Contains(ask.Message, `{"amount":9999}`) || !strings.Contains(ask.Message, "inferred-drives-effect") {
+		t.Fatalf("pay: %+v (asked %+v), want the host's user asked about the exact call", held, ask)
+	}
+	accept := sdk.InputResponseMap{"approval": &sdk.ElicitResult{Action: "accept"}}
+	again := func(args map[string]any, state string) (string, bool) {
+		t.Helper()
+		res, err := m.cs.CallTool(m.ctx, &sdk.CallToolParams{Name: "pay", Arguments: args, InputResponses: accept, RequestState: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*sdk.TextContent).Text, res.IsError
+	}
+	if text, isErr := again(map[string]any{"amount": 1}, held.RequestState); !isErr || !strings.Contains(text, "another call") {
+		t.Errorf("other args: error %v, %s", isErr, text)
+	}
+	if text, isErr := again(pay, held.RequestState+"x"); !isErr || !strings.Contains(text, "altered") {
+		t.Errorf("altered state: error %v, %s", isErr, text)
+	}
+	if text, isErr := again(pay, held.RequestState); isErr || !strings.Contains(text, `"paid":true`) {
+		t.Errorf("approved: error %v, %s", isErr, text)
+	}
+	if text, isErr := again(pay, held.RequestState); !isErr || !strings.Contains(text, "answered already") {
+		t.Errorf("replayed: error %v, %s", isErr, text)
+	}
+	m.stop()
+	if got := ledgerLines(t, ledger); len(got) != 1 {
+		t.Errorf("pay ran %d times (%q), want once", len(got), got)
 	}
 }
