@@ -57,9 +57,8 @@ type Options struct {
 	// server is done or New failed.
 	Open func(ctx context.Context) (*rein.Client, error)
 	// Gate decides every served call before the policy rules of the
-	// folders that offer the tool (safety.Join: the most severe decision
-	// wins). Defaults to those rules alone; a tool of Tools alone is then
-	// always allowed.
+	// folders that offer the tool and safety.DefaultRules (safety.Join:
+	// the most severe decision wins). Defaults to those rules alone.
 	Gate safety.Gate
 	// Redactor hides secrets in every answer, error and Log line, besides
 	// what each folder's project hides (the environment's secrets and its
@@ -70,8 +69,9 @@ type Options struct {
 	// DefaultName.
 	Name, Version string
 	// Log receives one line per gate decision other than allow on a
-	// served call (GateLog: the calls have no run to journal them in, and
-	// the client gets the refusal as the call's error). Defaults to none.
+	// served call (GateLog; the call's record, in the ledger run, holds it
+	// too, and the client gets the refusal as the call's error), and one
+	// per record the ledger could not commit. Defaults to none.
 	Log io.Writer
 	// LogPrefix starts each Log line. Defaults to Name.
 	LogPrefix string
@@ -86,11 +86,15 @@ type Options struct {
 //
 // Every call goes through the invocation pipeline, decided by the gate of
 // each folder that offers the tool (project.Project.CallGate: its
-// rein.yaml policy: joined with the flow's policy:), after opts.Gate. An
-// MCP client is a model's host, so every leaf of a call's arguments has
-// provenance inferred (safety.Inferred), except a workflow tool's: its
-// action only drives its task, whose steps meet the gate with their own
-// provenance, so rules naming the workflow tool decide the action itself.
+// rein.yaml policy: joined with the flow's policy:), after opts.Gate, and
+// by safety.DefaultRules. An MCP client is a model's host, so every leaf of
+// a call's arguments has provenance inferred (safety.Inferred), except a
+// workflow tool's: its action drives its task, whose steps meet the gate
+// with their own provenance, so rules naming the workflow tool decide the
+// action itself; but a start's input, which the task would count as its
+// user's, is inferred when the flow hands it to a side effect. A call held
+// for a person is asked of the host's user (doc.go). With a Client of a
+// durable store, every call is journaled in the Server's ledger run.
 //
 // Errors: opts.Loader's and opts.Open's as they are; otherwise an error
 // saying which folder or tool is at fault and what to do (its text starts
