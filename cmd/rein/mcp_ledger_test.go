@@ -248,3 +248,29 @@ func TestMCPApprovalLetsOneCallThrough(t *testing.T) {
 		t.Errorf("pay ran %d times (%q), want once", len(got), got)
 	}
 }
+
+// TestMCPLegacyHostIsAskedDirectly: a host of the protocol before multi
+// round-trip requests (2025-11-25) is asked with an elicitation/create
+// request of rein mcp's own, over stdio, while its call waits: accepted,
+// the call is made once; declined, it is refused.
+func TestMCPLegacyHostIsAskedDirectly(t *testing.T) {
+	t.Parallel()
+	dir, ledger := payFolder(t)
+	db := filepath.Join(dir, "rein.db")
+	var asked atomic.Int32
+	m := serveMCPAt(t, db, answering("decline", &asked), "2025-11-25", dir)
+	text, isErr := m.call("pay", map[string]any{"amount": 7})
+	m.stop()
+	if !isErr || !strings.Contains(text, "answered decline") || asked.Load() != 1 {
+		t.Errorf("declined: error %v, asked %d, %s", isErr, asked.Load(), text)
+	}
+	m = serveMCPAt(t, db, answering("accept", &asked), "2025-11-25", dir)
+	text, isErr = m.call("pay", map[string]any{"amount": 7})
+	m.stop()
+	if isErr || !strings.Contains(text, `"paid":true`) || asked.Load() != 2 {
+		t.Errorf("accepted: error %v, asked %d, %s", isErr, asked.Load(), text)
+	}
+	if got := ledgerLines(t, ledger); len(got) != 1 {
+		t.Errorf("pay ran %d times (%q), want once", len(got), got)
+	}
+}

@@ -100,6 +100,13 @@ func answering(action string, asked *atomic.Int32) *sdk.ClientOptions {
 // serveMCPWith is serveMCP with a client made with copts.
 func serveMCPWith(t *testing.T, db string, copts *sdk.ClientOptions, dirs ...string) *mcpSession {
 	t.Helper()
+	return serveMCPAt(t, db, copts, "", dirs...)
+}
+
+// serveMCPAt is serveMCPWith with a client that asks for protocol
+// version ("": the SDK's latest).
+func serveMCPAt(t *testing.T, db string, copts *sdk.ClientOptions, version string, dirs ...string) *mcpSession {
+	t.Helper()
 	bin, err := reinBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +115,7 @@ func serveMCPWith(t *testing.T, db string, copts *sdk.ClientOptions, dirs ...str
 	m.ctx, m.cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	m.cmd = exec.Command(bin, append([]string{"mcp", "--db", db}, dirs...)...)
 	m.cmd.Stderr = m.stderr
-	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, copts).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, nil); err != nil {
+	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, copts).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, &sdk.ClientSessionOptions{ProtocolVersion: version}); err != nil {
 		m.cancel()
 		t.Fatalf("%v\n%s", err, m.stderr.String())
 	}

@@ -22,7 +22,7 @@ import (
 
 // TestLedgerOverHTTP: a Go program serves a side-effect tool over
 // streamable HTTP with a Client of SQLite, and of PostgreSQL when the
-// test server runs; a host whose user accepts gets the call made once
+// test server runs, to hosts of the latest protocol and of 2025-11-25; a host whose user accepts gets the call made once
 // with the key its record holds, one whose user declines gets a refusal
 // and no call; every call is a record of the server's ledger run, which
 // Close makes succeeded.
@@ -39,16 +39,20 @@ func TestLedgerOverHTTP(t *testing.T) {
 		"postgres": openPostgres,
 	}
 	for name, open := range stores {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			st := open(t)
-			defer st.Close()
-			checkLedger(t, st)
-		})
+		// "": the SDK's latest protocol (the answer comes with the call made
+		// again); 2025-11-25: the server asks with a request of its own.
+		for _, version := range []string{"", "2025-11-25"} {
+			t.Run(name+"/"+version, func(t *testing.T) {
+				t.Parallel()
+				st := open(t)
+				defer st.Close()
+				checkLedger(t, st, version)
+			})
+		}
 	}
 }
 
-func checkLedger(t *testing.T, st store.Store) {
+func checkLedger(t *testing.T, st store.Store, version string) {
 	ctx := context.Background()
 	c, err := rein.Open(ctx, rein.Config{Store: st})
 	if err != nil {
@@ -72,7 +76,7 @@ func checkLedger(t *testing.T, st store.Store) {
 		opts := &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: action}, nil
 		}}
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs}, nil)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
