@@ -61,6 +61,22 @@ func (l *ledger) commit(ctx context.Context, c *journal.Call) error {
 	if l.closed {
 		return fmt.Errorf("the call could not be journaled: the server closed its ledger, run %s", l.id)
 	}
+	err := l.commitLocked(ctx, c)
+	if err != nil && !errors.Is(err, store.ErrDamaged) {
+		// the run moved on or was created by a commit that failed after
+		// (a backend may create it first): read where it stands, once.
+		if run, gerr := l.st.GetRun(ctx, l.id); gerr == nil {
+			l.created, l.version, l.seq = true, run.Version, run.LastSeq
+			err = l.commitLocked(ctx, c)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the call could not be journaled in run %s of the store: %w", l.id, err)
+	}
+	return nil
+}
+
+func (l *ledger) commitLocked(ctx context.Context, c *journal.Call) error {
 	now := time.Now() // the store decides by the caller's clock
 	ev := &trace.Event{Kind: trace.CallRecorded, Seq: l.seq + 1, Time: now, RunID: l.id, Flow: LedgerFlow,
 		StepID: c.StepID, Tool: c.Name, Attempt: c.Attempt, Status: string(c.Status), Call: c}
@@ -70,7 +86,7 @@ func (l *ledger) commit(ctx context.Context, c *journal.Call) error {
 		t.Create = &store.CreateRunParams{ID: l.id, Flow: LedgerFlow, Input: l.red.Bytes(l.input), Status: trace.RunWaiting, Now: now}
 	}
 	if err := l.st.Commit(ctx, t); err != nil {
-		return fmt.Errorf("the call could not be journaled in run %s of the store: %w", l.id, err)
+		return err
 	}
 	l.created, l.version, l.seq = true, t.Version, l.seq+1
 	return nil
