@@ -109,7 +109,7 @@ func (s *Server) verify(state string) (*pending, error) {
 	}
 	var p pending
 	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, fmt.Errorf("its requestState does not decode: %v", err)
+		return nil, fmt.Errorf("its requestState does not decode: %w", err)
 	}
 	return &p, nil
 }
