@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"sync"
 
 	"github.com/reinhq/rein"
@@ -161,7 +162,14 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err e
 		if len(a.projects) == 0 {
 			red = redact.Process()
 		}
-		cfg.ledger = newLedger(a.client.Store(), red.Join(opts.Redactor), ledgerInput{Server: name, Folders: a.paths})
+		in := ledgerInput{Server: name}
+		for _, p := range a.paths {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+			in.Folders = append(in.Folders, p)
+		}
+		cfg.ledger = newLedger(a.client.Store(), red.Join(opts.Redactor), in)
 	}
 	if opts.Log != nil {
 		prefix := opts.LogPrefix
@@ -285,7 +293,8 @@ func empty(v any) bool {
 	return false
 }
 
-// ledgerInput is the input of a Server's ledger run: who served.
+// ledgerInput is the input of a Server's ledger run: who served what
+// (the folders by absolute path).
 type ledgerInput struct {
 	Server  string   `json:"server"`
 	Folders []string `json:"folders,omitempty"`
