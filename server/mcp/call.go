@@ -72,10 +72,17 @@ func canElicit(ss *sdk.ServerSession) bool {
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 
+// maxAskedArgs bounds the arguments an approval's message shows.
+const maxAskedArgs = 16 << 10
+
 // approvalMessage is what the host's user is asked: the tool, its effect,
-// the exact arguments and why the gate wants a person.
+// the exact arguments (their first maxAskedArgs bytes, saying so when cut)
+// and why the gate wants a person.
 func approvalMessage(r *invoke.Request, held error) string {
 	args, _ := json.Marshal(r.Args)
+	if len(args) > maxAskedArgs {
+		args = fmt.Appendf(args[:maxAskedArgs:maxAskedArgs], "… (%d bytes in all)", len(args))
+	}
 	effect := string(r.Spec.Effect)
 	if r.Spec.Reversibility != "" {
 		effect += ", " + string(r.Spec.Reversibility)
