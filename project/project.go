@@ -439,6 +439,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if len(run.FlowText) == 0 && run.FlowHash == "" {
+		// a run of records only (rein mcp's ledger of the calls it served)
+		return nil, fault.Errorf(fault.Business, "run %s (flow %s) pinned no flow: it holds the records of calls made outside a flow (rein mcp's ledger), so there is nothing to resume or to load; rein runs show %s lists them", runID, run.Flow, runID)
+	}
 	m, err := MetaOf(run)
 	if err != nil {
 		return nil, err
