@@ -64,9 +64,11 @@ func tracedOrigins(prov safety.Provenance) []ArgOrigin {
 		for _, o := range prov[ptr] {
 			switch {
 			case o == safety.OriginUser:
-				a.From = append(a.From, "the user's input")
+				a.From = append(a.From, "a field of the user's input")
+			case o == safety.OriginUserMentioned:
+				a.From = append(a.From, "only inside the user's text")
 			case o == safety.OriginInferred:
-				a.From = append(a.From, "found in no input or tool output")
+				a.From = append(a.From, "written by the model")
 			case o.IsTool():
 				a.From = append(a.From, "a tool output of the run")
 			}
