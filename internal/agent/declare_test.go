@@ -14,7 +14,7 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// crm is a read tool and a write tool; create records the args it gets.
+// crm is two read tools and a write tool; create records the args it gets.
 type crm struct {
 	mu      sync.Mutex
 	created []map[string]any
@@ -34,7 +34,11 @@ func (c *crm) tools() []agent.Tool {
 			c.created = append(c.created, args.(map[string]any))
 			return map[string]any{"ok": true}, nil
 		})
-	return []agent.Tool{{Tool: lookup}, {Tool: create}}
+	// notes reads free text someone wrote: it verifies nothing, so the
+	// model is never sent to it to verify.
+	notes := tool.Func(tool.Spec{Name: "read_notes", Effect: tool.EffectRead},
+		func(context.Context, any) (any, error) { return map[string]any{"text": "the region is us-east"}, nil })
+	return []agent.Tool{{Tool: lookup}, {Tool: create}, {Tool: notes}}
 }
 
 func (c *crm) count() int {
