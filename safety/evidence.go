@@ -26,10 +26,9 @@ type source struct {
 	// free marks the user's free text (a task, a message): a value found
 	// in it is user-mentioned, never user.
 	free bool
-	// tool names the tool ("" for the user's input); effect is its effect
-	// and verifies its source-of-truth fields (tool.Spec.Verifies).
+	// tool names the tool ("" for the user's input); verifies are its
+	// source-of-truth fields (tool.Spec.Verifies), whatever its effect.
 	tool     string
-	effect   tool.Effect
 	verifies []string
 	// ref says where it was recorded: "input", "history/2", "step lookup",
 	// "turn2/call1", "plan step s1".
@@ -146,14 +145,14 @@ func (e *Evidence) AddUserText(ref, text string) {
 // AddTool records out, the output of a call of spec's tool. out is shared,
 // not copied, and must not change.
 func (e *Evidence) AddTool(ref string, spec *tool.Spec, out any) {
-	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, verifies: spec.Verifies, ref: ref, raw: out})
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, verifies: spec.Verifies, ref: ref, raw: out})
 }
 
 // AddObservation records what a model was shown of a call of spec's tool:
 // the observation text, read as JSON when it is JSON (a cut observation
 // is text, and verifies nothing).
 func (e *Evidence) AddObservation(ref string, spec *tool.Spec, text string) {
-	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, verifies: spec.Verifies, ref: ref, obs: text})
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, verifies: spec.Verifies, ref: ref, obs: text})
 }
 
 // Grow makes room for n more sources.
