@@ -86,5 +86,19 @@ func TestChatHistoryEvidence(t *testing.T) {
 		if sent := len(send.calls()) == 1; sent != (role == "user") {
 			t.Errorf("history by %s: sent = %v (%v)", role, sent, res.Error)
 		}
+		if role != "user" {
+			continue
+		}
+		var basis safety.Basis
+		for _, g := range gateDecisions(fx.events.all()) {
+			if g.Tool == "send" {
+				if err := json.Unmarshal(g.Decision.Basis, &basis); err != nil {
+					t.Fatalf("gate decision's basis %q: %v", g.Decision.Basis, err)
+				}
+			}
+		}
+		if got := basis.Provenance["/to"]; len(got) != 1 || got[0] != safety.OriginUserMentioned {
+			t.Errorf("provenance of /to = %v, want user-mentioned (a chat message is free text)", got)
+		}
 	}
 }
