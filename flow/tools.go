@@ -14,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "verifies"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow

@@ -58,7 +58,7 @@ type Effect struct {
 }
 
 // ArgProvenance is where the argument at Pointer came from (origins as
-// safety.Origin spells them: user, constant, inferred, db, tool:<name>).
+// safety.Origin spells them: user, user-mentioned, constant, inferred, db, tool:<name>).
 type ArgProvenance struct {
 	Pointer string   `json:"pointer"`
 	Origins []string `json:"origins"`
