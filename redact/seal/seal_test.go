@@ -133,7 +133,7 @@ func TestOpenRefusesGarbledPayloads(t *testing.T) {
 		says   string
 	}{
 		"not sealed":   {"hello", 0, "does not start with"},
-		"newer format": {"rein-seal.v2.k1.AAAA", 10, "does not start with"},
+		"newer format": {"rein-seal.v2.k1.AAAA", 11, "does not start with"},
 		"no dot":       {seal.Prefix + "k1", len(seal.Prefix) + 2, "does not end with a dot"},
 		"bad key id":   {seal.Prefix + "k 1.AAAA", len(seal.Prefix), "key id"},
 		"bad base64":   {seal.Prefix + "k1.AA*A", len(seal.Prefix) + 3 + 2, "base64url"},
