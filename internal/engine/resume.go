@@ -129,6 +129,17 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	// the journal is read, and its sealed payloads opened, before the
+	// lease is taken: a run sealed with a key this engine lacks is refused
+	// with the store as it was.
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
+	open := unsealed{}
+	if err := e.openSealed(runID, events, open); err != nil {
+		return nil, err
+	}
 	held := run
 	leased := e.cfg.Clock.Now() // see durability.leased
 	run, err = e.acquire(ctx, runID, leased)
@@ -158,11 +169,22 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
-	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	var after int64
+	if n := len(events); n > 0 {
+		after = events[n-1].Seq
+	}
+	later, err := e.cfg.Store.Events(ctx, runID, after, 0) // what was committed before the lease
 	if err != nil {
 		e.release(runID)
 		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
+	if err := e.openSealed(runID, later, open); err != nil {
+		e.release(runID)
+		return nil, err
+	}
+	events = append(events, later...)
+	open.events(events)
+	open.records(run, steps, approvals, calls)
 	var input any
 	if err := json.Unmarshal(run.Input, &input); err != nil {
 		e.release(runID)
@@ -171,6 +193,7 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
+	r.d.open = open
 	for _, a := range approvals {
 		// an escalation of a remediation, not of a step: the run's end
 		// carries the remediation on.
