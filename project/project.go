@@ -123,6 +123,7 @@ type Project struct {
 	getenv   func(string) string
 	redactor *redact.Redactor
 	codec    *seal.Codec // rein.yaml encryption:, or nil
+	atRest   []flow.Diagnostic
 	goTools  []string    // the Go tools (LoadOptions.Tools) the flow names, sorted
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
@@ -285,6 +286,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		if err := p.record(opts.Record); err != nil {
 			return nil, err
 		}
+	}
+	if p.codec == nil {
+		p.atRest = atRestWarnings(p.Flow, decls, cfg)
 	}
 	loaded = true
 	return p, nil
