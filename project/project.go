@@ -124,7 +124,7 @@ type Project struct {
 	redactor *redact.Redactor
 	codec    *seal.Codec // rein.yaml encryption:, or nil
 	atRest   []flow.Diagnostic
-	goTools  []string    // the Go tools (LoadOptions.Tools) the flow names, sorted
+	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
 	model     string // LoadOptions.Model
