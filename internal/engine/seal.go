@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/journal"
@@ -163,8 +164,12 @@ func (e *Engine) openSealed(runID string, events []*trace.Event, into unsealed) 
 			clear, err := e.cfg.Codec.Open(p.Sealed, journal.AAD(runID, p.At, p.Redacted))
 			var missing *seal.MissingKeyError
 			if errors.As(err, &missing) {
+				have := "and no encryption key is configured"
+				if len(missing.Have) > 0 {
+					have = "which rein.yaml encryption: does not name (it names " + strings.Join(missing.Have, ", ") + ")"
+				}
 				return fault.Hinted(fault.Business, fault.Hint{Code: fault.HintNeedsKey, RunID: runID, KeyID: missing.KeyID},
-					fmt.Errorf("engine: run %s was not resumed: its payload %s (event %d) %v: restore key %s in rein.yaml encryption: (as key_id, or listed under old_keys with its key_file or key_env), then resume again; the run is as it was", runID, p.At, ev.Seq, err, missing.KeyID))
+					fmt.Errorf("engine: run %s was not resumed: its payload %s (event %d) was sealed with key %s, %s: restore key %s in rein.yaml encryption: (as key_id, or listed under old_keys with its key_file or key_env), then resume again; the run is as it was", runID, p.At, ev.Seq, missing.KeyID, have, missing.KeyID))
 			}
 			if err != nil {
 				return fault.New(fault.Damaged, fmt.Errorf("engine: run %s: payload %s of event %d: %w", runID, p.At, ev.Seq, err))
