@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -205,11 +206,45 @@ func TestSealedPayloadsResumeAsTheLiveRunSawThem(t *testing.T) {
 	if dbHolds(t, dir, sealSecret) {
 		t.Fatal("after the resume, the database holds the secret in clear")
 	}
-	rows, _ := st.Steps(ctx, "sealed-run")
+	storeHoldsNot(t, st, "sealed-run", sealSecret)
+}
+
+// storeHoldsNot fails t when a record of run, read through the store
+// (decoded, decompressed), holds secret.
+func storeHoldsNot(t *testing.T, st store.Store, run, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := st.Steps(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, row := range rows {
-		if bytes.Contains(row.Output, []byte(sealSecret)) || bytes.Contains(row.Input, []byte(sealSecret)) {
+		if bytes.Contains(row.Output, []byte(secret)) || bytes.Contains(row.Input, []byte(secret)) {
 			t.Fatalf("step %s's row holds the secret", row.StepID)
 		}
+	}
+	events, err := st.Events(ctx, run, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := 0
+	for _, ev := range events {
+		if b, _ := json.Marshal(ev); bytes.Contains(b, []byte(secret)) {
+			t.Fatalf("event %d (%s) holds the secret", ev.Seq, ev.Kind)
+		}
+		if ev.Kind == trace.PayloadsSealed {
+			sealed++
+		}
+	}
+	if sealed == 0 {
+		t.Fatal("the journal holds no sealed event")
+	}
+	r, err := st.GetRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(r.Input, []byte(secret)) {
+		t.Fatal("the run's input holds the secret")
 	}
 }
 
