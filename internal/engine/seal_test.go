@@ -303,3 +303,46 @@ func (s *tamperStore) Commit(ctx context.Context, t *store.Transition) error {
 	}
 	return s.Store.Commit(ctx, t)
 }
+
+// A step with approval: required whose args hold a secret an earlier step
+// returned: the person approves the args the approval recorded (redacted
+// in the record, sealed beside it), and the resumed run makes the call
+// with the real value, without asking again.
+func TestSealedApprovalArgsMatchAfterResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := sealTools(dir, false)
+	f, err := flow.Parse([]byte(`name: sealed
+steps:
+  - {id: fetch, tool: fetch, args: {}}
+  - {id: use, tool: use, approval: required, args: {token: "{fetch.token}", pw: "{input.password}"}}
+`), "sealed.yaml", &flow.Options{Tools: specsOf(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(engine.Config{Tools: reg, Store: st, Redactor: redact.New(sealSecret), Codec: sealCodec(t, sealKey(t, "k1", 1))})
+	res, err := e.Run(ctx, f, map[string]any{"password": sealSecret}, &engine.RunOptions{RunID: "approve-sealed"})
+	if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if a := res.Pending[0]; bytes.Contains(a.Args, []byte(sealSecret)) || !bytes.Contains(a.Args, []byte(redact.Mask)) {
+		t.Fatalf("the approval's args as a person sees them: %s", a.Args)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "approve-sealed", StepID: "use", Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.Resume(ctx, f, "approve-sealed")
+	if err != nil || res.Status != trace.RunSucceeded {
+		t.Fatalf("resume after the approval: %v %+v (pending %+v)", err, res, res.Pending)
+	}
+	if got := readLines(t, filepath.Join(dir, "use.log")); len(got) != 1 || got[0] != sealUsed {
+		t.Fatalf("use was handed %v, want the secret from fetch and the input", got)
+	}
+	storeHoldsNot(t, st, "approve-sealed", sealSecret)
+}
