@@ -20,6 +20,7 @@ type Sealed struct {
 //	step/<step>/output, …/input    a step's row
 //	approval/<id>/args, …/output   an approval
 //	call/<key>/output              a call record's output
+//	call/<key>/compensation.args   its compensation's args
 //	call/<key>/agent.args, …/agent.observation   an agent call's
 //	event/<seq>/data               an event's Data (an agent's turn)
 //

@@ -58,10 +58,11 @@ func (r *run) sealInput(in any) {
 }
 
 // eventPayloads is what of an event a resume reads and redaction may
-// change: its Data and its call record's output and agent transcript.
+// change: its Data and its call record's output, compensation args and
+// agent transcript.
 type eventPayloads struct {
 	data        string
-	out         []byte
+	out, comp   []byte
 	args, obs   string
 	call, agent bool
 }
@@ -70,6 +71,9 @@ func payloadsOf(e *trace.Event) eventPayloads {
 	p := eventPayloads{data: e.Data}
 	if c := e.Call; c != nil {
 		p.call, p.out = true, c.Output
+		if x := c.Effect; x != nil && x.Compensation != nil {
+			p.comp = x.Compensation.Args
+		}
 		if a := c.Agent; a != nil {
 			p.agent, p.args, p.obs = true, a.Args, a.Observation
 		}
@@ -86,6 +90,9 @@ func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 	if c := e.Call; c != nil && was.call {
 		at := "call/" + c.Key + "/"
 		r.sealLocked(at+"output", was.out, c.Output)
+		if x := c.Effect; x != nil && x.Compensation != nil {
+			r.sealLocked(at+"compensation.args", was.comp, x.Compensation.Args)
+		}
 		if a := c.Agent; a != nil && was.agent {
 			if was.args != a.Args {
 				r.sealLocked(at+"agent.args", []byte(was.args), []byte(a.Args))
@@ -220,6 +227,9 @@ func (u unsealed) events(events []*trace.Event) {
 func (u unsealed) call(c *journal.Call) {
 	at := "call/" + c.Key + "/"
 	c.Output = u.bytes(at+"output", c.Output)
+	if x := c.Effect; x != nil && x.Compensation != nil {
+		x.Compensation.Args = u.bytes(at+"compensation.args", x.Compensation.Args)
+	}
 	if a := c.Agent; a != nil {
 		a.Args = u.string(at+"agent.args", a.Args)
 		a.Observation = u.string(at+"agent.observation", a.Observation)

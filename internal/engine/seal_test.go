@@ -346,3 +346,62 @@ steps:
 	}
 	storeHoldsNot(t, st, "approve-sealed", sealSecret)
 }
+
+// A compensation whose args hold a secret (the run's input) and that waits
+// for a person is made, after the approval and a resume in another engine,
+// with the args the live run recorded: the secret, not [REDACTED].
+func TestSealedCompensationArgsAfterResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openSQLite(t)
+	build := func() (*engine.Engine, *flow.Flow) {
+		mk := tool.Func(tool.Spec{Name: "make", Effect: tool.EffectWrite, Reversibility: tool.Compensatable,
+			Compensate: &tool.Compensation{Tool: "archive", Args: map[string]any{"id": "{output.id}", "who": "{args.to}"}}},
+			func(context.Context, any) (any, error) { return map[string]any{"id": "c-1"}, nil })
+		archive := tool.Func(tool.Spec{Name: "archive", Effect: tool.EffectWrite}, func(_ context.Context, args any) (any, error) {
+			who, _ := args.(map[string]any)["who"].(string)
+			f, err := os.OpenFile(filepath.Join(dir, "archive.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			_, err = f.WriteString(who + "\n")
+			f.Close()
+			return map[string]any{"ok": true}, err
+		})
+		broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errors.New("down")) })
+		reg := &tool.Registry{}
+		for _, tl := range []tool.Tool{mk, archive, broken} {
+			if err := reg.Register(tl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := flow.Parse([]byte(`name: saga
+on_failure: compensate
+risk: {costs: {tools: {archive: 3}}}
+steps:
+  - {id: s, tool: make, args: {to: "{input.to}"}}
+  - {id: fail, tool: broken, args: {}}
+`), "saga.yaml", &flow.Options{Tools: specsOf(reg)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return engine.New(engine.Config{Tools: reg, Store: st, Redactor: redact.New(sealSecret), Codec: sealCodec(t, sealKey(t, "k1", 1))}), f
+	}
+	e, f := build()
+	res, err := e.Run(ctx, f, map[string]any{"to": sealSecret}, &engine.RunOptions{RunID: "saga-sealed"})
+	if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "saga-sealed", StepID: res.Pending[0].StepID, Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	e2, f2 := build()
+	if res, err = e2.Resume(ctx, f2, "saga-sealed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, filepath.Join(dir, "archive.log")); len(got) != 1 || got[0] != sealSecret {
+		t.Fatalf("the compensation was made with who=%v, want the secret the live run recorded (status %s)", got, res.Status)
+	}
+	storeHoldsNot(t, st, "saga-sealed", sealSecret)
+}
