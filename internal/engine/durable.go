@@ -77,6 +77,9 @@ type durability struct {
 	// open are the payloads a resume opened from the run's sealed events
 	// (seal.go), for the agent transcripts read as their steps run again.
 	open unsealed
+	// begun: a resumed run's journal shows it started (begun); false for
+	// an enqueued run a worker starts.
+	begun bool
 	// lease: leased is when it was last taken or renewed (Config.Clock's
 	// time, the Now the store was given, or before the creating commit's,
 	// so the expiry reckoned from it is never late); lost is set once it

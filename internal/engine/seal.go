@@ -31,15 +31,35 @@ func (r *run) sealing() bool { return r.d.on && r.e.cfg.Codec != nil }
 // be sealed (over seal.MaxPlainBytes) stays redacted only. r.recordMu
 // must be held.
 func (r *run) sealLocked(at string, clear, redacted []byte) {
+	if p, ok := r.e.seal(r.id, at, clear, redacted); ok {
+		r.d.pendSeal = append(r.d.pendSeal, p)
+	}
+}
+
+// seal seals clear, the payload of run runID at place at whose stored
+// form is redacted, unless the redaction left it as it was (ok false) or
+// it cannot be sealed (over seal.MaxPlainBytes: it stays redacted only).
+func (e *Engine) seal(runID, at string, clear, redacted []byte) (p journal.SealedPayload, ok bool) {
 	if bytes.Equal(clear, redacted) {
-		return
+		return p, false
 	}
 	sum := journal.Digest(redacted)
-	s, err := r.e.cfg.Codec.Seal(clear, journal.AAD(r.id, at, sum))
+	s, err := e.cfg.Codec.Seal(clear, journal.AAD(runID, at, sum))
 	if err != nil {
-		return
+		return p, false
 	}
-	r.d.pendSeal = append(r.d.pendSeal, journal.SealedPayload{At: at, Redacted: sum, Sealed: s})
+	return journal.SealedPayload{At: at, Redacted: sum, Sealed: s}, true
+}
+
+// begun reports whether a run's journal shows that it started: any event
+// but the sealed one an enqueued run's input may have.
+func begun(events []*trace.Event) bool {
+	for _, ev := range events {
+		if ev.Kind != trace.PayloadsSealed {
+			return true
+		}
+	}
+	return false
 }
 
 // sealInput seals the run's input, which createParams stored redacted,

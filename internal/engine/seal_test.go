@@ -405,3 +405,52 @@ steps:
 	}
 	storeHoldsNot(t, st, "saga-sealed", sealSecret)
 }
+
+// An enqueued run's input that holds a secret is stored redacted, sealed
+// beside it with a key; the worker that starts the run runs it with the
+// real input, and the run starts (run_started), as an enqueued run does.
+func TestSealedInputOfAnEnqueuedRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, withKey := range []bool{true, false} {
+		dir := t.TempDir()
+		st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := sealTools(dir, false)
+		f := sealFlowFor(t, reg)
+		cfg := engine.Config{Tools: reg, Store: st, Redactor: redact.New(sealSecret)}
+		if withKey {
+			cfg.Codec = sealCodec(t, sealKey(t, "k1", 1))
+		}
+		e := engine.New(cfg)
+		id, err := e.Enqueue(ctx, f, map[string]any{"password": sealSecret}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dbHolds(t, dir, sealSecret) {
+			t.Fatalf("key %v: the enqueued run's input is in the database in clear", withKey)
+		}
+		res, err := e.Resume(ctx, f, id)
+		if err != nil || res.Status != trace.RunSucceeded {
+			t.Fatalf("key %v: the worker's start: %v %+v", withKey, err, res)
+		}
+		want := sealSecret + "|" + redact.Mask
+		if withKey {
+			want = sealUsed
+		}
+		if got := readLines(t, filepath.Join(dir, "use.log")); len(got) != 1 || got[0] != want {
+			t.Fatalf("key %v: use was handed %v, want %s", withKey, got, want)
+		}
+		events, _ := st.Events(ctx, id, 0, 0)
+		kinds := map[trace.Kind]bool{}
+		for _, ev := range events {
+			kinds[ev.Kind] = true
+		}
+		if !kinds[trace.RunStarted] || kinds[trace.RunResumed] {
+			t.Fatalf("key %v: the worker's start is journaled as %v", withKey, kinds)
+		}
+		st.Close()
+	}
+}
