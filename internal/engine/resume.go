@@ -557,7 +557,10 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	if err != nil {
 		return "", fmt.Errorf("engine: enqueue a run of flow %s: %w", f.Name, err)
 	}
-	if p, ok := e.seal(run.ID, "input", raw, hidden); ok && created && e.cfg.Codec != nil {
+	if !created || e.cfg.Codec == nil {
+		return run.ID, nil
+	}
+	if p, ok := e.seal(run.ID, "input", raw, hidden); ok {
 		// the input the worker runs with, sealed: the run's one event until
 		// a worker starts it.
 		now := e.cfg.Clock.Now()
