@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -211,7 +212,8 @@ func (c *Codec) Open(sealed string, aad []byte) ([]byte, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
 		off := at
-		if ce, ok := err.(base64.CorruptInputError); ok {
+		var ce base64.CorruptInputError
+		if errors.As(err, &ce) {
 			off += int(ce)
 		}
 		return nil, &Error{Offset: off, Problem: "the ciphertext is not unpadded base64url"}
