@@ -120,6 +120,14 @@ func TestEncryptedPayloadsResumeAsLive(t *testing.T) {
 	if after, _ := os.ReadFile(db + "-wal"); !bytes.Equal(before, after) {
 		t.Error("the refused resume wrote to the store")
 	}
+	// a decision is recorded; the resume after it is refused the same way.
+	code, out, stderr = cli(t, "runs", "approve", res.RunID, "ok", "--db", db)
+	if code != exitWaiting || !strings.Contains(stderr, "key k1") || !strings.Contains(stderr, "rein runs resume "+res.RunID) {
+		t.Fatalf("approve without the key: exit %d, want 3 naming the key\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	if _, shown, _ := cli(t, "runs", "show", res.RunID, "--db", db, "--output", "json"); !strings.Contains(shown, `"approved"`) {
+		t.Errorf("the decision was not recorded:\n%s", shown)
+	}
 }
 
 // Without encryption:, rein validate and rein run name the steps whose
