@@ -90,6 +90,9 @@ type Config struct {
 	// it has none.
 	Risk   *RiskDecl
 	Review *ReviewDecl
+	// Encryption is rein.yaml encryption:, the key that seals payloads
+	// holding a secret at rest; nil when it has none (they are redacted).
+	Encryption *EncryptionDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -163,8 +166,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Risk = d.decodeRisk(f)
 		case "review":
 			cfg.Review = d.decodeReview(f)
+		case "encryption":
+			cfg.Encryption = d.decodeEncryption(f, filepath.Dir(filename))
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review", "encryption"})
 		}
 	}
 	if err := d.result(); err != nil {

@@ -315,7 +315,19 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 // restoreSession rebuilds the transcript of attempt of step s from the
 // journal, and the people's decisions on its calls from the approvals.
 func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
-	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	var turns []agent.Turn
+	var err error
+	if len(r.d.open) > 0 {
+		// the transcript as the live run had it: its sealed payloads opened.
+		var evs []*trace.Event
+		if evs, err = r.e.cfg.Store.Events(ctx, r.id, 0, 0); err != nil {
+			return fmt.Errorf("engine: read the journal of run %s: %w", r.id, err)
+		}
+		r.d.open.events(evs)
+		turns, err = FoldAgentTranscript(evs, s.ID, attempt)
+	} else {
+		turns, err = AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	}
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

@@ -109,6 +109,12 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 	if err != nil {
 		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
+	// compensations are made with the args the live run recorded.
+	open := unsealed{}
+	if err := e.openSealed(runID, events, open); err != nil {
+		return nil, err
+	}
+	open.events(events)
 	st := &remedyState{byKey: map[string]*journal.Effect{}, last: map[string]*journal.Remediation{}, lastSeq: map[string]int64{},
 		dispatch: map[string]dispatched{}, decided: map[string]*store.Approval{}, failures: map[string]int{}}
 	for _, ev := range events {
