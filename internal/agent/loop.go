@@ -41,6 +41,12 @@ type Pending struct {
 	// Kind is "approval" (the call has not run) or "unknown" (it may have).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
+	// ArgsSHA is the sha256 (hex) of the canonical JSON of the arguments
+	// the tool would be called with (a plan step's: of its resolved args);
+	// the approval is for exactly these.
+	ArgsSHA string `json:"args_sha256,omitempty"`
+	// Rule says who asked (the gate's rule, or approval: required).
+	Rule string `json:"rule,omitempty"`
 }
 
 // Result is what a Run came to.

@@ -177,6 +177,12 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 			cl.Output = whole
 		}
 	}
+	if cl == nil && c.Status == agent.StatusChosen && len(c.Consumed) > 0 {
+		// dispatched with a person's approval: the durable start of the
+		// call, committed with it before it runs.
+		cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+			Kind: store.CallTool, Name: c.Tool, ArgsSHA: c.ArgsSHA, Status: store.CallStarted, StartedAt: a.r.e.cfg.Clock.Now()}
+	}
 	if cl != nil {
 		a.r.recordCallEvent(cl, false)
 	}
@@ -330,7 +336,12 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 		if !ok || a.Status == store.ApprovalPending {
 			continue
 		}
-		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment}
+		// the decision carries its approval's id (used once: agent.Call's
+		// Consumed) and the args the person decided on (bound by digest).
+		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment, ID: a.ID}
+		if len(a.Args) > 0 {
+			d.Args = string(a.Args)
+		}
 		switch a.Status {
 		case store.ApprovalRejected:
 			d.Verdict = agent.Reject
@@ -357,13 +368,13 @@ func (r *run) parkAgent(i int, w *agentWait) {
 	for _, p := range w.pending {
 		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
 			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
-			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason, digestNote(p.ArgsSHA))}
 		if s.Type == flow.Plan {
-			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason)
+			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason, digestNote(p.ArgsSHA))
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown
-			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, once%s, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason, digestNote(p.ArgsSHA))
 		}
 		r.m.ParkCall(i, a.StepID, a.Kind, st.attempts)
 		r.d.parked = append(r.d.parked, a)
@@ -371,13 +382,39 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		r.d.pendAppr = append(r.d.pendAppr, a)
 		r.recordMu.Unlock()
 		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
-			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
+			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn, Data: approvalBinding(a.ID, p)})
 	}
 	if len(w.pending) == 0 {
 		r.m.Park(i, store.KindApproval, st.attempts)
 	}
 	r.setStatus(i, r.m.Status(i))
 	r.stageStep(i)
+}
+
+// digestNote names an approval's args digest in its message ("" when
+// unknown).
+func digestNote(sha string) string {
+	if sha == "" {
+		return ""
+	}
+	return " (args sha256 " + sha + ")"
+}
+
+// approvalBinding is the Data of an agent call's approval_requested
+// event: the approval's id and the call it is bound to (tool, args
+// digest, and the rule that asked), as JSON.
+func approvalBinding(id string, p agent.Pending) string {
+	b, err := json.Marshal(struct {
+		Approval string `json:"approval"`
+		Ref      string `json:"ref"`
+		Tool     string `json:"tool"`
+		ArgsSHA  string `json:"args_sha256,omitempty"`
+		Rule     string `json:"rule,omitempty"`
+	}{id, p.Ref, p.Tool, p.ArgsSHA, p.Rule})
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // argsJSON is a call's arguments as the approval keeps them: the JSON the

@@ -1,0 +1,199 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/trace"
+)
+
+// The effect ledger's crash test: an agent call a person approved (the
+// tool's approval: required, or the gate's require_approval) is killed
+// with SIGKILL while it runs, in a child process; refund, which is not
+// idempotent, appends each execution to refund.log, which survives the
+// kill. However often the run is resumed, the refund ran once: the call
+// is unknown and waits for a new decision (the approval was used).
+
+const ledgerRun = "ledger"
+
+// ledgerEngine runs agentScript (turn 2 refunds order 1042) over agentFlow
+// (refund: approval: required) or, gated, over planGateFlow with the
+// refunds-by-hand rule; kill names the tool the process dies in.
+func ledgerEngine(t testing.TB, dir string, st store.Store, gated bool, kill string, clock engine.Clock) (*engine.Engine, *flow.Flow) {
+	reg := agentTools(dir, kill)
+	models := &model.Registry{}
+	models.Register("m", agentTurns(dir, "", agentScript...))
+	src := agentFlow
+	var gate safety.Gate
+	if gated {
+		src, gate = planGateFlow, refundsByHand
+	}
+	f, err := flow.Parse([]byte(src), "support.yaml", &flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, Gate: gate, Clock: clock}), f
+}
+
+// TestAgentLedgerChild is the child of TestAgentApprovedCallRunsOnce.
+// REIN_AGENT_LEDGER is "<gated|required>:<stage>": at stage 1 it runs the
+// agent until the refund waits, approves it and resumes; at stage 2 it
+// resumes (a person approved the unknown refund). Either way it dies by
+// SIGKILL inside the refund.
+func TestAgentLedgerChild(t *testing.T) {
+	mode := os.Getenv("REIN_AGENT_LEDGER")
+	if mode == "" {
+		t.Skip("the effect ledger test's child process")
+	}
+	ctx := context.Background()
+	dir := os.Getenv("REIN_CRASH_DIR")
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := strings.HasPrefix(mode, "gated:")
+	var clock engine.Clock
+	if strings.HasSuffix(mode, ":2") {
+		clock = pastLease(t, st, ledgerRun)
+	}
+	e, f := ledgerEngine(t, dir, st, gated, "during:refund", clock)
+	if strings.HasSuffix(mode, ":1") {
+		res, err := e.Run(ctx, f, agentInput, &engine.RunOptions{RunID: ledgerRun})
+		if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 {
+			t.Fatalf("the run did not park on the refund: %v %+v", err, res)
+		}
+		if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: res.Pending[0].StepID, Status: store.ApprovalApproved}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = e.Resume(ctx, f, ledgerRun)
+	t.Fatalf("the child was meant to die in the refund, but its resume returned (%v)", err)
+}
+
+// childIn runs the test named child of this test binary with
+// REIN_CRASH_DIR=dir and env, and requires that it die by SIGKILL.
+func childIn(t *testing.T, dir, child string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), env...), "REIN_CRASH_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+	}
+}
+
+// refunds counts the executions of the refund tool in dir's ledger (each
+// appends its key and its order: two fields).
+func refunds(t *testing.T, dir string) int {
+	return len(readLines(t, filepath.Join(dir, "refund.log"))) / 2
+}
+
+func TestAgentApprovedCallRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	cases := []struct {
+		name  string
+		gated bool
+		// again: a person approves the unknown refund ("run it again"),
+		// and that dispatch is killed too.
+		again bool
+	}{
+		{name: "approval required"},
+		{name: "gate require_approval", gated: true},
+		{name: "approved after unknown", again: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			mode := "required"
+			if tc.gated {
+				mode = "gated"
+			}
+			childIn(t, dir, "TestAgentLedgerChild", "REIN_AGENT_LEDGER="+mode+":1")
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			// resumed twice: the approval counts for one dispatch only.
+			resumeUnknown := func(want int) {
+				t.Helper()
+				for range 2 {
+					e, f := ledgerEngine(t, dir, st, tc.gated, "", pastLease(t, st, ledgerRun))
+					res, err := e.Resume(ctx, f, ledgerRun)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantStatus(t, res, trace.RunWaiting)
+					if len(res.Pending) != 1 || res.Pending[0].StepID != "support/turn2/call1" || res.Pending[0].Kind != store.KindUnknown {
+						t.Fatalf("pending %+v, want the refund unknown", res.Pending)
+					}
+					if !strings.Contains(res.Pending[0].Message, "used once") {
+						t.Errorf("the unknown approval does not say the approval was used: %q", res.Pending[0].Message)
+					}
+					if n := refunds(t, dir); n != want {
+						t.Fatalf("the refund ran %d times, want %d: %v", n, want, readLines(t, filepath.Join(dir, "refund.log")))
+					}
+				}
+			}
+			resumeUnknown(1)
+			if tc.again {
+				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: "support/turn2/call1", Status: store.ApprovalApproved}); err != nil {
+					t.Fatal(err)
+				}
+				childIn(t, dir, "TestAgentLedgerChild", "REIN_AGENT_LEDGER="+mode+":2")
+				resumeUnknown(2)
+			}
+			// the journal holds the dispatch: the refund's call record
+			// started, with its key and args digest.
+			calls, err := st.Calls(ctx, ledgerRun, "support")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found bool
+			for _, c := range calls {
+				if c.Key == ledgerRun+"/support/1/turn2/call1" {
+					found = c.Status == store.CallStarted && c.ArgsSHA != "" && c.Name == "refund"
+				}
+			}
+			if !found {
+				t.Errorf("no started record of the dispatched refund: %+v", calls)
+			}
+			// a person settles it: the run goes on, nothing runs again.
+			if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: "support/turn2/call1",
+				Status: store.ApprovalSettled, Output: []byte(`{"refunded":true}`)}); err != nil {
+				t.Fatal(err)
+			}
+			e, f := ledgerEngine(t, dir, st, tc.gated, "", pastLease(t, st, ledgerRun))
+			res, err := e.Resume(ctx, f, ledgerRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus(t, res, trace.RunSucceeded)
+			want := 1
+			if tc.again {
+				want = 2
+			}
+			if n := refunds(t, dir); n != want {
+				t.Errorf("the refund ran %d times in all, want %d", n, want)
+			}
+		})
+	}
+}
