@@ -1,0 +1,101 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
+)
+
+// TestApprovalIsBoundToItsArgs: the pending call names its args' digest
+// and who asked; an approval given for other args is refused with a
+// policy error naming both digests, and nothing runs.
+func TestApprovalIsBoundToItsArgs(t *testing.T) {
+	t.Parallel()
+	c, _, l, j := approvalSetup(t)
+	res, err := l.Run(context.Background(), &agent.Session{Task: "charged twice"})
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatal(res, err)
+	}
+	p := res.Pending[0]
+	want := value.Digest([]byte(`{"order":"1042"}`))
+	if p.ArgsSHA != want || !strings.Contains(p.Rule, "approval: required") {
+		t.Fatalf("pending %+v: want args_sha256 %s and the rule", p, want)
+	}
+	s := j.session("charged twice")
+	s.Decisions = map[string]agent.Decision{p.Ref: {Verdict: agent.Approve, ID: "a1", Args: `{"order":"9999"}`}}
+	_, err = l.Run(context.Background(), s)
+	other := value.Digest([]byte(`{"order":"9999"}`))
+	if fault.ClassOf(err) != fault.Policy || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), other) {
+		t.Fatalf("err %v: want a policy error naming %s and %s", err, want, other)
+	}
+	if c.n.Load() != 1 {
+		t.Errorf("%d calls: the refund ran on an approval of other args", c.n.Load())
+	}
+}
+
+// TestApprovalIsUsedOnce: an approved call is journaled dispatched, with
+// the approval it used, before it runs. A resume from the journal as it
+// stood while the call ran (the process died there) finds it unknown,
+// however often it is resumed with the same approval; a new decision runs
+// it again, once.
+func TestApprovalIsUsedOnce(t *testing.T) {
+	t.Parallel()
+	var c counted
+	j := &journal{}
+	var during *agent.Session // the journal while the refund runs
+	refund := c.tool("refund", tool.EffectWrite, false, func(any) (any, error) {
+		if during == nil {
+			during = j.session("charged twice")
+		}
+		return "refunded", nil
+	})
+	m := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("b", "refund", `{"order":"1042"}`)),
+		textReply("done"),
+		textReply("done"), // the run after the second decision
+	}}
+	l := newLoop(t, agent.Config{Model: m, Journal: j, RunID: "r", StepID: "agent", Attempt: 1,
+		Tools: []agent.Tool{{Tool: refund, Approval: true}}})
+	if _, err := l.Run(context.Background(), &agent.Session{Task: "charged twice"}); err != nil {
+		t.Fatal(err)
+	}
+	s := j.session("charged twice")
+	s.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a1", Args: `{"order":"1042"}`}}
+	if _, err := l.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if during == nil || c.n.Load() != 1 {
+		t.Fatalf("the approved refund ran %d times", c.n.Load())
+	}
+	if d := during.Turns[0].Calls[0]; d.Status != agent.StatusChosen || len(d.Consumed) != 1 || d.Consumed[0].ID != "a1" || d.ArgsSHA == "" {
+		t.Fatalf("while it ran the journal held %+v: want it chosen, with approval a1 used", d)
+	}
+	for range 2 {
+		again := *during
+		again.Turns = append([]agent.Turn(nil), during.Turns...)
+		again.Turns[0].Calls = append([]agent.Call(nil), during.Turns[0].Calls...)
+		again.Decisions = s.Decisions
+		res, err := l.Run(context.Background(), &again)
+		if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Kind != "unknown" {
+			t.Fatalf("resumed: %+v %v; want the refund unknown", res, err)
+		}
+		if c.n.Load() != 1 {
+			t.Fatalf("the refund ran %d times: its approval counted twice", c.n.Load())
+		}
+	}
+	// a person decides anew: it runs again, once.
+	again := *during
+	again.Turns = append([]agent.Turn(nil), during.Turns...)
+	again.Turns[0].Calls = append([]agent.Call(nil), during.Turns[0].Calls...)
+	again.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a2", Args: `{"order":"1042"}`}}
+	res, err := l.Run(context.Background(), &again)
+	if err != nil || res.Status != agent.StatusAnswered || c.n.Load() != 2 {
+		t.Fatalf("%+v %v, %d runs; want answered after a second run", res, err, c.n.Load())
+	}
+}
