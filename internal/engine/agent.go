@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/model"
@@ -62,7 +64,13 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
-		Now:     e.cfg.Clock.Now})
+		Now:     e.cfg.Clock.Now,
+		// the step's retries and backoff are its model calls': a transient
+		// model error is asked again within the turn, never the loop.
+		ModelRetries: s.Retries, Sleep: e.cfg.Clock.Sleep,
+		RetryWait: func(runID string, n int, err error) time.Duration {
+			return max(sched.Backoff(s.Backoff, runID, s.ID, n), fault.RetryAfterOf(err))
+		}})
 }
 
 // agentWait is the "error" of an agent step whose calls wait for a person,
