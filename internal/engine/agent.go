@@ -261,8 +261,18 @@ func (a *agentJournal) commit() error {
 // journaled no turn has none (nil). Errors: the store's, or a record that
 // does not decode.
 func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, attempt int) ([]agent.Turn, error) {
-	var fold transcriptFold
-	fold.attempt = attempt
+	fold, err := foldAgent(ctx, st, runID, stepID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return fold.turns, nil
+}
+
+// foldAgent reads the journal of agent step stepID of a run for attempt
+// (0: the last one journaled): its transcript and the approvals asked for
+// its calls.
+func foldAgent(ctx context.Context, st store.Store, runID, stepID string, attempt int) (*transcriptFold, error) {
+	fold := &transcriptFold{attempt: attempt}
 	var after int64
 	for {
 		evs, err := st.Events(ctx, runID, after, 1000)
@@ -276,7 +286,7 @@ func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, 
 			}
 		}
 		if len(evs) < 1000 {
-			return fold.turns, nil
+			return fold, nil
 		}
 	}
 }
@@ -292,13 +302,24 @@ func FoldAgentTranscript(events []*trace.Event, stepID string, attempt int) ([]a
 	return fold.turns, nil
 }
 
-// transcriptFold rebuilds turns from agent_turn and agent_call events.
+// transcriptFold rebuilds turns from agent_turn and agent_call events,
+// and which approvals were asked for the calls of the attempt it folds
+// (approval_requested events).
 type transcriptFold struct {
 	attempt, at int
 	turns       []agent.Turn
+	// asked are the ids of the approvals asked for the attempt's calls,
+	// by approval step id; legacy the step ids whose approval_requested
+	// event names no id (journaled before approvals were bound).
+	asked  map[string]map[string]bool
+	legacy map[string]bool
 }
 
 func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
+	if ev.Kind == trace.ApprovalRequested && strings.HasPrefix(ev.StepID, stepID+"/") {
+		f.ask(ev)
+		return nil
+	}
 	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
 		return nil
 	}
@@ -326,14 +347,46 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 	return nil
 }
 
+// ask keeps the approval an approval_requested event of the attempt
+// asked for (the others are another attempt's).
+func (f *transcriptFold) ask(ev *trace.Event) {
+	if f.attempt != 0 && ev.Attempt != f.attempt {
+		return
+	}
+	var b struct {
+		Approval string `json:"approval"`
+	}
+	if ev.Data == "" || json.Unmarshal([]byte(ev.Data), &b) != nil || b.Approval == "" {
+		if f.legacy == nil {
+			f.legacy = map[string]bool{}
+		}
+		f.legacy[ev.StepID] = true
+		return
+	}
+	if f.asked == nil {
+		f.asked = map[string]map[string]bool{}
+	}
+	if f.asked[ev.StepID] == nil {
+		f.asked[ev.StepID] = map[string]bool{}
+	}
+	f.asked[ev.StepID][b.Approval] = true
+}
+
+// askedHere reports whether approval a was asked for a call of the
+// attempt folded: an approval of another attempt's call of the same name
+// decides nothing here.
+func (f *transcriptFold) askedHere(a *store.Approval) bool {
+	return f.asked[a.StepID][a.ID] || f.legacy[a.StepID]
+}
+
 // restoreSession rebuilds the transcript of attempt of step s from the
 // journal, and the people's decisions on its calls from the approvals.
 func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
-	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	fold, err := foldAgent(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	sess.Turns = turns
+	sess.Turns = fold.turns
 	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
 	if err != nil {
 		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)
@@ -341,7 +394,7 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 	prefix := s.ID + "/"
 	for _, a := range approvals {
 		ref, ok := strings.CutPrefix(a.StepID, prefix)
-		if !ok || a.Status == store.ApprovalPending {
+		if !ok || a.Status == store.ApprovalPending || !fold.askedHere(a) {
 			continue
 		}
 		// the decision carries its approval's id (used once: agent.Call's
