@@ -169,10 +169,11 @@ type PlanWait struct {
 }
 
 // pending are the people's decisions c waits for: one per waiting plan
-// step of an execute_plan call (Ref "turn<t>/call<c>/<plan step>"), else
-// one for the call. kind is the Pending kind of c.
+// step of an execute_plan call that waits (Ref "turn<t>/call<c>/<plan
+// step>"), else one for the call (an execute_plan call in doubt is
+// decided as a whole). kind is the Pending kind of c.
 func (c *Call) pending(turn int, kind string) []Pending {
-	if c.Plan == nil {
+	if c.Plan == nil || kind == "unknown" {
 		return []Pending{{Ref: Ref(turn, c.Index), Turn: turn, Call: c.Index, Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason,
 			ArgsSHA: c.ArgsSHA, Rule: c.Rule}}
 	}

@@ -28,13 +28,18 @@ import (
 
 const ledgerRun = "ledger"
 
-// ledgerEngine runs agentScript (turn 2 refunds order 1042) over agentFlow
-// (refund: approval: required) or, gated, over planGateFlow with the
-// refunds-by-hand rule; kill names the tool the process dies in.
-func ledgerEngine(t testing.TB, dir string, st store.Store, gated bool, kill string, clock engine.Clock) (*engine.Engine, *flow.Flow) {
+// ledgerEngine runs agentScript (turn 2 refunds order 1042), or with plan
+// planApprovalScript (turn 1's execute_plan refunds in its step back), over
+// agentFlow (refund: approval: required) or, gated, over planGateFlow with
+// the refunds-by-hand rule; kill names the tool the process dies in.
+func ledgerEngine(t testing.TB, dir string, st store.Store, gated, plan bool, kill string, clock engine.Clock) (*engine.Engine, *flow.Flow) {
 	reg := agentTools(dir, kill)
 	models := &model.Registry{}
-	models.Register("m", agentTurns(dir, "", agentScript...))
+	script := agentScript
+	if plan {
+		script = planApprovalScript
+	}
+	models.Register("m", agentTurns(dir, "", script...))
 	src := agentFlow
 	var gate safety.Gate
 	if gated {
@@ -48,7 +53,7 @@ func ledgerEngine(t testing.TB, dir string, st store.Store, gated bool, kill str
 }
 
 // TestAgentLedgerChild is the child of TestAgentApprovedCallRunsOnce.
-// REIN_AGENT_LEDGER is "<gated|required>:<stage>": at stage 1 it runs the
+// REIN_AGENT_LEDGER is "<gated|required|plan>:<stage>": at stage 1 it runs the
 // agent until the refund waits, approves it and resumes; at stage 2 it
 // resumes (a person approved the unknown refund). Either way it dies by
 // SIGKILL inside the refund.
@@ -68,7 +73,7 @@ func TestAgentLedgerChild(t *testing.T) {
 	if strings.HasSuffix(mode, ":2") {
 		clock = pastLease(t, st, ledgerRun)
 	}
-	e, f := ledgerEngine(t, dir, st, gated, "during:refund", clock)
+	e, f := ledgerEngine(t, dir, st, gated, strings.HasPrefix(mode, "plan:"), "during:refund", clock)
 	if strings.HasSuffix(mode, ":1") {
 		res, err := e.Run(ctx, f, agentInput, &engine.RunOptions{RunID: ledgerRun})
 		if err != nil || res.Status != trace.RunWaiting || len(res.Pending) != 1 {
@@ -112,19 +117,26 @@ func TestAgentApprovedCallRunsOnce(t *testing.T) {
 		// again: a person approves the unknown refund ("run it again"),
 		// and that dispatch is killed too.
 		again bool
+		// plan: the refund is the approved step of an execute_plan call,
+		// which is then the call in doubt.
+		plan bool
 	}{
 		{name: "approval required"},
 		{name: "gate require_approval", gated: true},
 		{name: "approved after unknown", again: true},
+		{name: "approved plan step", plan: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dir := t.TempDir()
-			mode := "required"
-			if tc.gated {
+			mode, doubt := "required", "support/turn2/call1"
+			switch {
+			case tc.gated:
 				mode = "gated"
+			case tc.plan:
+				mode, doubt = "plan", "support/turn1/call1"
 			}
 			childIn(t, dir, "TestAgentLedgerChild", "REIN_AGENT_LEDGER="+mode+":1")
 			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
@@ -136,14 +148,14 @@ func TestAgentApprovedCallRunsOnce(t *testing.T) {
 			resumeUnknown := func(want int) {
 				t.Helper()
 				for range 2 {
-					e, f := ledgerEngine(t, dir, st, tc.gated, "", pastLease(t, st, ledgerRun))
+					e, f := ledgerEngine(t, dir, st, tc.gated, tc.plan, "", pastLease(t, st, ledgerRun))
 					res, err := e.Resume(ctx, f, ledgerRun)
 					if err != nil {
 						t.Fatal(err)
 					}
 					wantStatus(t, res, trace.RunWaiting)
-					if len(res.Pending) != 1 || res.Pending[0].StepID != "support/turn2/call1" || res.Pending[0].Kind != store.KindUnknown {
-						t.Fatalf("pending %+v, want the refund unknown", res.Pending)
+					if len(res.Pending) != 1 || res.Pending[0].StepID != doubt || res.Pending[0].Kind != store.KindUnknown {
+						t.Fatalf("pending %+v, want the refund unknown", res.Pending[0])
 					}
 					if !strings.Contains(res.Pending[0].Message, "used once") {
 						t.Errorf("the unknown approval does not say the approval was used: %q", res.Pending[0].Message)
@@ -155,7 +167,7 @@ func TestAgentApprovedCallRunsOnce(t *testing.T) {
 			}
 			resumeUnknown(1)
 			if tc.again {
-				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: "support/turn2/call1", Status: store.ApprovalApproved}); err != nil {
+				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: doubt, Status: store.ApprovalApproved}); err != nil {
 					t.Fatal(err)
 				}
 				childIn(t, dir, "TestAgentLedgerChild", "REIN_AGENT_LEDGER="+mode+":2")
@@ -169,19 +181,19 @@ func TestAgentApprovedCallRunsOnce(t *testing.T) {
 			}
 			var found bool
 			for _, c := range calls {
-				if c.Key == ledgerRun+"/support/1/turn2/call1" {
-					found = c.Status == store.CallStarted && c.ArgsSHA != "" && c.Name == "refund"
+				if c.Key == ledgerRun+"/support/1/"+strings.TrimPrefix(doubt, "support/") {
+					found = c.Status == store.CallStarted && c.ArgsSHA != "" && (c.Name == "refund" || tc.plan && c.Name == "execute_plan")
 				}
 			}
 			if !found {
 				t.Errorf("no started record of the dispatched refund: %+v", calls)
 			}
 			// a person settles it: the run goes on, nothing runs again.
-			if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: "support/turn2/call1",
+			if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: doubt,
 				Status: store.ApprovalSettled, Output: []byte(`{"refunded":true}`)}); err != nil {
 				t.Fatal(err)
 			}
-			e, f := ledgerEngine(t, dir, st, tc.gated, "", pastLease(t, st, ledgerRun))
+			e, f := ledgerEngine(t, dir, st, tc.gated, tc.plan, "", pastLease(t, st, ledgerRun))
 			res, err := e.Resume(ctx, f, ledgerRun)
 			if err != nil {
 				t.Fatal(err)
