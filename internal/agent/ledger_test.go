@@ -99,3 +99,43 @@ func TestApprovalIsUsedOnce(t *testing.T) {
 		t.Fatalf("%+v %v, %d runs; want answered after a second run", res, err, c.n.Load())
 	}
 }
+
+// TestApprovedIdempotentCallRunsAgainWithItsKey: an approved call whose
+// tool is idempotent, found dispatched without an outcome, runs again with
+// the same key under the approval it used (the same execution), without
+// asking a person again.
+func TestApprovedIdempotentCallRunsAgainWithItsKey(t *testing.T) {
+	t.Parallel()
+	var c counted
+	j := &journal{}
+	var during *agent.Session
+	reship := c.tool("reship", tool.EffectWrite, true, func(any) (any, error) {
+		if during == nil {
+			during = j.session("ship it")
+		}
+		return "shipped", nil
+	})
+	m := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("b", "reship", `{"order":"1042"}`)),
+		textReply("done"),
+		textReply("done"),
+	}}
+	l := newLoop(t, agent.Config{Model: m, Journal: j, RunID: "r", StepID: "agent", Attempt: 1,
+		Tools: []agent.Tool{{Tool: reship, Approval: true}}})
+	if _, err := l.Run(context.Background(), &agent.Session{Task: "ship it"}); err != nil {
+		t.Fatal(err)
+	}
+	s := j.session("ship it")
+	s.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a1", Args: `{"order":"1042"}`}}
+	if _, err := l.Run(context.Background(), s); err != nil || during == nil {
+		t.Fatal(err)
+	}
+	during.Decisions = s.Decisions
+	res, err := l.Run(context.Background(), during)
+	if err != nil || res.Status != agent.StatusAnswered {
+		t.Fatalf("%+v %v: want it answered, the reship run again unasked", res, err)
+	}
+	if c.n.Load() != 2 || c.keys[0] != c.keys[1] || c.keys[0] != "r/agent/1/turn1/call1" {
+		t.Fatalf("%d runs with keys %v: want two with the same key", c.n.Load(), c.keys)
+	}
+}
