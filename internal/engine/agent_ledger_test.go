@@ -209,3 +209,114 @@ func TestAgentApprovedCallRunsOnce(t *testing.T) {
 		})
 	}
 }
+
+// attemptsFlow: the agent's model fails its first attempt after the
+// refund (approval: required) ran; on_error: retry starts a second
+// attempt, which asks for the same refund again.
+const attemptsFlow = `name: support
+inputs: {type: object, properties: {task: {type: string}}}
+steps:
+  - id: support
+    type: agent
+    model: m
+    prompt_template: "{input.task}"
+    tools: {refund: {approval: required}}
+    on_error: retry
+    retries: 1
+    backoff: {initial: 1ms, max: 1ms}
+`
+
+func attemptsEngine(t testing.TB, dir string, st store.Store, clock engine.Clock) (*engine.Engine, *flow.Flow) {
+	reg := agentTools(dir, "")
+	models := &model.Registry{}
+	models.Register("m", model.Func(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		switch {
+		case req.Turn == 1:
+			return &model.Response{ToolCalls: []model.ToolCall{call("r", "refund", `{"order":"1042"}`)}}, nil
+		case req.Attempt == 1:
+			return nil, errors.New("the model broke") // a business error: not retried within the turn
+		}
+		return &model.Response{Text: "refunded order 1042"}, nil
+	}))
+	f, err := flow.Parse([]byte(attemptsFlow), "support.yaml", &flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, Clock: clock}), f
+}
+
+// parkKillingStore kills the process instead of committing the approval
+// of step id at.
+type parkKillingStore struct {
+	store.Store
+	at string
+}
+
+func (k *parkKillingStore) Commit(ctx context.Context, t *store.Transition) error {
+	for _, a := range t.Approvals {
+		if a.StepID == k.at {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	return k.Store.Commit(ctx, t)
+}
+
+// TestAgentAttemptsChild is the child of TestAgentApprovalIsNotAnotherAttempts:
+// attempt 1's refund is approved and runs, the model fails, and the
+// process dies as attempt 2's refund (the same call by name and args) is
+// about to be asked about: its waiting call is journaled, its approval is
+// not.
+func TestAgentAttemptsChild(t *testing.T) {
+	if os.Getenv("REIN_AGENT_ATTEMPTS") == "" {
+		t.Skip("the approval-per-attempt test's child process")
+	}
+	ctx := context.Background()
+	dir := os.Getenv("REIN_CRASH_DIR")
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, f := attemptsEngine(t, dir, st, nil)
+	res, err := e.Run(ctx, f, agentInput, &engine.RunOptions{RunID: ledgerRun})
+	if err != nil || len(res.Pending) != 1 || res.Pending[0].StepID != "support/turn1/call1" {
+		t.Fatalf("the refund did not wait: %v %+v", err, res)
+	}
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: ledgerRun, StepID: "support/turn1/call1", Status: store.ApprovalApproved}); err != nil {
+		t.Fatal(err)
+	}
+	e, f = attemptsEngine(t, dir, &parkKillingStore{Store: st, at: "support/turn1/call1"}, nil)
+	_, err = e.Resume(ctx, f, ledgerRun)
+	t.Fatalf("the child was meant to die before attempt 2's approval was committed, but its resume returned (%v)", err)
+}
+
+// TestAgentApprovalIsNotAnotherAttempts: an approval given (and used) for
+// attempt 1's call turn1/call1 does not decide attempt 2's call of the
+// same name and args: resumed, attempt 2's refund waits for its own
+// approval, and the refund ran once.
+func TestAgentApprovalIsNotAnotherAttempts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	childIn(t, dir, "TestAgentAttemptsChild", "REIN_AGENT_ATTEMPTS=1")
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, f := attemptsEngine(t, dir, st, pastLease(t, st, ledgerRun))
+	res, err := e.Resume(ctx, f, ledgerRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	if len(res.Pending) != 1 || res.Pending[0].StepID != "support/turn1/call1" || res.Pending[0].Kind != store.KindApproval {
+		t.Fatalf("pending %+v, want attempt 2's refund waiting", res.Pending)
+	}
+	if n := refunds(t, dir); n != 1 {
+		t.Fatalf("the refund ran %d times: attempt 1's approval decided attempt 2's call", n)
+	}
+}
