@@ -126,7 +126,7 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	for i := range t.Calls {
 		c := &t.Calls[i]
 		d, decided := s.Decisions[Ref(t.N, c.Index)]
-		if decided && c.consumed(d.ID) {
+		if decided && c.consumed(d, Ref(t.N, c.Index)) {
 			decided = false // used once already: a new decision is needed
 		}
 		if c.Status == StatusChosen || c.Status == StatusWaiting || c.Status == StatusUnknown {
@@ -285,7 +285,7 @@ func (l *Loop) planDecisions(s *Session, turn int, c *Call, again bool) []Pendin
 	c.decisions = make(map[string]Decision, len(c.Plan.Waiting))
 	for _, p := range c.pending(turn, "approval") {
 		d, ok := s.Decisions[p.Ref]
-		if !ok || !again && c.consumed(d.ID) {
+		if !ok || !again && c.consumed(d, p.Ref) {
 			undecided = append(undecided, p)
 			continue
 		}

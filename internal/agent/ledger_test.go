@@ -42,61 +42,62 @@ func TestApprovalIsBoundToItsArgs(t *testing.T) {
 // TestApprovalIsUsedOnce: an approved call is journaled dispatched, with
 // the approval it used, before it runs. A resume from the journal as it
 // stood while the call ran (the process died there) finds it unknown,
-// however often it is resumed with the same approval; a new decision runs
-// it again, once.
+// however often it is resumed with the same approval (by id, or a
+// decision without one); a new decision runs it again, once.
 func TestApprovalIsUsedOnce(t *testing.T) {
 	t.Parallel()
-	var c counted
-	j := &journal{}
-	var during *agent.Session // the journal while the refund runs
-	refund := c.tool("refund", tool.EffectWrite, false, func(any) (any, error) {
-		if during == nil {
-			during = j.session("charged twice")
+	for _, id := range []string{"a1", ""} {
+		var c counted
+		j := &journal{}
+		var during *agent.Session // the journal while the refund runs
+		refund := c.tool("refund", tool.EffectWrite, false, func(any) (any, error) {
+			if during == nil {
+				during = j.session("charged twice")
+			}
+			return "refunded", nil
+		})
+		m := &turns{replies: []func(*model.Request) *model.Response{
+			callsReply(tc("b", "refund", `{"order":"1042"}`)),
+			textReply("done"),
+			textReply("done"), // the run after the second decision
+		}}
+		l := newLoop(t, agent.Config{Model: m, Journal: j, RunID: "r", StepID: "agent", Attempt: 1,
+			Tools: []agent.Tool{{Tool: refund, Approval: true}}})
+		if _, err := l.Run(context.Background(), &agent.Session{Task: "charged twice"}); err != nil {
+			t.Fatal(err)
 		}
-		return "refunded", nil
-	})
-	m := &turns{replies: []func(*model.Request) *model.Response{
-		callsReply(tc("b", "refund", `{"order":"1042"}`)),
-		textReply("done"),
-		textReply("done"), // the run after the second decision
-	}}
-	l := newLoop(t, agent.Config{Model: m, Journal: j, RunID: "r", StepID: "agent", Attempt: 1,
-		Tools: []agent.Tool{{Tool: refund, Approval: true}}})
-	if _, err := l.Run(context.Background(), &agent.Session{Task: "charged twice"}); err != nil {
-		t.Fatal(err)
-	}
-	s := j.session("charged twice")
-	s.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a1", Args: `{"order":"1042"}`}}
-	if _, err := l.Run(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	if during == nil || c.n.Load() != 1 {
-		t.Fatalf("the approved refund ran %d times", c.n.Load())
-	}
-	if d := during.Turns[0].Calls[0]; d.Status != agent.StatusChosen || len(d.Consumed) != 1 || d.Consumed[0].ID != "a1" || d.ArgsSHA == "" {
-		t.Fatalf("while it ran the journal held %+v: want it chosen, with approval a1 used", d)
-	}
-	for range 2 {
-		again := *during
-		again.Turns = append([]agent.Turn(nil), during.Turns...)
-		again.Turns[0].Calls = append([]agent.Call(nil), during.Turns[0].Calls...)
-		again.Decisions = s.Decisions
-		res, err := l.Run(context.Background(), &again)
-		if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Kind != "unknown" {
-			t.Fatalf("resumed: %+v %v; want the refund unknown", res, err)
+		s := j.session("charged twice")
+		s.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: id, Args: `{"order":"1042"}`}}
+		if _, err := l.Run(context.Background(), s); err != nil {
+			t.Fatal(err)
 		}
-		if c.n.Load() != 1 {
-			t.Fatalf("the refund ran %d times: its approval counted twice", c.n.Load())
+		if during == nil || c.n.Load() != 1 {
+			t.Fatalf("id %q: the approved refund ran %d times", id, c.n.Load())
 		}
-	}
-	// a person decides anew: it runs again, once.
-	again := *during
-	again.Turns = append([]agent.Turn(nil), during.Turns...)
-	again.Turns[0].Calls = append([]agent.Call(nil), during.Turns[0].Calls...)
-	again.Decisions = map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a2", Args: `{"order":"1042"}`}}
-	res, err := l.Run(context.Background(), &again)
-	if err != nil || res.Status != agent.StatusAnswered || c.n.Load() != 2 {
-		t.Fatalf("%+v %v, %d runs; want answered after a second run", res, err, c.n.Load())
+		if d := during.Turns[0].Calls[0]; d.Status != agent.StatusChosen || len(d.Consumed) != 1 || d.Consumed[0].ID != id || d.ArgsSHA == "" {
+			t.Fatalf("id %q: while it ran the journal held %+v: want it chosen, with the approval used", id, d)
+		}
+		resume := func(ds map[string]agent.Decision) (*agent.Result, error) {
+			again := *during
+			again.Turns = append([]agent.Turn(nil), during.Turns...)
+			again.Turns[0].Calls = append([]agent.Call(nil), during.Turns[0].Calls...)
+			again.Decisions = ds
+			return l.Run(context.Background(), &again)
+		}
+		for range 2 {
+			res, err := resume(s.Decisions)
+			if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Kind != "unknown" {
+				t.Fatalf("id %q: resumed: %+v %v; want the refund unknown", id, res, err)
+			}
+			if c.n.Load() != 1 {
+				t.Fatalf("id %q: the refund ran %d times: its approval counted twice", id, c.n.Load())
+			}
+		}
+		// a person decides anew: it runs again, once.
+		res, err := resume(map[string]agent.Decision{"turn1/call1": {Verdict: agent.Approve, ID: "a2", Args: `{"order":"1042"}`}})
+		if err != nil || res.Status != agent.StatusAnswered || c.n.Load() != 2 {
+			t.Fatalf("id %q: %+v %v, %d runs; want answered after a second run", id, res, err, c.n.Load())
+		}
 	}
 }
 

@@ -137,10 +137,12 @@ type Consumed struct {
 	Ref string `json:"ref"`
 }
 
-// consumed reports whether the approval id was used by c already.
-func (c *Call) consumed(id string) bool {
+// consumed reports whether c used the approval of decision d on ref
+// already: the same approval id on the same ref (decisions without an id
+// are used once per ref).
+func (c *Call) consumed(d Decision, ref string) bool {
 	for _, u := range c.Consumed {
-		if id != "" && u.ID == id {
+		if u.ID == d.ID && u.Ref == ref {
 			return true
 		}
 	}
@@ -213,7 +215,8 @@ type Decision struct {
 	Comment string  `json:"comment,omitempty"`
 	Output  any     `json:"output,omitempty"`
 	// ID is the approval's id (the store's row): an approval is used once
-	// (Call.Consumed); empty, the decision is not tracked.
+	// (Call.Consumed). A decision without one is used once for its call:
+	// a later decision on that call needs an id of its own.
 	ID string `json:"id,omitempty"`
 	// Args are the arguments the person decided on (the approval's), when
 	// known: an approved call runs only if its own arguments have the same
