@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"math/bits"
 
 	"github.com/reinhq/rein/store"
 )
@@ -25,10 +24,10 @@ type head struct {
 // of the entity's file; what the writer should learn once the batch
 // commits goes through afterCommit, stageHead, forget and noteKey.
 //
-// Journal rows are queued (rows) and inserted together at the end of the
-// batch: an op whose SQL reads the journal (a run version computed from
-// it, or runs deleted) calls flush first, so that its SQL sees the rows
-// of the ops before it.
+// Events and steps rows are queued (rows, steps) and inserted together at
+// the end of the batch: an op whose SQL reads them (a run version computed
+// from the events, or runs deleted) calls flush first, so that its SQL
+// sees the rows of the ops before it.
 type wtx struct {
 	ctx context.Context
 	c   *stmtCache
@@ -36,10 +35,10 @@ type wtx struct {
 	// op is the op whose fn runs (for afterCommit).
 	op *op
 	nv []driver.NamedValue // argument buffer
-	// queued journal rows.
-	rows rowBuf
+	// queued events and steps rows.
+	rows, steps rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
-	// once the batch commits; inserted counts the journal rows it wrote.
+	// once the batch commits; inserted counts the events it wrote.
 	heads   map[int64]head
 	forgot  map[int64]bool
 	evicted map[int64]bool
@@ -71,8 +70,10 @@ func (x *wtx) begin(ctx context.Context, c *stmtCache, w *writer) *wtx {
 	clear(x.evictedKeys)
 	clear(x.flows)
 	clear(x.rows.args)
+	clear(x.steps.args)
 	*x = wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: x.heads, keys: x.keys, forgot: x.forgot, evicted: x.evicted,
-		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}, mark: -1}
+		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]},
+		steps: rowBuf{args: x.steps.args[:0]}, mark: -1}
 	return x
 }
 
@@ -232,26 +233,20 @@ func (x *wtx) committed() {
 	}
 }
 
-// flush inserts the journal rows queued so far, in order.
+// flush inserts the events and steps rows queued so far, in order.
 func (x *wtx) flush() error {
-	b := &x.rows
-	off := 0
-	for left := b.n; left > 0; {
-		k := min(bits.Len(uint(left))-1, maxRowsLog2)
-		n := 1 << k
-		if _, err := x.exec(journalSQL[k], b.args[off:off+n*journalArgs]...); err != nil {
-			return fmt.Errorf("append to the journal: %w", mapErr(err))
-		}
-		off += n * journalArgs
-		left -= n
+	n := x.rows.n
+	if err := x.rows.flush(x, &eventsSQL, eventArgs); err != nil {
+		return fmt.Errorf("append to the journal: %w", err)
 	}
-	x.inserted += b.n
-	clear(b.args)
-	b.args, b.n = b.args[:0], 0
+	x.inserted += n
+	if err := x.steps.flush(x, &stepsSQL, stepArgsN); err != nil {
+		return fmt.Errorf("write the step projection: %w", err)
+	}
 	return nil
 }
 
-// indexJournal moves the tail of the journal into journal_index, and the
+// indexJournal moves the tail of events into events_index, and the
 // tail of runs into run_flows, when either is long enough (or their length
 // is unknown); it runs last in a batch.
 func (x *wtx) indexJournal() error {

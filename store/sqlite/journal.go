@@ -5,14 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -26,8 +27,9 @@ import (
 // finished run has no writer to protect, and the owner's ReleaseLease that
 // follows is then answered without a transaction.
 //
-// The transition is one journal row: its events and step projections as
-// frames. The run row is written only when t.Run changes it.
+// The transition is a row of events per event and a row of steps per step
+// it sets. The run row is written only when t.Run changes it, or when the
+// transition has no event to carry the run's new version.
 func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 	defer s.seen(&err)
 	if t == nil || t.RunID == "" {
@@ -38,7 +40,8 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 		return err
 	}
 	// the writer is done with c once commit returns (the driver copied
-	// the frames when it bound them): its buffers serve the next commit.
+	// the rows' values when it bound them): its buffers serve the next
+	// commit.
 	defer c.recycle()
 	var after func()
 	if c.final {
@@ -53,33 +56,49 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 }
 
 // commitData is a transition encoded for the writer (on the caller's
-// goroutine): the writer checks its version and queues its journal row for
-// the batch's multi-row insert.
+// goroutine): the writer checks its version and queues its events and
+// steps rows for the batch's multi-row statements.
 type commitData struct {
 	runID                          string
 	version, maxSeq, now           int64
 	update, final                  bool
 	status, errJSON, usage, settle any
-	events, steps                  []byte
-	blobs                          [][2]any // sha256, data
-	approvals                      []*store.Approval
-	create                         *store.CreateRunParams
-	flowSHA                        string // of create's flow text
-	closeReason                    string // comment on the approvals a final commit closes
-	scratch                        []byte
-	// packed is the row's frames packed (pack.go), nil when the row is
-	// stored plain; packBuf and packIn are its reused buffers.
-	packed, packBuf, packIn []byte
+	// events holds the events' JSON one after the other, evs their other
+	// columns; steps the steps' records and payloads (aliasing the
+	// transition's, which are the caller's again once Commit returns).
+	events      []byte
+	evs         []eventRow
+	steps       []stepRow
+	blobs       [][2]any // sha256, data
+	approvals   []*store.Approval
+	create      *store.CreateRunParams
+	flowSHA     string // of create's flow text
+	closeReason string // comment on the approvals a final commit closes
+}
+
+// eventRow is an event's columns but its JSON, which ends at end in
+// commitData.events.
+type eventRow struct {
+	seq, at               int64
+	kind, stepID, callKey any
+	end                   int
+}
+
+// stepRow is a step's record and payloads.
+type stepRow struct {
+	rec                    journal.StepRecord
+	output, input, errJSON []byte
 }
 
 var commitPool = sync.Pool{New: func() any { return new(commitData) }}
 
 // recycle returns c, with its buffers, to the pool.
 func (c *commitData) recycle() {
-	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
+	events, evs, steps := c.events[:0], c.evs[:0], c.steps[:0]
 	clear(c.blobs)
+	clear(steps[:cap(steps)])
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
+	*c = commitData{events: events, evs: evs, steps: steps, blobs: blobs}
 	commitPool.Put(c)
 }
 
@@ -100,25 +119,31 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 		c.flowSHA = flowSHA(p.FlowText)
 	}
-	buf := c.scratch
 	for _, e := range t.Events {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
 		// an event's run is the transition's (t.RunID): stored events
-		// leave it out (it was a tenth of a row), and reading puts it back.
-		c.events, buf = frames.EncodeEvent(c.events, buf, e)
+		// leave it out (rk names it), and reading puts it back.
+		ev := *e
+		ev.RunID = ""
+		c.events = journal.AppendEvent(c.events, &ev)
+		r := eventRow{seq: e.Seq, at: eventNanos(e.Time), kind: string(e.Kind), stepID: nullText(e.StepID), end: len(c.events)}
+		if e.Call != nil {
+			r.callKey = e.Call.Key
+		}
+		c.evs = append(c.evs, r)
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		var e journal.EncodedStep
-		c.steps, buf, e = frames.EncodeStep(c.steps, buf, st, s.opts.BlobThreshold)
+		rec, e := journal.SplitStep(st, s.opts.BlobThreshold)
 		if e.OutputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
+		c.steps = append(c.steps, stepRow{rec: rec, output: e.Output, input: e.Input, errJSON: e.Error})
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -148,19 +173,16 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			}
 		}
 	}
-	c.scratch = buf
-	// Packing costs the writer nothing: it happens here, on the caller's
-	// goroutine, in parallel with the other runs'.
-	var ok bool
-	if c.packed, c.packBuf, c.packIn, ok = pack(c.packBuf, c.packIn, c.events, c.steps); !ok {
-		c.packed = nil
+	if len(c.evs) == 0 {
+		// no event carries the run's new version: the run row does.
+		c.update = true
 	}
 	return c, nil
 }
 
 // stage checks c's version and applies the writes that cannot wait (run
-// row, blobs, approvals), then queues its journal row on x for the batch's
-// multi-row insert (x.flush). An error before any write is clean.
+// row, blobs, approvals), then queues its events and steps rows on x for
+// the batch's multi-row statements (x.flush). An error before any write is clean.
 func (c *commitData) stage(x *wtx) error {
 	if p := c.create; p != nil {
 		status := p.Status
@@ -224,15 +246,72 @@ func (c *commitData) apply(x *wtx) error {
 	return nil
 }
 
-// appendJournal queues the transition's journal row (its events and step
-// frames, packed when that is smaller) for the batch's multi-row insert.
+// appendJournal queues the transition's events and steps rows for the
+// batch's multi-row statements.
 func appendJournal(x *wtx, rk int64, h head, c *commitData) {
-	if c.packed != nil {
-		x.rows.add(rk, h.version, h.seq, c.now, c.packed, nil)
-	} else {
-		x.rows.add(rk, h.version, h.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	start := 0
+	for i := range c.evs {
+		e := &c.evs[i]
+		x.rows.add(rk, e.seq, int64(journal.Version), e.kind, e.stepID, e.at, e.callKey, text(c.events[start:e.end]), h.version, c.now)
+		start = e.end
+	}
+	for i := range c.steps {
+		st := &c.steps[i]
+		x.steps.args = stepArgs(x.steps.args, rk, stepOrd(h.version, i), journal.Version, &st.rec, st.output, st.input, st.errJSON)
+		x.steps.n++
 	}
 }
+
+// stepOrd is the ord of the i-th step a transition writes, the run's
+// version after it being version: steps read in the order of their first
+// write.
+func stepOrd(version int64, i int) int64 { return version<<20 | int64(i) }
+
+// stepArgs appends the values of a steps row: the record rec of record
+// version version, and its payloads (those in blobs nil).
+func stepArgs(dst []any, rk, ord int64, version int64, rec *journal.StepRecord, output, input, errJSON []byte) []any {
+	return append(dst, rk, rec.StepID, ord, version, rec.Type, string(rec.Status), int64(rec.Attempt),
+		text(output), rec.OutputSHA, rec.OutputBlob, text(input), rec.InputBlob, rec.Idempotent, text(errJSON),
+		nullNanos(rec.StartedAt), nullNanos(rec.SettledAt))
+}
+
+// text is b as a TEXT value (NULL when empty), so that SQL reads it as
+// JSON text. It aliases b: the driver copies the value when it binds it,
+// and b must not change before the statement ran.
+func text(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// nullNanos is a record's Unix ns, NULL for 0 (none).
+func nullNanos(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// eventNanos is an event's time in Unix ns for its at column: 0 for no
+// time, and the nearest representable for one outside the years
+// 1678–2262 (the payload keeps the exact time).
+func eventNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(minNanos):
+		return math.MinInt64
+	case t.After(maxNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
 
 // insertBlob stores a step payload under its sha256 and references it from
 // run rk (both kept when already there).
@@ -246,58 +325,14 @@ func insertBlob(x *wtx, rk int64, sha, data any) error {
 	return nil
 }
 
-// journalRows is the query of one run's journal rows in version order:
-// those in journal_index, then the tail not indexed yet. ?1 is the run ID,
-// ?2 the smallest seq of interest; col is the frames column's expression
-// over a journal row aliased j.
-func journalRows(col string) string {
-	return `SELECT j.version, ` + col + ` FROM journal_index x JOIN journal j ON j.id = x.id
-		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
-		UNION ALL SELECT j.version, ` + col + ` FROM journal j
-		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
-		ORDER BY 1`
-}
-
-var (
-	// a packed row (pack.go) holds both columns' frames in events.
-	eventRowsSQL = journalRows("j.events")
-	stepRowsSQL  = journalRows("CASE WHEN substr(j.events, 1, 1) = x'00' THEN j.events ELSE j.steps END")
-)
-
-// eachRow calls fn with the frames column of each of a run's journal rows
-// whose seq is above after, in order; fn returns false to stop.
-func (s *Store) eachRow(ctx context.Context, what, q, runID string, after int64, fn func(data []byte) (bool, error)) error {
-	rows, err := s.reads.QueryContext(ctx, q, runID, after)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-	}
-	defer rows.Close()
-	any := false
-	for rows.Next() {
-		any = true
-		var (
-			version int64
-			data    []byte
-		)
-		if err := rows.Scan(&version, &data); err != nil {
-			return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-		}
-		more, err := fn(data)
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-	}
-	if !any {
-		return s.notFoundUnlessExists(ctx, what, runID)
-	}
-	return nil
-}
+// eventsSQL selects a run's events with seq above ?2, at most ?3 (-1: all),
+// in order: those in events_index, then the tail not indexed yet. ?1 is
+// the run ID.
+const eventsQuery = `SELECT e.seq, e.version, e.payload FROM events_index x JOIN events e ON e.id = x.id
+		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND x.seq > ?2
+		UNION ALL SELECT e.seq, e.version, e.payload FROM events e
+		WHERE e.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND e.rk = (SELECT rk FROM runs WHERE id = ?1) AND e.seq > ?2
+		ORDER BY 1 LIMIT ?3`
 
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
 // all. A record that does not decode, or that a newer rein wrote, is an
@@ -307,73 +342,130 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	var (
-		out []*trace.Event
-		buf []byte // decoded events are copies: one buffer serves every row
-	)
-	err = s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
-		var err error
-		if isPacked(data) {
-			if data, _, buf, err = unpack(runID, data, buf); err != nil {
-				return false, err
-			}
-		}
-		if out, err = frames.DecodeEvents(out, runID, data, after, limit); err != nil {
-			return false, badRecord(err)
-		}
-		return limit < 0 || len(out) < limit, nil
-	})
+	rows, err := s.reads.QueryContext(ctx, eventsQuery, runID, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*trace.Event
+	for rows.Next() {
+		var (
+			seq, version int64
+			payload      sql.RawBytes
+		)
+		if err := rows.Scan(&seq, &version, &payload); err != nil {
+			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+		}
+		e, err := journal.ReadEvent(runID, seq, uint64(max(version, 0)), payload)
+		if err != nil {
+			return nil, badRecord(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		if err := s.notFoundUnlessExists(ctx, "events", runID); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
+// stepsQuery selects a run's steps rows in the order they were first
+// written.
+const stepsQuery = `SELECT step_id, version, type, status, attempt, output, output_sha, output_blob, input, input_blob,
+	idempotent, error, started_at, settled_at FROM steps WHERE rk = (SELECT rk FROM runs WHERE id = ?) ORDER BY ord`
+
 // Steps returns the step projection of a run in first-written order, with
-// outputs and inputs stored as blobs read back: the journal's step records
-// folded, the last record of a step winning (only that one is decoded).
+// outputs and inputs stored as blobs read back. A row of a record version
+// this binary cannot read is an error naming the run and the step.
 func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err error) {
 	defer s.seen(&err)
-	var fold frames.Fold
-	err = s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
-		if isPacked(data) {
-			// a buffer of its own: the folded frames alias it.
-			var err error
-			if _, data, _, err = unpack(runID, data, nil); err != nil {
-				return false, err
-			}
-		}
-		if err := fold.Add(runID, data); err != nil {
-			return false, badRecord(err)
-		}
-		return true, nil
-	})
+	rows, err := s.reads.QueryContext(ctx, stepsQuery, runID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
-	last := fold.Last
-	out := make([]*store.Step, len(last))
-	for i := range last {
-		sf := &last[i]
-		st, r, err := journal.DecodeStep(runID, sf)
-		if err != nil {
+	defer rows.Close()
+	type blobbed struct {
+		st       *store.Step
+		out, inp string
+	}
+	var (
+		out   []*store.Step
+		blobs []blobbed
+	)
+	for rows.Next() {
+		var (
+			st                     = &store.Step{RunID: runID}
+			version                int64
+			status, outputBlobSHA  string
+			outputBlob             bool
+			inputBlob              string
+			output, input, errJSON []byte
+			started, settled       sql.NullInt64
+		)
+		if err := rows.Scan(&st.StepID, &version, &st.Type, &status, &st.Attempt, &output, &st.OutputSHA, &outputBlob,
+			&input, &inputBlob, &st.Idempotent, &errJSON, &started, &settled); err != nil {
+			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+		}
+		if err := stepDamage(runID, st.StepID, version, status); err != nil {
 			return nil, badRecord(err)
 		}
-		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
-		// Payloads stored as blobs (large ones only), read back.
-		if r.OutputBlob {
-			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {
+		st.Status, st.Output, st.Input, st.Error = trace.StepStatus(status), nilIfEmpty(output), nilIfEmpty(input), nilIfEmpty(errJSON)
+		st.StartedAt, st.SettledAt = journal.TimeOf(started.Int64), journal.TimeOf(settled.Int64)
+		if outputBlob {
+			outputBlobSHA = st.OutputSHA
+		}
+		if outputBlobSHA != "" || inputBlob != "" {
+			blobs = append(blobs, blobbed{st, outputBlobSHA, inputBlob})
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	}
+	rows.Close()
+	if len(out) == 0 {
+		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
+	}
+	// Payloads stored as blobs (large ones only), read back.
+	for _, b := range blobs {
+		if b.out != "" {
+			if b.st.Output, err = s.stepBlob(ctx, runID, b.st.StepID, b.out); err != nil {
 				return nil, err
 			}
 		}
-		if r.InputBlob != "" {
-			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, r.InputBlob); err != nil {
+		if b.inp != "" {
+			if b.st.Input, err = s.stepBlob(ctx, runID, b.st.StepID, b.inp); err != nil {
 				return nil, err
 			}
 		}
-		out[i] = st
 	}
 	return out, nil
+}
+
+// stepDamage is the error for a steps row that does not read: a record
+// version this binary cannot read (*journal.VersionError), or no status
+// (a record that did not decode when its journal was converted, or a row
+// overwritten), naming the run and the step; nil for a row that reads.
+func stepDamage(runID, stepID string, version int64, status string) error {
+	if err := journal.CheckVersion(runID, "step "+stepID, uint64(max(version, 0))); err != nil {
+		return err
+	}
+	if status == "" {
+		return fmt.Errorf("run %s step %s: step record has no status: the database is damaged", runID, stepID)
+	}
+	return nil
+}
+
+// nilIfEmpty is b, nil when empty (an empty payload reads back nil).
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // stepBlob reads a step payload stored as a blob.

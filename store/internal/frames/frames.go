@@ -87,6 +87,24 @@ func (f *reader) bytes() []byte {
 	return out
 }
 
+// EachEvent calls fn with the sequence number, record version and JSON of
+// each event frame of one row, not decoded (data aliases row).
+func EachEvent(runID string, row []byte, fn func(seq int64, version uint64, data []byte) error) error {
+	f := reader{b: row}
+	for f.more() {
+		seq := int64(f.uvarint())
+		version := f.uvarint()
+		data := f.bytes()
+		if f.err != nil {
+			return fmt.Errorf("run %s: journal record after seq %d: %w: the database is damaged", runID, seq, f.err)
+		}
+		if err := fn(seq, version, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DecodeEvents appends the events of one row with Seq > after to out, at
 // most limit in all (limit < 0: no limit).
 func DecodeEvents(out []*journal.Event, runID string, row []byte, after int64, limit int) ([]*journal.Event, error) {

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store/internal/frames"
+)
+
+// convertBatch is how many journal rows convertJournal reads at a time.
+const convertBatch = 512
+
+// convertJournal is the Go part of migration 6: it moves every record of
+// the journal table (frames of events and step records, one row per
+// transition, some packed) into the rows of events and steps, then drops
+// journal and journal_index and indexes the events. Records are carried
+// as they were stored: an event's JSON and record version unchanged, so a
+// record that did not read before the migration does not read after it,
+// with the same error naming its run and seq. A step record whose JSON
+// does not decode becomes a step row without a status, which reads as
+// damage naming its run and step (stepDamage); a row whose frames do not
+// decode becomes one event of no valid version at the row's seq.
+func convertJournal(ctx context.Context, tx *sql.Tx) error {
+	insEvent, err := tx.PrepareContext(ctx, `INSERT INTO events (rk, seq, version, kind, step_id, at, call_key, payload, run_version, committed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer insEvent.Close()
+	insStep, err := tx.PrepareContext(ctx, stepUpsert(1))
+	if err != nil {
+		return err
+	}
+	defer insStep.Close()
+	type row struct {
+		id, rk, version, seq, at int64
+		runID                    string
+		events, steps            []byte
+	}
+	for last := int64(0); ; {
+		var batch []row
+		rows, err := tx.QueryContext(ctx, `SELECT j.id, j.rk, r.id, j.version, j.seq, j.at, j.events, j.steps
+			FROM journal j JOIN runs r ON r.rk = j.rk WHERE j.id > ? ORDER BY j.id LIMIT ?`, last, convertBatch)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.rk, &r.runID, &r.version, &r.seq, &r.at, &r.events, &r.steps); err != nil {
+				rows.Close()
+				return err
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, r := range batch {
+			last = r.id
+			events, steps := r.events, r.steps
+			if isPacked(events) {
+				if events, steps, _, err = unpack(r.runID, events, nil); err != nil {
+					events, steps = nil, nil
+				}
+			}
+			if err == nil {
+				err = frames.EachEvent(r.runID, events, func(int64, uint64, []byte) error { return nil })
+			}
+			if err != nil {
+				// a row that does not decode stays damage of its run: one
+				// event of no valid version at the row's seq, which reads
+				// as "the database is damaged", naming the run and seq.
+				if _, err := insEvent.ExecContext(ctx, r.rk, r.seq, 0, "", nil, 0, nil, "", r.version, r.at); err != nil {
+					return err
+				}
+				continue
+			}
+			err := frames.EachEvent(r.runID, events, func(seq int64, version uint64, data []byte) error {
+				var ev journal.Event // what does not decode keeps zero columns
+				if e, err := journal.ReadEvent(r.runID, seq, version, data); err == nil {
+					ev = *e
+				}
+				var callKey any
+				if ev.Call != nil {
+					callKey = ev.Call.Key
+				}
+				_, err := insEvent.ExecContext(ctx, r.rk, seq, int64(version), string(ev.Kind), nullText(ev.StepID), eventNanos(ev.Time),
+					callKey, string(data), r.version, r.at)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("convert the journal of run %s: %w", r.runID, err)
+			}
+			i := 0
+			err = frames.EachStepFrame(r.runID, steps, func(sf *journal.StoredStep) {
+				if err != nil {
+					return
+				}
+				_, rec, derr := journal.DecodeStep(r.runID, sf)
+				if derr != nil {
+					// kept as damage of this step alone, its status
+					// empty (or a newer rein's record, refused by its
+					// version when read).
+					rec = journal.StepRecord{StepID: sf.StepID}
+				}
+				_, err = insStep.ExecContext(ctx, stepArgs(nil, r.rk, stepOrd(r.version, i), int64(sf.Version), &rec, sf.Output, sf.Input, sf.Error)...)
+				i++
+			})
+			if err != nil {
+				return fmt.Errorf("convert the step records of run %s: %w", r.runID, err)
+			}
+		}
+	}
+	for _, q := range []string{
+		`DROP TABLE journal_index`,
+		`DROP TABLE journal`,
+		`INSERT OR IGNORE INTO events_index (rk, seq, id) SELECT rk, seq, id FROM events`,
+		`UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM events) WHERE one = 1`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
