@@ -114,8 +114,8 @@ func Check(ctx context.Context, path string) (*Report, error) {
 	return r, nil
 }
 
-// checkRecords decodes every journal record (event and step row), as a
-// read of its run would, and adds a problem for each that does not decode
+// checkRecords decodes every journal record (each event, and the last
+// record of each step), as a read of its run would, and adds a problem for each that does not decode
 // (up to maxIntegrityLines). A record a newer rein wrote is no damage.
 func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 	problem := func(err error, format string, args ...any) {
@@ -124,7 +124,8 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 		}
 		r.Problems = append(r.Problems, fmt.Sprintf(format, args...)+": "+err.Error())
 	}
-	rows, err := db.QueryContext(ctx, `SELECT r.id, e.seq, e.version, e.payload FROM events e JOIN runs r ON r.rk = e.rk ORDER BY e.id`)
+	rows, err := db.QueryContext(ctx, `SELECT r.id, j.seq, j.version, j.payload FROM journal j JOIN runs r ON r.rk = j.rk
+		WHERE j.kind IS NOT NULL ORDER BY j.id`)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,9 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 		return err
 	}
 	rows.Close()
-	steps, err := db.QueryContext(ctx, `SELECT r.id, s.step_id, s.version, s.status FROM steps s JOIN runs r ON r.rk = s.rk ORDER BY s.rk, s.ord`)
+	// a step's last record is the one a read decodes.
+	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, coalesce(j.status, '') FROM journal j JOIN runs r ON r.rk = j.rk
+		WHERE j.id IN (SELECT max(id) FROM journal WHERE kind IS NULL GROUP BY rk, step_id) ORDER BY j.id`)
 	if err != nil {
 		return err
 	}

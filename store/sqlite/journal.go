@@ -79,9 +79,9 @@ type commitData struct {
 // eventRow is an event's columns but its JSON, which ends at end in
 // commitData.events.
 type eventRow struct {
-	seq, at               int64
-	kind, stepID, callKey any
-	end                   int
+	seq                       int64
+	kind, stepID, at, callKey any
+	end                       int
 }
 
 // stepRow is a step's record and payloads.
@@ -238,7 +238,9 @@ func (c *commitData) apply(x *wtx) error {
 			return err
 		}
 	}
-	appendJournal(x, rk, next, c)
+	if err := appendJournal(x, rk, next, c); err != nil {
+		return err
+	}
 	x.stageHead(rk, next)
 	if c.final || c.status == string(trace.RunWaiting) {
 		x.evict(c.runID, rk)
@@ -246,33 +248,47 @@ func (c *commitData) apply(x *wtx) error {
 	return nil
 }
 
-// appendJournal queues the transition's events and steps rows for the
-// batch's multi-row statements.
-func appendJournal(x *wtx, rk int64, h head, c *commitData) {
+// appendJournal queues the transition's journal rows — its events, then
+// its step records — for the batch's multi-row inserts. A run's
+// transition queued after another of the same batch flushes that one's
+// first (wtx.flush inserts all events before all step records).
+func appendJournal(x *wtx, rk int64, h head, c *commitData) error {
+	if x.queued[rk] {
+		if err := x.flush(); err != nil {
+			return err
+		}
+	}
+	if x.queued == nil {
+		x.queued = make(map[int64]bool)
+	}
+	x.queued[rk] = true
 	start := 0
 	for i := range c.evs {
 		e := &c.evs[i]
-		x.rows.add(rk, e.seq, int64(journal.Version), e.kind, e.stepID, e.at, e.callKey, text(c.events[start:e.end]), h.version, c.now)
+		x.rows.args = eventArgs(x.rows.args, rk, e.seq, e.kind, e.stepID, e.at, e.callKey, text(c.events[start:e.end]), h.version, c.now)
+		x.rows.n++
 		start = e.end
 	}
 	for i := range c.steps {
 		st := &c.steps[i]
-		x.steps.args = stepArgs(x.steps.args, rk, stepOrd(h.version, i), journal.Version, &st.rec, st.output, st.input, st.errJSON)
+		x.steps.args = stepArgs(x.steps.args, rk, h.seq, &st.rec, st.output, st.input, st.errJSON, h.version, c.now)
 		x.steps.n++
 	}
+	return nil
 }
 
-// stepOrd is the ord of the i-th step a transition writes, the run's
-// version after it being version: steps read in the order of their first
-// write.
-func stepOrd(version int64, i int) int64 { return version<<20 | int64(i) }
+// eventArgs appends the values of an event's journal row (eventsSQL).
+func eventArgs(dst []any, rk, seq int64, kind, stepID, at, callKey, payload any, runVersion, committed int64) []any {
+	return append(dst, rk, seq, kind, stepID, at, callKey, payload, runVersion, committed)
+}
 
-// stepArgs appends the values of a steps row: the record rec of record
-// version version, and its payloads (those in blobs nil).
-func stepArgs(dst []any, rk, ord int64, version int64, rec *journal.StepRecord, output, input, errJSON []byte) []any {
-	return append(dst, rk, rec.StepID, ord, version, rec.Type, string(rec.Status), int64(rec.Attempt),
-		text(output), rec.OutputSHA, rec.OutputBlob, text(input), rec.InputBlob, rec.Idempotent, text(errJSON),
-		nullNanos(rec.StartedAt), nullNanos(rec.SettledAt))
+// stepArgs appends the values of a step record's journal row (stepsSQL):
+// the record rec and its payloads (those in blobs nil), the run's last seq
+// being seq.
+func stepArgs(dst []any, rk, seq int64, rec *journal.StepRecord, output, input, errJSON []byte, runVersion, committed int64) []any {
+	return append(dst, rk, seq, rec.StepID, rec.Type, string(rec.Status), int64(rec.Attempt), text(output), rec.OutputSHA,
+		rec.OutputBlob, text(input), rec.InputBlob, rec.Idempotent, text(errJSON), nullNanos(rec.StartedAt), nullNanos(rec.SettledAt),
+		runVersion, committed)
 }
 
 // text is b as a TEXT value (NULL when empty), so that SQL reads it as
@@ -293,17 +309,17 @@ func nullNanos(n int64) any {
 	return n
 }
 
-// eventNanos is an event's time in Unix ns for its at column: 0 for no
+// eventNanos is an event's time in Unix ns for its at column: NULL for no
 // time, and the nearest representable for one outside the years
 // 1678–2262 (the payload keeps the exact time).
-func eventNanos(t time.Time) int64 {
+func eventNanos(t time.Time) any {
 	switch {
 	case t.IsZero():
-		return 0
+		return nil
 	case t.Before(minNanos):
-		return math.MinInt64
+		return int64(math.MinInt64)
 	case t.After(maxNanos):
-		return math.MaxInt64
+		return int64(math.MaxInt64)
 	}
 	return t.UnixNano()
 }
@@ -325,14 +341,20 @@ func insertBlob(x *wtx, rk int64, sha, data any) error {
 	return nil
 }
 
-// eventsSQL selects a run's events with seq above ?2, at most ?3 (-1: all),
-// in order: those in events_index, then the tail not indexed yet. ?1 is
-// the run ID.
-const eventsQuery = `SELECT e.seq, e.version, e.payload FROM events_index x JOIN events e ON e.id = x.id
-		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND x.seq > ?2
-		UNION ALL SELECT e.seq, e.version, e.payload FROM events e
-		WHERE e.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND e.rk = (SELECT rk FROM runs WHERE id = ?1) AND e.seq > ?2
-		ORDER BY 1 LIMIT ?3`
+// journalRows selects cols of a run's journal rows that hold where, in
+// order: those in journal_index, then the tail not indexed yet. ?1 is the
+// run ID.
+func journalRows(cols, where string) string {
+	return `SELECT j.id, ` + cols + ` FROM journal_index x JOIN journal j ON j.id = x.id
+		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
+		UNION ALL SELECT j.id, ` + cols + ` FROM journal j
+		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
+		ORDER BY 1`
+}
+
+// eventsQuery selects a run's events with seq above ?2, at most ?3 (-1:
+// all), in order.
+var eventsQuery = journalRows("j.seq, j.version, j.payload", "j.kind IS NOT NULL AND j.seq > ?2") + ` LIMIT ?3`
 
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
 // all. A record that does not decode, or that a newer rein wrote, is an
@@ -350,10 +372,10 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	var out []*trace.Event
 	for rows.Next() {
 		var (
-			seq, version int64
-			payload      sql.RawBytes
+			id, seq, version int64
+			payload          sql.RawBytes
 		)
-		if err := rows.Scan(&seq, &version, &payload); err != nil {
+		if err := rows.Scan(&id, &seq, &version, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
 		}
 		e, err := journal.ReadEvent(runID, seq, uint64(max(version, 0)), payload)
@@ -373,10 +395,9 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// stepsQuery selects a run's steps rows in the order they were first
-// written.
-const stepsQuery = `SELECT step_id, version, type, status, attempt, output, output_sha, output_blob, input, input_blob,
-	idempotent, error, started_at, settled_at FROM steps WHERE rk = (SELECT rk FROM runs WHERE id = ?) ORDER BY ord`
+// stepsQuery selects a run's step records in order.
+var stepsQuery = journalRows(`j.step_id, j.version, j.type, j.status, j.attempt, j.output, j.output_sha, j.output_blob,
+	j.input, j.input_blob, j.idempotent, j.error, j.started_at, j.settled_at`, "j.kind IS NULL")
 
 // Steps returns the step projection of a run in first-written order, with
 // outputs and inputs stored as blobs read back. A row of a record version
@@ -388,57 +409,68 @@ func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err e
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	type blobbed struct {
-		st       *store.Step
-		out, inp string
-	}
+	// the last record of each step is its state; steps keep the order
+	// of their first records. blobs: the payloads of out's steps stored
+	// as blobs (output, input sha256).
 	var (
 		out   []*store.Step
-		blobs []blobbed
+		index = map[string]int{}
+		blobs = map[*store.Step][2]string{}
+		// damage: why a step's last record does not read (nil: it does).
+		damage []error
 	)
 	for rows.Next() {
 		var (
-			st                     = &store.Step{RunID: runID}
-			version                int64
-			status, outputBlobSHA  string
-			outputBlob             bool
-			inputBlob              string
-			output, input, errJSON []byte
-			started, settled       sql.NullInt64
+			st                                = &store.Step{RunID: runID}
+			id, version                       int64
+			typ, status, outputSHA, inputBlob sql.NullString
+			attempt                           sql.NullInt64
+			outputBlob, idempotent            sql.NullBool
+			output, input, errJSON            []byte
+			started, settled                  sql.NullInt64
 		)
-		if err := rows.Scan(&st.StepID, &version, &st.Type, &status, &st.Attempt, &output, &st.OutputSHA, &outputBlob,
-			&input, &inputBlob, &st.Idempotent, &errJSON, &started, &settled); err != nil {
+		if err := rows.Scan(&id, &st.StepID, &version, &typ, &status, &attempt, &output, &outputSHA, &outputBlob,
+			&input, &inputBlob, &idempotent, &errJSON, &started, &settled); err != nil {
 			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 		}
-		if err := stepDamage(runID, st.StepID, version, status); err != nil {
-			return nil, badRecord(err)
-		}
-		st.Status, st.Output, st.Input, st.Error = trace.StepStatus(status), nilIfEmpty(output), nilIfEmpty(input), nilIfEmpty(errJSON)
+		st.Type, st.Status, st.Attempt, st.OutputSHA, st.Idempotent = typ.String, trace.StepStatus(status.String), int(attempt.Int64), outputSHA.String, idempotent.Bool
+		st.Output, st.Input, st.Error = nilIfEmpty(output), nilIfEmpty(input), nilIfEmpty(errJSON)
 		st.StartedAt, st.SettledAt = journal.TimeOf(started.Int64), journal.TimeOf(settled.Int64)
-		if outputBlob {
-			outputBlobSHA = st.OutputSHA
+		if outputBlob.Bool {
+			st.Output = nil
+			blobs[st] = [2]string{st.OutputSHA, inputBlob.String}
+		} else if inputBlob.String != "" {
+			blobs[st] = [2]string{"", inputBlob.String}
 		}
-		if outputBlobSHA != "" || inputBlob != "" {
-			blobs = append(blobs, blobbed{st, outputBlobSHA, inputBlob})
+		if i, ok := index[st.StepID]; ok {
+			delete(blobs, out[i])
+			out[i], damage[i] = st, stepDamage(runID, st.StepID, version, status.String)
+			continue
 		}
-		out = append(out, st)
+		index[st.StepID] = len(out)
+		out, damage = append(out, st), append(damage, stepDamage(runID, st.StepID, version, status.String))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	}
+	for _, err := range damage {
+		if err != nil {
+			return nil, badRecord(err)
+		}
 	}
 	rows.Close()
 	if len(out) == 0 {
 		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
 	}
 	// Payloads stored as blobs (large ones only), read back.
-	for _, b := range blobs {
-		if b.out != "" {
-			if b.st.Output, err = s.stepBlob(ctx, runID, b.st.StepID, b.out); err != nil {
+	for st, b := range blobs {
+		if b[0] != "" {
+			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, b[0]); err != nil {
 				return nil, err
 			}
 		}
-		if b.inp != "" {
-			if b.st.Input, err = s.stepBlob(ctx, runID, b.st.StepID, b.inp); err != nil {
+		if b[1] != "" {
+			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, b[1]); err != nil {
 				return nil, err
 			}
 		}

@@ -28,8 +28,8 @@ func commitSteps(t *testing.T, s *Store, id string, v int64, n int) int64 {
 
 func journalState(t *testing.T, s *Store) (indexed, mark, tail int) {
 	t.Helper()
-	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM events_index), (SELECT indexed FROM journal_mark),
-		(SELECT count(*) FROM events WHERE id > (SELECT indexed FROM journal_mark))`).Scan(&indexed, &mark, &tail); err != nil {
+	if err := s.rdb.QueryRow(`SELECT (SELECT count(*) FROM journal_index), (SELECT indexed FROM journal_mark),
+		(SELECT count(*) FROM journal WHERE id > (SELECT indexed FROM journal_mark))`).Scan(&indexed, &mark, &tail); err != nil {
 		t.Fatal(err)
 	}
 	return
@@ -52,7 +52,7 @@ func checkRun(t *testing.T, s *Store, id string, n int) {
 	}
 }
 
-// Runs whose events are partly indexed and partly in the tail read
+// Runs whose journal rows are partly indexed and partly in the tail read
 // back whole, before and after a reopen (which forgets the tail's length).
 func TestJournalIndexAndTail(t *testing.T) {
 	t.Parallel()

@@ -141,7 +141,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) (_ []*store
 			WHERE rk IN (SELECT c.rk FROM (`+liveRuns+`) c CROSS JOIN runs t ON t.rk = c.rk
 				WHERE t.status IN ('pending', 'running') AND (t.lease_owner IS NULL OR t.lease_expires <= ?3)
 				ORDER BY c.rk LIMIT ?4)
-			RETURNING `+runColsBare+`, rk, coalesce((SELECT seq FROM events WHERE id = `+headOf("runs.rk")+`), 0)`,
+			RETURNING `+runColsBare+`, rk, coalesce((SELECT seq FROM journal WHERE id = `+headOf("runs.rk")+`), 0)`,
 			p.Owner, now.Add(p.TTL).UnixNano(), now.UnixNano(), limit)
 		if err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store/internal/frames"
@@ -13,23 +15,25 @@ import (
 const convertBatch = 512
 
 // convertJournal is the Go part of migration 6: it moves every record of
-// the journal table (frames of events and step records, one row per
-// transition, some packed) into the rows of events and steps, then drops
-// journal and journal_index and indexes the events. Records are carried
+// the old journal (journal_frames: frames of events and step records, one
+// row per transition, some packed) into rows of the new journal, one a
+// record, then drops journal_frames and journal_frames_index and indexes
+// the new rows. Records are carried
 // as they were stored: an event's JSON and record version unchanged, so a
 // record that did not read before the migration does not read after it,
 // with the same error naming its run and seq. A step record whose JSON
 // does not decode becomes a step row without a status, which reads as
 // damage naming its run and step (stepDamage); a row whose frames do not
-// decode becomes one event of no valid version at the row's seq.
+// decode becomes one event row of no valid version at the row's seq.
 func convertJournal(ctx context.Context, tx *sql.Tx) error {
-	insEvent, err := tx.PrepareContext(ctx, `INSERT INTO events (rk, seq, version, kind, step_id, at, call_key, payload, run_version, committed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// the rows keep their records' versions: the writer's statements
+	// with their own in place of it.
+	insEvent, err := tx.PrepareContext(ctx, strings.Replace(eventsSQL[0], strconv.Itoa(journal.Version)+")", "?)", 1))
 	if err != nil {
 		return err
 	}
 	defer insEvent.Close()
-	insStep, err := tx.PrepareContext(ctx, stepUpsert(1))
+	insStep, err := tx.PrepareContext(ctx, strings.Replace(stepsSQL[0], strconv.Itoa(journal.Version)+")", "?)", 1))
 	if err != nil {
 		return err
 	}
@@ -42,7 +46,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 	for last := int64(0); ; {
 		var batch []row
 		rows, err := tx.QueryContext(ctx, `SELECT j.id, j.rk, r.id, j.version, j.seq, j.at, j.events, j.steps
-			FROM journal j JOIN runs r ON r.rk = j.rk WHERE j.id > ? ORDER BY j.id LIMIT ?`, last, convertBatch)
+			FROM journal_frames j JOIN runs r ON r.rk = j.rk WHERE j.id > ? ORDER BY j.id LIMIT ?`, last, convertBatch)
 		if err != nil {
 			return err
 		}
@@ -76,7 +80,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				// a row that does not decode stays damage of its run: one
 				// event of no valid version at the row's seq, which reads
 				// as "the database is damaged", naming the run and seq.
-				if _, err := insEvent.ExecContext(ctx, r.rk, r.seq, 0, "", nil, 0, nil, "", r.version, r.at); err != nil {
+				if _, err := insEvent.ExecContext(ctx, append(eventArgs(nil, r.rk, r.seq, "", nil, nil, nil, "", r.version, r.at), 0)...); err != nil {
 					return err
 				}
 				continue
@@ -90,14 +94,13 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				if ev.Call != nil {
 					callKey = ev.Call.Key
 				}
-				_, err := insEvent.ExecContext(ctx, r.rk, seq, int64(version), string(ev.Kind), nullText(ev.StepID), eventNanos(ev.Time),
-					callKey, string(data), r.version, r.at)
+				_, err := insEvent.ExecContext(ctx, append(eventArgs(nil, r.rk, seq, string(ev.Kind), nullText(ev.StepID), eventNanos(ev.Time),
+					callKey, string(data), r.version, r.at), int64(version))...)
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("convert the journal of run %s: %w", r.runID, err)
 			}
-			i := 0
 			err = frames.EachStepFrame(r.runID, steps, func(sf *journal.StoredStep) {
 				if err != nil {
 					return
@@ -109,8 +112,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 					// version when read).
 					rec = journal.StepRecord{StepID: sf.StepID}
 				}
-				_, err = insStep.ExecContext(ctx, stepArgs(nil, r.rk, stepOrd(r.version, i), int64(sf.Version), &rec, sf.Output, sf.Input, sf.Error)...)
-				i++
+				_, err = insStep.ExecContext(ctx, append(stepArgs(nil, r.rk, r.seq, &rec, sf.Output, sf.Input, sf.Error, r.version, r.at), int64(sf.Version))...)
 			})
 			if err != nil {
 				return fmt.Errorf("convert the step records of run %s: %w", r.runID, err)
@@ -118,10 +120,10 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	for _, q := range []string{
-		`DROP TABLE journal_index`,
-		`DROP TABLE journal`,
-		`INSERT OR IGNORE INTO events_index (rk, seq, id) SELECT rk, seq, id FROM events`,
-		`UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM events) WHERE one = 1`,
+		`DROP TABLE journal_frames_index`,
+		`DROP TABLE journal_frames`,
+		`INSERT INTO journal_index (rk, id) SELECT rk, id FROM journal`,
+		`UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err

@@ -197,7 +197,7 @@ func TestMigrationConvertsJournal(t *testing.T) {
 		t.Errorf("run_events: kinds %q, call keys %q", kinds, keys)
 	}
 	var tables int
-	if err := s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('journal', 'journal_index')`).Scan(&tables); err != nil || tables != 0 {
+	if err := s.rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('journal_frames', 'journal_frames_index') OR name LIKE '%frames%'`).Scan(&tables); err != nil || tables != 0 {
 		t.Errorf("%d of the old journal tables left, %v", tables, err)
 	}
 }

@@ -108,7 +108,7 @@ func (x *wtx) prune(st [3]any, before, now time.Time, res *store.PruneResult) er
 	}
 	// A deleted last row frees its id (rk) for the next insert: keep
 	// that id above the mark, in the tail readers scan.
-	if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM events)),
+	if _, err := x.exec(`UPDATE journal_mark SET indexed = min(indexed, (SELECT coalesce(max(id), 0) FROM journal)),
 		runs = min(runs, (SELECT coalesce(max(rk), 0) FROM runs)) WHERE one = 1`); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (x *wtx) prune(st [3]any, before, now time.Time, res *store.PruneResult) er
 	return nil
 }
 
-// deleteRun deletes a run with its events, steps, approvals and blob references,
+// deleteRun deletes a run with its journal, approvals and blob references,
 // adding the blobs it referred to to shas and its flow text to flows.
 func (x *wtx) deleteRun(rk int64, shas, flows map[string]bool) error {
 	var flowSHA sql.NullString
@@ -144,10 +144,9 @@ func (x *wtx) deleteRun(rk int64, shas, flows map[string]bool) error {
 		return err
 	}
 	for _, q := range []string{
-		`DELETE FROM events WHERE id IN (SELECT id FROM events_index WHERE rk = ?1)`,
-		`DELETE FROM events WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
-		`DELETE FROM events_index WHERE rk = ?1`,
-		`DELETE FROM steps WHERE rk = ?1`,
+		`DELETE FROM journal WHERE id IN (SELECT id FROM journal_index WHERE rk = ?1)`,
+		`DELETE FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
+		`DELETE FROM journal_index WHERE rk = ?1`,
 		`DELETE FROM runs_live WHERE rk = ?1`,
 		`DELETE FROM run_flows WHERE flow = (SELECT flow FROM runs WHERE rk = ?1) AND rk = ?1`,
 		`DELETE FROM runs WHERE rk = ?1`,

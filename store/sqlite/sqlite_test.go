@@ -16,19 +16,19 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // corruptEvent overwrites the record version and JSON of event seq of a
-// run in its events row.
+// run in its journal row.
 func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version int, data []byte) {
 	t.Helper()
 	// Through the writer, so the read pool sees it committed.
-	n := corruptRows(t, s, `UPDATE events SET version = ?, payload = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ?`,
+	n := corruptRows(t, s, `UPDATE journal SET version = ?, payload = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ? AND kind IS NOT NULL`,
 		version, string(data), runID, seq)
 	if n != 1 {
 		t.Fatalf("corrupt %s seq %d: %d rows hold it", runID, seq, n)
 	}
 }
 
-// corruptStep overwrites the record of step stepID of a run in its steps
-// row: its record version, and its columns from rec (a journal.StepRecord
+// corruptStep overwrites the last record of step stepID of a run in its
+// journal row: its record version, and its columns from rec (a journal.StepRecord
 // as JSON); a rec that does not decode leaves the row without a status,
 // as the conversion of a damaged record does.
 func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) {
@@ -37,8 +37,8 @@ func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int,
 	if json.Unmarshal(rec, &r) != nil {
 		r = journal.StepRecord{}
 	}
-	n := corruptRows(t, s, `UPDATE steps SET version = ?, type = ?, status = ?, attempt = ?, output_sha = ?
-		WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND step_id = ?`,
+	n := corruptRows(t, s, `UPDATE journal SET version = ?, type = ?, status = nullif(?, ''), attempt = ?, output_sha = ?
+		WHERE id = (SELECT max(id) FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND step_id = ? AND kind IS NULL)`,
 		version, r.Type, string(r.Status), r.Attempt, r.OutputSHA, runID, stepID)
 	if n != 1 {
 		t.Fatalf("corrupt %s step %s: %d rows hold it", runID, stepID, n)

@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"math/bits"
+	"strconv"
 	"strings"
+
+	"github.com/reinhq/rein/journal"
 )
 
 // stmtID names a statement the writer prepares once.
@@ -32,19 +35,18 @@ const (
 	nStmts
 )
 
-// headOf is the id of the newest event of the run whose rk is the SQL
-// expression rk: in events_index, or in the tail not indexed yet.
+// headOf is the id of the newest journal row of the run whose rk is the
+// SQL expression rk: in journal_index, or in the tail not indexed yet.
 func headOf(rk string) string {
-	return `(SELECT id FROM (SELECT * FROM (SELECT id, seq FROM events_index WHERE rk = ` + rk + ` ORDER BY seq DESC LIMIT 1)
-		UNION ALL SELECT id, seq FROM events WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `)
-		ORDER BY seq DESC LIMIT 1)`
+	return `(SELECT max(id) FROM (SELECT max(id) AS id FROM journal_index WHERE rk = ` + rk + `
+		UNION ALL SELECT max(id) FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `))`
 }
 
 // headVersion is the version of a run (rk an SQL expression naming its
 // key, version its runs.version): the larger of the run row's and the
-// run_version of its newest event.
+// run_version of its newest journal row.
 func headVersion(rk, version string) string {
-	return `max(` + version + `, coalesce((SELECT run_version FROM events WHERE id = ` + headOf(rk) + `), 0))`
+	return `max(` + version + `, coalesce((SELECT run_version FROM journal WHERE id = ` + headOf(rk) + `), 0))`
 }
 
 var stmtSQL = [nStmts]string{
@@ -56,7 +58,7 @@ var stmtSQL = [nStmts]string{
 		settled_at = coalesce(?, settled_at),
 		lease_owner = iif(?, NULL, lease_owner), lease_expires = iif(?, NULL, lease_expires)
 		WHERE rk = ? AND id = ?`,
-	stHead: `SELECT r.version, coalesce(h.run_version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN events h ON h.id = ` + headOf("r.rk") + `
+	stHead: `SELECT r.version, coalesce(h.run_version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
 		WHERE r.rk = ? AND r.id = ?`,
 	stRunKey:        `SELECT rk FROM runs WHERE id = ?`,
 	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`,
@@ -71,11 +73,11 @@ var stmtSQL = [nStmts]string{
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
-	stIndexJournal: `INSERT INTO events_index (rk, seq, id)
-		SELECT rk, seq, id FROM events WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
+	stIndexJournal: `INSERT INTO journal_index (rk, id)
+		SELECT rk, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
 	stIndexRuns: `INSERT INTO run_flows (flow, rk)
 		SELECT flow, rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1)`,
-	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM events),
+	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
 		runs = (SELECT coalesce(max(rk), 0) FROM runs) WHERE one = 1 RETURNING runs`,
 	stIndexLive: `INSERT OR IGNORE INTO runs_live (rk)
 		SELECT rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1) AND status IN ` + liveStatuses,
@@ -87,46 +89,40 @@ var stmtSQL = [nStmts]string{
 		WHERE run_id = ? AND status = 'pending'`,
 }
 
-// indexEvery is how many events may wait for events_index, and how many
-// runs for run_flows: the tails readers scan. The batch that reaches
+// indexEvery is how many journal rows may wait for journal_index, and how
+// many runs for run_flows: the tails readers scan. The batch that reaches
 // either indexes both.
 const indexEvery = 256
 
-// maxRowsLog2: the multi-row statements insert 1, 2, 4, … 64 rows.
+// maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
 const maxRowsLog2 = 6
 
-// eventArgs and stepArgsN are the numbers of values of one events row and
-// one steps row.
+// eventArgsN and stepArgsN are the numbers of values of an event's and of
+// a step record's journal row; the record version is the statements' own
+// (journal.Version).
 const (
-	eventArgs = 10
-	stepArgsN = 16
+	eventArgsN = 9
+	stepArgsN  = 17
 )
 
-// eventsSQL[k] inserts 1<<k events; stepsSQL[k] writes 1<<k steps rows.
+// eventsSQL[k] inserts 1<<k events' journal rows, stepsSQL[k] 1<<k step
+// records'.
 var eventsSQL, stepsSQL = func() (ev, st [maxRowsLog2 + 1]string) {
+	v := strconv.Itoa(journal.Version)
 	for k := range ev {
-		ev[k] = valuesSQL(`INSERT INTO events (rk, seq, version, kind, step_id, at, call_key, payload, run_version, committed_at) VALUES `, eventArgs, 1<<k)
-		st[k] = stepUpsert(1 << k)
+		ev[k] = valuesSQL(`INSERT INTO journal (rk, seq, kind, step_id, at, call_key, payload, run_version, committed_at, version) VALUES `,
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, "+v+")", 1<<k)
+		st[k] = valuesSQL(`INSERT INTO journal (rk, seq, step_id, type, status, attempt, output, output_sha, output_blob, input, input_blob,
+			idempotent, error, started_at, settled_at, run_version, committed_at, version) VALUES `,
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+v+")", 1<<k)
 	}
 	return ev, st
 }()
 
-// stepUpsert writes n steps rows: each replaces the row of its step but
-// for its ord (the order the run first wrote its steps in).
-func stepUpsert(n int) string {
-	return valuesSQL(`INSERT INTO steps (rk, step_id, ord, version, type, status, attempt, output, output_sha, output_blob,
-		input, input_blob, idempotent, error, started_at, settled_at) VALUES `, stepArgsN, n) + `
-		ON CONFLICT (rk, step_id) DO UPDATE SET version = excluded.version, type = excluded.type, status = excluded.status,
-		attempt = excluded.attempt, output = excluded.output, output_sha = excluded.output_sha, output_blob = excluded.output_blob,
-		input = excluded.input, input_blob = excluded.input_blob, idempotent = excluded.idempotent, error = excluded.error,
-		started_at = excluded.started_at, settled_at = excluded.settled_at`
-}
-
-// valuesSQL is head followed by n groups of args parameters.
-func valuesSQL(head string, args, n int) string {
+// valuesSQL is head followed by n times group.
+func valuesSQL(head, group string, n int) string {
 	var b strings.Builder
 	b.WriteString(head)
-	group := "(?" + strings.Repeat(", ?", args-1) + ")"
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")

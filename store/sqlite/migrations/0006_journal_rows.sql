@@ -1,0 +1,98 @@
+-- rein store schema 6: a journal SQL can read. The journal becomes one row
+-- per record — each event, and each step record a transition writes —
+-- with typed columns, instead of one row of frames (some S2-packed) per
+-- transition. The rows written before are converted in Go
+-- (migrate_events.go) after this script, which drops journal_frames and
+-- journal_frames_index once their records are in the new journal.
+ALTER TABLE journal RENAME TO journal_frames;
+ALTER TABLE journal_index RENAME TO journal_frames_index;
+
+-- One row per record, in commit order (id), so concurrent runs' records
+-- share pages and a commit writes at the table's end: events and step
+-- records in one table, because every table a commit writes costs it a
+-- page more (docs/performance.md).
+--
+-- An event row: kind, step_id, at (the event's time, Unix ns; NULL for
+-- none) and call_key (a call event's key) are the event's own fields;
+-- payload is the event's JSON as journal.AppendEvent writes it, its run_id
+-- empty (rk names the run).
+--
+-- A step record (kind NULL): the step's projection as the transition set
+-- it — type, status, attempt, output, output_sha, input, idempotent,
+-- error, started_at, settled_at (Unix ns) — the last one of a step being
+-- its state. output, input and error are JSON text; one above the blob
+-- threshold is in blobs (output_blob = 1: the blob output_sha; input_blob:
+-- its sha256) and its column is NULL. seq is the run's last event seq
+-- after the transition.
+--
+-- version is the record version (journal.Version); run_version the run's
+-- version after the transition that appended the row, and committed_at
+-- that transition's time (Unix ns): the run's newest row gives its version
+-- and last seq.
+CREATE TABLE journal (
+    id           INTEGER PRIMARY KEY,
+    rk           INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    version      INTEGER NOT NULL,
+    kind         TEXT,
+    step_id      TEXT,
+    at           INTEGER,
+    call_key     TEXT,
+    payload      TEXT,
+    type         TEXT,
+    status       TEXT,
+    attempt      INTEGER,
+    output       TEXT,
+    output_sha   TEXT,
+    output_blob  INTEGER,
+    input        TEXT,
+    input_blob   TEXT,
+    idempotent   INTEGER,
+    error        TEXT,
+    started_at   INTEGER,
+    settled_at   INTEGER,
+    run_version  INTEGER NOT NULL,
+    committed_at INTEGER NOT NULL
+);
+-- journal_index finds a run's rows. It is written in bulk, not per
+-- commit: rows with id > journal_mark.indexed are not in it yet, and
+-- readers scan that short tail (a few hundred rows at most). The view
+-- run_journal does both.
+CREATE TABLE journal_index (
+    rk INTEGER NOT NULL,
+    id INTEGER NOT NULL,
+    PRIMARY KEY (rk, id)
+) WITHOUT ROWID;
+
+-- Views for readers with SQL (docs/durability.md "Reading the store with
+-- SQL"), by run ID, through the index and its tail.
+CREATE VIEW run_journal AS
+    SELECT r.id AS run_id, j.*
+    FROM runs r JOIN journal_index x ON x.rk = r.rk JOIN journal j ON j.id = x.id
+    UNION ALL
+    SELECT r.id, j.*
+    FROM journal j JOIN runs r ON r.rk = j.rk
+    WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1);
+
+-- A run's events.
+CREATE VIEW run_events AS
+    SELECT run_id, seq, kind, step_id, at, call_key, payload, version, id
+    FROM run_journal WHERE kind IS NOT NULL;
+
+-- A run's steps: the last record of each.
+CREATE VIEW run_steps AS
+    SELECT run_id, step_id, type, status, attempt, output, output_sha, output_blob, input, input_blob,
+        idempotent, error, started_at, settled_at, version, id
+    FROM (SELECT *, row_number() OVER (PARTITION BY run_id, step_id ORDER BY id DESC) AS newest
+        FROM run_journal WHERE kind IS NULL)
+    WHERE newest = 1;
+
+-- A run's call records: its call events (the last one of each key is the
+-- call's record), with the record's fields as columns.
+CREATE VIEW run_calls AS
+    SELECT run_id, seq, call_key AS key, step_id,
+        payload ->> '$.call.kind' AS kind, payload ->> '$.call.name' AS name,
+        payload ->> '$.call.status' AS status, payload ->> '$.call.attempt' AS attempt,
+        payload ->> '$.call.args_sha256' AS args_sha256, payload ->> '$.call.error_class' AS error_class,
+        payload -> '$.call' AS record
+    FROM run_events WHERE call_key IS NOT NULL;
