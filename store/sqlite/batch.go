@@ -24,12 +24,10 @@ type head struct {
 // of the entity's file; what the writer should learn once the batch
 // commits goes through afterCommit, stageHead, forget and noteKey.
 //
-// Journal rows are queued (rows, steps) and inserted together at the end
-// of the batch: an op whose SQL reads the journal (a run version computed
-// from it, or runs deleted) calls flush first, so that its SQL sees the
-// rows of the ops before it. Events go in before step records, so a run's
-// rows of two transitions are flushed in between (appendJournal): its
-// newest row is then always of its newest transition.
+// Journal rows are queued (rows) and inserted together, in order, at the
+// end of the batch: an op whose SQL reads the journal (a run version
+// computed from it, or runs deleted) calls flush first, so that its SQL
+// sees the rows of the ops before it.
 type wtx struct {
 	ctx context.Context
 	c   *stmtCache
@@ -37,10 +35,8 @@ type wtx struct {
 	// op is the op whose fn runs (for afterCommit).
 	op *op
 	nv []driver.NamedValue // argument buffer
-	// queued journal rows: events (rows) and step records (steps);
-	// queued, the runs they are of.
-	rows, steps rowBuf
-	queued      map[int64]bool
+	// queued journal rows.
+	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
 	// once the batch commits; inserted counts the journal rows it wrote.
 	heads   map[int64]head
@@ -74,11 +70,8 @@ func (x *wtx) begin(ctx context.Context, c *stmtCache, w *writer) *wtx {
 	clear(x.evictedKeys)
 	clear(x.flows)
 	clear(x.rows.args)
-	clear(x.steps.args)
-	clear(x.queued)
 	*x = wtx{ctx: ctx, c: c, w: w, nv: w.nv, heads: x.heads, keys: x.keys, forgot: x.forgot, evicted: x.evicted,
-		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]},
-		steps: rowBuf{args: x.steps.args[:0]}, queued: x.queued, mark: -1}
+		evictedKeys: x.evictedKeys[:0], flows: x.flows[:0], rows: rowBuf{args: x.rows.args[:0]}, mark: -1}
 	return x
 }
 
@@ -238,18 +231,13 @@ func (x *wtx) committed() {
 	}
 }
 
-// flush inserts the journal rows queued so far: the events, then the step
-// records (each in the order they were queued).
+// flush inserts the journal rows queued so far, in order.
 func (x *wtx) flush() error {
-	n := x.rows.n + x.steps.n
-	if err := x.rows.flush(x, &eventsSQL, eventArgsN); err != nil {
-		return fmt.Errorf("append to the journal: %w", err)
-	}
-	if err := x.steps.flush(x, &stepsSQL, stepArgsN); err != nil {
+	n := x.rows.n
+	if err := x.rows.flush(x, &journalSQL, journalArgs); err != nil {
 		return fmt.Errorf("append to the journal: %w", err)
 	}
 	x.inserted += n
-	clear(x.queued)
 	return nil
 }
 

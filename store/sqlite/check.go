@@ -124,7 +124,8 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 		}
 		r.Problems = append(r.Problems, fmt.Sprintf(format, args...)+": "+err.Error())
 	}
-	rows, err := db.QueryContext(ctx, `SELECT r.id, j.seq, j.version, j.payload FROM journal j JOIN runs r ON r.rk = j.rk
+	rows, err := db.QueryContext(ctx, `SELECT r.id, j.seq, j.version, j.kind, j.step_id, j.status, j.attempt, j.at, j.payload
+		FROM journal j JOIN runs r ON r.rk = j.rk
 		WHERE j.kind IS NOT NULL ORDER BY j.id`)
 	if err != nil {
 		return err
@@ -132,14 +133,16 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 	defer rows.Close()
 	for rows.Next() && len(r.Problems) < maxIntegrityLines {
 		var (
-			runID        string
-			seq, version int64
-			payload      sql.RawBytes
+			runID                string
+			seq, version         int64
+			kind, stepID, status sql.NullString
+			attempt, at          sql.NullInt64
+			payload              sql.RawBytes
 		)
-		if err := rows.Scan(&runID, &seq, &version, &payload); err != nil {
+		if err := rows.Scan(&runID, &seq, &version, &kind, &stepID, &status, &attempt, &at, &payload); err != nil {
 			return err
 		}
-		if _, err := journal.ReadEvent(runID, seq, uint64(max(version, 0)), payload); err != nil {
+		if _, err := readEvent(runID, seq, version, kind.String, stepID.String, status.String, attempt, at, payload); err != nil {
 			problem(err, "event %d of run %s", seq, runID)
 		}
 	}
@@ -148,7 +151,7 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 	}
 	rows.Close()
 	// a step's last record is the one a read decodes.
-	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, coalesce(j.status, '') FROM journal j JOIN runs r ON r.rk = j.rk
+	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, j.payload FROM journal j JOIN runs r ON r.rk = j.rk
 		WHERE j.id IN (SELECT max(id) FROM journal WHERE kind IS NULL GROUP BY rk, step_id) ORDER BY j.id`)
 	if err != nil {
 		return err
@@ -156,14 +159,16 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 	defer steps.Close()
 	for steps.Next() && len(r.Problems) < maxIntegrityLines {
 		var (
-			runID, stepID, status string
-			version               int64
+			runID   string
+			version int64
+			sf      journal.StoredStep
 		)
-		if err := steps.Scan(&runID, &stepID, &version, &status); err != nil {
+		if err := steps.Scan(&runID, &sf.StepID, &version, &sf.Rec); err != nil {
 			return err
 		}
-		if err := stepDamage(runID, stepID, version, status); err != nil {
-			problem(err, "step %s of run %s", stepID, runID)
+		sf.Version = uint64(max(version, 0))
+		if _, _, err := journal.DecodeStep(runID, &sf); err != nil {
+			problem(err, "step %s of run %s", sf.StepID, runID)
 		}
 	}
 	return steps.Err()

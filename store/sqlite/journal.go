@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -56,17 +58,18 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 }
 
 // commitData is a transition encoded for the writer (on the caller's
-// goroutine): the writer checks its version and queues its events and
-// steps rows for the batch's multi-row statements.
+// goroutine): the writer checks its version and queues its journal rows
+// for the batch's multi-row insert.
 type commitData struct {
 	runID                          string
 	version, maxSeq, now           int64
 	update, final                  bool
 	status, errJSON, usage, settle any
-	// events holds the events' JSON one after the other, evs their other
-	// columns; steps the steps' records and payloads (aliasing the
-	// transition's, which are the caller's again once Commit returns).
-	events      []byte
+	// buf holds the records' JSON one after the other: the events', then
+	// the step records'. evs and steps are their other values; a step's
+	// payloads alias the transition's, which are the caller's again once
+	// Commit returns.
+	buf         []byte
 	evs         []eventRow
 	steps       []stepRow
 	blobs       [][2]any // sha256, data
@@ -76,29 +79,31 @@ type commitData struct {
 	closeReason string // comment on the approvals a final commit closes
 }
 
-// eventRow is an event's columns but its JSON, which ends at end in
-// commitData.events.
+// eventRow is an event's values but its payload, which ends at end in
+// commitData.buf.
 type eventRow struct {
-	seq                       int64
-	kind, stepID, at, callKey any
-	end                       int
+	seq                                        int64
+	kind, stepID, status, attempt, at, callKey any
+	end                                        int
 }
 
-// stepRow is a step's record and payloads.
+// stepRow is a step record's values but its JSON, which ends at end in
+// commitData.buf.
 type stepRow struct {
-	rec                    journal.StepRecord
-	output, input, errJSON []byte
+	stepID, status, attempt any
+	output, input, errJSON  []byte
+	end                     int
 }
 
 var commitPool = sync.Pool{New: func() any { return new(commitData) }}
 
 // recycle returns c, with its buffers, to the pool.
 func (c *commitData) recycle() {
-	events, evs, steps := c.events[:0], c.evs[:0], c.steps[:0]
+	buf, evs, steps := c.buf[:0], c.evs[:0], c.steps[:0]
 	clear(c.blobs)
 	clear(steps[:cap(steps)])
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, evs: evs, steps: steps, blobs: blobs}
+	*c = commitData{buf: buf, evs: evs, steps: steps, blobs: blobs}
 	commitPool.Put(c)
 }
 
@@ -123,12 +128,10 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
-		// an event's run is the transition's (t.RunID): stored events
-		// leave it out (rk names it), and reading puts it back.
-		ev := *e
-		ev.RunID = ""
-		c.events = journal.AppendEvent(c.events, &ev)
-		r := eventRow{seq: e.Seq, at: eventNanos(e.Time), kind: string(e.Kind), stepID: nullText(e.StepID), end: len(c.events)}
+		at, timed := eventNanos(e.Time)
+		c.buf = appendPayload(c.buf, e, timed)
+		r := eventRow{seq: e.Seq, kind: string(e.Kind), stepID: nullText(e.StepID), status: nullText(e.Status),
+			attempt: nullInt(e.Attempt), at: at, end: len(c.buf)}
 		if e.Call != nil {
 			r.callKey = e.Call.Key
 		}
@@ -136,14 +139,16 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
-		rec, e := journal.SplitStep(st, s.opts.BlobThreshold)
+		var e journal.EncodedStep
+		e, c.buf = journal.EncodeStep(st, s.opts.BlobThreshold, c.buf)
 		if e.OutputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
-		c.steps = append(c.steps, stepRow{rec: rec, output: e.Output, input: e.Input, errJSON: e.Error})
+		c.steps = append(c.steps, stepRow{stepID: st.StepID, status: string(st.Status), attempt: int64(st.Attempt),
+			output: e.Output, input: e.Input, errJSON: e.Error, end: len(c.buf)})
 	}
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
@@ -238,9 +243,7 @@ func (c *commitData) apply(x *wtx) error {
 			return err
 		}
 	}
-	if err := appendJournal(x, rk, next, c); err != nil {
-		return err
-	}
+	appendJournal(x, rk, next, c)
 	x.stageHead(rk, next)
 	if c.final || c.status == string(trace.RunWaiting) {
 		x.evict(c.runID, rk)
@@ -249,46 +252,106 @@ func (c *commitData) apply(x *wtx) error {
 }
 
 // appendJournal queues the transition's journal rows — its events, then
-// its step records — for the batch's multi-row inserts. A run's
-// transition queued after another of the same batch flushes that one's
-// first (wtx.flush inserts all events before all step records).
-func appendJournal(x *wtx, rk int64, h head, c *commitData) error {
-	if x.queued[rk] {
-		if err := x.flush(); err != nil {
-			return err
-		}
-	}
-	if x.queued == nil {
-		x.queued = make(map[int64]bool)
-	}
-	x.queued[rk] = true
+// its step records — for the batch's multi-row insert.
+func appendJournal(x *wtx, rk int64, h head, c *commitData) {
 	start := 0
+	// values shared by the rows, boxed once; n goes on the first row.
+	rkv, version, now, n := any(rk), any(h.version), any(c.now), any(int64(len(c.evs)+len(c.steps)))
 	for i := range c.evs {
 		e := &c.evs[i]
-		x.rows.args = eventArgs(x.rows.args, rk, e.seq, e.kind, e.stepID, e.at, e.callKey, text(c.events[start:e.end]), h.version, c.now)
+		x.rows.args = eventArgs(x.rows.args, rkv, e.seq, e, text(c.buf[start:e.end]), version, now, n)
 		x.rows.n++
-		start = e.end
+		start, n = e.end, nil
 	}
+	seq := any(h.seq)
 	for i := range c.steps {
 		st := &c.steps[i]
-		x.steps.args = stepArgs(x.steps.args, rk, h.seq, &st.rec, st.output, st.input, st.errJSON, h.version, c.now)
-		x.steps.n++
+		x.rows.args = stepArgs(x.rows.args, rkv, seq, st.stepID, st.status, st.attempt, text(c.buf[start:st.end]),
+			text(st.output), text(st.input), text(st.errJSON), version, now, n)
+		x.rows.n++
+		start, n = st.end, nil
 	}
-	return nil
 }
 
-// eventArgs appends the values of an event's journal row (eventsSQL).
-func eventArgs(dst []any, rk, seq int64, kind, stepID, at, callKey, payload any, runVersion, committed int64) []any {
-	return append(dst, rk, seq, kind, stepID, at, callKey, payload, runVersion, committed)
+// eventArgs appends the values of an event's journal row (journalInsert);
+// n is the transition's number of rows on its first, else nil.
+func eventArgs(dst []any, rk, seq any, e *eventRow, payload, runVersion, committed, n any) []any {
+	return append(dst, rk, seq, e.kind, e.stepID, e.status, e.attempt, e.at, e.callKey, payload, nil, nil, nil, runVersion, committed, n)
 }
 
-// stepArgs appends the values of a step record's journal row (stepsSQL):
-// the record rec and its payloads (those in blobs nil), the run's last seq
-// being seq.
-func stepArgs(dst []any, rk, seq int64, rec *journal.StepRecord, output, input, errJSON []byte, runVersion, committed int64) []any {
-	return append(dst, rk, seq, rec.StepID, rec.Type, string(rec.Status), int64(rec.Attempt), text(output), rec.OutputSHA,
-		rec.OutputBlob, text(input), rec.InputBlob, rec.Idempotent, text(errJSON), nullNanos(rec.StartedAt), nullNanos(rec.SettledAt),
-		runVersion, committed)
+// stepArgs appends the values of a step record's journal row
+// (journalInsert): the run's last seq, the record's step, status and
+// attempt, its JSON and its payloads (those in blobs nil); n as for
+// eventArgs.
+func stepArgs(dst []any, rk, seq, stepID, status, attempt, rec, output, input, errJSON, runVersion, committed, n any) []any {
+	return append(dst, rk, seq, nil, stepID, status, attempt, nil, nil, rec, output, input, errJSON, runVersion, committed, n)
+}
+
+// appendPayload appends the payload of e: its JSON (journal.AppendEvent)
+// less the fields its row has columns for — seq, kind, step_id, status,
+// attempt, the run (the row's rk) and, when timed (its time fits the at
+// column), its time.
+// Any other field, of this rein or a newer one, is in the payload.
+// readEvent puts them back.
+func appendPayload(dst []byte, e *journal.Event, timed bool) []byte {
+	ev := *e
+	ev.RunID, ev.Seq, ev.Kind, ev.StepID, ev.Status, ev.Attempt = "", 0, "", "", "", 0
+	if timed {
+		ev.Time = time.Time{}
+	}
+	start := len(dst)
+	dst = journal.AppendEvent(dst, &ev)
+	if !bytes.HasPrefix(dst[start:], untimedPrefix) {
+		return dst // the event's time is in its payload
+	}
+	rest := dst[start+len(untimedPrefix):] // "}" or ",…}"
+	if rest[0] == ',' {
+		rest = rest[1:]
+	}
+	return append(dst[:start+1], rest...)
+}
+
+// untimedPrefix is how journal.AppendEvent begins an event without seq,
+// time, kind and run: the part of an event's JSON appendPayload leaves out.
+var untimedPrefix = func() []byte {
+	b := journal.AppendEvent(nil, &journal.Event{})
+	return b[:len(b)-1]
+}()
+
+// readEvent decodes event seq of run runID from its journal row: its
+// record version, the columns kind, step_id, status, attempt and at, and
+// its payload
+// (appendPayload; rows converted from an older schema hold the whole
+// JSON). A record this binary cannot read is a *journal.VersionError, one
+// that does not decode an error naming the run and seq.
+func readEvent(runID string, seq, version int64, kind, stepID, status string, attempt, at sql.NullInt64, payload []byte) (*journal.Event, error) {
+	if err := journal.CheckVersion(runID, "seq "+strconv.FormatInt(seq, 10), uint64(max(version, 0))); err != nil {
+		return nil, err
+	}
+	e := new(journal.Event)
+	if err := journal.DecodeEvent(payload, e); err != nil {
+		return nil, fmt.Errorf("run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
+	}
+	if e.Seq != 0 && e.Seq != seq {
+		return nil, fmt.Errorf("run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
+	}
+	e.Seq, e.RunID = seq, runID
+	if e.Kind == "" {
+		e.Kind = journal.Kind(kind)
+	}
+	if e.StepID == "" {
+		e.StepID = stepID
+	}
+	if e.Status == "" {
+		e.Status = status
+	}
+	if e.Attempt == 0 {
+		e.Attempt = int(attempt.Int64)
+	}
+	if e.Time.IsZero() && at.Valid {
+		e.Time = time.Unix(0, at.Int64).UTC()
+	}
+	return e, nil
 }
 
 // text is b as a TEXT value (NULL when empty), so that SQL reads it as
@@ -301,27 +364,28 @@ func text(b []byte) any {
 	return unsafe.String(&b[0], len(b))
 }
 
-// nullNanos is a record's Unix ns, NULL for 0 (none).
-func nullNanos(n int64) any {
+// nullInt is n, NULL for 0 (an event field left out).
+func nullInt(n int) any {
 	if n == 0 {
 		return nil
 	}
-	return n
+	return int64(n)
 }
 
 // eventNanos is an event's time in Unix ns for its at column: NULL for no
 // time, and the nearest representable for one outside the years
-// 1678–2262 (the payload keeps the exact time).
-func eventNanos(t time.Time) any {
+// 1678–2262; exact reports whether it is the event's time to the
+// nanosecond (else the payload keeps the time).
+func eventNanos(t time.Time) (at any, exact bool) {
 	switch {
 	case t.IsZero():
-		return nil
+		return nil, false
 	case t.Before(minNanos):
-		return int64(math.MinInt64)
+		return int64(math.MinInt64), false
 	case t.After(maxNanos):
-		return int64(math.MaxInt64)
+		return int64(math.MaxInt64), false
 	}
-	return t.UnixNano()
+	return t.UnixNano(), true
 }
 
 var (
@@ -342,10 +406,10 @@ func insertBlob(x *wtx, rk int64, sha, data any) error {
 }
 
 // journalRows selects cols of a run's journal rows that hold where, in
-// order: those in journal_index, then the tail not indexed yet. ?1 is the
-// run ID.
+// order: its transitions in journal_index, then the tail not indexed yet.
+// ?1 is the run ID.
 func journalRows(cols, where string) string {
-	return `SELECT j.id, ` + cols + ` FROM journal_index x JOIN journal j ON j.id = x.id
+	return `SELECT j.id, ` + cols + ` FROM journal_index x JOIN journal j ON j.id BETWEEN x.id AND x.last
 		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
 		UNION ALL SELECT j.id, ` + cols + ` FROM journal j
 		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
@@ -354,7 +418,7 @@ func journalRows(cols, where string) string {
 
 // eventsQuery selects a run's events with seq above ?2, at most ?3 (-1:
 // all), in order.
-var eventsQuery = journalRows("j.seq, j.version, j.payload", "j.kind IS NOT NULL AND j.seq > ?2") + ` LIMIT ?3`
+var eventsQuery = journalRows("j.seq, j.version, j.kind, j.step_id, j.status, j.attempt, j.at, j.payload", "j.kind IS NOT NULL AND j.seq > ?2") + ` LIMIT ?3`
 
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
 // all. A record that does not decode, or that a newer rein wrote, is an
@@ -372,13 +436,15 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	var out []*trace.Event
 	for rows.Next() {
 		var (
-			id, seq, version int64
-			payload          sql.RawBytes
+			id, seq, version     int64
+			kind, stepID, status sql.NullString
+			attempt, at          sql.NullInt64
+			payload              sql.RawBytes
 		)
-		if err := rows.Scan(&id, &seq, &version, &payload); err != nil {
+		if err := rows.Scan(&id, &seq, &version, &kind, &stepID, &status, &attempt, &at, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
 		}
-		e, err := journal.ReadEvent(runID, seq, uint64(max(version, 0)), payload)
+		e, err := readEvent(runID, seq, version, kind.String, stepID.String, status.String, attempt, at, payload)
 		if err != nil {
 			return nil, badRecord(err)
 		}
@@ -396,12 +462,11 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 }
 
 // stepsQuery selects a run's step records in order.
-var stepsQuery = journalRows(`j.step_id, j.version, j.type, j.status, j.attempt, j.output, j.output_sha, j.output_blob,
-	j.input, j.input_blob, j.idempotent, j.error, j.started_at, j.settled_at`, "j.kind IS NULL")
+var stepsQuery = journalRows(`j.step_id, j.version, j.payload, j.output, j.input, j.error`, "j.kind IS NULL")
 
 // Steps returns the step projection of a run in first-written order, with
-// outputs and inputs stored as blobs read back. A row of a record version
-// this binary cannot read is an error naming the run and the step.
+// outputs and inputs stored as blobs read back: the run's step records
+// folded, the last record of a step winning (only that one is decoded).
 func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err error) {
 	defer s.seen(&err)
 	rows, err := s.reads.QueryContext(ctx, stepsQuery, runID)
@@ -409,95 +474,53 @@ func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err e
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	// the last record of each step is its state; steps keep the order
-	// of their first records. blobs: the payloads of out's steps stored
-	// as blobs (output, input sha256).
 	var (
-		out   []*store.Step
+		last  []journal.StoredStep
 		index = map[string]int{}
-		blobs = map[*store.Step][2]string{}
-		// damage: why a step's last record does not read (nil: it does).
-		damage []error
 	)
 	for rows.Next() {
 		var (
-			st                                = &store.Step{RunID: runID}
-			id, version                       int64
-			typ, status, outputSHA, inputBlob sql.NullString
-			attempt                           sql.NullInt64
-			outputBlob, idempotent            sql.NullBool
-			output, input, errJSON            []byte
-			started, settled                  sql.NullInt64
+			id, version int64
+			sf          journal.StoredStep
 		)
-		if err := rows.Scan(&id, &st.StepID, &version, &typ, &status, &attempt, &output, &outputSHA, &outputBlob,
-			&input, &inputBlob, &idempotent, &errJSON, &started, &settled); err != nil {
+		if err := rows.Scan(&id, &sf.StepID, &version, &sf.Rec, &sf.Output, &sf.Input, &sf.Error); err != nil {
 			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 		}
-		st.Type, st.Status, st.Attempt, st.OutputSHA, st.Idempotent = typ.String, trace.StepStatus(status.String), int(attempt.Int64), outputSHA.String, idempotent.Bool
-		st.Output, st.Input, st.Error = nilIfEmpty(output), nilIfEmpty(input), nilIfEmpty(errJSON)
-		st.StartedAt, st.SettledAt = journal.TimeOf(started.Int64), journal.TimeOf(settled.Int64)
-		if outputBlob.Bool {
-			st.Output = nil
-			blobs[st] = [2]string{st.OutputSHA, inputBlob.String}
-		} else if inputBlob.String != "" {
-			blobs[st] = [2]string{"", inputBlob.String}
-		}
-		if i, ok := index[st.StepID]; ok {
-			delete(blobs, out[i])
-			out[i], damage[i] = st, stepDamage(runID, st.StepID, version, status.String)
+		sf.Version = uint64(max(version, 0))
+		if i, ok := index[sf.StepID]; ok {
+			last[i] = sf
 			continue
 		}
-		index[st.StepID] = len(out)
-		out, damage = append(out, st), append(damage, stepDamage(runID, st.StepID, version, status.String))
+		index[sf.StepID] = len(last)
+		last = append(last, sf)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
-	for _, err := range damage {
+	rows.Close()
+	if len(last) == 0 {
+		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
+	}
+	out := make([]*store.Step, len(last))
+	for i := range last {
+		st, r, err := journal.DecodeStep(runID, &last[i])
 		if err != nil {
 			return nil, badRecord(err)
 		}
-	}
-	rows.Close()
-	if len(out) == 0 {
-		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
-	}
-	// Payloads stored as blobs (large ones only), read back.
-	for st, b := range blobs {
-		if b[0] != "" {
-			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, b[0]); err != nil {
+		// Payloads stored as blobs (large ones only), read back.
+		if r.OutputBlob {
+			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {
 				return nil, err
 			}
 		}
-		if b[1] != "" {
-			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, b[1]); err != nil {
+		if r.InputBlob != "" {
+			if st.Input, err = s.stepBlob(ctx, runID, st.StepID, r.InputBlob); err != nil {
 				return nil, err
 			}
 		}
+		out[i] = st
 	}
 	return out, nil
-}
-
-// stepDamage is the error for a steps row that does not read: a record
-// version this binary cannot read (*journal.VersionError), or no status
-// (a record that did not decode when its journal was converted, or a row
-// overwritten), naming the run and the step; nil for a row that reads.
-func stepDamage(runID, stepID string, version int64, status string) error {
-	if err := journal.CheckVersion(runID, "step "+stepID, uint64(max(version, 0))); err != nil {
-		return err
-	}
-	if status == "" {
-		return fmt.Errorf("run %s step %s: step record has no status: the database is damaged", runID, stepID)
-	}
-	return nil
-}
-
-// nilIfEmpty is b, nil when empty (an empty payload reads back nil).
-func nilIfEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
 }
 
 // stepBlob reads a step payload stored as a blob.

@@ -18,26 +18,24 @@ const convertBatch = 512
 // the old journal (journal_frames: frames of events and step records, one
 // row per transition, some packed) into rows of the new journal, one a
 // record, then drops journal_frames and journal_frames_index and indexes
-// the new rows. Records are carried
+// the new rows (all of them: their rows column is left NULL). Records are carried
 // as they were stored: an event's JSON and record version unchanged, so a
 // record that did not read before the migration does not read after it,
-// with the same error naming its run and seq. A step record whose JSON
-// does not decode becomes a step row without a status, which reads as
-// damage naming its run and step (stepDamage); a row whose frames do not
-// decode becomes one event row of no valid version at the row's seq.
+// with the same error naming its run and seq (a step record: its step);
+// a row whose frames do not decode becomes one event row of no valid
+// version at the row's seq.
 func convertJournal(ctx context.Context, tx *sql.Tx) error {
-	// the rows keep their records' versions: the writer's statements
-	// with their own in place of it.
-	insEvent, err := tx.PrepareContext(ctx, strings.Replace(eventsSQL[0], strconv.Itoa(journal.Version)+")", "?)", 1))
+	// the rows keep their records' versions: the writer's statement with
+	// a parameter in place of its own.
+	ins, err := tx.PrepareContext(ctx, strings.Replace(journalSQL[0], strconv.Itoa(journal.Version)+")", "?)", 1))
 	if err != nil {
 		return err
 	}
-	defer insEvent.Close()
-	insStep, err := tx.PrepareContext(ctx, strings.Replace(stepsSQL[0], strconv.Itoa(journal.Version)+")", "?)", 1))
-	if err != nil {
+	defer ins.Close()
+	insert := func(version uint64, args ...any) error {
+		_, err := ins.ExecContext(ctx, append(args, int64(version))...)
 		return err
 	}
-	defer insStep.Close()
 	type row struct {
 		id, rk, version, seq, at int64
 		runID                    string
@@ -80,7 +78,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				// a row that does not decode stays damage of its run: one
 				// event of no valid version at the row's seq, which reads
 				// as "the database is damaged", naming the run and seq.
-				if _, err := insEvent.ExecContext(ctx, append(eventArgs(nil, r.rk, r.seq, "", nil, nil, nil, "", r.version, r.at), 0)...); err != nil {
+				if err := insert(0, eventArgs(nil, r.rk, r.seq, &eventRow{kind: ""}, "", r.version, r.at, nil)...); err != nil {
 					return err
 				}
 				continue
@@ -90,13 +88,12 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				if e, err := journal.ReadEvent(r.runID, seq, version, data); err == nil {
 					ev = *e
 				}
-				var callKey any
+				at, _ := eventNanos(ev.Time)
+				er := eventRow{kind: string(ev.Kind), stepID: nullText(ev.StepID), status: nullText(ev.Status), attempt: nullInt(ev.Attempt), at: at}
 				if ev.Call != nil {
-					callKey = ev.Call.Key
+					er.callKey = ev.Call.Key
 				}
-				_, err := insEvent.ExecContext(ctx, append(eventArgs(nil, r.rk, seq, string(ev.Kind), nullText(ev.StepID), eventNanos(ev.Time),
-					callKey, string(data), r.version, r.at), int64(version))...)
-				return err
+				return insert(version, eventArgs(nil, r.rk, seq, &er, string(data), r.version, r.at, nil)...)
 			})
 			if err != nil {
 				return fmt.Errorf("convert the journal of run %s: %w", r.runID, err)
@@ -105,14 +102,11 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				if err != nil {
 					return
 				}
-				_, rec, derr := journal.DecodeStep(r.runID, sf)
-				if derr != nil {
-					// kept as damage of this step alone, its status
-					// empty (or a newer rein's record, refused by its
-					// version when read).
-					rec = journal.StepRecord{StepID: sf.StepID}
-				}
-				_, err = insStep.ExecContext(ctx, append(stepArgs(nil, r.rk, r.seq, &rec, sf.Output, sf.Input, sf.Error, r.version, r.at), int64(sf.Version))...)
+				// a record that does not decode is kept as it is (DecodeStep
+				// reports it when the step is read), without status.
+				_, rec, _ := journal.DecodeStep(r.runID, sf)
+				err = insert(sf.Version, stepArgs(nil, r.rk, r.seq, sf.StepID, nullText(string(rec.Status)), nullInt(rec.Attempt),
+					string(sf.Rec), text(sf.Output), text(sf.Input), text(sf.Error), r.version, r.at, nil)...)
 			})
 			if err != nil {
 				return fmt.Errorf("convert the step records of run %s: %w", r.runID, err)
@@ -122,7 +116,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 	for _, q := range []string{
 		`DROP TABLE journal_frames_index`,
 		`DROP TABLE journal_frames`,
-		`INSERT INTO journal_index (rk, id) SELECT rk, id FROM journal`,
+		`INSERT INTO journal_index (rk, id, last) SELECT rk, min(id), max(id) FROM journal GROUP BY rk, run_version`,
 		`UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal) WHERE one = 1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/storetest"
 )
@@ -28,18 +26,12 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 }
 
 // corruptStep overwrites the last record of step stepID of a run in its
-// journal row: its record version, and its columns from rec (a journal.StepRecord
-// as JSON); a rec that does not decode leaves the row without a status,
-// as the conversion of a damaged record does.
+// journal row: its record version and JSON.
 func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) {
 	t.Helper()
-	var r journal.StepRecord
-	if json.Unmarshal(rec, &r) != nil {
-		r = journal.StepRecord{}
-	}
-	n := corruptRows(t, s, `UPDATE journal SET version = ?, type = ?, status = nullif(?, ''), attempt = ?, output_sha = ?
+	n := corruptRows(t, s, `UPDATE journal SET version = ?, payload = ?
 		WHERE id = (SELECT max(id) FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND step_id = ? AND kind IS NULL)`,
-		version, r.Type, string(r.Status), r.Attempt, r.OutputSHA, runID, stepID)
+		version, string(rec), runID, stepID)
 	if n != 1 {
 		t.Fatalf("corrupt %s step %s: %d rows hold it", runID, stepID, n)
 	}

@@ -36,9 +36,10 @@ const (
 )
 
 // headOf is the id of the newest journal row of the run whose rk is the
-// SQL expression rk: in journal_index, or in the tail not indexed yet.
+// SQL expression rk: the last row of its newest transition in
+// journal_index, or of the tail not indexed yet.
 func headOf(rk string) string {
-	return `(SELECT max(id) FROM (SELECT max(id) AS id FROM journal_index WHERE rk = ` + rk + `
+	return `(SELECT max(id) FROM (SELECT (SELECT last FROM journal_index WHERE rk = ` + rk + ` ORDER BY id DESC LIMIT 1) AS id
 		UNION ALL SELECT max(id) FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `))`
 }
 
@@ -73,8 +74,8 @@ var stmtSQL = [nStmts]string{
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
-	stIndexJournal: `INSERT INTO journal_index (rk, id)
-		SELECT rk, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
+	stIndexJournal: `INSERT INTO journal_index (rk, id, last)
+		SELECT rk, id, id + rows - 1 FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rows IS NOT NULL`,
 	stIndexRuns: `INSERT INTO run_flows (flow, rk)
 		SELECT flow, rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1)`,
 	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
@@ -97,27 +98,22 @@ const indexEvery = 256
 // maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
 const maxRowsLog2 = 6
 
-// eventArgsN and stepArgsN are the numbers of values of an event's and of
-// a step record's journal row; the record version is the statements' own
-// (journal.Version).
-const (
-	eventArgsN = 9
-	stepArgsN  = 17
-)
+// journalArgs is the number of values of one journal row; its record
+// version is the statement's own (journal.Version).
+const journalArgs = 15
 
-// eventsSQL[k] inserts 1<<k events' journal rows, stepsSQL[k] 1<<k step
-// records'.
-var eventsSQL, stepsSQL = func() (ev, st [maxRowsLog2 + 1]string) {
-	v := strconv.Itoa(journal.Version)
-	for k := range ev {
-		ev[k] = valuesSQL(`INSERT INTO journal (rk, seq, kind, step_id, at, call_key, payload, run_version, committed_at, version) VALUES `,
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, "+v+")", 1<<k)
-		st[k] = valuesSQL(`INSERT INTO journal (rk, seq, step_id, type, status, attempt, output, output_sha, output_blob, input, input_blob,
-			idempotent, error, started_at, settled_at, run_version, committed_at, version) VALUES `,
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+v+")", 1<<k)
+// journalSQL[k] inserts 1<<k journal rows.
+var journalSQL = func() (out [maxRowsLog2 + 1]string) {
+	for k := range out {
+		out[k] = valuesSQL(journalInsert, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+strconv.Itoa(journal.Version)+")", 1<<k)
 	}
-	return ev, st
+	return out
 }()
+
+// journalInsert is the head of journalSQL: journal columns in the order
+// of eventArgs and stepArgs, and the record version.
+const journalInsert = `INSERT INTO journal (rk, seq, kind, step_id, status, attempt, at, call_key, payload, output, input, error,
+	run_version, committed_at, rows, version) VALUES `
 
 // valuesSQL is head followed by n times group.
 func valuesSQL(head, group string, n int) string {

@@ -10,25 +10,28 @@ ALTER TABLE journal_index RENAME TO journal_frames_index;
 -- One row per record, in commit order (id), so concurrent runs' records
 -- share pages and a commit writes at the table's end: events and step
 -- records in one table, because every table a commit writes costs it a
--- page more (docs/performance.md).
+-- page more (docs/performance.md). A transition's rows are consecutive.
 --
--- An event row: kind, step_id, at (the event's time, Unix ns; NULL for
--- none) and call_key (a call event's key) are the event's own fields;
--- payload is the event's JSON as journal.AppendEvent writes it, its run_id
--- empty (rk names the run).
+-- Every row has typed columns and a JSON payload. step_id, status and
+-- attempt are the record's own; seq, the event's (an event row), or the
+-- run's last event seq after the transition (a step record).
 --
--- A step record (kind NULL): the step's projection as the transition set
--- it — type, status, attempt, output, output_sha, input, idempotent,
--- error, started_at, settled_at (Unix ns) — the last one of a step being
--- its state. output, input and error are JSON text; one above the blob
--- threshold is in blobs (output_blob = 1: the blob output_sha; input_blob:
--- its sha256) and its column is NULL. seq is the run's last event seq
--- after the transition.
+-- An event row: kind, at (the event's time, Unix ns; NULL for none) and
+-- call_key (a call event's key) are the event's fields; payload is the
+-- event's JSON as journal.AppendEvent writes it, less the fields that have
+-- a column (seq, time, kind, step_id, status, attempt) and its run (rk
+-- names it). Any other field of the event, of this rein or a newer one,
+-- is in payload.
+--
+-- A step record (kind NULL): payload is its journal.StepRecord JSON;
+-- output, input and error are its payloads, JSON text (one above the blob
+-- threshold is in blobs, as the record says, and its column NULL).
 --
 -- version is the record version (journal.Version); run_version the run's
 -- version after the transition that appended the row, and committed_at
 -- that transition's time (Unix ns): the run's newest row gives its version
--- and last seq.
+-- and last seq. rows, on the first row of a transition not indexed yet, is
+-- how many rows the transition has (what journal_index needs).
 CREATE TABLE journal (
     id           INTEGER PRIMARY KEY,
     rk           INTEGER NOT NULL,
@@ -36,31 +39,26 @@ CREATE TABLE journal (
     version      INTEGER NOT NULL,
     kind         TEXT,
     step_id      TEXT,
+    status       TEXT,
+    attempt      INTEGER,
     at           INTEGER,
     call_key     TEXT,
     payload      TEXT,
-    type         TEXT,
-    status       TEXT,
-    attempt      INTEGER,
     output       TEXT,
-    output_sha   TEXT,
-    output_blob  INTEGER,
     input        TEXT,
-    input_blob   TEXT,
-    idempotent   INTEGER,
     error        TEXT,
-    started_at   INTEGER,
-    settled_at   INTEGER,
     run_version  INTEGER NOT NULL,
-    committed_at INTEGER NOT NULL
+    committed_at INTEGER NOT NULL,
+    rows         INTEGER
 );
--- journal_index finds a run's rows. It is written in bulk, not per
--- commit: rows with id > journal_mark.indexed are not in it yet, and
--- readers scan that short tail (a few hundred rows at most). The view
--- run_journal does both.
+-- journal_index finds a run's transitions: the rows id to last. It is
+-- written in bulk, not per commit: rows with id > journal_mark.indexed are
+-- not in it yet, and readers scan that short tail (a few hundred rows at
+-- most). The view run_journal does both.
 CREATE TABLE journal_index (
-    rk INTEGER NOT NULL,
-    id INTEGER NOT NULL,
+    rk   INTEGER NOT NULL,
+    id   INTEGER NOT NULL,
+    last INTEGER NOT NULL,
     PRIMARY KEY (rk, id)
 ) WITHOUT ROWID;
 
@@ -68,7 +66,7 @@ CREATE TABLE journal_index (
 -- SQL"), by run ID, through the index and its tail.
 CREATE VIEW run_journal AS
     SELECT r.id AS run_id, j.*
-    FROM runs r JOIN journal_index x ON x.rk = r.rk JOIN journal j ON j.id = x.id
+    FROM runs r JOIN journal_index x ON x.rk = r.rk JOIN journal j ON j.id BETWEEN x.id AND x.last
     UNION ALL
     SELECT r.id, j.*
     FROM journal j JOIN runs r ON r.rk = j.rk
@@ -76,13 +74,14 @@ CREATE VIEW run_journal AS
 
 -- A run's events.
 CREATE VIEW run_events AS
-    SELECT run_id, seq, kind, step_id, at, call_key, payload, version, id
+    SELECT run_id, seq, kind, step_id, status, attempt, at, call_key, payload, version, id
     FROM run_journal WHERE kind IS NOT NULL;
 
--- A run's steps: the last record of each.
+-- A run's steps: the last record of each, its record's fields as columns.
 CREATE VIEW run_steps AS
-    SELECT run_id, step_id, type, status, attempt, output, output_sha, output_blob, input, input_blob,
-        idempotent, error, started_at, settled_at, version, id
+    SELECT run_id, step_id, status, attempt, payload ->> '$.type' AS type, output, input, error,
+        payload ->> '$.output_sha256' AS output_sha256, payload ->> '$.started_at' AS started_at,
+        payload ->> '$.settled_at' AS settled_at, payload AS record, version, id
     FROM (SELECT *, row_number() OVER (PARTITION BY run_id, step_id ORDER BY id DESC) AS newest
         FROM run_journal WHERE kind IS NULL)
     WHERE newest = 1;
