@@ -147,7 +147,7 @@ func checkpointed(t *testing.T, db string) {
 	}
 }
 
-// damageRecord overwrites 8 bytes in the middle of the first event's JSON
+// damageRecord overwrites 8 bytes in the middle of the longest event JSON
 // of run id, in the database file on disk.
 func damageRecord(t *testing.T, db, id string) {
 	t.Helper()
@@ -157,7 +157,7 @@ func damageRecord(t *testing.T, db, id string) {
 		t.Fatal(err)
 	}
 	var row []byte
-	err = sdb.QueryRow(`SELECT payload FROM run_events WHERE run_id = ? ORDER BY seq LIMIT 1`, id).Scan(&row)
+	err = sdb.QueryRow(`SELECT payload FROM run_events WHERE run_id = ? ORDER BY length(payload) DESC, seq LIMIT 1`, id).Scan(&row)
 	sdb.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func damageRecord(t *testing.T, db, id string) {
 	}
 	at := bytes.Index(b, row)
 	if at < 0 || bytes.Count(b, row) != 1 || len(row) < 32 {
-		t.Fatalf("the first event of run %s (%d bytes) is not once in %s", id, len(row), db)
+		t.Fatalf("the longest event of run %s (%d bytes) is not once in %s", id, len(row), db)
 	}
 	copy(b[at+len(row)/2:], "\x00\xff\x00\xff\x00\xff\x00\xff")
 	if err := os.WriteFile(db, b, 0o644); err != nil {

@@ -151,8 +151,8 @@ func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
 	}
 	rows.Close()
 	// a step's last record is the one a read decodes.
-	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, j.payload FROM journal j JOIN runs r ON r.rk = j.rk
-		WHERE j.id IN (SELECT max(id) FROM journal WHERE kind IS NULL GROUP BY rk, step_id) ORDER BY j.id`)
+	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, j.record FROM journal j JOIN runs r ON r.rk = j.rk
+		WHERE j.id IN (SELECT max(id) FROM journal WHERE record IS NOT NULL GROUP BY rk, step_id) ORDER BY j.id`)
 	if err != nil {
 		return err
 	}

@@ -80,19 +80,47 @@ type commitData struct {
 }
 
 // eventRow is an event's values but its payload, which ends at end in
-// commitData.buf.
+// commitData.buf; step is 1 + the index in commitData.steps of the step
+// record its row carries (0: none).
 type eventRow struct {
 	seq                                        int64
 	kind, stepID, status, attempt, at, callKey any
-	end                                        int
+	end, step                                  int
 }
 
 // stepRow is a step record's values but its JSON, which ends at end in
-// commitData.buf.
+// commitData.buf; row is the index in commitData.evs of the event whose
+// row carries it (-1: a row of its own).
 type stepRow struct {
 	stepID, status, attempt any
 	output, input, errJSON  []byte
-	end                     int
+	end, row                int
+}
+
+// placeSteps puts each of t's step records on the row of t's last event
+// of the same step, status and attempt, in order: a record whose event
+// comes before the previous record's, or that has none, and the records
+// after it, get rows of their own after the events (so the rows keep the
+// records' order). A settled step's record thus rides on its step_settled
+// event, one row fewer to write.
+func (c *commitData) placeSteps(t *store.Transition) {
+	for i := range c.evs {
+		c.evs[i].step = 0
+	}
+	after := -1
+	for i, st := range t.Steps {
+		j := len(t.Events) - 1
+		for ; j > after; j-- {
+			e := t.Events[j]
+			if e.StepID == st.StepID && e.Status == string(st.Status) && e.Attempt == st.Attempt && c.evs[j].step == 0 {
+				break
+			}
+		}
+		if j <= after {
+			return
+		}
+		c.evs[j].step, c.steps[i].row, after = i+1, j, j
+	}
 }
 
 var commitPool = sync.Pool{New: func() any { return new(commitData) }}
@@ -148,8 +176,9 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
 		c.steps = append(c.steps, stepRow{stepID: st.StepID, status: string(st.Status), attempt: int64(st.Attempt),
-			output: e.Output, input: e.Input, errJSON: e.Error, end: len(c.buf)})
+			output: e.Output, input: e.Input, errJSON: e.Error, end: len(c.buf), row: -1})
 	}
+	c.placeSteps(t)
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
 		c.approvals = make([]*store.Approval, len(t.Approvals))
@@ -251,40 +280,53 @@ func (c *commitData) apply(x *wtx) error {
 	return nil
 }
 
-// appendJournal queues the transition's journal rows — its events, then
-// its step records — for the batch's multi-row insert.
+// appendJournal queues the transition's journal rows — its events, some
+// carrying a step record (placeSteps), then its other step records — for
+// the batch's multi-row insert.
 func appendJournal(x *wtx, rk int64, h head, c *commitData) {
-	start := 0
 	// values shared by the rows, boxed once; n goes on the first row.
-	rkv, version, now, n := any(rk), any(h.version), any(c.now), any(int64(len(c.evs)+len(c.steps)))
+	rows := len(c.evs)
+	for i := range c.steps {
+		if c.steps[i].row < 0 {
+			rows++
+		}
+	}
+	rkv, version, now, n := any(rk), any(h.version), any(c.now), any(int64(rows))
+	// the events' payloads come first in c.buf, then the step records'.
+	start, recStart := 0, 0
+	if k := len(c.evs); k > 0 {
+		recStart = c.evs[k-1].end
+	}
+	recOf := func(i int) (st *stepRow, rec any) {
+		st, from := &c.steps[i], recStart
+		if i > 0 {
+			from = c.steps[i-1].end
+		}
+		return st, text(c.buf[from:st.end])
+	}
 	for i := range c.evs {
 		e := &c.evs[i]
-		x.rows.args = eventArgs(x.rows.args, rkv, e.seq, e, text(c.buf[start:e.end]), version, now, n)
+		x.rows.args = append(x.rows.args, rkv, e.seq, e.kind, e.stepID, e.status, e.attempt, e.at, e.callKey, text(c.buf[start:e.end]))
+		if e.step > 0 {
+			st, rec := recOf(e.step - 1)
+			x.rows.args = append(x.rows.args, rec, text(st.output), text(st.input), text(st.errJSON), version, now, n)
+		} else {
+			x.rows.args = append(x.rows.args, nil, nil, nil, nil, version, now, n)
+		}
 		x.rows.n++
 		start, n = e.end, nil
 	}
 	seq := any(h.seq)
 	for i := range c.steps {
-		st := &c.steps[i]
-		x.rows.args = stepArgs(x.rows.args, rkv, seq, st.stepID, st.status, st.attempt, text(c.buf[start:st.end]),
-			text(st.output), text(st.input), text(st.errJSON), version, now, n)
+		st, rec := recOf(i)
+		if st.row >= 0 {
+			continue
+		}
+		x.rows.args = append(x.rows.args, rkv, seq, nil, st.stepID, st.status, st.attempt, nil, nil, nil,
+			rec, text(st.output), text(st.input), text(st.errJSON), version, now, n)
 		x.rows.n++
-		start, n = st.end, nil
+		n = nil
 	}
-}
-
-// eventArgs appends the values of an event's journal row (journalInsert);
-// n is the transition's number of rows on its first, else nil.
-func eventArgs(dst []any, rk, seq any, e *eventRow, payload, runVersion, committed, n any) []any {
-	return append(dst, rk, seq, e.kind, e.stepID, e.status, e.attempt, e.at, e.callKey, payload, nil, nil, nil, runVersion, committed, n)
-}
-
-// stepArgs appends the values of a step record's journal row
-// (journalInsert): the run's last seq, the record's step, status and
-// attempt, its JSON and its payloads (those in blobs nil); n as for
-// eventArgs.
-func stepArgs(dst []any, rk, seq, stepID, status, attempt, rec, output, input, errJSON, runVersion, committed, n any) []any {
-	return append(dst, rk, seq, nil, stepID, status, attempt, nil, nil, rec, output, input, errJSON, runVersion, committed, n)
 }
 
 // appendPayload appends the payload of e: its JSON (journal.AppendEvent)
@@ -462,7 +504,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 }
 
 // stepsQuery selects a run's step records in order.
-var stepsQuery = journalRows(`j.step_id, j.version, j.payload, j.output, j.input, j.error`, "j.kind IS NULL")
+var stepsQuery = journalRows(`j.step_id, j.version, j.record, j.output, j.input, j.error`, "j.record IS NOT NULL")
 
 // Steps returns the step projection of a run in first-written order, with
 // outputs and inputs stored as blobs read back: the run's step records

@@ -78,7 +78,7 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				// a row that does not decode stays damage of its run: one
 				// event of no valid version at the row's seq, which reads
 				// as "the database is damaged", naming the run and seq.
-				if err := insert(0, eventArgs(nil, r.rk, r.seq, &eventRow{kind: ""}, "", r.version, r.at, nil)...); err != nil {
+				if err := insert(0, r.rk, r.seq, "", nil, nil, nil, nil, nil, "", nil, nil, nil, nil, r.version, r.at, nil); err != nil {
 					return err
 				}
 				continue
@@ -89,11 +89,12 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 					ev = *e
 				}
 				at, _ := eventNanos(ev.Time)
-				er := eventRow{kind: string(ev.Kind), stepID: nullText(ev.StepID), status: nullText(ev.Status), attempt: nullInt(ev.Attempt), at: at}
+				var callKey any
 				if ev.Call != nil {
-					er.callKey = ev.Call.Key
+					callKey = ev.Call.Key
 				}
-				return insert(version, eventArgs(nil, r.rk, seq, &er, string(data), r.version, r.at, nil)...)
+				return insert(version, r.rk, seq, string(ev.Kind), nullText(ev.StepID), nullText(ev.Status), nullInt(ev.Attempt), at, callKey,
+					string(data), nil, nil, nil, nil, r.version, r.at, nil)
 			})
 			if err != nil {
 				return fmt.Errorf("convert the journal of run %s: %w", r.runID, err)
@@ -105,8 +106,8 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 				// a record that does not decode is kept as it is (DecodeStep
 				// reports it when the step is read), without status.
 				_, rec, _ := journal.DecodeStep(r.runID, sf)
-				err = insert(sf.Version, stepArgs(nil, r.rk, r.seq, sf.StepID, nullText(string(rec.Status)), nullInt(rec.Attempt),
-					string(sf.Rec), text(sf.Output), text(sf.Input), text(sf.Error), r.version, r.at, nil)...)
+				err = insert(sf.Version, r.rk, r.seq, nil, sf.StepID, nullText(string(rec.Status)), nullInt(rec.Attempt), nil, nil,
+					nil, string(sf.Rec), text(sf.Output), text(sf.Input), text(sf.Error), r.version, r.at, nil)
 			})
 			if err != nil {
 				return fmt.Errorf("convert the step records of run %s: %w", r.runID, err)

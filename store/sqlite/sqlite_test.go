@@ -29,8 +29,8 @@ func corruptEvent(t *testing.T, s store.Store, runID string, seq int64, version 
 // journal row: its record version and JSON.
 func corruptStep(t *testing.T, s store.Store, runID, stepID string, version int, rec []byte) {
 	t.Helper()
-	n := corruptRows(t, s, `UPDATE journal SET version = ?, payload = ?
-		WHERE id = (SELECT max(id) FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND step_id = ? AND kind IS NULL)`,
+	n := corruptRows(t, s, `UPDATE journal SET version = ?, record = ?
+		WHERE id = (SELECT max(id) FROM journal WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND step_id = ? AND record IS NOT NULL)`,
 		version, string(rec), runID, stepID)
 	if n != 1 {
 		t.Fatalf("corrupt %s step %s: %d rows hold it", runID, stepID, n)

@@ -100,19 +100,19 @@ const maxRowsLog2 = 6
 
 // journalArgs is the number of values of one journal row; its record
 // version is the statement's own (journal.Version).
-const journalArgs = 15
+const journalArgs = 16
 
 // journalSQL[k] inserts 1<<k journal rows.
 var journalSQL = func() (out [maxRowsLog2 + 1]string) {
 	for k := range out {
-		out[k] = valuesSQL(journalInsert, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+strconv.Itoa(journal.Version)+")", 1<<k)
+		out[k] = valuesSQL(journalInsert, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+strconv.Itoa(journal.Version)+")", 1<<k)
 	}
 	return out
 }()
 
 // journalInsert is the head of journalSQL: journal columns in the order
-// of eventArgs and stepArgs, and the record version.
-const journalInsert = `INSERT INTO journal (rk, seq, kind, step_id, status, attempt, at, call_key, payload, output, input, error,
+// of appendJournal, and the record version.
+const journalInsert = `INSERT INTO journal (rk, seq, kind, step_id, status, attempt, at, call_key, payload, record, output, input, error,
 	run_version, committed_at, rows, version) VALUES `
 
 // valuesSQL is head followed by n times group.

@@ -12,20 +12,23 @@ ALTER TABLE journal_index RENAME TO journal_frames_index;
 -- records in one table, because every table a commit writes costs it a
 -- page more (docs/performance.md). A transition's rows are consecutive.
 --
--- Every row has typed columns and a JSON payload. step_id, status and
--- attempt are the record's own; seq, the event's (an event row), or the
--- run's last event seq after the transition (a step record).
+-- Every row has typed columns and JSON. step_id, status and attempt are
+-- the record's own; seq, the event's (an event row), or the run's last
+-- event seq after the transition (a step record alone).
 --
--- An event row: kind, at (the event's time, Unix ns; NULL for none) and
--- call_key (a call event's key) are the event's fields; payload is the
--- event's JSON as journal.AppendEvent writes it, less the fields that have
--- a column (seq, time, kind, step_id, status, attempt) and its run (rk
--- names it). Any other field of the event, of this rein or a newer one,
--- is in payload.
+-- An event row (kind set): kind, at (the event's time, Unix ns; NULL for
+-- none) and call_key (a call event's key) are the event's fields; payload
+-- is the event's JSON as journal.AppendEvent writes it, less the fields
+-- that have a column (seq, time, kind, step_id, status, attempt) and its
+-- run (rk names it). Any other field of the event, of this rein or a
+-- newer one, is in payload.
 --
--- A step record (kind NULL): payload is its journal.StepRecord JSON;
--- output, input and error are its payloads, JSON text (one above the blob
--- threshold is in blobs, as the record says, and its column NULL).
+-- A step record: record is its journal.StepRecord JSON; output, input and
+-- error are its payloads, JSON text (one above the blob threshold is in
+-- blobs, as the record says, and its column NULL). It shares the row of
+-- its transition's last event of the same step, status and attempt when
+-- there is one (a settled step's record rides on its step_settled event),
+-- and else has a row of its own (kind NULL, payload NULL).
 --
 -- version is the record version (journal.Version); run_version the run's
 -- version after the transition that appended the row, and committed_at
@@ -44,6 +47,7 @@ CREATE TABLE journal (
     at           INTEGER,
     call_key     TEXT,
     payload      TEXT,
+    record       TEXT,
     output       TEXT,
     input        TEXT,
     error        TEXT,
@@ -79,11 +83,11 @@ CREATE VIEW run_events AS
 
 -- A run's steps: the last record of each, its record's fields as columns.
 CREATE VIEW run_steps AS
-    SELECT run_id, step_id, status, attempt, payload ->> '$.type' AS type, output, input, error,
-        payload ->> '$.output_sha256' AS output_sha256, payload ->> '$.started_at' AS started_at,
-        payload ->> '$.settled_at' AS settled_at, payload AS record, version, id
+    SELECT run_id, step_id, status, attempt, record ->> '$.type' AS type, output, input, error,
+        record ->> '$.output_sha256' AS output_sha256, record ->> '$.started_at' AS started_at,
+        record ->> '$.settled_at' AS settled_at, record, version, id
     FROM (SELECT *, row_number() OVER (PARTITION BY run_id, step_id ORDER BY id DESC) AS newest
-        FROM run_journal WHERE kind IS NULL)
+        FROM run_journal WHERE record IS NOT NULL)
     WHERE newest = 1;
 
 -- A run's call records: its call events (the last one of each key is the
