@@ -24,9 +24,9 @@
 // The journal is one table of rows, one per record — each event, and each
 // step record a transition writes — in commit order, so concurrent runs'
 // records share pages and a commit writes at the table's end. A row has
-// typed columns (kind, step_id, status, attempt, at, call_key) and a JSON
-// payload (an event's JSON less those fields, or a step record's JSON), so
-// SQL reads it; the views run_events, run_steps and run_calls give a run's
+// typed columns (kind, step_id, status, attempt, at, call_key) and JSON
+// (an event's JSON less those fields; a step record's JSON, which rides on
+// its settled event's row when it can), so SQL reads it; the views run_events, run_steps and run_calls give a run's
 // events, steps and call records by run ID (docs/durability.md "Reading
 // the store with SQL"). The step projection is the fold of the step
 // records; the run row changes only when its status, lease or decisions
