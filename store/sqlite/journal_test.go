@@ -174,3 +174,41 @@ func TestStepRecordsShareEventRows(t *testing.T) {
 		t.Fatalf("Events = %+v, %v", evs, err)
 	}
 }
+
+// Prune deletes every journal row of the runs it deletes — of the
+// transitions in journal_index (a transition of several rows is one entry)
+// and of the tail — and none of the runs it keeps.
+func TestPruneDeletesEveryJournalRow(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "rein.db"), nil)
+	ctx := t.Context()
+	for _, id := range []string{"kept", "pruned"} {
+		if _, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: "f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitSteps(t, s, "kept", 0, 3)
+	v := commitSteps(t, s, "pruned", 0, 3)
+	forceIndex(t, s) // these rows indexed
+	v = commitSteps(t, s, "pruned", v, 2)
+	if err := s.Commit(ctx, &store.Transition{RunID: "pruned", Version: v,
+		Events: []*trace.Event{{Seq: v + 1, Kind: trace.RunSettled, RunID: "pruned"}},
+		Run:    &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() (kept, orphans int) {
+		t.Helper()
+		if err := s.rdb.QueryRow(`SELECT count(*) FILTER (WHERE rk = (SELECT rk FROM runs WHERE id = 'kept')),
+			count(*) FILTER (WHERE rk NOT IN (SELECT rk FROM runs)) FROM journal`).Scan(&kept, &orphans); err != nil {
+			t.Fatal(err)
+		}
+		return kept, orphans
+	}
+	if res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now(), Now: time.Now()}); err != nil || res.Runs != 1 {
+		t.Fatalf("Prune = %+v, %v; want 1 run", res, err)
+	}
+	if kept, orphans := rows(); kept != 6 || orphans != 0 {
+		t.Errorf("after Prune: %d rows of the kept run (want 6), %d of no run (want 0)", kept, orphans)
+	}
+	checkRun(t, s, "kept", 3)
+}
