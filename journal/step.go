@@ -88,16 +88,6 @@ type EncodedStep struct {
 // returns the encoding and buf grown by the record. DecodeStep reads it
 // back.
 func EncodeStep(st *Step, threshold int, buf []byte) (EncodedStep, []byte) {
-	rec, e := SplitStep(st, threshold)
-	e.Rec = rec.AppendJSON(buf)
-	return e, e.Rec
-}
-
-// SplitStep is EncodeStep without the record's JSON: st's record, and its
-// payloads with an output or input longer than threshold bytes moved to a
-// blob (none when threshold < 0), for a store that keeps the record's
-// fields in columns of their own.
-func SplitStep(st *Step, threshold int) (StepRecord, EncodedStep) {
 	rec := StepRecord{StepID: st.StepID, Type: st.Type, Status: st.Status, Attempt: st.Attempt,
 		OutputSHA: st.OutputSHA, Idempotent: st.Idempotent, StartedAt: unixNanos(st.StartedAt), SettledAt: unixNanos(st.SettledAt)}
 	e := EncodedStep{Output: st.Output, Input: st.Input, Error: st.Error}
@@ -111,7 +101,8 @@ func SplitStep(st *Step, threshold int) (StepRecord, EncodedStep) {
 		rec.InputBlob = hex.EncodeToString(sum[:])
 		e.InputBlob, e.InputData, e.Input = rec.InputBlob, st.Input, nil
 	}
-	return rec, e
+	e.Rec = rec.AppendJSON(buf)
+	return e, e.Rec
 }
 
 // StoredStep is a step as a store holds it: the record's version, the step
