@@ -38,7 +38,7 @@ type wtx struct {
 	// queued journal rows.
 	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
-	// once the batch commits; inserted counts the journal rows it wrote.
+	// once the batch commits; inserted counts the transitions whose journal rows it wrote.
 	heads   map[int64]head
 	forgot  map[int64]bool
 	evicted map[int64]bool
@@ -233,7 +233,7 @@ func (x *wtx) committed() {
 
 // flush inserts the journal rows queued so far, in order.
 func (x *wtx) flush() error {
-	n := x.rows.n
+	n := x.rows.transitions
 	if err := x.rows.flush(x, &journalSQL, journalArgs); err != nil {
 		return fmt.Errorf("append to the journal: %w", err)
 	}

@@ -291,6 +291,9 @@ func appendJournal(x *wtx, rk int64, h head, c *commitData) {
 			rows++
 		}
 	}
+	if rows > 0 {
+		x.rows.transitions++
+	}
 	rkv, version, now, n := any(rk), any(h.version), any(c.now), any(int64(rows))
 	// the events' payloads come first in c.buf, then the step records'.
 	start, recStart := 0, 0

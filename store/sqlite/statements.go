@@ -90,8 +90,8 @@ var stmtSQL = [nStmts]string{
 		WHERE run_id = ? AND status = 'pending'`,
 }
 
-// indexEvery is how many journal rows may wait for journal_index, and how
-// many runs for run_flows: the tails readers scan. The batch that reaches
+// indexEvery is how many transitions' journal rows may wait for
+// journal_index, and how many runs for run_flows: the tails readers scan. The batch that reaches
 // either indexes both.
 const indexEvery = 256
 
@@ -128,10 +128,11 @@ func valuesSQL(head, group string, n int) string {
 	return b.String()
 }
 
-// rowBuf holds the rows of one table a batch has queued.
+// rowBuf holds the journal rows a batch has queued: n rows of
+// transitions transitions.
 type rowBuf struct {
-	args []any
-	n    int
+	args           []any
+	n, transitions int
 }
 
 func (b *rowBuf) add(v ...any) {
@@ -153,6 +154,6 @@ func (b *rowBuf) flush(x *wtx, sqls *[maxRowsLog2 + 1]string, width int) error {
 		left -= n
 	}
 	clear(b.args)
-	b.args, b.n = b.args[:0], 0
+	b.args, b.n, b.transitions = b.args[:0], 0, 0
 	return nil
 }
