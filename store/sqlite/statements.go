@@ -135,11 +135,6 @@ type rowBuf struct {
 	n, transitions int
 }
 
-func (b *rowBuf) add(v ...any) {
-	b.args = append(b.args, v...)
-	b.n++
-}
-
 // flush inserts the queued rows with sqls[k], the statement of 1<<k rows
 // of width values each, and empties b.
 func (b *rowBuf) flush(x *wtx, sqls *[maxRowsLog2 + 1]string, width int) error {
