@@ -18,8 +18,9 @@ const convertBatch = 512
 // the old journal (journal_frames: frames of events and step records, one
 // row per transition, some packed) into rows of the new journal, one a
 // record, then drops journal_frames and journal_frames_index and indexes
-// the new rows (all of them: their rows column is left NULL). Records are carried
-// as they were stored: an event's JSON and record version unchanged, so a
+// every new row (so their rows column, which only the bulk index of the
+// tail reads, stays NULL). Records are carried as they were stored: an
+// event's JSON, a step record's JSON and their versions unchanged, so a
 // record that did not read before the migration does not read after it,
 // with the same error naming its run and seq (a step record: its step);
 // a row whose frames do not decode becomes one event row of no valid
@@ -65,52 +66,8 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 		}
 		for _, r := range batch {
 			last = r.id
-			events, steps := r.events, r.steps
-			if isPacked(events) {
-				if events, steps, _, err = unpack(r.runID, events, nil); err != nil {
-					events, steps = nil, nil
-				}
-			}
-			if err == nil {
-				err = frames.EachEvent(r.runID, events, func(int64, uint64, []byte) error { return nil })
-			}
-			if err != nil {
-				// a row that does not decode stays damage of its run: one
-				// event of no valid version at the row's seq, which reads
-				// as "the database is damaged", naming the run and seq.
-				if err := insert(0, r.rk, r.seq, "", nil, nil, nil, nil, nil, "", nil, nil, nil, nil, r.version, r.at, nil); err != nil {
-					return err
-				}
-				continue
-			}
-			err := frames.EachEvent(r.runID, events, func(seq int64, version uint64, data []byte) error {
-				var ev journal.Event // what does not decode keeps zero columns
-				if e, err := journal.ReadEvent(r.runID, seq, version, data); err == nil {
-					ev = *e
-				}
-				at, _ := eventNanos(ev.Time)
-				var callKey any
-				if ev.Call != nil {
-					callKey = ev.Call.Key
-				}
-				return insert(version, r.rk, seq, string(ev.Kind), nullText(ev.StepID), nullText(ev.Status), nullInt(ev.Attempt), at, callKey,
-					string(data), nil, nil, nil, nil, r.version, r.at, nil)
-			})
-			if err != nil {
-				return fmt.Errorf("convert the journal of run %s: %w", r.runID, err)
-			}
-			err = frames.EachStepFrame(r.runID, steps, func(sf *journal.StoredStep) {
-				if err != nil {
-					return
-				}
-				// a record that does not decode is kept as it is (DecodeStep
-				// reports it when the step is read), without status.
-				_, rec, _ := journal.DecodeStep(r.runID, sf)
-				err = insert(sf.Version, r.rk, r.seq, nil, sf.StepID, nullText(string(rec.Status)), nullInt(rec.Attempt), nil, nil,
-					nil, string(sf.Rec), text(sf.Output), text(sf.Input), text(sf.Error), r.version, r.at, nil)
-			})
-			if err != nil {
-				return fmt.Errorf("convert the step records of run %s: %w", r.runID, err)
+			if err := convertRow(r.runID, r.rk, r.version, r.seq, r.at, r.events, r.steps, insert); err != nil {
+				return err
 			}
 		}
 	}
@@ -123,6 +80,61 @@ func convertJournal(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// convertRow inserts the records of one old journal row (its events and
+// steps columns, maybe packed) of run runID (key rk) as rows of the new
+// journal, through insert (a record version, then the writer's values).
+// The row is the transition that made the run's version version, its last
+// seq seq, committed at at.
+func convertRow(runID string, rk, version, seq, at int64, events, steps []byte, insert func(uint64, ...any) error) error {
+	var bad error
+	if isPacked(events) {
+		events, steps, _, bad = unpack(runID, events, nil)
+	}
+	if bad == nil {
+		bad = frames.EachEvent(runID, events, func(int64, uint64, []byte) error { return nil })
+	}
+	if bad != nil {
+		// a row that does not decode stays damage of its run: one event
+		// of no valid version at the row's seq, which reads as "the
+		// database is damaged", naming the run and seq.
+		return insert(0, rk, seq, "", nil, nil, nil, nil, nil, "", nil, nil, nil, nil, version, at, nil)
+	}
+	err := frames.EachEvent(runID, events, func(evSeq int64, evVersion uint64, data []byte) error {
+		var ev journal.Event // what does not decode keeps zero columns
+		if e, err := journal.ReadEvent(runID, evSeq, evVersion, data); err == nil {
+			ev = *e
+		}
+		evAt, _ := eventNanos(ev.Time)
+		var callKey any
+		if ev.Call != nil {
+			callKey = ev.Call.Key
+		}
+		return insert(evVersion, rk, evSeq, string(ev.Kind), nullText(ev.StepID), nullText(ev.Status), nullInt(ev.Attempt), evAt, callKey,
+			string(data), nil, nil, nil, nil, version, at, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("convert the journal of run %s: %w", runID, err)
+	}
+	var insErr error
+	err = frames.EachStepFrame(runID, steps, func(sf *journal.StoredStep) {
+		if insErr != nil {
+			return
+		}
+		// a record that does not decode is kept as it is (DecodeStep
+		// reports it when the step is read), without status.
+		_, rec, _ := journal.DecodeStep(runID, sf)
+		insErr = insert(sf.Version, rk, seq, nil, sf.StepID, nullText(string(rec.Status)), nullInt(rec.Attempt), nil, nil,
+			nil, string(sf.Rec), text(sf.Output), text(sf.Input), text(sf.Error), version, at, nil)
+	})
+	if err == nil {
+		err = insErr
+	}
+	if err != nil {
+		return fmt.Errorf("convert the step records of run %s: %w", runID, err)
 	}
 	return nil
 }

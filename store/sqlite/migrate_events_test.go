@@ -147,6 +147,10 @@ func TestMigrationConvertsJournal(t *testing.T) {
 	if _, err := old.db.Exec(`UPDATE journal SET events = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?)`, good[:len(good)-5], damagedID); err != nil {
 		t.Fatal(err)
 	}
+	// a run after the damaged one converts as any other.
+	const afterID = "run-after"
+	old.commit(old.run(afterID), 1, &store.Transition{Events: []*trace.Event{{Seq: 1, Time: at, Kind: trace.StepStarted, StepID: "s1"}},
+		Steps: []*store.Step{{StepID: "s1", Status: trace.StepRunning, Attempt: 1}}})
 	old.db.Close()
 
 	s := openFile(t, path, nil)
@@ -183,6 +187,12 @@ func TestMigrationConvertsJournal(t *testing.T) {
 		if _, err := s.Events(t.Context(), damagedID, 0, 0); err == nil || !strings.Contains(err.Error(), "run "+damagedID) ||
 			!strings.Contains(err.Error(), "damaged") {
 			t.Errorf("Events of the damaged run: %v; want an error naming the run and the damage", err)
+		}
+		if evs, err := s.Events(t.Context(), afterID, 0, 0); err != nil || len(evs) != 1 || evs[0].Kind != trace.StepStarted {
+			t.Errorf("Events of the run after the damaged one = %v, %v", evs, err)
+		}
+		if st, err := s.Steps(t.Context(), afterID); err != nil || len(st) != 1 || st[0].Status != trace.StepRunning {
+			t.Errorf("Steps of the run after the damaged one = %v, %v", st, err)
 		}
 		s.Close()
 		s = openFile(t, path, nil)
