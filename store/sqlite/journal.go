@@ -29,9 +29,10 @@ import (
 // finished run has no writer to protect, and the owner's ReleaseLease that
 // follows is then answered without a transaction.
 //
-// The transition is a row of events per event and a row of steps per step
-// it sets. The run row is written only when t.Run changes it, or when the
-// transition has no event to carry the run's new version.
+// The transition is journal rows: one per event (a step record riding on
+// its step's event) and one per step record left. The run row is written
+// only when t.Run changes it, or when the transition has no journal row to
+// carry the run's new version.
 func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 	defer s.seen(&err)
 	if t == nil || t.RunID == "" {
@@ -207,8 +208,8 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			}
 		}
 	}
-	if len(c.evs) == 0 {
-		// no event carries the run's new version: the run row does.
+	if len(c.evs) == 0 && len(c.steps) == 0 {
+		// no journal row carries the run's new version: the run row does.
 		c.update = true
 	}
 	return c, nil

@@ -91,8 +91,8 @@ var stmtSQL = [nStmts]string{
 }
 
 // indexEvery is how many transitions' journal rows may wait for
-// journal_index, and how many runs for run_flows: the tails readers scan. The batch that reaches
-// either indexes both.
+// journal_index, and how many runs for run_flows: the tails readers scan.
+// The batch that reaches either indexes both.
 const indexEvery = 256
 
 // maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
