@@ -1,6 +1,7 @@
-// Package frames is the byte layout of rein's journal rows, shared by the
-// SQLite and PostgreSQL stores: a row holds one transition's events and
-// step records as length-prefixed frames, each with its own record
+// Package frames is the byte layout of the PostgreSQL store's journal rows,
+// and of the SQLite store's before its schema 6 (whose migration reads them
+// with EachEvent and EachStepFrame): a row holds one transition's events
+// and step records as length-prefixed frames, each with its own record
 // version. Errors name the run and the record; the stores prefix them with
 // their own name.
 package frames
