@@ -378,10 +378,10 @@ func TestExampleCRMOnboardingGateHoldsTheInferredRegion(t *testing.T) {
 		t.Fatalf("Alan: the creation's gate decisions %+v, want one allow", d)
 	}
 	var basis struct {
-		Verified []struct{ Pointer, Tool, Ref string }
+		Verified []struct{ Pointer, Tool, Ref, Field string }
 	}
 	if err := json.Unmarshal(d[0].Basis, &basis); err != nil || len(basis.Verified) != 1 ||
-		basis.Verified[0].Pointer != "/region" || basis.Verified[0].Tool != "lookup_region" || basis.Verified[0].Ref != "step lookup" {
+		basis.Verified[0].Pointer != "/region" || basis.Verified[0].Tool != "lookup_region" || basis.Verified[0].Ref != "step lookup" || basis.Verified[0].Field != "/region" {
 		t.Errorf("Alan: the creation's verification %s (%v), want /region by lookup_region", d[0].Basis, err)
 	}
 }

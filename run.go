@@ -110,8 +110,9 @@ type Outcome struct {
 // key is not set refuses the resume and leaves the run as it was. Errors
 // are *Error values: not_found (HintNoRun), conflict (HintAmbiguousRun;
 // HintHeldByAnotherProcess when another process holds its lease), business
-// (HintNeedsTools; HintNeedsAPIKey, Hint.Env naming the variables to set),
-// format (HintFlowDoesNotLoad). A run that ran and failed is no error: see
+// (HintNeedsTools; HintNeedsAPIKey, Hint.Env naming the variables to set;
+// HintNeedsKey, Hint.KeyID naming the encryption key rein.yaml must name:
+// the run holds payloads sealed with it), format (HintFlowDoesNotLoad). A run that ran and failed is no error: see
 // Outcome.Result.
 func (c *Client) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*Outcome, error) {
 	if opts != nil && opts.Project != nil {

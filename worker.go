@@ -44,8 +44,9 @@ type WorkerOptions struct {
 // them at once. Work returns nil once every run it took up has finished or
 // been abandoned. A claim that fails (the database is away) is logged and
 // retried after opts.Poll. A run that cannot resume here (its flow does
-// not load, it needs Go tools or API keys this worker lacks:
-// fault.HintNeedsTools, fault.HintNeedsAPIKey) is logged with the error,
+// not load, it needs Go tools, API keys or an encryption key this worker
+// lacks: fault.HintNeedsTools, fault.HintNeedsAPIKey, fault.HintNeedsKey)
+// is logged with the error,
 // left as it was and leased until its lease expires, then tried again (by
 // any worker).
 func (c *Client) Work(ctx context.Context, opts *WorkerOptions) error {

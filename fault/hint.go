@@ -41,6 +41,10 @@ const (
 	// (Hint.Env names the variables): the run was not resumed and is as it
 	// was; set them, then resume it.
 	HintNeedsAPIKey HintCode = "needs_api_key"
+	// HintNeedsKey: the run holds payloads sealed with an encryption key
+	// (Hint.KeyID) that rein.yaml encryption: does not name, as key_id or
+	// under old_keys: the run was not resumed and is as it was.
+	HintNeedsKey HintCode = "needs_encryption_key"
 	// HintNoRun: the reference names no run of the store.
 	HintNoRun HintCode = "no_run"
 	// HintSessionWaiting: a chat session's newest run has not finished
@@ -64,6 +68,9 @@ type Hint struct {
 	// Env are the environment variables a needs_api_key run needs set,
 	// sorted.
 	Env []string `json:"env,omitempty"`
+	// KeyID is the encryption key a needs_encryption_key run was sealed
+	// with.
+	KeyID string `json:"key_id,omitempty"`
 	// Owner and Until are the holder of the lease and its expiry; Since
 	// is when the held run last changed (its last commit, lease or
 	// decision).

@@ -16,7 +16,7 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan"}
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff"}
 	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
@@ -127,6 +127,7 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 		d.diags.add(posOf(root), "", "agent.yaml must be a mapping, not %s", yamlnode.Kind(root))
 		return nil, d.result()
 	}
+	scratch := Step{Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: DefaultBackoffFactor}}
 	for _, f := range fields {
 		switch f.key {
 		case "name":
@@ -146,6 +147,10 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.OutputSchema = d.schemaField(f, "output_schema", "")
 		case "execute_plan":
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
+		case "retries", "backoff":
+			// checked here, located in agent.yaml, as a step's are; the
+			// agent's flow step carries them (its model calls' retries).
+			d.decodeStepField(&scratch, nil, f, "")
 		case "max_observation_bytes", "max_args_bytes", "concurrency":
 			if n, ok := d.integer(f, ""); ok {
 				if n < 1 {

@@ -205,3 +205,36 @@ steps:
 		}
 	}
 }
+
+// TestAgentRetries: an agent's retries and backoff (of its model calls)
+// are an llm step's: agent.yaml checks them where they are written, with
+// the same messages, and an agent step without retries: gets the default.
+func TestAgentRetries(t *testing.T) {
+	t.Parallel()
+	src := "model: m\ntools: {}\nretries: 11\nbackoff: {initial: 1s, maxx: 2s}\n"
+	_, err := flow.ParseAgent([]byte(src), "agent.yaml")
+	for _, want := range []string{
+		`agent.yaml:3:10: retries must be between 0 and 10, not 11`,
+		`agent.yaml:4:24: unknown field "maxx" in backoff (did you mean "max"?)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+	if _, err := flow.ParseAgent([]byte("model: m\ntools: {}\nretries: 3\nbackoff: {initial: 1s}\n"), "agent.yaml"); err != nil {
+		t.Errorf("retries and backoff refused: %v", err)
+	}
+	opts := &flow.Options{Tools: func(name string) (tool.Spec, bool) { return tool.Spec{Name: name}, true }, Models: func(string) bool { return true }}
+	for src, want := range map[string]int{
+		"name: f\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {x: }}\n":             flow.DefaultRetries,
+		"name: f\nsteps:\n  - {id: a, type: agent, model: m, prompt_template: go, tools: {x: }, retries: 0}\n": 0,
+	} {
+		f, err := flow.Parse([]byte(src), "f.yaml", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Steps[0].Retries; got != want {
+			t.Errorf("%s: retries %d, want %d", src, got, want)
+		}
+	}
+}

@@ -79,8 +79,9 @@ func (d *decoder) decodeDefaults(fl field) *Defaults {
 }
 
 // applyDefaults gives every step that calls something (llm, route, tool,
-// plan) and leaves retries: or timeout: out the default, and every exec
-// tool of the flow without a timeout its own.
+// plan) and leaves retries: or timeout: out the default, an agent step
+// without retries: the default retries (of its model calls), and every
+// exec tool of the flow without a timeout its own.
 func (d *decoder) applyDefaults() {
 	def := d.opts.Defaults
 	if def == nil {
@@ -92,6 +93,14 @@ func (d *decoder) applyDefaults() {
 	}
 	for _, src := range d.srcs {
 		s := src.step
+		if s.Type == Agent {
+			// an agent's retries are its turns' model calls' (package
+			// agent); it has no step timeout of its own (budgets: timeout).
+			if _, set := src.fields["retries"]; !set {
+				s.Retries = retries
+			}
+			continue
+		}
 		if !calls(s.Type) {
 			continue // an approval waits for a person: nothing to retry or bound
 		}

@@ -18,18 +18,24 @@ type EffectDecl struct {
 	Undo, Compensate *tool.Compensation
 	Resources        []string
 	Tags             []string
+	// Verifies are the fields of the tool's output that are a source of
+	// truth (tool.Spec.Verifies), as JSON pointers (a bare field name is
+	// read as /name); CheckEffects checks them against the output schema.
+	Verifies []string
 
-	// where the undo: and compensate: fields are, for CheckEffects.
+	// where the undo: and compensate: fields and each verifies: entry
+	// are, for CheckEffects.
 	undoAt, compensateAt Pos
+	verifiesAt           []Pos
 }
 
 // effectFields are the fields decodeEffect reads.
-var effectFields = []string{"effect", "reversibility", "idempotent", "undo", "compensate", "resources", "tags"}
+var effectFields = []string{"effect", "reversibility", "idempotent", "undo", "compensate", "resources", "tags", "verifies"}
 
 // ApplyTo sets the effect fields of s to the declaration's.
 func (e *EffectDecl) ApplyTo(s *tool.Spec) {
 	s.Effect, s.Reversibility, s.Idempotent = e.Effect, e.Reversibility, e.Idempotent
-	s.Undo, s.Compensate, s.Resources, s.Tags = e.Undo, e.Compensate, e.Resources, e.Tags
+	s.Undo, s.Compensate, s.Resources, s.Tags, s.Verifies = e.Undo, e.Compensate, e.Resources, e.Tags, e.Verifies
 }
 
 // decodeEffect reads f into e when f is one of effectFields and reports
@@ -60,6 +66,8 @@ func (d *decoder) decodeEffect(e *EffectDecl, f field, where string) bool {
 		e.Resources = d.decodeResources(f, where)
 	case "tags":
 		e.Tags = d.decodeTags(f, where)
+	case "verifies":
+		e.Verifies, e.verifiesAt = d.decodeVerifies(f, where)
 	default:
 		return false
 	}

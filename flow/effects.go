@@ -103,7 +103,8 @@ func (d *decoder) decodeTags(f field, where string) []string {
 // of reg: each names a registered tool, and its args fit that tool's
 // input schema as far as they can be known before a call (required
 // fields present, no field the schema does not allow, constant values of
-// the right shape). decls (exec tools) and servers (rein.yaml mcp:, whose
+// the right shape); and its verifies: entries, each a field its output
+// schema has (when the schema says). decls (exec tools) and servers (rein.yaml mcp:, whose
 // tools are registered as <server>.<tool>) locate the declared tools'
 // problems; either may be nil. The error lists every problem: an *Error
 // when all are located, else one line each.
@@ -132,6 +133,17 @@ func CheckEffects(reg *tool.Registry, decls map[string]*ToolDecl, servers map[st
 				}
 				diags = append(diags, dg)
 			}
+		}
+		for _, p := range checkVerifies(&spec) {
+			dg := Diagnostic{Message: fmt.Sprintf("tool %s: verifies: %s", name, p.msg)}
+			if decl != nil {
+				at := decl.pos
+				if p.index < len(decl.effect.verifiesAt) {
+					at = decl.effect.verifiesAt[p.index]
+				}
+				dg.File, dg.Line, dg.Col = file, at.Line, at.Col
+			}
+			diags = append(diags, dg)
 		}
 	}
 	if len(diags) == 0 {

@@ -159,7 +159,7 @@ func TestConfigPolicy(t *testing.T) {
 	for _, want := range []string{
 		`rein.yaml:2:3: unknown field "defualts" in policy (did you mean "defaults"?)`,
 		`rein.yaml:5:24: rule a: effect must be none, read, write, external or destructive, not "wrote"`,
-		`rein.yaml:6:20: rule a: provenance must be user, constant, inferred, db, tool:<name> or tool:*, not "model"`,
+		`rein.yaml:6:20: rule a: provenance must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
 		`rein.yaml:7:16: rule a: verdict must be block, require_approval or require_review, not "allow"`,
 		`rein.yaml:9:7: rule "b": the name is taken`,
 		`rein.yaml:10:7: rule "inferred-drives-effect": the name is taken`,

@@ -14,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "check"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "verifies", "check"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -94,6 +94,9 @@ type Config struct {
 	// it has none.
 	Risk   *RiskDecl
 	Review *ReviewDecl
+	// Encryption is rein.yaml encryption:, the key that seals payloads
+	// holding a secret at rest; nil when it has none (they are redacted).
+	Encryption *EncryptionDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -167,8 +170,10 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Risk = d.decodeRisk(f)
 		case "review":
 			cfg.Review = d.decodeReview(f)
+		case "encryption":
+			cfg.Encryption = d.decodeEncryption(f, filepath.Dir(filename))
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review", "encryption"})
 		}
 	}
 	if err := d.result(); err != nil {

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -209,6 +210,20 @@ type AgentRecord struct {
 	Verified    json.RawMessage `json:"verified,omitempty"`
 	Declaration json.RawMessage `json:"declaration,omitempty"`
 	Claims      json.RawMessage `json:"claims,omitempty"`
+}
+
+// TakesBack returns the key of the call c undoes or compensates, or ""
+// when c is not an undo or compensation (its Key extends that call's with
+// "/" and its Remedy).
+func (c *Call) TakesBack() string {
+	if c.Remedy == "" {
+		return ""
+	}
+	k, ok := strings.CutSuffix(c.Key, "/"+c.Remedy)
+	if !ok {
+		return ""
+	}
+	return k
 }
 
 // EffectRecord is c's effect as the effect graph reads it (the record a

@@ -58,7 +58,7 @@ type Effect struct {
 }
 
 // ArgProvenance is where the argument at Pointer came from (origins as
-// safety.Origin spells them: user, constant, inferred, db, tool:<name>).
+// safety.Origin spells them: user, user-mentioned, constant, inferred, db, tool:<name>).
 type ArgProvenance struct {
 	Pointer string   `json:"pointer"`
 	Origins []string `json:"origins"`
@@ -133,6 +133,11 @@ const (
 	RemedyFailed    = "failed"    // the compensation failed or was refused; escalated
 	RemedyEscalated = "escalated" // frozen and given to a person
 	RemedyResolved  = "resolved"  // a person decided the escalation (Decision)
+	// RemedyUnknown: the undo or compensation was dispatched (its call
+	// record committed as started) and its process stopped before the
+	// outcome was recorded; its tool is neither idempotent nor read-only,
+	// so it is not made again blindly: escalated to a person.
+	RemedyUnknown = "unknown"
 )
 
 // EncodeEffect returns e as the JSON an Event's Data holds.

@@ -58,6 +58,12 @@ const (
 	// recorded later replaces the earlier one. Since version 2 it holds
 	// what gate_decision, call_effect and agent_call events held.
 	CallRecorded Kind = "call"
+	// PayloadsSealed holds the payloads of its transition that hold a secret,
+	// encrypted at rest (Data: the Sealed record), when rein.yaml
+	// encryption: names a key: the records themselves keep them redacted,
+	// as views show them; a resume opens these and reads what the live run
+	// read. Never sent to a trace sink.
+	PayloadsSealed Kind = "sealed"
 	// RunRetried: a failed run was re-opened to go on (rein runs retry;
 	// StepID: the step it was retried from, when one was named);
 	// StepReopened: one settled step goes back to pending to run again
@@ -72,7 +78,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
-		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded,
+		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded, PayloadsSealed,
 		RunRetried, StepReopened}
 }
 

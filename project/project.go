@@ -19,6 +19,7 @@ import (
 	"github.com/reinhq/rein/model/provider"
 	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/redact/seal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -121,6 +122,8 @@ type Project struct {
 
 	getenv   func(string) string
 	redactor *redact.Redactor
+	codec    *seal.Codec // rein.yaml encryption:, or nil
+	atRest   []flow.Diagnostic
 	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
@@ -186,7 +189,12 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := p.setupModels(opts, cfg, opts.Script != ""); err != nil {
 		return nil, err
 	}
-	p.redactor = secrets(cfg, p.getenv).Join(opts.Redactor)
+	codec, keyText, err := loadCodec(cfg, p.getenv)
+	if err != nil {
+		return nil, err
+	}
+	p.codec = codec
+	p.redactor = secrets(cfg, p.getenv).With(keyText...).Join(opts.Redactor)
 	mcpTools, err := p.connectMCP(cfg)
 	if err != nil {
 		return nil, err
@@ -279,6 +287,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return nil, err
 		}
 	}
+	if p.codec == nil {
+		p.atRest = atRestWarnings(p.Flow, decls, cfg)
+	}
 	loaded = true
 	return p, nil
 }
@@ -288,7 +299,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
 	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env, PassEnv: d.PassEnv,
 		Timeout: cmp.Or(d.Timeout, flow.DefaultToolTimeout), MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent,
-		Undo: d.Undo, Compensate: d.Compensate, Resources: d.Resources, Tags: d.Tags, Check: d.Check}
+		Undo: d.Undo, Compensate: d.Compensate, Resources: d.Resources, Tags: d.Tags, Verifies: d.Verifies, Check: d.Check}
 	if d.InputSchema != nil {
 		cfg.InputSchema = d.InputSchema.JSON()
 	}
@@ -349,6 +360,11 @@ func (p *Project) Redactor() *redact.Redactor {
 	return p.redactor
 }
 
+// Codec is the payload codec of rein.yaml encryption: (its key and old
+// keys), which seals at rest the payloads of a run that hold a secret;
+// nil when rein.yaml has no encryption: (they are stored redacted).
+func (p *Project) Codec() *seal.Codec { return p.codec }
+
 // secrets builds the project's Redactor from the environment, cfg (which
 // may be nil) and getenv (LoadOptions.Getenv, which may hold keys the
 // process's environment does not).
@@ -366,6 +382,13 @@ func secrets(cfg *flow.Config, getenv func(string) string) *redact.Redactor {
 			}
 		}
 		names = append(names, cfg.Secrets...)
+		if e := cfg.Encryption; e != nil {
+			for _, k := range append([]flow.KeySource{e.KeySource}, e.OldKeys...) {
+				if k.KeyEnv != "" {
+					names = append(names, k.KeyEnv)
+				}
+			}
+		}
 	}
 	vals := make([]string, 0, len(names))
 	if getenv != nil {
@@ -438,6 +461,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 	o := LoadOptions{}
 	if opts != nil {
 		o = *opts
+	}
+	if len(run.FlowText) == 0 && run.FlowHash == "" {
+		// a run of records only (rein mcp's ledger of the calls it served)
+		return nil, fault.Errorf(fault.Business, "run %s (flow %s) pinned no flow: it holds the records of calls made outside a flow (rein mcp's ledger), so there is nothing to resume or to load; rein runs show %s lists them", runID, run.Flow, runID)
 	}
 	m, err := MetaOf(run)
 	if err != nil {

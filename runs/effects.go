@@ -34,7 +34,10 @@ type EffectCall struct {
 	Seq int64 `json:"seq"`
 	journal.Effect
 	// State is what the latest remediation made of it (done, frozen,
-	// failed, escalated, resolved, retried); "" while nothing was.
+	// failed, escalated, unknown, resolved), or "dispatched" while its
+	// undo or compensation was sent and its outcome is not recorded (in
+	// doubt: the process stopped; the next remediate or resume decides);
+	// "" while nothing was.
 	State string `json:"state,omitempty"`
 }
 
@@ -65,9 +68,14 @@ func (r *Reader) Effects(ctx context.Context, ref string) (*EffectsView, error) 
 func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsView, error) {
 	v := &EffectsView{RunID: run.ID, Flow: run.Flow, Status: run.Status, Calls: []EffectCall{}, Data: []DataEdge{}, Remediations: []journal.Remediation{}}
 	at := map[string]int{}
+	remedied := map[string]int64{} // key → seq of its latest remediation record
+	sent := map[string]dispatch{}  // key → its undo or compensation's latest record
 	for _, ev := range events {
 		switch ev.Kind {
 		case trace.CallEffect, trace.CallRecorded:
+			if c := ev.Call; c != nil && c.TakesBack() != "" && c.Status != journal.CallLate {
+				sent[c.TakesBack()] = dispatch{status: c.Status, seq: ev.Seq}
+			}
 			e, ok, err := journal.EffectOf(ev)
 			if err != nil {
 				return nil, err
@@ -89,13 +97,45 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 				return nil, err
 			}
 			v.Remediations = append(v.Remediations, *m)
+			remedied[m.Key] = ev.Seq
 			if i, ok := at[m.Key]; ok {
 				v.Calls[i].State = m.Status
 			}
 		}
 	}
+	for k, d := range sent {
+		if i, ok := at[k]; ok && d.seq > remedied[k] {
+			v.Calls[i].State = d.state(v.Calls[i].State)
+		}
+	}
 	v.Data = dataEdges(f, v.Calls)
 	return v, nil
+}
+
+// StateDispatched is the State of a call whose undo or compensation was
+// dispatched (its call record committed as started) and whose outcome is
+// not recorded: the process stopped in between.
+const StateDispatched = "dispatched"
+
+// dispatch is the latest record of a call's undo or compensation.
+type dispatch struct {
+	status journal.CallStatus
+	seq    int64
+}
+
+// state is the call's state when that record is later than its latest
+// remediation record (whose state is prior): the process stopped between
+// the two.
+func (d dispatch) state(prior string) string {
+	switch d.status {
+	case journal.CallStarted:
+		return StateDispatched
+	case journal.CallSucceeded:
+		return journal.RemedyDone
+	case journal.CallFailed:
+		return journal.RemedyFailed
+	}
+	return prior
 }
 
 // dataDeps returns, per step index, the indexes of the steps whose output

@@ -54,7 +54,9 @@ type ImpactCall struct {
 	Compensation *journal.Compensation `json:"compensation,omitempty"`
 	Invalid      []string              `json:"invalid,omitempty"`
 	Escalates    bool                  `json:"escalates,omitempty"`
-	// State is what an earlier remediation made of it, if any.
+	// State is what an earlier remediation made of it, if any (as
+	// EffectCall.State: done, frozen, failed, escalated, unknown,
+	// resolved, or dispatched while its undo or compensation is in doubt).
 	State string `json:"state,omitempty"`
 	// Tier, Control and ControlWhy say how remediate would let an undo or
 	// compensation through if it ran now (engine.CheckRemedies): the

@@ -65,8 +65,12 @@ func tracedOrigins(prov safety.Provenance) []ArgOrigin {
 			switch {
 			case o == safety.OriginUser:
 				a.From = append(a.From, "the user's input")
+			case o == safety.OriginUserMentioned:
+				a.From = append(a.From, "only inside the user's text")
 			case o == safety.OriginInferred:
-				a.From = append(a.From, "found in no input or tool output")
+				// not "found in no input or tool output": a value only inside
+				// a tool's text is inferred too (it verifies nothing)
+				a.From = append(a.From, "written by the model")
 			case o.IsTool():
 				a.From = append(a.From, "a tool output of the run")
 			}

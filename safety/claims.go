@@ -37,7 +37,7 @@ func (p Problem) String() string {
 // DeclarationSchema is the JSON Schema (draft 2020-12) of a declaration,
 // as a model is shown it: the `declaration` argument agents' side-effecting
 // tools gain, and a plan step's `declaration` field.
-const DeclarationSchema = `{"type":"object","description":"Before a call with side effects: what you are about to do, the facts it relies on with their source (user: the user's words; tool:<name> or db: a tool output of this run) and the exact text that states each (evidence), and what you assume without a source. The runtime checks every fact against its source; the declaration is not passed to the tool.","required":["action","facts"],"additionalProperties":false,"properties":{"action":{"type":"string"},"facts":{"type":"array","maxItems":32,"items":{"type":"object","required":["claim","source","evidence"],"additionalProperties":false,"properties":{"claim":{"type":"string"},"source":{"type":"string","pattern":"^(user|db|tool:.+)$"},"evidence":{"type":"string"}}}},"assumptions":{"type":"array","maxItems":32,"items":{"type":"object","required":["claim"],"additionalProperties":false,"properties":{"id":{"type":"string"},"claim":{"type":"string"},"affects":{"type":"array","items":{"type":"string"}}}}},"side_effects":{"type":"array","maxItems":32,"items":{"type":"string"}}}}`
+const DeclarationSchema = `{"type":"object","description":"Before a call with side effects: what you are about to do, the facts it relies on with their source (user: the user's words; tool:<name> or db: a tool output of this run) and the evidence for each (the exact text of the user's words, or the exact value of a field that tool is a source of truth for), and what you assume without a source. The runtime checks every fact against its source; the declaration is not passed to the tool.","required":["action","facts"],"additionalProperties":false,"properties":{"action":{"type":"string"},"facts":{"type":"array","maxItems":32,"items":{"type":"object","required":["claim","source","evidence"],"additionalProperties":false,"properties":{"claim":{"type":"string"},"source":{"type":"string","pattern":"^(user|db|tool:.+)$"},"evidence":{"type":"string"}}}},"assumptions":{"type":"array","maxItems":32,"items":{"type":"object","required":["claim"],"additionalProperties":false,"properties":{"id":{"type":"string"},"claim":{"type":"string"},"affects":{"type":"array","items":{"type":"string"}}}}},"side_effects":{"type":"array","maxItems":32,"items":{"type":"string"}}}}`
 
 // ParseDeclaration reads a declaration from a decoded JSON value, strictly:
 // an object with action (a non-empty string), facts (claim, source —
@@ -158,11 +158,14 @@ func cut(s string, n int) string {
 // CheckDeclaration checks each fact of d against ev, deterministically,
 // and returns one verdict per fact, in order. A fact is supported when
 // its evidence — or, without evidence, every key value of its claim (the
-// quoted parts and the numbers) — is found (see Evidence) in its source:
-// source user in the user's input, db in the output of a read tool,
-// tool:<name> in that tool's output in this run. A verdict's Evidence says
-// where it was found, or why it was not and where the text does appear.
-// A nil d has no verdicts.
+// quoted parts and the numbers) — is in its source: for source user,
+// found in the user's input or messages; for db or tool:<name>, equal to
+// a value at a field the tool declares as a source of truth
+// (tool.Spec.Verifies) in an output of a read tool (db) or of that tool
+// (tool:<name>) in this run. Text of a tool output that merely contains
+// the value (a description, a note, a message) supports nothing. A
+// verdict's Evidence says where it was found, or why it was not and where
+// the text does appear. A nil d has no verdicts.
 func CheckDeclaration(d *Declaration, ev *Evidence) []ClaimVerdict {
 	if d == nil {
 		return nil
@@ -188,26 +191,52 @@ func checkFact(f Fact, ev *Evidence) ClaimVerdict {
 	}
 	if !ev.any(keep) {
 		v.Evidence = fmt.Sprintf("%s has nothing recorded in this run", what)
-		if strings.HasPrefix(f.Source, "tool:") || f.Source == string(OriginDB) {
+		if f.Source != string(OriginUser) {
 			v.Evidence += ": call the tool first, then cite its output"
 		}
 		return v
 	}
 	var found []string
 	for _, n := range needles {
-		srcs := ev.find(n, keep)
-		if len(srcs) == 0 {
-			v.Evidence = fmt.Sprintf("%q is not in %s", cut(n, 120), what)
-			if elsewhere := ev.find(n, nil); len(elsewhere) > 0 {
-				v.Evidence += fmt.Sprintf("; it appears in %s, so cite that source", describe(elsewhere[0]))
-			}
+		where, why := ev.support(f.Source, n, keep, what)
+		if why != "" {
+			v.Evidence = why
 			return v
 		}
-		found = append(found, describe(srcs[0]))
+		found = append(found, where)
 	}
 	v.Supported = true
 	v.Evidence = fmt.Sprintf("%q found in %s", cut(strings.Join(needles, " … "), 200), strings.Join(uniq(found), ", "))
 	return v
+}
+
+// support looks for the text n in the sources keep selects: for source
+// user in their text, for a tool in its source-of-truth fields. It returns
+// where it was found, or why it was not (what names the sources).
+func (e *Evidence) support(src, n string, keep func(*source) bool, what string) (where, why string) {
+	if src == string(OriginUser) {
+		if srcs := e.find(n, keep); len(srcs) > 0 {
+			return describe(srcs[0]), ""
+		}
+		why = fmt.Sprintf("%q is not in %s", cut(n, 120), what)
+		if elsewhere := e.find(n, nil); len(elsewhere) > 0 {
+			why += fmt.Sprintf("; it appears in %s, which the user did not write", describe(elsewhere[0]))
+		}
+		return "", why
+	}
+	if s, field := e.truthOf(n, keep); s != nil {
+		return describe(s) + " at " + field, ""
+	}
+	if srcs := e.find(n, keep); len(srcs) > 0 {
+		return "", notVerifiedIn(n, srcs[0])
+	}
+	why = fmt.Sprintf("%q is not in %s", cut(n, 120), what)
+	if s, _ := e.truthOf(n, func(s *source) bool { return s.origin.IsTool() }); s != nil {
+		why += fmt.Sprintf("; a field tool %s verifies holds it, so cite source tool:%s", s.tool, s.tool)
+	} else if elsewhere := e.find(n, func(s *source) bool { return s.origin == OriginUser }); len(elsewhere) > 0 {
+		why += fmt.Sprintf("; it appears in %s, so cite source user", describe(elsewhere[0]))
+	}
+	return "", why
 }
 
 // any reports whether some source satisfies keep.
@@ -247,6 +276,29 @@ func sourceFilter(src string) (func(*source) bool, string) {
 		return func(s *source) bool { return s.origin.IsTool() && s.tool == name }, "the output of tool " + name
 	}
 	return nil, ""
+}
+
+// truthOf returns the first source satisfying keep with a source-of-truth
+// field that holds the value whose text is t, and that field's pointer.
+func (e *Evidence) truthOf(t string, keep func(*source) bool) (*source, string) {
+	for _, s := range e.sources() {
+		if !keep(s) {
+			continue
+		}
+		if ptr, ok := s.holds(t); ok {
+			return s, ptr
+		}
+	}
+	return nil, ""
+}
+
+// notVerifiedIn says why the text t, found in the tool output s, confirms
+// nothing: s's tool verifies no field, or none of its fields holds t.
+func notVerifiedIn(t string, s *source) string {
+	if len(s.verifies) == 0 {
+		return fmt.Sprintf("%q is in %s, but tool %s declares no verifies: fields, so its output confirms nothing", cut(t, 120), describe(s), s.tool)
+	}
+	return fmt.Sprintf("%q is in %s, but in no field it verifies (verifies: %s): text that merely contains a value confirms nothing", cut(t, 120), describe(s), strings.Join(s.verifies, ", "))
 }
 
 func describe(s *source) string {

@@ -214,7 +214,7 @@ func (c *Controls) raiseFor(rr *RunRisk, inv *Invocation) {
 	if SideEffect(inv.Tool.Effect) {
 		for ptr, os := range inv.Provenance {
 			s.Args++
-			if slices.Contains(os, OriginInferred) && !verified(inv.Verified, ptr) {
+			if slices.ContainsFunc(os, Origin.Unsourced) && !verified(inv.Verified, ptr) {
 				s.Inferred++
 			}
 		}
@@ -369,7 +369,7 @@ func (c *Controls) AssessAhead(ctx context.Context, stage, stepID string, s Sign
 }
 
 // CountArgs adds p's arguments to s's Args, and those a model wrote to
-// Inferred, when spec has a side effect.
+// Inferred (inferred or user-mentioned), when spec has a side effect.
 func (s *Signals) CountArgs(spec *tool.Spec, p Provenance) {
 	if !SideEffect(spec.Effect) {
 		return
@@ -377,7 +377,7 @@ func (s *Signals) CountArgs(spec *tool.Spec, p Provenance) {
 	for _, os := range p {
 		s.Args++
 		for _, o := range os {
-			if o == OriginInferred {
+			if o.Unsourced() {
 				s.Inferred++
 				break
 			}

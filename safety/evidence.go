@@ -23,9 +23,13 @@ const MinMatchLen = 3
 type source struct {
 	// origin is OriginUser, or the tool's ToolOrigin (tool:<name>, db).
 	origin Origin
-	// tool names the tool ("" for the user's input); effect is its effect.
-	tool   string
-	effect tool.Effect
+	// free marks the user's free text (a task, a message): a value found
+	// in it is user-mentioned, never user.
+	free bool
+	// tool names the tool ("" for the user's input); verifies are its
+	// source-of-truth fields (tool.Spec.Verifies), whatever its effect.
+	tool     string
+	verifies []string
 	// ref says where it was recorded: "input", "history/2", "step lookup",
 	// "turn2/call1", "plan step s1".
 	ref string
@@ -34,32 +38,68 @@ type source struct {
 	raw  any    // the value
 	obs  string // or an observation's text, read as JSON when it is JSON
 	text string // normalised leaves, one per line
+	// whole holds the normalised leaves of the user's structured input;
+	// truth maps the normalised value of each leaf at a field the tool
+	// verifies to that field's pointer (the first, in verifies: order).
+	whole map[string]struct{}
+	truth map[string]string
 }
 
 // body returns the normalised leaves of s, one per line.
 func (s *source) body() string {
+	s.load()
+	return s.text
+}
+
+// load works out s's text, and its whole leaves or source-of-truth values.
+func (s *source) load() {
 	s.once.Do(func() {
 		v := s.raw
 		if s.obs != "" {
 			if json.Unmarshal([]byte(s.obs), &v) != nil {
-				v = s.obs
+				v = s.obs // a cut observation is text: no field of it verifies anything
 			}
 		}
 		var b strings.Builder
 		appendLeaves(&b, v)
 		s.text = b.String()
+		switch {
+		case s.origin == OriginUser && !s.free:
+			s.whole = map[string]struct{}{}
+			walkLeaves(v, "", func(_ string, leaf any) {
+				if t := matchText(leaf); t != "" {
+					s.whole[t] = struct{}{}
+				}
+			})
+		case s.origin.IsTool() && len(s.verifies) > 0:
+			s.truth = map[string]string{}
+			for _, entry := range s.verifies {
+				_, toks, err := ParseVerifies(entry)
+				if err != nil {
+					continue // refused when the tool was declared; a Go tool's bad entry verifies nothing
+				}
+				fieldLeaves(v, toks, "", func(ptr string, leaf any) {
+					if t := matchText(leaf); t != "" {
+						if _, dup := s.truth[t]; !dup {
+							s.truth[t] = ptr
+						}
+					}
+				})
+			}
+		}
 	})
-	return s.text
 }
 
-// confirms reports whether a match in s verifies a value: s is the output
-// of a tool that only reads or computes (effect read or none).
-func (s *source) confirms() bool {
-	return s.origin.IsTool() && (s.effect == "" || s.effect == tool.EffectNone || s.effect == tool.EffectRead)
+// holds returns the pointer of the source-of-truth field of s that holds
+// the value whose text is t.
+func (s *source) holds(t string) (string, bool) {
+	s.load()
+	ptr, ok := s.truth[t]
+	return ptr, ok
 }
 
 // Evidence is what a run has recorded that a model-written value may be
-// found in: the user's input and the tool outputs so far, in the order
+// traced to: the user's input and the tool outputs so far, in the order
 // they were recorded. Matching is deterministic:
 //
 //   - a value is a JSON scalar: a string is normalised (lower case, runs
@@ -69,10 +109,19 @@ func (s *source) confirms() bool {
 //   - a value shorter than MinMatchLen runes is never found;
 //   - a source is normalised the same way, leaf by leaf (a JSON source's
 //     strings and numbers, a text source's whole text);
-//   - a value is found in a source when its text occurs in a leaf of it
-//     with no letter or digit right before or after, nor a '.' or ','
-//     that continues a number (so "1234" is not found in "12345" nor in
-//     "1234.5", and "acme corp" is found in "Onboard ACME Corp.").
+//   - a value is user when it equals a whole leaf of the user's structured
+//     input (AddUser), and user-mentioned when it is only found inside the
+//     user's text: a leaf of the input it does not equal, or free text
+//     (AddUserText: a task, a message). It is found in a text when it
+//     occurs there with no letter or digit right before or after, nor a
+//     '.' or ',' that continues a number (so "1234" is not found in
+//     "12345" nor in "1234.5", and "acme corp" is found in "Onboard ACME
+//     Corp.");
+//   - a value is verified (Verify) only when it equals a leaf at a field
+//     a tool declares as a source of truth (tool.Spec.Verifies) in an
+//     output of that tool: text that merely contains it (a description, a
+//     note, a message an attacker wrote) verifies nothing, and a tool
+//     without verifies: verifies nothing.
 //
 // The zero value is empty and ready; it is safe for concurrent use.
 type Evidence struct {
@@ -80,22 +129,30 @@ type Evidence struct {
 	srcs []*source
 }
 
-// AddUser records v (the run's input, a user message) as the user's. v is
-// shared, not copied, and must not change.
+// AddUser records v (the run's structured input) as the user's: a value
+// equal to one of its leaves is user. v is shared, not copied, and must
+// not change.
 func (e *Evidence) AddUser(ref string, v any) {
 	e.add(&source{origin: OriginUser, ref: ref, raw: v})
+}
+
+// AddUserText records text the user wrote freely (an agent's task, a
+// chat message): a value found in it is user-mentioned, never user.
+func (e *Evidence) AddUserText(ref, text string) {
+	e.add(&source{origin: OriginUser, free: true, ref: ref, raw: text})
 }
 
 // AddTool records out, the output of a call of spec's tool. out is shared,
 // not copied, and must not change.
 func (e *Evidence) AddTool(ref string, spec *tool.Spec, out any) {
-	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, ref: ref, raw: out})
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, verifies: spec.Verifies, ref: ref, raw: out})
 }
 
 // AddObservation records what a model was shown of a call of spec's tool:
-// the observation text, read as JSON when it is JSON.
+// the observation text, read as JSON when it is JSON (a cut observation
+// is text, and verifies nothing).
 func (e *Evidence) AddObservation(ref string, spec *tool.Spec, text string) {
-	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, effect: spec.Effect, ref: ref, obs: text})
+	e.add(&source{origin: ToolOrigin(spec), tool: spec.Name, verifies: spec.Verifies, ref: ref, obs: text})
 }
 
 // Grow makes room for n more sources.
@@ -284,17 +341,14 @@ func matchText(v any) string {
 	return t
 }
 
-// find returns the sources (in recording order) that hold the text t and
-// satisfy keep (nil: any).
+// find returns the sources (in recording order) whose text contains t
+// and that satisfy keep (nil: any).
 func (e *Evidence) find(t string, keep func(*source) bool) []*source {
-	if e == nil || t == "" {
+	if t == "" {
 		return nil
 	}
-	e.mu.RLock()
-	srcs := e.srcs[:len(e.srcs):len(e.srcs)]
-	e.mu.RUnlock()
 	var out []*source
-	for _, s := range srcs {
+	for _, s := range e.sources() {
 		if (keep == nil || keep(s)) && findIn(s.body(), t) {
 			out = append(out, s)
 		}
@@ -303,10 +357,11 @@ func (e *Evidence) find(t string, keep func(*source) bool) []*source {
 }
 
 // Trace returns the provenance of args written by a model: each scalar
-// leaf found in the user's input is user, found in a tool output tool:<name>
-// (or db), both when found in both; a leaf found nowhere (or too short to
-// be found) is inferred. Pointers name leaves (RFC 6901); an empty object
-// or list is a leaf with no value, inferred.
+// leaf equal to a whole leaf of the user's structured input is user, one
+// found only inside the user's text user-mentioned, any other inferred
+// (a tool's output gives no origin here: whether it confirms a value is
+// Verify's). Pointers name leaves (RFC 6901); an empty object or list is
+// a leaf with no value, inferred.
 func (e *Evidence) Trace(args any) Provenance {
 	out := Provenance{}
 	walkLeaves(args, "", func(ptr string, v any) { e.AddOrigins(out, ptr, v) })
@@ -320,17 +375,41 @@ func Inferred(args any) Provenance {
 	return none.Trace(args)
 }
 
-// AddOrigins adds to p at ptr the origins of the scalar v written by a
-// model: those of the sources it is found in, or inferred.
+// AddOrigins adds to p at ptr the origin of the scalar v written by a
+// model: user, user-mentioned or inferred (see Trace).
 func (e *Evidence) AddOrigins(p Provenance, ptr string, v any) {
-	srcs := e.find(matchText(v), nil)
-	if len(srcs) == 0 {
-		p.Add(ptr, OriginInferred)
-		return
+	p.Add(ptr, e.originOf(matchText(v)))
+}
+
+// originOf is the origin of a model-written value whose text is t.
+func (e *Evidence) originOf(t string) Origin {
+	out := OriginInferred
+	if t == "" {
+		return out
 	}
-	for _, s := range srcs {
-		p.Add(ptr, s.origin)
+	for _, s := range e.sources() {
+		if s.origin != OriginUser {
+			continue
+		}
+		s.load()
+		if _, ok := s.whole[t]; ok {
+			return OriginUser
+		}
+		if findIn(s.text, t) {
+			out = OriginUserMentioned
+		}
 	}
+	return out
+}
+
+// sources returns the sources recorded so far, oldest first.
+func (e *Evidence) sources() []*source {
+	if e == nil {
+		return nil
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.srcs[:len(e.srcs):len(e.srcs)]
 }
 
 // Include appends the sources of o (recorded elsewhere in the run) to e.
@@ -346,53 +425,57 @@ func (e *Evidence) Include(o *Evidence) {
 	e.mu.Unlock()
 }
 
-// Verification says that a tool result of the run confirms an inferred
-// argument: every leaf at and below Pointer was found in the output of
-// Tool (effect read or none) recorded at Ref.
+// Verification says that a tool result of the run confirms an argument a
+// model wrote: every leaf at and below Pointer equals a value at a
+// source-of-truth field (tool.Spec.Verifies) of the output of Tool
+// recorded at Ref; Field is the output pointer that holds the first.
 type Verification struct {
 	Pointer string `json:"pointer"`
 	Tool    string `json:"tool"`
 	Ref     string `json:"ref"`
+	Field   string `json:"field,omitempty"`
 }
 
-// Verify returns, for each pointer of prov with an inferred origin, the
-// tool result of e that confirms the value of args there, sorted by
-// pointer. A pointer is confirmed when every scalar leaf at and below it
-// is found (see Evidence) in the output of one tool whose effect is read
-// or none; an empty value, or a leaf too short to be found, is not.
+// Verify returns, for each pointer of prov with an inferred or
+// user-mentioned origin, the tool result of e that confirms the value of
+// args there, sorted by pointer. A pointer is confirmed when every scalar
+// leaf at and below it equals (see Evidence) a value at a field one tool
+// verifies, in one output of it; an empty value, a leaf too short to be
+// found, or one that only occurs inside a text, is not.
 func (e *Evidence) Verify(args any, prov Provenance) []Verification {
-	if e.Len() == 0 || !prov.hasInferred() {
+	if e.Len() == 0 || !prov.hasUnsourced() {
 		return nil
 	}
 	var out []Verification
 	for _, ptr := range prov.Pointers() {
-		if !slices.Contains(prov[ptr], OriginInferred) {
+		if !slices.ContainsFunc(prov[ptr], Origin.Unsourced) {
 			continue
 		}
 		v, ok := lookupPointer(args, ptr)
 		if !ok {
 			continue
 		}
-		if s := e.confirming(v); s != nil {
-			out = append(out, Verification{Pointer: ptr, Tool: s.tool, Ref: s.ref})
+		if s, field := e.confirming(v); s != nil {
+			out = append(out, Verification{Pointer: ptr, Tool: s.tool, Ref: s.ref, Field: field})
 		}
 	}
 	return out
 }
 
-// hasInferred reports whether some pointer of p has an inferred origin.
-func (p Provenance) hasInferred() bool {
+// hasUnsourced reports whether some pointer of p has an inferred or
+// user-mentioned origin.
+func (p Provenance) hasUnsourced() bool {
 	for _, os := range p {
-		if slices.Contains(os, OriginInferred) {
+		if slices.ContainsFunc(os, Origin.Unsourced) {
 			return true
 		}
 	}
 	return false
 }
 
-// confirming returns the first confirming source that holds every leaf of
-// v, or nil.
-func (e *Evidence) confirming(v any) *source {
+// confirming returns the first tool source whose source-of-truth fields
+// hold every leaf of v, and the field of the first leaf; nil if none.
+func (e *Evidence) confirming(v any) (*source, string) {
 	var texts []string
 	empty := false
 	walkLeaves(v, "", func(_ string, leaf any) {
@@ -403,21 +486,28 @@ func (e *Evidence) confirming(v any) *source {
 		texts = append(texts, t)
 	})
 	if empty || len(texts) == 0 {
-		return nil
+		return nil, ""
 	}
-	for _, s := range e.find(texts[0], (*source).confirms) {
+	for _, s := range e.sources() {
+		if !s.origin.IsTool() || len(s.verifies) == 0 {
+			continue
+		}
+		field, ok := s.holds(texts[0])
+		if !ok {
+			continue
+		}
 		all := true
 		for _, t := range texts[1:] {
-			if !findIn(s.body(), t) {
+			if _, ok := s.holds(t); !ok {
 				all = false
 				break
 			}
 		}
 		if all {
-			return s
+			return s, field
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // walkLeaves calls fn with the pointer and value of every leaf of v:

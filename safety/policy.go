@@ -26,8 +26,9 @@ type Rule struct {
 	// Provenance: some argument has one of these origins; "tool:*" stands
 	// for any tool's output (db included).
 	Provenance []Origin
-	// Unverified narrows Provenance to arguments that no tool result of
-	// this run confirms (Invocation.Verified). It needs Provenance.
+	// Unverified narrows Provenance to arguments that no source-of-truth
+	// field of a tool result of this run holds (Invocation.Verified,
+	// tool.Spec.Verifies). It needs Provenance.
 	Unverified bool
 	// Declaration: the call is chosen by a model and its declaration is in
 	// one of these states (missing, unverified, verified).
@@ -210,10 +211,11 @@ func joinOrigins(os []Origin) string {
 
 // DefaultRules is the default rule set (rein.yaml policy: {defaults: true}):
 //
-//   - inferred-drives-effect: an argument written by a model may not drive
+//   - inferred-drives-effect: an argument written by a model (inferred)
+//     or found only in the user's free text (user-mentioned) may not drive
 //     a write, external or destructive effect without a person's approval,
-//     unless a tool result of this run (a read or none-effect tool's
-//     output) confirms its value (Unverified);
+//     unless a source-of-truth field of a tool result of this run (a
+//     field the tool's verifies: names) holds its value (Unverified);
 //   - undeclared-side-effect: a call a model chose (plan step, agent call,
 //     execute_plan step) with a write, external or destructive effect
 //     whose declaration is missing or unverified gets require_review: the
@@ -232,7 +234,7 @@ func joinOrigins(os []Origin) string {
 func DefaultRules() []Rule {
 	side := []tool.Effect{tool.EffectWrite, tool.EffectExternal, tool.EffectDestructive}
 	return []Rule{
-		{Name: "inferred-drives-effect", Provenance: []Origin{OriginInferred}, Unverified: true, Effects: side, Verdict: RequireApproval,
+		{Name: "inferred-drives-effect", Provenance: []Origin{OriginInferred, OriginUserMentioned}, Unverified: true, Effects: side, Verdict: RequireApproval,
 			Reason: "a value written by a model drives a side effect; a person approves the exact call"},
 		{Name: "undeclared-side-effect", Declaration: []DeclarationState{DeclarationMissing, DeclarationUnverified}, Effects: side, Verdict: RequireReview,
 			Reason: "a side effect a model chose needs a declaration whose facts the run confirms"},

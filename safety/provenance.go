@@ -13,10 +13,16 @@ type Origin string
 // Origins. A tool's output is "tool:<name>" (ToolOrigin), or OriginDB when
 // the tool's effect is a read of a store.
 const (
-	OriginUser     Origin = "user"     // the run's input, or a person's decision
+	OriginUser     Origin = "user"     // a field of the run's input, or a person's decision
 	OriginConstant Origin = "constant" // text of the flow itself
 	OriginInferred Origin = "inferred" // written by a model
 	OriginDB       Origin = "db"       // a read of a store (a tool with effect read)
+	// OriginUserMentioned: written by a model, and found only inside the
+	// user's free text (a task, a message, a longer text of the input),
+	// never as a whole field of the input. "Never pay acct-9" mentions
+	// acct-9 without asking for it, so the default rules treat it like
+	// inferred.
+	OriginUserMentioned Origin = "user-mentioned"
 )
 
 // ToolOrigin is the origin of an output of the tool called name; a tool
@@ -31,10 +37,15 @@ func ToolOrigin(spec *tool.Spec) Origin {
 // IsTool reports whether o is a tool's output (tool:<name> or db).
 func (o Origin) IsTool() bool { return o == OriginDB || strings.HasPrefix(string(o), "tool:") }
 
+// Unsourced reports whether o is a value a model wrote that no structured
+// input gave: inferred or user-mentioned. Only a tool's source-of-truth
+// field (tool.Spec.Verifies, Evidence.Verify) confirms such a value.
+func (o Origin) Unsourced() bool { return o == OriginInferred || o == OriginUserMentioned }
+
 // Valid reports whether o is one of the origins.
 func (o Origin) Valid() bool {
 	switch o {
-	case OriginUser, OriginConstant, OriginInferred, OriginDB:
+	case OriginUser, OriginConstant, OriginInferred, OriginDB, OriginUserMentioned:
 		return true
 	}
 	return strings.HasPrefix(string(o), "tool:") && len(o) > len("tool:")

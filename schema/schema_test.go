@@ -141,6 +141,11 @@ func TestConfigCases(t *testing.T) {
 		{"mcp tool unknown field", "mcp:\n  crm: { command: x, tools: { t: { effect: read, approval: required } } }\n", false},
 		{"mcp tool compensation without tool", "mcp:\n  crm: { command: x, tools: { t: { reversibility: compensatable, compensate: { args: {} } } } }\n", false},
 		{"mcp tool bad tag", "mcp:\n  crm: { command: x, tools: { t: { tags: [\"no tags\"] } } }\n", false},
+		{"tool verifies", "tools:\n  t: { command: x, effect: read, verifies: [account_id, /items/*/id] }\n", true},
+		{"mcp tool verifies", "mcp:\n  crm: { command: x, tools: { t: { effect: read, verifies: [/id] } } }\n", true},
+		{"policy rule on user-mentioned", "policy:\n  rules:\n    - {name: r, provenance: [user-mentioned], unverified: true, verdict: require_approval}\n", true},
+		{"policy rule on an unknown origin", "policy:\n  rules:\n    - {name: r, provenance: [user-said], verdict: block}\n", false},
+		{"verifies not a list", "tools:\n  t: { command: x, effect: read, verifies: account_id }\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,6 +84,15 @@ type Spec struct {
 	// Tags classify the tool for the policy gate ("money", "user-facing",
 	// "compliance", …).
 	Tags []string
+	// Verifies names the fields of the tool's output that are a source of
+	// truth: JSON pointers (RFC 6901) into the output, where the token *
+	// stands for every item of a list (every member of an object), or a
+	// top-level field's bare name (account_id for /account_id). A value a
+	// model writes is verified only when it equals a value at one of them
+	// in an output of this run (safety.Evidence.Verify), never because some
+	// text of an output contains it. A tool without Verifies verifies
+	// nothing. safety.ParseVerifies reads an entry.
+	Verifies []string
 }
 
 // Compensation is a tool call that takes another call's effect back.

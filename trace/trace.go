@@ -34,6 +34,7 @@ const (
 	CallEffect        = journal.CallEffect
 	Remediated        = journal.Remediated
 	CallRecorded      = journal.CallRecorded
+	PayloadsSealed    = journal.PayloadsSealed
 	RunRetried        = journal.RunRetried
 	StepReopened      = journal.StepReopened
 )

@@ -62,7 +62,8 @@ func TestAgentSupportExample(t *testing.T) {
 		// rein runs why traces each argument the model wrote.
 		code, out, stderr = cli(t, "runs", "why", res.RunID, "agent", "--db", db)
 		for _, w := range []string{"step agent of run " + res.RunID + ": the tool calls a model chose",
-			"turn2/call1  tool issue_refund (waiting)", "/charge  db ", "/order   db + user  a tool output of the run, the user's input", "declaration: none"} {
+			"turn2/call1  tool issue_refund (waiting)", "/charge  inferred        written by the model", "/order   user-mentioned  only inside the user's text",
+			"/charge verified by the output of tool list_charges (turn1/call2) at /charges/1/id", "/order verified by the output of tool lookup_order (turn1/call1) at /order", "declaration: none"} {
 			if code != exitOK || !strings.Contains(out, w) {
 				t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", w, code, out, stderr)
 			}

@@ -159,6 +159,15 @@ func (f *decideFlags) resumeFailed(s *streams, o *rein.Outcome, err error) error
 		}
 		return &exitError{code: exitWaiting, err: fmt.Errorf("the decision is recorded; %s", needsToolsAdvice(a.RunID, h.Tools))}
 	}
+	if h.Code == fault.HintNeedsKey {
+		// the decision stands: the run waits for a resume with the key.
+		if f.format == "json" {
+			if jerr := encodeJSON(s, decisionJSON{Approval: a}); jerr != nil {
+				return jerr
+			}
+		}
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%w; once rein.yaml encryption: names key %s, continue with: rein runs resume %s", err, h.KeyID, a.RunID)}
+	}
 	if h.Code == fault.HintNeedsAPIKey {
 		// the decision stands, as with --no-resume: the run waits for a
 		// resume with the key (or a worker that has it).

@@ -147,7 +147,7 @@ func checkpointed(t *testing.T, db string) {
 	}
 }
 
-// damageRecord overwrites 8 bytes in the middle of the first journal row
+// damageRecord overwrites 8 bytes in the middle of the longest event JSON
 // of run id, in the database file on disk.
 func damageRecord(t *testing.T, db, id string) {
 	t.Helper()
@@ -157,7 +157,7 @@ func damageRecord(t *testing.T, db, id string) {
 		t.Fatal(err)
 	}
 	var row []byte
-	err = sdb.QueryRow(`SELECT j.events FROM journal j JOIN runs r ON r.rk = j.rk WHERE r.id = ? ORDER BY j.id LIMIT 1`, id).Scan(&row)
+	err = sdb.QueryRow(`SELECT payload FROM run_events WHERE run_id = ? ORDER BY length(payload) DESC, seq LIMIT 1`, id).Scan(&row)
 	sdb.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func damageRecord(t *testing.T, db, id string) {
 	}
 	at := bytes.Index(b, row)
 	if at < 0 || bytes.Count(b, row) != 1 || len(row) < 32 {
-		t.Fatalf("the journal row of run %s (%d bytes) is not once in %s", id, len(row), db)
+		t.Fatalf("the longest event of run %s (%d bytes) is not once in %s", id, len(row), db)
 	}
 	copy(b[at+len(row)/2:], "\x00\xff\x00\xff\x00\xff\x00\xff")
 	if err := os.WriteFile(db, b, 0o644); err != nil {
@@ -212,7 +212,7 @@ func TestDamagedJournalRecordIsExit6(t *testing.T) {
 		t.Errorf("runs show of an undamaged run: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, _ = cli(t, "runs", "check", "--db", db)
-	if code != exitDamaged || strings.Contains(out, ": ok") || !strings.Contains(out, "journal row of run "+ids[1]) {
+	if code != exitDamaged || strings.Contains(out, ": ok") || !strings.Contains(out, "of run "+ids[1]) {
 		t.Errorf("runs check: exit %d, want %d naming run %s\n%s", code, exitDamaged, ids[1], out)
 	}
 }

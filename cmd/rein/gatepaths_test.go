@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
@@ -103,8 +105,12 @@ const (
 	planReply   = "replies:\n  - {step: s, decision: plan, plan: {goal: send, steps: [{id: a, tool: send, args: {to: a@example.com}}]}}\n"
 )
 
-// storeHint is in the refusal of a call that could wait in a durable run.
-const storeHint = "durable"
+// storeHint is in the refusal of a call that could wait in a durable run;
+// mcpHint in that of a served call the host's user could not approve.
+const (
+	storeHint = "durable"
+	mcpHint   = "elicitation"
+)
 
 // gatePaths is every path that invokes a tool.
 var gatePaths = []gatePath{
@@ -123,12 +129,13 @@ var gatePaths = []gatePath{
 	{name: "agent.New loop", waits: true, ownStore: true, run: runGateAgentLoop},
 	{name: "workflow adapter (submit_from_source)", steps: "  - {id: s, adapter: send, skill: send-it, requires: []}\n", ownStore: true, hint: "action submit", run: runGateAdapter},
 	{name: "rein plan run", noFlow: true, hint: storeHint, run: runGatePlanRun},
-	{name: "rein mcp: a served tool", hint: storeHint, run: runGateMCP("send", nil)},
-	{name: "rein mcp: a served MCP server's tool", mcp: true, hint: storeHint, run: runGateMCP("crm.send", nil)},
+	{name: "rein mcp: a served tool", hint: mcpHint, run: runGateMCP("send", nil, nil)},
+	{name: "rein mcp: a served MCP server's tool", mcp: true, hint: mcpHint, run: runGateMCP("crm.send", nil, nil)},
+	// the start's input is the host's model's: the host's user approves it, then the flow's gate decides its step.
 	{name: "rein mcp: <name>_workflow start (tool step)", steps: `  - {id: s, tool: send, args: {to: "{input.to}"}}` + "\n", waits: true, ownStore: true,
-		run: runGateMCP("gated_workflow", []map[string]any{{"action": "start", "input": map[string]any{"to": "a@example.com"}}})},
+		run: runGateMCP("gated_workflow", answering("accept", nil), []map[string]any{{"action": "start", "input": map[string]any{"to": "a@example.com"}}})},
 	{name: "rein mcp: <name>_workflow submit_from_source (adapter)", steps: "  - {id: s, adapter: send, skill: send-it, requires: []}\n", ownStore: true, hint: "action submit",
-		run: runGateMCP("gated_workflow", []map[string]any{{"action": "start", "input": map[string]any{}}, {"action": "submit_from_source", "step_id": "s"}})},
+		run: runGateMCP("gated_workflow", nil, []map[string]any{{"action": "start", "input": map[string]any{}}, {"action": "submit_from_source", "step_id": "s"}})},
 	{name: "compensation (on_failure: compensate)", steps: sagaSteps, config: sagaTools, waits: true, ownStore: true, escalates: true, run: runGateSaga},
 }
 
@@ -492,10 +499,10 @@ func runGateAdapter(t *testing.T, fx *gateFixture) gateSeen {
 // and makes the calls of name, an MCP host's calls; the workflow tool's
 // calls get the task id of the first one's answer. The decisions are
 // read from rein mcp's stderr and, for a workflow's task, its journal.
-func runGateMCP(name string, calls []map[string]any) func(t *testing.T, fx *gateFixture) gateSeen {
+func runGateMCP(name string, copts *sdk.ClientOptions, calls []map[string]any) func(t *testing.T, fx *gateFixture) gateSeen {
 	return func(t *testing.T, fx *gateFixture) gateSeen {
 		db := filepath.Join(fx.dir, "rein.db")
-		m := serveMCP(t, db, fx.dir)
+		m := serveMCPWith(t, db, copts, fx.dir)
 		if calls == nil {
 			calls = []map[string]any{{"to": "a@example.com"}}
 		}

@@ -58,6 +58,9 @@ func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
 	for _, w := range p.Flow.Warnings {
 		fmt.Fprintln(s.err, w.String())
 	}
+	for _, w := range p.AtRestWarnings() {
+		fmt.Fprintln(s.err, w.String())
+	}
 	return p, nil
 }
 

@@ -28,9 +28,17 @@ submit_from_source, prepare_delivery, status, cancel) drive the flow's tasks
 in the run store named by --db (rein tool does the same from a shell); every
 tool the flows can call (their rein.yaml's and their own tools: and the tools
 of the MCP servers their rein.yaml names), each through the policy gate (the
-rein.yaml policy: and flow policy: of every folder that offers it; refusals are
-also written to stderr) and its schemas; and the read-only runs_list and
-runs_show over --db. A tool error is an MCP tool error whose text is a JSON object
+rein.yaml policy: and flow policy: of every folder that offers it, and the
+default rules always; refusals are also written to stderr) and its schemas;
+and the read-only runs_list and runs_show over --db.
+
+The host's model wrote every argument, so a call of a write, external or
+destructive tool (and a workflow start whose input drives one) needs a
+person's approval: the host's user is asked with MCP elicitation when the
+client supports it (accept makes the call once; decline refuses it),
+otherwise the call is refused with what to do. Every call is journaled in
+--db, in a run of flow mcp per rein mcp process (rein runs list --flow mcp,
+rein runs show RUN); its idempotency key is <that run>/<tool>/<n>. A tool error is an MCP tool error whose text is a JSON object
 (the error envelope {class, error_type, message, hint?, retryable, pointer?}, and a workflow
 tool's problems), with no structured content.
 

@@ -26,7 +26,8 @@ func TestMCPServesAFlowWithAgentWorkflowTools(t *testing.T) {
 		{"both folders", []string{root}, "desk_workflow,process_workflow,runs_list,runs_show"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := serveMCP(t, db, tc.dirs...)
+			// the start's input is the host's: its user approves it.
+			m := serveMCPWith(t, db, answering("accept", nil), tc.dirs...)
 			listed, err := m.cs.ListTools(m.ctx, nil)
 			if err != nil {
 				t.Fatal(err)

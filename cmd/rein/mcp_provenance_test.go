@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 // TestMCPArgumentsAreInferred: what an MCP host sends rein mcp was written
 // by its model, so every argument is inferred and the default rule
 // inferred-drives-effect holds for a side-effecting tool (a call nobody
-// can approve there is refused, and the tool is not called), while a
-// read-only tool, and a workflow tool's start (its task's steps meet the
-// gate themselves), are allowed.
+// can approve there is refused, and the tool is not called), and for a
+// workflow tool's start whose input drives one (the task would count it
+// as its user's), while a read-only tool is allowed.
 func TestMCPArgumentsAreInferred(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -35,7 +36,7 @@ tools:
 	lookText, lookErr := m.call("look", map[string]any{})
 	startText, startErr := m.call("mailer_workflow", map[string]any{"action": "start", "input": map[string]any{"to": "a@example.com"}})
 	stderr := m.stop()
-	if !sendErr || !strings.Contains(sendText, `"error_type":"policy"`) || !strings.Contains(sendText, "by rule inferred-drives-effect") {
+	if !sendErr || !strings.Contains(sendText, `"error_type":"policy"`) || !strings.Contains(sendText, "rule inferred-drives-effect") {
 		t.Errorf("send: error %v, %s; want refused by inferred-drives-effect", sendErr, sendText)
 	}
 	if data, err := os.ReadFile(sent); err == nil && len(data) > 0 {
@@ -44,8 +45,8 @@ tools:
 	if lookErr || !strings.Contains(lookText, `"found":true`) {
 		t.Errorf("look (read): error %v, %s; want it answered", lookErr, lookText)
 	}
-	if startErr || !strings.Contains(startText, `"task_id"`) {
-		t.Errorf("mailer_workflow start: error %v, %s; want a task", startErr, startText)
+	if !startErr || !strings.Contains(startText, "rule inferred-drives-effect") || strings.Contains(startText, `"task_id"`) {
+		t.Errorf("mailer_workflow start: error %v, %s; want refused for approval", startErr, startText)
 	}
 	if got := loggedDecisions(stderr, "rein mcp"); !containsString(got, "require_approval inferred-drives-effect") {
 		t.Errorf("logged decisions %q\n%s", got, stderr)
@@ -82,6 +83,30 @@ func serveFolder(t *testing.T, dir string, files map[string]string) *mcpSession 
 // session ends with the test (stop ends it sooner).
 func serveMCP(t *testing.T, db string, dirs ...string) *mcpSession {
 	t.Helper()
+	return serveMCPWith(t, db, nil, dirs...)
+}
+
+// answering is a client that can ask its user (MCP elicitation), whose
+// user answers action (accept, decline, cancel) and is counted in asked.
+func answering(action string, asked *atomic.Int32) *sdk.ClientOptions {
+	return &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		if asked != nil {
+			asked.Add(1)
+		}
+		return &sdk.ElicitResult{Action: action}, nil
+	}}
+}
+
+// serveMCPWith is serveMCP with a client made with copts.
+func serveMCPWith(t *testing.T, db string, copts *sdk.ClientOptions, dirs ...string) *mcpSession {
+	t.Helper()
+	return serveMCPAt(t, db, copts, "", dirs...)
+}
+
+// serveMCPAt is serveMCPWith with a client that asks for protocol
+// version ("": the SDK's latest).
+func serveMCPAt(t *testing.T, db string, copts *sdk.ClientOptions, version string, dirs ...string) *mcpSession {
+	t.Helper()
 	bin, err := reinBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +115,7 @@ func serveMCP(t *testing.T, db string, dirs ...string) *mcpSession {
 	m.ctx, m.cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	m.cmd = exec.Command(bin, append([]string{"mcp", "--db", db}, dirs...)...)
 	m.cmd.Stderr = m.stderr
-	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, nil); err != nil {
+	if m.cs, err = sdk.NewClient(&sdk.Implementation{Name: "test"}, copts).Connect(m.ctx, &sdk.CommandTransport{Command: m.cmd}, &sdk.ClientSessionOptions{ProtocolVersion: version}); err != nil {
 		m.cancel()
 		t.Fatalf("%v\n%s", err, m.stderr.String())
 	}

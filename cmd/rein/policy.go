@@ -42,8 +42,8 @@ policy: rules) and cases:, each an invocation to decide:
       expect: block
 
 A case gives the tool (name, effect, reversibility, tags), the provenance of
-its arguments (JSON pointer → origins: user, constant, inferred, db,
-tool:<name>), approved: (a person approved the call), tier: (a risk tier)
+its arguments (JSON pointer → origins: user, user-mentioned, constant,
+inferred, db, tool:<name>), approved: (a person approved the call), tier: (a risk tier)
 and expect: (the verdict it should get). Prints one line per case: the
 verdict, the rule and the reason.
 Exit codes: 0 every expectation holds, 1 some case got another verdict,

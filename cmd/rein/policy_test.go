@@ -80,9 +80,9 @@ cases:
 }
 
 // TestPlanRunHonoursThePolicy: rein plan run passes every plan step
-// through the rein.yaml policy: an argument the planner wrote is inferred
-// unless an earlier step's output holds it, a $ref carries its tool's
-// origin.
+// through the rein.yaml policy: an argument the planner wrote is inferred,
+// verified when a field an earlier step's tool verifies (verifies:) holds
+// it; a $ref carries its tool's origin.
 func TestPlanRunHonoursThePolicy(t *testing.T) {
 	t.Parallel()
 	dir := planDir(t)
@@ -91,7 +91,7 @@ func TestPlanRunHonoursThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := "policy:\n  rules:\n    - {name: no-model-briefs, tools: [write_brief], provenance: [inferred], verdict: block, reason: briefs quote tool results only}\n"
+	policy := "policy:\n  rules:\n    - {name: no-model-briefs, tools: [write_brief], provenance: [inferred], unverified: true, verdict: block, reason: briefs quote tool results only}\n"
 	if err := os.WriteFile(cfg, append(b, policy...), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,8 @@ func TestPlanRunHonoursThePolicy(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(typed), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Tokyo is what read_weather returned: the literal is traced to it (db).
+	// Tokyo is what read_weather returned in its city field, which it
+	// verifies: the literal is verified.
 	if code, out, stderr := cli(t, "plan", "run", plan); code != exitOK {
 		t.Fatalf("a brief with a city the weather read returned: exit %d\n%s%s", code, out, stderr)
 	}
@@ -114,7 +115,7 @@ func TestPlanRunHonoursThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr := cli(t, "plan", "run", plan)
-	if code != exitRunFailed || !strings.Contains(out+stderr, "policy gate: block on tool write_brief by rule no-model-briefs: briefs quote tool results only (argument /city comes from inferred)") {
+	if code != exitRunFailed || !strings.Contains(out+stderr, "policy gate: block on tool write_brief by rule no-model-briefs: briefs quote tool results only (argument /city comes from inferred; no tool result of this run confirms it)") {
 		t.Fatalf("a brief with a city the planner wrote: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -28,7 +28,9 @@ func resolveRun(ctx context.Context, s *streams, c *rein.Client, dsn, ref string
 // taken or a flow that does not load is bad usage (2), a run another
 // process holds is 4, a run that needs Go tools the CLI does not have is
 // 2 with where to resume it, a run whose model's API key is not set is 2
-// with the variable to set and the command to continue, anything else 1.
+// with the variable to set and the command to continue, a run sealed with
+// an encryption key rein.yaml does not name is 2 with the key, anything
+// else 1.
 func runsError(s *streams, dsn, ref string, err error) error {
 	h := fault.HintOf(err)
 	switch h.Code {
@@ -45,6 +47,8 @@ func runsError(s *streams, dsn, ref string, err error) error {
 		return usageErrFrom(err, "%s; nothing was done here", needsToolsAdvice(h.RunID, h.Tools))
 	case fault.HintNeedsAPIKey:
 		return usageErrFrom(err, "%v; once %s is set, continue with: rein runs resume %s", err, strings.Join(h.Env, " and "), h.RunID)
+	case fault.HintNeedsKey:
+		return usageErrFrom(err, "%v; once rein.yaml encryption: names key %s, continue with: rein runs resume %s", err, h.KeyID, h.RunID)
 	case fault.HintFlowDoesNotLoad:
 		return loadError(s, err)
 	}

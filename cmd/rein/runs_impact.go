@@ -72,7 +72,11 @@ in the journal, and escalated to a person when the tool is tagged money,
 compliance or user-facing). Every action is journaled with what it touched
 (rein runs effects). A compensation that fails is escalated, not retried:
 the run waits for rein runs approve|reject|settle RUN ID. Calls remediated
-before are not acted on again. Exit codes: 0 remediated, 3 escalated (the
+before are not acted on again: each undo or compensation is journaled as
+dispatched before its tool runs, so after a crash running remediate again
+makes none twice (one in doubt is made again with the same key when its
+tool is idempotent or read-only, and is otherwise escalated as unknown).
+Exit codes: 0 remediated, 3 escalated (the
 run waits for a person), 1 no such premise, 2 bad usage, 4 another process
 holds the run.`,
 		Args: cobra.ExactArgs(1),

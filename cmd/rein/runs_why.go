@@ -113,7 +113,11 @@ func writeCallsWhy(w io.Writer, v *runs.WhyView) {
 // writeVerified prints which tool result verified which argument.
 func writeVerified(w io.Writer, vs []safety.Verification) {
 	for _, v := range vs {
-		fmt.Fprintf(w, "  %s verified by the output of tool %s (%s)\n", pointerOrWhole(v.Pointer), v.Tool, v.Ref)
+		field := ""
+		if v.Field != "" {
+			field = " at " + v.Field
+		}
+		fmt.Fprintf(w, "  %s verified by the output of tool %s (%s)%s\n", pointerOrWhole(v.Pointer), v.Tool, v.Ref, field)
 	}
 }
 

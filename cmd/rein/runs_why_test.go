@@ -58,7 +58,7 @@ func TestVerifiedRunExplains(t *testing.T) {
 	code, out, stderr := fx.cli("runs", "why", res.RunID, "notify")
 	for _, want := range []string{
 		"/to     inferred  from {pick.to}",
-		"/to verified by the output of tool lookup_owner (step owner)",
+		"/to verified by the output of tool lookup_owner (step owner) at /owner",
 	} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", want, code, out, stderr)

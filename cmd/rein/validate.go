@@ -61,7 +61,7 @@ file:line:col: message; exit 2 when a flow does not validate.`,
 				var fe *flow.Error
 				switch {
 				case err == nil:
-					r.Diagnostics = append(r.Diagnostics, p.Flow.Warnings...)
+					r.Diagnostics = append(append(r.Diagnostics, p.Flow.Warnings...), p.AtRestWarnings()...)
 					missing := append(p.CheckCommands(), p.CheckModelsOpen()...)
 					r.OK, r.Diagnostics = len(missing) == 0, append(r.Diagnostics, missing...)
 				case errors.As(err, &fe):

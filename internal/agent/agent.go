@@ -111,6 +111,18 @@ type Config struct {
 	CallTimeout time.Duration
 	// Now is the clock of the wall-time budget. Defaults to time.Now.
 	Now func() time.Time
+	// ModelRetries is how often a turn's model call is asked again after
+	// a transient error (fault.Transient: 429, 5xx, a timeout, a lost
+	// connection): the model call is retried, never the turn's tool calls
+	// nor the loop. 0: none.
+	ModelRetries int
+	// RetryWait is the wait before retry n (from 1) of a model call of the
+	// run runID that failed with err (the engine: the step's backoff, or
+	// the error's Retry-After when longer). Nil: no wait.
+	RetryWait func(runID string, n int, err error) time.Duration
+	// Sleep waits d, or until ctx ends (returning its cause). Defaults to
+	// a timer of the wall clock; the engine gives its Clock's.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Evidence is the run's record outside this loop — the run's input as
 	// the user's, outputs of tools the run called before — that the
 	// model's arguments are traced to and its declarations checked
@@ -180,6 +192,9 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
 	}
 	l := &Loop{cfg: cfg, tools: make(map[string]*boundTool, len(cfg.Tools))}
 	for i, t := range cfg.Tools {
@@ -257,6 +272,41 @@ func (l *Loop) wireName(name string) string {
 	}
 	return name
 }
+
+// sleep waits d on the wall clock, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// ModelError is the loop's error when its model failed (after its
+// retries): the error of turn Turn's request to model Model. It unwraps
+// to the model's error, classed as the model classed it.
+type ModelError struct {
+	Turn  int
+	Model string
+	// Corrective marks the corrective request of a final answer.
+	Corrective bool
+	Err        error
+}
+
+func (e *ModelError) Error() string {
+	if e.Corrective {
+		return fmt.Sprintf("agent: turn %d: model %s (corrective request): %v", e.Turn, e.Model, e.Err)
+	}
+	return fmt.Sprintf("agent: turn %d: model %s: %v", e.Turn, e.Model, e.Err)
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
 
 func compileSchema(name string, raw []byte) (*schema.Schema, error) {
 	if len(raw) == 0 {

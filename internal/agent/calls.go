@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
 )
 
 // check turns the model's call into a Call: StatusChosen when it names a
@@ -104,14 +105,30 @@ func (l *Loop) position(turn, call int) invoke.Position {
 // settle brings every open call of t to an outcome or a pending entry.
 // Chosen calls run, unless fresh is false (t came committed from a journal,
 // or a cancelled Run left them): then a call may have run already, and
-// only one whose tool is safe to repeat runs again; the others become
-// unknown. Waiting and unknown calls follow their Decision, if any.
+// only one whose tool is safe to repeat runs again (with the same key,
+// and with the approvals it used, for it is the same execution); the
+// others become unknown. Waiting and unknown calls follow their Decision,
+// if any, unless the call used that approval already (Call.Consumed): an
+// approval authorizes one dispatch, journaled before the call runs
+// (dispatch).
 func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res *Result) error {
 	var jobs []int
 	var approved map[int]bool
+	run := func(i int, ok bool) {
+		jobs = append(jobs, i)
+		if ok {
+			if approved == nil {
+				approved = make(map[int]bool)
+			}
+			approved[i] = true
+		}
+	}
 	for i := range t.Calls {
 		c := &t.Calls[i]
 		d, decided := s.Decisions[Ref(t.N, c.Index)]
+		if decided && c.consumed(d, Ref(t.N, c.Index)) {
+			decided = false // used once already: a new decision is needed
+		}
 		if c.Status == StatusChosen || c.Status == StatusWaiting || c.Status == StatusUnknown {
 			if _, ok := l.tools[c.Tool]; !ok {
 				// the transcript names a tool the loop no longer offers.
@@ -126,6 +143,9 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		if c.Status == StatusChosen && !fresh && !safeToRepeat(l.tools[c.Tool].spec) {
 			c.Status = StatusUnknown
 			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)
+			if len(c.Consumed) > 0 {
+				c.Reason = fmt.Sprintf("the process stopped while %s, dispatched with a person's approval (used once; it does not count again), may have been running; it is neither idempotent nor read-only, so it is not run again without a new decision", c.Tool)
+			}
 			l.reconcile(ctx, t.N, c) // its tool's check may settle it (reconcile.go)
 			if err := l.commitCall(ctx, t.N, c); err != nil {
 				return err
@@ -133,7 +153,13 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		}
 		switch c.Status {
 		case StatusChosen:
-			jobs = append(jobs, i)
+			if c.Plan != nil && len(c.Consumed) > 0 {
+				// a plan dispatched with approved steps, run again (its
+				// tools are safe to repeat): the same execution, with the
+				// same decisions.
+				l.planDecisions(s, t.N, c, true)
+			}
+			run(i, len(c.Consumed) > 0 && c.approvedItself(t.N))
 		case StatusWaiting, StatusUnknown:
 			kind := "approval"
 			if c.Status == StatusUnknown {
@@ -141,11 +167,16 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			}
 			if c.Plan != nil && c.Status == StatusWaiting {
 				// a plan waits: it runs again once all its waiting steps are decided
-				if undecided := l.planDecisions(s, t.N, c); len(undecided) > 0 {
+				if undecided := l.planDecisions(s, t.N, c, false); len(undecided) > 0 {
 					res.Pending = append(res.Pending, undecided...)
 					continue
 				}
-				jobs = append(jobs, i)
+				if err := l.dispatch(ctx, t.N, c, c.planApprovals(t.N)...); err != nil {
+					return err
+				}
+				// the plan continues the execution a person approved, if
+				// one did: its call is not asked again.
+				run(i, c.approvedItself(t.N))
 				continue
 			}
 			if !decided {
@@ -154,11 +185,13 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			}
 			switch d.Verdict {
 			case Approve:
-				jobs = append(jobs, i)
-				if approved == nil {
-					approved = make(map[int]bool)
+				if err := l.bound(t.N, c, d); err != nil {
+					return err
 				}
-				approved[i] = true
+				if err := l.dispatch(ctx, t.N, c, Consumed{ID: d.ID, Ref: Ref(t.N, c.Index)}); err != nil {
+					return err
+				}
+				run(i, true)
 				continue
 			case Settle:
 				if c.Status != StatusUnknown {
@@ -191,21 +224,87 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	return nil
 }
 
+// dispatch journals c as dispatched before it runs with a person's
+// approval: StatusChosen, its args' digest, and the approvals it uses
+// (used). A resume that finds it so treats it as any chosen call that may
+// have run; the approvals never count again.
+func (l *Loop) dispatch(ctx context.Context, turn int, c *Call, used ...Consumed) error {
+	c.Status, c.Reason = StatusChosen, ""
+	if d := l.argsDigest(c); d != "" {
+		c.ArgsSHA = d
+	}
+	c.Consumed = append(c.Consumed, used...)
+	return l.commitCall(ctx, turn, c)
+}
+
+// bound checks that the approval d is for c's arguments as they are: the
+// digest of the arguments the person approved (d.Args) must be the call's.
+// A mismatch is a policy error naming both digests.
+func (l *Loop) bound(turn int, c *Call, d Decision) error {
+	if d.Args == "" {
+		return nil
+	}
+	want := l.argsDigest(c)
+	got := l.digestOf(c.Tool, d.Args)
+	if want == got {
+		return nil
+	}
+	return fault.Errorf(fault.Policy, "agent: call %s of tool %s: the approval %s was given for arguments with sha256 %s, but the call's arguments have sha256 %s; it is refused: an approval is for exactly the call it names, so ask for a new one",
+		Ref(turn, c.Index), c.Tool, d.ID, got, want)
+}
+
+// argsDigest is the sha256 of the canonical JSON of the arguments c's tool
+// is called with ("" when they are not a JSON object).
+func (l *Loop) argsDigest(c *Call) string {
+	return l.digestOf(c.Tool, c.Args)
+}
+
+// digestOf is the digest of raw, a call's arguments as the model wrote
+// them, as the tool named name is called with them: without the
+// declaration argument of a tool that takes one.
+func (l *Loop) digestOf(name, raw string) string {
+	args, err := parseArgs(raw)
+	if err != nil {
+		return ""
+	}
+	if bt, ok := l.tools[name]; ok && bt.declares {
+		delete(args, DeclarationArg)
+	}
+	b, err := value.Canonical(args)
+	if err != nil {
+		return ""
+	}
+	return value.Digest(b)
+}
+
 // planDecisions gives the waiting execute_plan call c its people's
 // decisions, by plan step, and returns the pending entries of the steps
-// still undecided.
-func (l *Loop) planDecisions(s *Session, turn int, c *Call) []Pending {
+// still undecided. A decision c used already counts only for the same
+// execution (again: c was dispatched with it and runs again).
+func (l *Loop) planDecisions(s *Session, turn int, c *Call, again bool) []Pending {
 	var undecided []Pending
 	c.decisions = make(map[string]Decision, len(c.Plan.Waiting))
 	for _, p := range c.pending(turn, "approval") {
 		d, ok := s.Decisions[p.Ref]
-		if !ok {
+		if !ok || !again && c.consumed(d, p.Ref) {
 			undecided = append(undecided, p)
 			continue
 		}
 		c.decisions[p.Ref[len(Ref(turn, c.Index))+1:]] = d
 	}
 	return undecided
+}
+
+// planApprovals are the approvals of c's plan steps that its decisions
+// use (the approved ones).
+func (c *Call) planApprovals(turn int) []Consumed {
+	var out []Consumed
+	for _, w := range c.Plan.Waiting {
+		if d, ok := c.decisions[w.ID]; ok && d.Verdict == Approve {
+			out = append(out, Consumed{ID: d.ID, Ref: Ref(turn, c.Index) + "/" + w.ID})
+		}
+	}
+	return out
 }
 
 // safeToRepeat reports whether a call of spec's tool may run again when it
@@ -264,7 +363,7 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 	if bt == l.plannerTool() {
 		args = l.ownStepTools(args)
 		t = tool.Func(bt.spec, func(ctx context.Context, args any) (any, error) { // this loop's recorder, journal and keys
-			return l.executePlan(ctx, turn, c, args, ev)
+			return l.executePlan(ctx, turn, c, args, approved, ev)
 		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
@@ -299,8 +398,9 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 	case invoke.AwaitingApproval:
 		var ae *invoke.ApprovalError
 		errors.As(err, &ae)
-		c.Status, c.Reason = StatusWaiting, ae.Reason
+		c.Status, c.Reason, c.Rule = StatusWaiting, ae.Reason, ae.Reason
 		c.Observation = ""
+		c.ArgsSHA = l.argsDigest(c)
 	case invoke.InvalidArgs:
 		c.Status = StatusInvalid
 		c.Observation = fmt.Sprintf("invalid call: %v. Fix the arguments and call again.", err)

@@ -83,17 +83,19 @@ func takeDeclaration(args map[string]any) (*safety.Declaration, []safety.Problem
 }
 
 // evidence is what the calls of turn n may be traced to: the user's
-// messages (history and task), the run's own record (Config.Evidence),
-// and the observations of the calls that succeeded before turn n — what
-// the model had seen when it wrote them.
+// messages (history and task: free text, so a value found there is
+// user-mentioned), the run's own record (Config.Evidence: a flow's
+// structured input), and the observations of the calls that succeeded
+// before turn n — what the model had seen when it wrote them, whose
+// verifies: fields may confirm a value.
 func (l *Loop) evidence(s *Session, n int) *safety.Evidence {
 	ev := &safety.Evidence{}
 	for i, m := range s.History {
 		if m.Role == model.User {
-			ev.AddUser(fmt.Sprintf("history/%d", i), m.Content)
+			ev.AddUserText(fmt.Sprintf("history/%d", i), m.Content)
 		}
 	}
-	ev.AddUser("task", s.Task)
+	ev.AddUserText("task", s.Task)
 	ev.Include(l.cfg.Evidence)
 	for i := range s.Turns {
 		t := &s.Turns[i]
@@ -105,7 +107,7 @@ func (l *Loop) evidence(s *Session, n int) *safety.Evidence {
 			if c.Status != StatusOK {
 				continue
 			}
-			spec := tool.Spec{Name: c.Tool, Effect: tool.EffectExternal} // a tool no longer offered confirms nothing
+			spec := tool.Spec{Name: c.Tool, Effect: tool.EffectExternal} // a tool no longer offered verifies nothing
 			if bt := l.tools[c.Tool]; bt != nil {
 				spec = bt.spec
 			}
@@ -186,16 +188,18 @@ func (l *Loop) verifyObservation(c *Call, ve *invoke.VerifyError) string {
 	if len(obs.VerifyWith) == 0 {
 		with = "the user (ask in your answer)"
 	}
-	obs.Next = fmt.Sprintf("nothing ran. Confirm the facts the call relies on with %s, then call %s again with %s: {action, facts: [{claim, source: user | db | tool:<name>, evidence: the exact text of that source}]}", with, c.Tool, DeclarationArg)
+	obs.Next = fmt.Sprintf("nothing ran. Confirm the facts the call relies on with %s, then call %s again with %s: {action, facts: [{claim, source: user | db | tool:<name>, evidence: the user's exact words, or the exact value of a field that tool verifies}]}", with, c.Tool, DeclarationArg)
 	b, _ := json.Marshal(obs)
 	return string(b)
 }
 
-// readTools names the loop's tools that only read or compute.
+// readTools names the loop's tools that only read or compute and are a
+// source of truth for some field of their output (verifies:): the only
+// tools whose output can confirm a fact.
 func (l *Loop) readTools() []string {
 	var out []string
 	for name, bt := range l.tools {
-		if bt != l.plannerTool() && !sideEffect(&bt.spec) {
+		if bt != l.plannerTool() && !sideEffect(&bt.spec) && len(bt.spec.Verifies) > 0 {
 			out = append(out, name)
 		}
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// crm is a read tool and a write tool; create records the args it gets.
+// crm is two read tools and a write tool; create records the args it gets.
 type crm struct {
 	mu      sync.Mutex
 	created []map[string]any
 }
 
 func (c *crm) tools() []agent.Tool {
-	lookup := tool.Func(tool.Spec{Name: "lookup_customer", Effect: tool.EffectRead,
+	lookup := tool.Func(tool.Spec{Name: "lookup_customer", Effect: tool.EffectRead, Verifies: []string{"id", "region", "name"},
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
 		func(context.Context, any) (any, error) {
 			return map[string]any{"id": "cus_981", "region": "eu-west", "name": "Acme Corp"}, nil
@@ -34,7 +34,11 @@ func (c *crm) tools() []agent.Tool {
 			c.created = append(c.created, args.(map[string]any))
 			return map[string]any{"ok": true}, nil
 		})
-	return []agent.Tool{{Tool: lookup}, {Tool: create}}
+	// notes reads free text someone wrote: it verifies nothing, so the
+	// model is never sent to it to verify.
+	notes := tool.Func(tool.Spec{Name: "read_notes", Effect: tool.EffectRead},
+		func(context.Context, any) (any, error) { return map[string]any{"text": "the region is us-east"}, nil })
+	return []agent.Tool{{Tool: lookup}, {Tool: create}, {Tool: notes}}
 }
 
 func (c *crm) count() int {
@@ -45,7 +49,8 @@ func (c *crm) count() int {
 
 // TestProvenanceThroughTranscript: a scripted model looks a customer up,
 // then creates it; each argument of the creation is traced to the user's
-// messages, the lookup's observation, or nothing (inferred); the
+// messages (user-mentioned: free text) or nothing (inferred), and verified
+// by the fields the lookup is a source of truth for; the
 // declaration is taken out of the arguments, kept on the call, and the
 // side-effecting tool alone is offered it.
 func TestProvenanceThroughTranscript(t *testing.T) {
@@ -66,11 +71,16 @@ func TestProvenanceThroughTranscript(t *testing.T) {
 	}
 	call := j.turns[1].Calls[0]
 	got, _ := json.Marshal(call.Provenance)
-	const want = `{"/admin":["user"],"/id":["db"],"/name":["db","user"],"/plan":["inferred"],"/region":["db"]}`
+	const want = `{"/admin":["user-mentioned"],"/id":["inferred"],"/name":["user-mentioned"],"/plan":["inferred"],"/region":["inferred"]}`
 	if string(got) != want {
 		t.Fatalf("provenance = %s, want %s", got, want)
 	}
-	if p, _ := json.Marshal(j.turns[0].Calls[0].Provenance); string(p) != `{"/name":["user"]}` {
+	verified, _ := json.Marshal(call.Verified)
+	const wantVerified = `[{"pointer":"/id","tool":"lookup_customer","ref":"turn1/call1","field":"/id"},{"pointer":"/name","tool":"lookup_customer","ref":"turn1/call1","field":"/name"},{"pointer":"/region","tool":"lookup_customer","ref":"turn1/call1","field":"/region"}]`
+	if string(verified) != wantVerified {
+		t.Fatalf("verified = %s, want %s", verified, wantVerified)
+	}
+	if p, _ := json.Marshal(j.turns[0].Calls[0].Provenance); string(p) != `{"/name":["user-mentioned"]}` {
 		t.Errorf("lookup provenance = %s", p)
 	}
 	if c.count() != 1 || c.created[0]["declaration"] != nil || c.created[0]["plan"] != "gold" {
@@ -109,7 +119,7 @@ func TestAgentDeclarations(t *testing.T) {
 		{"unverifiable", decl("tool:lookup_customer", "us-east"), false, agent.StatusBlocked, []string{`"claim":"the region"`,
 			`\"us-east\" is not in the output of tool lookup_customer`}},
 		{"wrong source", decl("user", "eu-west"), false, agent.StatusBlocked, []string{
-			`it appears in the output of tool lookup_customer (turn1/call1), so cite that source`}},
+			`it appears in the output of tool lookup_customer (turn1/call1), which the user did not write`}},
 		{"malformed", `,"declaration":{"action":"create","facts":[{"claim":"c","source":"guess","evidence":"eu-west"}]}`, false, agent.StatusInvalid,
 			[]string{`at /declaration/facts/0/source: source "guess" is not one the runtime records`}},
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
@@ -41,6 +42,12 @@ type Pending struct {
 	// Kind is "approval" (the call has not run) or "unknown" (it may have).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
+	// ArgsSHA is the sha256 (hex) of the canonical JSON of the arguments
+	// the tool would be called with (a plan step's: of its resolved args);
+	// the approval is for exactly these.
+	ArgsSHA string `json:"args_sha256,omitempty"`
+	// Rule says who asked (the gate's rule, or approval: required).
+	Rule string `json:"rule,omitempty"`
 }
 
 // Result is what a Run came to.
@@ -137,13 +144,9 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 	t := Turn{N: u.Turns + 1}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
-	resp, err := l.cfg.Model.Generate(ctx, req)
-	t.LLMCalls++
-	if resp != nil {
-		t.Usage = resp.Usage
-	}
+	resp, err := l.generate(ctx, req, &t)
 	if err != nil {
-		return fmt.Errorf("agent: turn %d: model %s: %w", t.N, l.cfg.ModelName, err)
+		return &ModelError{Turn: t.N, Model: l.cfg.ModelName, Err: err}
 	}
 	if resp == nil {
 		return fault.BusinessErr(fmt.Errorf("agent: turn %d: model %s returned no response", t.N, l.cfg.ModelName))
@@ -169,6 +172,31 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return fault.BudgetErr("max_tokens", "agent: token budget exhausted: %d tokens used after turn %d (budgets.max_tokens: %d); its calls did not run", t.Usage.In+t.Usage.Out+u.TokensIn+u.TokensOut, t.N, b.MaxTokens)
 	}
 	return nil // the loop settles the committed calls next
+}
+
+// generate asks the model for t's reply, and asks again after a
+// transient error, up to Config.ModelRetries times, each after
+// Config.RetryWait; every request counts in t (LLMCalls, Usage). The
+// turn's tool calls are not made yet: only the model call is repeated.
+func (l *Loop) generate(ctx context.Context, req *model.Request, t *Turn) (*model.Response, error) {
+	for n := 1; ; n++ {
+		resp, err := l.cfg.Model.Generate(ctx, req)
+		t.LLMCalls++
+		if resp != nil {
+			t.Usage.In += resp.Usage.In
+			t.Usage.Out += resp.Usage.Out
+		}
+		if err == nil || n > l.cfg.ModelRetries || fault.ClassOf(err) != fault.Transient || ctx.Err() != nil {
+			return resp, err
+		}
+		var wait time.Duration
+		if l.cfg.RetryWait != nil {
+			wait = l.cfg.RetryWait(l.cfg.RunID, n, err)
+		}
+		if serr := l.cfg.Sleep(ctx, wait); serr != nil {
+			return nil, serr
+		}
+	}
 }
 
 // commitTurn journals t and appends it to s.
@@ -200,14 +228,9 @@ func (l *Loop) final(ctx context.Context, req *model.Request, resp *model.Respon
 	next.Messages = append(append([]model.Message(nil), req.Messages...),
 		model.Message{Role: model.Assistant, Content: resp.Text},
 		model.Message{Role: model.User, Content: model.CorrectionPrompt(perr)})
-	resp2, err := l.cfg.Model.Generate(ctx, &next)
-	t.LLMCalls++
-	if resp2 != nil {
-		t.Usage.In += resp2.Usage.In
-		t.Usage.Out += resp2.Usage.Out
-	}
+	resp2, err := l.generate(ctx, &next, t)
 	if err != nil {
-		return fmt.Errorf("agent: turn %d: model %s (corrective request): %w", t.N, l.cfg.ModelName, err)
+		return &ModelError{Turn: t.N, Model: l.cfg.ModelName, Corrective: true, Err: err}
 	}
 	if resp2 == nil || len(resp2.ToolCalls) > 0 {
 		return fault.FormatErr(fmt.Errorf("agent: turn %d: the final answer %w; the corrective request was answered with tool calls, not a corrected answer", t.N, perr))

@@ -11,6 +11,7 @@ import (
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/value"
 )
 
 // PlanOptions configure the execute_plan meta-tool (Config.ExecutePlan).
@@ -152,7 +153,11 @@ type planStepError struct {
 // plan does not touch the Session (transcript, status, budgets), and the
 // loop goes on from the turn it was at. turnEv is what the model had
 // seen, which the plan's literals are traced to (gated loops only).
-func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, turnEv *safety.Evidence) (out any, err error) {
+// approved says a person approved this execute_plan call: its plan, as
+// written, is what they approved, so each plan step whose args are all
+// literals (no $ref: the person saw exactly them) runs approved, once,
+// and only a step whose args come from another step's output still asks.
+func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, approved bool, turnEv *safety.Evidence) (out any, err error) {
 	p, call := l.planner, c.Index
 	pj, _ := l.cfg.Journal.(PlanJournal)
 	onEvent := func(plan.Event) {}
@@ -198,7 +203,11 @@ func (l *Loop) executePlan(ctx context.Context, turn int, c *Call, args any, tur
 		ev = &safety.Evidence{} // its own: the plan adds its steps' outputs
 		ev.Include(turnEv)
 	}
-	completed, executed, err := p.execute(WithPlanRunning(ctx), ex, pl, objective, from, c.decisions, ev)
+	var pre map[string]plan.Decision
+	if approved {
+		pre = literalSteps(pl)
+	}
+	completed, executed, err := p.execute(WithPlanRunning(ctx), ex, pl, objective, from, c.decisions, pre, ev)
 	if ctx.Err() != nil {
 		return nil, err // the call is cancelled: the loop leaves it chosen
 	}
@@ -274,10 +283,12 @@ func (p *planner) check(m map[string]any) (*plan.Plan, error) {
 
 // execute runs pl, or continues it from where it waited for people (from
 // non-nil) with their decisions by plan step; ev (nil: none) is the
-// evidence its literals are traced to. It returns the completed
-// steps, the tool calls made, and the executor's error (a *plan.WaitError
-// when steps wait). A panic in it is the plan's failure, not the loop's.
-func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan, objective string, from *PlanWait, decided map[string]Decision, ev *safety.Evidence) (completed []plan.StepResult, executed int, err error) {
+// evidence its literals are traced to; pre are the steps approved with the
+// execute_plan call itself (literalSteps), which people's decisions on
+// waiting steps override. It returns the completed steps, the tool calls
+// made, and the executor's error (a *plan.WaitError when steps wait). A
+// panic in it is the plan's failure, not the loop's.
+func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan, objective string, from *PlanWait, decided map[string]Decision, pre map[string]plan.Decision, ev *safety.Evidence) (completed []plan.StepResult, executed int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			completed, executed = from.completed(), from.executed()
@@ -285,11 +296,14 @@ func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan,
 		}
 	}()
 	if from == nil {
-		st := &plan.State{Evidence: ev}
+		st := &plan.State{Evidence: ev, Decisions: pre}
 		err = ex.Execute(ctx, pl, st)
 		return st.Completed(), st.Executed(), err
 	}
-	decisions := make(map[string]plan.Decision, len(decided))
+	decisions := make(map[string]plan.Decision, len(decided)+len(pre))
+	for id, d := range pre {
+		decisions[id] = d
+	}
 	for _, w := range from.Waiting {
 		d, ok := decided[w.ID]
 		if !ok {
@@ -304,6 +318,50 @@ func (p *planner) execute(ctx context.Context, ex *plan.Executor, pl *plan.Plan,
 	pr, err := plan.RunFrom(ctx, noReplan{}, ex, objective, plan.Limits{MaxExecuted: p.opts.MaxSteps},
 		&plan.Progress{Plan: pl, Number: 1, Completed: from.Completed, Executed: from.Executed, Decisions: decisions, Evidence: ev})
 	return pr.Completed, pr.Executed, err
+}
+
+// literalSteps are the steps of pl whose args hold no $ref, each approved
+// with exactly its args: what a person who approved the execute_plan call
+// saw of them.
+func literalSteps(pl *plan.Plan) map[string]plan.Decision {
+	out := make(map[string]plan.Decision, len(pl.Steps))
+	for _, s := range pl.Steps {
+		args := s.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		if hasRef(args) {
+			continue
+		}
+		b, err := value.Canonical(args)
+		if err != nil {
+			continue
+		}
+		out[s.ID] = plan.Decision{Approved: true, Args: string(b)}
+	}
+	return out
+}
+
+// hasRef reports whether v holds a {"$ref": …} value anywhere.
+func hasRef(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$ref"]; ok {
+			return true
+		}
+		for _, e := range x {
+			if hasRef(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasRef(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (w *PlanWait) completed() []plan.StepResult {

@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/value"
 )
 
 // Session is one task of an agent and everything the loop has done for it:
@@ -108,9 +109,56 @@ type Call struct {
 	// arguments), and Claims its facts checked against the run.
 	Declaration *safety.Declaration   `json:"declaration,omitempty"`
 	Claims      []safety.ClaimVerdict `json:"claims,omitempty"`
+	// ArgsSHA is the sha256 (hex) of the canonical JSON of the arguments
+	// the tool is called with (journal.Call.ArgsSHA's digest), set when
+	// the call waits for a person or is dispatched with an approval: an
+	// approval is for exactly these.
+	ArgsSHA string `json:"args_sha256,omitempty"`
+	// Rule says who asked for the approval the call waits for: the gate's
+	// rule ("policy gate …") or the tool's "approval: required".
+	Rule string `json:"rule,omitempty"`
+	// Consumed are the approvals this call used, each once: before an
+	// approved call (or an execute_plan call continuing with approved plan
+	// steps) is dispatched it is journaled StatusChosen with them, so a
+	// resume that finds it without an outcome treats it as any chosen call
+	// that may have run (run again if its tool is safe to repeat, else
+	// StatusUnknown) and never counts them again.
+	Consumed []Consumed `json:"consumed,omitempty"`
 
 	args      map[string]any      // Args decoded, once checked
 	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with
+}
+
+// Consumed is an approval a call used: its id (the store's approval
+// row) and what it named (Ref: turn<t>/call<c>, or
+// turn<t>/call<c>/<plan step>).
+type Consumed struct {
+	ID  string `json:"id"`
+	Ref string `json:"ref"`
+}
+
+// consumed reports whether c used the approval of decision d on ref
+// already: the same approval id on the same ref (decisions without an id
+// are used once per ref).
+func (c *Call) consumed(d Decision, ref string) bool {
+	for _, u := range c.Consumed {
+		if u.ID == d.ID && u.Ref == ref {
+			return true
+		}
+	}
+	return false
+}
+
+// approvedItself reports whether a person's approval of c itself (not
+// of a plan step) was used by it.
+func (c *Call) approvedItself(turn int) bool {
+	ref := Ref(turn, c.Index)
+	for _, u := range c.Consumed {
+		if u.Ref == ref {
+			return true
+		}
+	}
+	return false
 }
 
 // PlanWait is where a plan stopped for people: the steps it completed,
@@ -123,16 +171,18 @@ type PlanWait struct {
 }
 
 // pending are the people's decisions c waits for: one per waiting plan
-// step of an execute_plan call (Ref "turn<t>/call<c>/<plan step>"), else
-// one for the call. kind is the Pending kind of c.
+// step of an execute_plan call that waits (Ref "turn<t>/call<c>/<plan
+// step>"), else one for the call (an execute_plan call in doubt is
+// decided as a whole). kind is the Pending kind of c.
 func (c *Call) pending(turn int, kind string) []Pending {
-	if c.Plan == nil {
-		return []Pending{{Ref: Ref(turn, c.Index), Turn: turn, Call: c.Index, Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason}}
+	if c.Plan == nil || kind == "unknown" {
+		return []Pending{{Ref: Ref(turn, c.Index), Turn: turn, Call: c.Index, Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason,
+			ArgsSHA: c.ArgsSHA, Rule: c.Rule}}
 	}
 	ps := make([]Pending, 0, len(c.Plan.Waiting))
 	for _, w := range c.Plan.Waiting {
 		ps = append(ps, Pending{Ref: Ref(turn, c.Index) + "/" + w.ID, Turn: turn, Call: c.Index, Tool: w.Tool, Args: w.Args, Kind: kind,
-			Reason: fmt.Sprintf("step %s of the plan of %s: %s", w.ID, plan.MetaTool, w.Reason)})
+			Reason: fmt.Sprintf("step %s of the plan of %s: %s", w.ID, plan.MetaTool, w.Reason), ArgsSHA: value.Digest([]byte(w.Args)), Rule: w.Reason})
 	}
 	return ps
 }
@@ -164,6 +214,14 @@ type Decision struct {
 	Verdict Verdict `json:"verdict"`
 	Comment string  `json:"comment,omitempty"`
 	Output  any     `json:"output,omitempty"`
+	// ID is the approval's id (the store's row): an approval is used once
+	// (Call.Consumed). A decision without one is used once for its call:
+	// a later decision on that call needs an id of its own.
+	ID string `json:"id,omitempty"`
+	// Args are the arguments the person decided on (the approval's), when
+	// known: an approved call runs only if its own arguments have the same
+	// digest.
+	Args string `json:"args,omitempty"`
 }
 
 // conversation is what the model sees, built once per Run and extended

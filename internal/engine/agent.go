@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/model"
@@ -62,7 +64,13 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
-		Now:     e.cfg.Clock.Now})
+		Now:     e.cfg.Clock.Now,
+		// the step's retries and backoff are its model calls': a transient
+		// model error is asked again within the turn, never the loop.
+		ModelRetries: s.Retries, Sleep: e.cfg.Clock.Sleep,
+		RetryWait: func(runID string, n int, err error) time.Duration {
+			return max(sched.Backoff(s.Backoff, runID, s.ID, n), fault.RetryAfterOf(err))
+		}})
 }
 
 // agentWait is the "error" of an agent step whose calls wait for a person,
@@ -177,6 +185,12 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 			cl.Output = whole
 		}
 	}
+	if cl == nil && c.Status == agent.StatusChosen && len(c.Consumed) > 0 {
+		// dispatched with a person's approval: the durable start of the
+		// call, committed with it before it runs.
+		cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+			Kind: store.CallTool, Name: c.Tool, ArgsSHA: c.ArgsSHA, Status: store.CallStarted, StartedAt: a.r.e.cfg.Clock.Now()}
+	}
 	if cl != nil {
 		a.r.recordCallEvent(cl, false)
 	}
@@ -247,8 +261,18 @@ func (a *agentJournal) commit() error {
 // journaled no turn has none (nil). Errors: the store's, or a record that
 // does not decode.
 func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, attempt int) ([]agent.Turn, error) {
-	var fold transcriptFold
-	fold.attempt = attempt
+	fold, err := foldAgent(ctx, st, runID, stepID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return fold.turns, nil
+}
+
+// foldAgent reads the journal of agent step stepID of a run for attempt
+// (0: the last one journaled): its transcript and the approvals asked for
+// its calls.
+func foldAgent(ctx context.Context, st store.Store, runID, stepID string, attempt int) (*transcriptFold, error) {
+	fold := &transcriptFold{attempt: attempt}
 	var after int64
 	for {
 		evs, err := st.Events(ctx, runID, after, 1000)
@@ -262,29 +286,50 @@ func AgentTranscript(ctx context.Context, st store.Store, runID, stepID string, 
 			}
 		}
 		if len(evs) < 1000 {
-			return fold.turns, nil
+			return fold, nil
 		}
 	}
 }
 
 // FoldAgentTranscript is AgentTranscript over events already read.
 func FoldAgentTranscript(events []*trace.Event, stepID string, attempt int) ([]agent.Turn, error) {
-	fold := transcriptFold{attempt: attempt}
+	fold, err := foldAgentEvents(events, stepID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return fold.turns, nil
+}
+
+// foldAgentEvents folds events already read into the transcript of
+// attempt of step stepID and the approvals asked for its calls.
+func foldAgentEvents(events []*trace.Event, stepID string, attempt int) (*transcriptFold, error) {
+	fold := &transcriptFold{attempt: attempt}
 	for _, ev := range events {
 		if err := fold.add(ev, stepID); err != nil {
 			return nil, err
 		}
 	}
-	return fold.turns, nil
+	return fold, nil
 }
 
-// transcriptFold rebuilds turns from agent_turn and agent_call events.
+// transcriptFold rebuilds turns from agent_turn and agent_call events,
+// and which approvals were asked for the calls of the attempt it folds
+// (approval_requested events).
 type transcriptFold struct {
 	attempt, at int
 	turns       []agent.Turn
+	// asked are the ids of the approvals asked for the attempt's calls,
+	// by approval step id; legacy the step ids whose approval_requested
+	// event names no id (journaled before approvals were bound).
+	asked  map[string]map[string]bool
+	legacy map[string]bool
 }
 
 func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
+	if ev.Kind == trace.ApprovalRequested && strings.HasPrefix(ev.StepID, stepID+"/") {
+		f.ask(ev)
+		return nil
+	}
 	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
 		return nil
 	}
@@ -312,14 +357,58 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 	return nil
 }
 
+// ask keeps the approval an approval_requested event of the attempt
+// asked for (the others are another attempt's).
+func (f *transcriptFold) ask(ev *trace.Event) {
+	if f.attempt != 0 && ev.Attempt != f.attempt {
+		return
+	}
+	var b struct {
+		Approval string `json:"approval"`
+	}
+	if ev.Data == "" || json.Unmarshal([]byte(ev.Data), &b) != nil || b.Approval == "" {
+		if f.legacy == nil {
+			f.legacy = map[string]bool{}
+		}
+		f.legacy[ev.StepID] = true
+		return
+	}
+	if f.asked == nil {
+		f.asked = map[string]map[string]bool{}
+	}
+	if f.asked[ev.StepID] == nil {
+		f.asked[ev.StepID] = map[string]bool{}
+	}
+	f.asked[ev.StepID][b.Approval] = true
+}
+
+// askedHere reports whether approval a was asked for a call of the
+// attempt folded: an approval of another attempt's call of the same name
+// decides nothing here.
+func (f *transcriptFold) askedHere(a *store.Approval) bool {
+	return f.asked[a.StepID][a.ID] || f.legacy[a.StepID]
+}
+
 // restoreSession rebuilds the transcript of attempt of step s from the
 // journal, and the people's decisions on its calls from the approvals.
 func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, sess *agent.Session) error {
-	turns, err := AgentTranscript(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	var fold *transcriptFold
+	var err error
+	if len(r.d.open) > 0 {
+		// the transcript as the live run had it: its sealed payloads opened.
+		var evs []*trace.Event
+		if evs, err = r.e.cfg.Store.Events(ctx, r.id, 0, 0); err != nil {
+			return fmt.Errorf("engine: read the journal of run %s: %w", r.id, err)
+		}
+		r.d.open.events(evs)
+		fold, err = foldAgentEvents(evs, s.ID, attempt)
+	} else {
+		fold, err = foldAgent(ctx, r.e.cfg.Store, r.id, s.ID, attempt)
+	}
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	sess.Turns = turns
+	sess.Turns = fold.turns
 	approvals, err := r.e.cfg.Store.Approvals(ctx, &store.ListApprovalsParams{RunID: r.id})
 	if err != nil {
 		return fmt.Errorf("engine: read the approvals of agent step %s: %w", s.ID, err)
@@ -327,10 +416,15 @@ func (r *run) restoreSession(ctx context.Context, s *flow.Step, attempt int, ses
 	prefix := s.ID + "/"
 	for _, a := range approvals {
 		ref, ok := strings.CutPrefix(a.StepID, prefix)
-		if !ok || a.Status == store.ApprovalPending {
+		if !ok || a.Status == store.ApprovalPending || !fold.askedHere(a) {
 			continue
 		}
-		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment}
+		// the decision carries its approval's id (used once: agent.Call's
+		// Consumed) and the args the person decided on (bound by digest).
+		d := agent.Decision{Verdict: agent.Approve, Comment: a.Comment, ID: a.ID}
+		if len(a.Args) > 0 {
+			d.Args = string(a.Args)
+		}
 		switch a.Status {
 		case store.ApprovalRejected:
 			d.Verdict = agent.Reject
@@ -357,13 +451,13 @@ func (r *run) parkAgent(i int, w *agentWait) {
 	for _, p := range w.pending {
 		a := &store.Approval{ID: uuid.Must(uuid.NewV7()).String(), RunID: r.id, StepID: s.ID + "/" + p.Ref, Kind: store.KindApproval,
 			Status: store.ApprovalPending, Tool: p.Tool, Args: argsJSON(p.Args), CreatedAt: r.e.cfg.Clock.Now(),
-			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason)}
+			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason, digestNote(p.ArgsSHA))}
 		if s.Type == flow.Plan {
-			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it with exactly these arguments, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason)
+			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason, digestNote(p.ArgsSHA))
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown
-			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason)
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to run it again, once%s, reject to tell the agent it did not happen as asked, or settle it with the output it produced", s.ID, p.Reason, digestNote(p.ArgsSHA))
 		}
 		r.m.ParkCall(i, a.StepID, a.Kind, st.attempts)
 		r.d.parked = append(r.d.parked, a)
@@ -371,13 +465,39 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		r.d.pendAppr = append(r.d.pendAppr, a)
 		r.recordMu.Unlock()
 		r.record(trace.Event{Kind: trace.ApprovalRequested, StepID: a.StepID, StepType: string(s.Type), Status: string(trace.StepWaiting),
-			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn})
+			Tool: p.Tool, Decision: string(a.Kind), Attempt: st.attempts, Turn: p.Turn, Data: approvalBinding(a.ID, p)})
 	}
 	if len(w.pending) == 0 {
 		r.m.Park(i, store.KindApproval, st.attempts)
 	}
 	r.setStatus(i, r.m.Status(i))
 	r.stageStep(i)
+}
+
+// digestNote names an approval's args digest in its message ("" when
+// unknown).
+func digestNote(sha string) string {
+	if sha == "" {
+		return ""
+	}
+	return " (args sha256 " + sha + ")"
+}
+
+// approvalBinding is the Data of an agent call's approval_requested
+// event: the approval's id and the call it is bound to (tool, args
+// digest, and the rule that asked), as JSON.
+func approvalBinding(id string, p agent.Pending) string {
+	b, err := json.Marshal(struct {
+		Approval string `json:"approval"`
+		Ref      string `json:"ref"`
+		Tool     string `json:"tool"`
+		ArgsSHA  string `json:"args_sha256,omitempty"`
+		Rule     string `json:"rule,omitempty"`
+	}{id, p.Ref, p.Tool, p.ArgsSHA, p.Rule})
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // argsJSON is a call's arguments as the approval keeps them: the JSON the

@@ -34,7 +34,10 @@ import (
 // record rides with the run's next commit, as every other record does;
 // the call of a tool that is not idempotent is also committed as started
 // before it is made, so a resumed run knows which call, if any, is in
-// doubt.
+// doubt. An undo or compensation is committed as started before it is
+// made, whatever its tool, and its outcome in one commit with its
+// remediation record as soon as it returns (remedy.go), so a remediation
+// or saga carried on after a crash never makes a settled one again.
 
 // wantsCall reports whether a call at at gets a record: a call of a
 // for_each item or a plan step, or the fallback tool of a plan step (a
@@ -56,11 +59,14 @@ func (r *run) wantsCall(at *invoke.Position) bool {
 var _ invoke.Starter = (*callRecorder)(nil)
 
 // Starting commits the start of a call that wants a record, when its tool
-// is not idempotent: the start is durable before the side effect. An error
-// means the run can commit nothing more, and the call is not made.
+// is not idempotent, and of every undo and compensation (its dispatch,
+// whatever its tool: remediation reads it, remedy_dispatch.go): the start
+// is durable before the side effect. An error means the run can commit
+// nothing more, and the call is not made.
 func (c *callRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
 	r := (*run)(c)
-	if spec.Idempotent || !r.wantsCall(&rec.At) {
+	remedy := r.d.on && rec.At.Remedy != ""
+	if !remedy && (spec.Idempotent || !r.wantsCall(&rec.At)) {
 		return nil
 	}
 	r.recordCallEvent(r.callOf(&rec, store.CallStarted, nil, false), true)
@@ -83,7 +89,10 @@ func (r *run) recordCall(rec *invoke.Record) {
 	want := r.wantsCall(&rec.At)
 	spec, known := r.callSpec(rec)
 	effect := known && reachedTool(rec) && safety.HasEffect(&spec)
-	if !want && !effect && rec.Gate == nil {
+	// an undo or compensation is always recorded: its outcome settles the
+	// start Starting committed (with its remediation record: remedy.go).
+	remedy := r.d.on && rec.At.Remedy != ""
+	if !want && !effect && rec.Gate == nil && !remedy {
 		return
 	}
 	status := store.CallFailed

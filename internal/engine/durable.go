@@ -17,6 +17,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -70,6 +71,15 @@ type durability struct {
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.
 	create *store.CreateRunParams
+	// pendSeal are the sealed payloads of the transition being assembled
+	// (seal.go), committed in its sealed event; guarded by recordMu.
+	pendSeal []journal.SealedPayload
+	// open are the payloads a resume opened from the run's sealed events
+	// (seal.go), for the agent transcripts read as their steps run again.
+	open unsealed
+	// begun: a resumed run's journal shows it started (begun); false for
+	// an enqueued run a worker starts.
+	begun bool
 	// lease: leased is when it was last taken or renewed (Config.Clock's
 	// time, the Now the store was given, or before the creating commit's,
 	// so the expiry reckoned from it is never late); lost is set once it
@@ -254,7 +264,14 @@ func (r *run) flushLocked() {
 		d.pendSteps = lastPerStep(d.pendSteps)
 		t := store.Transition{RunID: r.id, Version: d.version, Events: d.pendEv, Run: d.pendRun, Steps: d.pendSteps, Approvals: d.pendAppr, Create: d.create,
 			Now: r.e.cfg.Clock.Now()}
+		var was *transitionPayloads
+		if r.sealing() {
+			was = payloadsOfTransition(&t)
+		}
 		t.Redact(r.e.cfg.Redactor) // its events were hidden as they were recorded
+		if was != nil {
+			r.sealTransitionLocked(&t, was)
+		}
 		if err := r.e.cfg.Store.Commit(r.storeCtx, &t); err != nil {
 			first, last := int64(0), int64(0)
 			if n := len(d.pendEv); n > 0 {
@@ -280,7 +297,7 @@ func (r *run) discardLocked() {
 	d.freeRows = append(d.freeRows, d.pendSteps...)
 	clear(d.pendSteps)
 	clear(d.pendAppr)
-	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil
+	d.pendEv, d.pendSteps, d.pendAppr, d.pendRun, d.pendSeal = d.pendEv[:0], d.pendSteps[:0], d.pendAppr[:0], nil, nil
 }
 
 // lastPerStep keeps the newest projection row of each step (a pure step's

@@ -21,6 +21,7 @@ import (
 	"github.com/reinhq/rein/internal/route"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/redact/seal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -73,6 +74,15 @@ type Config struct {
 	// values of the process's environment variables whose names say they
 	// are secrets.
 	Redactor *redact.Redactor
+	// Codec, when set, seals at rest what Redactor hides in the payloads a
+	// resume reads (step outputs and inputs, a run's input, approvals'
+	// args and outputs, call records' outputs, agents' transcripts): the
+	// journal keeps them redacted, as views show them, and a sealed copy
+	// beside them in the same transition (a sealed event), which a resume
+	// opens, so it reads what the live run read. A run holding payloads
+	// sealed with a key it lacks is not resumed. Nil stores them redacted
+	// only.
+	Codec *seal.Codec
 }
 
 // CachedFlows is how many flows an Engine keeps bound (their tools,
@@ -287,6 +297,7 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 	r := newRun(e, f, bound, id, in)
 	if durable {
 		r.d = durability{on: true, version: run.Version, create: create, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
+		r.sealInput(in)
 	}
 	res := r.execute(ctx)
 	r.recycle()

@@ -12,14 +12,15 @@ import (
 )
 
 // A gated run keeps its evidence (safety.Evidence): the run's input as the
-// user's, and the output of every tool call that succeeded — flow steps,
-// for_each items, plan steps, agent calls. The gate is told which inferred
-// arguments a read tool's output confirms (Invocation.Verified), agent
-// loops and plans trace the model's values to it, and declarations are
-// checked against it. A resumed run starts it again from its input and
-// the outputs of its settled tool steps; calls made before the resume
-// inside plans and agents are not in it, which only makes the gate
-// stricter.
+// user's (its fields structured; a chat's messages free text, whose values
+// are user-mentioned), and the output of every tool call that succeeded —
+// flow steps, for_each items, plan steps, agent calls. The gate is told
+// which model-written arguments a field a tool verifies (verifies:) holds
+// (Invocation.Verified), agent loops and plans trace the model's values to
+// it, and declarations are checked against it. A resumed run starts it
+// again from its input and the outputs of its settled tool steps; calls
+// made before the resume inside plans and agents are not in it, which only
+// makes the gate stricter.
 
 // startEvidence gives a gated run its evidence, holding the input (of a
 // chat's history, the user's messages only).
@@ -45,7 +46,7 @@ func (r *run) startEvidence() {
 	r.ev.AddUser("input", rest)
 	for i, m := range inputHistory(r.input) {
 		if m.Role == model.User {
-			r.ev.AddUser("history/"+strconv.Itoa(i), m.Content)
+			r.ev.AddUserText("history/"+strconv.Itoa(i), m.Content)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -92,6 +93,10 @@ var kinds = map[flow.Type]*kind{
 		},
 		call: func(r *run, ctx context.Context, j *job, in unitInput, attempt int) (any, trace.Origin, error) {
 			out, err := r.callAgent(ctx, j, in, attempt)
+			var me *agent.ModelError
+			if errors.As(err, &me) {
+				return out, trace.OriginModel, err // the model failed, after its retries
+			}
 			return out, trace.OriginTool, err
 		},
 		outputOrigin: trace.OriginTool,

@@ -68,7 +68,7 @@ func TestNoPathSkipsThePolicyGate(t *testing.T) {
 			inferred := src == tc.inferred
 			send := newKeyCounter("send", false)
 			broken := goTool("broken", func(context.Context, map[string]any) (any, error) { return nil, fault.BusinessErr(errString("down")) })
-			lookup := tool.Func(tool.Spec{Name: "lookup", Effect: tool.EffectRead,
+			lookup := tool.Func(tool.Spec{Name: "lookup", Effect: tool.EffectRead, Verifies: []string{"email"},
 				OutputSchema: []byte(`{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}`)}, func(context.Context, any) (any, error) {
 				return map[string]any{"email": "owner@example.com"}, nil
 			})

@@ -37,6 +37,13 @@ import (
 // of kind escalation, id "<step key>/<action>") and never retried blindly:
 // approve makes it once more, settle says a person took it back by hand,
 // reject leaves it as it is. While an escalation waits, the run waits.
+// Each undo and compensation is committed as dispatched (its call record,
+// started) before its tool runs, and its outcome with its remediation
+// record as soon as it returns; a remediation carried on after a crash
+// reads them (remedy_dispatch.go): what settled is not made again, and
+// one dispatched without an outcome is made again with the same key when
+// its tool is idempotent or read-only, and is otherwise unknown, an
+// escalation like the others.
 
 // Action is what remediation does about one executed call.
 type Action string
@@ -89,8 +96,10 @@ type remedyState struct {
 	effects  []*journal.Effect // in journal order, the latest record per key
 	byKey    map[string]*journal.Effect
 	last     map[string]*journal.Remediation // the latest remediation record per key
+	lastSeq  map[string]int64                // the journal seq of last's record
+	dispatch map[string]dispatched           // key → the latest record of its undo or compensation
 	decided  map[string]*store.Approval      // the latest approval per id
-	failures map[string]int                  // key → failed remediation records
+	failures map[string]int                  // key → failed (or unknown) remediation records
 	tier     int                             // the highest risk tier the journal reached
 }
 
@@ -100,10 +109,18 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 	if err != nil {
 		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
-	st := &remedyState{byKey: map[string]*journal.Effect{}, last: map[string]*journal.Remediation{}, decided: map[string]*store.Approval{}, failures: map[string]int{}}
+	// compensations are made with the args the live run recorded.
+	open := unsealed{}
+	if err := e.openSealed(runID, events, open); err != nil {
+		return nil, err
+	}
+	open.events(events)
+	st := &remedyState{byKey: map[string]*journal.Effect{}, last: map[string]*journal.Remediation{}, lastSeq: map[string]int64{},
+		dispatch: map[string]dispatched{}, decided: map[string]*store.Approval{}, failures: map[string]int{}}
 	for _, ev := range events {
 		switch ev.Kind {
 		case trace.CallEffect, trace.CallRecorded:
+			st.noteDispatch(ev)
 			eff, ok, err := journal.EffectOf(ev)
 			if err != nil {
 				return nil, err
@@ -126,8 +143,8 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 			if err != nil {
 				return nil, err
 			}
-			st.last[m.Key] = m
-			if m.Status == journal.RemedyFailed {
+			st.last[m.Key], st.lastSeq[m.Key] = m, ev.Seq
+			if m.Status == journal.RemedyFailed || m.Status == journal.RemedyUnknown {
 				st.failures[m.Key]++
 			}
 		}
@@ -161,26 +178,37 @@ func (st *remedyState) sagaRemedies() []Remedy {
 	return out
 }
 
-// open are the remedies whose latest record waits on a person (failed or
-// escalated), in the order they were recorded.
+// open are the remedies whose latest record waits on a person (failed,
+// escalated or unknown), in the order they were recorded.
 func (st *remedyState) open() []Remedy {
 	var out []Remedy
 	for i := len(st.effects) - 1; i >= 0; i-- {
 		eff := st.effects[i]
-		if m := st.last[eff.Key]; m != nil && m.Escalation != "" && (m.Status == journal.RemedyFailed || m.Status == journal.RemedyEscalated) {
+		if m := st.last[eff.Key]; m != nil && m.Escalation != "" && escalated(m.Status) {
 			out = append(out, Remedy{Effect: *eff, Action: Action(m.Action)})
 		}
 	}
 	return out
 }
 
+// escalated reports whether a remediation record of status s waits on a
+// person's decision (its Escalation).
+func escalated(s string) bool {
+	return s == journal.RemedyFailed || s == journal.RemedyEscalated || s == journal.RemedyUnknown
+}
+
 // remediate carries out remedies in order for premise, journaling each,
 // and returns the escalations that wait for a person. A remedy whose
 // latest record is settled (done, frozen, resolved) is not acted on again;
-// one that was escalated acts on the person's decision, or keeps waiting.
+// one that was escalated acts on the person's decision, or keeps waiting;
+// one whose undo or compensation was dispatched after its latest record
+// is settled from that dispatch's record (settleDispatch). Each remedy's
+// records are committed before the next is acted on.
 func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, st *remedyState) []*store.Approval {
 	var waiting []*store.Approval
+	defer r.flush()
 	for i := range remedies {
+		r.flush()
 		rm := &remedies[i]
 		eff := &rm.Effect
 		prior := st.last[eff.Key]
@@ -194,7 +222,7 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 			switch prior.Status {
 			case journal.RemedyDone, journal.RemedyFrozen, journal.RemedyResolved:
 				continue
-			case journal.RemedyFailed, journal.RemedyEscalated:
+			case journal.RemedyFailed, journal.RemedyEscalated, journal.RemedyUnknown:
 				a := st.decided[prior.Escalation]
 				if a == nil || a.Status == store.ApprovalPending {
 					if a != nil {
@@ -213,11 +241,18 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 				esc += "/" + strconv.Itoa(st.failures[eff.Key]+1)
 			}
 		}
+		if c := st.unsettled(eff.Key); c != nil && rm.Action != ActFreeze {
+			if done, a := r.settleDispatch(rm, &rec, esc, c); done {
+				if a != nil {
+					waiting = append(waiting, a)
+				}
+				continue
+			}
+		}
 		if a := r.remedyOne(ctx, rm, &rec, esc, st.tier); a != nil {
 			waiting = append(waiting, a)
 		}
 	}
-	r.flush()
 	return waiting
 }
 
@@ -268,7 +303,15 @@ func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediatio
 			return a
 		}
 	}
-	rec.Status, rec.Error, rec.Escalation = journal.RemedyFailed, r.e.cfg.Redactor.String(err.Error()), esc
+	return r.remedyFailed(rm, rec, esc, err.Error())
+}
+
+// remedyFailed records rec, the remedy rm whose undo or compensation
+// failed with message msg, as failed and escalated (esc), and returns the
+// escalation.
+func (r *run) remedyFailed(rm *Remedy, rec *journal.Remediation, esc, msg string) *store.Approval {
+	eff := &rm.Effect
+	rec.Status, rec.Error, rec.Escalation = journal.RemedyFailed, r.e.cfg.Redactor.String(msg), esc
 	a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s) failed: %s; it is not retried blindly: approve to make it once more, settle once a person took it back by hand, or reject to leave it",
 		rm.Action, eff.Key, eff.Tool, rec.Error))
 	r.recordRemedy(rec)

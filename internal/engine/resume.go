@@ -129,6 +129,17 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	// the journal is read, and its sealed payloads opened, before the
+	// lease is taken: a run sealed with a key this engine lacks is refused
+	// with the store as it was.
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
+	open := unsealed{}
+	if err := e.openSealed(runID, events, open); err != nil {
+		return nil, err
+	}
 	held := run
 	leased := e.cfg.Clock.Now() // see durability.leased
 	run, err = e.acquire(ctx, runID, leased)
@@ -158,11 +169,22 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, err
 	}
-	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	var after int64
+	if n := len(events); n > 0 {
+		after = events[n-1].Seq
+	}
+	later, err := e.cfg.Store.Events(ctx, runID, after, 0) // what was committed before the lease
 	if err != nil {
 		e.release(runID)
 		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
 	}
+	if err := e.openSealed(runID, later, open); err != nil {
+		e.release(runID)
+		return nil, err
+	}
+	events = append(events, later...)
+	open.events(events)
+	open.records(run, steps, approvals, calls)
 	var input any
 	if err := json.Unmarshal(run.Input, &input); err != nil {
 		e.release(runID)
@@ -171,6 +193,7 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 	r := newRun(e, f, b, runID, input)
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
+	r.d.open, r.d.begun = open, begun(events)
 	for _, a := range approvals {
 		// an escalation of a remediation, not of a step: the run's end
 		// carries the remediation on.
@@ -329,7 +352,7 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 // last usage written. Budgets count on from there, and the run's duration
 // is reckoned from its creation.
 func (r *run) restoreUsage(run *store.Run, events []*trace.Event) {
-	if run.LastSeq > 0 {
+	if r.d.begun {
 		r.born = run.CreatedAt
 	}
 	var u Usage
@@ -337,7 +360,7 @@ func (r *run) restoreUsage(run *store.Run, events []*trace.Event) {
 		_ = json.Unmarshal(run.Usage, &u)
 	}
 	r.budget.Restore(sched.Spent{Iterations: u.Iterations})
-	if run.LastSeq == 0 {
+	if !r.d.begun {
 		return
 	}
 	use, tier := foldUse(events)
@@ -388,7 +411,7 @@ func (r *run) resume(parent context.Context) *Result {
 	r.d.pendRun = &store.RunUpdate{Status: trace.RunRunning}
 	r.recordMu.Unlock()
 	kind := trace.RunResumed
-	if r.seq == 0 {
+	if !r.d.begun {
 		kind = trace.RunStarted // an enqueued run a worker starts
 	}
 	r.record(trace.Event{Kind: kind, Flow: r.f.Name, Status: string(trace.RunRunning)})
@@ -519,6 +542,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 // Enqueue records a new durable run without running it: the run is
 // pending until a worker (rein worker, or anyone calling Resume) takes it
 // up. An idempotency key that names an existing run returns that run's id.
+// The input is stored with its secrets hidden, as every run's is; with a
+// Config.Codec, the input that hid one is sealed in the run's one event
+// until a worker starts it, and the worker runs with it.
 func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *RunOptions) (string, error) {
 	if store.IsEphemeral(e.cfg.Store) {
 		return "", errors.New("engine: Enqueue needs a durable store (engine.Config.Store)")
@@ -546,11 +572,25 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	if err != nil {
 		return "", err
 	}
-	run, _, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
-		FlowHash: FlowHash(f), FlowText: f.Source, Input: raw, Meta: meta, IdempotencyKey: key, Session: session,
+	hidden := e.cfg.Redactor.Bytes(raw)
+	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
+		FlowHash: FlowHash(f), FlowText: f.Source, Input: hidden, Meta: meta, IdempotencyKey: key, Session: session,
 		Retention: f.Retention, Status: trace.RunPending, Now: e.cfg.Clock.Now()})
 	if err != nil {
 		return "", fmt.Errorf("engine: enqueue a run of flow %s: %w", f.Name, err)
+	}
+	if !created || e.cfg.Codec == nil {
+		return run.ID, nil
+	}
+	if p, ok := e.seal(run.ID, "input", raw, hidden); ok {
+		// the input the worker runs with, sealed: the run's one event until
+		// a worker starts it.
+		now := e.cfg.Clock.Now()
+		t := &store.Transition{RunID: run.ID, Version: run.Version, Now: now, Events: []*trace.Event{{Seq: 1, Time: now,
+			Kind: trace.PayloadsSealed, RunID: run.ID, Flow: run.Flow, Data: journal.EncodeSealed(&journal.Sealed{Payloads: []journal.SealedPayload{p}})}}}
+		if err := e.cfg.Store.Commit(ctx, t); err != nil {
+			return "", fmt.Errorf("engine: enqueue a run of flow %s: seal its input: %w", f.Name, err)
+		}
 	}
 	return run.ID, nil
 }

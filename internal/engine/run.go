@@ -536,7 +536,13 @@ func (r *run) recordLocked(e *trace.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = r.e.cfg.Clock.Now()
 	}
-	ev.Redact(r.e.cfg.Redactor)
+	if r.sealing() {
+		was := payloadsOf(ev)
+		ev.Redact(r.e.cfg.Redactor)
+		r.sealEventLocked(ev, was)
+	} else {
+		ev.Redact(r.e.cfg.Redactor)
+	}
 	r.outbox = append(r.outbox, ev)
 	if r.d.on {
 		r.d.pendEv = append(r.d.pendEv, ev)

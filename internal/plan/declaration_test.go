@@ -37,7 +37,7 @@ func (b *basisRecorder) Called(rec invoke.Record) {
 
 func crmWorld(t *testing.T) *world {
 	w := &world{calls: map[string]int{}}
-	w.add(t, tool.Spec{Name: "lookup_region", Effect: tool.EffectRead,
+	w.add(t, tool.Spec{Name: "lookup_region", Effect: tool.EffectRead, Verifies: []string{"customer", "region"},
 		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"customer": {"type": "string"}, "region": {"type": "string"}}}`)}, func(context.Context, map[string]any) (any, error) {
 		return map[string]any{"customer": "Acme Corp", "region": "eu-west"}, nil
 	})
@@ -79,7 +79,7 @@ func TestPlanDeclarations(t *testing.T) {
 		{"unverifiable", create(refArgs, fact("tool:lookup_region", "us-east")), false, []string{
 			`at /steps/1/declaration/facts/1: fact "its region" is unverified: "us-east" is not in the output of tool lookup_region`}},
 		{"wrong source", create(refArgs, fact("user", "eu-west")), false, []string{
-			`at /steps/1/declaration/facts/1: fact "its region" is unverified: "eu-west" is not in the user's input; it appears in the output of tool lookup_region (plan step lookup), so cite that source`}},
+			`at /steps/1/declaration/facts/1: fact "its region" is unverified: "eu-west" is not in the user's input; it appears in the output of tool lookup_region (plan step lookup), which the user did not write`}},
 		{"a literal the lookup confirms", create(`{"name": "Acme Corp", "region": "eu-west"}`, fact("db", "eu-west")), true, nil},
 		{"a literal nothing confirms", create(`{"name": "Acme Corp", "region": "ap-south"}`, fact("db", "eu-west")), false, []string{
 			"by rule inferred-drives-effect", "argument /region comes from inferred"}},
@@ -91,7 +91,7 @@ func TestPlanDeclarations(t *testing.T) {
 			rec := &basisRecorder{seen: map[string]safety.Basis{}}
 			ex := w.executor(t, plan.ExecutorConfig{Gate: &safety.Policy{Rules: safety.DefaultRules()}, Recorder: rec})
 			st := &plan.State{Evidence: &safety.Evidence{}}
-			st.Evidence.AddUser("input", "Please onboard Acme Corp.")
+			st.Evidence.AddUser("input", map[string]any{"customer": "Acme Corp"})
 			err := ex.Execute(context.Background(), mustParse(t, c.plan), st)
 			if got := w.called("create_customer") == 1; got != c.created {
 				t.Fatalf("created = %v, want %v (err %v)", got, c.created, err)
@@ -120,8 +120,8 @@ func TestPlanDeclarations(t *testing.T) {
 }
 
 // TestPlanProvenanceOfLiterals: a literal the planner wrote is user when
-// the user's input holds it, db when an earlier read returned it, else
-// inferred; a $ref keeps its tool's origin.
+// a field of the user's input holds it, else inferred, and verified when a
+// field an earlier read verifies holds it; a $ref keeps its tool's origin.
 func TestPlanProvenanceOfLiterals(t *testing.T) {
 	t.Parallel()
 	w := crmWorld(t)
@@ -129,16 +129,20 @@ func TestPlanProvenanceOfLiterals(t *testing.T) {
 	gate := &safety.Policy{Rules: []safety.Rule{{Name: "watch", Tools: []string{"nothing"}, Verdict: safety.Block}}}
 	ex := w.executor(t, plan.ExecutorConfig{Gate: gate, Recorder: rec})
 	st := &plan.State{Evidence: &safety.Evidence{}}
-	st.Evidence.AddUser("input", "Please onboard Acme Corp.")
+	st.Evidence.AddUser("input", map[string]any{"customer": "Acme Corp"})
 	p := mustParse(t, `{"goal": "g", "steps": [{"id": "lookup", "tool": "lookup_region", "args": {"customer": "Acme Corp"}},
 		{"id": "create", "tool": "create_customer", "args": {"name": "acme corp", "region": "eu-west", "from": {"$ref": "lookup.customer"}, "tier": "gold"}}]}`)
 	if err := ex.Execute(context.Background(), p, st); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(rec.seen["create"].Provenance)
-	const want = `{"/from":["db"],"/name":["db","user"],"/region":["db"],"/tier":["inferred"]}`
+	const want = `{"/from":["db"],"/name":["user"],"/region":["inferred"],"/tier":["inferred"]}`
 	if string(got) != want {
 		t.Fatalf("provenance = %s, want %s", got, want)
+	}
+	verified, _ := json.Marshal(rec.seen["create"].Verified)
+	if want := `[{"pointer":"/region","tool":"lookup_region","ref":"plan step lookup","field":"/region"}]`; string(verified) != want {
+		t.Fatalf("verified = %s, want %s", verified, want)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 // Engine returns an engine wired to p's tools and models; cfg supplies the
 // rest (sink, gate, store, clock) and may be zero. Unless cfg has a gate,
 // risk or review of its own, p's are used (rein.yaml policy:, risk:,
-// review:); the redactor is p's (the project's secrets) joined with cfg's.
+// review:); the redactor is p's (the project's secrets) joined with cfg's;
+// the payload codec is cfg's, else p's (rein.yaml encryption:).
 func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 	cfg.Tools, cfg.Models = p.Tools, p.Models
 	if cfg.Gate == nil && p.Gate != nil {
@@ -27,5 +28,8 @@ func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 	}
 	// the project's secrets are always hidden, the Config's besides
 	cfg.Redactor = p.Redactor().Join(cfg.Redactor)
+	if cfg.Codec == nil {
+		cfg.Codec = p.Codec()
+	}
 	return engine.New(cfg)
 }

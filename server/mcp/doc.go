@@ -18,16 +18,22 @@
 //
 // Every tool is served with its name, description and input schema. A call
 // goes through the one invocation pipeline (args schema, gate, idempotency
-// key "mcp[:session]/<tool>/<n>", call, output schema); it is never a bare
+// key "<ledger run>/<tool>/<n>", call, output schema); it is never a bare
 // tool.Tool.Call. The gate of a tool is that of each folder that offers it
 // (its rein.yaml policy: joined with the flow's policy:), after
-// Options.Gate; a decision other than allow is written to Options.Log
-// (GateLog), having no run to be journaled in. The client is a model's
-// host, so every leaf of a call's arguments has provenance inferred
-// (safety.Inferred): rules on provenance, like the default
-// inferred-drives-effect, hold for them; a workflow tool's action is
-// decided by the rules that name it, its task's steps with their own
-// provenance. The answer, a JSON value, is the MCP result's structured
+// Options.Gate, joined with safety.DefaultRules whatever the folders say. The
+// client is a model's host, so every leaf of a call's arguments has
+// provenance inferred (safety.Inferred), and a workflow tool's start whose
+// flow hands its input to a side effect has its /input inferred: the
+// default inferred-drives-effect holds for them. A call the gate holds for
+// a person is put to the host's user with MCP elicitation (an input request
+// with a signed request state; the SDK asks clients of older protocol
+// versions itself): accepted, it is made once with its key; declined,
+// cancelled, or with a client that cannot ask, it is refused, nothing done.
+// Every call is journaled in the Server's ledger, a run of flow LedgerFlow in
+// the Client's store (call records with the gate's and the user's
+// decisions and the outcome); a decision other than allow is also written
+// to Options.Log (GateLog). The answer, a JSON value, is the MCP result's structured
 // content and, encoded, its text, with the secrets of every served folder
 // hidden. A failed call is an MCP tool error (IsError) whose structured
 // content and text are the same JSON object: the error's own JSON when it

@@ -13,8 +13,9 @@ import (
 //
 //	<Prefix>: policy gate: <verdict> on tool <tool> (call <key>) by rule <rule>: <reason>
 //
-// for calls that have no run to journal them in (a served MCP call, rein
-// plan run's); the caller gets the refusal as the call's error too. Hide,
+// for an operator to see as they happen (a served MCP call's, whose record
+// the server's ledger run keeps; rein plan run's, which have no run); the
+// caller gets the refusal as the call's error too. Hide,
 // when set, hides secrets in each line. A *GateLog is safe for concurrent
 // use: each line is one Write, never interleaved with another.
 type GateLog struct {
@@ -45,6 +46,18 @@ func (l *GateLog) Decided(call string, inv *safety.Invocation, d safety.Decision
 // callers of it (the MCP server, rein plan run).
 func (l *GateLog) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
 	l.Decided(at.Key(), inv, d)
+}
+
+// Note writes line, with the prefix, as one line of its own (a served
+// call's record that could not be journaled).
+func (l *GateLog) Note(line string) {
+	line = l.Prefix + ": " + line
+	if l.Hide != nil {
+		line = l.Hide(line)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = io.WriteString(l.W, line+"\n")
 }
 
 // Called keeps nothing: a GateLog logs decisions only.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"sync"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
@@ -56,9 +58,8 @@ type Options struct {
 	// server is done or New failed.
 	Open func(ctx context.Context) (*rein.Client, error)
 	// Gate decides every served call before the policy rules of the
-	// folders that offer the tool (safety.Join: the most severe decision
-	// wins). Defaults to those rules alone; a tool of Tools alone is then
-	// always allowed.
+	// folders that offer the tool and safety.DefaultRules (safety.Join:
+	// the most severe decision wins). Defaults to those rules alone.
 	Gate safety.Gate
 	// Redactor hides secrets in every answer, error and Log line, besides
 	// what each folder's project hides (the environment's secrets and its
@@ -69,8 +70,9 @@ type Options struct {
 	// DefaultName.
 	Name, Version string
 	// Log receives one line per gate decision other than allow on a
-	// served call (GateLog: the calls have no run to journal them in, and
-	// the client gets the refusal as the call's error). Defaults to none.
+	// served call (GateLog; the call's record, in the ledger run, holds it
+	// too, and the client gets the refusal as the call's error), and one
+	// per record the ledger could not commit. Defaults to none.
 	Log io.Writer
 	// LogPrefix starts each Log line. Defaults to Name.
 	LogPrefix string
@@ -85,11 +87,15 @@ type Options struct {
 //
 // Every call goes through the invocation pipeline, decided by the gate of
 // each folder that offers the tool (project.Project.CallGate: its
-// rein.yaml policy: joined with the flow's policy:), after opts.Gate. An
-// MCP client is a model's host, so every leaf of a call's arguments has
-// provenance inferred (safety.Inferred), except a workflow tool's: its
-// action only drives its task, whose steps meet the gate with their own
-// provenance, so rules naming the workflow tool decide the action itself.
+// rein.yaml policy: joined with the flow's policy:), after opts.Gate, and
+// by safety.DefaultRules. An MCP client is a model's host, so every leaf of
+// a call's arguments has provenance inferred (safety.Inferred), except a
+// workflow tool's: its action drives its task, whose steps meet the gate
+// with their own provenance, so rules naming the workflow tool decide the
+// action itself; but a start's input, which the task would count as its
+// user's, is inferred when the flow hands it to a side effect. A call held
+// for a person is asked of the host's user (doc.go). With a Client of a
+// durable store, every call is journaled in the Server's ledger run.
 //
 // Errors: opts.Loader's and opts.Open's as they are; otherwise an error
 // saying which folder or tool is at fault and what to do (its text starts
@@ -99,7 +105,7 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err e
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &assembly{ctx: ctx, client: c, open: opts.Open}
+	a := &assembly{ctx: ctx, client: c, open: opts.Open, inert: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			for _, p := range a.projects {
@@ -145,10 +151,25 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err e
 	if name == "" {
 		name = DefaultName
 	}
-	cfg := config{name: name, version: opts.Version, redact: hide, prov: a.provenance,
-		pipeline: &invoke.Pipeline{Gate: safety.Join(opts.Gate, safety.ByTool(a.gates))}}
-	if len(a.gates) == 0 && opts.Gate == nil {
-		cfg.pipeline = &invoke.Pipeline{} // nothing to decide: the gate is skipped
+	// the default rules hold for every served call, whatever the folders'
+	// policy: says: a host's arguments are its model's. Among decisions of
+	// equal weight the folders' rules are named.
+	defaults := &safety.Policy{Rules: safety.DefaultRules()}
+	cfg := config{name: name, version: opts.Version, redact: hide, prov: a.provenance, routes: a.routes(),
+		pipeline: &invoke.Pipeline{Gate: safety.Join(opts.Gate, safety.ByTool(a.gates), defaults)}}
+	if a.client != nil && a.client.Runs() != nil {
+		red := load.Redactor
+		if len(a.projects) == 0 {
+			red = redact.Process()
+		}
+		in := ledgerInput{Server: name}
+		for _, p := range a.paths {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+			in.Folders = append(in.Folders, p)
+		}
+		cfg.ledger = newLedger(a.client.Store(), red.Join(opts.Redactor), in)
 	}
 	if opts.Log != nil {
 		prefix := opts.LogPrefix
@@ -180,6 +201,9 @@ type assembly struct {
 	// tools (served and declared by agents).
 	gates    map[string]safety.Gate
 	workflow map[string]bool
+	// inert names the served workflow tools whose flows hand their input
+	// to no side effect (inputDrivesEffect).
+	inert map[string]bool
 }
 
 // errNoClient is New's error when a folder is served without a Client.
@@ -226,6 +250,7 @@ func (a *assembly) withRuns(tools []tool.Tool, load *project.LoadOptions) ([]too
 			name := w.Spec().Name
 			a.gates[name] = safety.Join(a.gates[name], a.projects[k].CallGate(nil))
 			a.workflow[name] = true
+			a.inert[name] = !inputDrivesEffect(a.projects[k])
 		}
 		if tools, err = withoutServedWorkflows(tools, wf, a.projects, a.paths); err != nil {
 			return nil, err
@@ -236,12 +261,91 @@ func (a *assembly) withRuns(tools []tool.Tool, load *project.LoadOptions) ([]too
 }
 
 // provenance is where a served call's arguments came from: inferred,
-// every leaf, except for a workflow tool (New).
+// every leaf, except for a workflow tool's (New), whose action drives its
+// task: there only a start's input is the host's model's, inferred — the
+// task would count it as its user's — unless the flow is known to drive
+// no side effect with its input (inert).
 func (a *assembly) provenance(spec *tool.Spec, args any) safety.Provenance {
-	if a.workflow[spec.Name] {
-		return nil
+	if !a.workflow[spec.Name] {
+		if empty(args) {
+			return nil // the model wrote nothing
+		}
+		return safety.Inferred(args)
 	}
-	return safety.Inferred(args)
+	m, _ := args.(map[string]any)
+	if in := m["input"]; !empty(in) && m["action"] == "start" && !a.inert[spec.Name] {
+		return safety.Provenance{"/input": {safety.OriginInferred}}
+	}
+	return nil
+}
+
+// empty reports whether v holds no value a model could have written: null,
+// {} or [].
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// ledgerInput is the input of a Server's ledger run: who served what
+// (the folders by absolute path).
+type ledgerInput struct {
+	Server  string   `json:"server"`
+	Folders []string `json:"folders,omitempty"`
+}
+
+// routes says, for each tool of a served folder, the folder a person may
+// run instead of the call (its first).
+func (a *assembly) routes() map[string]string {
+	out := map[string]string{}
+	for k, p := range a.projects {
+		names := p.Tools.Names()
+		if p.Flow != nil {
+			names = append(names, workflowtool.ToolName(p.Flow))
+		}
+		for _, n := range names {
+			if _, ok := out[n]; !ok {
+				out[n] = a.paths[k]
+			}
+		}
+	}
+	return out
+}
+
+// inputDrivesEffect reports whether p's flow hands its input to a tool
+// with a side effect (write, external, destructive): a tool step's or a
+// fallback tool's args made from it (flow.ArgProvenance: user).
+func inputDrivesEffect(p *project.Project) bool {
+	f := p.Flow
+	spec := func(name string) (tool.Spec, bool) {
+		if t, ok := p.Tools.Lookup(name); ok {
+			return t.Spec(), true
+		}
+		return tool.Spec{}, false
+	}
+	side := func(name string) bool {
+		sp, ok := spec(name)
+		return !ok || sp.Effect == tool.EffectWrite || sp.Effect == tool.EffectExternal || sp.Effect == tool.EffectDestructive
+	}
+	fromUser := func(prov safety.Provenance) bool {
+		_, _, ok := prov.Has(func(o safety.Origin) bool { return o == safety.OriginUser })
+		return ok
+	}
+	for _, s := range f.Steps {
+		if s.Type == flow.Tool && side(s.Tool) && fromUser(flow.ArgProvenance(f, s, false, spec)) {
+			return true
+		}
+		if fb := s.Fallback; fb != nil && fb.Tool != "" && side(fb.Tool) && fromUser(flow.ArgProvenance(f, s, true, spec)) {
+			return true
+		}
+	}
+	return false
 }
 
 // hider hides what every project's redactor knows (the environment's

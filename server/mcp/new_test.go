@@ -82,7 +82,7 @@ func TestNewServesAFolder(t *testing.T) {
 	if got := errorObject(t, res); !res.IsError || got["error_type"] != "policy" || !strings.Contains(fmt.Sprint(got["message"]), "notes are kept") {
 		t.Errorf("wipe: error %v, %v", res.IsError, got)
 	}
-	line := regexp.MustCompile(`^rein: policy gate: block on tool wipe \(call mcp:\S+/wipe/\d+\) by rule no-wipe: notes are kept\n$`)
+	line := regexp.MustCompile(`^rein: policy gate: block on tool wipe \(call [0-9a-f-]{36}/wipe/\d+\) by rule no-wipe: notes are kept\n$`)
 	if !line.MatchString(log.String()) {
 		t.Errorf("log %q, want one line of the refusal", log.String())
 	}

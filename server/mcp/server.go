@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,8 +33,18 @@ type Server struct {
 	recorder invoke.Recorder
 	redact   func(string) string
 	prov     func(*tool.Spec, any) safety.Provenance
-	calls    atomic.Int64
-	names    []string
+	// ledger journals the served calls; calls counts them (each call's
+	// attempt, so its key is unique).
+	ledger *ledger
+	calls  atomic.Int64
+	// secret signs the request states of held calls; answers holds the
+	// keys of those answered (each answer is taken once).
+	secret  []byte
+	answers sync.Map
+	// routes says, per tool, how a person may run it instead (the
+	// refusal of a call the host's user could not approve).
+	routes map[string]string
+	names  []string
 	// projects are the folders' projects, closed by Close.
 	projects []*project.Project
 }
@@ -54,6 +65,10 @@ type config struct {
 	// it must not add characters JSON escapes. Nil:
 	// redact.Process().String, the secrets of the environment.
 	redact func(string) string
+	// ledger journals the calls; nil: a ledger of no store (keys only).
+	ledger *ledger
+	// routes says, per tool, how a person may run it instead.
+	routes map[string]string
 }
 
 // served is one tool with its compiled schemas.
@@ -78,6 +93,12 @@ func newServer(tools []tool.Tool, cfg config) (*Server, error) {
 		recorder: cfg.recorder,
 		redact:   cfg.redact,
 		prov:     cfg.prov,
+		ledger:   cfg.ledger,
+		routes:   cfg.routes,
+		secret:   newSecret(),
+	}
+	if s.ledger == nil {
+		s.ledger = newLedger(nil, nil, nil)
 	}
 	if s.prov == nil {
 		s.prov = func(_ *tool.Spec, args any) safety.Provenance { return safety.Inferred(args) }
@@ -148,35 +169,6 @@ func annotations(spec tool.Spec) *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{ReadOnlyHint: readOnly, DestructiveHint: &destructive, OpenWorldHint: &open, IdempotentHint: spec.Idempotent}
 }
 
-// handler calls sv through the pipeline. Its error return is for the
-// protocol only; the tool's own failures are results with IsError.
-func (s *Server) handler(sv *served) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var args any = map[string]any{}
-		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return s.failure(fmt.Errorf("arguments of tool %s are not JSON: %w", sv.spec.Name, err)), nil
-			}
-		}
-		session := ""
-		if req.Session != nil {
-			session = req.Session.ID()
-		}
-		// The idempotency key is "mcp[:session]/<tool>/<n>", n counting
-		// this server's calls: stable for one call, different between calls.
-		at := invoke.Position{RunID: "mcp", StepID: sv.spec.Name, Attempt: int(s.calls.Add(1))}
-		if session != "" {
-			at.RunID = "mcp:" + session
-		}
-		out, _, err := s.pipeline.Call(ctx, &invoke.Request{Tool: sv.tool, Spec: &sv.spec, Args: args,
-			Provenance: s.prov(&sv.spec, args), Input: sv.input, Output: sv.output, At: at, Recorder: s.recorder})
-		if err != nil {
-			return s.failure(err), nil
-		}
-		return s.answer(out), nil
-	}
-}
-
 // Handler returns the streamable-HTTP handler (one MCP session per
 // client, all served by s), to mount at /mcp. A call is answered with one
 // application/json body rather than an event stream: rein's tools send no
@@ -245,13 +237,15 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 func (s *Server) Tools() []string { return slices.Clone(s.names) }
 
 // Close releases what the folders' projects hold (a project loaded with
-// LoadOptions.Record writes its cassette). Call it once the server stopped
-// serving. It does not close the Client.
+// LoadOptions.Record writes its cassette) and marks the run that journals
+// the served calls succeeded. Call it once the server stopped serving. It
+// does not close the Client.
 func (s *Server) Close() error {
 	var errs []error
 	for _, p := range s.projects {
 		errs = append(errs, p.Close())
 	}
 	s.projects = nil
+	errs = append(errs, s.ledger.close())
 	return errors.Join(errs...)
 }

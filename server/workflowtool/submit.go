@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -203,10 +204,17 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *project.Project, 
 			attempt++
 		}
 	}
+	at := invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}
+	if !spec.Idempotent {
+		// a retried submission does not call it again: its record answers.
+		if out, done, err := w.adapterRecord(ctx, t, s, at.Key()); done {
+			return out, err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
 	out, outcome, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
-		At: invoke.Position{RunID: t.run.ID, StepID: s.ID, Attempt: attempt}, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
+		At: at, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
 	if err != nil {
 		class := fault.ClassOf(err)
 		if class == fault.Unclassified {
@@ -267,14 +275,19 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 
 // adapterRecorder journals the gate's decisions on a source step's
 // adapter call in the task's journal (gate_decision events, as the engine
-// journals its steps' calls). A decision that cannot be journaled stops
-// the call (Starting): an adapter is never called without the decision
-// that let it through on record.
+// journals its steps' calls) and, for an adapter that is not idempotent,
+// the call's record (a call event): started before the adapter runs,
+// settled with its output once it returned. A decision or a start that
+// cannot be journaled stops the call (Starting): an adapter is never
+// called without the decision that let it through, and the start of one
+// that is not idempotent, on record.
 type adapterRecorder struct {
 	ctx  context.Context
 	w    *Workflow
 	step *flow.Step
 	err  error // the first decision that could not be journaled
+	// spec is the adapter's, set by Starting when it is not idempotent.
+	spec *tool.Spec
 }
 
 func (a *adapterRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
@@ -285,6 +298,36 @@ func (a *adapterRecorder) GateDecided(at invoke.Position, inv *safety.Invocation
 	}
 }
 
-func (a *adapterRecorder) Starting(invoke.Record, tool.Spec) error { return a.err }
+func (a *adapterRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
+	if a.err != nil || spec.Idempotent {
+		return a.err
+	}
+	if err := a.journalCall(rec.At.RunID, rec.Journal(journal.CallStarted, &spec, false)); err != nil {
+		return fault.New(fault.Transient, fmt.Errorf("the start of adapter %s could not be journaled in task %s, so it was not called: %w; try again", spec.Name, rec.At.RunID, err))
+	}
+	a.spec = &spec
+	return nil
+}
 
-func (*adapterRecorder) Called(invoke.Record) {}
+// Called journals the settled record of a call whose start was journaled,
+// with its output: a retried submission answers from it.
+func (a *adapterRecorder) Called(rec invoke.Record) {
+	if a.spec == nil {
+		return
+	}
+	status := journal.CallFailed
+	switch rec.Outcome {
+	case invoke.OK:
+		status = journal.CallSucceeded
+	case invoke.Late:
+		status = journal.CallLate
+	case invoke.Cancelled, invoke.TimedOut:
+		status = journal.CallStarted // it may run on: its outcome is unknown
+	}
+	_ = a.journalCall(rec.At.RunID, rec.Journal(status, a.spec, true)) // unjournaled, the start stays on record: unknown
+}
+
+func (a *adapterRecorder) journalCall(runID string, c *journal.Call) error {
+	return a.w.journal(context.WithoutCancel(a.ctx), runID, &trace.Event{Kind: trace.CallRecorded, StepID: c.StepID,
+		StepType: string(a.step.Type), Tool: c.Name, Attempt: c.Attempt, Status: string(c.Status), Call: c})
+}

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"math/bits"
 
 	"github.com/reinhq/rein/store"
 )
@@ -25,10 +24,10 @@ type head struct {
 // of the entity's file; what the writer should learn once the batch
 // commits goes through afterCommit, stageHead, forget and noteKey.
 //
-// Journal rows are queued (rows) and inserted together at the end of the
-// batch: an op whose SQL reads the journal (a run version computed from
-// it, or runs deleted) calls flush first, so that its SQL sees the rows
-// of the ops before it.
+// Journal rows are queued (rows) and inserted together, in order, at the
+// end of the batch: an op whose SQL reads the journal (a run version
+// computed from it, or runs deleted) calls flush first, so that its SQL
+// sees the rows of the ops before it.
 type wtx struct {
 	ctx context.Context
 	c   *stmtCache
@@ -39,7 +38,7 @@ type wtx struct {
 	// queued journal rows.
 	rows rowBuf
 	// heads the batch changed (deleted: forgotten), applied to the writer's
-	// once the batch commits; inserted counts the journal rows it wrote.
+	// once the batch commits; inserted counts the transitions whose journal rows it wrote.
 	heads   map[int64]head
 	forgot  map[int64]bool
 	evicted map[int64]bool
@@ -234,20 +233,11 @@ func (x *wtx) committed() {
 
 // flush inserts the journal rows queued so far, in order.
 func (x *wtx) flush() error {
-	b := &x.rows
-	off := 0
-	for left := b.n; left > 0; {
-		k := min(bits.Len(uint(left))-1, maxRowsLog2)
-		n := 1 << k
-		if _, err := x.exec(journalSQL[k], b.args[off:off+n*journalArgs]...); err != nil {
-			return fmt.Errorf("append to the journal: %w", mapErr(err))
-		}
-		off += n * journalArgs
-		left -= n
+	n := x.rows.transitions
+	if err := x.rows.flush(x, &journalSQL, journalArgs); err != nil {
+		return fmt.Errorf("append to the journal: %w", err)
 	}
-	x.inserted += b.n
-	clear(b.args)
-	b.args, b.n = b.args[:0], 0
+	x.inserted += n
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/reinhq/rein/journal"
-	"github.com/reinhq/rein/store/internal/frames"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -115,54 +114,62 @@ func Check(ctx context.Context, path string) (*Report, error) {
 	return r, nil
 }
 
-// checkRecords decodes every journal record, as a read of its run would,
-// and adds a problem for each that does not decode (up to
-// maxIntegrityLines). A record a newer rein wrote is no damage.
+// checkRecords decodes every journal record (each event, and the last
+// record of each step), as a read of its run would, and adds a problem for each that does not decode
+// (up to maxIntegrityLines). A record a newer rein wrote is no damage.
 func checkRecords(ctx context.Context, db *sql.DB, r *Report) error {
-	rows, err := db.QueryContext(ctx, `SELECT r.id, j.seq, j.events, j.steps FROM journal j JOIN runs r ON r.rk = j.rk ORDER BY j.id`)
+	problem := func(err error, format string, args ...any) {
+		if ve := (*journal.VersionError)(nil); errors.As(err, &ve) && ve.Newer() {
+			return
+		}
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...)+": "+err.Error())
+	}
+	rows, err := db.QueryContext(ctx, `SELECT r.id, j.seq, j.version, j.kind, j.step_id, j.status, j.attempt, j.at, j.payload
+		FROM journal j JOIN runs r ON r.rk = j.rk
+		WHERE j.kind IS NOT NULL ORDER BY j.id`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var buf []byte
 	for rows.Next() && len(r.Problems) < maxIntegrityLines {
 		var (
-			runID         string
-			seq           int64
-			events, steps []byte
+			runID                string
+			seq, version         int64
+			kind, stepID, status sql.NullString
+			attempt, at          sql.NullInt64
+			payload              sql.RawBytes
 		)
-		if err := rows.Scan(&runID, &seq, &events, &steps); err != nil {
+		if err := rows.Scan(&runID, &seq, &version, &kind, &stepID, &status, &attempt, &at, &payload); err != nil {
 			return err
 		}
-		if err := decodeRow(runID, events, steps, &buf); err != nil {
-			if ve := (*journal.VersionError)(nil); errors.As(err, &ve) && ve.Newer() {
-				continue
-			}
-			r.Problems = append(r.Problems, fmt.Sprintf("journal row of run %s (after seq %d): %v", runID, seq, err))
+		if _, err := readEvent(runID, seq, version, kind.String, stepID.String, status.String, attempt, at, payload); err != nil {
+			problem(err, "event %d of run %s", seq, runID)
 		}
 	}
-	return rows.Err()
-}
-
-// decodeRow decodes one journal row's events and step records.
-func decodeRow(runID string, events, steps []byte, buf *[]byte) error {
-	if isPacked(events) {
-		var err error
-		if events, steps, *buf, err = unpack(runID, events, *buf); err != nil {
-			return err
-		}
-	}
-	if _, err := frames.DecodeEvents(nil, runID, events, -1, -1); err != nil {
+	if err := rows.Err(); err != nil {
 		return err
 	}
-	var fold frames.Fold
-	if err := fold.Add(runID, steps); err != nil {
+	rows.Close()
+	// a step's last record is the one a read decodes.
+	steps, err := db.QueryContext(ctx, `SELECT r.id, j.step_id, j.version, j.record FROM journal j JOIN runs r ON r.rk = j.rk
+		WHERE j.id IN (SELECT max(id) FROM journal WHERE record IS NOT NULL GROUP BY rk, step_id) ORDER BY j.id`)
+	if err != nil {
 		return err
 	}
-	for i := range fold.Last {
-		if _, _, err := journal.DecodeStep(runID, &fold.Last[i]); err != nil {
+	defer steps.Close()
+	for steps.Next() && len(r.Problems) < maxIntegrityLines {
+		var (
+			runID   string
+			version int64
+			sf      journal.StoredStep
+		)
+		if err := steps.Scan(&runID, &sf.StepID, &version, &sf.Rec); err != nil {
 			return err
 		}
+		sf.Version = uint64(max(version, 0))
+		if _, _, err := journal.DecodeStep(runID, &sf); err != nil {
+			problem(err, "step %s of run %s", sf.StepID, runID)
+		}
 	}
-	return nil
+	return steps.Err()
 }

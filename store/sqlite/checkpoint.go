@@ -39,7 +39,8 @@ var (
 )
 
 // kickEveryRows and kickEveryBatches: the writer kicks the checkpointer
-// when either many journal rows or many transactions were committed since
+// when either many transitions (kickEveryRows: named when a transition
+// was one journal row) or many transactions were committed since
 // the last kick. Every checkpoint fsyncs the WAL and the database file,
 // and those fsyncs slow the writer's own writes beside them. Paired runs
 // on 2026-12-03:

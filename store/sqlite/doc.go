@@ -21,15 +21,18 @@
 // commit, and every Commit returns only after its batch's COMMIT succeeded. Reads use a separate connection pool
 // and never wait for the writer (":memory:" shares its one connection).
 //
-// The journal is one row per transition, in commit order, so concurrent
-// runs' transitions share pages and one run's commit writes about one
-// page: the row holds the transition's events and step projections as
-// frames of versioned JSON records (each readable on its own), packed into
-// one S2 block when the row is large enough to gain from it (pack.go). The step
-// projection is the fold of those records; the run row changes only when
-// its status, lease or decisions do. The index from run to journal rows and
-// the index of runs by flow are written in bulk every few hundred rows
-// (readers scan the short tails not indexed yet); a pinned flow text is
+// The journal is one table of rows, one per record — each event, and each
+// step record a transition writes — in commit order, so concurrent runs'
+// records share pages and a commit writes at the table's end. A row has
+// typed columns (kind, step_id, status, attempt, at, call_key) and JSON
+// (an event's JSON less those fields; a step record's JSON, which rides on
+// its settled event's row when it can), so SQL reads it; the views run_events, run_steps and run_calls give a run's
+// events, steps and call records by run ID (docs/durability.md "Reading
+// the store with SQL"). The step projection is the fold of the step
+// records; the run row changes only when its status, lease or decisions
+// do. The index from run to its transitions' rows and the index of runs
+// by flow are written in bulk every few hundred rows (readers scan the
+// short tails not indexed yet); a pinned flow text is
 // stored once per version of the flow, not per run. The version check needs no read: the writer remembers the
 // head of each run it wrote, and forgets it whenever PRAGMA data_version
 // says another connection wrote the file.

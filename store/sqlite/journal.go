@@ -1,18 +1,21 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -26,8 +29,10 @@ import (
 // finished run has no writer to protect, and the owner's ReleaseLease that
 // follows is then answered without a transaction.
 //
-// The transition is one journal row: its events and step projections as
-// frames. The run row is written only when t.Run changes it.
+// The transition is journal rows: one per event (a step record riding on
+// its step's event) and one per step record left. The run row is written
+// only when t.Run changes it, or when the transition has no journal row to
+// carry the run's new version.
 func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 	defer s.seen(&err)
 	if t == nil || t.RunID == "" {
@@ -38,7 +43,8 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 		return err
 	}
 	// the writer is done with c once commit returns (the driver copied
-	// the frames when it bound them): its buffers serve the next commit.
+	// the rows' values when it bound them): its buffers serve the next
+	// commit.
 	defer c.recycle()
 	var after func()
 	if c.final {
@@ -53,33 +59,80 @@ func (s *Store) Commit(ctx context.Context, t *store.Transition) (err error) {
 }
 
 // commitData is a transition encoded for the writer (on the caller's
-// goroutine): the writer checks its version and queues its journal row for
-// the batch's multi-row insert.
+// goroutine): the writer checks its version and queues its journal rows
+// for the batch's multi-row insert.
 type commitData struct {
 	runID                          string
 	version, maxSeq, now           int64
 	update, final                  bool
 	status, errJSON, usage, settle any
-	events, steps                  []byte
-	blobs                          [][2]any // sha256, data
-	approvals                      []*store.Approval
-	create                         *store.CreateRunParams
-	flowSHA                        string // of create's flow text
-	closeReason                    string // comment on the approvals a final commit closes
-	scratch                        []byte
-	// packed is the row's frames packed (pack.go), nil when the row is
-	// stored plain; packBuf and packIn are its reused buffers.
-	packed, packBuf, packIn []byte
+	// buf holds the records' JSON one after the other: the events', then
+	// the step records'. evs and steps are their other values; a step's
+	// payloads alias the transition's, which are the caller's again once
+	// Commit returns.
+	buf         []byte
+	evs         []eventRow
+	steps       []stepRow
+	blobs       [][2]any // sha256, data
+	approvals   []*store.Approval
+	create      *store.CreateRunParams
+	flowSHA     string // of create's flow text
+	closeReason string // comment on the approvals a final commit closes
+}
+
+// eventRow is an event's values but its payload, which ends at end in
+// commitData.buf; step is 1 + the index in commitData.steps of the step
+// record its row carries (0: none).
+type eventRow struct {
+	seq                                        int64
+	kind, stepID, status, attempt, at, callKey any
+	end, step                                  int
+}
+
+// stepRow is a step record's values but its JSON, which ends at end in
+// commitData.buf; row is the index in commitData.evs of the event whose
+// row carries it (-1: a row of its own).
+type stepRow struct {
+	stepID, status, attempt any
+	output, input, errJSON  []byte
+	end, row                int
+}
+
+// placeSteps puts each of t's step records on the row of t's last event
+// of the same step, status and attempt, in order: a record whose event
+// comes before the previous record's, or that has none, and the records
+// after it, get rows of their own after the events (so the rows keep the
+// records' order). A settled step's record thus rides on its step_settled
+// event, one row fewer to write.
+func (c *commitData) placeSteps(t *store.Transition) {
+	for i := range c.evs {
+		c.evs[i].step = 0
+	}
+	after := -1
+	for i, st := range t.Steps {
+		j := len(t.Events) - 1
+		for ; j > after; j-- {
+			e := t.Events[j]
+			if e.StepID == st.StepID && e.Status == string(st.Status) && e.Attempt == st.Attempt && c.evs[j].step == 0 {
+				break
+			}
+		}
+		if j <= after {
+			return
+		}
+		c.evs[j].step, c.steps[i].row, after = i+1, j, j
+	}
 }
 
 var commitPool = sync.Pool{New: func() any { return new(commitData) }}
 
 // recycle returns c, with its buffers, to the pool.
 func (c *commitData) recycle() {
-	events, steps, scratch := c.events[:0], c.steps[:0], c.scratch[:0]
+	buf, evs, steps := c.buf[:0], c.evs[:0], c.steps[:0]
 	clear(c.blobs)
+	clear(steps[:cap(steps)])
 	blobs := c.blobs[:0]
-	*c = commitData{events: events, steps: steps, scratch: scratch, blobs: blobs, packBuf: c.packBuf, packIn: c.packIn}
+	*c = commitData{buf: buf, evs: evs, steps: steps, blobs: blobs}
 	commitPool.Put(c)
 }
 
@@ -100,26 +153,33 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 		}
 		c.flowSHA = flowSHA(p.FlowText)
 	}
-	buf := c.scratch
 	for _, e := range t.Events {
 		if e.Seq <= c.maxSeq {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
-		// an event's run is the transition's (t.RunID): stored events
-		// leave it out (it was a tenth of a row), and reading puts it back.
-		c.events, buf = frames.EncodeEvent(c.events, buf, e)
+		at, timed := eventNanos(e.Time)
+		c.buf = appendPayload(c.buf, e, timed)
+		r := eventRow{seq: e.Seq, kind: string(e.Kind), stepID: nullText(e.StepID), status: nullText(e.Status),
+			attempt: nullInt(e.Attempt), at: at, end: len(c.buf)}
+		if e.Call != nil {
+			r.callKey = e.Call.Key
+		}
+		c.evs = append(c.evs, r)
 		c.maxSeq = e.Seq
 	}
 	for _, st := range t.Steps {
 		var e journal.EncodedStep
-		c.steps, buf, e = frames.EncodeStep(c.steps, buf, st, s.opts.BlobThreshold)
+		e, c.buf = journal.EncodeStep(st, s.opts.BlobThreshold, c.buf)
 		if e.OutputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.OutputBlob, e.OutputData})
 		}
 		if e.InputBlob != "" {
 			c.blobs = append(c.blobs, [2]any{e.InputBlob, e.InputData})
 		}
+		c.steps = append(c.steps, stepRow{stepID: st.StepID, status: string(st.Status), attempt: int64(st.Attempt),
+			output: e.Output, input: e.Input, errJSON: e.Error, end: len(c.buf), row: -1})
 	}
+	c.placeSteps(t)
 	if len(t.Approvals) > 0 {
 		now := time.Unix(0, c.now)
 		c.approvals = make([]*store.Approval, len(t.Approvals))
@@ -148,19 +208,16 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			}
 		}
 	}
-	c.scratch = buf
-	// Packing costs the writer nothing: it happens here, on the caller's
-	// goroutine, in parallel with the other runs'.
-	var ok bool
-	if c.packed, c.packBuf, c.packIn, ok = pack(c.packBuf, c.packIn, c.events, c.steps); !ok {
-		c.packed = nil
+	if len(c.evs) == 0 && len(c.steps) == 0 {
+		// no journal row carries the run's new version: the run row does.
+		c.update = true
 	}
 	return c, nil
 }
 
 // stage checks c's version and applies the writes that cannot wait (run
-// row, blobs, approvals), then queues its journal row on x for the batch's
-// multi-row insert (x.flush). An error before any write is clean.
+// row, blobs, approvals), then queues its events and steps rows on x for
+// the batch's multi-row statements (x.flush). An error before any write is clean.
 func (c *commitData) stage(x *wtx) error {
 	if p := c.create; p != nil {
 		status := p.Status
@@ -224,15 +281,163 @@ func (c *commitData) apply(x *wtx) error {
 	return nil
 }
 
-// appendJournal queues the transition's journal row (its events and step
-// frames, packed when that is smaller) for the batch's multi-row insert.
+// appendJournal queues the transition's journal rows — its events, some
+// carrying a step record (placeSteps), then its other step records — for
+// the batch's multi-row insert.
 func appendJournal(x *wtx, rk int64, h head, c *commitData) {
-	if c.packed != nil {
-		x.rows.add(rk, h.version, h.seq, c.now, c.packed, nil)
-	} else {
-		x.rows.add(rk, h.version, h.seq, c.now, nullBytes(c.events), nullBytes(c.steps))
+	// values shared by the rows, boxed once; n goes on the first row.
+	rows := len(c.evs)
+	for i := range c.steps {
+		if c.steps[i].row < 0 {
+			rows++
+		}
+	}
+	if rows > 0 {
+		x.rows.transitions++
+	}
+	rkv, version, now, n := any(rk), any(h.version), any(c.now), any(int64(rows))
+	// the events' payloads come first in c.buf, then the step records'.
+	start, recStart := 0, 0
+	if k := len(c.evs); k > 0 {
+		recStart = c.evs[k-1].end
+	}
+	recOf := func(i int) (st *stepRow, rec any) {
+		st, from := &c.steps[i], recStart
+		if i > 0 {
+			from = c.steps[i-1].end
+		}
+		return st, text(c.buf[from:st.end])
+	}
+	for i := range c.evs {
+		e := &c.evs[i]
+		x.rows.args = append(x.rows.args, rkv, e.seq, e.kind, e.stepID, e.status, e.attempt, e.at, e.callKey, text(c.buf[start:e.end]))
+		if e.step > 0 {
+			st, rec := recOf(e.step - 1)
+			x.rows.args = append(x.rows.args, rec, text(st.output), text(st.input), text(st.errJSON), version, now, n)
+		} else {
+			x.rows.args = append(x.rows.args, nil, nil, nil, nil, version, now, n)
+		}
+		x.rows.n++
+		start, n = e.end, nil
+	}
+	seq := any(h.seq)
+	for i := range c.steps {
+		st, rec := recOf(i)
+		if st.row >= 0 {
+			continue
+		}
+		x.rows.args = append(x.rows.args, rkv, seq, nil, st.stepID, st.status, st.attempt, nil, nil, nil,
+			rec, text(st.output), text(st.input), text(st.errJSON), version, now, n)
+		x.rows.n++
+		n = nil
 	}
 }
+
+// appendPayload appends the payload of e: its JSON (journal.AppendEvent)
+// less the fields its row has columns for — seq, kind, step_id, status,
+// attempt, the run (the row's rk) and, when timed (its time fits the at
+// column), its time.
+// Any other field, of this rein or a newer one, is in the payload.
+// readEvent puts them back.
+func appendPayload(dst []byte, e *journal.Event, timed bool) []byte {
+	ev := *e
+	ev.RunID, ev.Seq, ev.Kind, ev.StepID, ev.Status, ev.Attempt = "", 0, "", "", "", 0
+	if timed {
+		ev.Time = time.Time{}
+	}
+	start := len(dst)
+	dst = journal.AppendEvent(dst, &ev)
+	if !bytes.HasPrefix(dst[start:], untimedPrefix) {
+		return dst // the event's time is in its payload
+	}
+	rest := dst[start+len(untimedPrefix):] // "}" or ",…}"
+	if rest[0] == ',' {
+		rest = rest[1:]
+	}
+	return append(dst[:start+1], rest...)
+}
+
+// untimedPrefix is how journal.AppendEvent begins an event without seq,
+// time, kind and run: the part of an event's JSON appendPayload leaves out.
+var untimedPrefix = func() []byte {
+	b := journal.AppendEvent(nil, &journal.Event{})
+	return b[:len(b)-1]
+}()
+
+// readEvent decodes event seq of run runID from its journal row: its
+// record version, the columns kind, step_id, status, attempt and at, and
+// its payload
+// (appendPayload; rows converted from an older schema hold the whole
+// JSON). A record this binary cannot read is a *journal.VersionError, one
+// that does not decode an error naming the run and seq.
+func readEvent(runID string, seq, version int64, kind, stepID, status string, attempt, at sql.NullInt64, payload []byte) (*journal.Event, error) {
+	if err := journal.CheckVersion(runID, "seq "+strconv.FormatInt(seq, 10), uint64(max(version, 0))); err != nil {
+		return nil, err
+	}
+	e := new(journal.Event)
+	if err := journal.DecodeEvent(payload, e); err != nil {
+		return nil, fmt.Errorf("run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
+	}
+	if e.Seq != 0 && e.Seq != seq {
+		return nil, fmt.Errorf("run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
+	}
+	e.Seq, e.RunID = seq, runID
+	if e.Kind == "" {
+		e.Kind = journal.Kind(kind)
+	}
+	if e.StepID == "" {
+		e.StepID = stepID
+	}
+	if e.Status == "" {
+		e.Status = status
+	}
+	if e.Attempt == 0 {
+		e.Attempt = int(attempt.Int64)
+	}
+	if e.Time.IsZero() && at.Valid {
+		e.Time = time.Unix(0, at.Int64).UTC()
+	}
+	return e, nil
+}
+
+// text is b as a TEXT value (NULL when empty), so that SQL reads it as
+// JSON text. It aliases b: the driver copies the value when it binds it,
+// and b must not change before the statement ran.
+func text(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// nullInt is n, NULL for 0 (an event field left out).
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return int64(n)
+}
+
+// eventNanos is an event's time in Unix ns for its at column: NULL for no
+// time, and the nearest representable for one outside the years
+// 1678–2262; exact reports whether it is the event's time to the
+// nanosecond (else the payload keeps the time).
+func eventNanos(t time.Time) (at any, exact bool) {
+	switch {
+	case t.IsZero():
+		return nil, false
+	case t.Before(minNanos):
+		return int64(math.MinInt64), false
+	case t.After(maxNanos):
+		return int64(math.MaxInt64), false
+	}
+	return t.UnixNano(), true
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
 
 // insertBlob stores a step payload under its sha256 and references it from
 // run rk (both kept when already there).
@@ -246,58 +451,20 @@ func insertBlob(x *wtx, rk int64, sha, data any) error {
 	return nil
 }
 
-// journalRows is the query of one run's journal rows in version order:
-// those in journal_index, then the tail not indexed yet. ?1 is the run ID,
-// ?2 the smallest seq of interest; col is the frames column's expression
-// over a journal row aliased j.
-func journalRows(col string) string {
-	return `SELECT j.version, ` + col + ` FROM journal_index x JOIN journal j ON j.id = x.id
-		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
-		UNION ALL SELECT j.version, ` + col + ` FROM journal j
-		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND j.seq > ?2
+// journalRows selects cols of a run's journal rows that hold where, in
+// order: its transitions in journal_index, then the tail not indexed yet.
+// ?1 is the run ID.
+func journalRows(cols, where string) string {
+	return `SELECT j.id, ` + cols + ` FROM journal_index x JOIN journal j ON j.id BETWEEN x.id AND x.last
+		WHERE x.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
+		UNION ALL SELECT j.id, ` + cols + ` FROM journal j
+		WHERE j.id > (SELECT indexed FROM journal_mark WHERE one = 1) AND j.rk = (SELECT rk FROM runs WHERE id = ?1) AND ` + where + `
 		ORDER BY 1`
 }
 
-var (
-	// a packed row (pack.go) holds both columns' frames in events.
-	eventRowsSQL = journalRows("j.events")
-	stepRowsSQL  = journalRows("CASE WHEN substr(j.events, 1, 1) = x'00' THEN j.events ELSE j.steps END")
-)
-
-// eachRow calls fn with the frames column of each of a run's journal rows
-// whose seq is above after, in order; fn returns false to stop.
-func (s *Store) eachRow(ctx context.Context, what, q, runID string, after int64, fn func(data []byte) (bool, error)) error {
-	rows, err := s.reads.QueryContext(ctx, q, runID, after)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-	}
-	defer rows.Close()
-	any := false
-	for rows.Next() {
-		any = true
-		var (
-			version int64
-			data    []byte
-		)
-		if err := rows.Scan(&version, &data); err != nil {
-			return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-		}
-		more, err := fn(data)
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: %s of run %s: %w", what, runID, err)
-	}
-	if !any {
-		return s.notFoundUnlessExists(ctx, what, runID)
-	}
-	return nil
-}
+// eventsQuery selects a run's events with seq above ?2, at most ?3 (-1:
+// all), in order.
+var eventsQuery = journalRows("j.seq, j.version, j.kind, j.step_id, j.status, j.attempt, j.at, j.payload", "j.kind IS NOT NULL AND j.seq > ?2") + ` LIMIT ?3`
 
 // Events returns a run's events with Seq > after, in order; limit ≤ 0 means
 // all. A record that does not decode, or that a newer rein wrote, is an
@@ -307,59 +474,85 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1
 	}
-	var (
-		out []*trace.Event
-		buf []byte // decoded events are copies: one buffer serves every row
-	)
-	err = s.eachRow(ctx, "events", eventRowsSQL, runID, after, func(data []byte) (bool, error) {
-		var err error
-		if isPacked(data) {
-			if data, _, buf, err = unpack(runID, data, buf); err != nil {
-				return false, err
-			}
-		}
-		if out, err = frames.DecodeEvents(out, runID, data, after, limit); err != nil {
-			return false, badRecord(err)
-		}
-		return limit < 0 || len(out) < limit, nil
-	})
+	rows, err := s.reads.QueryContext(ctx, eventsQuery, runID, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*trace.Event
+	for rows.Next() {
+		var (
+			id, seq, version     int64
+			kind, stepID, status sql.NullString
+			attempt, at          sql.NullInt64
+			payload              sql.RawBytes
+		)
+		if err := rows.Scan(&id, &seq, &version, &kind, &stepID, &status, &attempt, &at, &payload); err != nil {
+			return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+		}
+		e, err := readEvent(runID, seq, version, kind.String, stepID.String, status.String, attempt, at, payload)
+		if err != nil {
+			return nil, badRecord(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		if err := s.notFoundUnlessExists(ctx, "events", runID); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
+// stepsQuery selects a run's step records in order.
+var stepsQuery = journalRows(`j.step_id, j.version, j.record, j.output, j.input, j.error`, "j.record IS NOT NULL")
+
 // Steps returns the step projection of a run in first-written order, with
-// outputs and inputs stored as blobs read back: the journal's step records
+// outputs and inputs stored as blobs read back: the run's step records
 // folded, the last record of a step winning (only that one is decoded).
 func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err error) {
 	defer s.seen(&err)
-	var fold frames.Fold
-	err = s.eachRow(ctx, "steps", stepRowsSQL, runID, -1, func(data []byte) (bool, error) {
-		if isPacked(data) {
-			// a buffer of its own: the folded frames alias it.
-			var err error
-			if _, data, _, err = unpack(runID, data, nil); err != nil {
-				return false, err
-			}
-		}
-		if err := fold.Add(runID, data); err != nil {
-			return false, badRecord(err)
-		}
-		return true, nil
-	})
+	rows, err := s.reads.QueryContext(ctx, stepsQuery, runID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
-	last := fold.Last
+	defer rows.Close()
+	var (
+		last  []journal.StoredStep
+		index = map[string]int{}
+	)
+	for rows.Next() {
+		var (
+			id, version int64
+			sf          journal.StoredStep
+		)
+		if err := rows.Scan(&id, &sf.StepID, &version, &sf.Rec, &sf.Output, &sf.Input, &sf.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+		}
+		sf.Version = uint64(max(version, 0))
+		if i, ok := index[sf.StepID]; ok {
+			last[i] = sf
+			continue
+		}
+		index[sf.StepID] = len(last)
+		last = append(last, sf)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
+	}
+	rows.Close()
+	if len(last) == 0 {
+		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
+	}
 	out := make([]*store.Step, len(last))
 	for i := range last {
-		sf := &last[i]
-		st, r, err := journal.DecodeStep(runID, sf)
+		st, r, err := journal.DecodeStep(runID, &last[i])
 		if err != nil {
 			return nil, badRecord(err)
 		}
-		st.Output, st.Input, st.Error = cloneBytes(st.Output), cloneBytes(st.Input), cloneBytes(st.Error)
 		// Payloads stored as blobs (large ones only), read back.
 		if r.OutputBlob {
 			if st.Output, err = s.stepBlob(ctx, runID, st.StepID, r.OutputSHA); err != nil {

@@ -130,3 +130,85 @@ func TestPruneLastRunKeepsNewRowsFindable(t *testing.T) {
 	checkRun(t, s, "new", 2)
 	checkRun(t, s, "old", 3)
 }
+
+// A step record rides on its transition's last event of the same step,
+// status and attempt, and gets a row of its own otherwise; either way the
+// steps read back in the order the transition gave them, and the events
+// in theirs.
+func TestStepRecordsShareEventRows(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "rein.db"), nil)
+	ctx := t.Context()
+	if _, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: "run", Flow: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(seq int64, kind trace.Kind, step, status string) *trace.Event {
+		return &trace.Event{Seq: seq, Kind: kind, RunID: "run", StepID: step, Status: status, Attempt: 1}
+	}
+	tr := &store.Transition{RunID: "run",
+		// b settles before a in the events, a comes first in the steps:
+		// a rides on its event, b cannot (it would read before a); c has
+		// no event of its status.
+		Events: []*trace.Event{ev(1, trace.StepSettled, "b", "succeeded"), ev(2, trace.StepSettled, "a", "succeeded"),
+			ev(3, trace.StepStarted, "c", "running")},
+		Steps: []*store.Step{{StepID: "a", Status: trace.StepSucceeded, Attempt: 1, Output: []byte(`"A"`)},
+			{StepID: "b", Status: trace.StepSucceeded, Attempt: 1, Output: []byte(`"B"`)},
+			{StepID: "c", Status: trace.StepFailed, Attempt: 1}}}
+	if err := s.Commit(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	var rows, shared int
+	if err := s.rdb.QueryRow(`SELECT count(*), count(kind IS NOT NULL AND record IS NOT NULL OR NULL) FROM journal`).Scan(&rows, &shared); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 5 || shared != 1 {
+		t.Errorf("%d rows, %d of them an event with a step record; want 5 and 1 (a's)", rows, shared)
+	}
+	steps, err := s.Steps(ctx, "run")
+	if err != nil || len(steps) != 3 || steps[0].StepID != "a" || string(steps[0].Output) != `"A"` || steps[1].StepID != "b" ||
+		string(steps[1].Output) != `"B"` || steps[2].StepID != "c" || steps[2].Status != trace.StepFailed {
+		t.Fatalf("Steps = %+v, %v; want a, b, c as committed", steps, err)
+	}
+	evs, err := s.Events(ctx, "run", 0, 0)
+	if err != nil || len(evs) != 3 || evs[0].StepID != "b" || evs[1].StepID != "a" || evs[1].Status != "succeeded" || evs[1].Attempt != 1 {
+		t.Fatalf("Events = %+v, %v", evs, err)
+	}
+}
+
+// Prune deletes every journal row of the runs it deletes — of the
+// transitions in journal_index (a transition of several rows is one entry)
+// and of the tail — and none of the runs it keeps.
+func TestPruneDeletesEveryJournalRow(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "rein.db"), nil)
+	ctx := t.Context()
+	for _, id := range []string{"kept", "pruned"} {
+		if _, _, err := s.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: "f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitSteps(t, s, "kept", 0, 3)
+	v := commitSteps(t, s, "pruned", 0, 3)
+	forceIndex(t, s) // these rows indexed
+	v = commitSteps(t, s, "pruned", v, 2)
+	if err := s.Commit(ctx, &store.Transition{RunID: "pruned", Version: v,
+		Events: []*trace.Event{{Seq: v + 1, Kind: trace.RunSettled, RunID: "pruned"}},
+		Run:    &store.RunUpdate{Status: trace.RunSucceeded, SettledAt: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() (kept, orphans int) {
+		t.Helper()
+		if err := s.rdb.QueryRow(`SELECT count(*) FILTER (WHERE rk = (SELECT rk FROM runs WHERE id = 'kept')),
+			count(*) FILTER (WHERE rk NOT IN (SELECT rk FROM runs)) FROM journal`).Scan(&kept, &orphans); err != nil {
+			t.Fatal(err)
+		}
+		return kept, orphans
+	}
+	if res, err := s.Prune(ctx, &store.PruneParams{Before: time.Now(), Now: time.Now()}); err != nil || res.Runs != 1 {
+		t.Fatalf("Prune = %+v, %v; want 1 run", res, err)
+	}
+	if kept, orphans := rows(); kept != 6 || orphans != 0 {
+		t.Errorf("after Prune: %d rows of the kept run (want 6), %d of no run (want 0)", kept, orphans)
+	}
+	checkRun(t, s, "kept", 3)
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,13 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+}
+
+// migrationSteps are the parts of migrations that SQL cannot do, by
+// migration number: each runs in the migration's transaction, after its
+// script.
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{
+	6: convertJournal,
 }
 
 // migrations returns the embedded migrations in order; their numbers run
@@ -84,6 +92,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	for _, m := range ms[have:] {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return s.openErr(fmt.Errorf("apply migration %s: %w", m.name, err))
+		}
+		if step := migrationSteps[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return s.openErr(fmt.Errorf("apply migration %s: %w", m.name, err))
+			}
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(ms))); err != nil {

@@ -10,61 +10,26 @@ import (
 	"github.com/reinhq/rein/store/internal/frames"
 )
 
-// A journal row whose frames are large enough is stored packed: both
+// Before schema 6 (migrations/0006_events_rows.sql) the journal was one
+// row per transition, of frames, and a row whose frames were large enough
+// was stored packed: both
 // columns of frames (store/internal/frames) in one S2 block, in the events column,
 // behind a marker byte; the steps column is then NULL.
 //
 //	events: 0x00  S2 block of: uvarint(len(events frames)) events frames steps frames
 //
-// The records inside are the same versioned JSON as in a plain row; only
-// the bytes on disk shrink (a W5 transition's row from ~1,080 to ~570).
-// One block for both columns matters: a step's output digest stands in its
-// settled event, in its step record and in the next step's started event,
-// and the preview repeats the output, so most of what the second column
-// says the first said already. Fewer bytes a row mean fewer pages a run
-// fills: every page the journal grows by costs a commit two WAL frames
-// besides the page's own (its parent and page 1), and with many runs in flight
-// every frame is CPU the single writer spends (docs/performance.md).
+// The records inside are the same versioned JSON as in a plain row. The
+// migration to schema 6 (convertJournal) reads such rows with unpack.
 //
-// A plain row's events column starts with the uvarint of a seq, at least 1,
+// A plain row's events column started with the uvarint of a seq, at least 1,
 // and its steps column with a record version, at least 1: neither starts
-// with 0x00, so the marker tells the two kinds apart, and rows written
-// before schema 3 read as they always did.
+// with 0x00, so the marker tells the two kinds apart.
 const packMark = 0x00
 
-// packMin is the size of frames below which a row is stored plain: a row
-// that small fills a sixteenth of a page at most, and S2 finds little to
-// take out of a record or two.
-const packMin = 256
-
-// pack returns the packed column of a row's frames in dst's storage, and
-// ok false when packing would not make the row smaller, or the row is
-// larger than a reader accepts packed (store it plain). scratch is a
-// buffer for the block's input; both are returned for reuse.
-func pack(dst, scratch, events, steps []byte) (packed, dstBuf, scratchBuf []byte, ok bool) {
-	plain := len(events) + len(steps)
-	if plain < packMin || plain+binary.MaxVarintLen64 > maxUnpacked {
-		return nil, dst, scratch, false
-	}
-	in := binary.AppendUvarint(scratch[:0], uint64(len(events)))
-	in = append(append(in, events...), steps...)
-	n := 1 + s2.MaxEncodedLen(len(in))
-	if cap(dst) < n {
-		dst = make([]byte, n)
-	}
-	dst = dst[:n]
-	dst[0] = packMark
-	out := dst[:1+len(s2.Encode(dst[1:], in))]
-	if len(out) >= plain {
-		return nil, dst, in, false
-	}
-	return out, dst, in, true
-}
-
 // maxUnpacked bounds what a packed row may claim to decode to, so a
-// damaged length cannot make a reader allocate without end. A row holds one
-// transition, whose payloads above Options.BlobThreshold live in blobs; a
-// larger row (a threshold set past it) is stored plain.
+// damaged length cannot make a reader allocate without end. A row held one
+// transition, whose payloads above Options.BlobThreshold lived in blobs; a
+// larger row was stored plain.
 const maxUnpacked = 64 << 20
 
 // isPacked reports whether a journal row's events column holds the packed

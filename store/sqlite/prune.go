@@ -144,7 +144,7 @@ func (x *wtx) deleteRun(rk int64, shas, flows map[string]bool) error {
 		return err
 	}
 	for _, q := range []string{
-		`DELETE FROM journal WHERE id IN (SELECT id FROM journal_index WHERE rk = ?1)`,
+		`DELETE FROM journal WHERE id IN (SELECT j.id FROM journal_index x JOIN journal j ON j.id BETWEEN x.id AND x.last WHERE x.rk = ?1)`,
 		`DELETE FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ?1`,
 		`DELETE FROM journal_index WHERE rk = ?1`,
 		`DELETE FROM runs_live WHERE rk = ?1`,

@@ -21,10 +21,10 @@ const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, (SELECT text FROM flows
 	r.error, r.usage, r.version, r.lease_owner, r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention`
 
 // runHeadSelect selects the run rows of the query from (alias r, with
-// where/order/limit) with their journal head: version, last seq and time
-// of the newest journal row.
+// where/order/limit) with their journal head: the run version, last seq
+// and commit time of the newest journal row.
 func runHeadSelect(from string) string {
-	return `SELECT ` + strings.ReplaceAll(runCols, "r.", "x.") + `, coalesce(h.version, 0), coalesce(h.seq, 0), coalesce(h.at, 0)
+	return `SELECT ` + strings.ReplaceAll(runCols, "r.", "x.") + `, coalesce(h.run_version, 0), coalesce(h.seq, 0), coalesce(h.committed_at, 0)
 		FROM (SELECT r.*, ` + headOf("r.rk") + ` AS hid FROM ` + from + `) x LEFT JOIN journal h ON h.id = x.hid`
 }
 

@@ -1,6 +1,12 @@
 package sqlite
 
-import "strings"
+import (
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/reinhq/rein/journal"
+)
 
 // stmtID names a statement the writer prepares once.
 type stmtID int
@@ -30,18 +36,18 @@ const (
 )
 
 // headOf is the id of the newest journal row of the run whose rk is the
-// SQL expression rk: in journal_index, or in the tail not indexed yet.
+// SQL expression rk: the last row of its newest transition in
+// journal_index, or of the tail not indexed yet.
 func headOf(rk string) string {
-	return `(SELECT id FROM (SELECT * FROM (SELECT id, version FROM journal_index WHERE rk = ` + rk + ` ORDER BY version DESC LIMIT 1)
-		UNION ALL SELECT id, version FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `)
-		ORDER BY version DESC LIMIT 1)`
+	return `(SELECT max(id) FROM (SELECT (SELECT last FROM journal_index WHERE rk = ` + rk + ` ORDER BY id DESC LIMIT 1) AS id
+		UNION ALL SELECT max(id) FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rk = ` + rk + `))`
 }
 
 // headVersion is the version of a run (rk an SQL expression naming its
-// key, version its runs.version): the larger of the run row's and its
-// newest journal row's.
+// key, version its runs.version): the larger of the run row's and the
+// run_version of its newest journal row.
 func headVersion(rk, version string) string {
-	return `max(` + version + `, coalesce((SELECT version FROM journal WHERE id = ` + headOf(rk) + `), 0))`
+	return `max(` + version + `, coalesce((SELECT run_version FROM journal WHERE id = ` + headOf(rk) + `), 0))`
 }
 
 var stmtSQL = [nStmts]string{
@@ -53,7 +59,7 @@ var stmtSQL = [nStmts]string{
 		settled_at = coalesce(?, settled_at),
 		lease_owner = iif(?, NULL, lease_owner), lease_expires = iif(?, NULL, lease_expires)
 		WHERE rk = ? AND id = ?`,
-	stHead: `SELECT r.version, coalesce(h.version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
+	stHead: `SELECT r.version, coalesce(h.run_version, 0), coalesce(h.seq, 0) FROM runs r LEFT JOIN journal h ON h.id = ` + headOf("r.rk") + `
 		WHERE r.rk = ? AND r.id = ?`,
 	stRunKey:        `SELECT rk FROM runs WHERE id = ?`,
 	stInsertBlob:    `INSERT INTO blobs (sha256, data) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`,
@@ -68,8 +74,8 @@ var stmtSQL = [nStmts]string{
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,
-	stIndexJournal: `INSERT INTO journal_index (rk, version, id)
-		SELECT rk, version, id FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1)`,
+	stIndexJournal: `INSERT INTO journal_index (rk, id, last)
+		SELECT rk, id, id + rows - 1 FROM journal WHERE id > (SELECT indexed FROM journal_mark WHERE one = 1) AND rows IS NOT NULL`,
 	stIndexRuns: `INSERT INTO run_flows (flow, rk)
 		SELECT flow, rk FROM runs WHERE rk > (SELECT runs FROM journal_mark WHERE one = 1)`,
 	stMarkJournal: `UPDATE journal_mark SET indexed = (SELECT coalesce(max(id), 0) FROM journal),
@@ -84,44 +90,65 @@ var stmtSQL = [nStmts]string{
 		WHERE run_id = ? AND status = 'pending'`,
 }
 
-// indexEvery is how many journal rows may wait for journal_index, and how
-// many runs for run_flows: the tails readers scan. The batch that reaches
-// either indexes both.
+// indexEvery is how many transitions' journal rows may wait for
+// journal_index, and how many runs for run_flows: the tails readers scan.
+// The batch that reaches either indexes both.
 const indexEvery = 256
 
 // maxRowsLog2: the multi-row statement inserts 1, 2, 4, … 64 journal rows.
 const maxRowsLog2 = 6
 
-// journalArgs is the number of values of one journal row.
-const journalArgs = 6
+// journalArgs is the number of values of one journal row; its record
+// version is the statement's own (journal.Version).
+const journalArgs = 16
 
 // journalSQL[k] inserts 1<<k journal rows.
 var journalSQL = func() (out [maxRowsLog2 + 1]string) {
 	for k := range out {
-		out[k] = journalInsert(1 << k)
+		out[k] = valuesSQL(journalInsert, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+strconv.Itoa(journal.Version)+")", 1<<k)
 	}
 	return out
 }()
 
-func journalInsert(n int) string {
+// journalInsert is the head of journalSQL: journal columns in the order
+// of appendJournal, and the record version.
+const journalInsert = `INSERT INTO journal (rk, seq, kind, step_id, status, attempt, at, call_key, payload, record, output, input, error,
+	run_version, committed_at, rows, version) VALUES `
+
+// valuesSQL is head followed by n times group.
+func valuesSQL(head, group string, n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO journal (rk, version, seq, at, events, steps) VALUES `)
+	b.WriteString(head)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?)")
+		b.WriteString(group)
 	}
 	return b.String()
 }
 
-// rowBuf holds the journal rows a batch has queued.
+// rowBuf holds the journal rows a batch has queued: n rows of
+// transitions transitions.
 type rowBuf struct {
-	args []any
-	n    int
+	args           []any
+	n, transitions int
 }
 
-func (b *rowBuf) add(v ...any) {
-	b.args = append(b.args, v...)
-	b.n++
+// flush inserts the queued rows with sqls[k], the statement of 1<<k rows
+// of width values each, and empties b.
+func (b *rowBuf) flush(x *wtx, sqls *[maxRowsLog2 + 1]string, width int) error {
+	off := 0
+	for left := b.n; left > 0; {
+		k := min(bits.Len(uint(left))-1, maxRowsLog2)
+		n := 1 << k
+		if _, err := x.exec(sqls[k], b.args[off:off+n*width]...); err != nil {
+			return mapErr(err)
+		}
+		off += n * width
+		left -= n
+	}
+	clear(b.args)
+	b.args, b.n, b.transitions = b.args[:0], 0, 0
+	return nil
 }

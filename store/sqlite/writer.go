@@ -93,7 +93,7 @@ type writer struct {
 	// The leader only. keys caches run IDs' rk; heads the heads of
 	// runs by rk; flows the flow texts known stored (by sha256);
 	// dataVersion the data_version they were valid for; tail how many
-	// journal rows journal_index lacks, and runTail how many runs run_flows
+	// transitions journal_index lacks, and runTail how many runs run_flows
 	// lacks, at most (-1: unknown).
 	keys          map[string]int64
 	heads         map[int64]head

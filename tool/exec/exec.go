@@ -62,11 +62,12 @@ type Config struct {
 	Effect        tool.Effect
 	Reversibility tool.Reversibility
 	Idempotent    bool
-	// Undo, Compensate, Resources and Tags are the tool's as tool.Spec
-	// describes them, passed on in its Spec.
+	// Undo, Compensate, Resources, Tags and Verifies are the tool's as
+	// tool.Spec describes them, passed on in its Spec.
 	Undo, Compensate *tool.Compensation
 	Resources        []string
 	Tags             []string
+	Verifies         []string
 	// InputSchema and OutputSchema are JSON Schemas, or nil for any value.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
@@ -173,6 +174,7 @@ func New(cfg Config) (*Tool, error) {
 		Compensate:    cfg.Compensate,
 		Resources:     slices.Clone(cfg.Resources),
 		Tags:          slices.Clone(cfg.Tags),
+		Verifies:      slices.Clone(cfg.Verifies),
 	}}
 	if cfg.Check != nil {
 		t.check = &Tool{cfg: cfg}

@@ -107,9 +107,14 @@ func (m *Machine) Retry(i int, class fault.Class, n, made int, retryAfter time.D
 }
 
 // retries reports whether a failed attempt is tried again: a transient
-// failure, or any failure of a step with on_error: retry, while fewer than
-// the step's retries were made (done).
+// failure (not of an agent step), or any failure of a step with on_error:
+// retry, while fewer than the step's retries were made (done).
 func retries(s *flow.Step, class fault.Class, done int) bool {
+	if s.Type == flow.Agent && s.OnError != flow.Retry {
+		// an agent step's retries are its model calls' (package agent): a
+		// new attempt would run its loop, and its calls, again.
+		return false
+	}
 	return (class == fault.Transient || s.OnError == flow.Retry) && done < s.Retries
 }
 

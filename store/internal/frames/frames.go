@@ -1,6 +1,7 @@
-// Package frames is the byte layout of rein's journal rows, shared by the
-// SQLite and PostgreSQL stores: a row holds one transition's events and
-// step records as length-prefixed frames, each with its own record
+// Package frames is the byte layout of the PostgreSQL store's journal rows,
+// and of the SQLite store's before its schema 6 (whose migration reads them
+// with EachEvent and EachStepFrame): a row holds one transition's events
+// and step records as length-prefixed frames, each with its own record
 // version. Errors name the run and the record; the stores prefix them with
 // their own name.
 package frames
@@ -85,6 +86,24 @@ func (f *reader) bytes() []byte {
 	out := f.b[:n:n]
 	f.b = f.b[n:]
 	return out
+}
+
+// EachEvent calls fn with the sequence number, record version and JSON of
+// each event frame of one row, not decoded (data aliases row).
+func EachEvent(runID string, row []byte, fn func(seq int64, version uint64, data []byte) error) error {
+	f := reader{b: row}
+	for f.more() {
+		seq := int64(f.uvarint())
+		version := f.uvarint()
+		data := f.bytes()
+		if f.err != nil {
+			return fmt.Errorf("run %s: journal record after seq %d: %w: the database is damaged", runID, seq, f.err)
+		}
+		if err := fn(seq, version, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DecodeEvents appends the events of one row with Seq > after to out, at

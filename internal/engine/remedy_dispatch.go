@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// An undo or compensation is made once. Its call record is committed as
+// started (dispatched: its key, the call's key with "/undo" or
+// "/compensate", its args' digest and its tool) before its tool runs
+// (callRecorder.Starting), and settled — succeeded or failed — in one
+// commit with its remediation record as soon as it returns (remediate
+// commits each remedy's records before the next). A remediation carried
+// on later (rein runs remediate again, the saga of a resumed run) finds,
+// for each call it takes back, the latest record of its undo or
+// compensation; when that record is later in the journal than the call's
+// latest remediation record, the process stopped between the two, and
+// settleDispatch decides from it:
+//
+//	succeeded  done: it is not made again
+//	failed     failed, escalated to a person as any failure
+//	started    in doubt: made again with the same key when its tool is
+//	           idempotent or read-only; otherwise unknown, escalated to a
+//	           person (approve: make it once more; settle: it was taken
+//	           back, by hand if need be; reject: leave it)
+//	waiting    not made (the gate asked for a person): acted on afresh
+
+// dispatched is the latest record of the undo or compensation of a call,
+// and where the journal holds it.
+type dispatched struct {
+	call *journal.Call
+	seq  int64
+}
+
+// noteDispatch keeps ev's call record when it is an undo or compensation
+// (a late record, the second of a call given up at its deadline, adds
+// nothing: the record before it settled the call).
+func (st *remedyState) noteDispatch(ev *trace.Event) {
+	c := ev.Call
+	if ev.Kind != trace.CallRecorded || c == nil || c.Status == journal.CallLate {
+		return
+	}
+	if k := c.TakesBack(); k != "" {
+		st.dispatch[k] = dispatched{call: c, seq: ev.Seq}
+	}
+}
+
+// unsettled returns the record of the undo or compensation of the call
+// keyed key that was dispatched after the call's latest remediation record
+// — the process stopped before it recorded that dispatch's remediation —
+// or nil when there is none, or it was not made (waiting for a person).
+func (st *remedyState) unsettled(key string) *journal.Call {
+	d, ok := st.dispatch[key]
+	if !ok || d.seq < st.lastSeq[key] || d.call.Status == journal.CallWaiting {
+		return nil
+	}
+	return d.call
+}
+
+// settleDispatch records rec, the remedy rm whose undo or compensation c
+// was dispatched and whose remediation was not recorded, from c (see
+// above). It reports whether rm is settled by that (done is false when
+// the call is to be made again, with the same key), and returns the
+// escalation it raised, if any (esc).
+func (r *run) settleDispatch(rm *Remedy, rec *journal.Remediation, esc string, c *journal.Call) (done bool, a *store.Approval) {
+	eff := &rm.Effect
+	rec.Call = eff.Compensation
+	switch c.Status {
+	case journal.CallSucceeded:
+		rec.Status = journal.RemedyDone
+		if x := c.Effect; x != nil {
+			rec.Touched = slices.Concat(x.Writes, x.Sends, x.Reads)
+		}
+		rec.Reason = fmt.Sprintf("its call %s returned ok before the process stopped; it is not made again", c.Key)
+		r.recordRemedy(rec)
+		return true, nil
+	case journal.CallFailed:
+		return true, r.remedyFailed(rm, rec, esc, c.Error)
+	case journal.CallStarted:
+		if by, ok := r.e.cfg.Tools.Lookup(c.Name); ok && repeatable(by.Spec()) {
+			return false, nil // made again with the same key
+		}
+		rec.Status, rec.Escalation = journal.RemedyUnknown, esc
+		rec.Reason = fmt.Sprintf("its call %s was dispatched and the process stopped before it returned", c.Key)
+		a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s, by tool %s, idempotency key %s) was dispatched and the process stopped before it returned: whether it happened is unknown, and tool %s is neither idempotent nor read-only, so it is not made again blindly; approve to make it once more, settle once a person made sure it was taken back (by hand if need be), or reject to leave it",
+			rm.Action, eff.Key, eff.Tool, c.Name, c.Key, c.Name))
+		r.recordRemedy(rec)
+		return true, a
+	}
+	return false, nil
+}
+
+// repeatable reports whether a call of the tool spec in doubt may be made
+// again with the same key, nobody asked: its tool is idempotent, or reads
+// at most.
+func repeatable(spec tool.Spec) bool {
+	switch spec.Effect {
+	case "", tool.EffectNone, tool.EffectRead:
+		return true
+	}
+	return spec.Idempotent
+}
