@@ -68,7 +68,7 @@ func TestAgentSupportExample(t *testing.T) {
 				t.Fatalf("runs why lacks %q: exit %d\n%s\n%s", w, code, out, stderr)
 			}
 		}
-		args := []string{"runs", verdict, res.RunID, "agent/turn2/call1", "--db", db}
+		args := []string{"runs", verdict, res.RunID, "agent/turn2/call1", "--db", db, "--by", "bob"}
 		if verdict == "reject" {
 			args = append(args, "--comment", "refunded by phone already")
 		}
@@ -92,7 +92,7 @@ func TestAgentSupportExample(t *testing.T) {
 		if code != exitOK {
 			t.Errorf("runs show: exit %d", code)
 		}
-		for _, w := range []string{"transcript of agent:", "call 1 issue_refund", "turn 3", "step agent/turn2/call1 (approval): " + verdict} {
+		for _, w := range []string{"transcript of agent:", "call 1 issue_refund", "turn 3", "step agent/turn2/call1 (approval): " + map[string]string{"approve": "approved", "reject": "rejected"}[verdict] + " by bob"} {
 			if !strings.Contains(out, w) {
 				t.Errorf("runs show lacks %q:\n%s", w, out)
 			}
