@@ -126,27 +126,7 @@ func (r *run) recordCall(rec *invoke.Record) {
 // which a resume reads), and with what the tool's effect touched when
 // spec is set.
 func (r *run) callOf(rec *invoke.Record, status store.CallStatus, spec *tool.Spec, output bool) *store.Call {
-	at := &rec.At
-	cl := &store.Call{StepID: at.StepID, Key: rec.Key, Item: -1, Round: at.Round, Plan: at.Plan,
-		PlanStep: at.PlanStep, Turn: at.Turn, Index: at.Call, Fallback: at.Fallback, Attempt: at.Attempt, Remedy: at.Remedy,
-		Kind: store.CallTool, Name: rec.Tool, ArgsSHA: rec.ArgsDigest(), Status: status, Outcome: string(rec.Outcome),
-		Provenance: safety.ProvenanceRecord(rec.Provenance), StartedAt: rec.Start, Duration: rec.Duration}
-	if at.ForEach {
-		cl.Item = at.Item
-	}
-	if output && status == store.CallSucceeded {
-		cl.Output, _ = value.AppendCanonical(nil, rec.Output)
-	}
-	if rec.Err != nil && status != store.CallStarted {
-		cl.ErrorClass, cl.Error = string(fault.ClassOf(rec.Err)), rec.Err.Error()
-	}
-	if g := rec.Gate; g != nil {
-		d := journal.CallGate{Verdict: string(g.Decision.Verdict), Why: g.Decision.Why()}
-		if g.Basis != nil {
-			d.Basis, _ = json.Marshal(g.Basis)
-		}
-		cl.Gate = []journal.CallGate{d}
-	}
+	cl := rec.Journal(status, nil, output)
 	if spec != nil {
 		e := effectOf(rec, spec)
 		cl.Provenance = e.Provenance

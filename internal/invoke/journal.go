@@ -1,6 +1,8 @@
 package invoke
 
 import (
+	"encoding/json"
+
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
@@ -13,9 +15,9 @@ import (
 // gate's decision, the outcome, the error (unless the call is only
 // started) and the timing, with the output when keep is set and the call
 // succeeded, and the effect spec declares when it has one. It is the
-// record of a caller outside a run's engine (the MCP server's ledger, a
-// workflow task's source adapter); the engine builds its own with what
-// only it knows (rendered resources, compensations).
+// record of every caller: the engine replaces the effect with what only it
+// knows (rendered resources, compensations); the MCP server's ledger and a
+// workflow task's source adapter keep the spec's.
 func (r *Record) Journal(status journal.CallStatus, spec *tool.Spec, keep bool) *journal.Call {
 	at := &r.At
 	c := &journal.Call{StepID: at.StepID, Key: r.Key, Item: -1, Round: at.Round, Plan: at.Plan, PlanStep: at.PlanStep,
@@ -32,7 +34,11 @@ func (r *Record) Journal(status journal.CallStatus, spec *tool.Spec, keep bool) 
 		c.ErrorClass, c.Error = string(fault.ClassOf(r.Err)), r.Err.Error()
 	}
 	if g := r.Gate; g != nil {
-		c.Gate = []journal.CallGate{{Verdict: string(g.Decision.Verdict), Why: g.Decision.Why()}}
+		d := journal.CallGate{Verdict: string(g.Decision.Verdict), Why: g.Decision.Why()}
+		if g.Basis != nil {
+			d.Basis, _ = json.Marshal(g.Basis)
+		}
+		c.Gate = []journal.CallGate{d}
 	}
 	if spec != nil && safety.HasEffect(spec) {
 		c.Effect = &journal.DeclaredEffect{Effect: string(spec.Effect), Reversibility: string(spec.Reversibility),
