@@ -116,6 +116,56 @@ func TestCheckEffectsRejectsBadCompensations(t *testing.T) {
 	}
 }
 
+// TestConfigPolicyValues: when:, per-argument provenance, allow and
+// enforce: false, as rein.yaml writes them.
+func TestConfigPolicyValues(t *testing.T) {
+	t.Parallel()
+	cfg, err := flow.ParseConfig([]byte(`policy:
+  defaults: true
+  rules:
+    - name: small-refunds
+      tools: [refund]
+      when: args.amount <= 20 && tool == "refund"
+      verdict: allow
+    - name: recipient
+      provenance: {/to: [inferred, user-mentioned]}
+      verdict: require_approval
+    - name: watch-big
+      when: args.amount > 100
+      verdict: block
+      enforce: false
+`), "rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Policy.Policy()
+	refund := tool.Spec{Name: "refund", Effect: tool.EffectExternal}
+	check := func(args string, prov safety.Provenance) safety.Decision {
+		t.Helper()
+		inv := safety.Invocation{Tool: refund, Args: json.RawMessage(args), Provenance: prov}
+		d, err := p.Check(context.Background(), &inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	inferred := safety.Provenance{"/amount": {safety.OriginInferred}}
+	if d := check(`{"amount": 5}`, inferred); d.Verdict != safety.Allow || d.Rule != "small-refunds" {
+		t.Errorf("small: %+v", d)
+	}
+	if d := check(`{"amount": 500}`, inferred); d.Verdict != safety.RequireApproval || d.Rule != "inferred-drives-effect" ||
+		len(d.LogOnly) != 1 || d.LogOnly[0].Rule != "watch-big" {
+		t.Errorf("big: %+v", d)
+	}
+	refund = tool.Spec{Name: "draft"}
+	if d := check(`{"amount": 50, "to": "x"}`, safety.Provenance{"/to": {safety.OriginUserMentioned}, "/amount": {safety.OriginUser}}); d.Rule != "recipient" {
+		t.Errorf("recipient: %+v", d)
+	}
+	if d := check(`{"amount": 50, "to": "x"}`, safety.Provenance{"/to": {safety.OriginUser}, "/amount": {safety.OriginInferred}}); d.Verdict != safety.Allow {
+		t.Errorf("an inferred /amount matched the /to rule: %+v", d)
+	}
+}
+
 func TestConfigPolicy(t *testing.T) {
 	t.Parallel()
 	cfg, err := flow.ParseConfig([]byte(`policy:
@@ -144,7 +194,7 @@ func TestConfigPolicy(t *testing.T) {
     - name: a
       effects: [write, wrote]
       provenance: [model]
-      verdict: allow
+      verdict: permit
     - {name: b, verdict: block}
     - {name: b, verdict: block}
     - {name: inferred-drives-effect, verdict: block}
@@ -152,6 +202,10 @@ func TestConfigPolicy(t *testing.T) {
     - {name: t, min_tier: 7, verdict: block}
     - {name: u, unverified: true, verdict: block}
     - {name: dcl, declaration: [absent], verdict: require_review}
+    - {name: w, when: steps.a.output > 1, verdict: block}
+    - {name: w2, when: "args.amount >", verdict: block}
+    - {name: p, provenance: {to: [inferred], /cc: [], /bcc: [model]}, verdict: block}
+    - {name: e, enforced: false, verdict: block}
 `), "rein.yaml")
 	if err == nil {
 		t.Fatal("bad policy accepted")
@@ -160,13 +214,19 @@ func TestConfigPolicy(t *testing.T) {
 		`rein.yaml:2:3: unknown field "defualts" in policy (did you mean "defaults"?)`,
 		`rein.yaml:5:24: rule a: effect must be none, read, write, external or destructive, not "wrote"`,
 		`rein.yaml:6:20: rule a: provenance must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
-		`rein.yaml:7:16: rule a: verdict must be block, require_approval or require_review, not "allow"`,
+		`rein.yaml:7:16: rule a: verdict must be block, require_approval, require_review or allow, not "permit"`,
 		`rein.yaml:9:7: rule "b": the name is taken`,
 		`rein.yaml:10:7: rule "inferred-drives-effect": the name is taken`,
 		`rein.yaml:11:7: rule 5 needs a name:`,
 		`rein.yaml:12:27: rule t: min_tier must be a risk tier from 1 to 4, not 7`,
 		`rein.yaml:13:29: rule u: unverified: true narrows a provenance: condition`,
 		`rein.yaml:14:33: rule dcl: declaration must be missing, unverified or verified, not "absent"`,
+		`rein.yaml:15:23: rule w: when: reads "steps"; a rule's condition reads only args, tool, tier`,
+		`rein.yaml:16:37: rule w2: when: unexpected token EOF`,
+		`rule p: provenance: "to" must be a JSON pointer like /to`,
+		`rule p: provenance /cc: list the origins`,
+		`rule p: provenance /bcc: origin must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
+		`unknown field "enforced" in rule e (did you mean "enforce"?)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

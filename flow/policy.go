@@ -54,7 +54,7 @@ func (p *PolicyDecl) WantsTiers() bool {
 
 var policyFields = []string{"defaults", "rules"}
 
-var policyRuleFields = []string{"name", "tools", "effects", "reversibility", "tags", "provenance", "unverified", "declaration", "min_tier", "verdict", "reason"}
+var policyRuleFields = []string{"name", "tools", "effects", "reversibility", "tags", "provenance", "unverified", "declaration", "min_tier", "when", "verdict", "reason", "enforce"}
 
 // decodePolicy reads policy:.
 func (d *decoder) decodePolicy(fl field) *PolicyDecl {
@@ -153,6 +153,13 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		case "tags":
 			r.Tags, _, _ = d.strList(f, "")
 		case "provenance":
+			if _, isMap := fieldsOf(f.value); isMap {
+				var ok bool
+				if r.Arguments, ok = d.decodeArgOrigins(f, where); !ok {
+					good = false
+				}
+				continue
+			}
 			list, pos := d.originList(f, where)
 			for j, e := range list {
 				if o := safety.Origin(e); !o.Valid() && e != "tool:*" {
@@ -182,9 +189,17 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		case "verdict":
 			if v, ok := d.str(f, ""); ok {
 				r.Verdict = safety.Verdict(v)
-				if !r.Verdict.Valid() || r.Verdict == safety.Allow {
-					bad(f, "verdict must be block, require_approval or require_review, not %q (a rule says when a call may not simply run; calls no rule holds for are allowed)", v)
+				if !r.Verdict.Valid() {
+					bad(f, "verdict must be block, require_approval, require_review or allow, not %q", v)
 				}
+			}
+		case "when":
+			if r.When = d.decodeWhen(f, where); r.When == nil {
+				good = false
+			}
+		case "enforce":
+			if on, ok := d.boolean(f, ""); ok {
+				r.LogOnly = !on
 			}
 		case "reason":
 			r.Reason, _ = d.str(f, "")
@@ -197,7 +212,7 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		good = false
 	}
 	if r.Verdict == "" {
-		d.diags.add(posOf(n), "", "%s needs a verdict: (block, require_approval or require_review)", where)
+		d.diags.add(posOf(n), "", "%s needs a verdict: (block, require_approval, require_review or allow)", where)
 		good = false
 	}
 	if f, ok := fieldByKey(fields, "unverified"); ok && r.Unverified && len(r.Provenance) == 0 {

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -26,7 +27,61 @@ import (
 //	    expect: require_approval
 type PolicyTest struct {
 	Policy PolicyDecl
-	Cases  []PolicyCase
+	// Sources are the projects named by from: (paths relative to the test
+	// file): their rules join the file's own, and their tools can be named.
+	Sources []*PolicySource
+	Cases   []PolicyCase
+}
+
+// Gate is the gate the cases are decided by: the file's own rules joined
+// with those of its sources (safety.Join: the most severe decision wins).
+func (pt *PolicyTest) Gate() safety.Gate {
+	gates := []safety.Gate{pt.Policy.Policy()}
+	for _, s := range pt.Sources {
+		gates = append(gates, s.Gate)
+	}
+	return safety.Join(gates...)
+}
+
+// AddSource loads path as one more source and gives its declared tools
+// to the cases that name a tool without declaring it.
+func (pt *PolicyTest) AddSource(path string) error {
+	src, err := LoadPolicySource(path)
+	if err != nil {
+		return err
+	}
+	pt.Sources = append(pt.Sources, src)
+	return pt.resolveTools()
+}
+
+// resolveTools fills the spec of every case that names its tool only
+// (tool: send_refund) from the sources' declarations.
+func (pt *PolicyTest) resolveTools() error {
+	for i := range pt.Cases {
+		c := &pt.Cases[i]
+		if !c.toolByName {
+			continue
+		}
+		for _, s := range pt.Sources {
+			if spec, ok := s.Tools[c.Invocation.Tool.Name]; ok {
+				c.Invocation.Tool = spec
+				c.toolByName = false
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Unresolved lists the cases whose tool: names a tool no source declares.
+func (pt *PolicyTest) Unresolved() []string {
+	var out []string
+	for _, c := range pt.Cases {
+		if c.toolByName {
+			out = append(out, fmt.Sprintf("%s (tool %s)", c.Name, c.Invocation.Tool.Name))
+		}
+	}
+	return out
 }
 
 // PolicyCase is one invocation to decide, with the verdict expected ("":
@@ -36,9 +91,11 @@ type PolicyCase struct {
 	Invocation safety.Invocation
 	Expect     safety.Verdict
 	Pos        Pos
+	// toolByName: tool: gave a name only, to take from a source.
+	toolByName bool
 }
 
-var policyTestFields = []string{"defaults", "rules", "cases"}
+var policyTestFields = []string{"defaults", "rules", "from", "cases"}
 
 var caseFields = []string{"name", "tool", "args", "provenance", "verified", "declaration", "approved", "tier", "expect"}
 
@@ -80,10 +137,30 @@ func ParsePolicyTest(data []byte, filename string) (*PolicyTest, error) {
 			pt.Policy.Rules = d.decodeRules(f)
 		case "cases":
 			pt.Cases = d.decodeCases(f)
+		case "from":
+			var paths []string
+			var pos []Pos
+			if _, isList := f.value.(*ast.SequenceNode); isList {
+				paths, pos, _ = d.strList(f, "")
+			} else if p, ok := d.str(f, ""); ok {
+				paths, pos = []string{p}, []Pos{posOf(f.value)}
+			}
+			for j, p := range paths {
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(filepath.Dir(filename), p)
+				}
+				src, err := LoadPolicySource(p)
+				if err != nil {
+					d.diags.add(pos[j], "", "from: %v", err)
+					continue
+				}
+				pt.Sources = append(pt.Sources, src)
+			}
 		default:
 			d.unknownField(f, "", "the policy test", policyTestFields)
 		}
 	}
+	_ = pt.resolveTools()
 	if _, ok := fieldByKey(fields, "cases"); !ok {
 		d.diags.add(Pos{1, 1}, "", "the policy test has no cases: write cases: [{name: ..., tool: {name: ..., effect: write}, provenance: {/to: [inferred]}, expect: require_approval}]")
 	}
@@ -117,6 +194,10 @@ func (d *decoder) decodeCases(f field) []PolicyCase {
 			switch g.key {
 			case "name":
 			case "tool":
+				if name, ok := g.value.(*ast.StringNode); ok {
+					c.Invocation.Tool, c.toolByName = tool.Spec{Name: name.Value}, true
+					continue
+				}
 				c.Invocation.Tool = d.caseTool(g, where)
 			case "args":
 				c.Invocation.Args, _ = toValue(g.value)

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -167,6 +168,16 @@ type CallGate struct {
 	// and its checked claims), for a call a model chose or whose inferred
 	// arguments a tool result verified.
 	Basis json.RawMessage `json:"basis,omitempty"`
+	// LogOnly are the log-only rules (enforce: false) that held: what they
+	// would have decided, recorded and never applied.
+	LogOnly []LoggedRule `json:"log_only,omitempty"`
+}
+
+// LoggedRule is what a log-only rule would have decided on a call.
+type LoggedRule struct {
+	Verdict string `json:"verdict"`
+	// Why is "rule <name>: <reason>".
+	Why string `json:"why"`
 }
 
 // DeclaredEffect is what a call's tool declares of its effect, and what the
@@ -318,7 +329,7 @@ func sameGate(a, b []CallGate) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Verdict != b[i].Verdict || a[i].Why != b[i].Why || !bytes.Equal(a[i].Basis, b[i].Basis) {
+		if a[i].Verdict != b[i].Verdict || a[i].Why != b[i].Why || !bytes.Equal(a[i].Basis, b[i].Basis) || !slices.Equal(a[i].LogOnly, b[i].LogOnly) {
 			return false
 		}
 	}

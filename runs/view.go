@@ -180,12 +180,15 @@ type GateDecision struct {
 	Verdict  string `json:"verdict"`
 	// Why is "rule <name>: <reason>" (or the gate's reason).
 	Why string `json:"why,omitempty"`
+	// LogOnly are the log-only rules (enforce: false) that held on the
+	// call: what they would have decided, not applied.
+	LogOnly []journal.LoggedRule `json:"log_only,omitempty"`
 }
 
 func gateDecisions(events []*trace.Event) []GateDecision {
 	out := []GateDecision{}
 	for _, g := range journal.GateDecisions(events) {
-		out = append(out, GateDecision{StepID: g.StepID, PlanStep: g.PlanStep, Attempt: g.Attempt, Tool: g.Tool, Verdict: g.Decision.Verdict, Why: g.Decision.Why})
+		out = append(out, GateDecision{StepID: g.StepID, PlanStep: g.PlanStep, Attempt: g.Attempt, Tool: g.Tool, Verdict: g.Decision.Verdict, Why: g.Decision.Why, LogOnly: g.Decision.LogOnly})
 	}
 	return out
 }

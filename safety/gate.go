@@ -57,6 +57,9 @@ type Decision struct {
 	// Rule names the rule that decided ("" for a gate without rules).
 	Rule   string
 	Reason string
+	// LogOnly are the decisions of log-only rules (enforce: false) that
+	// held: journaled and counted, never applied.
+	LogOnly []Decision
 }
 
 // Why is the decision's reason as journals and messages give it: "rule

@@ -36,17 +36,33 @@ type Rule struct {
 	// MinTier: the invocation's risk tier is known and at least MinTier.
 	// Zero: any tier, known or not.
 	MinTier int
+	// Arguments: per-argument provenance, each of them holds (the argument
+	// at its pointer comes from one of its origins; Unverified narrows
+	// these too).
+	Arguments []ArgOrigins
+	// When: a condition over the invocation's values (args, tool, tier).
+	When Condition
+	// Verdict is block, require_approval, require_review, or allow: an
+	// allow rule that holds lets the call through past the
+	// require_approval and require_review rules of the same policy (never
+	// past a block, nor past another gate of a Join).
 	Verdict Verdict
 	// Reason says why, for people; the decision adds what matched.
 	Reason string
+	// LogOnly (rein.yaml enforce: false) watches a rule before it bites:
+	// when it holds, the decision lists it in LogOnly and is otherwise
+	// what it would be without the rule.
+	LogOnly bool
 }
 
-// Policy is a Gate over rules. Every rule is checked; the decision is the
-// most severe verdict of the rules that hold (block, then
-// require_approval, then require_review; among equals, the first rule),
+// Policy is a Gate over rules. Every rule is checked, in order; the
+// decision is block when a block rule holds; else allow when an allow rule
+// holds (the first); else the most severe verdict of the rules that hold
+// (require_approval, then require_review; among equals, the first rule);
 // allow when none holds. A require_approval rule does not hold for an
-// invocation a person approved (Invocation.Approved). A Policy is
-// immutable once in use and safe for concurrent use.
+// invocation a person approved (Invocation.Approved). Log-only rules that
+// hold are listed in the decision's LogOnly and decide nothing. A Policy
+// is immutable once in use and safe for concurrent use.
 type Policy struct {
 	Rules []Rule
 }
@@ -76,30 +92,56 @@ func (v Verdict) Valid() bool {
 }
 
 // Check decides on inv. It allocates only for a rule that holds.
-func (p *Policy) Check(_ context.Context, inv *Invocation) (Decision, error) {
-	best := -1
-	var bestArg string
+func (p *Policy) Check(ctx context.Context, inv *Invocation) (Decision, error) {
+	best, allow := -1, -1
+	var bestArg, allowArg string
+	var bestErr, allowErr error
+	var watched []Decision
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		if inv.Approved && r.Verdict == RequireApproval {
 			continue
 		}
-		arg, ok := r.holds(inv)
-		if !ok || best >= 0 && severity(r.Verdict) <= severity(p.Rules[best].Verdict) {
-			continue
+		arg, ok, werr := r.holds(ctx, inv)
+		switch {
+		case !ok:
+		case r.LogOnly:
+			watched = append(watched, Decision{Verdict: r.Verdict, Rule: r.Name, Reason: r.explain(inv, arg, werr)})
+		case r.Verdict == Allow:
+			if allow < 0 {
+				allow, allowArg, allowErr = i, arg, werr
+			}
+		case best < 0 || severity(r.Verdict) > severity(p.Rules[best].Verdict):
+			best, bestArg, bestErr = i, arg, werr
 		}
-		best, bestArg = i, arg
 	}
-	if best < 0 {
-		return Decision{Verdict: Allow}, nil
+	d := Decision{Verdict: Allow, LogOnly: watched}
+	switch {
+	case best >= 0 && (p.Rules[best].Verdict == Block || allow < 0):
+		r := &p.Rules[best]
+		d.Verdict, d.Rule, d.Reason = r.Verdict, r.Name, r.explain(inv, bestArg, bestErr)
+	case allow >= 0:
+		r := &p.Rules[allow]
+		d.Rule, d.Reason = r.Name, r.explain(inv, allowArg, allowErr)
 	}
-	r := &p.Rules[best]
-	return Decision{Verdict: r.Verdict, Rule: r.Name, Reason: r.explain(inv, bestArg)}, nil
+	return d, nil
 }
 
-// holds reports whether every condition of r holds for inv, and for a
-// provenance condition which argument matched.
-func (r *Rule) holds(inv *Invocation) (string, bool) {
+// holds reports whether every condition of r holds for inv, which
+// argument matched a provenance condition, and the error of a when: that
+// could not be decided (the rule then holds unless it allows).
+func (r *Rule) holds(ctx context.Context, inv *Invocation) (string, bool, error) {
+	arg, ok := r.staticHolds(inv)
+	if !ok {
+		return "", false, nil
+	}
+	held, err := r.whenHolds(ctx, inv)
+	return arg, held, err
+}
+
+// staticHolds checks every condition but When, and names the argument a
+// provenance condition matched.
+func (r *Rule) staticHolds(inv *Invocation) (string, bool) {
 	spec := &inv.Tool
 	if len(r.Tools) > 0 && !slices.Contains(r.Tools, spec.Name) {
 		return "", false
@@ -119,15 +161,29 @@ func (r *Rule) holds(inv *Invocation) (string, bool) {
 	if len(r.Declaration) > 0 && !slices.Contains(r.Declaration, StateOf(inv.Chosen, inv.Declaration, inv.Claims)) {
 		return "", false
 	}
-	if len(r.Provenance) > 0 {
-		if r.Unverified && len(inv.Verified) > 0 {
-			ptr, _, ok := inv.Provenance.Find(func(ptr string, o Origin) bool { return r.matchesOrigin(o) && !isVerified(inv.Verified, ptr) })
-			return ptr, ok
+	var arg string
+	if len(r.Arguments) > 0 {
+		var ok bool
+		if arg, ok = r.argsHold(inv); !ok {
+			return "", false
 		}
-		ptr, _, ok := inv.Provenance.Has(r.matchesOrigin)
-		return ptr, ok
 	}
-	return "", true
+	if len(r.Provenance) > 0 {
+		var ptr string
+		var ok bool
+		if r.Unverified && len(inv.Verified) > 0 {
+			ptr, _, ok = inv.Provenance.Find(func(ptr string, o Origin) bool { return r.matchesOrigin(o) && !isVerified(inv.Verified, ptr) })
+		} else {
+			ptr, _, ok = inv.Provenance.Has(r.matchesOrigin)
+		}
+		if !ok {
+			return "", false
+		}
+		if len(r.Arguments) == 0 {
+			arg = ptr
+		}
+	}
+	return arg, true
 }
 
 // isVerified reports whether vs (sorted by pointer) confirms ptr.
@@ -153,11 +209,19 @@ func effectOf(spec *tool.Spec) tool.Effect {
 }
 
 // explain is the decision's reason: the rule's own, then what matched.
-func (r *Rule) explain(inv *Invocation, arg string) string {
+func (r *Rule) explain(inv *Invocation, arg string, whenErr error) string {
 	var b strings.Builder
 	b.WriteString(r.Reason)
 	var facts []string
-	if len(r.Provenance) > 0 {
+	if r.When != nil {
+		if whenErr != nil {
+			msg, _, _ := strings.Cut(whenErr.Error(), "\n")
+			facts = append(facts, fmt.Sprintf("when: %s could not be decided (%s), so the rule holds", r.When, msg))
+		} else {
+			facts = append(facts, "when: "+r.When.String())
+		}
+	}
+	if len(r.Provenance) > 0 || len(r.Arguments) > 0 {
 		where := "argument " + pointerName(arg)
 		facts = append(facts, fmt.Sprintf("%s comes from %s", where, joinOrigins(inv.Provenance[arg])))
 	}
@@ -272,6 +336,7 @@ type joined struct{ gates []Gate }
 
 func (j *joined) Check(ctx context.Context, inv *Invocation) (Decision, error) {
 	best := Decision{Verdict: Allow}
+	var watched []Decision
 	for _, g := range j.gates {
 		d, err := g.Check(ctx, inv)
 		if err != nil {
@@ -280,10 +345,12 @@ func (j *joined) Check(ctx context.Context, inv *Invocation) (Decision, error) {
 		if d.Verdict == "" {
 			d.Verdict = Allow
 		}
-		if severity(d.Verdict) > severity(best.Verdict) {
+		watched = append(watched, d.LogOnly...)
+		if severity(d.Verdict) > severity(best.Verdict) || best.Rule == "" && d.Rule != "" && d.Verdict == best.Verdict {
 			best = d
 		}
 	}
+	best.LogOnly = watched
 	return best, nil
 }
 

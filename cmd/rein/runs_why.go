@@ -155,20 +155,27 @@ func writeGate(w io.Writer, ds []runs.GateDecision) {
 	if len(ds) == 0 {
 		return
 	}
-	allowed := 0
+	allowed, watched := 0, 0
 	fmt.Fprintln(w, "gate:")
 	for _, d := range ds {
-		if d.Verdict == "allow" {
-			allowed++
-			continue
-		}
 		place := d.StepID
 		if d.PlanStep != "" {
 			place += " plan step " + d.PlanStep
 		}
+		for _, l := range d.LogOnly {
+			watched++
+			fmt.Fprintf(w, "  %s attempt=%d tool %s: log-only %s (not applied), %s\n", place, d.Attempt, d.Tool, l.Verdict, l.Why)
+		}
+		if d.Verdict == "allow" {
+			allowed++
+			continue
+		}
 		fmt.Fprintf(w, "  %s attempt=%d tool %s: %s, %s\n", place, d.Attempt, d.Tool, d.Verdict, d.Why)
 	}
 	fmt.Fprintf(w, "  %d %s allowed\n", allowed, pluralize(allowed, "call", "calls"))
+	if watched > 0 {
+		fmt.Fprintf(w, "  %d log-only %s held (enforce: false)\n", watched, pluralize(watched, "rule", "rules"))
+	}
 }
 
 // writeRisk prints the run's risk tier, each change with its reasons, and

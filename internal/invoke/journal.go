@@ -38,6 +38,9 @@ func (r *Record) Journal(status journal.CallStatus, spec *tool.Spec, keep bool) 
 		if g.Basis != nil {
 			d.Basis, _ = json.Marshal(g.Basis)
 		}
+		for _, w := range g.Decision.LogOnly {
+			d.LogOnly = append(d.LogOnly, journal.LoggedRule{Verdict: string(w.Verdict), Why: w.Why()})
+		}
 		c.Gate = []journal.CallGate{d}
 	}
 	if spec != nil && safety.HasEffect(spec) {
