@@ -93,3 +93,36 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestValueRulesInARun: in a real durable run, an allow rule whose when:
+// reads the args lets the model-driven write through (the rule before it
+// would park it), and a log-only rule's decision is journaled with the
+// call and shown by rein runs show, without stopping anything.
+func TestValueRulesInARun(t *testing.T) {
+	t.Parallel()
+	fx := newDurable(t, "gated")
+	writeFile(t, filepath.Join(fx.dir, "rein.yaml"), `policy:
+  rules:
+    - {name: approve-model-writes, provenance: [inferred], effects: [write], verdict: require_approval}
+    - {name: notices-are-fine, tools: [record], when: 'args.kind == "notice"', verdict: allow, reason: a notice changes nothing}
+    - {name: watch-inferred-to, provenance: {/to: [inferred]}, verdict: block, enforce: false, reason: watching}
+tools:
+  record:
+    description: Appends the step and its idempotency key to calls.log.
+    command: ["sh", "-c", "echo \"$REIN_STEP_ID $REIN_IDEMPOTENCY_KEY\" >> calls.log; echo '{\"recorded\": true}'"]
+    effect: write
+`)
+	res := fx.run(exitOK, `{"customer": "c-42"}`)
+	if calls := fx.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "notify") {
+		t.Fatalf("calls: %v (the allow rule should let the notice through)", calls)
+	}
+	code, out, stderr := fx.cli("runs", "show", res.RunID)
+	if code != exitOK || !strings.Contains(out, "notify attempt=1 tool record: log-only block (not applied), rule watch-inferred-to: watching (argument /to comes from inferred)") ||
+		!strings.Contains(out, "1 log-only rule held (enforce: false)") {
+		t.Fatalf("runs show: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = fx.cli("runs", "show", res.RunID, "-o", "json")
+	if code != exitOK || !strings.Contains(out, `"log_only"`) {
+		t.Errorf("runs show -o json lacks log_only:\n%s", out)
+	}
+}

@@ -151,6 +151,7 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) error {
 // wrap is the tool.Tool of one server tool.
 func (s *Server) wrap(rt *sdk.Tool) (tool.Tool, error) {
 	spec := tool.Spec{Name: s.decl.Name + "." + rt.Name, Description: rt.Description, Effect: tool.EffectExternal}
+	annotate(&spec, rt.Annotations)
 	if d, ok := s.decl.Tools[rt.Name]; ok {
 		d.ApplyTo(&spec)
 	}

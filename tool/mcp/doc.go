@@ -7,7 +7,8 @@
 // Each server tool becomes the tool "<server>.<tool>" with the server's
 // description and input and output schemas, and what rein.yaml declares
 // it does (flow.EffectDecl: effect, reversibility, idempotent, undo,
-// compensate, resources, tags; undeclared: effect external).
+// compensate, resources, tags). An undeclared tool takes its effect from
+// its server's tool annotations (annotate), else external.
 // Each call has a timeout (the server's timeout:, else
 // flow.DefaultToolTimeout). A server that ends during a call fails that
 // call with a business error saying its effect is unknown; the next call
