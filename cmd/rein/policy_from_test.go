@@ -126,3 +126,54 @@ tools:
 		t.Errorf("runs show -o json lacks log_only:\n%s", out)
 	}
 }
+
+// TestExampleRefundPolicy walks examples/refund-policy's README: its
+// policy test passes against its own rein.yaml; a large refund waits for
+// a person and is sent once when approved; a small one runs; a huge one
+// is blocked; the watched rule shows in rein runs show.
+func TestExampleRefundPolicy(t *testing.T) {
+	outbox := t.TempDir()
+	t.Setenv("REIN_OUTBOX", outbox)
+	ex := filepath.Join("..", "..", "examples", "refund-policy")
+	if code, out, stderr := cli(t, "policy", "test", filepath.Join(ex, "policy_test.yaml")); code != exitOK || !strings.Contains(out, "log-only require_approval (not applied)  watch-medium-refunds") {
+		t.Fatalf("policy test: exit %d\n%s\n%s", code, out, stderr)
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	run := func(want int, input string) string {
+		t.Helper()
+		code, out, stderr := cli(t, "run", ex, "--db", db, "--input-json", input, "-o", "json")
+		if code != want {
+			t.Fatalf("run %s: exit %d, want %d\n%s\n%s", input, code, want, out, stderr)
+		}
+		var res durableResult
+		decodeOne(t, out, &res)
+		return res.RunID
+	}
+	sent := func() int {
+		t.Helper()
+		es, err := os.ReadDir(outbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	large := run(exitWaiting, `{"order": "A-1042", "amount": 240, "reason": "arrived broken"}`)
+	if n := sent(); n != 0 {
+		t.Fatalf("%d refunds sent before the approval", n)
+	}
+	if code, out, stderr := cli(t, "runs", "approve", large, "refund", "--db", db); code != exitOK || sent() != 1 {
+		t.Fatalf("approve: exit %d, %d sent\n%s\n%s", code, sent(), out, stderr)
+	}
+	code, out, _ := cli(t, "runs", "show", large, "--db", db)
+	if code != exitOK || !strings.Contains(out, "log-only require_approval (not applied), rule watch-medium-refunds") {
+		t.Errorf("runs show lacks the watched rule:\n%s", out)
+	}
+	run(exitOK, `{"order": "B-7", "amount": 20, "reason": "late"}`)
+	if n := sent(); n != 2 {
+		t.Fatalf("%d refunds sent, want 2", n)
+	}
+	run(exitRunFailed, `{"order": "B-7", "amount": 9000, "reason": "late"}`)
+	if n := sent(); n != 2 {
+		t.Fatalf("the huge refund was sent (%d)", n)
+	}
+}
