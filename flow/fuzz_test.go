@@ -99,3 +99,42 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsePolicyTest checks that a policy test file (rules with when:,
+// per-argument provenance, cases with args) never panics and that every
+// failure is located.
+func FuzzParsePolicyTest(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", "policy_test.yaml"))
+	for _, path := range seeds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"rules:\n  - {name: a, when: args.amount > 1, verdict: allow}\ncases:\n  - {tool: {name: x}, args: {amount: 2}, expect: allow}\n",
+		"rules:\n  - {name: a, provenance: {/to: [inferred]}, enforce: false, verdict: block}\ncases: [{tool: x}]\n",
+		"from: [a, b]\ncases: []\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pt, err := flow.ParsePolicyTest(data, filepath.Join("testdata", "policy_test.yaml"))
+		if err == nil {
+			if pt == nil {
+				t.Fatal("ParsePolicyTest returned neither a test nor an error")
+			}
+			return
+		}
+		var fe *flow.Error
+		if !errors.As(err, &fe) {
+			t.Fatalf("error is %T, not *flow.Error: %v", err, err)
+		}
+		for _, d := range fe.Diagnostics {
+			if d.Line < 1 || d.Col < 1 {
+				t.Fatalf("diagnostic not located: %+v", d)
+			}
+		}
+	})
+}
