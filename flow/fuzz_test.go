@@ -82,21 +82,7 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := flow.ParseConfig(data, filepath.Join("testdata", "rein.yaml"))
-		if err == nil {
-			if cfg == nil {
-				t.Fatal("ParseConfig returned neither a config nor an error")
-			}
-			return
-		}
-		var fe *flow.Error
-		if !errors.As(err, &fe) {
-			t.Fatalf("error is %T, not *flow.Error: %v", err, err)
-		}
-		for _, d := range fe.Diagnostics {
-			if d.Line < 1 || d.Col < 1 {
-				t.Fatalf("diagnostic not located: %+v", d)
-			}
-		}
+		requireLocated(t, "ParseConfig", cfg != nil, err)
 	})
 }
 
@@ -121,20 +107,27 @@ func FuzzParsePolicyTest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pt, err := flow.ParsePolicyTest(data, filepath.Join("testdata", "policy_test.yaml"))
-		if err == nil {
-			if pt == nil {
-				t.Fatal("ParsePolicyTest returned neither a test nor an error")
-			}
-			return
-		}
-		var fe *flow.Error
-		if !errors.As(err, &fe) {
-			t.Fatalf("error is %T, not *flow.Error: %v", err, err)
-		}
-		for _, d := range fe.Diagnostics {
-			if d.Line < 1 || d.Col < 1 {
-				t.Fatalf("diagnostic not located: %+v", d)
-			}
-		}
+		requireLocated(t, "ParsePolicyTest", pt != nil, err)
 	})
+}
+
+// requireLocated fails unless a parse gave a result (got) or a *flow.Error
+// whose every diagnostic has a line and column.
+func requireLocated(t *testing.T, parse string, got bool, err error) {
+	t.Helper()
+	if err == nil {
+		if !got {
+			t.Fatalf("%s returned neither a result nor an error", parse)
+		}
+		return
+	}
+	var fe *flow.Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("%s: error is %T, not *flow.Error: %v", parse, err, err)
+	}
+	for _, d := range fe.Diagnostics {
+		if d.Line < 1 || d.Col < 1 {
+			t.Fatalf("%s: diagnostic not located: %+v", parse, d)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package safety_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,19 +11,26 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// above is a Condition on args.amount, as rein.yaml's when: would be.
-type above float64
+// amount is a Condition on args.amount, as rein.yaml's when: would be:
+// above (> n) or at most (<= n).
+type amount struct {
+	n     float64
+	above bool
+}
 
-func (a above) Holds(_ context.Context, inv *safety.Invocation) (bool, error) {
+func above(n float64) amount { return amount{n, true} }
+func below(n float64) amount { return amount{n, false} }
+
+func (a amount) Holds(_ context.Context, inv *safety.Invocation) (bool, error) {
 	args, _ := inv.Args.(map[string]any)
 	n, ok := args["amount"].(float64)
 	if !ok {
 		return false, errors.New("args.amount is not a number")
 	}
-	return n > float64(a), nil
+	return n > a.n == a.above, nil
 }
 
-func (a above) String() string { return "args.amount > N" }
+func (a amount) String() string { return fmt.Sprintf("args.amount > %v is %v", a.n, a.above) }
 
 func decide(t *testing.T, g safety.Gate, inv safety.Invocation) safety.Decision {
 	t.Helper()
@@ -39,7 +47,7 @@ func decide(t *testing.T, g safety.Gate, inv safety.Invocation) safety.Decision 
 func TestValueAwareRules(t *testing.T) {
 	refund := tool.Spec{Name: "refund", Effect: tool.EffectExternal}
 	gate := &safety.Policy{Rules: append(safety.DefaultRules(),
-		safety.Rule{Name: "small-ok", Tools: []string{"refund"}, When: safety.Condition(below(20)), Verdict: safety.Allow, Reason: "small refunds run"},
+		safety.Rule{Name: "small-ok", Tools: []string{"refund"}, When: below(20), Verdict: safety.Allow, Reason: "small refunds run"},
 		safety.Rule{Name: "huge-blocked", Tools: []string{"refund"}, When: above(5000), Verdict: safety.Block},
 		safety.Rule{Name: "to-not-inferred", Arguments: []safety.ArgOrigins{{Pointer: "/to", Origins: []safety.Origin{"inferred"}}}, Verdict: safety.RequireApproval},
 	)}
@@ -77,19 +85,6 @@ func TestValueAwareRules(t *testing.T) {
 		t.Errorf("an inferred /to/0 should match the /to rule: %+v", d)
 	}
 }
-
-type below float64
-
-func (b below) Holds(_ context.Context, inv *safety.Invocation) (bool, error) {
-	args, _ := inv.Args.(map[string]any)
-	n, ok := args["amount"].(float64)
-	if !ok {
-		return false, errors.New("args.amount is not a number")
-	}
-	return n <= float64(b), nil
-}
-
-func (b below) String() string { return "args.amount <= N" }
 
 // TestWhenThatCannotBeDecidedFailsClosed: a restricting rule holds, an
 // allow rule does not, and the reason says why.
