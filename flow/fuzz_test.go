@@ -63,14 +63,7 @@ func FuzzParse(f *testing.F) {
 // FuzzParseConfig checks that ParseConfig (rein.yaml: tools and models)
 // never panics and that every failure is located.
 func FuzzParseConfig(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", "rein.yaml"))
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addExampleSeeds(f, "rein.yaml")
 	for _, s := range []string{
 		"",
 		"models:\n  default: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, timeout: 20s}\n",
@@ -90,14 +83,7 @@ func FuzzParseConfig(f *testing.F) {
 // per-argument provenance, cases with args) never panics and that every
 // failure is located.
 func FuzzParsePolicyTest(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", "policy_test.yaml"))
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addExampleSeeds(f, "policy_test.yaml")
 	for _, s := range []string{
 		"rules:\n  - {name: a, when: args.amount > 1, verdict: allow}\ncases:\n  - {tool: {name: x}, args: {amount: 2}, expect: allow}\n",
 		"rules:\n  - {name: a, provenance: {/to: [inferred]}, enforce: false, verdict: block}\ncases: [{tool: x}]\n",
@@ -129,5 +115,17 @@ func requireLocated(t *testing.T, parse string, got bool, err error) {
 		if d.Line < 1 || d.Col < 1 {
 			t.Fatalf("%s: diagnostic not located: %+v", parse, d)
 		}
+	}
+}
+
+// addExampleSeeds adds every examples/*/name file as a seed.
+func addExampleSeeds(f *testing.F, name string) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "*", name))
+	for _, path := range seeds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
 	}
 }
