@@ -206,6 +206,7 @@ func TestConfigPolicy(t *testing.T) {
     - {name: w2, when: "args.amount >", verdict: block}
     - {name: p, provenance: {to: [inferred], /cc: [], /bcc: [model]}, verdict: block}
     - {name: e, enforced: false, verdict: block}
+    - {name: f, amount_over: 100, verdict: block}
 `), "rein.yaml")
 	if err == nil {
 		t.Fatal("bad policy accepted")
@@ -227,6 +228,7 @@ func TestConfigPolicy(t *testing.T) {
 		`rule p: provenance /cc: list the origins`,
 		`rule p: provenance /bcc: origin must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
 		`unknown field "enforced" in rule e (did you mean "enforce"?)`,
+		`unknown field "amount_over" in rule f (a rule takes name, tools, effects, reversibility, tags, provenance, unverified, declaration, min_tier, when, verdict, reason, enforce)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -204,7 +205,7 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		case "reason":
 			r.Reason, _ = d.str(f, "")
 		default:
-			d.unknownField(f, "", where, policyRuleFields)
+			d.unknownRuleField(f, where)
 		}
 	}
 	if r.Name == "" {
@@ -219,4 +220,14 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 		bad(f, "unverified: true narrows a provenance: condition to the arguments no tool result confirms; add provenance: [inferred] (or the origins it is about)")
 	}
 	return r, good
+}
+
+// unknownRuleField reports a field a rule does not take: the near one
+// when there is one, else every field a rule takes.
+func (d *decoder) unknownRuleField(f field, where string) {
+	hint := didYouMean(f.key, policyRuleFields)
+	if hint == "" {
+		hint = " (a rule takes " + strings.Join(policyRuleFields, ", ") + ")"
+	}
+	d.diags.add(f.keyPos, "", "unknown field %q in %s%s", f.key, where, hint)
 }
