@@ -23,6 +23,12 @@ type migration struct {
 	sql     string
 }
 
+// goMigrations are the parts of migrations written in Go, run after the
+// migration's script in its transaction.
+var goMigrations = map[int]func(context.Context, pgx.Tx) error{
+	5: convertJournal, // 0005_journal_rows.sql
+}
+
 // migrations returns the embedded migrations in order. They must be
 // numbered 1, 2, 3, … without gaps.
 func migrations() ([]migration, error) {
@@ -117,6 +123,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) e
 		for _, m := range ms[min(current, len(ms)):] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("postgres store: migration %s in schema %q: %w", m.name, where, err)
+			}
+			if convert := goMigrations[m.version]; convert != nil {
+				if err := convert(ctx, tx); err != nil {
+					return fmt.Errorf("postgres store: migration %s in schema %q: %w", m.name, where, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO rein_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
 				return fmt.Errorf("postgres store: record migration %s: %w", m.name, err)

@@ -52,7 +52,8 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 			AND settled_at < $1
 			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
 			RETURNING id),
-		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id)
+		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id),
+		x AS (DELETE FROM rein_records x USING r WHERE x.run_id = r.id)
 		SELECT count(*) FROM r`, p.Before, string(p.Status), p.Now).Scan(&runs)
 	})
 	if err != nil {

@@ -494,6 +494,10 @@ func checkRecordError(t *testing.T, what string, err error, newer bool) {
 	if newer && (!strings.Contains(strings.ToLower(msg), "newer") || !strings.Contains(msg, "upgrade rein")) {
 		t.Errorf("%s: error %q does not say the record is from a newer rein and to upgrade rein", what, msg)
 	}
+	if damaged := errors.Is(err, store.ErrDamaged); damaged == newer {
+		t.Errorf("%s: error %q: errors.Is(err, store.ErrDamaged) = %v, want %v (a record from a newer rein is not damage; one that does not decode is)",
+			what, msg, damaged, !newer)
+	}
 	var ve *journal.VersionError
 	if newer && (!errors.As(err, &ve) || !ve.Newer()) {
 		t.Errorf("%s: error %q does not wrap a *journal.VersionError", what, msg)
