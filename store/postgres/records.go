@@ -26,9 +26,6 @@ type recordRows struct {
 	payload, record, output, input, errJSON []string
 }
 
-// n is the number of rows.
-func (r *recordRows) n() int { return len(r.seq) }
-
 // event adds the row of event e (whose payload is encoded in scratch; it
 // returns scratch grown).
 func (r *recordRows) event(e *journal.Event, scratch []byte) []byte {

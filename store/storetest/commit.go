@@ -510,6 +510,10 @@ func testCorruptEvent(t *testing.T, h Harness) {
 		h.CorruptEvent(t, s, "run-corrupt", 2, store.JournalVersion, data)
 		_, err := s.Events(t.Context(), "run-corrupt", 0, 0)
 		checkRecordError(t, fmt.Sprintf("record %q", data), err, false)
+		// the call records are folded from the events: the damage is theirs too.
+		if _, err := s.Calls(t.Context(), "run-corrupt", ""); !errors.Is(err, store.ErrDamaged) {
+			t.Errorf("record %q: Calls: err = %v, want store.ErrDamaged", data, err)
+		}
 	}
 	// The records around it still read.
 	if got := seqs(events(t, s, "run-corrupt", 2, 0)); !equal(got, []int64{3}) {
