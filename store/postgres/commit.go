@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/journal"
@@ -294,17 +293,17 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	return p, nil
 }
 
-// commitOnce sends the plan: one statement, or, with blobs, approvals or calls,
-// one batch that PostgreSQL runs as one implicit transaction (the first
-// error rolls back everything). applied reports whether the row was
+// commitOnce sends the plan: one statement, or, with blobs, approvals or
+// calls, a transaction of that statement and theirs (the first error rolls
+// back everything). applied reports whether the row was
 // inserted; when it was not, nothing was.
 func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, err error) {
-	sql, args := journalSQL, append([]any{p.runID, p.version, p.token, p.maxSeq, p.minSeq, p.now}, p.rows.args()...)
+	stmt, args := journalSQL, append([]any{p.runID, p.version, p.token, p.maxSeq, p.minSeq, p.now}, p.rows.args()...)
 	switch {
 	case p.create != nil:
-		sql, args = createSQL, append(createArgs(p), p.rows.args()...)
+		stmt, args = createSQL, append(createArgs(p), p.rows.args()...)
 	case p.update:
-		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
+		stmt, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
 	after := p.after
 	if p.final && p.approvals > 0 {
@@ -312,28 +311,30 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 		after = append(after[:len(after):len(after)], afterStmt{closeSQL, []any{p.closeReason, p.now}})
 	}
 	if len(after) == 0 {
-		return readCount(s.pool.QueryRow(ctx, sql, args...))
+		return readCount(s.db.QueryRowContext(ctx, stmt, args...))
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
+	// blobs, approvals, calls: the statements after the row, in one
+	// transaction with it.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; a failed one's error is the statement's
+	if applied, err = readCount(tx.QueryRowContext(ctx, stmt, args...)); err != nil || !applied {
+		return false, err
+	}
 	key := []any{p.runID, p.version + 1, p.token}
 	for _, a := range after {
-		b.Queue(a.sql, append(key[:3:3], a.args...)...)
+		if _, err := tx.ExecContext(ctx, a.sql, append(key[:3:3], a.args...)...); err != nil {
+			return false, err
+		}
 	}
-	br := s.pool.SendBatch(ctx, b)
-	applied, err = readCount(br.QueryRow())
-	for i := 1; err == nil && i < b.Len(); i++ {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return applied && err == nil, err
+	return true, tx.Commit()
 }
 
 // readCount reads a commit statement's answer: whether it inserted its
 // row of rein_journal.
-func readCount(row pgx.Row) (bool, error) {
+func readCount(row scanner) (bool, error) {
 	var n int64
 	err := row.Scan(&n)
 	return err == nil && n == 1, err
@@ -366,7 +367,7 @@ func (s *Store) whyNot(ctx context.Context, p *commitPlan) error {
 	var exists bool
 	var version, seq int64
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM rein_runs WHERE id = $1),
+		return s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rein_runs WHERE id = $1),
 			coalesce(h.version, 0), coalesce(h.seq, 0)
 			FROM (SELECT 1) one LEFT JOIN LATERAL (`+headSQL("$1")+`) h ON true`, p.runID).Scan(&exists, &version, &seq)
 	})
@@ -387,7 +388,7 @@ func (s *Store) whyNot(ctx context.Context, p *commitPlan) error {
 func (s *Store) committedBefore(ctx context.Context, p *commitPlan) bool {
 	var token string
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT coalesce(token::text, '') FROM rein_journal WHERE run_id = $1 AND version = $2`,
+		return s.db.QueryRowContext(ctx, `SELECT coalesce(token::text, '') FROM rein_journal WHERE run_id = $1 AND version = $2`,
 			p.runID, p.version+1).Scan(&token)
 	})
 	return err == nil && token == p.token

@@ -1,5 +1,5 @@
-// Package postgres is the PostgreSQL store.Store, on
-// github.com/jackc/pgx/v5 and its pgxpool. Several rein processes can share
+// Package postgres is the PostgreSQL store.Store, on database/sql with the
+// pgx driver (github.com/jackc/pgx/v5/stdlib). Several rein processes can share
 // one database: workers divide the ready runs between them with leases
 // taken by ClaimRuns (FOR UPDATE SKIP LOCKED), and every transition is
 // checked against the run's version, so two processes never advance the
@@ -12,8 +12,10 @@
 //	postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=disable
 //	host=HOST port=PORT user=USER password=PASSWORD dbname=DATABASE
 //
-// Besides libpq's parameters it accepts pgxpool's (pool_max_conns,
-// pool_min_conns, pool_max_conn_lifetime, …), and any other parameter is
+// Besides libpq's parameters it accepts pgxpool's pool settings
+// (pool_max_conns, pool_max_conn_lifetime, pool_max_conn_idle_time), which
+// size the database/sql pool (pool_min_conns has no equivalent there and
+// is ignored), and any other parameter is
 // sent to the server as a run-time setting (search_path=rein, for one).
 // Options.Schema puts rein's tables in a schema of their own. Errors never
 // repeat the password. Importing the package registers both forms (and

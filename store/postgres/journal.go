@@ -23,7 +23,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	var rows []records.Row
 	err := again(ctx, true, func() error {
 		rows = rows[:0]
-		q, err := s.pool.Query(ctx, `SELECT seq, version, kind, coalesce(step_id, ''), coalesce(status, ''),
+		q, err := s.db.QueryContext(ctx, `SELECT seq, version, kind, coalesce(step_id, ''), coalesce(status, ''),
 			coalesce(attempt, 0), at, payload FROM rein_records
 			WHERE run_id = $1 AND kind IS NOT NULL AND seq > $2 ORDER BY id LIMIT $3`, runID, after, rowLimit)
 		if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	err := again(ctx, true, func() error {
 		last = last[:0]
 		index := map[string]int{}
-		q, err := s.pool.Query(ctx, `SELECT step_id, version, record, output, input, error FROM rein_records
+		q, err := s.db.QueryContext(ctx, `SELECT step_id, version, record, output, input, error FROM rein_records
 			WHERE run_id = $1 AND record IS NOT NULL ORDER BY id`, runID)
 		if err != nil {
 			return err
@@ -154,7 +154,7 @@ func (s *Store) blobs(ctx context.Context, what string, names []string) (map[str
 	data := make(map[string][]byte, len(names))
 	err := again(ctx, true, func() error {
 		clear(data)
-		rows, err := s.pool.Query(ctx, `SELECT sha256, data FROM rein_blobs WHERE sha256 = ANY($1)`, names)
+		rows, err := s.db.QueryContext(ctx, `SELECT sha256, data FROM rein_blobs WHERE sha256 = ANY($1)`, names)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (s *Store) blobs(ctx context.Context, what string, names []string) (map[str
 func (s *Store) Blob(ctx context.Context, sha256 string) ([]byte, error) {
 	var data []byte
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT data FROM rein_blobs WHERE sha256 = $1`, sha256).Scan(&data)
+		return s.db.QueryRowContext(ctx, `SELECT data FROM rein_blobs WHERE sha256 = $1`, sha256).Scan(&data)
 	})
 	if err != nil {
 		return nil, mapErr("read blob "+sha256, err)
@@ -191,6 +191,6 @@ func (s *Store) Blob(ctx context.Context, sha256 string) ([]byte, error) {
 func (s *Store) runExists(ctx context.Context, what, runID string) error {
 	var one int
 	return mapErr(what, again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT 1 FROM rein_runs WHERE id = $1`, runID).Scan(&one)
+		return s.db.QueryRowContext(ctx, `SELECT 1 FROM rein_runs WHERE id = $1`, runID).Scan(&one)
 	}))
 }

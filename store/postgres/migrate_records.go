@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store/internal/frames"
@@ -27,7 +26,7 @@ const convertBatch = 512
 // becomes one event row of no valid version at the row's seq; JSON the
 // json columns refuse (it does not parse) is kept as a JSON string of its
 // text, which does not decode as a record either.
-func convertJournal(ctx context.Context, tx pgx.Tx) error {
+func convertJournal(ctx context.Context, tx *sql.Tx) error {
 	ins := recordsSQL(`(SELECT $1::text AS run_id, $2::bigint AS version, $3::bigint AS seq)`, 4)
 	type row struct {
 		runID         string
@@ -36,18 +35,23 @@ func convertJournal(ctx context.Context, tx pgx.Tx) error {
 	}
 	lastRun, lastVersion := "", int64(0)
 	for {
-		rows, err := tx.Query(ctx, `SELECT run_id, version, seq, events, steps FROM rein_journal
+		rows, err := tx.QueryContext(ctx, `SELECT run_id, version, seq, events, steps FROM rein_journal
 			WHERE (run_id, version) > ($1, $2) AND (events IS NOT NULL OR steps IS NOT NULL)
 			ORDER BY run_id, version LIMIT $3`, lastRun, lastVersion, convertBatch)
 		if err != nil {
 			return err
 		}
-		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var batch []row
+		for rows.Next() {
 			var x row
-			err := r.Scan(&x.runID, &x.version, &x.seq, &x.events, &x.steps)
-			return x, err
-		})
-		if err != nil {
+			if err := rows.Scan(&x.runID, &x.version, &x.seq, &x.events, &x.steps); err != nil {
+				rows.Close()
+				return err
+			}
+			batch = append(batch, x)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
 		if len(batch) == 0 {
@@ -59,12 +63,12 @@ func convertJournal(ctx context.Context, tx pgx.Tx) error {
 			if err := convertRow(&rr, r.runID, r.seq, r.events, r.steps); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, ins, append([]any{r.runID, r.version, r.seq}, rr.args()...)...); err != nil {
+			if _, err := tx.ExecContext(ctx, ins, append([]any{r.runID, r.version, r.seq}, rr.args()...)...); err != nil {
 				return fmt.Errorf("convert the journal of run %s at version %d: %w", r.runID, r.version, err)
 			}
 		}
 	}
-	_, err := tx.Exec(ctx, `ALTER TABLE rein_journal DROP COLUMN events, DROP COLUMN steps`)
+	_, err := tx.ExecContext(ctx, `ALTER TABLE rein_journal DROP COLUMN events, DROP COLUMN steps`)
 	return err
 }
 

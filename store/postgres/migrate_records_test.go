@@ -104,7 +104,7 @@ func TestMigrateSchema4Frames(t *testing.T) {
 		t.Errorf("Events(r2) before its damaged record = %v, %v", evs, err)
 	}
 	var frameCols int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema = $1
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema = $1
 		AND table_name = 'rein_journal' AND column_name IN ('events', 'steps')`, schema).Scan(&frameCols); err != nil || frameCols != 0 {
 		t.Errorf("rein_journal keeps %d frame columns (%v), want none", frameCols, err)
 	}

@@ -167,7 +167,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	schema := testSchema(t)
 	s := openTest(t, schema, nil)
-	if _, err := s.pool.Exec(t.Context(), `INSERT INTO rein_schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
+	if _, err := s.db.ExecContext(t.Context(), `INSERT INTO rein_schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -197,7 +197,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		defer stores[i].Close()
 	}
 	var n, max int
-	if err := stores[0].pool.QueryRow(t.Context(), `SELECT count(*), max(version) FROM rein_schema_migrations`).Scan(&n, &max); err != nil {
+	if err := stores[0].db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM rein_schema_migrations`).Scan(&n, &max); err != nil {
 		t.Fatal(err)
 	}
 	if n != SchemaVersion() || max != SchemaVersion() {
@@ -245,10 +245,13 @@ func TestCommitLateFailureAppliesNothing(t *testing.T) {
 // does not decode all the same), and no data as NULL.
 func corruptEvent(t *testing.T, s *Store, runID string, seq int64, version int, data []byte) {
 	t.Helper()
-	tag, err := s.pool.Exec(t.Context(), `UPDATE rein_records SET version = $3, payload = $4::json
+	tag, err := s.db.ExecContext(t.Context(), `UPDATE rein_records SET version = $3, payload = $4::json
 		WHERE run_id = $1 AND seq = $2 AND kind IS NOT NULL`, runID, seq, version, jsonColumn(data))
-	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("corrupt event %s seq %d: %d rows, %v", runID, seq, tag.RowsAffected(), err)
+	if err != nil {
+		t.Fatalf("corrupt event %s seq %d: %v", runID, seq, err)
+	}
+	if n, err := tag.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("corrupt event %s seq %d: %d rows, %v", runID, seq, n, err)
 	}
 }
 
@@ -256,10 +259,13 @@ func corruptEvent(t *testing.T, s *Store, runID string, seq int64, version int, 
 // rein_records of runID holding one, as corruptEvent does.
 func corruptStep(t *testing.T, s *Store, runID, stepID string, version int, rec []byte) {
 	t.Helper()
-	tag, err := s.pool.Exec(t.Context(), `UPDATE rein_records SET version = $3, record = $4::json
+	tag, err := s.db.ExecContext(t.Context(), `UPDATE rein_records SET version = $3, record = $4::json
 		WHERE run_id = $1 AND step_id = $2 AND record IS NOT NULL`, runID, stepID, version, jsonColumn(rec))
-	if err != nil || tag.RowsAffected() == 0 {
-		t.Fatalf("corrupt step %s %s: %d rows, %v", runID, stepID, tag.RowsAffected(), err)
+	if err != nil {
+		t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
+	}
+	if n, err := tag.RowsAffected(); err != nil || n == 0 {
+		t.Fatalf("corrupt step %s %s: %d rows, %v", runID, stepID, n, err)
 	}
 }
 
