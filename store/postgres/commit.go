@@ -22,15 +22,15 @@ import (
 // it (as durable as the server's synchronous_commit makes it); on success
 // t.Version is the new version.
 //
-// The transition is one row of rein_journal: its events and step records
-// as frames (store/internal/frames), keyed by (run, new version). Most
-// transitions are that one INSERT: one statement, one round trip, one WAL
-// flush. It inserts only when the run's newest row is at t.Version, and
+// The transition is one row of rein_journal, keyed by (run, new version),
+// and a row of rein_records per event and step record, inserted by one
+// statement (the records in a CTE after the row): most transitions are
+// that statement, one round trip, one WAL flush. It inserts only when the run's newest row is at t.Version, and
 // the primary key refuses a second row at the same version, so of two
 // writers racing from one version exactly one wins. A transition that
 // changes the run row (status, error, usage) updates it in the same
-// statement; blobs and approvals follow in the same implicit transaction,
-// each applied only if the row was.
+// statement; blobs and approvals follow in one transaction with it, each
+// applied only if the row was.
 //
 // Events must carry their sequence numbers, increasing and above the
 // run's last. Step outputs and inputs larger than the blob threshold are
@@ -131,8 +131,8 @@ type commitPlan struct {
 	// now is the transition's time (store.Transition.Now), nil for the
 	// database's clock.
 	now any
-	// after are the statements that follow the journal row in the same
-	// batch (blobs, approvals, call records, …), each guarded by
+	// after are the statements that follow the journal row in its
+	// transaction (blobs, approvals, call records, …), each guarded by
 	// appliedSQL: an entity written with a transition adds its own
 	// (addAfter) from a function in its file. approvals counts those of
 	// approvals.
@@ -140,7 +140,7 @@ type commitPlan struct {
 	approvals int
 }
 
-// afterStmt is a statement of a Commit's batch after its journal row: sql
+// afterStmt is a statement of a Commit's transaction after its journal row: sql
 // takes the run, the new version and the commit token as $1 … $3 (for
 // appliedSQL), and args from $4 on.
 type afterStmt struct {
