@@ -78,7 +78,7 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 			}
 			e, ok, err := journal.EffectOf(ev)
 			if err != nil {
-				return nil, err
+				return nil, damaged(err)
 			}
 			if !ok {
 				continue
@@ -94,7 +94,7 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 		case trace.Remediated:
 			m, err := journal.DecodeRemediation(ev)
 			if err != nil {
-				return nil, err
+				return nil, damaged(err)
 			}
 			v.Remediations = append(v.Remediations, *m)
 			remedied[m.Key] = ev.Seq
@@ -111,6 +111,11 @@ func effectsView(run *store.Run, f *flow.Flow, events []*trace.Event) (*EffectsV
 	v.Data = dataEdges(f, v.Calls)
 	return v, nil
 }
+
+// damaged is the error of a journal record that does not decode: the
+// store holds something rein did not write, store.ErrDamaged (class
+// damaged, exit 6), its text naming the run and seq.
+func damaged(err error) error { return fmt.Errorf("%w: %w", store.ErrDamaged, err) }
 
 // StateDispatched is the State of a call whose undo or compensation was
 // dispatched (its call record committed as started) and whose outcome is

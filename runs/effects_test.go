@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/reinhq/rein/flow"
@@ -74,5 +76,25 @@ steps:
 	}
 	if len(want) != 0 {
 		t.Errorf("calls missing from the view: %v", want)
+	}
+}
+
+// TestEffectsOfADamagedRecord: a call_effect or remediation record that
+// does not decode is store.ErrDamaged (exit 6), naming the run and seq,
+// not an ordinary error.
+func TestEffectsOfADamagedRecord(t *testing.T) {
+	t.Parallel()
+	f, err := flow.Parse([]byte("name: d\nsteps:\n  - {id: a, tool: t, args: {}}\n"), "d.yaml",
+		&flow.Options{Tools: func(n string) (tool.Spec, bool) { return tool.Spec{Name: n}, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &store.Run{ID: "run-damaged", Flow: "d"}
+	for _, kind := range []trace.Kind{trace.CallEffect, trace.Remediated} {
+		events := []*trace.Event{{RunID: run.ID, Seq: 7, Kind: kind, StepID: "a", Data: `{"key":`}}
+		_, err := effectsView(run, f, events)
+		if !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "run-damaged seq 7") {
+			t.Errorf("a %s record that does not decode: err = %v, want store.ErrDamaged naming run-damaged seq 7", kind, err)
+		}
 	}
 }

@@ -123,7 +123,7 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 			st.noteDispatch(ev)
 			eff, ok, err := journal.EffectOf(ev)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: %w", store.ErrDamaged, err)
 			}
 			if !ok {
 				continue
@@ -141,7 +141,7 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 		case trace.Remediated:
 			m, err := journal.DecodeRemediation(ev)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: %w", store.ErrDamaged, err)
 			}
 			st.last[m.Key], st.lastSeq[m.Key] = m, ev.Seq
 			if m.Status == journal.RemedyFailed || m.Status == journal.RemedyUnknown {

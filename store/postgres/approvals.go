@@ -2,12 +2,12 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -16,7 +16,7 @@ import (
 const approvalCols = `a.id, a.run_id, a.step_id, a.kind, a.status, a.tool, a.args, a.message, a.output,
 	a.comment, a.decided_by, a.created_at, a.decided_at`
 
-func scanApproval(row pgx.Row) (*store.Approval, error) {
+func scanApproval(row scanner) (*store.Approval, error) {
 	var a store.Approval
 	var kind, status string
 	var args, output []byte
@@ -43,7 +43,7 @@ func (s *Store) Approvals(ctx context.Context, p *store.ListApprovalsParams) ([]
 	var out []*store.Approval
 	err := again(ctx, true, func() error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM rein_approvals a
+		rows, err := s.db.QueryContext(ctx, `SELECT `+approvalCols+` FROM rein_approvals a
 		WHERE ($1 = '' OR a.run_id = $1) AND ($2 = '' OR a.status = $2)
 		ORDER BY a.ord`, q.RunID, string(q.Status))
 		if err != nil {
@@ -80,7 +80,7 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	}
 	var a *store.Approval
 	err := bumping(ctx, false, func() (err error) {
-		a, err = scanApproval(s.pool.QueryRow(ctx, `
+		a, err = scanApproval(s.db.QueryRowContext(ctx, `
 		WITH a AS (
 			UPDATE rein_approvals a SET status = $3, output = $4, comment = $5, decided_by = $6, decided_at = coalesce($7::timestamptz, now())
 			WHERE (a.run_id, a.id) = (
@@ -105,14 +105,14 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	if err == nil {
 		return a, nil
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, mapErr(what, err)
 	}
 	var runStatus string
 	err = again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT status FROM rein_runs WHERE id = $1`, p.RunID).Scan(&runStatus)
+		return s.db.QueryRowContext(ctx, `SELECT status FROM rein_runs WHERE id = $1`, p.RunID).Scan(&runStatus)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, store.ErrNotFound)
 	}
 	if err != nil {
@@ -123,10 +123,10 @@ func (s *Store) DecideApproval(ctx context.Context, p *store.DecideApprovalParam
 	}
 	var decided string
 	err = again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT status FROM rein_approvals WHERE run_id = $1 AND step_id = $2
+		return s.db.QueryRowContext(ctx, `SELECT status FROM rein_approvals WHERE run_id = $1 AND step_id = $2
 		ORDER BY ord DESC LIMIT 1`, p.RunID, p.StepID).Scan(&decided)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: no approval is pending for the step: %w", what, store.ErrNotFound)
 	}
 	if err != nil {

@@ -25,13 +25,13 @@ func BenchmarkRawCommit(b *testing.B) {
 	s := openTest(b, "", nil)
 	defer s.Close()
 	ctx := b.Context()
-	if _, err := s.pool.Exec(ctx, `CREATE TABLE raw_commit (id bigserial PRIMARY KEY, run_id text, data bytea)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE raw_commit (id bigserial PRIMARY KEY, run_id text, data bytea)`); err != nil {
 		b.Fatal(err)
 	}
 	payload := []byte(strings.Repeat("x", 300))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.pool.Exec(ctx, `INSERT INTO raw_commit (run_id, data) VALUES ($1, $2)`, "run", payload); err != nil {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO raw_commit (run_id, data) VALUES ($1, $2)`, "run", payload); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func BenchmarkCommitSingleRun(b *testing.B) {
 	s := openTest(b, "", nil)
 	defer s.Close()
 	ctx := b.Context()
-	if _, err := s.pool.Exec(ctx, `CREATE TABLE raw_commit (id bigserial PRIMARY KEY, run_id text, data bytea)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE raw_commit (id bigserial PRIMARY KEY, run_id text, data bytea)`); err != nil {
 		b.Fatal(err)
 	}
 	payload := []byte(strings.Repeat("x", 300))
@@ -78,7 +78,7 @@ func BenchmarkCommitSingleRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := s.pool.Exec(ctx, `INSERT INTO raw_commit (run_id, data) VALUES ($1, $2)`, "run", payload); err != nil {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO raw_commit (run_id, data) VALUES ($1, $2)`, "run", payload); err != nil {
 			b.Fatal(err)
 		}
 		stepTime += t1.Sub(t0)

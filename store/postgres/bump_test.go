@@ -95,7 +95,7 @@ func waitForLockWait(t *testing.T, s *Store, schema string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int
-		err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		err := s.db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
 		if err != nil {
 			t.Fatal(err)

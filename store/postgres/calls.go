@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 )
@@ -13,7 +11,7 @@ import (
 const callCols = `run_id, key, step_id, item, round, plan, plan_step, turn, idx, fallback, attempt, kind, name,
 	args_sha, status, output, error_class, error, tokens_in, tokens_out, started_at, duration_ns`
 
-func scanCall(row pgx.Row) (*store.Call, error) {
+func scanCall(row scanner) (*store.Call, error) {
 	var (
 		c                    store.Call
 		started              *time.Time
@@ -41,7 +39,7 @@ func (s *Store) Calls(ctx context.Context, runID, stepID string) ([]*store.Call,
 	var out []*store.Call
 	err := again(ctx, true, func() error {
 		out = out[:0]
-		rows, err := s.pool.Query(ctx, `SELECT `+callCols+` FROM rein_calls
+		rows, err := s.db.QueryContext(ctx, `SELECT `+callCols+` FROM rein_calls
 		WHERE run_id = $1 AND ($2 = '' OR step_id = $2) ORDER BY ord`, runID, stepID)
 		if err != nil {
 			return err

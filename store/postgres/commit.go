@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -24,15 +22,15 @@ import (
 // it (as durable as the server's synchronous_commit makes it); on success
 // t.Version is the new version.
 //
-// The transition is one row of rein_journal: its events and step records
-// as frames (store/internal/frames), keyed by (run, new version). Most
-// transitions are that one INSERT: one statement, one round trip, one WAL
-// flush. It inserts only when the run's newest row is at t.Version, and
+// The transition is one row of rein_journal, keyed by (run, new version),
+// and a row of rein_records per event and step record, inserted by one
+// statement (the records in a CTE after the row): most transitions are
+// that statement, one round trip, one WAL flush. It inserts only when the run's newest row is at t.Version, and
 // the primary key refuses a second row at the same version, so of two
 // writers racing from one version exactly one wins. A transition that
 // changes the run row (status, error, usage) updates it in the same
-// statement; blobs and approvals follow in the same implicit transaction,
-// each applied only if the row was.
+// statement; blobs and approvals follow in one transaction with it, each
+// applied only if the row was.
 //
 // Events must carry their sequence numbers, increasing and above the
 // run's last. Step outputs and inputs larger than the blob threshold are
@@ -119,7 +117,7 @@ type commitPlan struct {
 	// minSeq and maxSeq bound the transition's events (minSeq is
 	// math.MaxInt64 and maxSeq 0 when it has none).
 	minSeq, maxSeq int64
-	events, steps  []byte // frames; nil for none
+	rows           recordRows // the transition's records
 	// update is set when the transition changes the run row: its status
 	// ("" keeps it), error, usage and settled time.
 	update                  bool
@@ -133,8 +131,8 @@ type commitPlan struct {
 	// now is the transition's time (store.Transition.Now), nil for the
 	// database's clock.
 	now any
-	// after are the statements that follow the journal row in the same
-	// batch (blobs, approvals, call records, …), each guarded by
+	// after are the statements that follow the journal row in its
+	// transaction (blobs, approvals, call records, …), each guarded by
 	// appliedSQL: an entity written with a transition adds its own
 	// (addAfter) from a function in its file. approvals counts those of
 	// approvals.
@@ -142,7 +140,7 @@ type commitPlan struct {
 	approvals int
 }
 
-// afterStmt is a statement of a Commit's batch after its journal row: sql
+// afterStmt is a statement of a Commit's transaction after its journal row: sql
 // takes the run, the new version and the commit token as $1 … $3 (for
 // appliedSQL), and args from $4 on.
 type afterStmt struct {
@@ -155,57 +153,73 @@ func (p *commitPlan) addAfter(sql string, args ...any) {
 	p.after = append(p.after, afterStmt{sql: sql, args: args})
 }
 
-// The statements of a Commit. journalSQL inserts the transition's row
-// ($1 run, $2 the version it builds on, $3 token, $4 its largest seq, $5
-// events, $6 steps, $7 its smallest seq, $8 the caller's time, NULL for
-// the database's) only when the run's newest row is at $2 and holds a
-// smaller seq; at version 0 the run must exist and have no row. A row
-// already at $2 + 1 is a unique violation: the race's loser.
+// The statements of a Commit. transitionSQL inserts the transition's row of
+// rein_journal ($1 run, $2 the version it builds on, $3 token, $4 its
+// largest seq, $5 its smallest seq, $6 the caller's time, NULL for the
+// database's) only when the run's newest row is at $2 and holds a smaller
+// seq; at version 0 the run must exist and have no row. A row already at
+// $2 + 1 is a unique violation: the race's loser. journalSQL adds the
+// transition's records ($7 … $19, recordRows.args) and returns how many
+// rows of rein_journal it inserted (0 or 1): the records are inserted
+// only with it.
 const (
-	journalSQL = `INSERT INTO rein_journal (run_id, version, seq, token, events, steps, at)
-		SELECT $1, $2 + 1, greatest(h.seq, $4), $3::uuid, $5::bytea, $6::bytea, coalesce($8::timestamptz, now())
+	transitionSQL = `INSERT INTO rein_journal (run_id, version, seq, token, at)
+		SELECT $1, $2 + 1, greatest(h.seq, $4), $3::uuid, coalesce($6::timestamptz, now())
 		FROM (SELECT j.seq FROM rein_journal j WHERE j.run_id = $1 AND j.version = $2
 			UNION ALL SELECT 0 FROM rein_runs r WHERE $2 = 0 AND r.id = $1) h
-		WHERE h.seq < $7`
+		WHERE h.seq < $5
+		RETURNING run_id, version, seq`
+	// recordsAt is the first parameter of the records in journalSQL and
+	// commitRunSQL.
+	recordsAt = 7
+)
 
-	// commitRunSQL is journalSQL plus the run row's update ($9 status, ""
-	// for none; $10 error, $11 usage, $12 settled time) and, for a final
-	// status ($13), the closing of the run's pending approvals with
-	// comment $14. It returns how many rows it inserted (0 or 1).
-	commitRunSQL = `WITH j AS (` + journalSQL + ` RETURNING run_id),
+var (
+	journalSQL = `WITH j AS (` + transitionSQL + `), x AS (` + recordsSQL("j", recordsAt) + `) SELECT count(*) FROM j`
+
+	// commitRunSQL is journalSQL plus the run row's update ($20 status, ""
+	// for none; $21 error, $22 usage, $23 settled time) and, for a final
+	// status ($24), the closing of the run's pending approvals with
+	// comment $25.
+	commitRunSQL = `WITH j AS (` + transitionSQL + `), x AS (` + recordsSQL("j", recordsAt) + `),
 		r AS (UPDATE rein_runs r SET
-			status = coalesce(nullif($9, ''), r.status),
-			error = coalesce($10, r.error),
-			usage = coalesce($11, r.usage),
+			status = coalesce(nullif($20, ''), r.status),
+			error = coalesce($21, r.error),
+			usage = coalesce($22, r.usage),
 			settled_at = CASE
-				WHEN $12::timestamptz IS NOT NULL THEN $12
-				WHEN r.settled_at IS NULL AND $13 THEN coalesce($8::timestamptz, now())
+				WHEN $23::timestamptz IS NOT NULL THEN $23
+				WHEN r.settled_at IS NULL AND $24 THEN coalesce($6::timestamptz, now())
 				ELSE r.settled_at END,
-			updated_at = coalesce($8::timestamptz, now()),
+			updated_at = coalesce($6::timestamptz, now()),
 			-- a finished run holds no lease
-			lease_owner = CASE WHEN $13 THEN NULL ELSE r.lease_owner END,
-			lease_expires = CASE WHEN $13 THEN NULL ELSE r.lease_expires END
+			lease_owner = CASE WHEN $24 THEN NULL ELSE r.lease_owner END,
+			lease_expires = CASE WHEN $24 THEN NULL ELSE r.lease_expires END
 			FROM j WHERE r.id = j.run_id),
-		c AS (UPDATE rein_approvals a SET status = 'rejected', comment = $14, decided_at = coalesce($8::timestamptz, now())
-			FROM j WHERE $13 AND a.run_id = j.run_id AND a.status = 'pending')
+		c AS (UPDATE rein_approvals a SET status = 'rejected', comment = $25, decided_at = coalesce($6::timestamptz, now())
+			FROM j WHERE $24 AND a.run_id = j.run_id AND a.status = 'pending')
 		SELECT count(*) FROM j`
 
 	// createSQL inserts the run ($1 … $16, the transition's run update
-	// folded in) and its first row ($17 token, $18 largest seq, $19
-	// events, $20 steps), both at $21 (the caller's time; NULL for the
-	// database's, never with an owner). A taken ID is a unique violation of
-	// rein_runs.
+	// folded in), its first row of rein_journal ($17 token, $18 largest
+	// seq), both at $19 (the caller's time; NULL for the database's, never
+	// with an owner), and its records ($20 … $32). A taken ID is a unique
+	// violation of rein_runs.
 	createSQL = `WITH r AS (
 			INSERT INTO rein_runs (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
 				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-				CASE WHEN $11::text IS NULL THEN NULL ELSE $21::timestamptz + $12 * interval '1 microsecond' END,
-				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN coalesce($21::timestamptz, now()) END,
-				coalesce($21::timestamptz, now()), coalesce($21::timestamptz, now()))
-			RETURNING id)
-		INSERT INTO rein_journal (run_id, version, seq, token, events, steps, at)
-		SELECT r.id, 1, $18::bigint, $17::uuid, $19::bytea, $20::bytea, coalesce($21::timestamptz, now()) FROM r`
+				CASE WHEN $11::text IS NULL THEN NULL ELSE $19::timestamptz + $12 * interval '1 microsecond' END,
+				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN coalesce($19::timestamptz, now()) END,
+				coalesce($19::timestamptz, now()), coalesce($19::timestamptz, now()))
+			RETURNING id),
+		j AS (INSERT INTO rein_journal (run_id, version, seq, token, at)
+			SELECT r.id, 1, $18::bigint, $17::uuid, coalesce($19::timestamptz, now()) FROM r
+			RETURNING run_id, version, seq),
+		x AS (` + recordsSQL("j", 20) + `)
+		SELECT count(*) FROM j`
+)
 
+const (
 	// The statements after the row, each applied only if the row with
 	// the commit's token ($1 run, $2 new version, $3 token) was inserted.
 	appliedSQL = `EXISTS (SELECT 1 FROM rein_journal j WHERE j.run_id = $1 AND j.version = $2 AND j.token = $3)`
@@ -243,8 +257,7 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 		case e.Seq <= p.maxSeq:
 			return nil, fmt.Errorf("event %d (%s) has seq %d, not after %d: events carry their sequence numbers, increasing", i, e.Kind, e.Seq, p.maxSeq)
 		}
-		// stored events leave out the row's run ID; reading puts it back.
-		p.events, buf = frames.EncodeEvent(p.events, buf, e)
+		buf = p.rows.event(e, buf)
 		p.minSeq, p.maxSeq = min(p.minSeq, e.Seq), e.Seq
 	}
 	seen := map[string]bool{}
@@ -253,7 +266,8 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 			return nil, errors.New("step without a StepID")
 		}
 		var e journal.EncodedStep
-		p.steps, buf, e = frames.EncodeStep(p.steps, buf, st, s.blobThreshold)
+		e, buf = journal.EncodeStep(st, s.blobThreshold, buf[:0])
+		p.rows.step(st, &e)
 		addBlob(p, seen, e.OutputBlob, e.OutputData)
 		addBlob(p, seen, e.InputBlob, e.InputData)
 	}
@@ -279,24 +293,17 @@ func (s *Store) plan(t *store.Transition) (*commitPlan, error) {
 	return p, nil
 }
 
-// commitOnce sends the plan: one statement, or, with blobs, approvals or calls,
-// one batch that PostgreSQL runs as one implicit transaction (the first
-// error rolls back everything). applied reports whether the row was
+// commitOnce sends the plan: one statement, or, with blobs, approvals or
+// calls, a transaction of that statement and theirs (the first error rolls
+// back everything). applied reports whether the row was
 // inserted; when it was not, nothing was.
 func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, err error) {
-	var events, steps any
-	if p.events != nil {
-		events = p.events
-	}
-	if p.steps != nil {
-		steps = p.steps
-	}
-	sql, args := journalSQL, []any{p.runID, p.version, p.token, p.maxSeq, events, steps, p.minSeq, p.now}
+	stmt, args := journalSQL, append([]any{p.runID, p.version, p.token, p.maxSeq, p.minSeq, p.now}, p.rows.args()...)
 	switch {
 	case p.create != nil:
-		sql, args = createSQL, createArgs(p, events, steps)
+		stmt, args = createSQL, append(createArgs(p), p.rows.args()...)
 	case p.update:
-		sql, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
+		stmt, args = commitRunSQL, append(args, p.status, p.errJSON, p.usage, p.settled, p.final, p.closeReason)
 	}
 	after := p.after
 	if p.final && p.approvals > 0 {
@@ -304,50 +311,37 @@ func (s *Store) commitOnce(ctx context.Context, p *commitPlan) (applied bool, er
 		after = append(after[:len(after):len(after)], afterStmt{closeSQL, []any{p.closeReason, p.now}})
 	}
 	if len(after) == 0 {
-		return s.execCommit(ctx, sql, p.update && p.create == nil, args)
+		return readCount(s.db.QueryRowContext(ctx, stmt, args...))
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
+	// blobs, approvals, calls: the statements after the row, in one
+	// transaction with it.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; a failed one's error is the statement's
+	if applied, err = readCount(tx.QueryRowContext(ctx, stmt, args...)); err != nil || !applied {
+		return false, err
+	}
 	key := []any{p.runID, p.version + 1, p.token}
 	for _, a := range after {
-		b.Queue(a.sql, append(key[:3:3], a.args...)...)
+		if _, err := tx.ExecContext(ctx, a.sql, append(key[:3:3], a.args...)...); err != nil {
+			return false, err
+		}
 	}
-	br := s.pool.SendBatch(ctx, b)
-	if counted := p.update && p.create == nil; counted {
-		applied, err = readCount(br.QueryRow())
-	} else {
-		var tag pgconn.CommandTag
-		tag, err = br.Exec()
-		applied = tag.RowsAffected() == 1
-	}
-	for i := 1; err == nil && i < b.Len(); i++ {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return applied && err == nil, err
+	return true, tx.Commit()
 }
 
-// execCommit runs one commit statement: counted is set for commitRunSQL,
-// which returns the count of rows it inserted.
-func (s *Store) execCommit(ctx context.Context, sql string, counted bool, args []any) (bool, error) {
-	if counted {
-		return readCount(s.pool.QueryRow(ctx, sql, args...))
-	}
-	tag, err := s.pool.Exec(ctx, sql, args...)
-	return err == nil && tag.RowsAffected() == 1, err
-}
-
-// readCount reads commitRunSQL's answer: whether it inserted its row.
-func readCount(row pgx.Row) (bool, error) {
+// readCount reads a commit statement's answer: whether it inserted its
+// row of rein_journal.
+func readCount(row scanner) (bool, error) {
 	var n int64
 	err := row.Scan(&n)
 	return err == nil && n == 1, err
 }
 
 // createArgs are createSQL's arguments.
-func createArgs(p *commitPlan, events, steps any) []any {
+func createArgs(p *commitPlan) []any {
 	c := p.create
 	status := string(c.Status)
 	if p.status != "" {
@@ -363,7 +357,7 @@ func createArgs(p *commitPlan, events, steps any) []any {
 	}
 	return []any{c.ID, c.Flow, c.FlowPath, c.FlowHash, bytesOrNil(c.FlowText), bytesOrNil(c.Input), bytesOrNil(c.Meta),
 		status, c.Session, int64(c.Retention), owner, ttl.Microseconds(), p.errJSON, p.usage, p.settled, p.final,
-		p.token, p.maxSeq, events, steps, p.now}
+		p.token, p.maxSeq, p.now}
 }
 
 // whyNot explains a commit whose row was not inserted: the run does not
@@ -373,7 +367,7 @@ func (s *Store) whyNot(ctx context.Context, p *commitPlan) error {
 	var exists bool
 	var version, seq int64
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM rein_runs WHERE id = $1),
+		return s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rein_runs WHERE id = $1),
 			coalesce(h.version, 0), coalesce(h.seq, 0)
 			FROM (SELECT 1) one LEFT JOIN LATERAL (`+headSQL("$1")+`) h ON true`, p.runID).Scan(&exists, &version, &seq)
 	})
@@ -394,7 +388,7 @@ func (s *Store) whyNot(ctx context.Context, p *commitPlan) error {
 func (s *Store) committedBefore(ctx context.Context, p *commitPlan) bool {
 	var token string
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT coalesce(token::text, '') FROM rein_journal WHERE run_id = $1 AND version = $2`,
+		return s.db.QueryRowContext(ctx, `SELECT coalesce(token::text, '') FROM rein_journal WHERE run_id = $1 AND version = $2`,
 			p.runID, p.version+1).Scan(&token)
 	})
 	return err == nil && token == p.token

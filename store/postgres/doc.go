@@ -1,5 +1,5 @@
-// Package postgres is the PostgreSQL store.Store, on
-// github.com/jackc/pgx/v5 and its pgxpool. Several rein processes can share
+// Package postgres is the PostgreSQL store.Store, on database/sql with the
+// pgx driver (github.com/jackc/pgx/v5/stdlib). Several rein processes can share
 // one database: workers divide the ready runs between them with leases
 // taken by ClaimRuns (FOR UPDATE SKIP LOCKED), and every transition is
 // checked against the run's version, so two processes never advance the
@@ -12,8 +12,10 @@
 //	postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=disable
 //	host=HOST port=PORT user=USER password=PASSWORD dbname=DATABASE
 //
-// Besides libpq's parameters it accepts pgxpool's (pool_max_conns,
-// pool_min_conns, pool_max_conn_lifetime, …), and any other parameter is
+// Besides libpq's parameters it accepts pgxpool's pool settings
+// (pool_max_conns, pool_max_conn_lifetime, pool_max_conn_idle_time), which
+// size the database/sql pool (pool_min_conns has no equivalent there and
+// is ignored), and any other parameter is
 // sent to the server as a run-time setting (search_path=rein, for one).
 // Options.Schema puts rein's tables in a schema of their own. Errors never
 // repeat the password. Importing the package registers both forms (and
@@ -21,8 +23,8 @@
 //
 // # Schema and migrations
 //
-// The tables (rein_runs, rein_journal, rein_approvals, rein_calls, rein_blobs,
-// rein_blob_refs) are created by numbered migrations embedded in the binary
+// The tables (rein_runs, rein_journal, rein_records, rein_approvals,
+// rein_calls, rein_blobs, rein_blob_refs) are created by numbered migrations embedded in the binary
 // and applied by Open in one transaction under an advisory lock; the
 // applied versions are recorded in rein_schema_migrations. A binary that
 // finds a schema newer than it knows refuses to open it and says to
@@ -30,21 +32,29 @@
 //
 // # Journal, blobs and time
 //
-// Every transition is one row of rein_journal, keyed by (run_id, version):
-// its events and step records as frames (the layout the SQLite store uses,
-// store/internal/frames), each record with its own version, so a record
-// that does not decode, or that a newer rein wrote, is an error naming the
-// run and sequence. The step projection is the fold of a run's step
-// records, the last record of a step winning; the run's version and last
-// sequence are its newest row's. A Commit is one INSERT that applies only
-// when the run's newest row is at the transition's version, and the
-// primary key refuses a second row at the same version: of two writers
-// racing from one version, exactly one wins. Leases, claims and decisions
-// move the version by appending a row without frames. Step outputs and
+// Every transition is one row of rein_journal, keyed by (run_id, version),
+// and its records — each event and each step record — rows of
+// rein_records with typed columns (seq, kind, step_id, status, attempt,
+// at, call_key) and JSON (an event's payload, a step's record, output,
+// input and error), each with its own record version, so a record that
+// does not decode (store.ErrDamaged), or that a newer rein wrote, is an
+// error naming the run and sequence. The layout is SQLite's (schema 6,
+// store/internal/records), and the views run_events, run_steps and
+// run_calls have SQLite's names and columns: SQL reads the journal on
+// both backends alike (docs/durability.md "Reading the store with SQL").
+// The step projection is the last record of each step; the run's version
+// and last sequence are its newest row of rein_journal. A Commit is one
+// statement that inserts that row only when the run's newest row is at
+// the transition's version, and the records with it; the primary key
+// refuses a second row at the same version: of two writers racing from
+// one version, exactly one wins. Leases, claims and decisions move the
+// version by appending a row of rein_journal alone. Step outputs and
 // inputs above Options.BlobThreshold (store.DefaultBlobThreshold) are
 // stored once, by sha256, in rein_blobs; rein_blob_refs records which runs
 // refer to them, for Prune. Schema 1 (a row per event, a row per step) is
-// converted by migration 2 when a newer binary first opens it.
+// converted by migration 2, and schemas 2 to 4 (a transition's records as
+// frames in its rein_journal row, store/internal/frames) by migration 5,
+// when a newer binary first opens them.
 //
 // Every time the store decides with — lease expiry, claims, Prune's
 // retention check — is the caller's (the params' Now, store.Store), so a

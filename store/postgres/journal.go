@@ -6,34 +6,50 @@ import (
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/internal/frames"
+	"github.com/reinhq/rein/store/internal/records"
 	"github.com/reinhq/rein/trace"
 )
 
 // Events returns the run's events with Seq > after, in order; limit ≤ 0
 // means all. A run that does not exist is store.ErrNotFound. A record that
-// does not decode, or that a newer rein wrote, is an error naming the run
-// and sequence.
+// does not decode is store.ErrDamaged, and one that a newer rein wrote a
+// *journal.VersionError, each naming the run and sequence.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]*trace.Event, error) {
 	what := "read events of run " + runID
-	var rowLimit any // a row with events holds its last seq: one event at least
+	var rowLimit any // NULL: all
 	if limit > 0 {
 		rowLimit = limit
-	} else {
-		limit = -1
 	}
-	rows, err := s.journalRows(ctx, what, `SELECT events FROM rein_journal
-		WHERE run_id = $1 AND seq > $2 AND events IS NOT NULL ORDER BY version LIMIT $3`, runID, after, rowLimit)
-	if err != nil {
-		return nil, err
-	}
-	var out []*trace.Event
-	for _, row := range rows {
-		if out, err = frames.DecodeEvents(out, runID, row, after, limit); err != nil {
-			return nil, fmt.Errorf("postgres store: %w", err)
+	var rows []records.Row
+	err := again(ctx, true, func() error {
+		rows = rows[:0]
+		q, err := s.db.QueryContext(ctx, `SELECT seq, version, kind, coalesce(step_id, ''), coalesce(status, ''),
+			coalesce(attempt, 0), at, payload FROM rein_records
+			WHERE run_id = $1 AND kind IS NOT NULL AND seq > $2 ORDER BY id LIMIT $3`, runID, after, rowLimit)
+		if err != nil {
+			return err
 		}
-		if limit >= 0 && len(out) >= limit {
-			break
+		defer q.Close()
+		for q.Next() {
+			var r records.Row
+			var at *int64
+			if err := q.Scan(&r.Seq, &r.Version, &r.Kind, &r.StepID, &r.Status, &r.Attempt, &at, &r.Payload); err != nil {
+				return err
+			}
+			if at != nil {
+				r.At, r.AtValid = *at, true
+			}
+			rows = append(rows, r)
+		}
+		return q.Err()
+	})
+	if err != nil {
+		return nil, mapErr(what, err)
+	}
+	out := make([]*trace.Event, len(rows))
+	for i := range rows {
+		if out[i], err = records.ReadEvent(runID, &rows[i]); err != nil {
+			return nil, records.Damaged("postgres store", err)
 		}
 	}
 	if len(out) == 0 {
@@ -44,49 +60,46 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	return out, nil
 }
 
-// journalRows returns the one bytea column of the rows q selects.
-func (s *Store) journalRows(ctx context.Context, what, q string, args ...any) ([][]byte, error) {
-	var out [][]byte
+// Steps returns the run's step projections in first-started order: the
+// journal's step records folded, the last record of a step winning (only
+// that one is decoded), with outputs and inputs stored as blobs read
+// back. A run that does not exist is store.ErrNotFound; a record that does
+// not decode is store.ErrDamaged.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	what := "read steps of run " + runID
+	var last []journal.StoredStep
 	err := again(ctx, true, func() error {
-		out = out[:0]
-		rows, err := s.pool.Query(ctx, q, args...)
+		last = last[:0]
+		index := map[string]int{}
+		q, err := s.db.QueryContext(ctx, `SELECT step_id, version, record, output, input, error FROM rein_records
+			WHERE run_id = $1 AND record IS NOT NULL ORDER BY id`, runID)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var row []byte
-			if err := rows.Scan(&row); err != nil {
+		defer q.Close()
+		for q.Next() {
+			var sf journal.StoredStep
+			var version int64
+			var stepID *string
+			if err := q.Scan(&stepID, &version, &sf.Rec, &sf.Output, &sf.Input, &sf.Error); err != nil {
 				return err
 			}
-			out = append(out, row)
+			if stepID != nil {
+				sf.StepID = *stepID
+			}
+			sf.Version = uint64(max(version, 0))
+			if i, ok := index[sf.StepID]; ok {
+				last[i] = sf
+				continue
+			}
+			index[sf.StepID] = len(last)
+			last = append(last, sf)
 		}
-		return rows.Err()
+		return q.Err()
 	})
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
-	return out, nil
-}
-
-// Steps returns the run's step projections in first-started order: the
-// journal's step records folded, the last record of a step winning (only
-// that one is decoded), with outputs and inputs stored as blobs read
-// back. A run that does not exist is store.ErrNotFound.
-func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
-	what := "read steps of run " + runID
-	rows, err := s.journalRows(ctx, what, `SELECT steps FROM rein_journal
-		WHERE run_id = $1 AND steps IS NOT NULL ORDER BY version`, runID)
-	if err != nil {
-		return nil, err
-	}
-	var fold frames.Fold
-	for _, row := range rows {
-		if err := fold.Add(runID, row); err != nil {
-			return nil, fmt.Errorf("postgres store: %w", err)
-		}
-	}
-	last := fold.Last
 	if len(last) == 0 {
 		return nil, s.runExists(ctx, what, runID)
 	}
@@ -96,7 +109,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	for i := range last {
 		st, r, err := journal.DecodeStep(runID, &last[i])
 		if err != nil {
-			return nil, fmt.Errorf("postgres store: %w", err)
+			return nil, records.Damaged("postgres store", err)
 		}
 		out[i], recs[i] = st, r
 		if r.OutputBlob {
@@ -117,7 +130,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 	blob := func(st *store.Step, sha string) ([]byte, error) {
 		b, ok := data[sha]
 		if !ok {
-			return nil, fmt.Errorf("postgres store: run %s step %s: blob %s is missing: the database is damaged", runID, st.StepID, sha)
+			return nil, fmt.Errorf("%w: postgres store: run %s step %s: payload blob %s is missing", store.ErrDamaged, runID, st.StepID, sha)
 		}
 		return b, nil
 	}
@@ -141,7 +154,7 @@ func (s *Store) blobs(ctx context.Context, what string, names []string) (map[str
 	data := make(map[string][]byte, len(names))
 	err := again(ctx, true, func() error {
 		clear(data)
-		rows, err := s.pool.Query(ctx, `SELECT sha256, data FROM rein_blobs WHERE sha256 = ANY($1)`, names)
+		rows, err := s.db.QueryContext(ctx, `SELECT sha256, data FROM rein_blobs WHERE sha256 = ANY($1)`, names)
 		if err != nil {
 			return err
 		}
@@ -166,7 +179,7 @@ func (s *Store) blobs(ctx context.Context, what string, names []string) (map[str
 func (s *Store) Blob(ctx context.Context, sha256 string) ([]byte, error) {
 	var data []byte
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT data FROM rein_blobs WHERE sha256 = $1`, sha256).Scan(&data)
+		return s.db.QueryRowContext(ctx, `SELECT data FROM rein_blobs WHERE sha256 = $1`, sha256).Scan(&data)
 	})
 	if err != nil {
 		return nil, mapErr("read blob "+sha256, err)
@@ -178,6 +191,6 @@ func (s *Store) Blob(ctx context.Context, sha256 string) ([]byte, error) {
 func (s *Store) runExists(ctx context.Context, what, runID string) error {
 	var one int
 	return mapErr(what, again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT 1 FROM rein_runs WHERE id = $1`, runID).Scan(&one)
+		return s.db.QueryRowContext(ctx, `SELECT 1 FROM rein_runs WHERE id = $1`, runID).Scan(&one)
 	}))
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 //go:embed migrations/*.sql
@@ -21,6 +21,12 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+}
+
+// goMigrations are the parts of migrations written in Go, run after the
+// migration's script in its transaction.
+var goMigrations = map[int]func(context.Context, *sql.Tx) error{
+	5: convertJournal, // 0005_journal_rows.sql
 }
 
 // migrations returns the embedded migrations in order. They must be
@@ -68,7 +74,7 @@ func SchemaVersion() int {
 // once. A database at a newer version than this binary knows is refused.
 // upTo > 0 stops after that migration (the tests of a migration's
 // conversion use it to write the schema before it).
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) error {
+func migrate(ctx context.Context, db *sql.DB, schema string, upTo int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -77,51 +83,71 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) e
 	if upTo > 0 && upTo < known {
 		ms = ms[:upTo]
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		where := schema
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres store: begin the migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := migrateTx(ctx, tx, ms, known, schema); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres store: commit the migration: %w", err)
+	}
+	return nil
+}
+
+// migrateTx is migrate's transaction: ms are the migrations to apply,
+// known the newest this binary knows.
+func migrateTx(ctx context.Context, tx *sql.Tx, ms []migration, known int, schema string) error {
+	where := schema
+	if where == "" {
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&where); err != nil {
+			return fmt.Errorf("postgres store: read current schema: %w", err)
+		}
 		if where == "" {
-			if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&where); err != nil {
-				return fmt.Errorf("postgres store: read current schema: %w", err)
-			}
-			if where == "" {
-				return fmt.Errorf("postgres store: no schema to create tables in (the search_path names none that exists); set Options.Schema or search_path in the DSN")
-			}
+			return fmt.Errorf("postgres store: no schema to create tables in (the search_path names none that exists); set Options.Schema or search_path in the DSN")
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('rein.migrate'), hashtext($1))`, where); err != nil {
-			return fmt.Errorf("postgres store: lock schema %q for migration: %w", where, err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('rein.migrate'), hashtext($1))`, where); err != nil {
+		return fmt.Errorf("postgres store: lock schema %q for migration: %w", where, err)
+	}
+	if schema != "" {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+			return fmt.Errorf("postgres store: look up schema %q: %w", schema, err)
 		}
-		if schema != "" {
-			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
-				return fmt.Errorf("postgres store: look up schema %q: %w", schema, err)
-			}
-			if !exists {
-				if _, err := tx.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-					return fmt.Errorf("postgres store: create schema %q: %w", schema, err)
-				}
+		if !exists {
+			if _, err := tx.ExecContext(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return fmt.Errorf("postgres store: create schema %q: %w", schema, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS rein_schema_migrations (
-			version    integer PRIMARY KEY,
-			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return fmt.Errorf("postgres store: create rein_schema_migrations in %q: %w", where, err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS rein_schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres store: create rein_schema_migrations in %q: %w", where, err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM rein_schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("postgres store: read schema version in %q: %w", where, err)
+	}
+	if current > known {
+		return fmt.Errorf("postgres store: schema %q was written by a newer rein (schema %d, this binary knows %d): upgrade rein", where, current, known)
+	}
+	for _, m := range ms[min(current, len(ms)):] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("postgres store: migration %s in schema %q: %w", m.name, where, err)
 		}
-		var current int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM rein_schema_migrations`).Scan(&current); err != nil {
-			return fmt.Errorf("postgres store: read schema version in %q: %w", where, err)
-		}
-		if current > known {
-			return fmt.Errorf("postgres store: schema %q was written by a newer rein (schema %d, this binary knows %d): upgrade rein", where, current, known)
-		}
-		for _, m := range ms[min(current, len(ms)):] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if convert := goMigrations[m.version]; convert != nil {
+			if err := convert(ctx, tx); err != nil {
 				return fmt.Errorf("postgres store: migration %s in schema %q: %w", m.name, where, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO rein_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return fmt.Errorf("postgres store: record migration %s: %w", m.name, err)
-			}
 		}
-		return nil
-	})
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rein_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			return fmt.Errorf("postgres store: record migration %s: %w", m.name, err)
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -32,7 +33,9 @@ func oldSchema(t *testing.T, upTo int) (string, *pgxpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(t.Context(), pool, schema, upTo); err != nil {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	if err := migrate(t.Context(), db, schema, upTo); err != nil {
 		pool.Close()
 		t.Fatalf("migrate to schema %d: %v", upTo, err)
 	}
@@ -171,7 +174,7 @@ func TestMigrateSchema1Journal(t *testing.T) {
 		}
 	}
 	var left int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM rein_journal WHERE run_id = 'r2'`).Scan(&left); err != nil || left != 0 {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM rein_journal WHERE run_id = 'r2'`).Scan(&left); err != nil || left != 0 {
 		t.Errorf("the pruned run left %d journal rows (%v)", left, err)
 	}
 }

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/dropped"
@@ -40,7 +42,7 @@ type Options struct {
 // Store is the PostgreSQL store.Store. It is safe for concurrent use; any
 // number of Stores (in any number of processes) may share one database.
 type Store struct {
-	pool          *pgxpool.Pool
+	db            *sql.DB
 	blobThreshold int
 	// afterAttempt, set by tests, sees (and may replace) the outcome of
 	// each Commit attempt, to simulate failures at exact points.
@@ -66,6 +68,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 10 * time.Second
 	}
+	// the DSN is parsed as pgxpool parses it, so that its pool settings
+	// (pool_max_conns, …) are not sent to the server as run-time
+	// parameters; the pool is database/sql's, sized from them.
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, &dsnError{msg: "postgres store: invalid DSN: " + hideDSN(err.Error(), dsn), err: err}
@@ -76,31 +81,29 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, connectErr(cfg, dsn, err)
-	}
+	db := stdlib.OpenDB(*cfg.ConnConfig)
+	db.SetMaxOpenConns(int(cfg.MaxConns))
+	db.SetMaxIdleConns(int(cfg.MaxConns))
+	db.SetConnMaxLifetime(cfg.MaxConnLifetime)
+	db.SetConnMaxIdleTime(cfg.MaxConnIdleTime)
 	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
-	if err := pool.Ping(cctx); err != nil {
-		pool.Close()
+	if err := db.PingContext(cctx); err != nil {
+		db.Close()
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer within %v: %w", o.ConnectTimeout, err)
 		}
 		return nil, connectErr(cfg, dsn, err)
 	}
-	if err := migrate(cctx, pool, o.Schema, 0); err != nil {
-		pool.Close()
+	if err := migrate(cctx, db, o.Schema, 0); err != nil {
+		db.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, blobThreshold: o.BlobThreshold}, nil
+	return &Store{db: db, blobThreshold: o.BlobThreshold}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
-func (s *Store) Close() error {
-	s.pool.Close()
-	return nil
-}
+func (s *Store) Close() error { return s.db.Close() }
 
 // dsnError carries a message cleaned of secrets while keeping the cause for
 // errors.Is and errors.As.

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/store/internal/frames"
 	"github.com/reinhq/rein/store/storetest"
 	"github.com/reinhq/rein/trace"
 )
@@ -168,7 +167,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	schema := testSchema(t)
 	s := openTest(t, schema, nil)
-	if _, err := s.pool.Exec(t.Context(), `INSERT INTO rein_schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
+	if _, err := s.db.ExecContext(t.Context(), `INSERT INTO rein_schema_migrations (version, name) VALUES (999, '0999_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -198,7 +197,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		defer stores[i].Close()
 	}
 	var n, max int
-	if err := stores[0].pool.QueryRow(t.Context(), `SELECT count(*), max(version) FROM rein_schema_migrations`).Scan(&n, &max); err != nil {
+	if err := stores[0].db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM rein_schema_migrations`).Scan(&n, &max); err != nil {
 		t.Fatal(err)
 	}
 	if n != SchemaVersion() || max != SchemaVersion() {
@@ -240,59 +239,40 @@ func TestCommitLateFailureAppliesNothing(t *testing.T) {
 	}
 }
 
-// corruptEvent overwrites the frame of (runID, seq) in its journal row.
+// corruptEvent overwrites the record of (runID, seq) in rein_records with
+// version and data. Its payload column is json, which holds only JSON: data
+// that is not JSON is stored as the JSON string of its text (a record that
+// does not decode all the same), and no data as NULL.
 func corruptEvent(t *testing.T, s *Store, runID string, seq int64, version int, data []byte) {
 	t.Helper()
-	ctx := t.Context()
-	var v int64
-	var row []byte
-	if err := s.pool.QueryRow(ctx, `SELECT version, events FROM rein_journal WHERE run_id = $1 AND seq >= $2
-		AND events IS NOT NULL ORDER BY version LIMIT 1`, runID, seq).Scan(&v, &row); err != nil {
+	tag, err := s.db.ExecContext(t.Context(), `UPDATE rein_records SET version = $3, payload = $4::json
+		WHERE run_id = $1 AND seq = $2 AND kind IS NOT NULL`, runID, seq, version, jsonColumn(data))
+	if err != nil {
 		t.Fatalf("corrupt event %s seq %d: %v", runID, seq, err)
 	}
-	out, hit, err := frames.ReplaceEvent(row, seq, version, data)
-	if err != nil || !hit {
-		t.Fatalf("corrupt event %s seq %d: the row holds it: %v, %v", runID, seq, hit, err)
-	}
-	if _, err := s.pool.Exec(ctx, `UPDATE rein_journal SET events = $3 WHERE run_id = $1 AND version = $2`, runID, v, out); err != nil {
-		t.Fatalf("corrupt event %s seq %d: %v", runID, seq, err)
+	if n, err := tag.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("corrupt event %s seq %d: %d rows, %v", runID, seq, n, err)
 	}
 }
 
-// corruptStep overwrites the record of step stepID in every journal row of
-// runID holding it.
+// corruptStep overwrites the record of step stepID in every row of
+// rein_records of runID holding one, as corruptEvent does.
 func corruptStep(t *testing.T, s *Store, runID, stepID string, version int, rec []byte) {
 	t.Helper()
-	ctx := t.Context()
-	rows, err := s.pool.Query(ctx, `SELECT version, steps FROM rein_journal WHERE run_id = $1 AND steps IS NOT NULL`, runID)
+	tag, err := s.db.ExecContext(t.Context(), `UPDATE rein_records SET version = $3, record = $4::json
+		WHERE run_id = $1 AND step_id = $2 AND record IS NOT NULL`, runID, stepID, version, jsonColumn(rec))
 	if err != nil {
 		t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
 	}
-	type change struct {
-		version int64
-		steps   []byte
+	if n, err := tag.RowsAffected(); err != nil || n == 0 {
+		t.Fatalf("corrupt step %s %s: %d rows, %v", runID, stepID, n, err)
 	}
-	var changes []change
-	for rows.Next() {
-		var c change
-		if err := rows.Scan(&c.version, &c.steps); err != nil {
-			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
-		}
-		out, hit, err := frames.ReplaceStep(c.steps, stepID, version, rec)
-		if err != nil {
-			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
-		}
-		if hit {
-			changes = append(changes, change{c.version, out})
-		}
+}
+
+// jsonColumn is data for a json column (jsonText), NULL when empty.
+func jsonColumn(data []byte) any {
+	if len(data) == 0 {
+		return nil
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(changes) == 0 {
-		t.Fatalf("corrupt step %s %s: %d rows hold it: %v", runID, stepID, len(changes), err)
-	}
-	for _, c := range changes {
-		if _, err := s.pool.Exec(ctx, `UPDATE rein_journal SET steps = $3 WHERE run_id = $1 AND version = $2`, runID, c.version, c.steps); err != nil {
-			t.Fatalf("corrupt step %s %s: %v", runID, stepID, err)
-		}
-	}
+	return jsonText(data)
 }

@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
@@ -29,7 +29,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if p.DryRun {
 		var ids []string
 		err := again(ctx, true, func() error {
-			rows, err := s.pool.Query(ctx, `SELECT id FROM rein_runs
+			rows, err := s.db.QueryContext(ctx, `SELECT id FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
 			AND settled_at < $1
 			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
@@ -37,8 +37,16 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 			if err != nil {
 				return err
 			}
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
+			defer rows.Close()
+			ids = ids[:0]
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return rows.Err()
 		})
 		if err != nil {
 			return nil, mapErr("prune (dry run)", err)
@@ -47,25 +55,26 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	}
 	var runs int
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `WITH r AS (DELETE FROM rein_runs
+		return s.db.QueryRowContext(ctx, `WITH r AS (DELETE FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
 			AND settled_at < $1
 			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
 			RETURNING id),
-		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id)
+		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id),
+		x AS (DELETE FROM rein_records x USING r WHERE x.run_id = r.id)
 		SELECT count(*) FROM r`, p.Before, string(p.Status), p.Now).Scan(&runs)
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)
 	}
 	res := &store.PruneResult{Runs: runs}
-	var tag pgconn.CommandTag
+	var tag sql.Result
 	// A Commit racing with the sweep may have just referred to a blob it is
 	// deleting; the foreign key then fails the sweep, and a second one,
 	// with a fresh snapshot, leaves that blob alone.
 	for attempt := 1; ; attempt++ {
 		err = again(ctx, true, func() (err error) {
-			tag, err = s.pool.Exec(ctx, `DELETE FROM rein_blobs b
+			tag, err = s.db.ExecContext(ctx, `DELETE FROM rein_blobs b
 			WHERE NOT EXISTS (SELECT 1 FROM rein_blob_refs r WHERE r.sha256 = b.sha256)`)
 			return err
 		})
@@ -78,6 +87,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	if err != nil {
 		return res, mapErr("prune blobs", err)
 	}
-	res.Blobs = int(tag.RowsAffected())
+	n, err := tag.RowsAffected()
+	if err != nil {
+		return res, mapErr("prune blobs", err)
+	}
+	res.Blobs = int(n)
 	return res, nil
 }

@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reinhq/rein/store"
@@ -60,7 +60,7 @@ func bumpSQL(at string) string {
 }
 
 // scanRun reads one row of runCols.
-func scanRun(row pgx.Row) (*store.Run, error) {
+func scanRun(row scanner) (*store.Run, error) {
 	var (
 		r                     store.Run
 		flowText, input, meta []byte
@@ -114,7 +114,7 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 	}
 	var r *store.Run
 	err := again(ctx, false, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, insertRunSQL+`
+		r, err = scanRun(s.db.QueryRowContext(ctx, insertRunSQL+`
 		ON CONFLICT (idempotency_key) DO NOTHING
 		RETURNING `+newRunCols, insertRunArgs(p, status, key, owner, ttl, timeOrNil(p.Now))...))
 		return err
@@ -123,12 +123,12 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 		s.dropped.Forget(p.ID)
 		return r, true, nil
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, false, mapErr("create run "+p.ID, err)
 	}
 	// The key is taken: return the run that holds it.
 	err = again(ctx, true, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.idempotency_key = $1`, p.IdempotencyKey))
+		r, err = scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.idempotency_key = $1`, p.IdempotencyKey))
 		return err
 	})
 	if err != nil {
@@ -158,7 +158,7 @@ func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner 
 func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
 	err := again(ctx, true, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = $1`, id))
+		r, err = scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = $1`, id))
 		return err
 	})
 	if err != nil {
@@ -177,10 +177,10 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) ([]*store
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	sql, args := listRunsSQL(&q)
+	q2, args := listRunsSQL(&q)
 	var out []*store.Run
 	err := again(ctx, true, func() error {
-		rows, err := s.pool.Query(ctx, sql, args...)
+		rows, err := s.db.QueryContext(ctx, q2, args...)
 		if err != nil {
 			return err
 		}
@@ -226,15 +226,15 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		// second term tells the planner that the partial index answers.
 		where = append(where, "r.session = "+arg(p.Session), "r.session <> ''")
 	}
-	sql := `SELECT ` + runCols + ` FROM ` + runFrom
+	q := `SELECT ` + runCols + ` FROM ` + runFrom
 	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return sql + " ORDER BY r.ord DESC LIMIT " + arg(p.Limit), args
+	return q + " ORDER BY r.ord DESC LIMIT " + arg(p.Limit), args
 }
 
 // collectRuns reads and closes rows of runCols.
-func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
+func collectRuns(rows *sql.Rows) ([]*store.Run, error) {
 	defer rows.Close()
 	var out []*store.Run
 	for rows.Next() {
@@ -263,7 +263,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 	}
 	var r *store.Run
 	err := bumping(ctx, true, func() (err error) {
-		r, err = scanRun(s.pool.QueryRow(ctx, `
+		r, err = scanRun(s.db.QueryRowContext(ctx, `
 		WITH u AS (
 			UPDATE rein_runs r SET lease_owner = $2, lease_expires = $5::timestamptz + $3 * interval '1 microsecond',
 				updated_at = $5
@@ -274,7 +274,7 @@ func (s *Store) AcquireLease(ctx context.Context, p *store.LeaseParams) (*store.
 		SELECT `+runColumns("b")+` FROM u r JOIN b ON b.run_id = r.id`, p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.TakeFrom, p.Now))
 		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.leaseMiss(ctx, what, p.RunID)
 	}
 	if err != nil {
@@ -294,9 +294,9 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	if p.Now.IsZero() {
 		return fmt.Errorf("postgres store: %s: %w", what, store.ErrNoTime)
 	}
-	var tag pgconn.CommandTag
+	var tag sql.Result
 	err := again(ctx, true, func() (err error) {
-		tag, err = s.pool.Exec(ctx, `
+		tag, err = s.db.ExecContext(ctx, `
 		UPDATE rein_runs r SET lease_expires = $4::timestamptz + $3 * interval '1 microsecond'
 		WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_expires > $4`,
 			p.RunID, p.Owner, leaseTTL(p.TTL).Microseconds(), p.Now)
@@ -305,7 +305,9 @@ func (s *Store) RenewLease(ctx context.Context, p *store.LeaseParams) error {
 	if err != nil {
 		return mapErr(what, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n, err := tag.RowsAffected(); err != nil {
+		return mapErr(what, err)
+	} else if n == 0 {
 		return s.leaseMiss(ctx, what, p.RunID)
 	}
 	return nil
@@ -321,7 +323,7 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 		return nil
 	}
 	err := again(ctx, true, func() error {
-		_, err := s.pool.Exec(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
+		_, err := s.db.ExecContext(ctx, `UPDATE rein_runs r SET lease_owner = NULL, lease_expires = NULL
 		WHERE r.id = $1 AND r.lease_owner = $2`, runID, owner)
 		return err
 	})
@@ -333,7 +335,7 @@ func (s *Store) leaseMiss(ctx context.Context, what, runID string) error {
 	var owner string
 	var expires *time.Time
 	err := again(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `SELECT coalesce(lease_owner, ''), lease_expires FROM rein_runs WHERE id = $1`, runID).Scan(&owner, &expires)
+		return s.db.QueryRowContext(ctx, `SELECT coalesce(lease_owner, ''), lease_expires FROM rein_runs WHERE id = $1`, runID).Scan(&owner, &expires)
 	})
 	if err != nil {
 		return mapErr(what, err)
@@ -363,7 +365,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p *store.ClaimParams) ([]*store.R
 	}
 	var out []*store.Run
 	err := bumping(ctx, false, func() error {
-		rows, err := s.pool.Query(ctx, `
+		rows, err := s.db.QueryContext(ctx, `
 		WITH c AS (
 			SELECT id FROM rein_runs
 			WHERE status IN ('pending', 'running') AND (lease_owner IS NULL OR lease_expires <= $4)
@@ -417,6 +419,9 @@ func isJournalTaken(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "rein_journal"
 }
+
+// scanner is a row to scan: a *sql.Row or the current row of *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
 
 // bytesOrNil passes nil (SQL NULL) for an empty payload.
 func bytesOrNil(b []byte) any {

@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/records"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -158,7 +156,7 @@ func (s *Store) commitOp(t *store.Transition) (*commitData, error) {
 			return nil, fmt.Errorf("sqlite: commit run %s: event seq %d does not follow seq %d", t.RunID, e.Seq, c.maxSeq)
 		}
 		at, timed := eventNanos(e.Time)
-		c.buf = appendPayload(c.buf, e, timed)
+		c.buf = records.AppendPayload(c.buf, e, timed)
 		r := eventRow{seq: e.Seq, kind: string(e.Kind), stepID: nullText(e.StepID), status: nullText(e.Status),
 			attempt: nullInt(e.Attempt), at: at, end: len(c.buf)}
 		if e.Call != nil {
@@ -333,73 +331,6 @@ func appendJournal(x *wtx, rk int64, h head, c *commitData) {
 	}
 }
 
-// appendPayload appends the payload of e: its JSON (journal.AppendEvent)
-// less the fields its row has columns for — seq, kind, step_id, status,
-// attempt, the run (the row's rk) and, when timed (its time fits the at
-// column), its time.
-// Any other field, of this rein or a newer one, is in the payload.
-// readEvent puts them back.
-func appendPayload(dst []byte, e *journal.Event, timed bool) []byte {
-	ev := *e
-	ev.RunID, ev.Seq, ev.Kind, ev.StepID, ev.Status, ev.Attempt = "", 0, "", "", "", 0
-	if timed {
-		ev.Time = time.Time{}
-	}
-	start := len(dst)
-	dst = journal.AppendEvent(dst, &ev)
-	if !bytes.HasPrefix(dst[start:], untimedPrefix) {
-		return dst // the event's time is in its payload
-	}
-	rest := dst[start+len(untimedPrefix):] // "}" or ",…}"
-	if rest[0] == ',' {
-		rest = rest[1:]
-	}
-	return append(dst[:start+1], rest...)
-}
-
-// untimedPrefix is how journal.AppendEvent begins an event without seq,
-// time, kind and run: the part of an event's JSON appendPayload leaves out.
-var untimedPrefix = func() []byte {
-	b := journal.AppendEvent(nil, &journal.Event{})
-	return b[:len(b)-1]
-}()
-
-// readEvent decodes event seq of run runID from its journal row: its
-// record version, the columns kind, step_id, status, attempt and at, and
-// its payload
-// (appendPayload; rows converted from an older schema hold the whole
-// JSON). A record this binary cannot read is a *journal.VersionError, one
-// that does not decode an error naming the run and seq.
-func readEvent(runID string, seq, version int64, kind, stepID, status string, attempt, at sql.NullInt64, payload []byte) (*journal.Event, error) {
-	if err := journal.CheckVersion(runID, "seq "+strconv.FormatInt(seq, 10), uint64(max(version, 0))); err != nil {
-		return nil, err
-	}
-	e := new(journal.Event)
-	if err := journal.DecodeEvent(payload, e); err != nil {
-		return nil, fmt.Errorf("run %s seq %d: journal record does not decode (%w): the database is damaged", runID, seq, err)
-	}
-	if e.Seq != 0 && e.Seq != seq {
-		return nil, fmt.Errorf("run %s seq %d: journal record says seq %d: the database is damaged", runID, seq, e.Seq)
-	}
-	e.Seq, e.RunID = seq, runID
-	if e.Kind == "" {
-		e.Kind = journal.Kind(kind)
-	}
-	if e.StepID == "" {
-		e.StepID = stepID
-	}
-	if e.Status == "" {
-		e.Status = status
-	}
-	if e.Attempt == 0 {
-		e.Attempt = int(attempt.Int64)
-	}
-	if e.Time.IsZero() && at.Valid {
-		e.Time = time.Unix(0, at.Int64).UTC()
-	}
-	return e, nil
-}
-
 // text is b as a TEXT value (NULL when empty), so that SQL reads it as
 // JSON text. It aliases b: the driver copies the value when it binds it,
 // and b must not change before the statement ran.
@@ -418,26 +349,23 @@ func nullInt(n int) any {
 	return int64(n)
 }
 
-// eventNanos is an event's time in Unix ns for its at column: NULL for no
-// time, and the nearest representable for one outside the years
-// 1678–2262; exact reports whether it is the event's time to the
-// nanosecond (else the payload keeps the time).
+// eventNanos is an event's time in Unix ns for its at column (NULL for
+// none, records.Nanos); exact reports whether it is the event's time to
+// the nanosecond (else the payload keeps the time).
 func eventNanos(t time.Time) (at any, exact bool) {
-	switch {
-	case t.IsZero():
+	n, valid, exact := records.Nanos(t)
+	if !valid {
 		return nil, false
-	case t.Before(minNanos):
-		return int64(math.MinInt64), false
-	case t.After(maxNanos):
-		return int64(math.MaxInt64), false
 	}
-	return t.UnixNano(), true
+	return n, exact
 }
 
-var (
-	minNanos = time.Unix(0, math.MinInt64)
-	maxNanos = time.Unix(0, math.MaxInt64)
-)
+// readEvent decodes event seq of run runID from its journal row
+// (records.ReadEvent).
+func readEvent(runID string, seq, version int64, kind, stepID, status string, attempt, at sql.NullInt64, payload []byte) (*journal.Event, error) {
+	return records.ReadEvent(runID, &records.Row{Seq: seq, Version: version, Kind: kind, StepID: stepID, Status: status,
+		Attempt: attempt.Int64, At: at.Int64, AtValid: at.Valid, Payload: payload})
+}
 
 // insertBlob stores a step payload under its sha256 and references it from
 // run rk (both kept when already there).

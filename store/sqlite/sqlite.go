@@ -15,9 +15,9 @@ import (
 	"modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/internal/dropped"
+	"github.com/reinhq/rein/store/internal/records"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -342,9 +342,4 @@ func (s *Store) seen(err *error) {
 // badRecord is the error for a journal record that does not decode: damage
 // (store.ErrDamaged), unless a newer rein wrote it (*journal.VersionError
 // says to upgrade rein).
-func badRecord(err error) error {
-	if ve := (*journal.VersionError)(nil); errors.As(err, &ve) && ve.Newer() {
-		return fmt.Errorf("sqlite: %w", err)
-	}
-	return fmt.Errorf("%w: sqlite: %w", store.ErrDamaged, err)
-}
+func badRecord(err error) error { return records.Damaged("sqlite", err) }

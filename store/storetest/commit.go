@@ -494,6 +494,10 @@ func checkRecordError(t *testing.T, what string, err error, newer bool) {
 	if newer && (!strings.Contains(strings.ToLower(msg), "newer") || !strings.Contains(msg, "upgrade rein")) {
 		t.Errorf("%s: error %q does not say the record is from a newer rein and to upgrade rein", what, msg)
 	}
+	if damaged := errors.Is(err, store.ErrDamaged); damaged == newer {
+		t.Errorf("%s: error %q: errors.Is(err, store.ErrDamaged) = %v, want %v (a record from a newer rein is not damage; one that does not decode is)",
+			what, msg, damaged, !newer)
+	}
 	var ve *journal.VersionError
 	if newer && (!errors.As(err, &ve) || !ve.Newer()) {
 		t.Errorf("%s: error %q does not wrap a *journal.VersionError", what, msg)
@@ -506,6 +510,10 @@ func testCorruptEvent(t *testing.T, h Harness) {
 		h.CorruptEvent(t, s, "run-corrupt", 2, store.JournalVersion, data)
 		_, err := s.Events(t.Context(), "run-corrupt", 0, 0)
 		checkRecordError(t, fmt.Sprintf("record %q", data), err, false)
+		// the call records are folded from the events: the damage is theirs too.
+		if _, err := s.Calls(t.Context(), "run-corrupt", ""); !errors.Is(err, store.ErrDamaged) {
+			t.Errorf("record %q: Calls: err = %v, want store.ErrDamaged", data, err)
+		}
 	}
 	// The records around it still read.
 	if got := seqs(events(t, s, "run-corrupt", 2, 0)); !equal(got, []int64{3}) {

@@ -87,6 +87,9 @@ func testNewerStepVersion(t *testing.T, h Harness) {
 		if errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s step record: err is ErrNotFound: %v", tc.name, err)
 		}
+		if damaged := errors.Is(err, store.ErrDamaged); damaged != (tc.name == "damaged") {
+			t.Errorf("%s step record: error %q: errors.Is(err, store.ErrDamaged) = %v, want it for the damaged one only", tc.name, err, damaged)
+		}
 		var ve *journal.VersionError
 		if errors.As(err, &ve) != (tc.name == "newer") {
 			t.Errorf("%s step record: error %q: a *journal.VersionError only for the newer one", tc.name, err)

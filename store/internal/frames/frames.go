@@ -1,6 +1,6 @@
-// Package frames is the byte layout of the PostgreSQL store's journal rows,
-// and of the SQLite store's before its schema 6 (whose migration reads them
-// with EachEvent and EachStepFrame): a row holds one transition's events
+// Package frames is the byte layout of the journal rows of the SQLite store
+// before its schema 6 and of the PostgreSQL store before its schema 5
+// (whose migrations read them with EachEvent and EachStepFrame): a row holds one transition's events
 // and step records as length-prefixed frames, each with its own record
 // version. Errors name the run and the record; the stores prefix them with
 // their own name.
