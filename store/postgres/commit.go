@@ -197,11 +197,11 @@ const (
 	// rein_runs.
 	createSQL = `WITH r AS (
 			INSERT INTO rein_runs (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at)
+				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at, tenant)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
 				CASE WHEN $11::text IS NULL THEN NULL ELSE $21::timestamptz + $12 * interval '1 microsecond' END,
 				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN coalesce($21::timestamptz, now()) END,
-				coalesce($21::timestamptz, now()), coalesce($21::timestamptz, now()))
+				coalesce($21::timestamptz, now()), coalesce($21::timestamptz, now()), $22)
 			RETURNING id)
 		INSERT INTO rein_journal (run_id, version, seq, token, events, steps, at)
 		SELECT r.id, 1, $18::bigint, $17::uuid, $19::bytea, $20::bytea, coalesce($21::timestamptz, now()) FROM r`
@@ -363,7 +363,7 @@ func createArgs(p *commitPlan, events, steps any) []any {
 	}
 	return []any{c.ID, c.Flow, c.FlowPath, c.FlowHash, bytesOrNil(c.FlowText), bytesOrNil(c.Input), bytesOrNil(c.Meta),
 		status, c.Session, int64(c.Retention), owner, ttl.Microseconds(), p.errJSON, p.usage, p.settled, p.final,
-		p.token, p.maxSeq, events, steps, p.now}
+		p.token, p.maxSeq, events, steps, p.now, c.Tenant}
 }
 
 // whyNot explains a commit whose row was not inserted: the run does not
