@@ -153,7 +153,7 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 	logf("serving %s on http://%s (API /v1, /mcp, /metrics), %d workers", strings.Join(sc.dirs, " "), ln.Addr(), sc.workers)
 	worked := make(chan error, 1)
 	go func() {
-		worked <- c.Work(ctx, &rein.WorkerOptions{Concurrency: sc.workers, Grace: sc.grace, Logf: logf, Started: func() {
+		worked <- c.Work(ctx, &rein.WorkerOptions{Concurrency: sc.workers, Poll: 250 * time.Millisecond, Grace: sc.grace, Logf: logf, Started: func() {
 			srv.SetReady()
 			logf("ready: the runs in flight are resumed")
 		}})
