@@ -486,3 +486,30 @@ func TestMetricsParse(t *testing.T) {
 		t.Errorf("runs settled: %v", f)
 	}
 }
+
+// A failed run is retried in place: same run id, its failed step runs
+// again (and fails again here: the order does not exist).
+func TestRetryFailedRun(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	s := e.start("", map[string]any{"flow": "refund", "input": map[string]any{"order": "Z-9", "amount": 5, "reason": "x"}})
+	if s.Status != "failed" {
+		t.Fatalf("a refund of an unknown order is %s, want failed", s.Status)
+	}
+	r := e.do("POST", "/v1/runs/"+s.RunID+"/retry", "", nil)
+	var got reinhttp.Started
+	r.json(t, &got)
+	if r.status != 200 || got.RunID != s.RunID || got.Status != "failed" {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+	v := e.waitStatus("", s.RunID, "failed")
+	for _, st := range v.Steps {
+		if st.StepID == "lookup" && st.Attempt < 2 {
+			t.Errorf("lookup after the retry: attempt %d, want a new one", st.Attempt)
+		}
+	}
+	if r := e.do("POST", "/v1/runs/"+s.RunID+"/retry", "", `{"from":"nope"}`); r.status < 400 {
+		t.Errorf("retry from an unknown step: %d %s", r.status, r.body)
+	} else {
+		r.problem(t)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinhq/rein"
 	reinhttp "github.com/reinhq/rein/server/http"
+	"github.com/reinhq/rein/server/mcp"
 )
 
 // env is a server over a real SQLite store, served by httptest, with a
@@ -31,6 +32,8 @@ type envOpts struct {
 	tokens      bool
 	deliveryDir string
 	rate        float64
+	dirs        []string
+	mcp         bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -43,7 +46,19 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	e.c = c
-	opts := &reinhttp.Options{Dirs: []string{"../../examples/refund"}, Metrics: m, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
+	dirs := o.dirs
+	if dirs == nil {
+		dirs = []string{"../../examples/refund"}
+	}
+	opts := &reinhttp.Options{Dirs: dirs, Metrics: m, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
+	if o.mcp {
+		ms, err := mcp.New(t.Context(), c, &mcp.Options{Dirs: dirs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ms.Close() })
+		opts.MCP = ms.Handler()
+	}
 	if o.rate > 0 {
 		opts.Rate, opts.Burst = 1e-9, int(o.rate)
 	}
