@@ -11,8 +11,12 @@ import (
 )
 
 // keepAlive is how often an idle event stream gets a comment line, so
-// proxies keep it open.
-const keepAlive = 15 * time.Second
+// proxies keep it open; slowClient is how long one write to the stream may
+// take before the stream is dropped (a client that stops reading).
+const (
+	keepAlive  = 15 * time.Second
+	slowClient = 30 * time.Second
+)
 
 // events streams a run's journal events (text/event-stream): each event
 // as it is committed, with id: its sequence number, event: its kind and
@@ -32,7 +36,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
+	// the server's write timeout would end a long stream: each write gets
+	// its own deadline instead.
+	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
@@ -55,6 +61,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			_ = rc.Flush()
 			return
 		}
+		if len(evs) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+		}
 		for _, e := range evs {
 			if err := writeEvent(w, e); err != nil {
 				return
@@ -76,6 +85,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if time.Since(idle) >= keepAlive {
+			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
