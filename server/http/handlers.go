@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -290,10 +292,27 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // PendingApproval is one entry of GET /v1/approvals: the approval (run,
-// step, kind, tool, the exact args, the message) and the run's flow.
+// step, kind, tool, the exact args, the message), the run's flow, why the
+// gate asked (the rule and its reason, from the run's journal) and the
+// run's risk tier (0 without risk tiers).
 type PendingApproval struct {
 	*store.Approval
-	Flow string `json:"flow"`
+	Flow     string `json:"flow"`
+	Why      string `json:"why,omitempty"`
+	RiskTier int    `json:"risk_tier,omitempty"`
+}
+
+// explain fills in why the gate asked for a and the run's risk tier, from
+// the run's view.
+func explain(pa *PendingApproval, v *runs.View) {
+	if v.Risk != nil {
+		pa.RiskTier = v.Risk.Tier
+	}
+	for _, g := range v.Gate {
+		if g.Tool == pa.Tool && g.Verdict != "allow" && (g.StepID == pa.StepID || strings.HasPrefix(pa.StepID, g.StepID+"/")) {
+			pa.Why = g.Why // the last one
+		}
+	}
 }
 
 func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
@@ -304,19 +323,28 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(ctx)
-	runs := map[string]*store.Run{}
+	seen := map[string]*runs.View{}
 	out := []PendingApproval{}
 	for _, a := range all {
-		run, seen := runs[a.RunID]
-		if !seen {
-			if run, err = s.c.Store().GetRun(ctx, a.RunID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		v, ok := seen[a.RunID]
+		if !ok {
+			run, err := s.c.Store().GetRun(ctx, a.RunID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				writeProblem(w, err)
 				return
 			}
-			runs[a.RunID] = run
+			if run != nil && visible(c, run) {
+				if v, err = s.c.Runs().Show(ctx, run.ID); err != nil {
+					writeProblem(w, err)
+					return
+				}
+			}
+			seen[a.RunID] = v
 		}
-		if run != nil && visible(c, run) {
-			out = append(out, PendingApproval{Approval: a, Flow: run.Flow})
+		if v != nil {
+			pa := PendingApproval{Approval: a, Flow: v.Run.Flow}
+			explain(&pa, v)
+			out = append(out, pa)
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
