@@ -436,8 +436,11 @@ func TestHeadersHealthAndRateLimit(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	pre := e.do("OPTIONS", "/v1/runs", "", nil, "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
-	if pre.header.Get("Access-Control-Allow-Origin") != "" || pre.status < 400 {
+	if pre.header.Get("Access-Control-Allow-Origin") != "" || pre.status != http.StatusMethodNotAllowed || pre.header.Get("Allow") != "GET, POST" {
 		t.Errorf("a CORS preflight: %d %v", pre.status, pre.header)
+	}
+	if r := e.do("DELETE", "/v1/runs/x", "", nil); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE a run: %d", r.status)
 	}
 	codes := []int{}
 	for range 5 {

@@ -148,11 +148,29 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 		h.Set("Cache-Control", "no-store")
 		if _, pattern := s.mux.Handler(r); pattern == "" {
+			if allow := s.allowed(r); len(allow) > 0 {
+				h.Set("Allow", strings.Join(allow, ", "))
+				writeProblem(w, statusErr(http.StatusMethodNotAllowed, fault.Format, "%s %s: this route takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+				return
+			}
 			writeProblem(w, notFound(fmt.Sprintf("no route %s %s: see GET /v1/openapi.json", r.Method, r.URL.Path)))
 			return
 		}
 		s.mux.ServeHTTP(w, r)
 	})
+}
+
+// allowed are the methods the path of r is served with.
+func (s *Server) allowed(r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pattern := s.mux.Handler(r2); pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // caller is who makes a request: a token, or the local user of a server
