@@ -28,6 +28,7 @@ var linkNothingHeavy = []string{
 	"github.com/reinhq/rein/model/provider",
 	"github.com/reinhq/rein/server/workflowtool",
 	"github.com/reinhq/rein/server/mcp",
+	"github.com/reinhq/rein/server/http",
 	"github.com/reinhq/rein/project",
 	"github.com/reinhq/rein/runs",
 	"github.com/reinhq/rein/session",

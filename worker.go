@@ -26,6 +26,10 @@ type WorkerOptions struct {
 	// Logf reports what the worker does (claims, outcomes, errors).
 	// Defaults to discarding.
 	Logf func(format string, args ...any)
+	// Started, when set, is called once, after the worker's first claim
+	// succeeded: the runs in flight it found ready (orphaned or enqueued)
+	// are being advanced. A server reports itself ready then.
+	Started func()
 }
 
 // Work advances the durable runs of the client's store that are ready
@@ -104,6 +108,10 @@ func (w *worker) loop(ctx context.Context) error {
 			for _, run := range runs {
 				inFlight++
 				w.start(ctx, run, done)
+			}
+			if err == nil && w.o.Started != nil {
+				w.o.Started()
+				w.o.Started = nil
 			}
 		}
 		timer.Reset(w.o.Poll)

@@ -191,6 +191,10 @@ type Run struct {
 	Status         trace.RunStatus `json:"status"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	Session        string          `json:"session,omitempty"`
+	// Tenant is the tenant the run belongs to (CreateRunParams.Tenant):
+	// a surface serving several tenants (rein serve) shows a run only to
+	// its own. Empty for runs started outside one.
+	Tenant string `json:"tenant,omitempty"`
 	// Error is the run's failure (engine.RunError as JSON), when it failed.
 	Error json.RawMessage `json:"error,omitempty"`
 	Usage json.RawMessage `json:"usage,omitempty"`
@@ -228,7 +232,9 @@ type CreateRunParams struct {
 	Meta           json.RawMessage
 	IdempotencyKey string
 	Session        string
-	Retention      time.Duration
+	// Tenant owns the run (Run.Tenant); empty for none.
+	Tenant    string
+	Retention time.Duration
 	// Status is the initial status; empty means pending.
 	Status trace.RunStatus
 	// Owner, when set, creates the run leased to Owner until
@@ -252,6 +258,12 @@ type ListRunsParams struct {
 	// Session keeps the runs started with that session id
 	// (CreateRunParams.Session), for a chat's earlier exchanges.
 	Session string
+	// Tenant keeps the runs of that tenant (CreateRunParams.Tenant).
+	Tenant string
+	// Before, a run ID, keeps the runs created before that run: the
+	// cursor of the next page after a page ending with it. A run that does
+	// not exist keeps none.
+	Before string
 	// Limit caps the result; ≤ 0 means 100.
 	Limit int
 }

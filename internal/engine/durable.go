@@ -96,6 +96,18 @@ func FlowHash(f *flow.Flow) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// startKey is a run's start key: RunOptions.IdempotencyKey when the
+// caller gave one, else the one the flow's idempotency: policy derives.
+func startKey(f *flow.Flow, input any, opts *RunOptions) (string, error) {
+	if opts == nil {
+		return idempotencyKey(f, input, "")
+	}
+	if opts.IdempotencyKey != "" {
+		return opts.IdempotencyKey, nil
+	}
+	return idempotencyKey(f, input, opts.Session)
+}
+
 // idempotencyKey derives a start key from the flow's idempotency: policy.
 func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	switch f.Idempotency {

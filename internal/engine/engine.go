@@ -158,6 +158,13 @@ type RunOptions struct {
 	// Meta is stored with a durable run for whoever resumes it (package
 	// rein records the config and script paths).
 	Meta json.RawMessage
+	// Tenant is recorded on a durable run (store.Run.Tenant) for a
+	// surface that serves several tenants.
+	Tenant string
+	// IdempotencyKey, when set, is the run's start key instead of the one
+	// the flow's idempotency: derives: a start with a key a run already
+	// holds returns that run. The caller makes it unique across tenants.
+	IdempotencyKey string
 }
 
 // Result is the outcome of a run.

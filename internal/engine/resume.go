@@ -51,12 +51,12 @@ func (e *Engine) start(ctx context.Context, f *flow.Flow, id string, input any, 
 // createParams describes the run Run starts: running, leased to this
 // engine, with the flow pinned and the secrets of its input hidden.
 func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptions) (*store.CreateRunParams, error) {
-	var session string
+	var session, tenant string
 	var meta json.RawMessage
 	if opts != nil {
-		session, meta = opts.Session, opts.Meta
+		session, meta, tenant = opts.Session, opts.Meta, opts.Tenant
 	}
-	key, err := idempotencyKey(f, input, session)
+	key, err := startKey(f, input, opts)
 	if err != nil {
 		return nil, fmt.Errorf("engine: flow %s: %w", f.Name, err)
 	}
@@ -70,7 +70,7 @@ func (e *Engine) createParams(f *flow.Flow, id string, input any, opts *RunOptio
 	}
 	return &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: b.flowPath,
 		FlowHash: b.flowHash, FlowText: f.Source, Input: e.cfg.Redactor.Bytes(in), Meta: meta, IdempotencyKey: key, Session: session,
-		Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
+		Tenant: tenant, Retention: f.Retention, Status: trace.RunRunning, Owner: e.cfg.Owner, LeaseTTL: e.cfg.LeaseTTL}, nil
 }
 
 // acquire takes the run's lease for this engine at now (the engine's
@@ -556,15 +556,15 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	if _, err := e.bind(f); err != nil {
 		return "", err
 	}
-	var session, id string
+	var session, id, tenant string
 	var meta json.RawMessage
 	if opts != nil {
-		session, meta, id = opts.Session, opts.Meta, opts.RunID
+		session, meta, id, tenant = opts.Session, opts.Meta, opts.RunID, opts.Tenant
 	}
 	if id == "" {
 		id = e.cfg.NewRunID()
 	}
-	key, err := idempotencyKey(f, in, session)
+	key, err := startKey(f, in, opts)
 	if err != nil {
 		return "", fmt.Errorf("engine: flow %s: %w", f.Name, err)
 	}
@@ -575,7 +575,7 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 	hidden := e.cfg.Redactor.Bytes(raw)
 	run, created, err := e.cfg.Store.CreateRun(ctx, &store.CreateRunParams{ID: id, Flow: f.Name, FlowPath: absPath(f.File),
 		FlowHash: FlowHash(f), FlowText: f.Source, Input: hidden, Meta: meta, IdempotencyKey: key, Session: session,
-		Retention: f.Retention, Status: trace.RunPending, Now: e.cfg.Clock.Now()})
+		Tenant: tenant, Retention: f.Retention, Status: trace.RunPending, Now: e.cfg.Clock.Now()})
 	if err != nil {
 		return "", fmt.Errorf("engine: enqueue a run of flow %s: %w", f.Name, err)
 	}

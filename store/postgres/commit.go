@@ -202,20 +202,20 @@ var (
 	// createSQL inserts the run ($1 … $16, the transition's run update
 	// folded in), its first row of rein_journal ($17 token, $18 largest
 	// seq), both at $19 (the caller's time; NULL for the database's, never
-	// with an owner), and its records ($20 … $32). A taken ID is a unique
-	// violation of rein_runs.
+	// with an owner), its tenant ($20) and its records ($21 … $33). A
+	// taken ID is a unique violation of rein_runs.
 	createSQL = `WITH r AS (
 			INSERT INTO rein_runs (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at)
+				session, retention_ns, lease_owner, lease_expires, error, usage, settled_at, created_at, updated_at, tenant)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
 				CASE WHEN $11::text IS NULL THEN NULL ELSE $19::timestamptz + $12 * interval '1 microsecond' END,
 				$13, $14, CASE WHEN $15::timestamptz IS NOT NULL THEN $15 WHEN $16 THEN coalesce($19::timestamptz, now()) END,
-				coalesce($19::timestamptz, now()), coalesce($19::timestamptz, now()))
+				coalesce($19::timestamptz, now()), coalesce($19::timestamptz, now()), $20)
 			RETURNING id),
 		j AS (INSERT INTO rein_journal (run_id, version, seq, token, at)
 			SELECT r.id, 1, $18::bigint, $17::uuid, coalesce($19::timestamptz, now()) FROM r
 			RETURNING run_id, version, seq),
-		x AS (` + recordsSQL("j", 20) + `)
+		x AS (` + recordsSQL("j", 21) + `)
 		SELECT count(*) FROM j`
 )
 
@@ -357,7 +357,7 @@ func createArgs(p *commitPlan) []any {
 	}
 	return []any{c.ID, c.Flow, c.FlowPath, c.FlowHash, bytesOrNil(c.FlowText), bytesOrNil(c.Input), bytesOrNil(c.Meta),
 		status, c.Session, int64(c.Retention), owner, ttl.Microseconds(), p.errJSON, p.usage, p.settled, p.final,
-		p.token, p.maxSeq, p.now}
+		p.token, p.maxSeq, p.now, c.Tenant}
 }
 
 // whyNot explains a commit whose row was not inserted: the run does not

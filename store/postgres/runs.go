@@ -27,7 +27,7 @@ func runColumns(head string) string {
 		version, seq, at = head+".version", head+".seq", head+".at"
 	}
 	return `r.id, r.flow, r.flow_path, r.flow_hash, r.flow_text, r.input, r.meta, r.status,
-	coalesce(r.idempotency_key, ''), r.session, r.error, r.usage, coalesce(` + version + `, 0), coalesce(` + seq + `, 0),
+	coalesce(r.idempotency_key, ''), r.session, r.tenant, r.error, r.usage, coalesce(` + version + `, 0), coalesce(` + seq + `, 0),
 	coalesce(r.lease_owner, ''), r.lease_expires, r.created_at, greatest(r.updated_at, ` + at + `), r.settled_at, r.retention_ns, r.ord`
 }
 
@@ -70,7 +70,7 @@ func scanRun(row scanner) (*store.Run, error) {
 		retentionNS, ord      int64
 	)
 	err := row.Scan(&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &status,
-		&r.IdempotencyKey, &r.Session, &errJSON, &usage, &r.Version, &r.LastSeq,
+		&r.IdempotencyKey, &r.Session, &r.Tenant, &errJSON, &usage, &r.Version, &r.LastSeq,
 		&r.LeaseOwner, &leaseExpires, &r.CreatedAt, &r.UpdatedAt, &settled, &retentionNS, &ord)
 	if err != nil {
 		return nil, err
@@ -141,17 +141,17 @@ func (s *Store) CreateRun(ctx context.Context, p *store.CreateRunParams) (*store
 // database's now() when NULL, never with an owner).
 const insertRunSQL = `
 		INSERT INTO rein_runs AS r (id, flow, flow_path, flow_hash, flow_text, input, meta, status,
-			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at, created_at, updated_at)
+			idempotency_key, session, retention_ns, lease_owner, lease_expires, settled_at, created_at, updated_at, tenant)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 			CASE WHEN $12::text IS NULL THEN NULL ELSE $14::timestamptz + $13 * interval '1 microsecond' END,
 			CASE WHEN $8 IN ('succeeded', 'failed', 'cancelled') THEN coalesce($14::timestamptz, now()) END,
-			coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()))`
+			coalesce($14::timestamptz, now()), coalesce($14::timestamptz, now()), $15)`
 
 // insertRunArgs are the arguments of insertRunSQL: owner, key and now are
 // nil for none.
 func insertRunArgs(p *store.CreateRunParams, status trace.RunStatus, key, owner any, ttl time.Duration, now any) []any {
 	return []any{p.ID, p.Flow, p.FlowPath, p.FlowHash, bytesOrNil(p.FlowText), bytesOrNil(p.Input), bytesOrNil(p.Meta),
-		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds(), now}
+		string(status), key, p.Session, int64(p.Retention), owner, ttl.Microseconds(), now, p.Tenant}
 }
 
 // GetRun returns one run, or store.ErrNotFound.
@@ -225,6 +225,14 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		// rein_runs_session holds the runs with a session only: the
 		// second term tells the planner that the partial index answers.
 		where = append(where, "r.session = "+arg(p.Session), "r.session <> ''")
+	}
+	if p.Tenant != "" {
+		// rein_runs_tenant holds the runs with a tenant only: the second
+		// term tells the planner that the partial index answers.
+		where = append(where, "r.tenant = "+arg(p.Tenant), "r.tenant <> ''")
+	}
+	if p.Before != "" {
+		where = append(where, "r.ord < coalesce((SELECT b.ord FROM rein_runs b WHERE b.id = "+arg(p.Before)+"), 0)")
 	}
 	q := `SELECT ` + runCols + ` FROM ` + runFrom
 	if len(where) > 0 {

@@ -17,7 +17,7 @@ import (
 )
 
 // runCols are the columns of a run row (alias r).
-const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, (SELECT text FROM flows WHERE sha256 = r.flow_sha), r.input, r.meta, r.status, r.idempotency_key, r.session,
+const runCols = `r.id, r.flow, r.flow_path, r.flow_hash, (SELECT text FROM flows WHERE sha256 = r.flow_sha), r.input, r.meta, r.status, r.idempotency_key, r.session, r.tenant,
 	r.error, r.usage, r.version, r.lease_owner, r.lease_expires, r.created_at, r.updated_at, r.settled_at, r.retention`
 
 // runHeadSelect selects the run rows of the query from (alias r, with
@@ -60,7 +60,7 @@ func scanRunWith(row scanner, more ...any) (*store.Run, error) {
 		retention                           int64
 		flowText, input, meta, errJSON, use []byte
 	)
-	err := row.Scan(append([]any{&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &r.Status, &key, &r.Session,
+	err := row.Scan(append([]any{&r.ID, &r.Flow, &r.FlowPath, &r.FlowHash, &flowText, &input, &meta, &r.Status, &key, &r.Session, &r.Tenant,
 		&errJSON, &use, &r.Version, &owner, &expires, &created, &updated, &settled, &retention}, more...)...)
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func insertRun(x *wtx, p *store.CreateRunParams, status trace.RunStatus, sha str
 	}
 	at0 := now.UnixNano()
 	res, err := x.exec(stmtSQL[stCreateRun], p.ID, p.Flow, p.FlowPath, p.FlowHash, nullText(sha), nullBytes(p.Input), nullBytes(p.Meta),
-		string(status), nullText(p.IdempotencyKey), p.Session, owner, expires, at0, at0, int64(p.Retention))
+		string(status), nullText(p.IdempotencyKey), p.Session, p.Tenant, owner, expires, at0, at0, int64(p.Retention))
 	if err != nil {
 		return 0, cleanIfConstraint(err)
 	}
@@ -193,7 +193,7 @@ func insertedRun(p *store.CreateRunParams, status trace.RunStatus, now time.Time
 	at := time.Unix(0, now.UnixNano()).UTC()
 	r := &store.Run{ID: p.ID, Flow: p.Flow, FlowPath: p.FlowPath, FlowHash: p.FlowHash,
 		FlowText: cloneBytes(p.FlowText), Input: cloneBytes(p.Input), Meta: cloneBytes(p.Meta),
-		Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session,
+		Status: status, IdempotencyKey: p.IdempotencyKey, Session: p.Session, Tenant: p.Tenant,
 		LeaseOwner: p.Owner, CreatedAt: at, UpdatedAt: at, Retention: p.Retention}
 	if p.Owner != "" {
 		r.LeaseExpires = time.Unix(0, now.Add(p.LeaseTTL).UnixNano()).UTC()
@@ -244,6 +244,12 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
+	}
+	if p.Tenant != "" || p.Before != "" {
+		// a tenant's page: runs_tenant (or the cursor's rk range) answers,
+		// and the other filters narrow it plainly; the merged lookups
+		// below cap their own arms at limit, before these filters.
+		return pageSQL(p, limit)
 	}
 	if p.IDPrefix != "" || p.Session != "" {
 		// the unique index on id answers a prefix as a range, and
@@ -297,6 +303,41 @@ func listRunsSQL(p *store.ListRunsParams) (string, []any) {
 		from += " WHERE " + strings.Join(where, " AND ")
 	}
 	q := runHeadSelect(from+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
+	return q, append(args, limit)
+}
+
+// pageSQL is the query of ListRuns(p) with a tenant or a cursor: every
+// filter as a plain condition, newest first.
+func pageSQL(p *store.ListRunsParams, limit int) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) { where, args = append(where, cond), append(args, v) }
+	if p.Tenant != "" {
+		// runs_tenant holds the runs with a tenant only: the second term
+		// tells SQLite that the partial index answers.
+		add("r.tenant = ? AND r.tenant <> ''", p.Tenant)
+	}
+	if p.Before != "" {
+		add("r.rk < coalesce((SELECT rk FROM runs WHERE id = ?), 0)", p.Before)
+	}
+	if p.Status != "" {
+		add("r.status = ?", string(p.Status))
+	}
+	if p.Flow != "" {
+		add("r.flow = ?", p.Flow)
+	}
+	if p.Session != "" {
+		add("r.session = ?", p.Session)
+	}
+	if p.IDPrefix != "" {
+		add("r.id >= ?", p.IDPrefix)
+		if hi, ok := prefix.End(p.IDPrefix); ok {
+			add("r.id < ?", hi)
+		}
+	}
+	q := runHeadSelect("runs r WHERE "+strings.Join(where, " AND ")+" ORDER BY r.rk DESC LIMIT ?") + " ORDER BY x.rk DESC"
 	return q, append(args, limit)
 }
 

@@ -69,8 +69,8 @@ var stmtSQL = [nStmts]string{
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	stRunExists: `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`,
 	stCreateRun: `INSERT INTO runs (id, flow, flow_path, flow_hash, flow_sha, input, meta,
-		status, idempotency_key, session, lease_owner, lease_expires, created_at, updated_at, retention)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		status, idempotency_key, session, tenant, lease_owner, lease_expires, created_at, updated_at, retention)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	stRunByKey:     `SELECT ` + runCols + ` FROM runs r WHERE idempotency_key = ?`,
 	stReleaseLease: `UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ?`,
 	stRenewLease:   `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_expires > ?`,

@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"RoundTripBytes", testRoundTripBytes},
 		{"ListRuns", testListRuns},
 		{"ListRunsDefaultLimit", testListRunsDefaultLimit},
+		{"Tenants", testTenants},
 		{"NotFound", testNotFound},
 		{"Commit", testCommit},
 		{"CommitStaleVersion", testCommitStaleVersion},

@@ -1,0 +1,136 @@
+package http
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/reinhq/rein/trace"
+)
+
+// keepAlive is how often an idle event stream gets a comment line, so
+// proxies keep it open; slowClient is how long one write to the stream may
+// take before the stream is dropped (a client that stops reading).
+const (
+	keepAlive  = 15 * time.Second
+	slowClient = 30 * time.Second
+)
+
+// events streams a run's journal events (text/event-stream): each event
+// as it is committed, with id: its sequence number, event: its kind and
+// data: its JSON. Last-Event-ID (or ?after=) resumes after that number;
+// one that is not a number, or past the run's last event, is a 400: the
+// stream never skips or invents events. The stream ends after the events
+// of a finished run (event: end).
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	run, err := s.run(r)
+	if err != nil {
+		writeProblem(w, err)
+		return
+	}
+	after, err := lastEventID(r, run.LastSeq)
+	if err != nil {
+		writeProblem(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	// the server's write timeout would end a long stream: each write gets
+	// its own deadline instead.
+	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	ctx := r.Context()
+	st := s.c.Store()
+	tick := time.NewTicker(s.o.Poll)
+	defer tick.Stop()
+	idle := time.Now()
+	for {
+		// the run's status is read before its events: a run finished then
+		// has committed every event the read below returns.
+		cur, err := st.GetRun(ctx, run.ID)
+		if err != nil {
+			return
+		}
+		evs, err := st.Events(ctx, run.ID, after, 256)
+		if err != nil {
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(map[string]string{"message": err.Error()}))
+			_ = rc.Flush()
+			return
+		}
+		if len(evs) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+		}
+		for _, e := range evs {
+			if err := writeEvent(w, e); err != nil {
+				return
+			}
+			after = e.Seq
+		}
+		if len(evs) > 0 {
+			idle = time.Now()
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		if len(evs) == 256 {
+			continue
+		}
+		if cur.Finished() && after >= cur.LastSeq {
+			fmt.Fprintf(w, "event: end\ndata: %s\n\n", jsonString(map[string]any{"run_id": cur.ID, "status": cur.Status}))
+			_ = rc.Flush()
+			return
+		}
+		if time.Since(idle) >= keepAlive {
+			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+			idle = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, e *trace.Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, b)
+	return err
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// lastEventID is where a stream resumes: Last-Event-ID, else ?after=,
+// else 0; a value that is not a sequence number of the run is refused.
+func lastEventID(r *http.Request, last int64) (int64, error) {
+	raw, src := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if raw == "" {
+		raw, src = r.URL.Query().Get("after"), "?after="
+	}
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return 0, requestErr("", "%s %q is not an event id of this stream (a sequence number)", src, raw)
+	}
+	if n > last {
+		return 0, requestErr("", "%s %d is past the run's last event (%d): this stream never sent it", src, n, last)
+	}
+	return n, nil
+}

@@ -1,0 +1,131 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// countCap bounds the runs counted per status at a scrape.
+const countCap = 10000
+
+// Metrics are the server's Prometheus metrics. It is a trace.Sink: give
+// it to the Client (rein.Config.Sink) so the events of the runs this
+// process advances are counted — step and model-call durations, retries,
+// tokens, gate decisions by verdict, runs settled — and at each scrape it
+// reads from the store the runs in flight by status, the queue depth and
+// the pending approvals.
+type Metrics struct {
+	reg       *prometheus.Registry
+	steps     *prometheus.HistogramVec
+	models    *prometheus.HistogramVec
+	tokens    *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	gate      *prometheus.CounterVec
+	settled   *prometheus.CounterVec
+	st        store.Store
+	live      *prometheus.Desc
+	pending   *prometheus.Desc
+	queue     *prometheus.Desc
+	scrapeErr *prometheus.Desc
+}
+
+// NewMetrics returns the metrics, in a registry of their own (with the
+// Go runtime's and the process's collectors).
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	buckets := prometheus.ExponentialBuckets(0.001, 4, 10) // 1 ms … ~4.4 min
+	m.steps = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rein_step_duration_seconds",
+		Help: "Duration of settled steps, by flow, step type and status.", Buckets: buckets}, []string{"flow", "type", "status"})
+	m.models = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rein_model_call_duration_seconds",
+		Help: "Duration of model calls, by model.", Buckets: buckets}, []string{"model"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_model_tokens_total",
+		Help: "Model tokens, by model and direction (in, out)."}, []string{"model", "direction"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_step_retries_total",
+		Help: "Failed attempts followed by a retry or on_error, by flow and error class."}, []string{"flow", "class"})
+	m.gate = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_gate_decisions_total",
+		Help: "Policy gate decisions on tool calls, by verdict."}, []string{"decision"})
+	m.settled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_runs_settled_total",
+		Help: "Runs this process settled, by flow and final status."}, []string{"flow", "status"})
+	m.live = prometheus.NewDesc("rein_runs", "Runs in the store by status (pending, running, waiting), counted up to 10000.", []string{"status"}, nil)
+	m.pending = prometheus.NewDesc("rein_approvals_pending", "Decisions waiting for a person, across the store.", nil, nil)
+	m.queue = prometheus.NewDesc("rein_queue_depth", "Runs ready for a worker (pending), counted up to 10000.", nil, nil)
+	m.scrapeErr = prometheus.NewDesc("rein_store_scrape_errors", "1 when the store could not be read at this scrape.", nil, nil)
+	m.reg.MustRegister(m.steps, m.models, m.tokens, m.retries, m.gate, m.settled,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Emit counts e.
+func (m *Metrics) Emit(_ context.Context, e *trace.Event) {
+	switch e.Kind {
+	case trace.StepSettled:
+		m.steps.WithLabelValues(e.Flow, e.StepType, e.Status).Observe(e.DurationMS / 1000)
+	case trace.ModelCall:
+		m.models.WithLabelValues(e.Model).Observe(e.DurationMS / 1000)
+		if e.TokensIn > 0 {
+			m.tokens.WithLabelValues(e.Model, "in").Add(float64(e.TokensIn))
+		}
+		if e.TokensOut > 0 {
+			m.tokens.WithLabelValues(e.Model, "out").Add(float64(e.TokensOut))
+		}
+	case trace.AttemptFailed:
+		m.retries.WithLabelValues(e.Flow, e.ErrorClass).Inc()
+	case trace.GateDecision:
+		m.gate.WithLabelValues(e.Decision).Inc()
+	case trace.RunSettled:
+		m.settled.WithLabelValues(e.Flow, e.Status).Inc()
+	}
+}
+
+// storeCollector reads the store at each scrape.
+type storeCollector struct {
+	m  *Metrics
+	st store.Store
+}
+
+func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.m.live
+	ch <- c.m.pending
+	ch <- c.m.queue
+	ch <- c.m.scrapeErr
+}
+
+func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	failed := 0.0
+	for _, s := range []trace.RunStatus{trace.RunPending, trace.RunRunning, trace.RunWaiting} {
+		runs, err := c.st.ListRuns(ctx, &store.ListRunsParams{Status: s, Limit: countCap})
+		if err != nil {
+			failed = 1
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.m.live, prometheus.GaugeValue, float64(len(runs)), string(s))
+		if s == trace.RunPending {
+			ch <- prometheus.MustNewConstMetric(c.m.queue, prometheus.GaugeValue, float64(len(runs)))
+		}
+	}
+	if as, err := c.st.Approvals(ctx, &store.ListApprovalsParams{Status: store.ApprovalPending}); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.m.pending, prometheus.GaugeValue, float64(len(as)))
+	} else {
+		failed = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.m.scrapeErr, prometheus.GaugeValue, failed)
+}
+
+// handler serves the metrics, reading st at each scrape.
+func (m *Metrics) handler(st store.Store) http.Handler {
+	if m.st == nil {
+		m.st = st
+		m.reg.MustRegister(storeCollector{m: m, st: st})
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
