@@ -83,6 +83,7 @@ func (r *run) sealInput(in any) {
 type eventPayloads struct {
 	data        string
 	out, comp   []byte
+	plan        []byte
 	args, obs   string
 	call, agent bool
 }
@@ -95,7 +96,7 @@ func payloadsOf(e *trace.Event) eventPayloads {
 			p.comp = x.Compensation.Args
 		}
 		if a := c.Agent; a != nil {
-			p.agent, p.args, p.obs = true, a.Args, a.Observation
+			p.agent, p.args, p.obs, p.plan = true, a.Args, a.Observation, a.Plan
 		}
 	}
 	return p
@@ -120,6 +121,9 @@ func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 			if was.obs != a.Observation {
 				r.sealLocked(at+"agent.observation", []byte(was.obs), []byte(a.Observation))
 			}
+			// a waiting execute_plan call's progress: the outputs of its
+			// completed steps, the args of those that wait.
+			r.sealLocked(at+"agent.plan", was.plan, a.Plan)
 		}
 	}
 }
@@ -253,6 +257,7 @@ func (u unsealed) call(c *journal.Call) {
 	if a := c.Agent; a != nil {
 		a.Args = u.string(at+"agent.args", a.Args)
 		a.Observation = u.string(at+"agent.observation", a.Observation)
+		a.Plan = u.bytes(at+"agent.plan", a.Plan)
 	}
 }
 
