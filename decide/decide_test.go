@@ -25,7 +25,9 @@ func toolbox(t *testing.T) *project.Toolbox {
 			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}`)},
 			func(context.Context, any) (any, error) { return map[string]any{"email": "ada@example.com"}, nil }),
 		tool.Func(tool.Spec{Name: "send", Effect: tool.EffectExternal, InputSchema: obj},
-			func(_ context.Context, args any) (any, error) { return map[string]any{"sent": args.(map[string]any)["to"]}, nil }),
+			func(_ context.Context, args any) (any, error) {
+				return map[string]any{"sent": args.(map[string]any)["to"]}, nil
+			}),
 	}})
 	if err != nil {
 		t.Fatal(err)
