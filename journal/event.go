@@ -44,12 +44,13 @@ type Event struct {
 	Preview   string `json:"preview,omitempty"`
 	// Process is the process group a tool started (tool_process events).
 	Process Process `json:"process,omitzero"`
-	// Turn is the agent turn of agent_turn and agent_call events.
+	// Turn is the agent turn of agent_turn events and of an agent's call
+	// events (agent_call events before version 3).
 	Turn int `json:"turn,omitempty"`
 	// Data is the record an event carries whole, as JSON text: agent_turn
-	// and agent_call carry what a resume rebuilds the agent's transcript
-	// from; gate_decision what the gate saw (safety.Basis), when more than
-	// the tool and args.
+	// carries the turn a resume rebuilds the agent's transcript from (with
+	// its calls' records), agent_call (before version 3) a call's outcome,
+	// gate_decision (version 1) what the gate saw (safety.Basis).
 	Data string `json:"data,omitempty"`
 	// Call is the record of a call event (Kind CallRecorded): one
 	// invocation's whole story.
