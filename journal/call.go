@@ -67,9 +67,11 @@ func (s CallStatus) Settled() bool { return s != CallStarted && s != CallWaiting
 // Journals of version 1 kept the same story in up to four records: a row
 // of the store's calls table (the calls of for_each items, plan steps and
 // an agent's cut observations), and the events gate_decision, call_effect
-// (Data: an Effect) and agent_call (Data: the agent's call as JSON). They
-// still read: the store returns those rows as Calls, and the views read
-// the old events beside call events.
+// (Data: an Effect) and agent_call (Data: the agent's call as JSON);
+// version 2 still kept an agent's call in an agent_call event, which
+// version 3 folds into Agent. They still read: the store returns those
+// rows as Calls, and the views and a resumed agent read the old events
+// beside call events.
 type Call struct {
 	// RunID is the run; a call event leaves it out (its event names the
 	// run) and readers set it.
