@@ -55,6 +55,10 @@ type Event struct {
 	// Call is the record of a call event (Kind CallRecorded): one
 	// invocation's whole story.
 	Call *Call `json:"call,omitempty"`
+	// Remediation is the record of a remediation event (Kind Remediated):
+	// what was done about one executed call (before version 3: JSON in
+	// Data; DecodeRemediation reads both).
+	Remediation *Remediation `json:"remediation,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -134,6 +138,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	if e.Call != nil {
 		dst = appendCall(append(dst, `,"call":`...), e.Call)
 	}
+	if e.Remediation != nil {
+		dst = appendRemediation(append(dst, `,"remediation":`...), e.Remediation)
+	}
 	return append(dst, '}')
 }
 
@@ -152,6 +159,9 @@ func DecodeEvent(data []byte, e *Event) error {
 	}
 	if e.Call != nil {
 		e.Call.dropEmpty()
+	}
+	if m := e.Remediation; m != nil {
+		m.dropEmpty()
 	}
 	return nil
 }

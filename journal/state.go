@@ -51,7 +51,8 @@ const (
 	// Effect record): the run's effect graph.
 	CallEffect Kind = "call_effect"
 	// Remediated is one thing done about an executed call once a premise
-	// failed or a saga compensates (Data: the Remediation record).
+	// failed or a saga compensates (Event.Remediation; Data before
+	// version 3).
 	Remediated Kind = "remediation"
 	// CallRecorded is one invocation's record (Call: the Call), recorded
 	// when the call starts (before the effect of a tool that is not

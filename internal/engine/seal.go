@@ -83,13 +83,16 @@ func (r *run) sealInput(in any) {
 type eventPayloads struct {
 	data        string
 	out, comp   []byte
-	plan        []byte
+	plan, rem   []byte
 	args, obs   string
 	call, agent bool
 }
 
 func payloadsOf(e *trace.Event) eventPayloads {
 	p := eventPayloads{data: e.Data}
+	if m := e.Remediation; m != nil && m.Call != nil {
+		p.rem = m.Call.Args
+	}
 	if c := e.Call; c != nil {
 		p.call, p.out = true, c.Output
 		if x := c.Effect; x != nil && x.Compensation != nil {
@@ -107,6 +110,10 @@ func payloadsOf(e *trace.Event) eventPayloads {
 func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 	if was.data != e.Data {
 		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/data", []byte(was.data), []byte(e.Data))
+	}
+	if m := e.Remediation; m != nil && m.Call != nil {
+		// the compensation a remediation made, as a resume remakes it
+		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/remediation.args", was.rem, m.Call.Args)
 	}
 	if c := e.Call; c != nil && was.call {
 		at := "call/" + c.Key + "/"
@@ -244,6 +251,9 @@ func (u unsealed) events(events []*trace.Event) {
 		}
 		if ev.Call != nil {
 			u.call(ev.Call)
+		}
+		if m := ev.Remediation; m != nil && m.Call != nil {
+			m.Call.Args = u.bytes("event/"+strconv.FormatInt(ev.Seq, 10)+"/remediation.args", m.Call.Args)
 		}
 	}
 }
