@@ -30,7 +30,7 @@ var ports = []string{"fault", "value", "redact", "flow", "journal", "store", "mo
 // above are the layers over the ports: no port imports them. (The
 // decision runtimes internal/route and internal/plan sit with the ports:
 // flow compiles a step's routes with internal/route.)
-var above = []string{"", "project", "runs", "session", "server", "cmd", "internal/engine", "internal/wire", "internal/agent", "internal/invoke"}
+var above = []string{"", "project", "runs", "session", "decide", "server", "cmd", "internal/engine", "internal/wire", "internal/agent", "internal/invoke"}
 
 // adapters implement a port; the engine and the ports never import one.
 var adapters = append([]string{"model/provider", "model/scripted", "model/cassette", "tool/exec", "tool/mcp", "trace/jsonl", "trace/slogsink"}, drivers...)
@@ -99,7 +99,7 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports the adapter %s: ports depend on ports only", p.ImportPath, imp)
 			case under(from, []string{"internal/engine", "internal/agent", "internal/plan", "internal/route", "internal/invoke"}) && under(to, adapters):
 				t.Errorf("%s imports the adapter %s: the engine and the decision runtimes depend on ports only", p.ImportPath, imp)
-			case from == "cmd/rein" && strings.HasPrefix(to, "internal/") && !cliPending[to]:
+			case from == "cmd/rein" && strings.HasPrefix(to, "internal/"):
 				t.Errorf("cmd/rein imports %s: the CLI calls the Client, runs, session and server packages, never an implementation package", imp)
 			case (from == "" || from == "project" || from == "runs" || from == "session" || strings.HasPrefix(from, "server/")) && under(to, drivers):
 				t.Errorf("%s imports the driver %s: a program registers drivers by importing them, a library never does", p.ImportPath, imp)
@@ -107,11 +107,6 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 }
-
-// cliPending are the implementation packages cmd/rein still imports for
-// its developer commands (rein plan, rein route), with no public surface
-// of their own yet; docs/ARCHITECTURE.md lists them as the open edge.
-var cliPending = map[string]bool{"internal/plan": true, "internal/route": true}
 
 // TestCLIRegistersDriversInOneFile: cmd/rein imports the drivers in
 // drivers.go only, as registrations.

@@ -68,9 +68,11 @@ func (s CallStatus) Settled() bool { return s != CallStarted && s != CallWaiting
 // Journals of version 1 kept the same story in up to four records: a row
 // of the store's calls table (the calls of for_each items, plan steps and
 // an agent's cut observations), and the events gate_decision, call_effect
-// (Data: an Effect) and agent_call (Data: the agent's call as JSON). They
-// still read: the store returns those rows as Calls, and the views read
-// the old events beside call events.
+// (Data: an Effect) and agent_call (Data: the agent's call as JSON);
+// version 2 still kept an agent's call in an agent_call event, which
+// version 3 folds into Agent. They still read: the store returns those
+// rows as Calls, and the views and a resumed agent read the old events
+// beside call events.
 type Call struct {
 	// RunID is the run; a call event leaves it out (its event names the
 	// run) and readers set it.
@@ -147,6 +149,9 @@ func (c *Call) dropEmpty() {
 	if len(c.Gate) == 0 {
 		c.Gate = nil
 	}
+	if a := c.Agent; a != nil && len(a.Consumed) == 0 {
+		a.Consumed = nil
+	}
 	if x := c.Effect; x != nil {
 		for _, l := range []*[]string{&x.Tags, &x.Reads, &x.Writes, &x.Sends, &x.Unrendered} {
 			if len(*l) == 0 {
@@ -196,9 +201,13 @@ type DeclaredEffect struct {
 }
 
 // AgentRecord is what an agent's loop keeps of one of its calls besides
-// the call record's own fields: the model's id for it, the args as the
-// model wrote them, its status in the loop and what the model was shown.
-// Its JSON values are the agent's (package internal/agent) as they are.
+// the call record's own fields (Key, Turn, Index, Name: the tool, ArgsSHA,
+// Attempt): the model's id for it, the args as the model wrote them, its
+// status in the loop, what the model was shown and the approvals it used.
+// With them the call record is the agent's transcript entry of the call,
+// which a resume rebuilds the loop's session from and the views read
+// (journal version 1 kept it as JSON in an agent_call event's Data). Its
+// JSON values are the agent's records of those names as they are.
 type AgentRecord struct {
 	ID string `json:"id"`
 	// Args are the arguments exactly as the model wrote them (not always
@@ -212,6 +221,12 @@ type AgentRecord struct {
 	// (the record's Output holds it).
 	Blob   string `json:"blob,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Rule says who asked for the approval the call waits for (the gate's
+	// rule, or the tool's approval: required).
+	Rule string `json:"rule,omitempty"`
+	// Consumed are the people's approvals the call used, each once (a
+	// resume never counts them again).
+	Consumed []AgentConsumed `json:"consumed,omitempty"`
 	// Plan, PlanRun, Provenance, Verified, Declaration and Claims are the
 	// agent call's records of those names (an execute_plan call's wait
 	// and sub-run; the traced provenance; the declaration and its claims).
@@ -221,6 +236,14 @@ type AgentRecord struct {
 	Verified    json.RawMessage `json:"verified,omitempty"`
 	Declaration json.RawMessage `json:"declaration,omitempty"`
 	Claims      json.RawMessage `json:"claims,omitempty"`
+}
+
+// AgentConsumed is an approval an agent's call used: the approval's id
+// (the store's row) and the call or plan step it named (turn<t>/call<c>,
+// or turn<t>/call<c>/<plan step>).
+type AgentConsumed struct {
+	ID  string `json:"id"`
+	Ref string `json:"ref"`
 }
 
 // TakesBack returns the key of the call c undoes or compensates, or ""

@@ -78,7 +78,8 @@ type Compensation struct {
 // Remediation is the record of one thing done about an executed call
 // once a premise failed or a run with on_failure: compensate failed: the
 // call taken back (undo, compensate), frozen, or escalated to a person,
-// and what that touched. A remediation event carries it (Event.Data).
+// and what that touched. A remediation event carries it
+// (Event.Remediation; its Data in journals before version 3).
 type Remediation struct {
 	// Premise is the premise whose failure asked for it, or "saga" for a
 	// flow's on_failure: compensate.
@@ -168,14 +169,48 @@ func EncodeRemediation(m *Remediation) (string, error) {
 	return s, nil
 }
 
-// DecodeRemediation reads the Data of a remediation event; the error names
+// DecodeRemediation reads the record of a remediation event: its
+// Remediation, or its Data (journals before version 3); the error names
 // the event.
 func DecodeRemediation(ev *Event) (*Remediation, error) {
+	if ev.Remediation != nil {
+		return ev.Remediation, nil
+	}
 	m := new(Remediation)
 	if err := json.Unmarshal([]byte(ev.Data), m); err != nil {
 		return nil, fmt.Errorf("run %s seq %d: remediation record does not decode (%w): the database is damaged", ev.RunID, ev.Seq, err)
 	}
 	return m, nil
+}
+
+// appendRemediation appends m's JSON, as encoding/json writes it (HTML
+// left unescaped); a remediation event is not on the path of every step.
+func appendRemediation(dst []byte, m *Remediation) []byte {
+	b := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		// only compensation args that are not JSON fail: written without
+		// them rather than losing the event.
+		mm := *m
+		if mm.Call != nil {
+			c := *mm.Call
+			c.Args = nil
+			mm.Call = &c
+		}
+		_ = enc.Encode(&mm)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// dropEmpty makes m's empty lists nil, as its encoding reads back.
+func (m *Remediation) dropEmpty() {
+	if len(m.Touched) == 0 {
+		m.Touched = nil
+	}
+	if len(m.Invalid) == 0 {
+		m.Invalid = nil
+	}
 }
 
 // encodeData writes v as the journal's encoders write JSON: HTML left

@@ -44,16 +44,21 @@ type Event struct {
 	Preview   string `json:"preview,omitempty"`
 	// Process is the process group a tool started (tool_process events).
 	Process Process `json:"process,omitzero"`
-	// Turn is the agent turn of agent_turn and agent_call events.
+	// Turn is the agent turn of agent_turn events and of an agent's call
+	// events (agent_call events before version 3).
 	Turn int `json:"turn,omitempty"`
 	// Data is the record an event carries whole, as JSON text: agent_turn
-	// and agent_call carry what a resume rebuilds the agent's transcript
-	// from; gate_decision what the gate saw (safety.Basis), when more than
-	// the tool and args.
+	// carries the turn a resume rebuilds the agent's transcript from (with
+	// its calls' records), agent_call (before version 3) a call's outcome,
+	// gate_decision (version 1) what the gate saw (safety.Basis).
 	Data string `json:"data,omitempty"`
 	// Call is the record of a call event (Kind CallRecorded): one
 	// invocation's whole story.
 	Call *Call `json:"call,omitempty"`
+	// Remediation is the record of a remediation event (Kind Remediated):
+	// what was done about one executed call (before version 3: JSON in
+	// Data; DecodeRemediation reads both).
+	Remediation *Remediation `json:"remediation,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -133,6 +138,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	if e.Call != nil {
 		dst = appendCall(append(dst, `,"call":`...), e.Call)
 	}
+	if e.Remediation != nil {
+		dst = appendRemediation(append(dst, `,"remediation":`...), e.Remediation)
+	}
 	return append(dst, '}')
 }
 
@@ -151,6 +159,9 @@ func DecodeEvent(data []byte, e *Event) error {
 	}
 	if e.Call != nil {
 		e.Call.dropEmpty()
+	}
+	if m := e.Remediation; m != nil {
+		m.dropEmpty()
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import "github.com/reinhq/rein/redact"
 
 // Redact hides the secrets red knows in e's text: its error, decision,
 // preview (and the start of one its cut left: redact.Redactor.Cut) and
-// data (an agent's call and observation, a gate's basis, an effect, a
-// review's claims, a remediation). Whoever records an event calls it
+// data (an agent's turn, a gate's basis, an effect, a review's claims), its
+// call record and its remediation record. Whoever records an event calls it
 // before the event reaches a sink or a journal.
 func (e *Event) Redact(red *redact.Redactor) {
 	e.Error = red.String(e.Error)
@@ -15,6 +15,42 @@ func (e *Event) Redact(red *redact.Redactor) {
 	if c := e.Call; c != nil {
 		c.redact(red)
 	}
+	if m := e.Remediation; m != nil {
+		e.Remediation = m.redacted(red)
+	}
+}
+
+// redacted is m with the secrets red knows hidden in its text: the
+// compensation's args and error, the resources, the person's comment,
+// the reason and the error. m itself is left as it is (its recorder may
+// keep it).
+func (m *Remediation) redacted(red *redact.Redactor) *Remediation {
+	r := *m
+	r.Comment, r.Error, r.Reason = red.String(r.Comment), red.String(r.Error), red.String(r.Reason)
+	r.Touched, r.Invalid = redactAll(red, r.Touched), redactAll(red, r.Invalid)
+	if c := r.Call; c != nil {
+		cc := *c
+		cc.Args, cc.Error = red.Bytes(cc.Args), red.String(cc.Error)
+		r.Call = &cc
+	}
+	return &r
+}
+
+// redactAll is l with each entry redacted, l itself when none changed.
+func redactAll(red *redact.Redactor, l []string) []string {
+	var out []string
+	for i, s := range l {
+		if h := red.String(s); h != s {
+			if out == nil {
+				out = append([]string(nil), l...)
+			}
+			out[i] = h
+		}
+	}
+	if out == nil {
+		return l
+	}
+	return out
 }
 
 // redact hides the secrets red knows in c's text: its output, error, the

@@ -27,8 +27,9 @@ const (
 	ToolProcess Kind = "tool_process"
 	// AgentTurn is a turn of an agent step as the model gave it
 	// (Event.Data: the agent.Turn), committed before its calls run;
-	// AgentCall is one call's outcome (Data: the agent.Call, Turn: its
-	// turn).
+	// AgentCall was one call's outcome (Data: the agent.Call, Turn: its
+	// turn) in journals before version 3, which still read: since, an
+	// agent's call is its call record (CallRecorded, Call.Agent).
 	AgentTurn Kind = "agent_turn"
 	AgentCall Kind = "agent_call"
 	// SubmissionRejected: an agent's submission to a submit or source
@@ -50,13 +51,15 @@ const (
 	// Effect record): the run's effect graph.
 	CallEffect Kind = "call_effect"
 	// Remediated is one thing done about an executed call once a premise
-	// failed or a saga compensates (Data: the Remediation record).
+	// failed or a saga compensates (Event.Remediation; Data before
+	// version 3).
 	Remediated Kind = "remediation"
 	// CallRecorded is one invocation's record (Call: the Call), recorded
 	// when the call starts (before the effect of a tool that is not
 	// idempotent), waits for a person, or settles; the record of a key
 	// recorded later replaces the earlier one. Since version 2 it holds
-	// what gate_decision, call_effect and agent_call events held.
+	// what gate_decision and call_effect events held, since version 3
+	// what agent_call events held (Call.Agent).
 	CallRecorded Kind = "call"
 	// PayloadsSealed holds the payloads of its transition that hold a secret,
 	// encrypted at rest (Data: the Sealed record), when rein.yaml

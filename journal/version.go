@@ -13,7 +13,12 @@ import "fmt"
 // agent_call events. A binary of version 1 would read a run of version 2
 // as one without call records (it would make again the calls a resumed
 // for_each or plan step already made), so it refuses it.
-const Version = 2
+//
+// Version 3: an agent's call is its call record, the loop's part in
+// Call.Agent, instead of an agent_call event. A binary of version 2 would
+// fold an agent step's transcript without its calls' outcomes (its calls
+// still chosen: in doubt, or made again on resume), so it refuses it.
+const Version = 3
 
 // VersionError is a record this binary cannot read: written by a newer rein
 // (Version above this binary's), or with no valid version at all.

@@ -4,15 +4,15 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/trace"
 )
 
 // declaredAssumption is an assumption a model declared with a call it
-// chose, as the run's journal holds it: an agent call's (its agent_call
-// record, with the call's key) or a plan step's (the declaration the gate
+// chose, as the run's journal holds it: an agent call's (its call record,
+// or an older journal's agent_call event, with the call's key) or a plan step's (the declaration the gate
 // saw, in its gate_decision record: step, plan step and plan number).
 // A library caller's assumption (ImpactOptions.Assumptions) has no call.
 type declaredAssumption struct {
@@ -52,9 +52,9 @@ func journaledAssumptions(events []*trace.Event) []declaredAssumption {
 	}
 	for _, ev := range events {
 		switch {
-		case ev.Kind == trace.AgentCall && ev.Data != "":
-			var c agent.Call
-			if json.Unmarshal([]byte(ev.Data), &c) != nil || c.Declaration == nil || c.Key == "" {
+		case ev.Kind == trace.AgentCall && ev.Data != "" || ev.Kind == trace.CallRecorded:
+			c, _, ok, err := engine.AgentCallOf(ev)
+			if !ok || err != nil || c.Declaration == nil || c.Key == "" {
 				continue
 			}
 			for _, a := range c.Declaration.Assumptions {

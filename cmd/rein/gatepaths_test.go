@@ -290,8 +290,8 @@ func seenIn(evs []*trace.Event) gateSeen {
 	}
 	for _, ev := range evs {
 		switch {
-		case ev.Kind == trace.AgentCall:
-			s.refusal += ev.Data + "\n"
+		case ev.Kind == trace.CallRecorded && ev.Call != nil && ev.Call.Agent != nil: // what the agent was told
+			s.refusal += ev.Call.Agent.Observation + "\n"
 		case ev.Error != "":
 			s.refusal += ev.Error + "\n"
 		}

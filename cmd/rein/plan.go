@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/decide"
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/mcp"
@@ -30,7 +30,7 @@ type planFlags struct {
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", "", "rein.yaml whose tools the plan may use (default: rein.yaml beside the plan, else in the current directory)")
-	cmd.Flags().IntVar(&f.maxSteps, "max-steps", plan.DefaultMaxSteps, "longest plan accepted, in steps")
+	cmd.Flags().IntVar(&f.maxSteps, "max-steps", decide.DefaultMaxSteps, "longest plan accepted, in steps")
 	cmd.Flags().StringSliceVar(&f.tools, "tools", nil, "the tools the plan may call, comma-separated (default: every tool of the rein.yaml)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "result format: text or json")
 }
@@ -71,13 +71,13 @@ Exit codes: 0 valid, 2 invalid plan or bad usage.`,
 			if err != nil {
 				return err
 			}
-			if pc.problems != nil {
-				return f.reportInvalid(s, args[0], pc.problems, pc.cause, false)
+			if pc.Problems != nil {
+				return f.reportInvalid(s, args[0], pc.Problems, pc.Cause, false)
 			}
 			if f.output == "json" {
-				return encodeJSON(s, planValidJSON{Valid: true, Goal: pc.plan.Goal, Steps: len(pc.plan.Steps), Problems: []plan.Problem{}})
+				return encodeJSON(s, planValidJSON{Valid: true, Goal: pc.Plan.Goal, Steps: len(pc.Plan.Steps), Problems: []decide.Problem{}})
 			}
-			fmt.Fprintf(s.out, "%s: ok (%d %s, tools %s)\n", args[0], len(pc.plan.Steps), pluralize(len(pc.plan.Steps), "step", "steps"), strings.Join(pc.tools(), ", "))
+			fmt.Fprintf(s.out, "%s: ok (%d %s, tools %s)\n", args[0], len(pc.Plan.Steps), pluralize(len(pc.Plan.Steps), "step", "steps"), strings.Join(pc.tools(), ", "))
 			return nil
 		},
 	}
@@ -112,16 +112,14 @@ usage (nothing ran), 130 interrupted.`,
 
 // planCheck is a plan read and checked against a rein.yaml's tools.
 type planCheck struct {
-	tb   *project.Toolbox
-	cat  *plan.Catalog
-	plan *plan.Plan
-	// problems is non-nil when the plan did not parse or validate; cause is
-	// the classed error behind them.
-	problems []plan.Problem
-	cause    error
+	tb  *project.Toolbox
+	cat *decide.Catalog
+	// Checked holds the plan, and its problems when it did not parse or
+	// validate (Cause: the classed error behind them).
+	*decide.Checked
 }
 
-func (pc *planCheck) tools() []string { return pc.cat.Allowed() }
+func (pc *planCheck) tools() []string { return pc.cat.Tools() }
 
 // prepare checks the flags, loads the tools and reads, parses and
 // validates the plan. Problems with the plan are returned in the
@@ -146,32 +144,14 @@ func (f *planFlags) prepare(s *streams, path string) (*planCheck, error) {
 		return nil, loadError(s, err)
 	}
 	pc := &planCheck{tb: tb}
-	cfg := plan.CatalogConfig{MaxSteps: f.maxSteps, Allowed: f.tools}
-	for _, name := range tb.Tools.Names() {
-		t, _ := tb.Tools.Lookup(name)
-		cfg.Tools = append(cfg.Tools, t.Spec())
-	}
-	if pc.cat, err = plan.NewCatalog(cfg); err != nil {
+	if pc.cat, err = decide.NewCatalog(tb, decide.PlanOptions{MaxSteps: f.maxSteps, Allowed: f.tools}); err != nil {
 		return nil, usageErr("%v", err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageErr("read plan: %v", err)
 	}
-	p, err := plan.Parse(data)
-	var pe *plan.ParseError
-	if errors.As(err, &pe) {
-		pc.problems, pc.cause = pe.Problems, fault.New(fault.Format, err)
-		return pc, nil
-	} else if err != nil {
-		return nil, usageErr("plan %s: %v", path, err)
-	}
-	pc.plan = p
-	err = plan.Validate(p, pc.cat)
-	var ve *plan.ValidationError
-	if errors.As(err, &ve) {
-		pc.problems, pc.cause = ve.Problems, err
-	} else if err != nil {
+	if pc.Checked, err = decide.CheckPlan(pc.cat, data); err != nil {
 		return nil, usageErr("plan %s: %v", path, err)
 	}
 	return pc, nil
@@ -197,14 +177,14 @@ func findConfig(flag, dir string) (string, error) {
 
 // planValidJSON is what rein plan validate --output json prints.
 type planValidJSON struct {
-	Valid    bool           `json:"valid"`
-	Goal     string         `json:"goal,omitempty"`
-	Steps    int            `json:"steps,omitempty"`
-	Problems []plan.Problem `json:"problems"`
+	Valid    bool             `json:"valid"`
+	Goal     string           `json:"goal,omitempty"`
+	Steps    int              `json:"steps,omitempty"`
+	Problems []decide.Problem `json:"problems"`
 }
 
 // reportInvalid prints a plan's problems and returns the usage exit.
-func (f *planFlags) reportInvalid(s *streams, path string, probs []plan.Problem, cause error, running bool) error {
+func (f *planFlags) reportInvalid(s *streams, path string, probs []decide.Problem, cause error, running bool) error {
 	if f.output == "json" {
 		var err error
 		if running {
@@ -237,9 +217,9 @@ type planRunJSON struct {
 	Goal    string         `json:"goal,omitempty"`
 	Outputs map[string]any `json:"outputs"`
 	// Steps are the plan's steps in order with what became of them.
-	Steps    []planStepJSON `json:"steps,omitempty"`
-	Error    *planErrorJSON `json:"error"`
-	Problems []plan.Problem `json:"problems,omitempty"`
+	Steps    []planStepJSON   `json:"steps,omitempty"`
+	Error    *planErrorJSON   `json:"error"`
+	Problems []decide.Problem `json:"problems,omitempty"`
 }
 
 type planStepJSON struct {
@@ -264,7 +244,7 @@ func planErrorOf(err error) *planErrorJSON {
 		return nil
 	}
 	e := &planErrorJSON{Class: fault.ClassOf(err), Budget: fault.BudgetOf(err), Message: err.Error()}
-	var se *plan.StepError
+	var se *decide.StepError
 	if errors.As(err, &se) {
 		e.Step, e.Tool, e.Message = se.StepID, se.Tool, se.Err.Error()
 		e.Class = fault.ClassOf(se.Err)
@@ -277,10 +257,10 @@ func (f *planFlags) run(ctx context.Context, s *streams, path string) error {
 	if err != nil {
 		return err
 	}
-	if pc.problems != nil {
-		return f.reportInvalid(s, path, pc.problems, pc.cause, true)
+	if pc.Problems != nil {
+		return f.reportInvalid(s, path, pc.Problems, pc.Cause, true)
 	}
-	p := pc.plan
+	p := pc.Plan
 	prog := &planProgress{w: s.err, start: time.Now(), steps: map[string]*planStepJSON{}}
 	for i := range p.Steps {
 		prog.steps[p.Steps[i].ID] = &planStepJSON{ID: p.Steps[i].ID, Tool: p.Steps[i].Tool, Status: "not_run"}
@@ -289,24 +269,9 @@ func (f *planFlags) run(ctx context.Context, s *streams, path string) error {
 	if pc.tb.Config != nil && pc.tb.Config.Policy != nil {
 		gate = pc.tb.Config.Policy.Policy() // rein.yaml policy: applies to a plan run too
 	}
-	ex, err := plan.NewExecutor(plan.ExecutorConfig{
-		Catalog:     pc.cat,
-		Tools:       pc.tb.Tools,
-		Gate:        gate,
-		Recorder:    &mcp.GateLog{W: s.err, Prefix: "rein plan run"},
-		MaxExecuted: max(f.maxSteps, plan.DefaultMaxExecuted),
-		OnEvent:     prog.event,
-	})
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	st := &plan.State{RunID: "plan"}
-	err = ex.Execute(ctx, p, st)
-	var ve *plan.ValidationError
-	if errors.As(err, &ve) { // validated above; kept in case the executor sees more
-		return f.reportInvalid(s, path, ve.Problems, err, true)
-	}
-	res := planRunJSON{Status: "succeeded", Goal: p.Goal, Outputs: st.Outputs(), Error: planErrorOf(err)}
+	log := &mcp.GateLog{W: s.err, Prefix: "rein plan run"}
+	outputs, err := pc.Run(ctx, decide.RunOptions{Gate: gate, OnGate: log.Decided, OnEvent: prog.event})
+	res := planRunJSON{Status: "succeeded", Goal: p.Goal, Outputs: outputs, Error: planErrorOf(err)}
 	if err != nil {
 		res.Status = "failed"
 	}
@@ -365,17 +330,17 @@ type planProgress struct {
 	steps map[string]*planStepJSON
 }
 
-func (pp *planProgress) event(e plan.Event) {
+func (pp *planProgress) event(e decide.PlanEvent) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	switch e.Kind {
-	case plan.StepStarted, plan.StepSettled, plan.StepReused:
+	case decide.StepStarted, decide.StepSettled, decide.StepReused:
 	default:
 		return
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%7.3fs %-18s %s tool=%s", time.Since(pp.start).Seconds(), e.Kind, e.PlanStep, e.Tool)
-	if e.Kind == plan.StepSettled {
+	if e.Kind == decide.StepSettled {
 		fmt.Fprintf(&b, " %s %s", e.Status, roundDuration(e.Duration))
 		if st := pp.steps[e.PlanStep]; st != nil {
 			st.Status, st.DurationMS, st.Error = e.Status, float64(e.Duration)/float64(time.Millisecond), e.Error

@@ -133,7 +133,7 @@ inputs: {type: object}
 			"  - {step: s, decision: review, output: {verdicts: [{claim: \"the login is " + plantedLogin + "\", supported: true, evidence: \"fetch said " + plantedLogin + "\"}]}}\n" +
 			"  - {step: s, decision: agent, turn: 3, raw: \"saved " + plantedLogin + " with " + plantedKey + "\"}\n",
 		input: `{"token": "` + plantedKey + `"}`, exit: exitWaiting,
-		kinds: []string{"agent_turn", "agent_call", "call", "risk_tier", "review", "approval_requested"}, why: "s"},
+		kinds: []string{"agent_turn", "call", "risk_tier", "review", "approval_requested"}, why: "s"},
 	{name: "a plan's args",
 		flow: `name: planned
 inputs: {type: object}

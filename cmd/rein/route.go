@@ -7,9 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/decide"
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/internal/route"
-	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/project"
 )
 
@@ -59,11 +58,11 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 	if err := checkFormat("--output", f.output); err != nil {
 		return err
 	}
-	file, err := route.ParseFile(f.routes)
+	file, err := decide.ParseRoutes(f.routes)
 	if err != nil {
 		return routesFileError(s, err)
 	}
-	req := route.Request{Text: text}
+	req := decide.RouteRequest{Text: text}
 	if len(f.metadata) > 0 {
 		req.Metadata = make(map[string]any, len(f.metadata))
 		for k, v := range f.metadata {
@@ -82,18 +81,18 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 		return f.print(s, res)
 	}
 	if err == nil {
-		var sem route.Semantic
+		var sem decide.Semantic
 		if sem, err = f.semantic(s, file); err != nil {
 			return err
 		}
-		var router *route.Router
+		var router *decide.Router
 		if router, err = file.Router(sem); err != nil {
 			return routesFileError(s, err)
 		}
 		res, err = router.Route(cmd.Context(), req)
 	}
 	if err != nil {
-		if errors.Is(err, route.ErrNoMatch) {
+		if errors.Is(err, decide.ErrNoMatch) {
 			err = fmt.Errorf("no rule of %s matched %q and there is no semantic router: set model: in the file, pass --model NAME or --script FILE, or name a fallback: route", f.routes, text)
 		}
 		if f.output == "json" {
@@ -110,7 +109,7 @@ func (f *routeFlags) run(cmd *cobra.Command, s *streams, text string) error {
 	return f.print(s, res)
 }
 
-func (f *routeFlags) print(s *streams, res route.Result) error {
+func (f *routeFlags) print(s *streams, res decide.RouteResult) error {
 	if f.output == "json" {
 		return encodeJSON(s, res)
 	}
@@ -125,7 +124,7 @@ func (f *routeFlags) print(s *streams, res route.Result) error {
 
 // semantic returns the semantic router for file: the model --model or the
 // file's model: names (nil when neither does, nor --script is given).
-func (f *routeFlags) semantic(s *streams, file *route.File) (route.Semantic, error) {
+func (f *routeFlags) semantic(s *streams, file *decide.Routes) (decide.Semantic, error) {
 	name := f.model
 	if name == "" {
 		name = file.Model
@@ -144,21 +143,21 @@ func (f *routeFlags) semantic(s *streams, file *route.File) (route.Semantic, err
 	if err != nil {
 		return nil, loadError(s, err)
 	}
-	var m model.Model
-	opts := &route.ModelOptions{StepID: f.step}
 	if tb.Script != nil {
 		// The script answers every name; a reply may filter on it (model:).
-		m, opts.Model = tb.Script, name
-	} else if m, err = tb.Model(name); err != nil {
+		return decide.ModelSemantic(tb.Script, name, f.step), nil
+	}
+	m, err := tb.Model(name)
+	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("semantic router: %w", err)}
 	}
-	return route.NewModelSemantic(m, opts), nil
+	return decide.ModelSemantic(m, "", f.step), nil
 }
 
 // routesFileError prints a routes file's located problems and returns the
 // usage exit.
 func routesFileError(s *streams, err error) error {
-	var re *route.Error
+	var re *decide.RoutesError
 	if !errors.As(err, &re) {
 		return usageErr("%v", err)
 	}

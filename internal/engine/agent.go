@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -25,8 +26,9 @@ import (
 )
 
 // An agent step runs the agent loop (package agent) as one step attempt.
-// Its turns and calls are journaled as agent_turn and agent_call events,
-// each committed at once (one commit per turn, one per settled call), so a
+// Its turns are journaled as agent_turn events and each of its calls as
+// its call record (a call event whose journal.Call carries the loop's
+// part, Agent: agentrec.go), each committed at once (one commit per turn, one per settled call), so a
 // resumed run rebuilds the transcript and continues: the loop never asks
 // the model again for a committed turn nor repeats a call that may have
 // had an effect. A call that waits for a person is an approval row of its
@@ -126,9 +128,9 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 
 // agentJournal commits an agent step's turns and calls through the run's
 // journal, each at once. As the loop's Blobs it keeps an observation too
-// large for the transcript whole (up to the step's max_output_bytes): as
-// the call record of its call (store.Call, Turn and Index set, Output the
-// whole observation), committed with the call's outcome.
+// large for the transcript whole (up to the step's max_output_bytes): in
+// the call record of its call (Output, the whole observation), committed
+// with the call's outcome.
 type agentJournal struct {
 	r       *run
 	step    *flow.Step
@@ -165,37 +167,39 @@ func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
 }
 
 func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) error {
-	data, err := json.Marshal(c)
+	ag, err := agentRecordOf(c)
 	if err != nil {
 		return err
 	}
-	// the call's record: what the pipeline saw of it (its gate, effect,
-	// outcome and timing), and the whole observation when it was cut.
+	// the call's one record: what the pipeline saw of it (its gate,
+	// effect, outcome and timing) when it reached the pipeline, the whole
+	// observation when it was cut, and the loop's part (Agent).
 	cl := a.r.takeAgentCall(c.Key)
+	if cl == nil {
+		cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+			Kind: store.CallTool, Name: c.Tool, ArgsSHA: c.ArgsSHA}
+		if c.Status == agent.StatusChosen {
+			// dispatched, or about to be: the durable start of the call.
+			cl.StartedAt = a.r.e.cfg.Clock.Now()
+		}
+	}
+	if cl.ArgsSHA == "" {
+		cl.ArgsSHA = c.ArgsSHA
+	}
+	cl.Status, cl.Agent = agentStatus(c.Status), ag
+	if c.Status == agent.StatusOK && c.Reason == agent.Reconciled {
+		cl.Reconciled = journal.ReconciledHappened
+	}
 	if c.Blob != "" {
 		a.mu.Lock()
 		whole := a.kept[c.Blob]
 		delete(a.kept, c.Blob)
 		a.mu.Unlock()
 		if whole != nil && a.r.d.on {
-			if cl == nil {
-				cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
-					Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded}
-			}
 			cl.Output = whole
 		}
 	}
-	if cl == nil && c.Status == agent.StatusChosen && len(c.Consumed) > 0 {
-		// dispatched with a person's approval: the durable start of the
-		// call, committed with it before it runs.
-		cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
-			Kind: store.CallTool, Name: c.Tool, ArgsSHA: c.ArgsSHA, Status: store.CallStarted, StartedAt: a.r.e.cfg.Clock.Now()}
-	}
-	if cl != nil {
-		a.r.recordCallEvent(cl, false)
-	}
-	a.r.record(trace.Event{Kind: trace.AgentCall, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
-		Turn: turn, Tool: c.Tool, Status: string(c.Status), Preview: value.Preview([]byte(c.Observation), trace.PreviewBytes), Data: string(data)})
+	a.r.recordCallEvent(cl, false)
 	return a.commit()
 }
 
@@ -312,8 +316,9 @@ func foldAgentEvents(events []*trace.Event, stepID string, attempt int) (*transc
 	return fold, nil
 }
 
-// transcriptFold rebuilds turns from agent_turn and agent_call events,
-// and which approvals were asked for the calls of the attempt it folds
+// transcriptFold rebuilds turns from agent_turn events and the agent's
+// call records (call events with an Agent part; agent_call events in
+// journals written before them), and which approvals were asked for the calls of the attempt it folds
 // (approval_requested events).
 type transcriptFold struct {
 	attempt, at int
@@ -330,7 +335,8 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 		f.ask(ev)
 		return nil
 	}
-	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall) {
+	if ev.StepID != stepID || (ev.Kind != trace.AgentTurn && ev.Kind != trace.AgentCall &&
+		(ev.Kind != trace.CallRecorded || ev.Call == nil || ev.Call.Agent == nil)) {
 		return nil
 	}
 	if f.attempt == 0 && ev.Attempt != f.at {
@@ -346,13 +352,15 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err) //nolint:errorlint // err may be nil: the turn number alone can be wrong
 		}
 		f.turns = append(f.turns, t)
-	case trace.AgentCall:
-		var c agent.Call
-		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil || ev.Turn < 1 || ev.Turn > len(f.turns) ||
-			c.Index < 1 || c.Index > len(f.turns[ev.Turn-1].Calls) {
-			return fmt.Errorf("run %s: agent_call event %d of step %s names no call of its transcript: %v", ev.RunID, ev.Seq, stepID, err) //nolint:errorlint // err may be nil: the indexes alone can be wrong
+	default: // an agent's call: its call record, or an agent_call event
+		c, turn, _, err := AgentCallOf(ev)
+		if err != nil {
+			return err
 		}
-		f.turns[ev.Turn-1].Calls[c.Index-1] = c
+		if turn < 1 || turn > len(f.turns) || c.Index < 1 || c.Index > len(f.turns[turn-1].Calls) {
+			return fmt.Errorf("run %s: %s event %d of step %s names call %d of turn %d, which its transcript does not have", ev.RunID, ev.Kind, ev.Seq, stepID, c.Index, turn)
+		}
+		f.turns[turn-1].Calls[c.Index-1] = c
 	}
 	return nil
 }

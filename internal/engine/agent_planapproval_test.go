@@ -91,8 +91,8 @@ func TestAgentPlanStepWaitsForApprovalAcrossProcesses(t *testing.T) {
 			}
 			var answer string
 			for _, ev := range evs {
-				if ev.Kind == trace.AgentCall && strings.Contains(ev.Data, `"status":"ok"`) && strings.Contains(ev.Data, "execute_plan") {
-					answer = ev.Data
+				if d := agentCallData(t, ev); strings.Contains(d, `"status":"ok"`) && strings.Contains(d, "execute_plan") {
+					answer = d
 				}
 			}
 			for _, w := range want {

@@ -139,9 +139,9 @@ func TestAgentPlanGateApprovalSurvivesAKill(t *testing.T) {
 				switch ev.Kind {
 				case "plan_started", "plan_finished", "plan_step_waiting":
 					sub = append(sub, string(ev.Kind)+" "+ev.PlanStep+" "+ev.Status)
-				case trace.AgentCall:
-					if strings.Contains(ev.Data, `"status":"ok"`) && strings.Contains(ev.Data, "execute_plan") {
-						answer = ev.Data
+				case trace.CallRecorded:
+					if d := agentCallData(t, ev); strings.Contains(d, `"status":"ok"`) && strings.Contains(d, "execute_plan") {
+						answer = d
 					}
 				}
 			}

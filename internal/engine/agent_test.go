@@ -171,7 +171,7 @@ func TestAgentStepWaitsForApprovalAcrossProcesses(t *testing.T) {
 				}
 				found := false
 				for _, ev := range evs {
-					found = found || ev.Kind == trace.AgentCall && strings.Contains(ev.Data, "rejected by a person: already refunded")
+					found = found || strings.Contains(agentCallData(t, ev), "rejected by a person: already refunded")
 				}
 				if !found {
 					t.Error("the rejection did not reach the transcript")

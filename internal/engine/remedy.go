@@ -387,12 +387,8 @@ func (r *run) escalateRemedy(rec *journal.Remediation, msg string) *store.Approv
 // recordRemedy journals rec (the recorder hides secrets in it, as in
 // every event).
 func (r *run) recordRemedy(rec *journal.Remediation) {
-	data, err := journal.EncodeRemediation(rec)
-	if err != nil {
-		return
-	}
 	r.record(trace.Event{Kind: trace.Remediated, StepID: rec.StepID, Tool: rec.Tool, Status: rec.Status, Decision: rec.Action,
-		Error: rec.Error, Data: data})
+		Error: rec.Error, Remediation: rec})
 }
 
 // runRemedies carries out, at the end of a run, the saga of a failed run

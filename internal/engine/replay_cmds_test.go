@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/engine/sched/fan"
 	"github.com/reinhq/rein/tool"
@@ -246,6 +247,12 @@ func (d *commandDriver) event(ev *trace.Event) error {
 		return d.agentTurn(i, ev)
 	case trace.AgentCall:
 		return d.agentCall(i, ev)
+	case trace.CallRecorded:
+		if ev.Call != nil && ev.Call.Agent != nil {
+			if err := d.agentCall(i, ev); err != nil {
+				return err
+			}
+		}
 	}
 	return d.m.Apply(ev)
 }
@@ -297,15 +304,13 @@ func (d *commandDriver) handOut(a *agentFan) {
 // agentCall settles a call the turn's fan-out handed out; calls settled
 // without running (invalid, rejected, decided) are not the fan-out's.
 func (d *commandDriver) agentCall(i int, ev *trace.Event) error {
-	a := d.turns[i]
-	if a == nil || a.turn != ev.Turn {
-		return nil
-	}
-	var c struct {
-		Key string `json:"key"`
-	}
-	if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
+	c, turn, _, err := engine.AgentCallOf(ev) // its call record, or an agent_call event
+	if err != nil {
 		return err
+	}
+	a := d.turns[i]
+	if a == nil || a.turn != turn {
+		return nil
 	}
 	for k, key := range a.keys {
 		if key != c.Key {
@@ -317,7 +322,7 @@ func (d *commandDriver) agentCall(i int, ev *trace.Event) error {
 		a.out[k] = false
 		a.inFly--
 		a.fan.Settle(k)
-		d.say("  turn %d: settle %s %s", a.turn, key[strings.LastIndex(key, "/")+1:], ev.Status)
+		d.say("  turn %d: settle %s %s", a.turn, key[strings.LastIndex(key, "/")+1:], c.Status)
 		d.handOut(a)
 	}
 	return nil

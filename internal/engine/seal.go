@@ -83,19 +83,23 @@ func (r *run) sealInput(in any) {
 type eventPayloads struct {
 	data        string
 	out, comp   []byte
+	plan, rem   []byte
 	args, obs   string
 	call, agent bool
 }
 
 func payloadsOf(e *trace.Event) eventPayloads {
 	p := eventPayloads{data: e.Data}
+	if m := e.Remediation; m != nil && m.Call != nil {
+		p.rem = m.Call.Args
+	}
 	if c := e.Call; c != nil {
 		p.call, p.out = true, c.Output
 		if x := c.Effect; x != nil && x.Compensation != nil {
 			p.comp = x.Compensation.Args
 		}
 		if a := c.Agent; a != nil {
-			p.agent, p.args, p.obs = true, a.Args, a.Observation
+			p.agent, p.args, p.obs, p.plan = true, a.Args, a.Observation, a.Plan
 		}
 	}
 	return p
@@ -106,6 +110,10 @@ func payloadsOf(e *trace.Event) eventPayloads {
 func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 	if was.data != e.Data {
 		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/data", []byte(was.data), []byte(e.Data))
+	}
+	if m := e.Remediation; m != nil && m.Call != nil {
+		// the compensation a remediation made, as a resume remakes it
+		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/remediation.args", was.rem, m.Call.Args)
 	}
 	if c := e.Call; c != nil && was.call {
 		at := "call/" + c.Key + "/"
@@ -120,6 +128,9 @@ func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 			if was.obs != a.Observation {
 				r.sealLocked(at+"agent.observation", []byte(was.obs), []byte(a.Observation))
 			}
+			// a waiting execute_plan call's progress: the outputs of its
+			// completed steps, the args of those that wait.
+			r.sealLocked(at+"agent.plan", was.plan, a.Plan)
 		}
 	}
 }
@@ -241,6 +252,9 @@ func (u unsealed) events(events []*trace.Event) {
 		if ev.Call != nil {
 			u.call(ev.Call)
 		}
+		if m := ev.Remediation; m != nil && m.Call != nil {
+			m.Call.Args = u.bytes("event/"+strconv.FormatInt(ev.Seq, 10)+"/remediation.args", m.Call.Args)
+		}
 	}
 }
 
@@ -253,6 +267,7 @@ func (u unsealed) call(c *journal.Call) {
 	if a := c.Agent; a != nil {
 		a.Args = u.string(at+"agent.args", a.Args)
 		a.Observation = u.string(at+"agent.observation", a.Observation)
+		a.Plan = u.bytes(at+"agent.plan", a.Plan)
 	}
 }
 

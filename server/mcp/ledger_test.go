@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // TestLedgerOverHTTP: a Go program serves a side-effect tool over
@@ -102,6 +103,27 @@ func checkLedger(t *testing.T, st store.Store, version string) {
 	}
 	if len(keys) != 1 || calls[1].Key != keys[0] || calls[1].Status != store.CallSucceeded || calls[0].Status != store.CallFailed {
 		t.Errorf("calls made with keys %q; records %+v, %+v: want the declined one failed, the accepted one succeeded under its key", keys, calls[0], calls[1])
+	}
+	// each call's decisions are in its one record — the gate's hold, the
+	// host's user's answer, and the gate's on the approved call — and in
+	// no event of their own.
+	for i, want := range []string{"require_approval block", "require_approval allow allow"} {
+		var got []string
+		for _, g := range calls[i].Gate {
+			got = append(got, g.Verdict)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("record %s: decisions %q, want %s", calls[i].Key, got, want)
+		}
+	}
+	evs, err := st.Events(ctx, runs[0].ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Kind == trace.GateDecision {
+			t.Errorf("event %d is a gate_decision event: a served call's decisions are in its call record", ev.Seq)
+		}
 	}
 }
 

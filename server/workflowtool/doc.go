@@ -17,8 +17,9 @@
 // exec commands of rein.yaml adapters: (the exec-tool protocol). They run
 // through the one invocation pipeline (package invoke), decided by the
 // gate the flow's steps get (project.Project.CallGate: Options.Gate or
-// rein.yaml policy:, joined with the flow's policy:), each decision
-// journaled in the task as a gate_decision event. An adapter cannot wait
+// rein.yaml policy:, joined with the flow's policy:), each call journaled
+// in the task as its call record (journal.Call), with the gate's decision
+// on it. An adapter cannot wait
 // for a person: a require_approval refuses it.
 //
 // prepare_delivery writes one file per format of package delivery

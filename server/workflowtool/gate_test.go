@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -50,13 +51,20 @@ func TestAdapterMeetsTheGate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// the decision is in the call's one record (refused: failed, not
+		// made), not in an event of its own.
 		var journaled bool
 		for _, ev := range evs {
-			journaled = journaled || ev.Kind == trace.GateDecision && ev.StepID == "s" && ev.Tool == "test.gated" &&
-				ev.Decision == tc.verdict && ev.Error == "rule no-gated: by hand only"
+			if ev.Kind == trace.GateDecision {
+				t.Errorf("%s: event %d is a gate_decision event: an adapter's call is its call record", tc.name, ev.Seq)
+			}
+			if c := ev.Call; ev.Kind == trace.CallRecorded && c != nil && c.StepID == "s" && c.Name == "test.gated" && c.Status == journal.CallFailed &&
+				c.Outcome == "blocked" && len(c.Gate) == 1 && c.Gate[0].Verdict == tc.verdict && c.Gate[0].Why == "rule no-gated: by hand only" {
+				journaled = true
+			}
 		}
 		if !journaled {
-			t.Errorf("%s: no gate_decision event in the task's journal", tc.name)
+			t.Errorf("%s: no call record of the adapter's call with the gate's decision in the task's journal", tc.name)
 		}
 	}
 	if n := gatedCalls.Load(); n != 0 {
@@ -73,13 +81,14 @@ func init() {
 	})
 }
 
-// decisionFailStore fails every commit that journals a gate decision, as a
+// decisionFailStore fails every commit that journals a gate decision (a
+// call record carrying one), as a
 // store that went away between the gate and the call would.
 type decisionFailStore struct{ store.Store }
 
 func (s decisionFailStore) Commit(ctx context.Context, t *store.Transition) error {
 	for _, ev := range t.Events {
-		if ev.Kind == trace.GateDecision {
+		if ev.Kind == trace.CallRecorded && ev.Call != nil && len(ev.Call.Gate) > 0 {
 			return errors.New("disk I/O error")
 		}
 	}

@@ -273,36 +273,36 @@ func (w *Workflow) journal(ctx context.Context, runID string, ev *trace.Event) e
 	return fmt.Errorf("journal of task %s: %w", runID, err)
 }
 
-// adapterRecorder journals the gate's decisions on a source step's
-// adapter call in the task's journal (gate_decision events, as the engine
-// journals its steps' calls) and, for an adapter that is not idempotent,
-// the call's record (a call event): started before the adapter runs,
-// settled with its output once it returned. A decision or a start that
-// cannot be journaled stops the call (Starting): an adapter is never
-// called without the decision that let it through, and the start of one
-// that is not idempotent, on record.
+// adapterRecorder journals a source step's adapter call in the task's
+// journal as its one call record (a call event built by
+// invoke.Record.Journal, as the engine records its steps' calls), carrying
+// the gate's decision on it: started before the adapter runs when the
+// gate decided on it or the adapter is not idempotent, then settled (with
+// its output, which a retried submission answers from); a call the gate
+// refused is recorded failed. A start that cannot be journaled stops the
+// call (Starting): an adapter is never called without the decision that
+// let it through, and the start of one that is not idempotent, on record.
 type adapterRecorder struct {
 	ctx  context.Context
 	w    *Workflow
 	step *flow.Step
-	err  error // the first decision that could not be journaled
-	// spec is the adapter's, set by Starting when it is not idempotent.
+	// spec is the adapter's, set by Starting when it journaled the start.
 	spec *tool.Spec
 }
 
-func (a *adapterRecorder) GateDecided(at invoke.Position, inv *safety.Invocation, d safety.Decision) {
-	err := a.w.journal(a.ctx, at.RunID, &trace.Event{Kind: trace.GateDecision, StepID: at.StepID, StepType: string(a.step.Type), Tool: inv.Tool.Name,
-		Attempt: at.Attempt, Decision: string(d.Verdict), Error: d.Why()})
-	if err != nil && a.err == nil {
-		a.err = fault.New(fault.Transient, fmt.Errorf("the gate's %s decision could not be journaled in task %s, so the adapter was not called: %w; try again", d.Verdict, at.RunID, err))
-	}
-}
+// GateDecided does nothing: the decision is in the call's record
+// (invoke.Record.Gate), journaled by Starting or Called.
+func (a *adapterRecorder) GateDecided(invoke.Position, *safety.Invocation, safety.Decision) {}
 
 func (a *adapterRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
-	if a.err != nil || spec.Idempotent {
-		return a.err
+	if spec.Idempotent && rec.Gate == nil {
+		return nil
 	}
 	if err := a.journalCall(rec.At.RunID, rec.Journal(journal.CallStarted, &spec, false)); err != nil {
+		if rec.Gate != nil {
+			return fault.New(fault.Transient, fmt.Errorf("the gate's %s decision could not be journaled in task %s (the record of adapter %s's call), so the adapter was not called: %w; try again",
+				rec.Gate.Decision.Verdict, rec.At.RunID, spec.Name, err))
+		}
 		return fault.New(fault.Transient, fmt.Errorf("the start of adapter %s could not be journaled in task %s, so it was not called: %w; try again", spec.Name, rec.At.RunID, err))
 	}
 	a.spec = &spec
@@ -310,9 +310,13 @@ func (a *adapterRecorder) Starting(rec invoke.Record, spec tool.Spec) error {
 }
 
 // Called journals the settled record of a call whose start was journaled,
-// with its output: a retried submission answers from it.
+// with its output (a retried submission answers from it), or the record of
+// a call the gate refused.
 func (a *adapterRecorder) Called(rec invoke.Record) {
 	if a.spec == nil {
+		if rec.Gate != nil && rec.Gate.Decision.Verdict != safety.Allow {
+			_ = a.journalCall(rec.At.RunID, rec.Journal(journal.CallFailed, nil, false)) // refused: nothing ran
+		}
 		return
 	}
 	status := journal.CallFailed

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+)
+
+// An agent's call is journaled as one call record (journal.Call, a call
+// event): what the pipeline saw of it (gate, effect, outcome, timing, the
+// whole output of a cut observation) and, in Call.Agent, what the loop
+// keeps of it (journal.AgentRecord). Journals of version 1, and runs of
+// version 2 written before the record carried Agent, hold the loop's part
+// as an agent_call event (Data: the agent.Call as JSON); AgentCallOf reads
+// both, so the transcript folds (restoreSession, the views) read old and
+// new journals alike.
+
+// agentStatus is the call record's status of an agent call in the loop's
+// status: a chosen call (running, or in doubt) is started, an unknown one
+// too (nobody knows its outcome).
+func agentStatus(s agent.CallStatus) store.CallStatus {
+	switch s {
+	case agent.StatusOK:
+		return store.CallSucceeded
+	case agent.StatusWaiting:
+		return store.CallWaiting
+	case agent.StatusChosen, agent.StatusUnknown:
+		return store.CallStarted
+	}
+	return store.CallFailed
+}
+
+// agentRecordOf is the loop's part of c's call record.
+func agentRecordOf(c *agent.Call) (*journal.AgentRecord, error) {
+	a := &journal.AgentRecord{ID: c.ID, Args: c.Args, Status: string(c.Status), Observation: c.Observation, Blob: c.Blob,
+		Reason: c.Reason, Rule: c.Rule}
+	for _, u := range c.Consumed {
+		a.Consumed = append(a.Consumed, journal.AgentConsumed{ID: u.ID, Ref: u.Ref})
+	}
+	var err error
+	if a.Plan, err = rawOf(c.Plan, c.Plan == nil); err != nil {
+		return nil, err
+	}
+	if a.PlanRun, err = rawOf(c.PlanRun, c.PlanRun == nil); err != nil {
+		return nil, err
+	}
+	if a.Provenance, err = rawOf(c.Provenance, len(c.Provenance) == 0); err != nil {
+		return nil, err
+	}
+	if a.Verified, err = rawOf(c.Verified, len(c.Verified) == 0); err != nil {
+		return nil, err
+	}
+	if a.Declaration, err = rawOf(c.Declaration, c.Declaration == nil); err != nil {
+		return nil, err
+	}
+	if a.Claims, err = rawOf(c.Claims, len(c.Claims) == 0); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func rawOf(v any, empty bool) (json.RawMessage, error) {
+	if empty {
+		return nil, nil
+	}
+	return json.Marshal(v)
+}
+
+// agentCallOf is the agent's call a call record with an Agent part holds.
+func agentCallOf(cl *journal.Call) (agent.Call, error) {
+	a := cl.Agent
+	c := agent.Call{Index: cl.Index, ID: a.ID, Tool: cl.Name, Args: a.Args, Status: agent.CallStatus(a.Status), Key: cl.Key,
+		Observation: a.Observation, Blob: a.Blob, Reason: a.Reason, ArgsSHA: cl.ArgsSHA, Rule: a.Rule}
+	for _, u := range a.Consumed {
+		c.Consumed = append(c.Consumed, agent.Consumed{ID: u.ID, Ref: u.Ref})
+	}
+	for _, f := range []struct {
+		raw json.RawMessage
+		to  any
+	}{{a.Plan, &c.Plan}, {a.PlanRun, &c.PlanRun}, {a.Provenance, &c.Provenance}, {a.Verified, &c.Verified},
+		{a.Declaration, &c.Declaration}, {a.Claims, &c.Claims}} {
+		if len(f.raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(f.raw, f.to); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// AgentCallOf is the agent's call an event records, with its turn: a call
+// event's record with an Agent part, or an agent_call event's (journal
+// version 1, and version 2 before the record carried it). ok is false for
+// any other event; err names a record that does not decode.
+func AgentCallOf(ev *trace.Event) (c agent.Call, turn int, ok bool, err error) {
+	switch {
+	case ev.Kind == trace.CallRecorded && ev.Call != nil && ev.Call.Agent != nil:
+		c, err = agentCallOf(ev.Call)
+		turn = ev.Call.Turn
+	case ev.Kind == trace.AgentCall:
+		err = json.Unmarshal([]byte(ev.Data), &c)
+		turn = ev.Turn
+	default:
+		return c, 0, false, nil
+	}
+	if err != nil {
+		return c, turn, true, fmt.Errorf("run %s: the agent call of event %d (%s) of step %s does not decode: %w", ev.RunID, ev.Seq, ev.Kind, ev.StepID, err)
+	}
+	return c, turn, true, nil
+}
