@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -183,6 +184,15 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 					Kind: store.CallTool, Name: c.Tool, Status: store.CallSucceeded}
 			}
 			cl.Output = whole
+		}
+	}
+	if cl == nil && c.Reconciled != "" {
+		// found in doubt after a crash and asked of its tool's check: what
+		// it found (invoke.Resolve), shown by rein runs show.
+		cl = &store.Call{StepID: a.step.ID, Key: c.Key, Item: -1, Turn: turn, Index: c.Index, Attempt: a.attempt,
+			Kind: store.CallTool, Name: c.Tool, ArgsSHA: c.ArgsSHA, Status: store.CallSucceeded, Reconciled: c.Reconciled, StartedAt: a.r.e.cfg.Clock.Now()}
+		if c.Reconciled != journal.ReconciledHappened {
+			cl.Status, cl.Error = store.CallFailed, "its tool's check found that the call did not take effect"
 		}
 	}
 	if cl == nil && c.Status == agent.StatusChosen && len(c.Consumed) > 0 {
