@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
@@ -39,7 +41,7 @@ const resumeRemedyRun = "rr"
 // (external) and release (write, always fails); broken fails. refund
 // appends its key to dir/refund.log and, with kill set, dies by SIGKILL
 // before it returns.
-func resumeRemedyTools(dir string, kill bool) *tool.Registry {
+func resumeRemedyTools(dir string, kill, check bool) *tool.Registry {
 	reg := &tool.Registry{}
 	back := func(name string) *tool.Compensation {
 		return &tool.Compensation{Tool: name, Args: map[string]any{"id": "{output.id}"}}
@@ -63,6 +65,15 @@ func resumeRemedyTools(dir string, kill bool) *tool.Registry {
 		}
 		return map[string]any{"refunded": true}, nil
 	})
+	if check { // refund's check: it happened when its key is in refund.log
+		refund = tool.WithCheck(refund, func(_ context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
+			b, err := os.ReadFile(filepath.Join(dir, "refund.log"))
+			if err != nil {
+				return tool.CheckResult{}, err
+			}
+			return tool.CheckResult{Happened: slices.Contains(strings.Fields(string(b)), req.IdempotencyKey), Output: map[string]any{"refunded": true}}, nil
+		})
+	}
 	fail := func(name string, effect tool.Effect) tool.Tool {
 		return tool.Func(tool.Spec{Name: name, Effect: effect}, func(context.Context, any) (any, error) {
 			return nil, fault.New(fault.Business, errors.New(name+" is down"))
@@ -81,7 +92,13 @@ func resumeRemedyTools(dir string, kill bool) *tool.Registry {
 }
 
 func resumeRemedyEngine(t testing.TB, dir string, st store.Store, kill bool, clock engine.Clock) (*engine.Engine, *flow.Flow) {
-	reg := resumeRemedyTools(dir, kill)
+	return resumeRemedyEngineChecked(t, dir, st, kill, false, clock)
+}
+
+// resumeRemedyEngineChecked is resumeRemedyEngine, refund with a check
+// when check is set.
+func resumeRemedyEngineChecked(t testing.TB, dir string, st store.Store, kill, check bool, clock engine.Clock) (*engine.Engine, *flow.Flow) {
+	reg := resumeRemedyTools(dir, kill, check)
 	f, err := flow.Parse([]byte(resumeRemedyFlow), "resume_remedy.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
 		t.Fatal(err)
@@ -162,5 +179,38 @@ func TestResumeDecidesADispatchedCompensation(t *testing.T) {
 	}
 	if got := readLines(t, filepath.Join(dir, "refund.log")); len(got) != 1 {
 		t.Fatalf("refund ran %d times in all, want once: %v", len(got), got)
+	}
+}
+
+// TestResumeAsksACompensationsCheck: as above, but refund declares a
+// check, which finds the refund's key in its ledger: the resume settles
+// the compensation as done (its record says reconciled) without asking
+// anybody about it, and refund is not made again.
+func TestResumeAsksACompensationsCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	dir, st := killedChild(t, "TestResumeRemedyChild", "REIN_RESUME_REMEDY=1")
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: resumeRemedyRun, StepID: "hold/1/compensate", Status: store.ApprovalRejected, DecidedBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	e, f := resumeRemedyEngineChecked(t, dir, st, false, true, pastLease(t, st, resumeRemedyRun))
+	res, err := e.Resume(ctx, f, resumeRemedyRun)
+	if err != nil || res.Status != trace.RunFailed || len(res.Pending) != 0 {
+		t.Fatalf("resume: %v %+v; want the run failed as before, nobody asked", err, res)
+	}
+	if got := readLines(t, filepath.Join(dir, "refund.log")); len(got) != 1 {
+		t.Fatalf("refund ran %d times in all, want once: %v", len(got), got)
+	}
+	calls, err := st.Calls(ctx, resumeRemedyRun, "book")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(calls, func(c *store.Call) bool {
+		return c.Key == resumeRemedyRun+"/book/1/compensate" && c.Status == store.CallSucceeded && c.Reconciled == journal.ReconciledHappened
+	}) {
+		t.Errorf("no reconciled record of the refund: %+v", calls)
 	}
 }

@@ -137,10 +137,3 @@ func (r *run) resolveRemedy(ctx context.Context, req *invoke.Request, spec *tool
 	}
 	return res
 }
-
-// repeatableTool reports whether a call of t in doubt may be made again
-// with the same key, nobody asked (invoke.Repeatable).
-func repeatableTool(t tool.Tool) bool {
-	spec := t.Spec()
-	return invoke.Repeatable(&spec)
-}
