@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,7 +25,8 @@ import (
 
 // The attack probe: the built rein binary runs each path that can make a
 // side effect, many times, and is killed with SIGKILL at random moments
-// (seeded; the seed is printed, REIN_PROBE_SEED replays it). A person
+// (seeded; the seed is printed, REIN_PROBE_SEED replays the choices, not
+// the machine's timing). A person
 // then carries each run on as the docs say: resume what was running,
 // approve what asks for approval, and decide what is unknown by looking
 // at the outside system (the tool's ledger): settle it when its effect is
@@ -123,7 +125,7 @@ func TestLedgerProbe(t *testing.T) {
 			t.Fatalf("REIN_PROBE_SEED=%q: %v", s, err)
 		}
 	}
-	t.Logf("probe seed %d (REIN_PROBE_SEED=%d replays it)", seed, seed)
+	t.Logf("probe seed %d (REIN_PROBE_SEED=%d replays its choices)", seed, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	srv := httptest.NewServer(http.HandlerFunc(probeModel))
 	defer srv.Close()
@@ -159,7 +161,7 @@ func TestLedgerProbe(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "probe seed %d, %s\n| path | runs | kills | decisions by a person | duplicated effects | lost effects |\n|---|---|---|---|---|---|\n", seed, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "probe seed %d, %s\n| path | runs | kills (SIGKILL) | decisions by a person (approvals, settles) | duplicated effects | lost effects |\n|---|---|---|---|---|---|\n", seed, time.Since(start).Round(time.Second))
 	var sum probeTally
 	for i, tl := range tally {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", probePaths[i].name, tl.runs, tl.kills, tl.decisions, tl.duplicates, tl.lost)
@@ -249,7 +251,8 @@ func (pr *prober) rein(kill float64, args ...string) (string, bool) {
 	}
 	err := cmd.Wait()
 	killed := false
-	if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
 		killed = true
 		pr.tally.kills++
 	}
