@@ -140,15 +140,24 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 				continue
 			}
 		}
-		if c.Status == StatusChosen && !fresh && !safeToRepeat(l.tools[c.Tool].spec) {
+		if c.Status == StatusChosen && !fresh && !invoke.Repeatable(&l.tools[c.Tool].spec) {
 			c.Status = StatusUnknown
 			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)
 			if len(c.Consumed) > 0 {
 				c.Reason = fmt.Sprintf("the process stopped while %s, dispatched with a person's approval (used once; it does not count again), may have been running; it is neither idempotent nor read-only, so it is not run again without a new decision", c.Tool)
 			}
-			l.reconcile(ctx, t.N, c) // its tool's check may settle it (reconcile.go)
+			again := l.reconcile(ctx, t.N, c) // its tool's check may settle it (reconcile.go)
 			if err := l.commitCall(ctx, t.N, c); err != nil {
 				return err
+			}
+			if again {
+				// the check found the approved call did not take effect:
+				// it is the same dispatch, made again with its key and
+				// the approvals it used.
+				c.Reconciled = ""
+				if err := l.dispatch(ctx, t.N, c); err != nil {
+					return err
+				}
 			}
 		}
 		switch c.Status {
@@ -305,12 +314,6 @@ func (c *Call) planApprovals(turn int) []Consumed {
 		}
 	}
 	return out
-}
-
-// safeToRepeat reports whether a call of spec's tool may run again when it
-// may already have run: the tool is idempotent or does not write.
-func safeToRepeat(spec tool.Spec) bool {
-	return spec.Idempotent || spec.Effect == "" || spec.Effect == tool.EffectNone || spec.Effect == tool.EffectRead
 }
 
 // runCalls runs the calls t.Calls[i] for i in jobs as the machine decides

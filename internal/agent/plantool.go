@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
@@ -94,7 +95,7 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 			return nil, nil, fmt.Errorf("agent: execute_plan: %w", err)
 		}
 		spec.Effect = strongerEffect(spec.Effect, bt.spec.Effect)
-		spec.Idempotent = spec.Idempotent && safeToRepeat(bt.spec)
+		spec.Idempotent = spec.Idempotent && invoke.Repeatable(&bt.spec)
 	}
 	var err error
 	if p.catalog, err = plan.NewCatalog(plan.CatalogConfig{Tools: specs, Allowed: allowed, MaxSteps: opts.MaxSteps}); err != nil {

@@ -18,8 +18,10 @@ func (noModel) Generate(context.Context, *model.Request) (*model.Response, error
 
 // TestReconcileAsksTheCheck: an agent call in doubt whose tool has a
 // check is settled by it when it happened (the observation is the check's
-// output), and stays unknown, told why, when it did not, when the check
-// cannot say, and when its output breaks the tool's schema.
+// output); when it did not, it runs again if a person approved the call
+// (it consumed an approval), and otherwise stays unknown, told why, as
+// when the check cannot say and when its output breaks the tool's
+// schema. What the check found is in Call.Reconciled.
 func TestReconcileAsksTheCheck(t *testing.T) {
 	t.Parallel()
 	var asked tool.CheckRequest
@@ -40,31 +42,37 @@ func TestReconcileAsksTheCheck(t *testing.T) {
 	}
 	ctx := context.Background()
 	cases := []struct {
-		name   string
-		res    tool.CheckResult
-		err    error
-		ok     bool
-		reason string
+		name     string
+		res      tool.CheckResult
+		err      error
+		approved bool
+		status   CallStatus
+		again    bool
+		reason   string
 	}{
-		{"happened", tool.CheckResult{Happened: true, Output: map[string]any{"id": "r-1"}}, nil, true, Reconciled},
-		{"did not", tool.CheckResult{}, nil, false, "found that the call run/agent/1/turn2/call1 did not take effect"},
-		{"cannot say", tool.CheckResult{}, errors.New("API down"), false, "could not say whether the call took effect: API down"},
-		{"breaks the schema", tool.CheckResult{Happened: true, Output: map[string]any{}}, nil, false, "its output"},
+		{"happened", tool.CheckResult{Happened: true, Output: map[string]any{"id": "r-1"}}, nil, false, StatusOK, false, Reconciled},
+		{"did not", tool.CheckResult{}, nil, false, StatusUnknown, false, "found that the call run/agent/1/turn2/call1 did not take effect"},
+		{"did not, approved", tool.CheckResult{}, nil, true, StatusUnknown, true, ""},
+		{"cannot say", tool.CheckResult{}, errors.New("API down"), false, StatusUnknown, false, "could not say whether the call run/agent/1/turn2/call1 took effect: API down"},
+		{"breaks the schema", tool.CheckResult{Happened: true, Output: map[string]any{}}, nil, false, StatusUnknown, false, "its output"},
 	}
 	for _, tc := range cases {
 		l := answer(tc.res, tc.err)
 		c := &Call{Index: 1, Tool: "refund", Args: `{"order":"o-1"}`, Status: StatusUnknown}
-		if got := l.reconcile(ctx, 2, c); got != tc.ok || !strings.Contains(c.Reason, tc.reason) {
-			t.Fatalf("%s: reconcile %v, reason %q; want %v, %q", tc.name, got, c.Reason, tc.ok, tc.reason)
+		if tc.approved {
+			c.Consumed = []Consumed{{ID: "a-1", Ref: "turn2/call1"}}
+		}
+		if again := l.reconcile(ctx, 2, c); again != tc.again || c.Status != tc.status || !strings.Contains(c.Reason, tc.reason) {
+			t.Fatalf("%s: reconcile again=%v, call %s, reason %q; want again=%v, %s, %q", tc.name, again, c.Status, c.Reason, tc.again, tc.status, tc.reason)
 		}
 		if asked.IdempotencyKey != "run/agent/1/turn2/call1" || asked.Args.(map[string]any)["order"] != "o-1" {
 			t.Fatalf("%s: the check was asked %+v", tc.name, asked)
 		}
-		if tc.ok && (c.Status != StatusOK || c.Observation != `{"id":"r-1"}`) {
+		if tc.status == StatusOK && c.Observation != `{"id":"r-1"}` {
 			t.Fatalf("%s: call %+v", tc.name, c)
 		}
-		if !tc.ok && c.Status != StatusUnknown {
-			t.Fatalf("%s: call %s, want it unknown", tc.name, c.Status)
+		if want := map[string]string{"happened": "check: happened", "did not": "check: did not happen", "did not, approved": "check: did not happen"}[tc.name]; c.Reconciled != want {
+			t.Fatalf("%s: reconciled %q, want %q", tc.name, c.Reconciled, want)
 		}
 	}
 }

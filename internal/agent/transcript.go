@@ -124,6 +124,10 @@ type Call struct {
 	// that may have run (run again if its tool is safe to repeat, else
 	// StatusUnknown) and never counts them again.
 	Consumed []Consumed `json:"consumed,omitempty"`
+	// Reconciled is what its tool's check found about the call after a
+	// crash (journal.ReconciledHappened, journal.ReconciledNotHappened),
+	// set on the commit that records it; the call record carries it.
+	Reconciled string `json:"reconciled,omitempty"`
 
 	args      map[string]any      // Args decoded, once checked
 	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with

@@ -190,6 +190,11 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 	if c.Status == agent.StatusOK && c.Reason == agent.Reconciled {
 		cl.Reconciled = journal.ReconciledHappened
 	}
+	if c.Reconciled != "" {
+		// found in doubt after a crash and asked of its tool's check
+		// (invoke.Resolve): what it found, shown by rein runs show.
+		cl.Reconciled = c.Reconciled
+	}
 	if c.Blob != "" {
 		a.mu.Lock()
 		whole := a.kept[c.Blob]

@@ -6,16 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -318,5 +321,91 @@ func TestAgentApprovalIsNotAnotherAttempts(t *testing.T) {
 	}
 	if n := refunds(t, dir); n != 1 {
 		t.Fatalf("the refund ran %d times: attempt 1's approval decided attempt 2's call", n)
+	}
+}
+
+// checkedLedgerEngine is ledgerEngine (approval: required) with a check on
+// refund that answers happened (its key is in refund.log) when ledger is
+// set, and "did not take effect" otherwise.
+func checkedLedgerEngine(t testing.TB, dir string, st store.Store, ledger bool, clock engine.Clock) (*engine.Engine, *flow.Flow) {
+	_, f := ledgerEngine(t, dir, st, false, false, "", clock)
+	plain := agentTools(dir, "")
+	reg := &tool.Registry{}
+	for _, name := range []string{"status", "charge", "refund"} {
+		tl, _ := plain.Lookup(name)
+		if name == "refund" {
+			tl = tool.WithCheck(tl, func(ctx context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
+				if ledger && slices.Contains(strings.Fields(strings.Join(readLines(t.(*testing.T), filepath.Join(dir, "refund.log")), " ")), req.IdempotencyKey) {
+					return tool.CheckResult{Happened: true, Output: map[string]any{"tool": "refund", "order": "1042"}}, nil
+				}
+				return tool.CheckResult{}, nil
+			})
+		}
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	models := &model.Registry{}
+	models.Register("m", agentTurns(dir, "", agentScript...))
+	return engine.New(engine.Config{Tools: reg, Models: models, Store: st, Clock: clock}), f
+}
+
+// TestAgentApprovedCallReconciled: an agent call a person approved,
+// killed while it runs, is decided on resume by its tool's check, as a
+// flow step's is: it happened → it settles with the check's output and
+// the refund is not made again; it did not → the approved call is made
+// again with the same key (the approval was for this one dispatch, which
+// did not take effect). Either way the call record says how it was
+// reconciled, and nobody else is asked.
+func TestAgentApprovedCallReconciled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	for _, happened := range []bool{true, false} {
+		name := map[bool]string{true: "happened", false: "did not happen"}[happened]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			childIn(t, dir, "TestAgentLedgerChild", "REIN_AGENT_LEDGER=required:1")
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			e, f := checkedLedgerEngine(t, dir, st, happened, pastLease(t, st, ledgerRun))
+			res, err := e.Resume(ctx, f, ledgerRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus(t, res, trace.RunSucceeded)
+			lines := readLines(t, filepath.Join(dir, "refund.log"))
+			key := ledgerRun + "/support/1/turn2/call1"
+			want := 1
+			if !happened {
+				want = 2 // the approved dispatch, which did not take effect, made again
+			}
+			if refunds(t, dir) != want || lines[0] != key || lines[len(lines)-2] != key {
+				t.Fatalf("refund.log %q, want %d executions, each with key %s", lines, want, key)
+			}
+			events, err := st.Events(ctx, ledgerRun, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var story []string // the refund's call records, in journal order
+			for _, ev := range events {
+				if c := ev.Call; ev.Kind == trace.CallRecorded && c != nil && c.Key == key {
+					story = append(story, string(c.Status)+"/"+c.Reconciled)
+				}
+			}
+			wantStory := []string{"started/", "succeeded/" + journal.ReconciledHappened}
+			if !happened {
+				wantStory = []string{"started/", "failed/" + journal.ReconciledNotHappened, "started/", "succeeded/"}
+			}
+			if !slices.Equal(story, wantStory) {
+				t.Errorf("the refund's call records %v, want %v", story, wantStory)
+			}
+		})
 	}
 }

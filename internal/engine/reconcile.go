@@ -1,14 +1,14 @@
 package engine
 
 import (
-	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
-	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
@@ -20,22 +20,30 @@ import (
 const CheckTimeout = time.Minute
 
 // checker returns the check of step i's tool when the step is a tool step
-// outside a repeat loop (a plain one, or a for_each one) whose tool
-// declares one (check:, or tool.WithCheck); nil otherwise.
+// outside a repeat loop (a plain one, or a for_each one) whose tool, or
+// whose fallback tool, declares one (check:, or tool.WithCheck); nil
+// otherwise.
 func (r *run) checker(i int) tool.Checker {
 	s := r.f.Steps[i]
 	if s.Type != flow.Tool || s.Repeat != nil || r.b.tools[i] == nil {
 		return nil
 	}
-	ck, _ := r.b.tools[i].(tool.Checker)
-	return ck
+	if ck, ok := r.b.tools[i].(tool.Checker); ok {
+		return ck
+	}
+	if s.ForEach != nil && r.b.fbTool[i] != nil {
+		ck, _ := r.b.fbTool[i].(tool.Checker)
+		return ck
+	}
+	return nil
 }
 
-// reconcile asks the check of step i's tool about its calls in doubt
-// (step i was found in flight after a crash: a plain tool step that is
-// not idempotent, or a for_each step whose records show item calls
-// started and never settled), and reports whether that settled the
-// question without a person:
+// reconcile decides step i's calls in doubt by the one rule for them
+// (invoke.Resolve, through askCheck): step i was found in flight after a
+// crash (a plain tool step that is not idempotent, a for_each step whose
+// records show item calls — or their fallbacks' — started and never
+// settled, a plan step whose plan's calls are so), and it reports whether
+// that settled the question without a person:
 //
 //   - a call happened: it is recorded as succeeded with the output the
 //     check returned (checked against the tool's output schema), marked
@@ -47,7 +55,7 @@ func (r *run) checker(i int) tool.Checker {
 //     approved the step or its tool is safe to repeat; otherwise a person
 //     decides, told what the check found;
 //   - the check cannot say (an error, a timeout, an output that breaks the
-//     schema): a person decides, told why.
+//     schema), or the tool has none: a person decides, told why.
 //
 // requeued reports that the step goes back to the ready queue (the caller
 // seeds the machine once).
@@ -55,14 +63,13 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 	if r.f.Steps[i].Type == flow.Plan {
 		return r.reconcilePlan(i)
 	}
-	ck := r.checker(i)
-	if ck == nil {
+	if r.checker(i) == nil {
 		return false, false
 	}
 	s := r.f.Steps[i]
 	p := r.d.progress[i]
 	if s.ForEach != nil && (p == nil || len(p.inDoubt) == 0 || len(p.inDoubt) != len(p.doubt)) {
-		return false, false // a fallback's call in doubt: its tool is another
+		return false, false
 	}
 	j := r.prepare(i)
 	if j.renderErr != nil {
@@ -71,7 +78,7 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 	attempt := max(r.steps[i].attempts, 1)
 	if s.ForEach == nil {
 		at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: attempt}
-		out, happened, ok := r.askCheck(i, ck, s.Tool, &r.b.specs[i], at, at.Key(), j.in.args)
+		out, happened, ok := r.askCheck(i, r.b.tools[i], s.Tool, &r.b.specs[i], at, at.Key(), j.in.args)
 		switch {
 		case !ok:
 			return false, false
@@ -84,8 +91,17 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 			if c.Item >= len(j.each.inputs) {
 				return false, false
 			}
-			at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: true, Item: c.Item, Round: c.Round, Attempt: c.Attempt}
-			out, happened, ok := r.askCheck(i, ck, s.Tool, &r.b.specs[i], at, c.Key, j.each.inputs[c.Item].args)
+			t, name, spec, args := r.b.tools[i], s.Tool, &r.b.specs[i], j.each.inputs[c.Item].args
+			if c.Fallback {
+				var ok bool
+				if t, args, ok = r.fallbackCall(j, c.Item); !ok {
+					return false, false
+				}
+				sp := t.Spec()
+				name, spec = s.Fallback.Tool, &sp
+			}
+			at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: true, Item: c.Item, Round: c.Round, Fallback: c.Fallback, Attempt: c.Attempt}
+			out, happened, ok := r.askCheck(i, t, name, spec, at, c.Key, args)
 			if !ok {
 				return false, false
 			}
@@ -101,53 +117,82 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 	return true, true
 }
 
-// askCheck asks ck, the check of tool name (spec), whether the call of
-// step i at position at (key, args)
-// took effect, records its answer as the call's record and reports it: ok
-// is false when a person must decide (the check cannot say, or the call
-// did not happen and may not be made again without a person), with the
-// reason noted for the question.
-func (r *run) askCheck(i int, ck tool.Checker, name string, spec *tool.Spec, at invoke.Position, key string, args any) (out any, happened, ok bool) {
+// fallbackCall is the fallback tool of for_each item k of job j and the
+// args it was called with (its fallback.args rendered for the item, or the
+// item's own); ok is false when step j has no fallback tool or its args
+// do not render.
+func (r *run) fallbackCall(j *job, k int) (t tool.Tool, args any, ok bool) {
+	s := j.step
+	t = r.b.fbTool[j.index]
+	if t == nil || s.Fallback == nil {
+		return nil, nil, false
+	}
+	args = j.each.inputs[k].args
+	if s.Fallback.Args != nil {
+		scope := maps.Clone(j.scope)
+		if scope == nil {
+			scope = map[string]any{}
+		}
+		scope["item"], scope["index"] = j.each.values[k], float64(k)
+		a, err := s.Fallback.Args.RenderBounded(scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
+		if err != nil {
+			return nil, nil, false
+		}
+		args = a
+	}
+	return t, args, true
+}
+
+// askCheck decides, by the one rule for a call in doubt (invoke.Resolve),
+// the call of step i at position at (key, args) of tool t (name, spec):
+// its check's answer is recorded as the call's record (Reconciled set),
+// and ok is false when a person must decide (the check cannot say, or the
+// call did not happen and may not be made again without a person: a
+// person approved step i, or its tool is safe to repeat), with the reason
+// noted for the question.
+func (r *run) askCheck(i int, t tool.Tool, name string, spec *tool.Spec, at invoke.Position, key string, args any) (out any, happened, ok bool) {
 	s := r.f.Steps[i]
 	clock := r.e.cfg.Clock
 	start := clock.Now()
 	ctx, cancel := clock.WithDeadline(r.ctx, start.Add(CheckTimeout))
 	defer cancel()
 	ctx = tool.WithCallInfo(ctx, &tool.CallInfo{RunID: r.id, StepID: s.ID, Attempt: at.Attempt, IdempotencyKey: key})
-	res, err := ck.CheckCall(ctx, tool.CheckRequest{Args: args, IdempotencyKey: key, OutputSchema: spec.OutputSchema})
-	if err == nil && res.Happened && spec.OutputSchema != nil {
-		err = checkOutput(spec, res.Output)
+	approved := r.d.decisions[s.ID] != nil && r.d.decisions[s.ID].Status == store.ApprovalApproved
+	var valid func(any) error
+	if spec.OutputSchema != nil {
+		valid = func(out any) error { return checkOutput(spec, out) }
 	}
-	if err != nil {
-		r.noteStep(i, fmt.Sprintf("its tool's check could not say whether the call %s took effect: %v", key, err))
-		return nil, false, false
-	}
-	rec := &invoke.Record{At: at, Key: key, Tool: name, Args: args, Start: start, Duration: clock.Now().Sub(start)}
-	if at.PlanStep == "" {
-		rec.Provenance = r.b.provenance(i, false)
-	}
-	if res.Happened {
-		rec.Outcome, rec.Output = invoke.OK, res.Output
-		c := r.callOf(rec, store.CallSucceeded, spec, true)
-		c.Reconciled = journal.ReconciledHappened
+	res := invoke.Resolve(ctx, t, spec, tool.CheckRequest{Args: args, IdempotencyKey: key, OutputSchema: spec.OutputSchema}, approved, valid)
+	if res.Reconciled != "" {
+		rec := &invoke.Record{At: at, Key: key, Tool: name, Args: args, Start: start, Duration: clock.Now().Sub(start)}
+		if at.PlanStep == "" && !at.Fallback {
+			rec.Provenance = r.b.provenance(i, false)
+		}
+		var c *store.Call
+		if res.Verdict == invoke.Happened {
+			rec.Outcome, rec.Output = invoke.OK, res.Output
+			c = r.callOf(rec, store.CallSucceeded, spec, true)
+		} else {
+			rec.Outcome = invoke.Failed
+			c = r.callOf(rec, store.CallFailed, spec, false)
+			c.Error = "its tool's check found that the call did not take effect"
+		}
+		c.Reconciled = res.Reconciled
 		r.recordCallEvent(c, false)
-		return res.Output, true, true
 	}
-	rec.Outcome = invoke.Failed
-	c := r.callOf(rec, store.CallFailed, spec, false)
-	c.Reconciled, c.Error = journal.ReconciledNotHappened, "its tool's check found that the call did not take effect"
-	r.recordCallEvent(c, false)
-	if a := r.d.decisions[s.ID]; a != nil && a.Status == store.ApprovalApproved || safeToRepeat(spec) {
+	switch res.Verdict {
+	case invoke.Happened:
+		return res.Output, true, true
+	case invoke.Again:
 		return nil, false, true
 	}
-	r.noteStep(i, "its tool's check found that the call "+key+" did not take effect: approve to make it, reject to fail the step")
+	if res.Reason != "" {
+		if res.Reconciled != "" {
+			res.Reason += ": approve to make it, reject to fail the step"
+		}
+		r.noteStep(i, res.Reason)
+	}
 	return nil, false, false
-}
-
-// safeToRepeat reports whether a call of a tool with spec may be made
-// again without a person: it is idempotent or only reads.
-func safeToRepeat(spec *tool.Spec) bool {
-	return spec.Idempotent || spec.Effect == tool.EffectRead || spec.Effect == tool.EffectNone || spec.Effect == ""
 }
 
 // checkOutput checks the output a check returned against the tool's
@@ -157,10 +202,7 @@ func checkOutput(spec *tool.Spec, out any) error {
 	if err != nil {
 		return err
 	}
-	if err := sch.Validate(out); err != nil {
-		return fmt.Errorf("it says the call took effect, but its output %w", err)
-	}
-	return nil
+	return sch.Validate(out)
 }
 
 // noteStep adds note to what the person deciding step i is told.
@@ -191,10 +233,6 @@ func (r *run) reconcilePlan(i int) (settled, requeued bool) {
 		if !ok {
 			return false, false
 		}
-		ck, ok := t.(tool.Checker)
-		if !ok {
-			return false, false
-		}
 		k := slices.IndexFunc(p.plan.Plan.Steps, func(ps plan.Step) bool { return ps.ID == c.PlanStep })
 		if k < 0 {
 			return false, false
@@ -205,7 +243,7 @@ func (r *run) reconcilePlan(i int) (settled, requeued bool) {
 		}
 		spec := t.Spec()
 		at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: c.Attempt, Plan: c.Plan, PlanStep: c.PlanStep}
-		out, happened, ok := r.askCheck(i, ck, c.Name, &spec, at, c.Key, args)
+		out, happened, ok := r.askCheck(i, t, c.Name, &spec, at, c.Key, args)
 		if !ok {
 			return false, false
 		}

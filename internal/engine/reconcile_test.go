@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
@@ -78,8 +79,11 @@ func reconcileTools(dir, dieOn, mode string) *tool.Registry {
 	note := tool.Func(tool.Spec{Name: "note", Effect: tool.EffectNone, Idempotent: true}, func(_ context.Context, args any) (any, error) {
 		return args, nil
 	})
+	down := tool.Func(tool.Spec{Name: "down", Effect: tool.EffectNone}, func(context.Context, any) (any, error) {
+		return nil, fault.New(fault.Business, errors.New("down"))
+	})
 	reg := &tool.Registry{}
-	for _, t := range []tool.Tool{checked, note} {
+	for _, t := range []tool.Tool{checked, note, down} {
 		if err := reg.Register(t); err != nil {
 			panic(err)
 		}
@@ -98,6 +102,19 @@ steps:
     args: {order: "{item}", cents: 500}
 `
 
+// reconcileFallbackFlow is reconcileEachFlow whose items' tool fails:
+// each item's fallback, refund, makes the refund.
+const reconcileFallbackFlow = `name: refunds_fallback
+steps:
+  - id: refund
+    tool: down
+    for_each: '["o-1", "o-2", "o-3"]'
+    concurrency: 1
+    args: {order: "{item}", cents: 500}
+    on_error: fallback
+    fallback: {tool: refund}
+`
+
 func reconcileFlowFor(t testing.TB, reg *tool.Registry, child string) *flow.Flow {
 	t.Helper()
 	text := strings.Replace(reconcileFlow, "%s", "", 1)
@@ -106,6 +123,8 @@ func reconcileFlowFor(t testing.TB, reg *tool.Registry, child string) *flow.Flow
 		text = strings.Replace(reconcileFlow, "%s", ", approval: required", 1)
 	case "each":
 		text = reconcileEachFlow
+	case "fallback":
+		text = reconcileFallbackFlow
 	}
 	f, err := flow.Parse([]byte(text), "refunds.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
@@ -129,7 +148,7 @@ func TestReconcileChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	dieOn := "o-1"
-	if mode == "each" {
+	if mode == "each" || mode == "fallback" {
 		dieOn = "o-2"
 	}
 	reg := reconcileTools(dir, dieOn, "")
@@ -167,6 +186,8 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 		{"not happened, approved", "approved", "no", trace.RunSucceeded, 2, "", ""},
 		{"cannot say", "plain", "fail", trace.RunWaiting, 1, "", "could not say whether the call refund-run/refund/1 took effect: refund API unavailable"},
 		{"for_each item happened", "each", "ledger", trace.RunSucceeded, 3, journal.ReconciledHappened, ""},
+		{"for_each item's fallback happened", "fallback", "ledger", trace.RunSucceeded, 3, journal.ReconciledHappened, ""},
+		{"for_each item's fallback did not", "fallback", "no", trace.RunWaiting, 2, journal.ReconciledNotHappened, "check found that the call refund-run/refund[1]/fallback/1 did not take effect"},
 		{"breaks the schema", "plain", "bad", trace.RunWaiting, 1, "", "its output"},
 	}
 	for _, tc := range cases {
@@ -184,7 +205,8 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 				t.Fatalf("after resume: %s (%+v), want %s", res.Status, res.Error, tc.status)
 			}
 			keys := readLines(t, filepath.Join(dir, "ledger"))
-			if len(keys) != tc.refunds || tc.child != "each" && keys[0] != keys[len(keys)-1] || tc.child == "each" && len(slices.Compact(slices.Sorted(slices.Values(keys)))) != 3 {
+			each := tc.child == "each" || tc.child == "fallback"
+			if len(keys) != tc.refunds || !each && keys[0] != keys[len(keys)-1] || each && len(slices.Compact(slices.Sorted(slices.Values(keys)))) != tc.refunds {
 				t.Fatalf("ledger %v: want %d refunds (one key each, an item's once)", keys, tc.refunds)
 			}
 			calls, err := st.Calls(ctx, "refund-run", "refund")
@@ -202,8 +224,8 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 			}
 			switch tc.status {
 			case trace.RunSucceeded:
-				if tc.child == "each" {
-					if got := res.Outputs["refund"].([]any); len(got) != 3 || got[1].(map[string]any)["refund_id"] != "r:refund-run/refund[1]/1" {
+				if each {
+					if got := res.Outputs["refund"].([]any); len(got) != 3 || got[1].(map[string]any)["refund_id"] != "r:"+keys[1] {
 						t.Fatalf("refund outputs %v: item 1's is the check's", got)
 					}
 					break
@@ -213,7 +235,7 @@ func TestResumeReconcilesWithCheck(t *testing.T) {
 				}
 			case trace.RunWaiting:
 				if res.Steps["refund"].Status != trace.StepUnknown || len(res.Pending) != 1 || !strings.Contains(res.Pending[0].Message, tc.asked) {
-					t.Fatalf("refund %s, pending %+v: want a person asked, told %q", res.Steps["refund"].Status, res.Pending, tc.asked)
+					t.Fatalf("refund %s, pending %+v: want a person asked, told %q", res.Steps["refund"].Status, res.Pending[0], tc.asked)
 				}
 			}
 		})

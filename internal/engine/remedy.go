@@ -179,13 +179,18 @@ func (st *remedyState) sagaRemedies() []Remedy {
 }
 
 // open are the remedies whose latest record waits on a person (failed,
-// escalated or unknown), in the order they were recorded.
+// escalated or unknown), and those whose undo or compensation was
+// dispatched after their latest record (or with none: a remediation
+// stopped mid-call), which a resume decides as every call in doubt
+// (settleDispatch); latest first.
 func (st *remedyState) open() []Remedy {
 	var out []Remedy
 	for i := len(st.effects) - 1; i >= 0; i-- {
 		eff := st.effects[i]
 		if m := st.last[eff.Key]; m != nil && m.Escalation != "" && escalated(m.Status) {
 			out = append(out, Remedy{Effect: *eff, Action: Action(m.Action)})
+		} else if c := st.unsettled(eff.Key); c != nil && (m == nil || !escalated(m.Status)) {
+			out = append(out, Remedy{Effect: *eff, Action: Action(c.Remedy)})
 		}
 	}
 	return out
@@ -242,7 +247,7 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 			}
 		}
 		if c := st.unsettled(eff.Key); c != nil && rm.Action != ActFreeze {
-			if done, a := r.settleDispatch(rm, &rec, esc, c); done {
+			if done, a := r.settleDispatch(ctx, rm, &rec, esc, c); done {
 				if a != nil {
 					waiting = append(waiting, a)
 				}

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -67,7 +69,7 @@ func (st *remedyState) unsettled(key string) *journal.Call {
 // above). It reports whether rm is settled by that (done is false when
 // the call is to be made again, with the same key), and returns the
 // escalation it raised, if any (esc).
-func (r *run) settleDispatch(rm *Remedy, rec *journal.Remediation, esc string, c *journal.Call) (done bool, a *store.Approval) {
+func (r *run) settleDispatch(ctx context.Context, rm *Remedy, rec *journal.Remediation, esc string, c *journal.Call) (done bool, a *store.Approval) {
 	eff := &rm.Effect
 	rec.Call = eff.Compensation
 	switch c.Status {
@@ -82,26 +84,56 @@ func (r *run) settleDispatch(rm *Remedy, rec *journal.Remediation, esc string, c
 	case journal.CallFailed:
 		return true, r.remedyFailed(rm, rec, esc, c.Error)
 	case journal.CallStarted:
-		if by, ok := r.e.cfg.Tools.Lookup(c.Name); ok && repeatable(by.Spec()) {
+		res := invoke.Resolution{Verdict: invoke.Person}
+		if req, spec, err := r.remedyRequest(&rm.Effect, eff.Compensation, string(rm.Action)); err == nil {
+			res = r.resolveRemedy(ctx, req, &spec, c, rec.Decision == string(store.ApprovalApproved))
+		}
+		switch res.Verdict {
+		case invoke.Again:
 			return false, nil // made again with the same key
+		case invoke.Happened:
+			rec.Status = journal.RemedyDone
+			rec.Reason = fmt.Sprintf("its call %s was dispatched and the process stopped before it returned; its tool's check found that it took effect", c.Key)
+			r.recordRemedy(rec)
+			return true, nil
 		}
 		rec.Status, rec.Escalation = journal.RemedyUnknown, esc
 		rec.Reason = fmt.Sprintf("its call %s was dispatched and the process stopped before it returned", c.Key)
-		a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s, by tool %s, idempotency key %s) was dispatched and the process stopped before it returned: whether it happened is unknown, and tool %s is neither idempotent nor read-only, so it is not made again blindly; approve to make it once more, settle once a person made sure it was taken back (by hand if need be), or reject to leave it",
-			rm.Action, eff.Key, eff.Tool, c.Name, c.Key, c.Name))
+		why := "whether it happened is unknown, and tool " + c.Name + " is neither idempotent nor read-only, so it is not made again blindly"
+		if res.Reason != "" {
+			why = res.Reason
+		}
+		a := r.escalateRemedy(rec, fmt.Sprintf("the %s of call %s (tool %s, by tool %s, idempotency key %s) was dispatched and the process stopped before it returned: %s; approve to make it once more, settle once a person made sure it was taken back (by hand if need be), or reject to leave it",
+			rm.Action, eff.Key, eff.Tool, c.Name, c.Key, why))
 		r.recordRemedy(rec)
 		return true, a
 	}
 	return false, nil
 }
 
-// repeatable reports whether a call of the tool spec in doubt may be made
-// again with the same key, nobody asked: its tool is idempotent, or reads
-// at most.
-func repeatable(spec tool.Spec) bool {
-	switch spec.Effect {
-	case "", tool.EffectNone, tool.EffectRead:
-		return true
+// resolveRemedy decides c, the undo or compensation req (spec) found
+// dispatched without an outcome, by the one rule for a call in doubt
+// (invoke.Resolve): approved says a person had it made once more. What
+// its tool's check found is recorded as c's record (Reconciled set).
+func (r *run) resolveRemedy(ctx context.Context, req *invoke.Request, spec *tool.Spec, c *journal.Call, approved bool) invoke.Resolution {
+	start := r.e.cfg.Clock.Now()
+	cctx, cancel := r.e.cfg.Clock.WithDeadline(ctx, start.Add(CheckTimeout))
+	defer cancel()
+	cctx = tool.WithCallInfo(cctx, &tool.CallInfo{RunID: r.id, StepID: c.StepID, Attempt: c.Attempt, IdempotencyKey: c.Key})
+	var valid func(any) error
+	if spec.OutputSchema != nil {
+		valid = func(out any) error { return checkOutput(spec, out) }
 	}
-	return spec.Idempotent
+	res := invoke.Resolve(cctx, req.Tool, spec, tool.CheckRequest{Args: req.Args, IdempotencyKey: c.Key, OutputSchema: spec.OutputSchema}, approved, valid)
+	if res.Reconciled != "" {
+		rc := *c
+		rc.Status, rc.Reconciled, rc.Duration = journal.CallFailed, res.Reconciled, r.e.cfg.Clock.Now().Sub(start)
+		if res.Verdict == invoke.Happened {
+			rc.Status = journal.CallSucceeded
+		} else {
+			rc.Error = "its tool's check found that the call did not take effect"
+		}
+		r.recordCallEvent(&rc, false)
+	}
+	return res
 }

@@ -25,8 +25,8 @@ type stepProgress struct {
 	// tool that is not idempotent, whose effect nobody knows.
 	doubt []string
 	// inDoubt are the records of the calls in doubt a tool's check may
-	// settle (reconcile.go): a for_each step's item calls (not its
-	// fallback's), a plan step's calls of its current plan.
+	// settle (reconcile.go): a for_each step's item calls (and their
+	// fallbacks'), a plan step's calls of its current plan.
 	inDoubt []*store.Call
 	// succeeded counts the calls that succeeded (kept, not made again).
 	succeeded int
@@ -120,9 +120,7 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 		default:
 			if _, ok := p.items[c.Item]; !ok {
 				p.doubt = append(p.doubt, fmt.Sprintf("item %d (tool %s, idempotency key %s)", c.Item, c.Name, c.Key))
-				if !c.Fallback {
-					p.inDoubt = append(p.inDoubt, c)
-				}
+				p.inDoubt = append(p.inDoubt, c)
 			}
 		}
 	}
