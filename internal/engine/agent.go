@@ -192,8 +192,13 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 	}
 	if c.Reconciled != "" {
 		// found in doubt after a crash and asked of its tool's check
-		// (invoke.Resolve): what it found, shown by rein runs show.
+		// (invoke.Resolve): what it found, shown by rein runs show. A call
+		// the check says did not take effect failed; an approved one is
+		// dispatched again under its key, in a record of its own.
 		cl.Reconciled = c.Reconciled
+		if c.Reconciled == journal.ReconciledNotHappened {
+			cl.Status, cl.Error = store.CallFailed, "its tool's check found that the call did not take effect"
+		}
 	}
 	if c.Blob != "" {
 		a.mu.Lock()

@@ -399,9 +399,11 @@ func TestAgentApprovedCallReconciled(t *testing.T) {
 					story = append(story, string(c.Status)+"/"+c.Reconciled)
 				}
 			}
-			wantStory := []string{"started/", "succeeded/" + journal.ReconciledHappened}
+			// waiting: the call parked for its approval (every commit of an
+			// agent's call is its call record).
+			wantStory := []string{"waiting/", "started/", "succeeded/" + journal.ReconciledHappened}
 			if !happened {
-				wantStory = []string{"started/", "failed/" + journal.ReconciledNotHappened, "started/", "succeeded/"}
+				wantStory = []string{"waiting/", "started/", "failed/" + journal.ReconciledNotHappened, "started/", "succeeded/"}
 			}
 			if !slices.Equal(story, wantStory) {
 				t.Errorf("the refund's call records %v, want %v", story, wantStory)
