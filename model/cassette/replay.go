@@ -77,6 +77,8 @@ func (p *Player) Generate(ctx context.Context, req *model.Request) (*model.Respo
 	var resp *model.Response
 	if x.Response != nil {
 		resp = &model.Response{Text: x.Response.Text, ToolCalls: slices.Clone(x.Response.ToolCalls), Usage: x.Response.Usage, Model: x.Response.Model}
+		// the whole reply as one delta: the streaming path, offline.
+		model.SendText(ctx, req, resp.Text)
 	}
 	if x.Error != nil {
 		return resp, fault.Errorf(x.Error.Class, "%s", x.Error.Message)

@@ -70,7 +70,12 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 			return nil, ctxError(ctx, req.StepID)
 		}
 	}
-	return answer(r, i, req.StepID, prompt)
+	resp, err := answer(r, i, req.StepID, prompt)
+	if resp != nil {
+		// the whole reply as one delta: the streaming path, offline.
+		model.SendText(ctx, req, resp.Text)
+	}
+	return resp, err
 }
 
 // pick finds and marks the reply for req; m.mu must be held.
