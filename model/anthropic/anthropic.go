@@ -144,6 +144,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		ctx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
 		defer cancel()
 	}
+	if fn := model.DeltasOf(ctx, req); fn != nil {
+		return m.stream(ctx, name, params, ps, fn)
+	}
 	var httpResp *http.Response
 	var msg message
 	// The SDK builds and sends the request; the reply is decoded into the
@@ -158,14 +161,8 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // message is the part of a Messages API message object the adapter reads
 // (field names as in the API reference and sdk.Message).
 type message struct {
-	Model   string `json:"model"`
-	Content []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
-	} `json:"content"`
+	Model       string         `json:"model"`
+	Content     []block        `json:"content"`
 	StopReason  sdk.StopReason `json:"stop_reason"`
 	StopDetails struct {
 		Explanation string `json:"explanation"`
@@ -176,6 +173,15 @@ type message struct {
 		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
+}
+
+// block is one content block of a message.
+type block struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 func (m *Model) response(name string, msg *message, ps *preparedSchema) (*model.Response, error) {
