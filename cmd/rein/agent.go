@@ -23,6 +23,8 @@ type agentFlags struct {
 	tracePath, output string
 	// jsonLines prints each --output json object on one line (rein chat).
 	jsonLines bool
+	// chat prints each answer without a run report (rein chat).
+	chat bool
 }
 
 func newAgentCmd(s *streams) *cobra.Command {
@@ -150,7 +152,14 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false)
+	var watch *live
+	var extra trace.Sink
+	if f.output != "json" {
+		// the conversation as it happens: text as written, calls as they settle
+		watch = newLive(s.out)
+		extra = watch
+	}
+	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +182,17 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 			return nil, err
 		}
 	} else {
-		writeTranscript(s.out, "", rep.Turns)
-		writeResultText(s, res, stepOrder(p.Flow))
+		watch.finish(rep.Turns)
+		if !f.chat {
+			// rein agent: the run's report after its conversation; rein
+			// chat prints the answer only (and what stopped it)
+			// (without its outputs: the answer, printed above as written)
+			report := *res
+			report.Outputs = nil
+			writeResultText(s, &report, stepOrder(p.Flow))
+		} else if res.Error != nil {
+			fmt.Fprintf(s.out, "error (%s): %s\n", res.Error.Class, res.Error.Error())
+		}
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
 	return res, nil

@@ -19,7 +19,7 @@ type chatFlags struct {
 }
 
 func newChatCmd(s *streams) *cobra.Command {
-	f := &chatFlags{agentFlags: agentFlags{jsonLines: true}}
+	f := &chatFlags{agentFlags: agentFlags{jsonLines: true, chat: true}}
 	cmd := &cobra.Command{
 		Use:   "chat DIR --session ID",
 		Short: "Hold a multi-turn conversation with an agent, kept in the store",

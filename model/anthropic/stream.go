@@ -57,7 +57,8 @@ type streamEvent struct {
 // error.
 func (m *Model) stream(ctx context.Context, name string, params sdk.MessageNewParams, ps *preparedSchema, fn model.DeltaFunc) (*model.Response, error) {
 	var httpResp *http.Response
-	s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), option.WithMiddleware(httperr.LimitStream))
+	var body httperr.StreamBody
+	s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), option.WithMiddleware(body.Middleware))
 	defer s.Close()
 	var (
 		msg    message
@@ -124,6 +125,19 @@ func (m *Model) stream(ctx context.Context, name string, params sdk.MessageNewPa
 			return nil, fault.Errorf(fault.Format, "anthropic: %s: %v", name, err)
 		}
 		return nil, m.api.Fail(ctx, name, httpResp, err)
+	}
+	if body.JSON != nil {
+		// a server that ignored stream: true answered the whole reply
+		var whole message
+		if err := json.Unmarshal(body.JSON, &whole); err != nil {
+			return nil, m.api.Fail(ctx, name, httpResp, err)
+		}
+		for _, b := range whole.Content {
+			if b.Type == "text" && b.Text != "" {
+				fn(b.Text)
+			}
+		}
+		return m.response(name, &whole, ps)
 	}
 	if !done {
 		return nil, fault.Errorf(fault.Transient, "anthropic: %s: the stream ended before the reply was complete (no message_stop); asking again may help", name)

@@ -24,7 +24,8 @@ import (
 func (m *Model) stream(ctx context.Context, name string, params sdk.ChatCompletionNewParams, sh shape, fn model.DeltaFunc) (*model.Response, error) {
 	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
 	var httpResp *http.Response
-	s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), option.WithMiddleware(httperr.LimitStream))
+	var body httperr.StreamBody
+	s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&httpResp), option.WithMiddleware(body.Middleware))
 	defer s.Close()
 	var (
 		c       completion
@@ -75,6 +76,17 @@ func (m *Model) stream(ctx context.Context, name string, params sdk.ChatCompleti
 			return nil, fault.Errorf(fault.Format, "openai: %s: %v", name, err)
 		}
 		return nil, m.api.Fail(ctx, name, httpResp, err)
+	}
+	if body.JSON != nil {
+		// a server that ignored stream: true answered the whole reply
+		var whole completion
+		if err := json.Unmarshal(body.JSON, &whole); err != nil {
+			return nil, m.api.Fail(ctx, name, httpResp, err)
+		}
+		if len(whole.Choices) > 0 && whole.Choices[0].Message.Content != "" {
+			fn(whole.Choices[0].Message.Content)
+		}
+		return m.response(name, &whole, sh)
 	}
 	if !done {
 		return nil, fault.Errorf(fault.Transient, "openai: %s: the stream ended before the reply was complete (no finish_reason); asking again may help", name)

@@ -206,3 +206,20 @@ func TestStreamBounds(t *testing.T) {
 		t.Fatalf("%d bytes of text delivered past the limit", got)
 	}
 }
+
+// A server that ignores stream: true and answers the whole reply in JSON
+// is read as such: the same Response, the text as one delta.
+func TestStreamRequestAnsweredWithJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprint(w, theReply)
+	}))
+	t.Cleanup(srv.Close)
+	m := streamModel(t, srv.URL)
+	var deltas []string
+	ctx := model.WithDeltas(context.Background(), func(s string) { deltas = append(deltas, s) })
+	resp, err := m.Generate(ctx, toolRequest())
+	if err != nil || len(resp.ToolCalls) != 2 || resp.Text != "Looking that up." || strings.Join(deltas, "|") != "Looking that up." {
+		t.Fatalf("%v, %+v, deltas %q", err, resp, deltas)
+	}
+}
