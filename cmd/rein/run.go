@@ -134,7 +134,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 
 // enqueue records the run for a worker (--detach).
 func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions) error {
-	c, err := rein.Open(cmd.Context(), rein.Config{Store: st})
+	c, err := rein.Open(cmd.Context(), rein.Config{Store: st, Sink: s.withTelemetry(nil)})
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func startWatched(ctx context.Context, s *streams, p *project.Project, st store.
 		}
 		sinks = append(sinks, js)
 	}
-	c, err := rein.Open(ctx, rein.Config{Store: st, Sink: trace.Multi(sinks...)})
+	c, err := rein.Open(ctx, rein.Config{Store: st, Sink: s.withTelemetry(trace.Multi(sinks...))})
 	if err != nil {
 		return nil, err
 	}
