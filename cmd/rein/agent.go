@@ -38,6 +38,10 @@ model calls tools or answers; rein validates each call, passes it through the
 policy gate, waits for a person where a tool says approval: required, runs it
 and commits the turn before the next one.
 
+The conversation is printed as it happens: the model's text as it is written
+(providers stream), each tool call as one line once it settles, then the
+run's report.
+
 The run is durable like rein run's: rein runs list, show (the transcript),
 resume and approve work on it. A call that waits for a person is the approval
 of step agent/turn<T>/call<C>, printed with the commands to go on.

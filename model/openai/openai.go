@@ -135,7 +135,9 @@ func New(cfg Config) (*Model, error) {
 // format error, and so is a reply with more than model.MaxToolCalls tool
 // calls; refusals, other 4xx and a request model.CheckRequest rejects are
 // business errors. A Response with the usage is returned beside a
-// truncation, refusal or tool-call error.
+// truncation, refusal or tool-call error. When ctx carries a
+// model.DeltaFunc (model.DeltasOf), the reply is streamed and its text
+// handed to it as it arrives; the Response is the same (stream.go).
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	name := m.cfg.Model
 	if name == "" {

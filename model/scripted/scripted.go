@@ -43,7 +43,8 @@ func New(replies []Reply) *Model {
 // reply's class for error replies (the returned Response then still carries
 // the usage); a transient error wrapping context.DeadlineExceeded or an error
 // wrapping context.Canceled when ctx ends first (a ctx already done on entry
-// consumes no reply). Response.Model is left empty.
+// consumes no reply). Response.Model is left empty. The reply's text goes
+// to ctx's model.DeltaFunc, when there is one, as one delta.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if req == nil {
 		return nil, fault.Errorf(fault.Business, "scripted model: nil request")
