@@ -109,7 +109,7 @@ func tree(spans []sdktrace.ReadOnlySpan, keys ...string) []string {
 		}
 		for _, k := range keys {
 			if v, ok := attrs[attribute.Key(k)]; ok {
-				line += fmt.Sprintf(" %s=%s", k, v.Emit())
+				line += fmt.Sprintf(" %s=%s", k, v.String())
 			}
 		}
 		if s.Status().Code == codes.Error {
