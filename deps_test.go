@@ -17,6 +17,9 @@ var heavyModules = []string{
 	"github.com/openai/openai-go",
 	"github.com/anthropics/anthropic-sdk-go",
 	"github.com/xuri/excelize",
+	// the OpenTelemetry SDK and exporters: trace/otel and cmd/rein only
+	"go.opentelemetry.io/otel/sdk",
+	"go.opentelemetry.io/otel/exporters",
 }
 
 // linkNothingHeavy are the packages a library user imports to load and run

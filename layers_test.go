@@ -33,7 +33,7 @@ var ports = []string{"fault", "value", "redact", "flow", "journal", "store", "mo
 var above = []string{"", "project", "runs", "session", "decide", "server", "cmd", "internal/engine", "internal/wire", "internal/agent", "internal/invoke"}
 
 // adapters implement a port; the engine and the ports never import one.
-var adapters = append([]string{"model/provider", "model/scripted", "model/cassette", "tool/exec", "tool/mcp", "trace/jsonl", "trace/slogsink"}, drivers...)
+var adapters = append([]string{"model/provider", "model/scripted", "model/cassette", "tool/exec", "tool/mcp", "trace/jsonl", "trace/slogsink", "trace/otel"}, drivers...)
 
 type listed struct {
 	ImportPath string

@@ -23,6 +23,8 @@ type agentFlags struct {
 	tracePath, output string
 	// jsonLines prints each --output json object on one line (rein chat).
 	jsonLines bool
+	// chat prints each answer without a run report (rein chat).
+	chat bool
 }
 
 func newAgentCmd(s *streams) *cobra.Command {
@@ -35,6 +37,10 @@ unless --config, --script or --model say otherwise) on TASK: each turn the
 model calls tools or answers; rein validates each call, passes it through the
 policy gate, waits for a person where a tool says approval: required, runs it
 and commits the turn before the next one.
+
+The conversation is printed as it happens: the model's text as it is written
+(providers stream), each tool call as one line once it settles, then the
+run's report.
 
 The run is durable like rein run's: rein runs list, show (the transcript),
 resume and approve work on it. A call that waits for a person is the approval
@@ -150,7 +156,14 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false)
+	var watch *live
+	var extra trace.Sink
+	if f.output != "json" {
+		// the conversation as it happens: text as written, calls as they settle
+		watch = newLive(s.out)
+		extra = watch
+	}
+	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +186,17 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 			return nil, err
 		}
 	} else {
-		writeTranscript(s.out, "", rep.Turns)
-		writeResultText(s, res, stepOrder(p.Flow))
+		watch.finish(rep.Turns)
+		if !f.chat {
+			// rein agent: the run's report after its conversation; rein
+			// chat prints the answer only (and what stopped it)
+			// (without its outputs: the answer, printed above as written)
+			report := *res
+			report.Outputs = nil
+			writeResultText(s, &report, stepOrder(p.Flow))
+		} else if res.Error != nil {
+			fmt.Fprintf(s.out, "error (%s): %s\n", res.Error.Class, res.Error.Error())
+		}
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
 	return res, nil

@@ -19,7 +19,7 @@ type chatFlags struct {
 }
 
 func newChatCmd(s *streams) *cobra.Command {
-	f := &chatFlags{agentFlags: agentFlags{jsonLines: true}}
+	f := &chatFlags{agentFlags: agentFlags{jsonLines: true, chat: true}}
 	cmd := &cobra.Command{
 		Use:   "chat DIR --session ID",
 		Short: "Hold a multi-turn conversation with an agent, kept in the store",
@@ -31,7 +31,8 @@ chat with the same --session and --db continues the conversation.
 
 Messages are read from stdin, one per line, until EOF (with a prompt on a
 terminal); --message TEXT sends one message instead. Each answer is printed
-as rein agent prints it; --output json prints the one rein agent --output json
+once, as the model writes it, and each tool call as one line when it settles
+(no run report); --output json prints the one rein agent --output json
 object per answer, each on one line (JSON Lines).
 
 A message whose run waits for a person stops the chat with what it waits on

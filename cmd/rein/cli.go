@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
+	reinotel "github.com/reinhq/rein/trace/otel"
 )
 
 // Exit codes (docs/ARCHITECTURE.md "Exit codes").
@@ -73,6 +74,8 @@ type streams struct {
 	rawOut io.Writer
 	// red is out's redactor, which hide extends.
 	red *redactingWriter
+	// tel is the OpenTelemetry export, when the environment asks for one.
+	tel *reinotel.Telemetry
 }
 
 // hide makes stdout and the error printer hide what red knows as well (a
@@ -93,6 +96,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	red := &redactingWriter{w: escapingWriter{stdout}, red: redact.Process()}
 	s := &streams{in: stdin, out: red, red: red, err: escapingWriter{stderr}, term: stderr, rawIn: stdin, rawOut: stdout}
 	stderr = s.err
+	defer s.setupTelemetry(ctx)()
 	root := newRoot(s)
 	root.SetArgs(args)
 	root.SetIn(stdin)

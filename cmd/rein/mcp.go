@@ -72,7 +72,7 @@ Nothing but JSON-RPC is written to stdout; messages go to stderr.`,
 					if st, _, err = db.open(ctx); err != nil {
 						return nil, err
 					}
-					return rein.Open(ctx, rein.Config{Store: st})
+					return rein.Open(ctx, rein.Config{Store: st, Sink: s.withTelemetry(nil)})
 				},
 			})
 			if ee := (*exitError)(nil); errors.As(err, &ee) { // Loader's or Open's, already worded

@@ -121,7 +121,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 	if f.detach {
 		return f.enqueue(cmd, s, p, st, dsn, input, opts)
 	}
-	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, f.cancelOnInterrupt)
+	res, err := startWatched(ctx, s, p, st, dsn, input, opts, f.tracePath, f.cancelOnInterrupt, nil)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (f *runFlags) run(cmd *cobra.Command, s *streams, path string) error {
 
 // enqueue records the run for a worker (--detach).
 func (f *runFlags) enqueue(cmd *cobra.Command, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions) error {
-	c, err := rein.Open(cmd.Context(), rein.Config{Store: st})
+	c, err := rein.Open(cmd.Context(), rein.Config{Store: st, Sink: s.withTelemetry(nil)})
 	if err != nil {
 		return err
 	}
@@ -163,9 +163,9 @@ func stepOrder(fl *flow.Flow) []string {
 // with tracePath, its events in a JSONL file; a start refused before
 // anything ran is bad usage (exit 2). An interrupted run is finished as
 // afterInterrupt says (cancel: cancel it rather than leave it resumable).
-func startWatched(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions, tracePath string, cancel bool) (*rein.Result, error) {
+func startWatched(ctx context.Context, s *streams, p *project.Project, st store.Store, dsn string, input any, opts *rein.RunOptions, tracePath string, cancel bool, extra trace.Sink) (*rein.Result, error) {
 	progress := newProgress(s.term, p.Flow)
-	sinks := []trace.Sink{progress}
+	sinks := []trace.Sink{progress, extra}
 	var js *jsonl.Sink
 	if tracePath != "" {
 		var err error
@@ -174,7 +174,7 @@ func startWatched(ctx context.Context, s *streams, p *project.Project, st store.
 		}
 		sinks = append(sinks, js)
 	}
-	c, err := rein.Open(ctx, rein.Config{Store: st, Sink: trace.Multi(sinks...)})
+	c, err := rein.Open(ctx, rein.Config{Store: st, Sink: s.withTelemetry(trace.Multi(sinks...))})
 	if err != nil {
 		return nil, err
 	}

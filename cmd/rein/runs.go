@@ -60,6 +60,7 @@ func withRuns(cmd *cobra.Command, s *streams, db *dbFlag, opts *rein.Config, fn 
 	}
 	cfg.Store = st
 	serveWorkflows(cfg.Load, st) // a resumed agent's workflow tools
+	cfg.Sink = s.withTelemetry(cfg.Sink)
 	c, err := rein.Open(cmd.Context(), cfg)
 	if err != nil {
 		return usageErr("--db %s: %v", redactDSN(dsn), err)

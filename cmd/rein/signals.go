@@ -107,7 +107,7 @@ func afterInterrupt(ctx context.Context, s *streams, st store.Store, dsn string,
 		return res, nil
 	}
 	if cancel {
-		c, err := rein.Open(ctx, rein.Config{Store: st})
+		c, err := rein.Open(ctx, rein.Config{Store: st, Sink: s.withTelemetry(nil)})
 		if err != nil {
 			return nil, failed("run %s: %v", res.RunID, err)
 		}

@@ -78,6 +78,7 @@ stderr.`,
 				cfg.Sink = trace.Sink(js)
 			}
 			o.Logf("worker: advancing the ready runs of %s, %d at a time (Ctrl-C to stop)", redactDSN(dsn), o.Concurrency)
+			cfg.Sink = s.withTelemetry(cfg.Sink)
 			c, err := rein.Open(ctx, cfg)
 			if err != nil {
 				return &exitError{code: exitRunFailed, err: err}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -17,6 +18,8 @@ import (
 type Server struct {
 	*httptest.Server
 	Calls atomic.Int32
+	// Streamed counts the requests that asked to stream (stream: true).
+	Streamed atomic.Int32
 }
 
 // Turns starts a server that answers a request holding n assistant
@@ -36,6 +39,7 @@ func Turns(t testing.TB, key string, replies ...string) *Server {
 		}
 		var req struct {
 			Model    string `json:"model"`
+			Stream   bool   `json:"stream"`
 			Messages []struct {
 				Role string `json:"role"`
 			} `json:"messages"`
@@ -48,6 +52,11 @@ func Turns(t testing.TB, key string, replies ...string) *Server {
 			}
 		}
 		model, _ := json.Marshal(req.Model)
+		if req.Stream {
+			s.Streamed.Add(1)
+			stream(w, model, replies[min(turn, len(replies)-1)])
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1,"model":%s,"choices":[{"index":0,"message":%s,"finish_reason":"stop"}],
 			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, s.Calls.Load(), model, replies[min(turn, len(replies)-1)])
@@ -64,4 +73,59 @@ var SupportAgent = []string{
 		{"id":"c2","type":"function","function":{"name":"list_charges","arguments":"{\"order\":\"1042\"}"}}]}`,
 	`{"role":"assistant","content":null,"tool_calls":[{"id":"c3","type":"function","function":{"name":"issue_refund","arguments":"{\"order\":\"1042\",\"charge\":\"ch_2\",\"amount\":59.9}"}}]}`,
 	`{"role":"assistant","content":"I refunded the duplicate charge ch_2."}`,
+}
+
+// stream answers with reply (an assistant message as JSON) as a streamed
+// chat completion: the text word by word, each tool call's id and name in
+// one chunk and its arguments in two, the finish_reason, the usage, and
+// [DONE], each event flushed.
+func stream(w http.ResponseWriter, model []byte, reply string) {
+	var msg struct {
+		Content   *string `json:"content"`
+		ToolCalls []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal([]byte(reply), &msg); err != nil {
+		panic(fmt.Sprintf("chattest: reply %s: %v", reply, err))
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(choices, usage string) {
+		fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-s\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%s,\"choices\":%s,\"usage\":%s}\n\n", model, choices, usage)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	delta := func(d any, finish string) {
+		b, _ := json.Marshal(d)
+		fin := "null"
+		if finish != "" {
+			fin = `"` + finish + `"`
+		}
+		send(fmt.Sprintf(`[{"index":0,"delta":%s,"logprobs":null,"finish_reason":%s}]`, b, fin), "null")
+	}
+	delta(map[string]any{"role": "assistant", "content": ""}, "")
+	if msg.Content != nil {
+		words := strings.SplitAfter(*msg.Content, " ")
+		for _, piece := range words {
+			delta(map[string]any{"content": piece}, "")
+		}
+	}
+	for i, tc := range msg.ToolCalls {
+		args := tc.Function.Arguments
+		delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Function.Name, "arguments": args[:len(args)/2]}}}}, "")
+		delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": args[len(args)/2:]}}}}, "")
+	}
+	finish := "stop"
+	if len(msg.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	delta(map[string]any{}, finish)
+	send("[]", `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`)
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }

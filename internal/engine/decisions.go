@@ -42,7 +42,10 @@ type metered struct {
 func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	c, _ := ctx.Value(scopeKey{}).(*callScope)
 	if c == nil {
-		return mm.m.Generate(ctx, req)
+		sctx, done := streamCall(ctx, req)
+		resp, err := mm.m.Generate(sctx, req)
+		done(err)
+		return resp, err
 	}
 	r, s := c.r, c.step
 	if err := r.budget.LLMCall(); err != nil {
@@ -53,7 +56,9 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 		req.Model = mm.name
 	}
 	start := r.e.cfg.Clock.Now()
-	resp, err := mm.m.Generate(ctx, req)
+	sctx, done := streamCall(ctx, req)
+	resp, err := mm.m.Generate(sctx, req)
+	done(err)
 	ev := trace.Event{Kind: trace.ModelCall, StepID: s.ID, StepType: string(s.Type), Attempt: c.attempt, Model: mm.name,
 		DurationMS: trace.Millis(r.e.cfg.Clock.Now().Sub(start)), Status: "ok", Decision: req.Decision}
 	if resp != nil {

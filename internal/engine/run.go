@@ -194,7 +194,7 @@ func (r *run) begin(parent context.Context) {
 		// tools tell a durable run the process groups they start (onProcess).
 		ctx = tool.WithProcessHook(ctx, r.onProcess)
 	}
-	r.ctx, r.cancel = ctx, cancel
+	r.ctx, r.cancel = r.e.withDeltas(ctx), cancel
 }
 
 func (r *run) end() {

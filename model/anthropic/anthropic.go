@@ -123,7 +123,9 @@ func New(cfg Config) (*Model, error) {
 // format error, and so is a reply with more than model.MaxToolCalls tool
 // calls; refusals, other 4xx and a request model.CheckRequest rejects are
 // business errors. A Response with the usage is returned beside a
-// truncation, refusal or tool-call error.
+// truncation, refusal or tool-call error. When ctx carries a
+// model.DeltaFunc (model.DeltasOf), the reply is streamed and its text
+// handed to it as it arrives; the Response is the same (stream.go).
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	name := m.cfg.Model
 	if name == "" {
@@ -144,6 +146,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		ctx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
 		defer cancel()
 	}
+	if fn := model.DeltasOf(ctx, req); fn != nil {
+		return m.stream(ctx, name, params, ps, fn)
+	}
 	var httpResp *http.Response
 	var msg message
 	// The SDK builds and sends the request; the reply is decoded into the
@@ -158,14 +163,8 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // message is the part of a Messages API message object the adapter reads
 // (field names as in the API reference and sdk.Message).
 type message struct {
-	Model   string `json:"model"`
-	Content []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
-	} `json:"content"`
+	Model       string         `json:"model"`
+	Content     []block        `json:"content"`
 	StopReason  sdk.StopReason `json:"stop_reason"`
 	StopDetails struct {
 		Explanation string `json:"explanation"`
@@ -176,6 +175,15 @@ type message struct {
 		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
+}
+
+// block is one content block of a message.
+type block struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 func (m *Model) response(name string, msg *message, ps *preparedSchema) (*model.Response, error) {

@@ -51,7 +51,8 @@ func NewPlayer(c *Cassette, name string) *Player {
 // message) when one was recorded. A request the cassette does not hold, or
 // holds fewer times than asked, is a business error naming the cassette,
 // the step and the start of the prompt. A ctx already done is returned as
-// its error without consuming an exchange.
+// its error without consuming an exchange. The response's text goes to
+// ctx's model.DeltaFunc, when there is one, as one delta.
 func (p *Player) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if req == nil {
 		return nil, fault.Errorf(fault.Business, "cassette %s: nil request", p.name)
@@ -77,6 +78,8 @@ func (p *Player) Generate(ctx context.Context, req *model.Request) (*model.Respo
 	var resp *model.Response
 	if x.Response != nil {
 		resp = &model.Response{Text: x.Response.Text, ToolCalls: slices.Clone(x.Response.ToolCalls), Usage: x.Response.Usage, Model: x.Response.Model}
+		// the whole reply as one delta: the streaming path, offline.
+		model.SendText(ctx, req, resp.Text)
 	}
 	if x.Error != nil {
 		return resp, fault.Errorf(x.Error.Class, "%s", x.Error.Message)

@@ -135,7 +135,9 @@ func New(cfg Config) (*Model, error) {
 // format error, and so is a reply with more than model.MaxToolCalls tool
 // calls; refusals, other 4xx and a request model.CheckRequest rejects are
 // business errors. A Response with the usage is returned beside a
-// truncation, refusal or tool-call error.
+// truncation, refusal or tool-call error. When ctx carries a
+// model.DeltaFunc (model.DeltasOf), the reply is streamed and its text
+// handed to it as it arrives; the Response is the same (stream.go).
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	name := m.cfg.Model
 	if name == "" {
@@ -156,6 +158,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		ctx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
 		defer cancel()
 	}
+	if fn := model.DeltasOf(ctx, req); fn != nil {
+		return m.stream(ctx, name, params, sh, fn)
+	}
 	var httpResp *http.Response
 	var c completion
 	// The SDK builds and sends the request; the reply is decoded into the
@@ -170,19 +175,22 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // completion is the part of a chat.completion object the adapter reads
 // (field names as in the API reference and sdk.ChatCompletion).
 type completion struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content   string     `json:"content"`
-			Refusal   string     `json:"refusal"`
-			ToolCalls []toolCall `json:"tool_calls"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage struct {
+	Model   string     `json:"model"`
+	Choices []choiceOf `json:"choices"`
+	Usage   struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
 	} `json:"usage"`
+}
+
+// choiceOf is one choice of a completion.
+type choiceOf struct {
+	FinishReason string `json:"finish_reason"`
+	Message      struct {
+		Content   string     `json:"content"`
+		Refusal   string     `json:"refusal"`
+		ToolCalls []toolCall `json:"tool_calls"`
+	} `json:"message"`
 }
 
 func (m *Model) response(name string, c *completion, sh shape) (*model.Response, error) {

@@ -43,7 +43,8 @@ func New(replies []Reply) *Model {
 // reply's class for error replies (the returned Response then still carries
 // the usage); a transient error wrapping context.DeadlineExceeded or an error
 // wrapping context.Canceled when ctx ends first (a ctx already done on entry
-// consumes no reply). Response.Model is left empty.
+// consumes no reply). Response.Model is left empty. The reply's text goes
+// to ctx's model.DeltaFunc, when there is one, as one delta.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if req == nil {
 		return nil, fault.Errorf(fault.Business, "scripted model: nil request")
@@ -70,7 +71,12 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 			return nil, ctxError(ctx, req.StepID)
 		}
 	}
-	return answer(r, i, req.StepID, prompt)
+	resp, err := answer(r, i, req.StepID, prompt)
+	if resp != nil {
+		// the whole reply as one delta: the streaming path, offline.
+		model.SendText(ctx, req, resp.Text)
+	}
+	return resp, err
 }
 
 // pick finds and marks the reply for req; m.mu must be held.

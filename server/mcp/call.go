@@ -25,41 +25,48 @@ import (
 // return is for the protocol only; the tool's own failures and refusals
 // are results with IsError.
 func (s *Server) handler(sv *served) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var args any = map[string]any{}
-		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &args); err != nil {
-				return s.failure(fmt.Errorf("arguments of tool %s are not JSON: %w", sv.spec.Name, err)), nil
-			}
+	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		ctx, span := startCall(ctx, req.Params.Meta, sv.spec.Name)
+		defer func() { endCall(span, res) }()
+		return s.call(ctx, sv, req)
+	}
+}
+
+// call answers one tools/call request (handler's work, inside its span).
+func (s *Server) call(ctx context.Context, sv *served, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args any = map[string]any{}
+	if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return s.failure(fmt.Errorf("arguments of tool %s are not JSON: %w", sv.spec.Name, err)), nil
 		}
-		rec := &callRecorder{ctx: ctx, s: s, spec: &sv.spec}
-		r := &invoke.Request{Tool: sv.tool, Spec: &sv.spec, Args: args, Provenance: s.prov(&sv.spec, args),
-			Input: sv.input, Output: sv.output, Recorder: rec, Pausable: true}
-		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-			// the host's user answered: the call it was asked about, approved or refused.
-			if err := s.answered(req.Params, rec, r); err != nil {
-				return s.failure(err), nil
-			}
-		} else {
-			// The idempotency key is "<ledger run>/<tool>/<n>", n counting
-			// this server's calls (the record's attempt): the ledger's run
-			// id is new in every process, so no two calls share a key.
-			r.At = invoke.Position{RunID: s.ledger.id, StepID: sv.spec.Name, Attempt: int(s.calls.Add(1))}
-		}
-		out, outcome, err := s.pipeline.Call(ctx, r)
-		if outcome == invoke.AwaitingApproval {
-			if !canElicit(req.Session) {
-				err = fault.New(fault.Policy, fmt.Errorf("%w; this MCP host cannot ask its user (its client does not support elicitation), so the call was refused and nothing was done; %s", err, s.instead(sv.spec.Name)))
-				rec.refused(r, err, nil)
-				return s.failure(err), nil
-			}
-			return s.ask(r, err), nil
-		}
-		if err != nil {
+	}
+	rec := &callRecorder{ctx: ctx, s: s, spec: &sv.spec}
+	r := &invoke.Request{Tool: sv.tool, Spec: &sv.spec, Args: args, Provenance: s.prov(&sv.spec, args),
+		Input: sv.input, Output: sv.output, Recorder: rec, Pausable: true}
+	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+		// the host's user answered: the call it was asked about, approved or refused.
+		if err := s.answered(req.Params, rec, r); err != nil {
 			return s.failure(err), nil
 		}
-		return s.answer(out), nil
+	} else {
+		// The idempotency key is "<ledger run>/<tool>/<n>", n counting
+		// this server's calls (the record's attempt): the ledger's run
+		// id is new in every process, so no two calls share a key.
+		r.At = invoke.Position{RunID: s.ledger.id, StepID: sv.spec.Name, Attempt: int(s.calls.Add(1))}
 	}
+	out, outcome, err := s.pipeline.Call(ctx, r)
+	if outcome == invoke.AwaitingApproval {
+		if !canElicit(req.Session) {
+			err = fault.New(fault.Policy, fmt.Errorf("%w; this MCP host cannot ask its user (its client does not support elicitation), so the call was refused and nothing was done; %s", err, s.instead(sv.spec.Name)))
+			rec.refused(r, err, nil)
+			return s.failure(err), nil
+		}
+		return s.ask(r, err), nil
+	}
+	if err != nil {
+		return s.failure(err), nil
+	}
+	return s.answer(out), nil
 }
 
 // canElicit reports whether the client of ss said it can ask its user

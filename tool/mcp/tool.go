@@ -35,9 +35,17 @@ func (t *remoteTool) Call(ctx context.Context, args any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, span, meta := startCall(ctx, t.srv.decl.Name, t.remote)
+	out, err := t.call(ctx, cs, args, meta)
+	endCall(span, err)
+	return out, err
+}
+
+// call makes the tools/call request, with meta as its _meta.
+func (t *remoteTool) call(ctx context.Context, cs *sdk.ClientSession, args any, meta sdk.Meta) (any, error) {
 	cctx, cancel := context.WithTimeout(ctx, t.srv.timeout)
 	defer cancel()
-	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Meta: meta, Name: t.remote, Arguments: args})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

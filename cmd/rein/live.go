@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/trace"
+)
+
+// live is the trace sink that prints an agent run's conversation to
+// stdout as it happens: the text of each turn as the model writes it
+// (trace.DeltaSink: the engine streams the model calls for it), and each
+// tool call as one line once it settles ("  -> tool args -> status:
+// observation"). Deltas come redacted by the engine, events as journaled.
+type live struct {
+	mu sync.Mutex
+	w  io.Writer
+	// mid is true when the last thing written did not end a line.
+	mid bool
+	// streamed holds the turns whose text reached the writer.
+	streamed map[int]bool
+}
+
+func newLive(w io.Writer) *live { return &live{w: w, streamed: map[int]bool{}} }
+
+var _ trace.DeltaSink = (*live)(nil)
+
+// BorrowsEvents marks live as a trace.Borrower: it keeps nothing of an
+// event.
+func (*live) BorrowsEvents() {}
+
+// EmitDelta prints the text of an agent turn as it comes.
+func (l *live) EmitDelta(_ context.Context, d trace.Delta) {
+	if d.Decision != "agent" {
+		return // a flow's llm, route and plan calls are data, not the answer
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.Reset {
+		l.endLine()
+		fmt.Fprintln(l.w, "(the model's reply was cut off; asking again)")
+		delete(l.streamed, d.Turn)
+		return
+	}
+	if d.Text == "" {
+		return
+	}
+	fmt.Fprint(l.w, d.Text)
+	l.mid = d.Text[len(d.Text)-1] != '\n'
+	l.streamed[d.Turn] = true
+}
+
+// Emit prints a settled tool call as one line and ends the line a turn's
+// text left open.
+func (l *live) Emit(_ context.Context, e *trace.Event) {
+	if e.Kind != trace.AgentCall && e.Kind != trace.AgentTurn {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.endLine()
+	if e.Kind != trace.AgentCall {
+		return
+	}
+	var c session.Call
+	if err := json.Unmarshal([]byte(e.Data), &c); err != nil {
+		fmt.Fprintf(l.w, "  -> %s -> %s\n", e.Tool, e.Status)
+		return
+	}
+	writeCall(l.w, "  -> ", &c)
+}
+
+// endLine ends the line the streamed text left open.
+func (l *live) endLine() {
+	if l.mid {
+		fmt.Fprintln(l.w)
+		l.mid = false
+	}
+}
+
+// finish ends the open line, and prints the answer of the run's final turn
+// when none of its text was streamed (a model that does not stream).
+func (l *live) finish(turns []session.Turn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.endLine()
+	if n := len(turns); n > 0 && turns[n-1].Final && !l.streamed[turns[n-1].N] && turns[n-1].Text != "" {
+		fmt.Fprintln(l.w, turns[n-1].Text)
+	}
+}
+
+// writeCall prints one call: tool, arguments, status, the observation's
+// start and why it waits, then its plan run when it ran one.
+func writeCall(w io.Writer, prefix string, c *session.Call) {
+	fmt.Fprintf(w, "%s%s %s -> %s", prefix, c.Tool, clip(c.Args, 120), c.Status)
+	if c.Observation != "" {
+		fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
+	}
+	if c.Reason != "" {
+		fmt.Fprintf(w, " (%s)", c.Reason)
+	}
+	fmt.Fprintln(w)
+	if c.PlanRun != nil {
+		writePlanRun(w, "    ", c.PlanRun)
+	}
+}

@@ -1,0 +1,54 @@
+// Package genai names the OpenTelemetry attributes and values of the
+// semantic conventions for generative AI (gen_ai.*,
+// https://opentelemetry.io/docs/specs/semconv/gen-ai/) and for MCP
+// (mcp.*) that rein's spans carry, with rein's own beside them. They are
+// defined here, as plain strings: the Go semconv packages after v1.41.0
+// no longer carry the gen_ai names. The package imports nothing, so the
+// MCP client and server use it without linking the OpenTelemetry SDK.
+package genai
+
+// GenAI attribute names.
+const (
+	OperationName = "gen_ai.operation.name"
+	ProviderName  = "gen_ai.provider.name"
+	RequestModel  = "gen_ai.request.model"
+	ResponseModel = "gen_ai.response.model"
+	InputTokens   = "gen_ai.usage.input_tokens"
+	OutputTokens  = "gen_ai.usage.output_tokens"
+	AgentName     = "gen_ai.agent.name"
+	WorkflowName  = "gen_ai.workflow.name"
+	ToolName      = "gen_ai.tool.name"
+	ToolCallID    = "gen_ai.tool.call.id"
+	ToolType      = "gen_ai.tool.type"
+	ErrorType     = "error.type"
+)
+
+// gen_ai.operation.name values.
+const (
+	OpInvokeWorkflow = "invoke_workflow"
+	OpInvokeAgent    = "invoke_agent"
+	OpChat           = "chat"
+	OpExecuteTool    = "execute_tool"
+)
+
+// MCP attribute names, and the span name of a tool call: "tools/call
+// {tool}", its trace context in the request's params._meta (traceparent,
+// tracestate: W3C trace context).
+const (
+	MCPMethodName = "mcp.method.name"
+	MCPToolsCall  = "tools/call"
+)
+
+// rein's own attribute names.
+const (
+	RunID    = "rein.run.id"
+	StepID   = "rein.step.id"
+	StepType = "rein.step.type"
+	Attempt  = "rein.attempt"
+	Turn     = "rein.agent.turn"
+	Decision = "rein.decision"
+	Status   = "rein.status"
+	CallKey  = "rein.call.key"
+	// MCPServer is the rein.yaml mcp: name of the server a tool is on.
+	MCPServer = "rein.mcp.server"
+)
