@@ -182,8 +182,9 @@ func (s *Sink) chat(r *runSpans, e *trace.Event) {
 }
 
 // toolCall makes the execute_tool span of a settled tool call record: a
-// flow step's at once; an agent's is kept open for its agent_call event,
-// which names the model's call id.
+// flow step's and an agent's (whose record names the model's call id) at
+// once; an agent's of a journal before version 3 is kept open for its
+// agent_call event, which names the id.
 func (s *Sink) toolCall(r *runSpans, e *trace.Event) {
 	c := e.Call
 	if c == nil || c.Kind != journal.CallTool || !c.Status.Settled() {
@@ -197,13 +198,16 @@ func (s *Sink) toolCall(r *runSpans, e *trace.Event) {
 	attrs := []attribute.KeyValue{attribute.String(AttrOperationName, OpExecuteTool), attribute.String(AttrToolName, s.str(c.Name)),
 		attribute.String(AttrToolType, "function"), attribute.String(AttrRunID, e.RunID), attribute.String(AttrStepID, c.StepID),
 		attribute.Int(AttrAttempt, c.Attempt), attribute.String(AttrCallKey, c.Key), attribute.String(AttrStatus, string(c.Status))}
-	if c.Turn == 0 {
+	switch {
+	case c.Turn == 0:
 		attrs = append(attrs, attribute.String(AttrToolCallID, c.Key))
+	case c.Agent != nil: // an agent's call: its record names the model's call id
+		attrs = append(attrs, attribute.String(AttrToolCallID, s.str(c.Agent.ID)), attribute.Int(AttrTurn, c.Turn))
 	}
 	_, span := s.tracer.Start(r.parent(c.StepID), s.str(OpExecuteTool+" "+c.Name), oteltrace.WithTimestamp(start),
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(attrs...))
 	s.status(span, c.ErrorClass, s.str(c.Error))
-	if c.Turn > 0 {
+	if c.Turn > 0 && c.Agent == nil { // a journal before version 3: its agent_call event names the id
 		if old, ok := r.calls[c.Key]; ok {
 			old.span.End(oteltrace.WithTimestamp(old.end))
 		}
