@@ -7,6 +7,7 @@ import (
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/trace"
 )
 
 // Turn is one model reply of an agent run and what became of its calls
@@ -103,4 +104,12 @@ func (s *Service) Reply(ctx context.Context, res *rein.Result) (*Reply, error) {
 // decode), naming the run.
 func (s *Service) Transcript(ctx context.Context, runID string) ([]Turn, error) {
 	return engine.AgentTranscript(ctx, s.st, runID, project.AgentStep, 0)
+}
+
+// CallOf is the agent's call an event records, with its turn: a call
+// record with an agent part (journal version 3), or an agent_call event
+// of an older journal. ok is false for any other event; err names a
+// record that does not decode.
+func CallOf(ev *trace.Event) (c Call, turn int, ok bool, err error) {
+	return engine.AgentCallOf(ev)
 }

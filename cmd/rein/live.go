@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -54,24 +53,29 @@ func (l *live) EmitDelta(_ context.Context, d trace.Delta) {
 	l.streamed[d.Turn] = true
 }
 
-// Emit prints a settled tool call as one line and ends the line a turn's
-// text left open.
+// Emit prints an agent's tool call as one line once it settled or waits
+// (its call record), and ends the line a turn's text left open.
 func (l *live) Emit(_ context.Context, e *trace.Event) {
-	if e.Kind != trace.AgentCall && e.Kind != trace.AgentTurn {
+	if e.Kind != trace.AgentTurn && e.Kind != trace.CallRecorded && e.Kind != trace.AgentCall {
 		return
+	}
+	var c session.Call
+	if e.Kind != trace.AgentTurn {
+		var ok bool
+		var err error
+		if c, _, ok, err = session.CallOf(e); !ok || err == nil && c.Status == session.StatusChosen {
+			return // not an agent's call, or one not settled yet
+		}
+		if err != nil {
+			c = session.Call{Tool: e.Tool, Status: session.CallStatus(e.Status)}
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.endLine()
-	if e.Kind != trace.AgentCall {
-		return
+	if e.Kind != trace.AgentTurn {
+		writeCall(l.w, "  -> ", &c)
 	}
-	var c session.Call
-	if err := json.Unmarshal([]byte(e.Data), &c); err != nil {
-		fmt.Fprintf(l.w, "  -> %s -> %s\n", e.Tool, e.Status)
-		return
-	}
-	writeCall(l.w, "  -> ", &c)
 }
 
 // endLine ends the line the streamed text left open.
