@@ -581,3 +581,30 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 	}
 	return secrets(cfg, o.getenv()).Join(o.Redactor)
 }
+
+// FolderRedactor is the Redactor Load(path, opts) would give its project,
+// read without loading the flow: the environment's secrets, those of the
+// rein.yaml beside the flow (opts.Config instead, when set: its secrets:,
+// its models' key variables, its encryption keys) and opts.Redactor's.
+// A server of several folders joins them before it loads any, so what a
+// folder's flow makes while it loads (an agent's workflow tool) hides
+// every folder's secrets. A path or rein.yaml that cannot be read adds
+// only the environment's secrets (Load reports the problem).
+func FolderRedactor(path string, opts *LoadOptions) *redact.Redactor {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	cfgPath := o.Config
+	if cfgPath == "" && !o.NoDefaults {
+		if fp, _, err := resolveFlowPath(path); err == nil && exists(filepath.Join(filepath.Dir(fp), ConfigFile)) {
+			cfgPath = filepath.Join(filepath.Dir(fp), ConfigFile)
+		}
+	}
+	var cfg *flow.Config
+	if cfgPath != "" {
+		cfg, _ = flow.LoadConfig(cfgPath)
+	}
+	_, keyText, _ := loadCodec(cfg, o.getenv())
+	return secrets(cfg, o.getenv()).With(keyText...).Join(o.Redactor)
+}
