@@ -582,6 +582,33 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 	return secrets(cfg, o.getenv()).Join(o.Redactor)
 }
 
+// RunCodec is the payload codec of the rein.yaml run was started with
+// (opts.Config instead, when set), which its engine seals with: nil when
+// that rein.yaml has no encryption: or cannot be read (its secrets are
+// then stored redacted only). An error says which key could not be read
+// and where; it holds no key material.
+func RunCodec(run *store.Run, opts *LoadOptions) (*seal.Codec, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	path := o.Config
+	if path == "" {
+		if m, err := MetaOf(run); err == nil {
+			path = m.Config
+		}
+	}
+	if path == "" {
+		return nil, nil
+	}
+	cfg, err := flow.LoadConfig(path)
+	if err != nil {
+		return nil, nil //nolint:nilerr // unreadable: RunRedactor hides its secrets from the environment alone, as here
+	}
+	codec, _, err := loadCodec(cfg, o.getenv())
+	return codec, err
+}
+
 // FolderRedactor is the Redactor Load(path, opts) would give its project,
 // read without loading the flow: the environment's secrets, those of the
 // rein.yaml beside the flow (opts.Config instead, when set: its secrets:,
