@@ -42,7 +42,7 @@ func TestCallStopsSetsidGrandchild(t *testing.T) {
 			pid := readPID(t, pidfile)
 			if !processGone(pid) {
 				t.Errorf("the setsid grandchild %d still runs after the call returned", pid)
-				defer syscall.Kill(pid, syscall.SIGKILL)
+				defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
 			}
 			// The effect was due two seconds after the grandchild started:
 			// had it lived, it would be written by now.
