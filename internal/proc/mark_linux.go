@@ -37,6 +37,15 @@ func Subreaper() error { return subreaper() }
 // user are readable, so only they are found. A process that cleared its
 // environment, or one already gone to a zombie, is not found.
 func StopMarked(mark string, wait time.Duration) (Report, error) {
+	return StopMarkedBelow(0, mark, wait)
+}
+
+// StopMarkedBelow is StopMarked among the descendants of process root
+// alone (0: every process), found through /proc/PID/task/TID/children:
+// for a subreaper (Subreaper), whose orphaned descendants stay its own,
+// StopMarkedBelow(os.Getpid(), …) finds what StopMarked finds, reading a
+// few files instead of every process's.
+func StopMarkedBelow(root int, mark string, wait time.Duration) (Report, error) {
 	if mark == "" {
 		return Report{}, errors.New("stop marked processes: an empty mark would match everything")
 	}
@@ -45,7 +54,7 @@ func StopMarked(mark string, wait time.Duration) (Report, error) {
 	children := map[int]bool{} // killed children of this process, not yet reaped
 	defer func() { reap(children, deadline) }()
 	for {
-		pids, err := marked([]byte(mark))
+		pids, err := marked([]byte(mark), root)
 		if err != nil {
 			return rep, err
 		}
@@ -111,25 +120,35 @@ func parentOf(pid int) (int, error) {
 	return strconv.Atoi(string(f[1]))
 }
 
-// marked lists the live processes whose environment holds mark.
-func marked(mark []byte) ([]int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list /proc: %w", err)
+// marked lists the live processes whose environment holds mark: among
+// the descendants of root, or every process when root is 0.
+func marked(mark []byte, root int) ([]int, error) {
+	var candidates []int
+	if root > 0 {
+		candidates = descendants(root)
+	} else {
+		d, err := os.Open("/proc")
+		if err != nil {
+			return nil, err
+		}
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return nil, fmt.Errorf("list /proc: %w", err)
+		}
+		for _, name := range names {
+			if pid, err := strconv.Atoi(name); err == nil {
+				candidates = append(candidates, pid)
+			}
+		}
 	}
 	self := os.Getpid()
 	var out []int
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
+	for _, pid := range candidates {
+		if pid == self {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		if err != nil || len(env) == 0 {
 			continue // gone, a zombie, or another user's
 		}
@@ -141,4 +160,31 @@ func marked(mark []byte) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// descendants lists the processes below root (children of any of its
+// threads, and theirs), as /proc shows them now.
+func descendants(root int) []int {
+	var out []int
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + task.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for f := range bytes.FieldsSeq(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil && !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -27,3 +27,8 @@ func Subreaper() error { return errors.ErrUnsupported }
 
 // StopMarked cannot read other processes' environments outside Linux.
 func StopMarked(string, time.Duration) (Report, error) { return Report{}, errors.ErrUnsupported }
+
+// StopMarkedBelow cannot read other processes' environments outside Linux.
+func StopMarkedBelow(int, string, time.Duration) (Report, error) {
+	return Report{}, errors.ErrUnsupported
+}

@@ -76,8 +76,10 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	isolate(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 
-	defer pinThread()()  // from before Start until the group is killed
-	_ = proc.Subreaper() // orphans of the call stay rein's (Linux); elsewhere unsupported
+	defer pinThread()() // from before Start until the group is killed
+	// orphans of the call stay rein's (Linux), so what carries the mark is
+	// among rein's descendants; without, any process may be.
+	reaper := proc.Subreaper() == nil
 	if err := cmd.Start(); err != nil {
 		if cerr := t.ctxError(ctx, runCtx, limit, limitBy); cerr != nil {
 			return nil, cerr
@@ -92,7 +94,11 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	werr := cmd.Wait()
 	_ = killGroup(cmd.Process) // stragglers of a program that exited
 	// and those that left the group (setsid, setpgid) but carry the mark
-	_, _ = proc.StopMarked(mark, proc.DefaultWait)
+	if reaper {
+		_, _ = proc.StopMarkedBelow(os.Getpid(), mark, proc.DefaultWait)
+	} else {
+		_, _ = proc.StopMarked(mark, proc.DefaultWait)
+	}
 	if errors.Is(werr, exec.ErrWaitDelay) {
 		werr = nil // the program succeeded; something it left behind held stdout
 	}
