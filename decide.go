@@ -1,15 +1,18 @@
 package rein
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
@@ -87,8 +90,12 @@ func (c *Client) Decide(ctx context.Context, ref, step string, d Decision, opts 
 		return nil, fmt.Errorf("decide step %s of run %s: nothing was recorded: %w", step, run.ID, err)
 	}
 	red := project.RunRedactor(run, &c.load).Join(c.cfg.Redactor)
+	output, comment := red.Bytes(d.Output), red.String(d.Comment)
+	if err := c.sealDecision(ctx, run, step, &d, output, comment); err != nil {
+		return nil, err
+	}
 	a, err := c.st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: run.ID, StepID: step, Status: d.Status,
-		Output: red.Bytes(d.Output), Comment: red.String(d.Comment), DecidedBy: d.By})
+		Output: output, Comment: comment, DecidedBy: d.By})
 	if err != nil {
 		return nil, c.decideErr(ctx, run, step, d.Status, err)
 	}
@@ -107,6 +114,39 @@ func (c *Client) Decide(ctx context.Context, ref, step string, d Decision, opts 
 	}
 	res.Approval, res.NeedsTools = a, out.NeedsTools
 	return res, nil
+}
+
+// sealDecision seals d's output and comment, which are stored redacted
+// (output, comment), when the redaction changed them and the run's
+// rein.yaml has encryption: (project.RunCodec), beside each approval of
+// step still pending, before the decision is stored: a resume then reads
+// what the person wrote (engine.SealBeside). A key that cannot be read
+// refuses the decision, nothing recorded.
+func (c *Client) sealDecision(ctx context.Context, run *store.Run, step string, d *Decision, output []byte, comment string) error {
+	if bytes.Equal(output, d.Output) && comment == d.Comment {
+		return nil
+	}
+	codec, err := project.RunCodec(run, &c.load)
+	if err != nil {
+		return fault.New(fault.Business, fmt.Errorf("decide step %s of run %s: nothing was recorded: the decision holds a secret, which run %s seals at rest, and %w", step, run.ID, run.ID, err))
+	}
+	if codec == nil {
+		return nil // stored redacted only, as the run's own secrets
+	}
+	pending, err := c.st.Approvals(ctx, &store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
+	if err != nil {
+		return fmt.Errorf("decide step %s of run %s: nothing was recorded: %w", step, run.ID, err)
+	}
+	var ps []engine.Payload
+	for _, a := range pending {
+		if a.StepID == step {
+			ps = append(ps, engine.DecisionPayloads(a.ID, d.Output, output, d.Comment, comment)...)
+		}
+	}
+	if err := engine.SealBeside(ctx, c.st, codec, run.ID, ps, time.Now()); err != nil {
+		return fmt.Errorf("decide step %s of run %s: nothing was recorded: %w", step, run.ID, err)
+	}
+	return nil
 }
 
 // decideErr explains why a decision could not be recorded.

@@ -198,7 +198,7 @@ func checkCompensation(reg *tool.Registry, owner string, c *tool.Compensation) [
 		return []string{fmt.Sprintf("tool %q is not registered%s; declare it in rein.yaml tools:, name a tool of a rein.yaml mcp: server as <server>.<tool>, or register it in Go", c.Tool, hint)}
 	}
 	var probs []string
-	for _, p := range fitArgs(c.Tool, t.Spec().InputSchema, c.Args) {
+	for _, p := range fitArgs(c.Tool, t.Spec().InputSchema, c.Args, nil) {
 		probs = append(probs, p.msg)
 	}
 	return probs

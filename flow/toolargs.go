@@ -25,9 +25,11 @@ type argProblem struct {
 // allow, constant values that fit their field's schema, and text with
 // placeholders (always a string once rendered) only where the field may
 // be a string. A placeholder standing alone keeps the type of what it
-// reads, unknown here, and is left to the call. Nothing is reported when
-// in is empty or not an object schema.
-func fitArgs(tool string, in json.RawMessage, args any) []argProblem {
+// reads, unknown here unless typeOf (which may be nil) knows it: a
+// placeholder reading a field an upstream output schema declares has that
+// field's types, and must fit the field's. Nothing is reported when in is
+// empty or not an object schema.
+func fitArgs(tool string, in json.RawMessage, args any, typeOf readTypes) []argProblem {
 	if len(in) == 0 {
 		return nil
 	}
@@ -73,6 +75,13 @@ func fitArgs(tool string, in json.RawMessage, args any) []argProblem {
 			}
 			continue
 		}
+		if text, ok := fields[k].(string); ok && typeOf != nil && single(text) {
+			want := types(ps)
+			if got, from := typeOf(text); len(got) > 0 && len(want) > 0 && !fits(got, want) {
+				probs = append(probs, argProblem{k, fmt.Sprintf("args %q reads %s, which %s declares as %s, and tool %s's input wants %s there", k, text, from, strings.Join(got, " or "), tool, strings.Join(want, " or "))})
+			}
+			continue
+		}
 		if text, ok := fields[k].(string); ok && isText(text) {
 			if want := types(ps); len(want) > 0 && !slices.Contains(want, "string") {
 				probs = append(probs, argProblem{k, fmt.Sprintf("args %q is text with placeholders, so always a string, and tool %s's input wants %s there (a placeholder alone, like \"{step.field}\", passes its value's own type)", k, tool, strings.Join(want, " or "))})
@@ -91,6 +100,68 @@ func fitArgs(tool string, in json.RawMessage, args any) []argProblem {
 		}
 	}
 	return probs
+}
+
+// readTypes returns the JSON types of what a placeholder alone (text)
+// reads and what declares them ("step X's output_schema"), or nil when
+// they are not known.
+type readTypes func(text string) (types []string, from string)
+
+// fits reports whether a value of one of the types got may be one of
+// want (an integer is a number).
+func fits(got, want []string) bool {
+	for _, g := range got {
+		if slices.Contains(want, g) || g == "integer" && slices.Contains(want, "number") {
+			return true
+		}
+	}
+	return false
+}
+
+// outputTypes is the readTypes of a flow being decoded: a placeholder
+// whose root is a plain step (not for_each, not repeat) reads that step's
+// output, typed by its output_schema, else by its tool's; the types are
+// those the schema declares along the path, through properties and
+// items, nil where it says nothing (a $ref, a combinator, no type:).
+func (d *decoder) outputTypes(text string) ([]string, string) {
+	t, err := template.Parse(text)
+	if err != nil || !t.Single() {
+		return nil, ""
+	}
+	path := t.Refs()[0].Path
+	var from *Step
+	for _, src := range d.srcs {
+		if src.step.ID == path[0].Key {
+			from = src.step
+		}
+	}
+	if from == nil || from.ForEach != nil || from.Repeat != nil {
+		return nil, ""
+	}
+	var raw json.RawMessage
+	what := "step " + from.ID + "'s output_schema"
+	switch {
+	case from.OutputSchema != nil:
+		raw = from.OutputSchema.JSON()
+	case from.Type == Tool && from.Tool != "":
+		if spec, ok := d.toolSpec(from.Tool); ok {
+			raw, what = spec.OutputSchema, "tool "+from.Tool+"'s output_schema"
+		}
+	}
+	var node any
+	if len(raw) == 0 || json.Unmarshal(raw, &node) != nil {
+		return nil, ""
+	}
+	for _, seg := range path[1:] {
+		m, _ := node.(map[string]any)
+		if seg.IsIndex {
+			node = m["items"]
+			continue
+		}
+		props, _ := m["properties"].(map[string]any)
+		node = props[seg.Key]
+	}
+	return types(node), what
 }
 
 // isText reports whether s is a template with placeholders that is not one
@@ -155,7 +226,7 @@ func (d *decoder) fitStepArgs(step, tool string, n ast.Node, what string) {
 	if err != nil {
 		return // args reported it
 	}
-	for _, p := range fitArgs(tool, spec.InputSchema, v) {
+	for _, p := range fitArgs(tool, spec.InputSchema, v, d.outputTypes) {
 		at := n
 		if p.key != "" {
 			at = nodeAt(n, "/"+escapeKey(p.key))

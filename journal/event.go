@@ -75,6 +75,10 @@ type Process struct {
 	// Owner is the lease owner of the process that started the tool
 	// (engine.NewOwner: host, PID and PID namespace).
 	Owner string `json:"owner,omitempty"`
+	// Mark is the environment entry (NAME=VALUE) every process of the
+	// tool's call inherits (tool.Process.Mark): what left the group
+	// (setsid) is found by it. "" when the tool sets none.
+	Mark string `json:"mark,omitempty"`
 }
 
 // PreviewBytes is the length to which Event.Preview is cut.
@@ -131,6 +135,7 @@ func AppendEvent(dst []byte, e *Event) []byte {
 		}
 		dst = appendStringField(dst, `,"boot":`, p.Boot)
 		dst = appendStringField(dst, `,"owner":`, p.Owner)
+		dst = appendStringField(dst, `,"mark":`, p.Mark)
 		dst = append(dst, '}')
 	}
 	dst = appendIntField(dst, `,"turn":`, int64(e.Turn))

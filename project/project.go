@@ -581,3 +581,57 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 	}
 	return secrets(cfg, o.getenv()).Join(o.Redactor)
 }
+
+// RunCodec is the payload codec of the rein.yaml run was started with
+// (opts.Config instead, when set), which its engine seals with: nil when
+// that rein.yaml has no encryption: or cannot be read (its secrets are
+// then stored redacted only). An error says which key could not be read
+// and where; it holds no key material.
+func RunCodec(run *store.Run, opts *LoadOptions) (*seal.Codec, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	path := o.Config
+	if path == "" {
+		if m, err := MetaOf(run); err == nil {
+			path = m.Config
+		}
+	}
+	if path == "" {
+		return nil, nil
+	}
+	cfg, err := flow.LoadConfig(path)
+	if err != nil {
+		return nil, nil //nolint:nilerr // unreadable: RunRedactor hides its secrets from the environment alone, as here
+	}
+	codec, _, err := loadCodec(cfg, o.getenv())
+	return codec, err
+}
+
+// FolderRedactor is the Redactor Load(path, opts) would give its project,
+// read without loading the flow: the environment's secrets, those of the
+// rein.yaml beside the flow (opts.Config instead, when set: its secrets:,
+// its models' key variables, its encryption keys) and opts.Redactor's.
+// A server of several folders joins them before it loads any, so what a
+// folder's flow makes while it loads (an agent's workflow tool) hides
+// every folder's secrets. A path or rein.yaml that cannot be read adds
+// only the environment's secrets (Load reports the problem).
+func FolderRedactor(path string, opts *LoadOptions) *redact.Redactor {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	cfgPath := o.Config
+	if cfgPath == "" && !o.NoDefaults {
+		if fp, _, err := resolveFlowPath(path); err == nil && exists(filepath.Join(filepath.Dir(fp), ConfigFile)) {
+			cfgPath = filepath.Join(filepath.Dir(fp), ConfigFile)
+		}
+	}
+	var cfg *flow.Config
+	if cfgPath != "" {
+		cfg, _ = flow.LoadConfig(cfgPath)
+	}
+	_, keyText, _ := loadCodec(cfg, o.getenv())
+	return secrets(cfg, o.getenv()).With(keyText...).Join(o.Redactor)
+}

@@ -212,6 +212,10 @@ type Process struct {
 	// Boot identifies the boot Start counts from (Linux:
 	// /proc/sys/kernel/random/boot_id); "" where unknown.
 	Boot string
+	// Mark is the environment entry (NAME=VALUE) every process of the
+	// call inherits, so that those that left the group (setsid) can be
+	// found and stopped too; "" when the tool sets none.
+	Mark string
 }
 
 // ProcessHook is told about every process group a tool starts. It runs on

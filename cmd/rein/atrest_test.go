@@ -145,3 +145,67 @@ func TestRedactedOutputsWarnAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// With rein.yaml encryption:, what a person writes into a run (a settle's
+// --value, an approval's --comment) that holds a secret is sealed, not
+// only redacted: the resumed run hands a later step the values as written,
+// while the database never holds them in clear.
+func TestEncryptedDecisionsResumeAsWritten(t *testing.T) {
+	// Not parallel: it sets an environment variable.
+	const token, note = "settled-token-8c1f0e4b", "note-token-2d7a9b3e"
+	t.Setenv("DEMO_API_TOKEN", token)
+	t.Setenv("DEMO_NOTE_TOKEN", note)
+	dir, _ := atRestFolder(t, true)
+	use := filepath.Join(dir, "use.json")
+	flowText := `name: decided
+tools:
+  fetch:
+    command: ["sh", "-c", "cat >/dev/null; echo 'the vault is down' >&2; exit 3"]
+    effect: read
+  use:
+    command: ["sh", "-c", "cat > ` + use + `; echo '{\"ok\": true}'"]
+    effect: write
+steps:
+  - {id: fetch, tool: fetch, args: {}, on_error: escalate}
+  - {id: ok, type: approval, requires: [fetch]}
+  - {id: use, tool: use, args: {token: "{fetch.token}", note: "{ok.comment}"}, requires: [ok]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flowText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "rein.db")
+	code, out, stderr := cli(t, "run", dir, "--db", db, "--output", "json")
+	if code != exitWaiting {
+		t.Fatalf("exit %d, want 3\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	var res durableResult
+	decodeOne(t, out, &res)
+	code, out, stderr = cli(t, "runs", "settle", res.RunID, "fetch", "--value", `{"token": "`+token+`"}`, "--db", db)
+	if code != exitWaiting {
+		t.Fatalf("settle: exit %d, want 3 (the approval waits)\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	code, out, stderr = cli(t, "runs", "approve", res.RunID, "ok", "--comment", "use "+note, "--db", db)
+	if code != exitOK {
+		t.Fatalf("approve: exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	got, err := os.ReadFile(use)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{token, "use " + note} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("the resumed run handed use %s, want %q as the person wrote it", got, want)
+		}
+	}
+	for _, f := range []string{db, db + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, leak := range []string{token, note} {
+			if bytes.Contains(b, []byte(leak)) {
+				t.Errorf("%s holds %q in clear", filepath.Base(f), leak)
+			}
+		}
+	}
+}

@@ -69,6 +69,62 @@ steps:
 	}
 }
 
+// TestValidateChecksReadTypes: a placeholder alone that reads a field
+// whose type an upstream step's output_schema (or its tool's) declares is
+// checked against the tool's input_schema too, located at the arg; an
+// integer fits a number, and an undeclared field is left to the call.
+func TestValidateChecksReadTypes(t *testing.T) {
+	t.Parallel()
+	path := writeFlow(t, `name: reads
+tools:
+  quote:
+    command: ["sh", "-c", "cat >/dev/null; echo '{}'"]
+    effect: none
+    output_schema:
+      type: object
+      properties:
+        total: {type: string}
+        count: {type: integer}
+        lines: {type: array, items: {type: object, properties: {sku: {type: number}}}}
+  charge:
+    command: ["sh", "-c", "cat >/dev/null; echo '{}'"]
+    effect: none
+    input_schema:
+      type: object
+      properties:
+        order: {type: string}
+        amount: {type: number}
+steps:
+  - {id: q, tool: quote, args: {}}
+  - id: p
+    tool: charge
+    args: {}
+    output_schema: {type: object, properties: {total: {type: boolean}, free: {}}}
+  - {id: ok, tool: charge, args: {amount: "{q.count}", order: "{q.total}"}, requires: [q]}
+  - {id: free, tool: charge, args: {amount: "{p.free}"}, requires: [p, q]}
+  - {id: bad, tool: charge, args: {amount: "{q.total}"}, requires: [q]}
+  - {id: worse, tool: charge, args: {amount: "{p.total}", order: "{q.lines[0].sku}"}, requires: [p, q]}
+`)
+	code, out, stderr := cli(t, "validate", path)
+	if code != exitUsage {
+		t.Fatalf("validate: exit %d, want 2\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		`flow.yaml:28:44: step bad: args "amount" reads {q.total}, which tool quote's output_schema declares as string, and tool charge's input wants number there`,
+		`flow.yaml:29:46: step worse: args "amount" reads {p.total}, which step p's output_schema declares as boolean, and tool charge's input wants number there`,
+		`flow.yaml:29:66: step worse: args "order" reads {q.lines[0].sku}, which tool quote's output_schema declares as number, and tool charge's input wants string there`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("validate: stderr lacks %s\n%s", want, stderr)
+		}
+	}
+	for _, not := range []string{"step ok", "step free"} {
+		if strings.Contains(stderr, not) {
+			t.Errorf("validate: args that may fit are reported (%s):\n%s", not, stderr)
+		}
+	}
+}
+
 // TestRunChecksToolProgramsFirst: rein run and rein agent refuse, before a
 // run exists, a flow whose step calls an exec tool whose program is not
 // there (exit 2, located in the file that declares the tool, no store

@@ -29,7 +29,7 @@ func (r *run) onProcess(ctx context.Context, p tool.Process) {
 		return
 	}
 	r.record(trace.Event{Kind: trace.ToolProcess, StepID: s.ID, StepType: string(s.Type), Attempt: info.Attempt,
-		Process: trace.Process{PGID: p.PGID, Start: p.Start, Boot: p.Boot, Owner: r.d.owner}})
+		Process: trace.Process{PGID: p.PGID, Start: p.Start, Boot: p.Boot, Owner: r.d.owner, Mark: p.Mark}})
 	r.flush()
 }
 
@@ -84,7 +84,9 @@ const MaxLeftoverRuns = 1000
 // read is skipped and reported in the error, after the others were
 // looked at; groups it cannot check (another machine, a system without
 // /proc) are left to the resume, which says so. What a tool moved out of
-// its group (setsid, setpgid) is not found.
+// its group (setsid, setpgid) is found on Linux by the mark its call's
+// processes inherit (tool.Process.Mark), unless it cleared its
+// environment.
 func StopLeftovers(ctx context.Context, st store.Store) (killed int, err error) {
 	runs, err := st.ListRuns(ctx, &store.ListRunsParams{Status: trace.RunRunning, Limit: MaxLeftoverRuns})
 	if err != nil {
@@ -107,6 +109,9 @@ func StopLeftovers(ctx context.Context, st store.Store) (killed int, err error) 
 			if rep, err := proc.Stop(e.Process.PGID, e.Process.Start, e.Process.Boot, proc.DefaultWait); err == nil && rep.State != proc.Gone && rep.State != proc.Foreign {
 				killed++
 			}
+			if rep, err := stopMarked(e.Process); err == nil && rep.State != proc.Gone {
+				killed++
+			}
 		}
 	}
 	return killed, errors.Join(errs...)
@@ -125,6 +130,34 @@ func leftover(p trace.Process) string {
 	case pid != os.Getpid() && !processGone(pid):
 		return fmt.Sprintf("tool process group %d belongs to process %d, which still runs (its lease ran out): it stops its tools once it finds its lease lost; make sure it did", p.PGID, pid)
 	}
+	said := leftoverGroup(p)
+	if rep, err := stopMarked(p); err == nil && rep.State != proc.Gone {
+		escaped := fmt.Sprintf("%d %s of the call of tool process group %d had left the group (setsid) and still ran: rein killed %s",
+			rep.Found, plural(rep.Found, "process", "processes"), p.PGID, plural(rep.Found, "it", "them"))
+		if rep.State == proc.Stuck {
+			escaped += fmt.Sprintf(", but %d %s still there after %s: make sure it stopped", rep.Left, plural(rep.Left, "is", "are"), proc.DefaultWait)
+		}
+		if said == noneLeft {
+			return escaped
+		}
+		return said + "; " + escaped
+	}
+	return said
+}
+
+// stopMarked stops the processes that still carry the mark of p's call
+// (tool/exec's MarkVar), wherever their group: those that left it. A
+// group of another boot has none left.
+func stopMarked(p trace.Process) (proc.Report, error) {
+	if p.Mark == "" || p.Boot != "" && proc.BootID() != "" && p.Boot != proc.BootID() {
+		return proc.Report{State: proc.Gone}, nil
+	}
+	return proc.StopMarked(p.Mark, proc.DefaultWait)
+}
+
+// leftoverGroup stops what is left of p's process group and says what it
+// found ("" when nothing was left running).
+func leftoverGroup(p trace.Process) string {
 	rep, err := proc.Stop(p.PGID, p.Start, p.Boot, proc.DefaultWait)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):

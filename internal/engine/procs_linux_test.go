@@ -5,7 +5,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,7 +28,23 @@ import (
 // tool.Process.
 func liveGroup(t *testing.T) tool.Process {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & wait")
+	return liveGroupMarked(t, "")
+}
+
+// liveGroupMarked is liveGroup whose processes inherit mark (an
+// environment entry, as tool/exec's calls' do); with a mark, the shell
+// also starts a process that leaves the group (setsid), found once it
+// runs.
+func liveGroupMarked(t *testing.T, mark string) tool.Process {
+	t.Helper()
+	script := "sleep 60 & wait"
+	if mark != "" {
+		script = "setsid sleep 60 & sleep 60 & wait"
+	}
+	cmd := exec.Command("/bin/sh", "-c", script)
+	if mark != "" {
+		cmd.Env = append(os.Environ(), mark)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -45,7 +65,37 @@ func liveGroup(t *testing.T) tool.Process {
 			t.Fatalf("group %d never held the shell and its child", cmd.Process.Pid)
 		}
 	}
-	return tool.Process{PGID: cmd.Process.Pid, Start: start, Boot: proc.BootID()}
+	if mark != "" {
+		for deadline := time.Now().Add(10 * time.Second); len(markedPIDs(t, mark)) < 3; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the setsid process of group %d never ran", cmd.Process.Pid)
+			}
+		}
+	}
+	return tool.Process{PGID: cmd.Process.Pid, Start: start, Boot: proc.BootID(), Mark: mark}
+}
+
+// markedPIDs lists the live processes whose environment holds mark.
+func markedPIDs(t *testing.T, mark string) []int {
+	t.Helper()
+	names, err := filepath.Glob("/proc/[0-9]*/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, n := range names {
+		env, err := os.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == mark {
+				pid, _ := strconv.Atoi(strings.Split(n, "/")[2])
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // leftoverRun runs an idempotent step whose tool reports a live process
@@ -55,9 +105,14 @@ func liveGroup(t *testing.T) tool.Process {
 // unless the first group is gone by then.
 func leftoverRun(t *testing.T) (fx *fixture, st store.Store, dead string, group tool.Process, calls *atomic.Int32) {
 	t.Helper()
+	return leftoverRunOf(t, liveGroup(t))
+}
+
+// leftoverRunOf is leftoverRun whose tool reports group.
+func leftoverRunOf(t *testing.T, group tool.Process) (fx *fixture, st store.Store, dead string, _ tool.Process, calls *atomic.Int32) {
+	t.Helper()
 	st = openSQLite(t)
 	dead = deadOwner(t)
-	group = liveGroup(t)
 	calls = &atomic.Int32{}
 	started := make(chan struct{}, 1)
 	fetch := tool.Func(tool.Spec{Name: "fetch", Effect: tool.EffectRead, Idempotent: true}, func(ctx context.Context, _ any) (any, error) {
@@ -105,6 +160,25 @@ func TestStopLeftoversKillsTheGroupsOfADeadOwner(t *testing.T) {
 	}
 	if killed, err := engine.StopLeftovers(context.Background(), st); err != nil || killed != 0 {
 		t.Fatalf("StopLeftovers again = %d, %v; want nothing left", killed, err)
+	}
+}
+
+// TestStopLeftoversKillsWhatLeftTheGroup: a process of a dead owner's
+// tool call that left the call's group (setsid) is found by the mark the
+// call's processes inherit, and killed with the group.
+func TestStopLeftoversKillsWhatLeftTheGroup(t *testing.T) {
+	t.Parallel()
+	mark := "REIN_CALL_TOKEN=test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	_, st, _, group, _ := leftoverRunOf(t, liveGroupMarked(t, mark))
+	killed, err := engine.StopLeftovers(context.Background(), st)
+	if err != nil || killed != 2 {
+		t.Fatalf("StopLeftovers = %d, %v; want the group and what left it killed", killed, err)
+	}
+	if live, err := proc.Live(group.PGID); err != nil || len(live) != 0 {
+		t.Fatalf("group %d still holds %v (%v)", group.PGID, live, err)
+	}
+	if left := markedPIDs(t, mark); len(left) != 0 {
+		t.Fatalf("processes %v of the call still run", left)
 	}
 }
 

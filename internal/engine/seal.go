@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/journal"
@@ -40,15 +42,79 @@ func (r *run) sealLocked(at string, clear, redacted []byte) {
 // form is redacted, unless the redaction left it as it was (ok false) or
 // it cannot be sealed (over seal.MaxPlainBytes: it stays redacted only).
 func (e *Engine) seal(runID, at string, clear, redacted []byte) (p journal.SealedPayload, ok bool) {
+	return sealWith(e.cfg.Codec, runID, at, clear, redacted)
+}
+
+// sealWith is Engine.seal with codec.
+func sealWith(codec *seal.Codec, runID, at string, clear, redacted []byte) (p journal.SealedPayload, ok bool) {
 	if bytes.Equal(clear, redacted) {
 		return p, false
 	}
 	sum := journal.Digest(redacted)
-	s, err := e.cfg.Codec.Seal(clear, journal.AAD(runID, at, sum))
+	s, err := codec.Seal(clear, journal.AAD(runID, at, sum))
 	if err != nil {
 		return p, false
 	}
 	return journal.SealedPayload{At: at, Redacted: sum, Sealed: s}, true
+}
+
+// Payload is a payload of a run that a caller outside the run's engine
+// stores redacted (a person's decision: a settle's output, a comment):
+// its place, its clear form and the form stored.
+type Payload struct {
+	At              string
+	Clear, Redacted []byte
+}
+
+// DecisionPayloads are the places of a decision on approval id, its
+// output (the settle value) and its comment, for SealBeside.
+func DecisionPayloads(id string, output, redactedOutput []byte, comment, redactedComment string) []Payload {
+	return []Payload{
+		{At: "approval/" + id + "/output", Clear: output, Redacted: redactedOutput},
+		{At: "approval/" + id + "/comment", Clear: []byte(comment), Redacted: []byte(redactedComment)},
+	}
+}
+
+// maxSealTries bounds SealBeside's commits that meet a newer version.
+const maxSealTries = 5
+
+// SealBeside seals with codec those of ps that their redaction changed
+// and commits them in one sealed event of run runID, on its own, as the
+// engine seals a run's own payloads: a resume puts each clear form back
+// in place of the redacted one (approvals' outputs and comments), so it
+// reads what the person wrote. Call it before the redacted payloads are
+// stored, so no resume can read them first. Nothing is written when no
+// payload changed. A commit that meets a newer run version is tried
+// again; errors are the store's.
+func SealBeside(ctx context.Context, st store.Store, codec *seal.Codec, runID string, ps []Payload, now time.Time) error {
+	if codec == nil {
+		return nil
+	}
+	var sealed []journal.SealedPayload
+	for _, p := range ps {
+		if sp, ok := sealWith(codec, runID, p.At, p.Clear, p.Redacted); ok {
+			sealed = append(sealed, sp)
+		}
+	}
+	if len(sealed) == 0 {
+		return nil
+	}
+	data := journal.EncodeSealed(&journal.Sealed{Payloads: sealed})
+	for try := 1; ; try++ {
+		run, err := st.GetRun(ctx, runID)
+		if err != nil {
+			return fmt.Errorf("engine: seal a decision of run %s: %w", runID, err)
+		}
+		t := &store.Transition{RunID: runID, Version: run.Version, Now: now, Events: []*trace.Event{{Seq: run.LastSeq + 1, Time: now,
+			Kind: trace.PayloadsSealed, RunID: runID, Flow: run.Flow, Data: data}}}
+		err = st.Commit(ctx, t)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) || try == maxSealTries {
+			return fmt.Errorf("engine: seal a decision of run %s: %w", runID, err)
+		}
+	}
 }
 
 // begun reports whether a run's journal shows that it started: any event
@@ -285,6 +351,7 @@ func (u unsealed) records(run *store.Run, rows []*store.Step, approvals []*store
 	for _, a := range approvals {
 		a.Args = u.bytes("approval/"+a.ID+"/args", a.Args)
 		a.Output = u.bytes("approval/"+a.ID+"/output", a.Output)
+		a.Comment = u.string("approval/"+a.ID+"/comment", a.Comment)
 	}
 	for _, cs := range calls {
 		for _, c := range cs {

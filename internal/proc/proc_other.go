@@ -21,3 +21,14 @@ func Stop(int, uint64, string, time.Duration) (Report, error) {
 
 // Live cannot list a group's members outside Linux.
 func Live(int) ([]int, error) { return nil, errors.ErrUnsupported }
+
+// Subreaper is Linux's alone.
+func Subreaper() error { return errors.ErrUnsupported }
+
+// StopMarked cannot read other processes' environments outside Linux.
+func StopMarked(string, time.Duration) (Report, error) { return Report{}, errors.ErrUnsupported }
+
+// StopMarkedBelow cannot read other processes' environments outside Linux.
+func StopMarkedBelow(int, string, time.Duration) (Report, error) {
+	return Report{}, errors.ErrUnsupported
+}

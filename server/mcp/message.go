@@ -17,12 +17,23 @@ import (
 type idTable struct {
 	mu   sync.Mutex
 	next int64
-	raw  map[int64][]byte // token → id as sent
-	open map[string]int64 // id as sent → its newest open token (notifications/cancelled)
+	raw  map[int64]openID // token → id as sent
+	open map[string]int64 // scope and id as sent → its newest open token (notifications/cancelled)
 	// answered is closed when the last open request is answered; nil
 	// while none is open.
 	answered chan struct{}
 }
+
+// openID is an open request's id as sent and the key of its entry in
+// idTable.open.
+type openID struct {
+	raw []byte
+	key string
+}
+
+// openKey keys an id in idTable.open: ids are the client's, so one
+// session's (scope's) id never names another session's request.
+func openKey(scope string, raw []byte) string { return scope + "\x00" + string(raw) }
 
 // wait returns once every request given a token is answered, or ctx ends.
 func (t *idTable) wait(ctx context.Context) {
@@ -38,27 +49,29 @@ func (t *idTable) wait(ctx context.Context) {
 	}
 }
 
-// token returns a new token standing for raw until restore takes it.
-func (t *idTable) token(raw []byte) []byte {
+// token returns a new token standing for raw, an id of scope's (a
+// session's), until restore takes it.
+func (t *idTable) token(scope string, raw []byte) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.raw == nil {
-		t.raw, t.open = map[int64][]byte{}, map[string]int64{}
+		t.raw, t.open = map[int64]openID{}, map[string]int64{}
 	}
 	t.next++
 	if len(t.raw) == 0 {
 		t.answered = make(chan struct{})
 	}
-	t.raw[t.next] = append([]byte(nil), raw...)
-	t.open[string(raw)] = t.next
+	key := openKey(scope, raw)
+	t.raw[t.next] = openID{raw: append([]byte(nil), raw...), key: key}
+	t.open[key] = t.next
 	return strconv.AppendInt(nil, t.next, 10)
 }
 
-// find returns the token of the open request whose id is raw.
-func (t *idTable) find(raw []byte) ([]byte, bool) {
+// find returns the token of scope's open request whose id is raw.
+func (t *idTable) find(scope string, raw []byte) ([]byte, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n, ok := t.open[string(raw)]
+	n, ok := t.open[openKey(scope, raw)]
 	if !ok {
 		return nil, false
 	}
@@ -74,19 +87,19 @@ func (t *idTable) restore(token []byte) ([]byte, bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	raw, ok := t.raw[n]
+	id, ok := t.raw[n]
 	if !ok {
 		return nil, false
 	}
 	delete(t.raw, n)
-	if t.open[string(raw)] == n {
-		delete(t.open, string(raw))
+	if t.open[id.key] == n {
+		delete(t.open, id.key)
 	}
 	if len(t.raw) == 0 {
 		close(t.answered)
 		t.answered = nil
 	}
-	return raw, true
+	return id.raw, true
 }
 
 // tooLongMessage is the error message of a message over MaxMessageBytes.
@@ -100,7 +113,11 @@ var tooLongMessage = "Invalid Request: the message is longer than " + strconv.It
 // ids (and the id a notifications/cancelled names, while that request is
 // open), or else the JSON-RPC error answer, carrying the message's id when
 // it could be read.
-func admit(msg []byte, ids *idTable) (pass, answer []byte) {
+func admit(msg []byte, ids *idTable) (pass, answer []byte) { return admitIn(msg, ids, "") }
+
+// admitIn is admit for the messages of one scope (an HTTP session) of a
+// table several scopes share.
+func admitIn(msg []byte, ids *idTable, scope string) (pass, answer []byte) {
 	if len(msg) > MaxMessageBytes {
 		return nil, rpcError(nil, codeInvalidRequest, tooLongMessage)
 	}
@@ -159,14 +176,14 @@ func admit(msg []byte, ids *idTable) (pass, answer []byte) {
 	}
 	if id != nil {
 		mb := m["id"]
-		return splice(msg, mb.start, mb.end, ids.token(id)), nil
+		return splice(msg, mb.start, mb.end, ids.token(scope, id)), nil
 	}
 	if name == "notifications/cancelled" && len(params) > 0 && params[0] == '{' {
 		p := m["params"]
 		if inner, err := scanFrame(params, MaxDepth, MaxValues); err == nil {
 			for _, mb := range inner {
 				if mb.key == "requestId" {
-					if tok, ok := ids.find(params[mb.start:mb.end]); ok {
+					if tok, ok := ids.find(scope, params[mb.start:mb.end]); ok {
 						return splice(msg, p.start+mb.start, p.start+mb.end, tok), nil
 					}
 				}

@@ -118,13 +118,20 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (srv *Server, err e
 		load = *opts.Load
 	}
 	if load.Workflow == nil {
+		// The workflow tools an agent declares are made while its folder
+		// loads: every folder's secrets are joined first, so their tasks
+		// hide them all too.
+		red := load.Redactor
+		for _, d := range opts.Dirs {
+			red = red.Join(project.FolderRedactor(d, &load))
+		}
 		trusted := load.TrustedToolsOnly
 		load.Workflow = func(path string) (tool.Tool, error) {
 			c, err := a.clientFor()
 			if err != nil {
 				return nil, err
 			}
-			return workflowtool.AgentTools(c.Store(), trusted)(path)
+			return workflowtool.AgentToolsHiding(c.Store(), trusted, red)(path)
 		}
 	}
 	loader := opts.Loader

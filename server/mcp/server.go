@@ -1,13 +1,10 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"sort"
 	"sync"
@@ -167,61 +164,6 @@ func annotations(spec tool.Spec) *sdk.ToolAnnotations {
 	destructive := spec.Effect == tool.EffectDestructive
 	open := spec.Effect == tool.EffectExternal || spec.Effect == tool.EffectDestructive
 	return &sdk.ToolAnnotations{ReadOnlyHint: readOnly, DestructiveHint: &destructive, OpenWorldHint: &open, IdempotentHint: spec.Idempotent}
-}
-
-// Handler returns the streamable-HTTP handler (one MCP session per
-// client, all served by s), to mount at /mcp. A call is answered with one
-// application/json body rather than an event stream: rein's tools send no
-// progress notifications, and the round trip costs about half as much.
-//
-// A POST body is checked before the SDK decodes it: one longer than
-// MaxMessageBytes is refused with 413, one that is not JSON or nests
-// deeper than MaxDepth with 400; each with a JSON-RPC error body (-32700
-// or -32600, with the id when it could be read). Request ids are the
-// SDK's: an integer id past int64, or one with a fraction, comes back
-// changed (ServeStdio echoes ids exactly).
-func (s *Server) Handler() http.Handler {
-	return boundedBodies(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{JSONResponse: true}))
-}
-
-// boundedBodies checks each POST body's size and nesting (scanFrame)
-// before next reads it.
-func boundedBodies(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMessageBytes))
-		if err != nil {
-			if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
-				refuseBody(w, http.StatusRequestEntityTooLarge, rpcError(nil, codeInvalidRequest, tooLongMessage))
-				return
-			}
-			refuseBody(w, http.StatusBadRequest, rpcError(nil, codeParseError, "Parse error: the body could not be read: "+err.Error()))
-			return
-		}
-		if _, ferr := scanFrame(body, MaxDepth, MaxValues); ferr != nil {
-			var id []byte
-			if ferr.code != codeParseError {
-				if all, err := scanFrame(body, len(body)+1, len(body)+1); err == nil {
-					id = idOf(body, all)
-				}
-			}
-			refuseBody(w, http.StatusBadRequest, rpcError(id, ferr.code, ferr.msg))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-// refuseBody answers a POST with status and the JSON-RPC error answer.
-func refuseBody(w http.ResponseWriter, status int, answer []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(answer)
 }
 
 // Run serves one session over t (an SDK transport: sdk.StdioTransport,

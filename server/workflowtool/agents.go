@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
@@ -15,7 +16,14 @@ import (
 // sits beside it, and the workflow tools its own agents declare are made
 // the same way. Its error names the folder: "workflow tool of PATH: …".
 func AgentTools(st store.Store, trusted bool) func(path string) (tool.Tool, error) {
-	load := &project.LoadOptions{TrustedToolsOnly: trusted}
+	return AgentToolsHiding(st, trusted, nil)
+}
+
+// AgentToolsHiding is AgentTools whose flows are loaded with red as their
+// LoadOptions.Redactor: red's secrets (a server's other folders') hide in
+// their tasks too, besides each flow's own.
+func AgentToolsHiding(st store.Store, trusted bool, red *redact.Redactor) func(path string) (tool.Tool, error) {
+	load := &project.LoadOptions{TrustedToolsOnly: trusted, Redactor: red}
 	load.Workflow = func(path string) (tool.Tool, error) {
 		w, err := New(path, &Options{Store: st, Load: load})
 		if err != nil {

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +66,8 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	cmd := exec.CommandContext(runCtx, path, t.cfg.Command[1:]...)
 	cmd.Args[0] = t.cfg.Command[0]
 	cmd.Dir = t.cfg.Dir
-	env := t.env(tool.CallInfoFrom(ctx))
+	mark := callMark()
+	env := append(t.env(tool.CallInfoFrom(ctx)), mark)
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout = stdout
@@ -75,6 +77,9 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 
 	defer pinThread()() // from before Start until the group is killed
+	// orphans of the call stay rein's (Linux), so what carries the mark is
+	// among rein's descendants; without, any process may be.
+	reaper := proc.Subreaper() == nil
 	if err := cmd.Start(); err != nil {
 		if cerr := t.ctxError(ctx, runCtx, limit, limitBy); cerr != nil {
 			return nil, cerr
@@ -82,12 +87,18 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 		return nil, t.startError(path, err)
 	}
 	if tool.HasProcessHook(ctx) {
-		p := tool.Process{PGID: cmd.Process.Pid, Boot: proc.BootID()}
+		p := tool.Process{PGID: cmd.Process.Pid, Boot: proc.BootID(), Mark: mark}
 		p.Start, _ = proc.StartTime(p.PGID)
 		tool.ProcessStarted(ctx, p)
 	}
 	werr := cmd.Wait()
 	_ = killGroup(cmd.Process) // stragglers of a program that exited
+	// and those that left the group (setsid, setpgid) but carry the mark
+	if reaper {
+		_, _ = proc.StopMarkedBelow(os.Getpid(), mark, proc.DefaultWait)
+	} else {
+		_, _ = proc.StopMarked(mark, proc.DefaultWait)
+	}
 	if errors.Is(werr, exec.ErrWaitDelay) {
 		werr = nil // the program succeeded; something it left behind held stdout
 	}
@@ -101,6 +112,18 @@ func (t *Tool) Call(ctx context.Context, args any) (any, error) {
 		return nil, t.exitError(werr, redact.FromEnv(env).String(stderr.String()))
 	}
 	return t.decode(stdout.buf.Bytes())
+}
+
+// MarkVar is the variable every process of an exec tool's call inherits,
+// its value unique to the call: when the call ends (it returned, failed,
+// timed out or was cancelled), rein kills every process whose environment
+// still holds it, also those that left the call's process group (setsid).
+// A process that clears its environment is not found.
+const MarkVar = "REIN_CALL_TOKEN"
+
+// callMark is a new call's MarkVar entry.
+func callMark() string {
+	return MarkVar + "=" + rand.Text()
 }
 
 // limit says how long a call may take from now and what sets that limit.

@@ -23,9 +23,15 @@
 // in the call's context is told the group (id, leader start time, boot) as
 // soon as it started, so that it can record it and a later process can
 // stop what is left (the engine does: every rein that opens the store, and
-// a resume before it runs or parks a step). A process that leaves the
-// group (setsid, setpgid) escapes every kill and outlives the call: a
-// program should keep what it spawns in its group and wait for it.
+// a resume before it runs or parks a step). Every process of a call
+// inherits MarkVar (REIN_CALL_TOKEN), unique to the call, also reported
+// to the hook (tool.Process.Mark): on Linux rein makes itself the child
+// subreaper of what it starts, and when the call ends it kills and reaps
+// every process that still holds the mark, those that left the group
+// (setsid, setpgid) included. A process that clears its environment, or
+// any process outside Linux, that leaves the group escapes every kill and
+// outlives the call: a program should keep what it spawns in its group
+// and wait for it.
 // Process groups need a Unix system (Linux is what rein tests on); elsewhere
 // only the direct child is killed, and outside Linux there is no
 // parent-death signal.
