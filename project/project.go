@@ -565,6 +565,17 @@ func exists(path string) bool {
 // those of the rein.yaml the run was started with (opts.Config instead,
 // when set), and opts.Redactor's, as the run's own engine hid them.
 func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
+	o, path := runConfig(run, opts)
+	var cfg *flow.Config
+	if path != "" {
+		cfg, _ = flow.LoadConfig(path) // unreadable: the environment's secrets still go
+	}
+	return secrets(cfg, o.getenv()).Join(o.Redactor)
+}
+
+// runConfig is opts (zero when nil) and the path of the rein.yaml run was
+// started with: opts.Config when set, else the one its meta names.
+func runConfig(run *store.Run, opts *LoadOptions) (LoadOptions, string) {
 	var o LoadOptions
 	if opts != nil {
 		o = *opts
@@ -575,11 +586,7 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 			path = m.Config
 		}
 	}
-	var cfg *flow.Config
-	if path != "" {
-		cfg, _ = flow.LoadConfig(path) // unreadable: the environment's secrets still go
-	}
-	return secrets(cfg, o.getenv()).Join(o.Redactor)
+	return o, path
 }
 
 // RunCodec is the payload codec of the rein.yaml run was started with
@@ -588,16 +595,7 @@ func RunRedactor(run *store.Run, opts *LoadOptions) *redact.Redactor {
 // then stored redacted only). An error says which key could not be read
 // and where; it holds no key material.
 func RunCodec(run *store.Run, opts *LoadOptions) (*seal.Codec, error) {
-	var o LoadOptions
-	if opts != nil {
-		o = *opts
-	}
-	path := o.Config
-	if path == "" {
-		if m, err := MetaOf(run); err == nil {
-			path = m.Config
-		}
-	}
+	o, path := runConfig(run, opts)
 	if path == "" {
 		return nil, nil
 	}

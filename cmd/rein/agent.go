@@ -253,18 +253,9 @@ func writeTranscript(w io.Writer, prefix string, turns []session.Turn) {
 			continue
 		}
 		fmt.Fprintln(w)
-		for _, c := range t.Calls {
-			fmt.Fprintf(w, "%s  call %d %s %s -> %s", prefix, c.Index, c.Tool, clip(c.Args, 120), c.Status)
-			if c.Observation != "" {
-				fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
-			}
-			if c.Reason != "" {
-				fmt.Fprintf(w, " (%s)", c.Reason)
-			}
-			fmt.Fprintln(w)
-			if c.PlanRun != nil {
-				writePlanRun(w, prefix+"    ", c.PlanRun)
-			}
+		for i := range t.Calls {
+			c := &t.Calls[i]
+			writeCall(w, fmt.Sprintf("%s  call %d ", prefix, c.Index), prefix+"    ", c)
 		}
 	}
 }

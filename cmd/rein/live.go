@@ -74,7 +74,7 @@ func (l *live) Emit(_ context.Context, e *trace.Event) {
 	defer l.mu.Unlock()
 	l.endLine()
 	if e.Kind != trace.AgentTurn {
-		writeCall(l.w, "  -> ", &c)
+		writeCall(l.w, "  -> ", "    ", &c)
 	}
 }
 
@@ -97,9 +97,10 @@ func (l *live) finish(turns []session.Turn) {
 	}
 }
 
-// writeCall prints one call: tool, arguments, status, the observation's
-// start and why it waits, then its plan run when it ran one.
-func writeCall(w io.Writer, prefix string, c *session.Call) {
+// writeCall prints one call after prefix: tool, arguments, status, the
+// observation's start and why it waits, then its plan run (indented by
+// planPrefix) when it ran one.
+func writeCall(w io.Writer, prefix, planPrefix string, c *session.Call) {
 	fmt.Fprintf(w, "%s%s %s -> %s", prefix, c.Tool, clip(c.Args, 120), c.Status)
 	if c.Observation != "" {
 		fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
@@ -109,6 +110,6 @@ func writeCall(w io.Writer, prefix string, c *session.Call) {
 	}
 	fmt.Fprintln(w)
 	if c.PlanRun != nil {
-		writePlanRun(w, "    ", c.PlanRun)
+		writePlanRun(w, planPrefix, c.PlanRun)
 	}
 }
