@@ -23,7 +23,7 @@ const tracerName = "github.com/reinhq/rein/server/mcp"
 // are in that span.
 func startCall(ctx context.Context, meta sdk.Meta, tool string) (context.Context, oteltrace.Span) {
 	if len(meta) > 0 {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, metaCarrier(meta))
+		ctx = otel.GetTextMapPropagator().Extract(ctx, genai.MetaCarrier(meta))
 	}
 	return otel.Tracer(tracerName).Start(ctx, genai.MCPToolsCall+" "+tool, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
 		oteltrace.WithAttributes(attribute.String(genai.MCPMethodName, genai.MCPToolsCall), attribute.String(genai.OperationName, genai.OpExecuteTool),
@@ -44,22 +44,4 @@ func endCall(span oteltrace.Span, res *sdk.CallToolResult) {
 		span.SetStatus(codes.Error, msg)
 	}
 	span.End()
-}
-
-// metaCarrier is a request's _meta as a propagation.TextMapCarrier.
-type metaCarrier map[string]any
-
-func (m metaCarrier) Get(key string) string {
-	s, _ := m[key].(string)
-	return s
-}
-
-func (m metaCarrier) Set(key, value string) { m[key] = value }
-
-func (m metaCarrier) Keys() []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

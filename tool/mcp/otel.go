@@ -25,7 +25,7 @@ func startCall(ctx context.Context, server, tool string) (context.Context, otelt
 	ctx, span := otel.Tracer(tracerName).Start(ctx, genai.MCPToolsCall+" "+tool, oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 		oteltrace.WithAttributes(attribute.String(genai.MCPMethodName, genai.MCPToolsCall), attribute.String(genai.OperationName, genai.OpExecuteTool),
 			attribute.String(genai.ToolName, tool), attribute.String(genai.MCPServer, server)))
-	carrier := metaCarrier{}
+	carrier := genai.MetaCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	if len(carrier) == 0 {
 		return ctx, span, nil
@@ -39,22 +39,4 @@ func endCall(span oteltrace.Span, err error) {
 		span.SetStatus(codes.Error, redact.Process().Message(err.Error()))
 	}
 	span.End()
-}
-
-// metaCarrier is a request's _meta as a propagation.TextMapCarrier.
-type metaCarrier map[string]any
-
-func (m metaCarrier) Get(key string) string {
-	s, _ := m[key].(string)
-	return s
-}
-
-func (m metaCarrier) Set(key, value string) { m[key] = value }
-
-func (m metaCarrier) Keys() []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -52,3 +52,26 @@ const (
 	// MCPServer is the rein.yaml mcp: name of the server a tool is on.
 	MCPServer = "rein.mcp.server"
 )
+
+// MetaCarrier is an MCP request's params._meta as an OpenTelemetry
+// propagation.TextMapCarrier: the W3C trace context (traceparent,
+// tracestate) travels in it from rein's MCP client to an MCP server.
+type MetaCarrier map[string]any
+
+// Get is the string value of key ("" when absent or not a string).
+func (m MetaCarrier) Get(key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// Set sets key to value.
+func (m MetaCarrier) Set(key, value string) { m[key] = value }
+
+// Keys lists the keys, in no particular order.
+func (m MetaCarrier) Keys() []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
