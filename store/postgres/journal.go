@@ -67,10 +67,9 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 // not decode is store.ErrDamaged.
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 	what := "read steps of run " + runID
-	var last []journal.StoredStep
+	var fold records.LastSteps
 	err := again(ctx, true, func() error {
-		last = last[:0]
-		index := map[string]int{}
+		fold = records.LastSteps{}
 		q, err := s.db.QueryContext(ctx, `SELECT step_id, version, record, output, input, error FROM rein_records
 			WHERE run_id = $1 AND record IS NOT NULL ORDER BY id`, runID)
 		if err != nil {
@@ -88,18 +87,14 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) 
 				sf.StepID = *stepID
 			}
 			sf.Version = uint64(max(version, 0))
-			if i, ok := index[sf.StepID]; ok {
-				last[i] = sf
-				continue
-			}
-			index[sf.StepID] = len(last)
-			last = append(last, sf)
+			fold.Add(sf)
 		}
 		return q.Err()
 	})
 	if err != nil {
 		return nil, mapErr(what, err)
 	}
+	last := fold.List()
 	if len(last) == 0 {
 		return nil, s.runExists(ctx, what, runID)
 	}

@@ -448,10 +448,7 @@ func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err e
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var (
-		last  []journal.StoredStep
-		index = map[string]int{}
-	)
+	var fold records.LastSteps
 	for rows.Next() {
 		var (
 			id, version int64
@@ -461,17 +458,13 @@ func (s *Store) Steps(ctx context.Context, runID string) (_ []*store.Step, err e
 			return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 		}
 		sf.Version = uint64(max(version, 0))
-		if i, ok := index[sf.StepID]; ok {
-			last[i] = sf
-			continue
-		}
-		index[sf.StepID] = len(last)
-		last = append(last, sf)
+		fold.Add(sf)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: steps of run %s: %w", runID, err)
 	}
 	rows.Close()
+	last := fold.List()
 	if len(last) == 0 {
 		return nil, s.notFoundUnlessExists(ctx, "steps", runID)
 	}

@@ -125,3 +125,28 @@ func Damaged(prefix string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %w", store.ErrDamaged, prefix, err)
 }
+
+// LastSteps folds a run's step records read in journal order into the
+// last record of each step, in the order the steps were first written
+// (the one a Steps read decodes). The zero value is ready to use.
+type LastSteps struct {
+	index map[string]int
+	list  []journal.StoredStep
+}
+
+// Add takes the next record; a later record of a step replaces its earlier
+// one in place.
+func (l *LastSteps) Add(sf journal.StoredStep) {
+	if i, ok := l.index[sf.StepID]; ok {
+		l.list[i] = sf
+		return
+	}
+	if l.index == nil {
+		l.index = map[string]int{}
+	}
+	l.index[sf.StepID] = len(l.list)
+	l.list = append(l.list, sf)
+}
+
+// List is each step's last record, in first-written order.
+func (l *LastSteps) List() []journal.StoredStep { return l.list }
