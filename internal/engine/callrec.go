@@ -21,7 +21,8 @@ import (
 
 // Call records (journal.Call, a call event each) hold the story of each
 // call the run records: every call of a for_each item (tool or model,
-// fallbacks included) and of a plan step, with the plan itself as the
+// fallbacks included), of a repeat round (a tool's), of a step's fallback
+// tool and of a plan step, with the plan itself as the
 // record of the planner's answer — what a resume continues a half-done
 // step from — and every other call the gate decided on or that reached a
 // tool with an effect (a tool step's, a repeat round's, an agent's, a
@@ -40,20 +41,14 @@ import (
 // or saga carried on after a crash never makes a settled one again.
 
 // wantsCall reports whether a call at at gets a record: a call of a
-// for_each item or a plan step, or the fallback tool of a plan step (a
-// resumed plan step must know whether its fallback ran).
+// for_each item, a repeat round or a plan step, or a step's fallback tool
+// (a resumed step must know where its loop was and whether its fallback
+// ran).
 func (r *run) wantsCall(at *invoke.Position) bool {
 	if !r.d.on || at.Turn != 0 {
 		return false
 	}
-	if at.ForEach || at.PlanStep != "" {
-		return true
-	}
-	if at.Fallback {
-		s := r.f.StepByID(at.StepID)
-		return s != nil && s.Type == flow.Plan
-	}
-	return false
+	return at.ForEach || at.PlanStep != "" || at.Round > 0 || at.Fallback
 }
 
 var _ invoke.Starter = (*callRecorder)(nil)

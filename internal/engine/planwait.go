@@ -50,7 +50,7 @@ func (r *run) restorePlanWait(i int, row *store.Step, approvals []*store.Approva
 	if latest == nil {
 		return nil
 	}
-	if _, err := r.resumeCalls(i, calls); err != nil {
+	if _, _, err := r.resumeCalls(i, calls); err != nil {
 		return err
 	}
 	p := r.d.progress[i]

@@ -19,21 +19,20 @@ import (
 // that has not answered by then cannot say, and a person decides.
 const CheckTimeout = time.Minute
 
-// checker returns the check of step i's tool when the step is a tool step
-// outside a repeat loop (a plain one, or a for_each one) whose tool, or
-// whose fallback tool, declares one (check:, or tool.WithCheck); nil
-// otherwise.
+// checker returns a check of step i's calls when its tool (a tool step's,
+// plain, for_each or repeat) or its fallback tool declares one (check:,
+// or tool.WithCheck); nil otherwise.
 func (r *run) checker(i int) tool.Checker {
 	s := r.f.Steps[i]
-	if s.Type != flow.Tool || s.Repeat != nil || r.b.tools[i] == nil {
-		return nil
+	if s.Type == flow.Tool && r.b.tools[i] != nil {
+		if ck, ok := r.b.tools[i].(tool.Checker); ok {
+			return ck
+		}
 	}
-	if ck, ok := r.b.tools[i].(tool.Checker); ok {
-		return ck
-	}
-	if s.ForEach != nil && r.b.fbTool[i] != nil {
-		ck, _ := r.b.fbTool[i].(tool.Checker)
-		return ck
+	if s.Fallback != nil && i < len(r.b.fbTool) && r.b.fbTool[i] != nil {
+		if ck, ok := r.b.fbTool[i].(tool.Checker); ok {
+			return ck
+		}
 	}
 	return nil
 }
@@ -42,7 +41,8 @@ func (r *run) checker(i int) tool.Checker {
 // (invoke.Resolve, through askCheck): step i was found in flight after a
 // crash (a plain tool step that is not idempotent, a for_each step whose
 // records show item calls — or their fallbacks' — started and never
-// settled, a plan step whose plan's calls are so), and it reports whether
+// settled, a plan step whose plan's calls are so, a repeat step's round,
+// the fallback of a step outside for_each), and it reports whether
 // that settled the question without a person:
 //
 //   - a call happened: it is recorded as succeeded with the output the
@@ -60,14 +60,18 @@ func (r *run) checker(i int) tool.Checker {
 // requeued reports that the step goes back to the ready queue (the caller
 // seeds the machine once).
 func (r *run) reconcile(i int) (settled, requeued bool) {
-	if r.f.Steps[i].Type == flow.Plan {
-		return r.reconcilePlan(i)
-	}
-	if r.checker(i) == nil {
-		return false, false
-	}
 	s := r.f.Steps[i]
 	p := r.d.progress[i]
+	switch {
+	case p != nil && p.fb != nil && !p.fb.done:
+		return r.reconcileFallback(i)
+	case s.Type == flow.Plan:
+		return r.reconcilePlan(i)
+	case r.checker(i) == nil:
+		return false, false
+	case s.Repeat != nil:
+		return r.reconcileRound(i)
+	}
 	if s.ForEach != nil && (p == nil || len(p.inDoubt) == 0 || len(p.inDoubt) != len(p.doubt)) {
 		return false, false
 	}
@@ -253,6 +257,87 @@ func (r *run) reconcilePlan(i int) (settled, requeued bool) {
 	}
 	r.m.Requeue(i)
 	r.d.firstAttempt[i] = max(r.steps[i].attempts, 1)
+	return true, true
+}
+
+// reconcileFallback is reconcile for step i (outside for_each) whose
+// fallback call is in doubt: its fallback tool's check is asked, with the
+// args the fallback was made with (fallback.args rendered, or the step's);
+// it happened → the step falls back with the check's output; it did not,
+// and may be made again → the step goes straight to its fallback, made
+// again with the same key. Its own call had failed for good: it is not
+// made again either way.
+func (r *run) reconcileFallback(i int) (settled, requeued bool) {
+	s := r.f.Steps[i]
+	p := r.d.progress[i]
+	if len(p.inDoubt) != 1 || len(p.doubt) != 1 || s.Fallback == nil || i >= len(r.b.fbTool) || r.b.fbTool[i] == nil {
+		return false, false
+	}
+	c, t := p.fb.call, r.b.fbTool[i]
+	j := r.prepare(i)
+	if j.renderErr != nil {
+		return false, false
+	}
+	args := j.in.args
+	if s.Fallback.Args != nil {
+		a, err := s.Fallback.Args.RenderBounded(j.scope, &template.Bounds{Ctx: r.ctx, MaxBytes: s.MaxInputBytes})
+		if err != nil {
+			return false, false
+		}
+		args = a
+	}
+	spec := t.Spec()
+	at := invoke.Position{RunID: r.id, StepID: s.ID, Fallback: true, Attempt: c.Attempt}
+	out, happened, ok := r.askCheck(i, t, s.Fallback.Tool, &spec, at, c.Key, args)
+	if !ok {
+		return false, false
+	}
+	if happened {
+		p.fb.out, p.fb.done = out, true
+	} else {
+		p.fb.again = true
+	}
+	r.m.Requeue(i)
+	r.d.firstAttempt[i] = max(r.steps[i].attempts, 1)
+	return true, true
+}
+
+// reconcileRound is reconcile for repeat step i whose round after the
+// last settled one is in doubt: its tool's check is asked with the args
+// that round was made with (rendered as the loop rendered them: previous,
+// iteration, the last round's output); it happened → the round counts as
+// settled with the check's output, and the loop goes on from the next;
+// it did not, and may be made again → the loop goes on from that round,
+// made again with the same attempt and key.
+func (r *run) reconcileRound(i int) (settled, requeued bool) {
+	s := r.f.Steps[i]
+	p := r.d.progress[i]
+	if p == nil || len(p.inDoubt) != 1 || len(p.doubt) != 1 || r.b.tools[i] == nil {
+		return false, false
+	}
+	c := p.inDoubt[0]
+	j := r.prepare(i)
+	if j.renderErr != nil {
+		return false, false
+	}
+	var last any
+	if n := len(p.rounds); n > 0 {
+		last = p.rounds[n-1]
+	}
+	in, err := r.roundInput(r.ctx, j, c.Round-1, last, len(p.rounds) > 0)
+	if err != nil {
+		return false, false
+	}
+	at := invoke.Position{RunID: r.id, StepID: s.ID, Round: c.Round, Attempt: c.Attempt}
+	out, happened, ok := r.askCheck(i, r.b.tools[i], s.Tool, &r.b.specs[i], at, c.Key, in.args)
+	if !ok {
+		return false, false
+	}
+	if happened {
+		p.rounds = append(p.rounds, out)
+	}
+	r.m.Requeue(i)
+	r.d.firstAttempt[i] = max(c.Attempt, 1)
 	return true, true
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
@@ -82,8 +84,13 @@ func reconcileTools(dir, dieOn, mode string) *tool.Registry {
 	down := tool.Func(tool.Spec{Name: "down", Effect: tool.EffectNone}, func(context.Context, any) (any, error) {
 		return nil, fault.New(fault.Business, errors.New("down"))
 	})
+	// downsafe fails too, and says it is idempotent: a step of it found in
+	// flight would run again unasked, were its fallback not recorded.
+	downsafe := tool.Func(tool.Spec{Name: "downsafe", Effect: tool.EffectNone, Idempotent: true}, func(context.Context, any) (any, error) {
+		return nil, fault.New(fault.Business, errors.New("down"))
+	})
 	reg := &tool.Registry{}
-	for _, t := range []tool.Tool{checked, note, down} {
+	for _, t := range []tool.Tool{checked, note, down, downsafe} {
 		if err := reg.Register(t); err != nil {
 			panic(err)
 		}
@@ -115,6 +122,45 @@ steps:
     fallback: {tool: refund}
 `
 
+// reconcileRepeatFlow refunds o-0, o-1 and o-2, a repeat round each (the
+// kill on o-1 leaves round 2 in doubt).
+const reconcileRepeatFlow = `name: refunds_repeat
+steps:
+  - id: refund
+    tool: refund
+    repeat: {until: "iteration >= 2", max: 5}
+    args: {order: "o-{iteration}", cents: 500}
+`
+
+// reconcileStepFallbackFlow: the step's own tool fails (and is
+// idempotent), its fallback makes the refund.
+const reconcileStepFallbackFlow = `name: refunds_step_fallback
+steps:
+  - {id: refund, tool: downsafe, args: {order: "o-1", cents: 500}, on_error: fallback, fallback: {tool: refund}}
+  - {id: after, tool: note, args: {refund: "{refund.refund_id}"}}
+`
+
+// reconcilePlanFallbackFlow: the plan step's planner has no answer (the
+// step fails), its fallback makes the refund.
+const reconcilePlanFallbackFlow = `name: refunds_plan_fallback
+steps:
+  - id: refund
+    type: plan
+    model: m
+    goal: "refund o-1"
+    tools: [refund]
+    on_error: fallback
+    fallback: {tool: refund, args: {order: "o-1", cents: 500}}
+  - {id: after, tool: note, args: {refund: "{refund.refund_id}"}}
+`
+
+// reconcileModels answers nothing: a plan step's planner fails.
+func reconcileModels() *model.Registry {
+	reg := &model.Registry{}
+	reg.SetFallback(scripted.New(nil))
+	return reg
+}
+
 func reconcileFlowFor(t testing.TB, reg *tool.Registry, child string) *flow.Flow {
 	t.Helper()
 	text := strings.Replace(reconcileFlow, "%s", "", 1)
@@ -125,8 +171,14 @@ func reconcileFlowFor(t testing.TB, reg *tool.Registry, child string) *flow.Flow
 		text = reconcileEachFlow
 	case "fallback":
 		text = reconcileFallbackFlow
+	case "repeat":
+		text = reconcileRepeatFlow
+	case "stepfallback":
+		text = reconcileStepFallbackFlow
+	case "planfallback":
+		text = reconcilePlanFallbackFlow
 	}
-	f, err := flow.Parse([]byte(text), "refunds.yaml", &flow.Options{Tools: specsOf(reg)})
+	f, err := flow.Parse([]byte(text), "refunds.yaml", &flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +204,7 @@ func TestReconcileChild(t *testing.T) {
 		dieOn = "o-2"
 	}
 	reg := reconcileTools(dir, dieOn, "")
-	e := engine.New(engine.Config{Tools: reg, Store: st})
+	e := engine.New(engine.Config{Tools: reg, Models: reconcileModels(), Store: st})
 	f := reconcileFlowFor(t, reg, mode)
 	res, err := e.Run(ctx, f, nil, &engine.RunOptions{RunID: "refund-run"})
 	if mode == "approved" && err == nil && res.Status == trace.RunWaiting {
@@ -301,5 +353,117 @@ func TestResumeReconcilesAPlanStep(t *testing.T) {
 	}
 	if strings.Join(reconciled, ",") != "b "+journal.ReconciledHappened {
 		t.Fatalf("reconciled records %v", reconciled)
+	}
+}
+
+// TestResumeReconcilesRoundsAndFallbacks: the same rule for a repeat
+// round and for the fallback of a plain step and of a plan step, each
+// killed mid-call (a real SIGKILL of a child process between the refund
+// and its record). The round's call record says which round was in
+// doubt: the loop goes on from there, its settled rounds kept; a
+// fallback's record says the step's own call had failed for good, so
+// only the fallback is decided (and made again, never the step's call).
+// The refund ledger counts the executions.
+func TestResumeReconcilesRoundsAndFallbacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	t.Parallel()
+	cases := []struct {
+		name, child, mode string
+		status            trace.RunStatus
+		refunds           int
+		reconciled, asked string
+		// approve: a person approves the call in doubt, and the run is
+		// resumed again: it must then succeed with refunds+1 in all.
+		approve bool
+	}{
+		{"repeat round happened", "repeat", "ledger", trace.RunSucceeded, 3, journal.ReconciledHappened, "", false},
+		{"repeat round did not", "repeat", "no", trace.RunWaiting, 2, journal.ReconciledNotHappened, "check found that the call refund-run/refund#2/1 did not take effect", true},
+		{"repeat round cannot say", "repeat", "fail", trace.RunWaiting, 2, "", "could not say whether the call refund-run/refund#2/1 took effect", true},
+		{"step fallback happened", "stepfallback", "ledger", trace.RunSucceeded, 1, journal.ReconciledHappened, "", false},
+		{"step fallback did not", "stepfallback", "no", trace.RunWaiting, 1, journal.ReconciledNotHappened, "check found that the call refund-run/refund/fallback/1 did not take effect", true},
+		{"plan fallback happened", "planfallback", "ledger", trace.RunSucceeded, 1, journal.ReconciledHappened, "", false},
+		{"plan fallback cannot say", "planfallback", "fail", trace.RunWaiting, 1, "", "could not say whether the call refund-run/refund/fallback/1 took effect", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, st := killedChild(t, "TestReconcileChild", "REIN_RECONCILE="+tc.child)
+			ctx := context.Background()
+			reg := reconcileTools(dir, "", tc.mode)
+			f := reconcileFlowFor(t, reg, tc.child)
+			e := engine.New(engine.Config{Tools: reg, Models: reconcileModels(), Store: st, Clock: pastLease(t, st, "refund-run")})
+			res, err := e.Resume(ctx, f, "refund-run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.status {
+				t.Fatalf("after resume: %s (%+v), pending %+v; want %s", res.Status, res.Error, res.Pending, tc.status)
+			}
+			ledger := filepath.Join(dir, "ledger")
+			keys := readLines(t, ledger)
+			if len(keys) != tc.refunds || len(slices.Compact(slices.Sorted(slices.Values(keys)))) != tc.refunds {
+				t.Fatalf("ledger %v: want %d refunds, each key once", keys, tc.refunds)
+			}
+			calls, err := st.Calls(ctx, "refund-run", "refund")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reconciled []string
+			for _, c := range calls {
+				if c.Reconciled != "" {
+					reconciled = append(reconciled, c.Reconciled)
+				}
+			}
+			if tc.reconciled != "" && (len(reconciled) != 1 || reconciled[0] != tc.reconciled) {
+				t.Fatalf("call records of refund say reconciled %v, want %q", reconciled, tc.reconciled)
+			}
+			if tc.status == trace.RunWaiting {
+				if res.Steps["refund"].Status != trace.StepUnknown || len(res.Pending) != 1 || !strings.Contains(res.Pending[0].Message, tc.asked) {
+					t.Fatalf("refund %s, pending %+v: want a person asked, told %q", res.Steps["refund"].Status, res.Pending, tc.asked)
+				}
+				if !tc.approve {
+					return
+				}
+				if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "refund-run", StepID: "refund", Status: store.ApprovalApproved, DecidedBy: "ann"}); err != nil {
+					t.Fatal(err)
+				}
+				if res, err = e.Resume(ctx, f, "refund-run"); err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != trace.RunSucceeded {
+					t.Fatalf("after approval: %s (%+v)", res.Status, res.Error)
+				}
+				keys = readLines(t, ledger)
+				// the call in doubt made once more — a round at its next
+				// attempt (a new key), a fallback with its one key (its
+				// step's call failed for good and is not made again) —
+				// and round 3, which had not been made.
+				want, distinct := tc.refunds+1, tc.refunds
+				if tc.child == "repeat" {
+					want, distinct = want+1, want+1
+				}
+				if len(keys) != want || len(slices.Compact(slices.Sorted(slices.Values(keys)))) != distinct {
+					t.Fatalf("after approval the ledger holds %v: want the call in doubt made once more, and only what had not been made", keys)
+				}
+			}
+			last := keys[len(keys)-1]
+			switch tc.child {
+			case "repeat":
+				// the loop went on from the round in doubt: o-2 once, the
+				// step's output the last round's.
+				if got := res.Outputs["refund"].(map[string]any)["refund_id"]; got != "r:"+last || !strings.Contains(last, "#3/") {
+					t.Fatalf("repeat output %v, ledger %v: want the third round's", got, keys)
+				}
+			default:
+				if got := res.Outputs["after"].(map[string]any)["refund"]; got != "r:"+last && got != "r:"+keys[0] {
+					t.Fatalf("after got %v, ledger %v", got, keys)
+				}
+				if s := res.Steps["refund"].Status; s != trace.StepFellBack {
+					t.Fatalf("refund %s, want fell_back", s)
+				}
+			}
+		})
 	}
 }

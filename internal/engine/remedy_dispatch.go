@@ -137,3 +137,61 @@ func (r *run) resolveRemedy(ctx context.Context, req *invoke.Request, spec *tool
 	}
 	return res
 }
+
+// RemediationInFlight is a remediation whose process stopped in the
+// middle of an undo or compensation: a run's journal holds their
+// dispatches without their outcomes.
+type RemediationInFlight struct {
+	// Premise is the premise of the run's latest remediation record (not
+	// the saga's); "" when none names one yet (the process stopped in its
+	// first call).
+	Premise string
+	// Dispatched are the keys of the undo and compensation calls
+	// dispatched without an outcome, in key order.
+	Dispatched []string
+}
+
+// InFlightRemediation reports the remediation of run runID that a stopped
+// process left in flight (nil when there is none): an undo or
+// compensation it dispatched and whose outcome, and remediation record,
+// it did not record. Only rein runs remediate (Remediate) carries such a
+// remediation on, given its premise again: its plan comes from the
+// premise (and the assumptions a caller gave), which the journal does not
+// hold, so a resume cannot rebuild it. It reads the journal only, no
+// sealed payload.
+func (e *Engine) InFlightRemediation(ctx context.Context, runID string) (*RemediationInFlight, error) {
+	events, err := e.cfg.Store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read the journal of run %s: %w", runID, err)
+	}
+	st := &remedyState{lastSeq: map[string]int64{}, dispatch: map[string]dispatched{}, last: map[string]*journal.Remediation{}}
+	for _, ev := range events {
+		switch ev.Kind {
+		case trace.CallRecorded:
+			st.noteDispatch(ev)
+		case trace.Remediated:
+			m, err := journal.DecodeRemediation(ev)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", store.ErrDamaged, err)
+			}
+			st.last[m.Key], st.lastSeq[m.Key] = m, ev.Seq
+		}
+	}
+	in := &RemediationInFlight{}
+	for key := range st.dispatch {
+		if c := st.unsettled(key); c != nil && c.Status == journal.CallStarted {
+			in.Dispatched = append(in.Dispatched, c.Key)
+		}
+	}
+	if len(in.Dispatched) == 0 {
+		return nil, nil
+	}
+	slices.Sort(in.Dispatched)
+	var seq int64
+	for k, m := range st.last {
+		if m.Premise != "" && m.Premise != SagaPremise && st.lastSeq[k] >= seq {
+			seq, in.Premise = st.lastSeq[k], m.Premise
+		}
+	}
+	return in, nil
+}

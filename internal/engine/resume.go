@@ -301,11 +301,11 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 				// approved before it ran: the approval is not asked again.
 				r.d.decisions[s.ID] = a
 			}
-			cont, err := r.resumeCalls(i, calls[s.ID])
+			cont, doubt, err := r.resumeCalls(i, calls[s.ID])
 			if err != nil {
 				return err
 			}
-			if row.Idempotent || cont {
+			if cont || row.Idempotent && !doubt {
 				r.d.firstAttempt[i] = max(row.Attempt, 1)
 				break
 			}
@@ -335,8 +335,13 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 				continue
 			}
 			r.d.decisions[s.ID] = a
-			if _, err := r.resumeCalls(i, calls[s.ID]); err != nil {
+			if _, _, err := r.resumeCalls(i, calls[s.ID]); err != nil {
 				return err
+			}
+			if p := r.d.progress[i]; p != nil && p.fb != nil && !p.fb.done && a.Status == store.ApprovalApproved {
+				// the fallback in doubt, approved: it is made again (its
+				// step's call had failed for good), not the step's call.
+				p.fb.again = true
 			}
 		}
 	}

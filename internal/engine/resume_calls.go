@@ -26,20 +26,45 @@ type stepProgress struct {
 	doubt []string
 	// inDoubt are the records of the calls in doubt a tool's check may
 	// settle (reconcile.go): a for_each step's item calls (and their
-	// fallbacks'), a plan step's calls of its current plan.
+	// fallbacks'), a plan step's calls of its current plan, a repeat
+	// step's round.
 	inDoubt []*store.Call
 	// succeeded counts the calls that succeeded (kept, not made again).
 	succeeded int
+	// rounds: the outputs of a repeat step's rounds that settled, from
+	// round 1 on, in order (the loop goes on from the next); consumed by
+	// the step's first execution after the resume.
+	rounds []any
+	// fb is what the records say of the step's fallback call (a step
+	// outside for_each: a plain step's, a repeat step's, a plan step's):
+	// the step's first execution after the resume takes it (fallbackState).
+	fb *fallbackState
+}
+
+// fallbackState is what a resumed step outside for_each does about its
+// fallback call, recorded before its process stopped: its main call failed
+// for good (the fallback was made), so that call is not made again.
+type fallbackState struct {
+	// call is the fallback's latest record.
+	call *store.Call
+	// out: the fallback succeeded (or its check found it happened): the
+	// step falls back with this output.
+	out any
+	// done is set with out.
+	done bool
+	// again: the fallback is made again, with the same key (it did not
+	// happen, and may be made again).
+	again bool
 }
 
 // continuable reports whether step s keeps the call records a resume
 // continues from: a for_each step of tool or llm calls, a plan step (not a
-// plan per item); not inside a repeat loop. Only these record every call
-// they make, so only for them does "no call in doubt" mean no effect is
-// unknown.
+// plan per item), a repeat step of tool calls (its rounds: a call record
+// each, keyed by round). Only these record every call they make, so only
+// for them does "no call in doubt" mean no effect is unknown.
 func continuable(s *flow.Step) bool {
 	if s.Repeat != nil {
-		return false
+		return s.Type == flow.Tool && s.ForEach == nil
 	}
 	if s.ForEach != nil {
 		return s.Type == flow.Tool || s.Type == flow.LLM
@@ -72,29 +97,165 @@ func (e *Engine) stepCalls(ctx context.Context, runID string, rows []*store.Step
 }
 
 // resumeCalls applies the call records of step i, found not settled, and
-// reports whether it may continue without a person: it keeps call records
-// and none of its calls is in doubt. A for_each step then runs only the
-// items that did not settle; a plan step continues its recorded plan.
-func (r *run) resumeCalls(i int, calls []*store.Call) (bool, error) {
+// reports whether it may continue without a person (cont): it keeps call
+// records and none of its calls is in doubt; and whether a call of it is
+// in doubt (doubt: then it does not run again unasked, even when its own
+// tool is idempotent — its fallback's may not be). A for_each step then
+// runs only the items that did not settle; a plan step continues its
+// recorded plan; a repeat step goes on from the round after the last
+// that settled. A step outside for_each whose fallback was made goes
+// straight to that fallback (fallbackState).
+func (r *run) resumeCalls(i int, calls []*store.Call) (cont, doubt bool, err error) {
 	s := r.f.Steps[i]
-	if !continuable(s) {
-		return false, nil
-	}
 	p := &stepProgress{}
-	var err error
-	if s.ForEach != nil {
-		err = p.fromItems(calls)
-	} else {
-		err = p.fromPlan(calls)
+	keep := false
+	if s.ForEach == nil {
+		keep = p.fromFallback(calls)
+	}
+	if continuable(s) {
+		switch {
+		case s.ForEach != nil:
+			err = p.fromItems(calls)
+		case s.Repeat != nil:
+			var ok bool
+			ok, err = p.fromRounds(calls)
+			keep = keep || ok
+		default:
+			err = p.fromPlan(calls)
+		}
+		keep = keep || s.Repeat == nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("engine: call records of step %s of run %s: %w", s.ID, r.id, err)
+		return false, false, fmt.Errorf("engine: call records of step %s of run %s: %w", s.ID, r.id, err)
+	}
+	if !keep {
+		return false, false, nil
 	}
 	if r.d.progress == nil {
 		r.d.progress = make(map[int]*stepProgress)
 	}
 	r.d.progress[i] = p
-	return len(p.doubt) == 0, nil
+	if p.fb != nil && len(p.doubt) == 0 {
+		return true, false, nil // its fallback settled: the step takes it
+	}
+	return continuable(s) && len(p.doubt) == 0, len(p.doubt) > 0, nil
+}
+
+// lastByKey folds records to each key's latest, in the order of the keys'
+// first records.
+func lastByKey(calls []*store.Call, keep func(*store.Call) bool) []*store.Call {
+	var out []*store.Call
+	at := map[string]int{}
+	for _, c := range calls {
+		if !keep(c) {
+			continue
+		}
+		if k, ok := at[c.Key]; ok {
+			out[k] = c
+			continue
+		}
+		at[c.Key] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+// fromFallback reads the records of the fallback call of a step outside
+// for_each (a plain step, a repeat step, a plan step) and reports whether
+// the step's resume depends on it: it succeeded (the step falls back with
+// its output, the call is not made again), or it was started and never
+// settled (in doubt). A fallback that failed settled nothing: the step
+// runs again as its own idempotency allows.
+func (p *stepProgress) fromFallback(calls []*store.Call) bool {
+	fbs := lastByKey(calls, func(c *store.Call) bool {
+		return c.Fallback && c.Item < 0 && c.PlanStep == "" && c.Kind == store.CallTool && c.Status != store.CallWaiting
+	})
+	if len(fbs) == 0 {
+		return false
+	}
+	c := fbs[len(fbs)-1]
+	p.fb = &fallbackState{call: c}
+	switch {
+	case c.Status == store.CallSucceeded:
+		var v any
+		if err := json.Unmarshal(c.Output, &v); err != nil || len(c.Output) == 0 {
+			p.fb = nil // a record without its output (an older rein's): as if none
+			return false
+		}
+		p.fb.out, p.fb.done = v, true
+		p.succeeded++
+	case !c.Status.Settled():
+		p.doubt = append(p.doubt, fmt.Sprintf("the fallback (tool %s, idempotency key %s)", c.Name, c.Key))
+		p.inDoubt = append(p.inDoubt, c)
+	default:
+		p.fb = nil
+		return false
+	}
+	return true
+}
+
+// fromRounds reads a repeat step's records of its rounds' calls, each
+// key's latest: the rounds that succeeded, from round 1 on, give their
+// outputs (the loop goes on after the last of them), and the round after
+// them is in doubt when its call was started and never settled. Records
+// of an earlier execution of the step (before a retry re-opened it) are
+// left out: an execution begins with a record of round 1 after records of
+// later rounds, or after round 1 succeeded. ok is false when the records
+// cannot say where the loop was (none at all, or an older rein's, which
+// kept no outputs): the step is then run again or parked whole.
+func (p *stepProgress) fromRounds(calls []*store.Call) (ok bool, err error) {
+	var exec []*store.Call
+	prev := 0
+	done1 := false
+	for _, c := range calls {
+		if c.Round <= 0 || c.Item >= 0 || c.PlanStep != "" || c.Fallback || c.Kind != store.CallTool || c.Status == store.CallWaiting {
+			continue
+		}
+		if c.Round == 1 && (prev > 1 || done1 && c.Status == store.CallStarted) {
+			exec, done1 = nil, false // a new execution of the step
+		}
+		if c.Round == 1 && c.Status == store.CallSucceeded {
+			done1 = true
+		}
+		prev = c.Round
+		exec = append(exec, c)
+	}
+	recs := lastByKey(exec, func(*store.Call) bool { return true })
+	if len(recs) == 0 {
+		return false, nil
+	}
+	outs := map[int]any{}
+	var started []*store.Call
+	for _, c := range recs {
+		switch {
+		case c.Status == store.CallSucceeded:
+			if len(c.Output) == 0 {
+				return false, nil // an older rein's record: no output kept
+			}
+			var v any
+			if err := json.Unmarshal(c.Output, &v); err != nil {
+				return false, fmt.Errorf("output of call %s does not decode: %w", c.Key, err)
+			}
+			outs[c.Round] = v
+		case !c.Status.Settled():
+			started = append(started, c)
+		}
+	}
+	for n := 1; ; n++ {
+		v, ok := outs[n]
+		if !ok {
+			break
+		}
+		p.rounds = append(p.rounds, v)
+		p.succeeded++
+	}
+	for _, c := range started {
+		if c.Round == len(p.rounds)+1 {
+			p.doubt = append(p.doubt, fmt.Sprintf("round %d (tool %s, idempotency key %s)", c.Round, c.Name, c.Key))
+			p.inDoubt = append(p.inDoubt, c)
+		}
+	}
+	return true, nil
 }
 
 // fromItems reads a for_each step's records: an item settled when one of
@@ -144,9 +305,6 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 		if c.Status == store.CallWaiting {
 			continue // the call was not made: its plan step waits for a person
 		}
-		if c.Fallback && !c.Status.Settled() {
-			p.doubt = append(p.doubt, fmt.Sprintf("the fallback (tool %s, idempotency key %s)", c.Name, c.Key))
-		}
 		if c.Kind != store.CallTool || c.PlanStep == "" {
 			continue
 		}
@@ -186,6 +344,30 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	}
 	p.plan = prog
 	return nil
+}
+
+// roundsDone hands the outputs of step i's rounds that settled before the
+// run was resumed to its first execution after the resume (nil: none).
+func (r *run) roundsDone(i int) []any {
+	p := r.d.progress[i]
+	if p == nil {
+		return nil
+	}
+	done := p.rounds
+	p.rounds = nil
+	return done
+}
+
+// fallbackTaken hands what step i's records say of its fallback to its
+// first execution after the resume: nil when it goes on as usual.
+func (r *run) fallbackTaken(i int) *fallbackState {
+	p := r.d.progress[i]
+	if p == nil || p.fb == nil || !p.fb.done && !p.fb.again {
+		return nil
+	}
+	fb := p.fb
+	p.fb = nil
+	return fb
 }
 
 // itemsDone returns the outputs of step i's items that settled before the

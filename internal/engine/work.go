@@ -66,6 +66,9 @@ func (r *run) work(j *job) (o *outcome) {
 	}()
 	var out any
 	var err error
+	if fb := r.fallbackTaken(j.index); fb != nil && s.ForEach == nil && j.renderErr == nil {
+		return r.fallBackAgain(j, fb, o)
+	}
 	if j.renderErr != nil {
 		err, o.origin = j.renderErr, trace.OriginEngine
 	} else {
@@ -103,6 +106,31 @@ func (r *run) work(j *job) (o *outcome) {
 		return o
 	}
 	r.applyOnError(j, err, o)
+	return o
+}
+
+// fallBackAgain settles step j, resumed after its call had failed for good
+// and its fallback had been made (fb, from its call records): with the
+// fallback's output when it succeeded (or its check found it happened),
+// or by making the fallback again, with the same key, when it did not
+// happen and may be made again. The step's own call is not made again.
+func (r *run) fallBackAgain(j *job, fb *fallbackState, o *outcome) *outcome {
+	s := j.step
+	why := fault.New(fault.Business, fmt.Errorf("its call failed before the process stopped; its fallback (idempotency key %s) was made", fb.call.Key))
+	o.attempts = max(r.d.firstAttempt[j.index], 1)
+	out := fb.out
+	if !fb.done {
+		v, err := r.runFallback(r.ctx, j, j.in, j.scope)
+		if err != nil {
+			o.err, o.origin = fallbackFailed(err, why, "step"), trace.OriginTool
+			return o
+		}
+		out = v
+	}
+	o.lastErr, o.status = why, trace.StepFellBack
+	if err := r.finishOutput(s, out, o); err != nil {
+		o.err, o.origin = err, trace.OriginEngine
+	}
 	return o
 }
 
@@ -361,9 +389,13 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		where trace.Origin
 	)
 	m.Reset(s)
+	done := r.roundsDone(j.index) // settled before a resume: not made again
 	call := func(ctx context.Context, u fan.Unit) unitResult {
 		round := u.Index
 		scope["previous"], scope["iteration"] = last, float64(round)
+		if round < len(done) {
+			return unitResult{v: done[round]}
+		}
 		in, err := renderInput(ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
 		in.round = round + 1
 		if err != nil {
@@ -402,6 +434,28 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		return nil, stop
 	}
 	return last, nil
+}
+
+// roundInput renders the input of repeat step j's round (from 0) as
+// runRepeat does, after the round whose output was last (settled: a round
+// before it settled, so the scope holds its output as output and as the
+// step's id).
+func (r *run) roundInput(ctx context.Context, j *job, round int, last any, settled bool) (unitInput, error) {
+	s := j.step
+	scope := j.scope
+	scope["previous"], scope["iteration"] = last, float64(round)
+	if settled {
+		scope["output"], scope[s.ID] = last, last
+	}
+	in, err := renderInput(ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
+	in.round = round + 1
+	if err != nil {
+		return in, err
+	}
+	if r.b.kinds[j.index].takesArgs && s.Args == nil {
+		in.args = map[string]any{"previous": last, "iteration": float64(round)}
+	}
+	return in, nil
 }
 
 // checkGate evaluates the step's gate on an output, under ctx (the
