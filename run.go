@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reinhq/rein/fault"
@@ -146,6 +147,9 @@ func (c *Client) resume(ctx context.Context, id string, opts *ResumeOptions) (ou
 			return nil, fmt.Errorf("run %s: %w", id, err)
 		}
 		if run.Finished() {
+			if err := c.remediationStopped(ctx, run); err != nil {
+				return nil, err
+			}
 			return c.finished(ctx, run)
 		}
 		if p, err = project.LoadPinned(run, &c.load); err != nil {
@@ -200,6 +204,26 @@ func (c *Client) finished(ctx context.Context, run *store.Run) (*Outcome, error)
 		order[i] = st.StepID
 	}
 	return &Outcome{Result: res, Finished: true, StepOrder: order}, nil
+}
+
+// remediationStopped is the error of a resume of finished run whose
+// remediation (rein runs remediate) was stopped mid-call: an undo or
+// compensation was dispatched and its outcome is not recorded. A resume
+// does not carry it on — its plan comes from the premise (and the
+// assumptions a caller gave), which the journal does not hold — so the
+// error says to remediate again, which keeps what was taken back and
+// decides the call in doubt by the one rule. nil when there is none.
+func (c *Client) remediationStopped(ctx context.Context, run *store.Run) error {
+	in, err := engine.New(engine.Config{Store: c.st}).InFlightRemediation(ctx, run.ID)
+	if err != nil || in == nil {
+		return err
+	}
+	premise := in.Premise
+	if premise == "" {
+		premise = "ID (the premise it was given)"
+	}
+	return fault.Errorf(fault.Business, "run %s %s, but its remediation was stopped in the middle of a call: %s dispatched and the outcome is not recorded. rein runs resume does not carry a remediation on (its plan comes from the premise, which the journal does not keep): run rein runs remediate %s --premise %s again. What was taken back is not taken back again; the call in doubt is made again with the same key only when its tool is idempotent or read-only, its tool's check: is asked otherwise, and without one it is escalated to a person (rein runs approve|reject|settle)",
+		run.ID, run.Status, strings.Join(in.Dispatched, ", "), run.ID, premise)
 }
 
 // heldErr is the conflict of a run another process holds: who holds it
