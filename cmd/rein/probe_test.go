@@ -40,9 +40,9 @@ import (
 //   - lost: an effect the flow makes, missing from the ledger of a run
 //     that ended as it should without a person settling anything.
 //
-// The short variant (3 trials a path, the first unkilled: it measures how
-// long the path takes, which the kills are spread over) runs in every go
-// test (not -short); REIN_PROBE=1
+// The short variant (2 trials a path, the first unkilled: it measures how
+// long the path takes, which the kills are spread over, and must end as
+// the path should) runs in every go test (not -short); REIN_PROBE=1
 // runs trials round-robin for REIN_PROBE_MINUTES (12 by default). The
 // table it logs is the one in docs/durability.md. REIN_PROBE_CARELESS=1
 // checks the probe itself: its person approves every unknown call without
@@ -71,6 +71,18 @@ const probeConfig = `tools:
   fail:
     command: ["sh", "-c", "cat > /dev/null; echo 'the check failed' >&2; exit 1"]
     effect: none
+  flop:
+    command: ["sh", "-c", "cat > /dev/null; echo 'the primary is down' >&2; exit 1"]
+    effect: none
+    idempotent: true
+  look:
+    command: ["sh", "-c", "cat > /dev/null; echo '{\"ok\": true}'"]
+    effect: none
+    idempotent: true
+adapters:
+  fetch:
+    command: ["sh", "-c", %[4]q, %[2]q, "fetch"]
+    effect: write
 models:
   m: {provider: ollama, model: tiny, base_url: %[3]q}
 `
@@ -84,6 +96,13 @@ printf '%s %s %s\n' "$1" "$REIN_IDEMPOTENCY_KEY" "$in" >> "$0"
 sleep 0.05
 echo '{"ok": true}'`
 
+// probeAdapter is the source adapter's script: it appends its call to the
+// ledger (its effect, ref s) and answers.
+const probeAdapter = `cat > /dev/null
+printf '%s %s {"ref":"s"}\n' "$1" "$REIN_IDEMPOTENCY_KEY" >> "$0"
+sleep 0.05
+echo '{"ok": true}'`
+
 // probePath is one path: its flow, the effects a run of it makes (tool/ref)
 // when it ends as it should, and how that ends.
 type probePath struct {
@@ -92,6 +111,12 @@ type probePath struct {
 	end        string // the run's status when it ends as it should
 	retry      bool   // the run fails first; the person fixes send and retries (rein runs retry)
 	mcp        bool   // served by rein mcp (flow unused)
+	// remedy: once the run ended, rein runs remediate --premise remedy
+	// takes its effects back (killed at random, carried on by the person).
+	remedy string
+	// adapter: a workflow task's source step, its adapter run by
+	// submit_from_source over rein mcp.
+	adapter bool
 }
 
 var probePaths = []probePath{
@@ -106,6 +131,16 @@ var probePaths = []probePath{
 	{name: "retry (rein runs retry)", flow: "name: p\nsteps:\n  - {id: pay, tool: pay, args: {ref: a}}\n  - {id: send, tool: send, args: {ref: b}, retries: 0}\n  - {id: last, tool: pay, args: {ref: c}}\n",
 		effects: []string{"pay/a", "send/b", "pay/c"}, end: "succeeded", retry: true},
 	{name: "MCP-served call (rein mcp)", effects: []string{"pay/a"}, mcp: true},
+	{name: "plan step", flow: "name: p\nsteps:\n  - {id: pl, type: plan, model: m, goal: pay a then b, tools: [pay]}\n",
+		effects: []string{"pay/a", "pay/b"}, end: "succeeded"},
+	{name: "repeat round", flow: "name: p\nsteps:\n  - {id: r, tool: pay, repeat: {until: \"iteration >= 2\", max: 5}, args: {ref: \"r{iteration}\"}}\n",
+		effects: []string{"pay/r0", "pay/r1", "pay/r2"}, end: "succeeded"},
+	{name: "fallback", flow: "name: p\nsteps:\n  - {id: s, tool: flop, args: {ref: x}, retries: 0, on_error: fallback, fallback: {tool: pay, args: {ref: f}}}\n  - {id: t, tool: pay, args: {ref: b}}\n",
+		effects: []string{"pay/f", "pay/b"}, end: "succeeded"},
+	{name: "remediation (rein runs remediate)", flow: "name: p\nsteps:\n  - {id: src, tool: look, args: {}}\n  - {id: book, tool: book, args: {ref: a, from: \"{src.ok}\"}}\n  - {id: book2, tool: book, args: {ref: b, from: \"{src.ok}\"}, requires: [book]}\n",
+		effects: []string{"book/a", "book/b", "refund/a", "refund/b"}, end: "succeeded", remedy: "src"},
+	{name: "source adapter (submit_from_source)", flow: "name: src\ninputs: {type: object}\nsteps:\n  - {id: s, adapter: fetch, skill: fetch-it, requires: []}\n",
+		effects: []string{"fetch/s"}, end: "succeeded", adapter: true},
 }
 
 // probeTally is what the probe counted on one path.
@@ -130,7 +165,7 @@ func TestLedgerProbe(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(probeModel))
 	defer srv.Close()
 
-	budget, perPath := time.Duration(0), 3
+	budget, perPath := time.Duration(0), 2
 	if os.Getenv("REIN_PROBE") == "1" {
 		minutes := 12
 		if m, err := strconv.Atoi(os.Getenv("REIN_PROBE_MINUTES")); err == nil && m > 0 {
@@ -149,9 +184,12 @@ func TestLedgerProbe(t *testing.T) {
 			if n == 0 {
 				pr.span = 0 // the first trial of a path is not killed: it measures span
 			}
-			if p.mcp {
+			switch {
+			case p.mcp:
 				pr.mcpTrial()
-			} else {
+			case p.adapter:
+				pr.adapterTrial()
+			default:
 				pr.trial()
 			}
 			pr.count()
@@ -174,15 +212,26 @@ func TestLedgerProbe(t *testing.T) {
 	}
 }
 
-// probeModel is the fake provider (OpenAI chat completions): it asks for
-// pay {ref: a} until the conversation holds a tool result, then answers.
+// probePlan is what the fake provider's planner proposes: pay a, then b.
+const probePlan = `{"goal": "pay a then b", "steps": [{"id": "a", "tool": "pay", "args": {"ref": "a"}}, {"id": "b", "tool": "pay", "depends_on": ["a"], "args": {"ref": "b"}}]}`
+
+// probeModel is the fake provider (OpenAI chat completions): a request
+// without tools is a plan step's planner, answered with probePlan; an
+// agent's asks for pay {ref: a} until the conversation holds a tool
+// result, then answers.
 func probeModel(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req struct {
 		Messages []map[string]any `json:"messages"`
+		Tools    []any            `json:"tools"`
 	}
 	_ = json.Unmarshal(body, &req)
 	w.Header().Set("Content-Type", "application/json")
+	if len(req.Tools) == 0 {
+		content, _ := json.Marshal(probePlan)
+		fmt.Fprintf(w, `{"id":"p1","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%s}}],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}`, content)
+		return
+	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1]["role"] == "tool" {
 		fmt.Fprint(w, `{"id":"c2","object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"refunded a"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
 		return
@@ -199,6 +248,10 @@ type prober struct {
 	p       *probePath
 	tally   *probeTally
 	settled bool // a person settled something: what is missing is theirs
+	// remedied: the remediation of a remedy path finished (not killed, not
+	// waiting): only then are its compensations counted as lost if missing.
+	remedied bool
+	task     string // an adapter trial's task (its run)
 	// span is how long the path's first rein invocation took unkilled.
 	span time.Duration
 	took time.Duration // the first invocation's
@@ -209,7 +262,7 @@ func (pr *prober) ledger() string { return filepath.Join(pr.dir, "ledger") }
 
 func (pr *prober) setup(model string) {
 	files := map[string]string{
-		"rein.yaml": fmt.Sprintf(probeConfig, probeTool, pr.ledger(), model),
+		"rein.yaml": fmt.Sprintf(probeConfig, probeTool, pr.ledger(), model, probeAdapter),
 		"flow.yaml": pr.p.flow,
 	}
 	if pr.p.mcp {
@@ -334,10 +387,121 @@ func (pr *prober) trial() {
 			// the retry was killed before it reopened the run: again
 			_, _ = pr.rein(0.8, "runs", "retry", id, "-o", "json")
 		default:
+			if pr.p.remedy != "" {
+				pr.remediate(id)
+			}
 			return
 		}
 	}
 	pr.t.Errorf("%s: run %s did not end after 16 rounds (%s)", pr.p.name, id, pr.show(id).Run.Status)
+}
+
+// remediate takes a run's effects back with rein runs remediate, killed at
+// random; the person runs it again until it finishes (docs/durability.md:
+// a resume does not carry a remediation on), and decides what it
+// escalates (a compensation in doubt: settled when the ledger holds it,
+// approved to be made once more when not), then resumes the waiting run.
+func (pr *prober) remediate(id string) {
+	for range 16 {
+		_, killed := pr.rein(0.8, "runs", "remediate", id, "--premise", pr.p.remedy, "-o", "json")
+		r := pr.show(id)
+		switch {
+		case r.Run.Status == "waiting":
+			for _, p := range r.Approvals {
+				if p.Status == "pending" {
+					pr.decide(id, p.StepID, p.Kind, p.Message)
+				}
+			}
+			_, _ = pr.rein(0.25, "runs", "resume", id, "-o", "json")
+		case !killed:
+			pr.remedied = true
+			return
+		}
+	}
+	pr.t.Errorf("%s: the remediation of run %s did not finish after 16 rounds", pr.p.name, id)
+}
+
+// adapterTrial: a workflow task of a source step whose adapter (fetch, not
+// idempotent) runs on submit_from_source, served by rein mcp, which is
+// killed at random while the adapter may run. The host's agent then calls
+// submit_from_source again against a new process; a call it answers as
+// unknown is the person's: they look at the ledger and settle the step
+// (with the adapter's answer when it is there, by hand when not).
+func (pr *prober) adapterTrial() {
+	pr.tally.runs++
+	serve := func() (*sdk.ClientSession, *exec.Cmd, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.Command(pr.bin, "mcp", "--db", pr.db(), pr.dir)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "probe"}, answering("accept", nil)).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			cancel()
+			pr.t.Fatal(err)
+		}
+		return cs, cmd, cancel
+	}
+	stop := func(cs *sdk.ClientSession, cmd *exec.Cmd, cancel context.CancelFunc) {
+		cs.Close()
+		_ = cmd.Wait()
+		cancel()
+	}
+	cs, cmd, cancel := serve()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "src_workflow", Arguments: map[string]any{"action": "start", "input": map[string]any{}}})
+	var task struct {
+		TaskID string `json:"task_id"`
+	}
+	if err == nil && !res.IsError && len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+			_ = json.Unmarshal([]byte(tc.Text), &task)
+		}
+	}
+	if task.TaskID == "" {
+		stop(cs, cmd, cancel)
+		pr.t.Fatalf("%s: start: %v %+v", pr.p.name, err, res)
+	}
+	pr.task = task.TaskID
+	submit := map[string]any{"action": "submit_from_source", "task_id": task.TaskID, "step_id": "s"}
+	done := make(chan struct{})
+	begin := time.Now()
+	go func() {
+		defer close(done)
+		_, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "src_workflow", Arguments: submit})
+	}()
+	if pr.span > 0 && pr.rng.Float64() < 0.8 {
+		time.Sleep(time.Duration(pr.rng.Int64N(int64(pr.span))))
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		pr.tally.kills++
+	}
+	<-done
+	if pr.took == 0 {
+		pr.took = time.Since(begin)
+	}
+	stop(cs, cmd, cancel)
+	time.Sleep(200 * time.Millisecond) // a tool the kill orphaned finishes its write
+	for range 8 {
+		r := pr.show(task.TaskID)
+		switch r.Run.Status {
+		case "succeeded", "failed", "cancelled":
+			return
+		case "running", "pending":
+			_, _ = pr.rein(0, "runs", "resume", task.TaskID, "-o", "json")
+			continue
+		}
+		cs, cmd, cancel = serve()
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "src_workflow", Arguments: submit})
+		stop(cs, cmd, cancel)
+		text := ""
+		if err == nil && len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if err == nil && res.IsError && strings.Contains(text, "outcome is unknown") {
+			pr.tally.decisions++
+			pr.settled = true
+			_, _ = pr.rein(0, "runs", "settle", task.TaskID, "s", "--value", `{"ok": true}`, "--by", "probe")
+		}
+	}
+	pr.t.Errorf("%s: task %s did not end after 8 rounds (%s)", pr.p.name, task.TaskID, pr.show(task.TaskID).Run.Status)
 }
 
 func (pr *prober) show(id string) probeRun {
@@ -475,7 +639,12 @@ func (pr *prober) count() {
 		}
 	}
 	status := ""
-	if !pr.p.mcp {
+	switch {
+	case pr.p.adapter:
+		if pr.task != "" {
+			status = pr.show(pr.task).Run.Status
+		}
+	case !pr.p.mcp:
 		if id := pr.runID(); id != "" {
 			status = pr.show(id).Run.Status
 		}
@@ -486,8 +655,13 @@ func (pr *prober) count() {
 	if pr.settled {
 		return
 	}
-	ended := pr.p.mcp || status == pr.p.end
+	ended := pr.p.mcp || status == pr.p.end && (pr.p.remedy == "" || pr.remedied)
 	if !ended {
+		if pr.span == 0 {
+			// the unkilled trial must end as it should, or the path
+			// proves nothing.
+			pr.t.Errorf("%s: the trial that was not killed ended %q (remediated %v), want %s: %q", pr.p.name, status, pr.remedied, pr.p.end, ledgerLines(pr.t, pr.ledger()))
+		}
 		return
 	}
 	for _, e := range pr.p.effects {
