@@ -74,7 +74,7 @@ const MaxTokensPerDay = 1_000_000_000_000
 const maxPrice = 1_000_000
 
 var (
-	tenantPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	tenantPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`) // a token's tenant (rein serve token create)
 	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
@@ -137,7 +137,7 @@ func (d *decoder) decodeTenantBudgets(f field) *BudgetsDecl {
 			}
 			for _, e := range entries {
 				if !tenantPattern.MatchString(e.key) {
-					d.diags.add(e.keyPos, "", "budgets: tenant %q must be 1 to 64 letters, digits, _, . and -, starting with a letter or digit", e.key)
+					d.diags.add(e.keyPos, "", "budgets: tenant %q must be 1 to 64 letters, digits, ., _, @ and -, starting with a letter or digit", e.key)
 					continue
 				}
 				b.Tenants[e.key] = d.decodeLimit(e, "budgets: tenant "+e.key)

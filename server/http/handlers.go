@@ -539,5 +539,12 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, notFound("this server serves no MCP"))
 		return
 	}
+	// A token of one tenant scopes its MCP calls to that tenant's runs
+	// (runs.TenantHeader, read by server/mcp); what a client sent in that
+	// header itself is dropped. Admin tokens and the local user see all.
+	r.Header.Del(runs.TenantHeader)
+	if c := callerOf(r.Context()); c != nil && c.token != nil && !c.token.Has(ScopeAdmin) {
+		r.Header.Set(runs.TenantHeader, c.tenant)
+	}
 	s.o.MCP.ServeHTTP(w, r)
 }
