@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,10 @@ type Metrics struct {
 	pending   *prometheus.Desc
 	queue     *prometheus.Desc
 	scrapeErr *prometheus.Desc
+	// waiters are the waits (Server.await) on runs this process
+	// advances, woken when a run settles or parks.
+	waitMu  sync.Mutex
+	waiters map[string][]chan struct{}
 	// spentTokens and spentCost are the budget ledger's use of today
 	// (UTC) by tenant.
 	spentTokens, spentCost *prometheus.Desc
@@ -87,6 +92,50 @@ func (m *Metrics) Emit(_ context.Context, e *trace.Event) {
 		m.gate.WithLabelValues(e.Decision).Inc()
 	case trace.RunSettled:
 		m.settled.WithLabelValues(e.Flow, e.Status).Inc()
+		m.wake(e.RunID)
+	case trace.RunParked:
+		m.wake(e.RunID)
+	}
+}
+
+// watch returns a channel closed once this process's Client records that
+// run id settled or waits for a person (its sink gets the event as it is
+// recorded, which may be just before its commit), and what stops the
+// watch.
+func (m *Metrics) watch(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	m.waitMu.Lock()
+	if m.waiters == nil {
+		m.waiters = map[string][]chan struct{}{}
+	}
+	m.waiters[id] = append(m.waiters[id], ch)
+	m.waitMu.Unlock()
+	return ch, func() {
+		m.waitMu.Lock()
+		defer m.waitMu.Unlock()
+		ws := m.waiters[id]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(m.waiters, id)
+		} else {
+			m.waiters[id] = ws
+		}
+	}
+}
+
+// wake closes the watches of run id.
+func (m *Metrics) wake(id string) {
+	m.waitMu.Lock()
+	ws := m.waiters[id]
+	delete(m.waiters, id)
+	m.waitMu.Unlock()
+	for _, w := range ws {
+		close(w)
 	}
 }
 
