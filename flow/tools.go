@@ -97,6 +97,9 @@ type Config struct {
 	// Encryption is rein.yaml encryption:, the key that seals payloads
 	// holding a secret at rest; nil when it has none (they are redacted).
 	Encryption *EncryptionDecl
+	// Budgets is rein.yaml budgets:, the tenants' daily limits on their
+	// model calls (priced by Models' price:); nil when it has none.
+	Budgets *BudgetsDecl
 }
 
 // ModelDecl is one entry of rein.yaml models:, e.g.
@@ -115,11 +118,14 @@ type ModelDecl struct {
 	MaxTokens  int
 	Timeout    time.Duration
 	Structured string
-	File       string
-	Pos        Pos
+	// Price is what a million tokens cost (price:); nil: unpriced, its
+	// calls count tokens but no cost.
+	Price *PriceDecl
+	File  string
+	Pos   Pos
 }
 
-var modelFields = []string{"provider", "model", "base_url", "api_key_env", "max_tokens", "timeout", "structured"}
+var modelFields = []string{"provider", "model", "base_url", "api_key_env", "max_tokens", "timeout", "structured", "price"}
 
 // LoadConfig reads a rein.yaml. The error is an *Error with located problems,
 // or an I/O error.
@@ -172,10 +178,13 @@ func ParseConfig(data []byte, filename string) (*Config, error) {
 			cfg.Review = d.decodeReview(f)
 		case "encryption":
 			cfg.Encryption = d.decodeEncryption(f, filepath.Dir(filename))
+		case "budgets":
+			cfg.Budgets = d.decodeTenantBudgets(f)
 		default:
-			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review", "encryption"})
+			d.unknownField(f, "", "rein.yaml", []string{"tools", "models", "defaults", "secrets", "mcp", "adapters", "policy", "risk", "review", "encryption", "budgets"})
 		}
 	}
+	d.checkCurrencies(cfg)
 	if err := d.result(); err != nil {
 		return nil, err
 	}
@@ -231,6 +240,8 @@ func (d *decoder) decodeModels(fl field) map[string]*ModelDecl {
 				}
 			case "timeout":
 				m.Timeout, _ = d.duration(f, "")
+			case "price":
+				m.Price = d.decodePrice(f, where)
 			case "structured":
 				if v, ok := d.str(f, ""); ok {
 					switch v {

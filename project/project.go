@@ -123,6 +123,7 @@ type Project struct {
 	getenv   func(string) string
 	redactor *redact.Redactor
 	codec    *seal.Codec // rein.yaml encryption:, or nil
+	config   *flow.Config
 	atRest   []flow.Diagnostic
 	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
 	// workflows are the workflow tools of the flow's agents (workflows.go).
@@ -193,7 +194,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.codec = codec
+	p.codec, p.config = codec, cfg
 	p.redactor = secrets(cfg, p.getenv).With(keyText...).Join(opts.Redactor)
 	mcpTools, err := p.connectMCP(cfg)
 	if err != nil {
@@ -364,6 +365,9 @@ func (p *Project) Redactor() *redact.Redactor {
 // keys), which seals at rest the payloads of a run that hold a secret;
 // nil when rein.yaml has no encryption: (they are stored redacted).
 func (p *Project) Codec() *seal.Codec { return p.codec }
+
+// Config is the project's parsed rein.yaml; nil when it has none.
+func (p *Project) Config() *flow.Config { return p.config }
 
 // secrets builds the project's Redactor from the environment, cfg (which
 // may be nil) and getenv (LoadOptions.Getenv, which may hold keys the

@@ -44,17 +44,24 @@ func (e *AmbiguousError) Error() string {
 // newest run), or a prefix of exactly one run's ID. An exact ID wins over
 // both readings, so a run whose ID is "last" is still reachable. A ref that
 // names no run is a not_found error wrapping store.ErrNotFound; a prefix of
-// several runs is a conflict error holding an *AmbiguousError.
+// several runs is a conflict error holding an *AmbiguousError. A ctx
+// scoped to a tenant (WithTenant) finds only that tenant's runs.
 func Resolve(ctx context.Context, st store.Store, ref string) (*store.Run, error) {
 	if ref == "" {
 		return nil, fault.New(fault.NotFound, fmt.Errorf("empty run ID: %w", store.ErrNotFound))
 	}
 	run, err := st.GetRun(ctx, ref)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
+	if err == nil {
+		if err := visible(ctx, run, ref); err != nil {
+			return nil, err
+		}
+		return run, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
 		return run, err
 	}
 	if ref == Last {
-		runs, err := st.ListRuns(ctx, &store.ListRunsParams{Limit: 1})
+		runs, err := st.ListRuns(ctx, scoped(ctx, &store.ListRunsParams{Limit: 1}))
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +70,7 @@ func Resolve(ctx context.Context, st store.Store, ref string) (*store.Run, error
 		}
 		return st.GetRun(ctx, runs[0].ID)
 	}
-	runs, err := st.ListRuns(ctx, &store.ListRunsParams{IDPrefix: ref, Limit: maxCandidates + 1})
+	runs, err := st.ListRuns(ctx, scoped(ctx, &store.ListRunsParams{IDPrefix: ref, Limit: maxCandidates + 1}))
 	if err != nil {
 		return nil, err
 	}

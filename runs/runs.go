@@ -77,9 +77,9 @@ func (r *Reader) Get(ctx context.Context, ref string) (*store.Run, error) {
 }
 
 // List returns the rows of the runs p selects, newest first. Nil p lists
-// every run.
+// every run; a ctx scoped to a tenant (WithTenant) lists only its runs.
 func (r *Reader) List(ctx context.Context, p *store.ListRunsParams) ([]*Row, error) {
-	runs, err := r.st.ListRuns(ctx, p)
+	runs, err := r.st.ListRuns(ctx, scoped(ctx, p))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -59,4 +59,13 @@ func (ephemeral) ClaimRuns(context.Context, *ClaimParams) ([]*Run, error)  { ret
 func (ephemeral) Prune(context.Context, *PruneParams) (*PruneResult, error) {
 	return &PruneResult{}, nil
 }
-func (ephemeral) Close() error { return nil }
+
+// The ephemeral store keeps no ledger: the engine reserves nothing for a
+// run it does not journal.
+func (ephemeral) Reserve(_ context.Context, p *ReserveParams) (*Reservation, error) {
+	return &Reservation{Tenant: p.Tenant, Day: p.Day, Key: p.Key, RunID: p.RunID, State: Reserved}, nil
+}
+func (ephemeral) Settle(context.Context, *SettleParams) error             { return nil }
+func (ephemeral) ReleaseRun(context.Context, string) (int, error)         { return 0, nil }
+func (ephemeral) Spend(context.Context, string, string) ([]*Spend, error) { return nil, nil }
+func (ephemeral) Close() error                                            { return nil }

@@ -171,6 +171,26 @@ type Store interface {
 	// refers to. A zero p.Now is ErrNoTime.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
+	// Budgets (budget.go): the tenants' daily spend ledger.
+	//
+	// Reserve reserves p's upper bound under p's limits, atomically with
+	// every other reserver of the tenant's day: the refusal is a
+	// fault.Budget error wrapping a *BudgetError, and nothing is written.
+	// A key the tenant already holds is the same call again: a reservation
+	// still open is returned as it is (counted once), a settled or
+	// released one is reserved again (its settled amounts stay).
+	Reserve(ctx context.Context, p *ReserveParams) (*Reservation, error)
+	// Settle adds what the call of the key used to its settled amounts and
+	// closes its reservation (ErrNotFound for a key never reserved).
+	Settle(ctx context.Context, p *SettleParams) error
+	// ReleaseRun closes the open reservations of a run whose calls died
+	// with their process (their reserved amounts stop counting) and
+	// returns how many it closed.
+	ReleaseRun(ctx context.Context, runID string) (int, error)
+	// Spend returns the use of day by each tenant that has reservations on
+	// it (tenant "" keeps them all), by tenant.
+	Spend(ctx context.Context, day, tenant string) ([]*Spend, error)
+
 	Close() error
 }
 

@@ -209,8 +209,9 @@ func newServeTokenCmd(s *streams) *cobra.Command {
 		Short: "Create, list and revoke the bearer tokens of rein serve",
 		Long: `Tokens admit requests to rein serve. Each belongs to one tenant (it sees and
 touches only that tenant's runs, approvals, artifacts and events) and holds
-scopes: read (GET), run (start, cancel, retry; and read), approve (decide,
-remediate; and read), admin (everything, /metrics and /mcp). Only a token's
+scopes: read (GET), run (start, cancel, retry, /mcp for its tenant's runs;
+and read), approve (decide, remediate; and read), admin (everything, /metrics,
+and every tenant's runs at /mcp). Only a token's
 sha256 is stored, in --tokens; create prints the token once.`,
 	}
 	cmd.PersistentFlags().StringVar(&path, "tokens", "", "file of the tokens' hashes (default: $REIN_TOKENS, else "+defaultTokens+")")

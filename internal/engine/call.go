@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/invoke"
@@ -55,6 +56,15 @@ func (r *run) callTool(ctx context.Context, j *job, t tool.Tool, in unitInput, a
 func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, in unitInput, attempt int, fallback bool) (out any, err error) {
 	s := j.step
 	sc := &callScope{r: r, step: s, index: j.index, attempt: attempt}
+	switch {
+	case in.item >= 0:
+		sc.unit = "i" + strconv.Itoa(in.item)
+	case in.round > 0:
+		sc.unit = "r" + strconv.Itoa(in.round)
+	}
+	if fallback {
+		sc.unit += "f"
+	}
 	ctx = withScope(ctx, sc)
 	if r.d.on && in.item >= 0 {
 		// a for_each item's output is recorded (callrec.go).

@@ -21,6 +21,9 @@ type callScope struct {
 	step    *flow.Step
 	index   int // the step's index, for its usage
 	attempt int
+	// unit names the for_each item ("i3") or repeat round ("r2") the
+	// calls are made for; "" for the step itself.
+	unit string
 	// tokens the scope's model calls used (one call at a time).
 	tokensIn, tokensOut int
 }
@@ -55,10 +58,15 @@ func (mm metered) Generate(ctx context.Context, req *model.Request) (*model.Resp
 	if req.Model == "" {
 		req.Model = mm.name
 	}
+	settle, err := r.reserve(ctx, c, mm.name, req)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", mm.name, err)
+	}
 	start := r.e.cfg.Clock.Now()
 	sctx, done := streamCall(ctx, req)
 	resp, err := mm.m.Generate(sctx, req)
 	done(err)
+	settle(resp)
 	ev := trace.Event{Kind: trace.ModelCall, StepID: s.ID, StepType: string(s.Type), Attempt: c.attempt, Model: mm.name,
 		DurationMS: trace.Millis(r.e.cfg.Clock.Now().Sub(start)), Status: "ok", Decision: req.Decision}
 	if resp != nil {

@@ -83,6 +83,10 @@ type Config struct {
 	// sealed with a key it lacks is not resumed. Nil stores them redacted
 	// only.
 	Codec *seal.Codec
+	// Spend prices the model calls of durable runs and limits them by
+	// tenant per day, in the Store's budget ledger (spend.go). Nil: no
+	// ledger.
+	Spend *Spend
 }
 
 // CachedFlows is how many flows an Engine keeps bound (their tools,
@@ -302,6 +306,9 @@ func (e *Engine) Run(ctx context.Context, f *flow.Flow, input any, opts *RunOpti
 		}
 	}
 	r := newRun(e, f, bound, id, in)
+	if opts != nil {
+		r.tenant = opts.Tenant
+	}
 	if durable {
 		r.d = durability{on: true, version: run.Version, create: create, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 		r.sealInput(in)

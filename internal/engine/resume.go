@@ -190,7 +190,17 @@ func (e *Engine) Resume(ctx context.Context, f *flow.Flow, runID string) (*Resul
 		e.release(runID)
 		return nil, fmt.Errorf("engine: input of run %s does not decode: %w", runID, err)
 	}
+	// the calls the run had in flight died with their process: their
+	// budget reservations stop counting (one run again reserves again,
+	// under its own key).
+	if e.cfg.Spend != nil && e.cfg.Spend.Budgets != nil {
+		if _, err := e.cfg.Store.ReleaseRun(ctx, runID); err != nil {
+			e.release(runID)
+			return nil, fmt.Errorf("engine: release the budget reservations of run %s: %w", runID, err)
+		}
+	}
 	r := newRun(e, f, b, runID, input)
+	r.tenant = run.Tenant
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
 	r.d.open, r.d.begun = open, begun(events)
@@ -540,6 +550,11 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 	t.Redact(e.cfg.Redactor)
 	if err := e.cfg.Store.Commit(ctx, t); err != nil {
 		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	// the lease was free or its owner gone: no call of the run is in
+	// flight, and none will be, so its open budget reservations end.
+	if _, err := e.cfg.Store.ReleaseRun(ctx, runID); err != nil {
+		return fmt.Errorf("cancel run %s: it is cancelled, but its budget reservations were not released: %w", runID, err)
 	}
 	return nil
 }

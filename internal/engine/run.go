@@ -26,6 +26,9 @@ type run struct {
 	b     *bound
 	id    string
 	input any
+	// tenant owns the run (store.Run.Tenant): its model calls are
+	// reserved against that tenant's budgets (spend.go).
+	tenant string
 
 	ctx         context.Context
 	cancel      context.CancelCauseFunc

@@ -31,5 +31,10 @@ func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 	if cfg.Codec == nil {
 		cfg.Codec = p.Codec()
 	}
+	// the tenants' budgets and the models' prices: rein.yaml budgets: and
+	// models: price:.
+	if c := p.Config(); cfg.Spend == nil && c != nil && c.Budgets != nil {
+		cfg.Spend = &engine.Spend{Models: c.Models, Budgets: c.Budgets}
+	}
 	return engine.New(cfg)
 }

@@ -214,6 +214,16 @@ func (s *Server) await(r *http.Request, id string, d time.Duration) (*store.Run,
 	defer deadline.Stop()
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
+	// A run this process advances wakes the wait when it settles or parks
+	// (Metrics, the Client's sink); the store is then read every
+	// millisecond until the commit shows it. A run advanced elsewhere is
+	// seen at the next Poll.
+	var woke <-chan struct{}
+	if s.o.Metrics != nil {
+		ch, stop := s.o.Metrics.watch(id)
+		defer stop()
+		woke = ch
+	}
 	for {
 		run, err := s.c.Store().GetRun(ctx, id)
 		if err != nil || run.Finished() || run.Status == trace.RunWaiting {
@@ -226,6 +236,9 @@ func (s *Server) await(r *http.Request, id string, d time.Duration) (*store.Run,
 			return run, nil
 		case <-deadline.C:
 			return run, nil
+		case <-woke:
+			woke = nil
+			tick.Reset(time.Millisecond)
 		case <-tick.C:
 		}
 	}
@@ -538,6 +551,13 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request) {
 	if s.o.MCP == nil {
 		writeProblem(w, notFound("this server serves no MCP"))
 		return
+	}
+	// A token of one tenant scopes its MCP calls to that tenant's runs
+	// (runs.TenantHeader, read by server/mcp); what a client sent in that
+	// header itself is dropped. Admin tokens and the local user see all.
+	r.Header.Del(runs.TenantHeader)
+	if c := callerOf(r.Context()); c != nil && c.token != nil && !c.token.Has(ScopeAdmin) {
+		r.Header.Set(runs.TenantHeader, c.tenant)
 	}
 	s.o.MCP.ServeHTTP(w, r)
 }

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,13 @@ type Metrics struct {
 	pending   *prometheus.Desc
 	queue     *prometheus.Desc
 	scrapeErr *prometheus.Desc
+	// waiters are the waits (Server.await) on runs this process
+	// advances, woken when a run settles or parks.
+	waitMu  sync.Mutex
+	waiters map[string][]chan struct{}
+	// spentTokens and spentCost are the budget ledger's use of today
+	// (UTC) by tenant.
+	spentTokens, spentCost *prometheus.Desc
 }
 
 // NewMetrics returns the metrics, in a registry of their own (with the
@@ -57,6 +65,8 @@ func NewMetrics() *Metrics {
 	m.live = prometheus.NewDesc("rein_runs", "Runs in the store by status (pending, running, waiting), counted up to 10000.", []string{"status"}, nil)
 	m.pending = prometheus.NewDesc("rein_approvals_pending", "Decisions waiting for a person, across the store.", nil, nil)
 	m.queue = prometheus.NewDesc("rein_queue_depth", "Runs ready for a worker (pending), counted up to 10000.", nil, nil)
+	m.spentTokens = prometheus.NewDesc("rein_budget_tokens_today", "Model tokens the budget ledger counts for today (UTC), by tenant: settled calls and open reservations.", []string{"tenant"}, nil)
+	m.spentCost = prometheus.NewDesc("rein_budget_cost_today", "Model cost (in the price table's currency) the budget ledger counts for today (UTC), by tenant.", []string{"tenant"}, nil)
 	m.scrapeErr = prometheus.NewDesc("rein_store_scrape_errors", "1 when the store could not be read at this scrape.", nil, nil)
 	m.reg.MustRegister(m.steps, m.models, m.tokens, m.retries, m.gate, m.settled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -82,6 +92,50 @@ func (m *Metrics) Emit(_ context.Context, e *trace.Event) {
 		m.gate.WithLabelValues(e.Decision).Inc()
 	case trace.RunSettled:
 		m.settled.WithLabelValues(e.Flow, e.Status).Inc()
+		m.wake(e.RunID)
+	case trace.RunParked:
+		m.wake(e.RunID)
+	}
+}
+
+// watch returns a channel closed once this process's Client records that
+// run id settled or waits for a person (its sink gets the event as it is
+// recorded, which may be just before its commit), and what stops the
+// watch.
+func (m *Metrics) watch(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	m.waitMu.Lock()
+	if m.waiters == nil {
+		m.waiters = map[string][]chan struct{}{}
+	}
+	m.waiters[id] = append(m.waiters[id], ch)
+	m.waitMu.Unlock()
+	return ch, func() {
+		m.waitMu.Lock()
+		defer m.waitMu.Unlock()
+		ws := m.waiters[id]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(m.waiters, id)
+		} else {
+			m.waiters[id] = ws
+		}
+	}
+}
+
+// wake closes the watches of run id.
+func (m *Metrics) wake(id string) {
+	m.waitMu.Lock()
+	ws := m.waiters[id]
+	delete(m.waiters, id)
+	m.waitMu.Unlock()
+	for _, w := range ws {
+		close(w)
 	}
 }
 
@@ -96,6 +150,8 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.pending
 	ch <- c.m.queue
 	ch <- c.m.scrapeErr
+	ch <- c.m.spentTokens
+	ch <- c.m.spentCost
 }
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -115,6 +171,14 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if as, err := c.st.Approvals(ctx, &store.ListApprovalsParams{Status: store.ApprovalPending}); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.m.pending, prometheus.GaugeValue, float64(len(as)))
+	} else {
+		failed = 1
+	}
+	if spend, err := c.st.Spend(ctx, store.DayOf(time.Now()), ""); err == nil {
+		for _, s := range spend {
+			ch <- prometheus.MustNewConstMetric(c.m.spentTokens, prometheus.GaugeValue, float64(s.Tokens), s.Tenant)
+			ch <- prometheus.MustNewConstMetric(c.m.spentCost, prometheus.GaugeValue, float64(s.Cost)/store.MicrosPerUnit, s.Tenant)
+		}
 	} else {
 		failed = 1
 	}

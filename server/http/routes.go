@@ -46,5 +46,5 @@ var routes = []route{
 	{"GET", "/v1/runs/{id}/artifacts", ScopeRead, hf((*Server).artifacts)},
 	{"GET", "/v1/runs/{id}/artifacts/{name}", ScopeRead, hf((*Server).artifact)},
 	{"GET", "/metrics", ScopeAdmin, hf((*Server).metrics)},
-	{"", "/mcp", ScopeAdmin, hf((*Server).mcp)},
+	{"", "/mcp", ScopeRun, hf((*Server).mcp)},
 }

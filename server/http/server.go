@@ -38,8 +38,9 @@ type Options struct {
 	// the empty tenant, with every scope — bind such a server to loopback
 	// only.
 	Tokens *Tokens
-	// MCP, when set, is served at /mcp to admin tokens (server/mcp
-	// Handler): its tools are not one tenant's.
+	// MCP, when set, is served at /mcp (server/mcp Handler) to tokens of
+	// run scope: a token of one tenant has its calls scoped to that
+	// tenant's runs (runs.TenantHeader), an admin token sees every run.
 	MCP http.Handler
 	// Metrics is served at /metrics to admin tokens; nil serves none.
 	Metrics *Metrics
@@ -54,7 +55,9 @@ type Options struct {
 	Rate  rate.Limit
 	Burst int
 	// Poll is how often an event stream or a wait looks for what was
-	// committed. Defaults to DefaultPoll.
+	// committed. Defaults to DefaultPoll. A wait (?wait=) on a run this
+	// process advances is woken by Metrics, the Client's sink, when the
+	// run settles or parks, without waiting for the next Poll.
 	Poll time.Duration
 	// Logf reports what the server does. Defaults to discarding.
 	Logf func(format string, args ...any)

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
@@ -28,8 +29,24 @@ func (s *Server) handler(sv *served) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		ctx, span := startCall(ctx, req.Params.Meta, sv.spec.Name)
 		defer func() { endCall(span, res) }()
-		return s.call(ctx, sv, req)
+		return s.call(tenantScope(ctx, req), sv, req)
 	}
+}
+
+// tenantScope scopes ctx to the tenant the HTTP surface in front of this
+// server named in the request's runs.TenantHeader (rein serve sets it for
+// a token of one tenant, over what the client sent): runs_list and
+// runs_show then see, and the workflow tools start and touch, only that
+// tenant's runs. A request without it (stdio, an admin token, a server
+// without tokens) is not scoped.
+func tenantScope(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ctx
+	}
+	if t := req.Extra.Header.Values(runs.TenantHeader); len(t) == 1 && t[0] != "" {
+		return runs.WithTenant(ctx, t[0])
+	}
+	return ctx
 }
 
 // call answers one tools/call request (handler's work, inside its span).

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -47,7 +48,9 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 			return nil, e
 		}
 	}
-	res, err := w.client.Start(ctx, p, input, &rein.RunOptions{Session: req.SessionID})
+	// a caller scoped to a tenant (rein serve's /mcp) starts its tenant's run.
+	tenant, _ := runs.TenantOf(ctx)
+	res, err := w.client.Start(ctx, p, input, &rein.RunOptions{Session: req.SessionID, Tenant: tenant})
 	if err != nil {
 		if errors.Is(err, engine.ErrSessionRequired) {
 			return nil, errorf(fault.Business, "/session_id", "workflow %s keys its tasks by session (idempotency: session_workflow_input_hash): start it with a session_id", w.flow.Name)
@@ -61,6 +64,10 @@ func (w *Workflow) start(ctx context.Context, req *Request) (*Answer, error) {
 	run, err := w.opts.Store.GetRun(ctx, res.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", res.RunID, err)
+	}
+	if scoped, ok := runs.TenantOf(ctx); ok && run.Tenant != scoped {
+		// the flow's idempotency key named another tenant's task: not shown.
+		return nil, errorf(fault.Conflict, "/session_id", "workflow %s keys its tasks by session and input, and this key is taken outside your tenant: start with another session_id", w.flow.Name)
 	}
 	t, err := w.recover(ctx, run)
 	if err != nil {

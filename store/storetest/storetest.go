@@ -85,6 +85,8 @@ func Run(t *testing.T, h Harness) {
 		{"PruneRetention", testPruneRetention},
 		{"PruneBlobs", testPruneBlobs},
 		{"Finished", testFinished},
+		{"Budget", testBudget},
+		{"BudgetConcurrent", testBudgetConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
