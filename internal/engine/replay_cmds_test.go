@@ -266,7 +266,14 @@ func (d *commandDriver) agentTurn(i int, ev *trace.Event) error {
 			Key    string `json:"key"`
 		} `json:"calls"`
 	}
-	if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
+	if t := ev.AgentTurn; t != nil { // journal version 4: the typed record
+		for _, c := range t.Calls {
+			turn.Calls = append(turn.Calls, struct {
+				Status string `json:"status"`
+				Key    string `json:"key"`
+			}{c.Agent.Status, c.Key})
+		}
+	} else if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
 		return err
 	}
 	a := &agentFan{turn: ev.Turn}

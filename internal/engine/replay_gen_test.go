@@ -225,6 +225,8 @@ steps:
 		{"agent_waiting", agentCase()},
 		{"agent_approved", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
 		{"agent_rejected", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalRejected, "") })},
+		// journal version 4: the agent's turns as typed records (Event.AgentTurn)
+		{"agent_turn_record", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
 	}
 }
 
