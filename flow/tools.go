@@ -130,18 +130,51 @@ var modelFields = []string{"provider", "model", "base_url", "api_key_env", "max_
 // LoadConfig reads a rein.yaml. The error is an *Error with located problems,
 // or an I/O error.
 func LoadConfig(path string) (*Config, error) {
-	data, err := yamlnode.ReadFile(path, MaxFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	return ParseConfig(data, path)
+	cfg, _, err := LoadConfigFiles(path)
+	return cfg, err
 }
+
+// LoadConfigFiles is LoadConfig that also returns every file the parse
+// tried to read, by path, with the contents it read: the rein.yaml at path
+// and the schema files it names (nil for a place a schema was looked for
+// and not found; a file read is never nil). A caller that keeps the Config
+// (it is not changed once parsed) can tell whether it still holds by
+// reading them again.
+func LoadConfigFiles(path string) (*Config, map[string][]byte, error) {
+	files := map[string][]byte{}
+	read := func(p string) ([]byte, error) {
+		b, err := ReadConfigFile(p)
+		if err == nil && b == nil {
+			b = []byte{}
+		}
+		if err == nil {
+			files[p] = b
+		} else {
+			files[p] = nil
+		}
+		return b, err
+	}
+	data, err := read(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load config: %w", err)
+	}
+	cfg, err := parseConfig(data, path, read)
+	return cfg, files, err
+}
+
+// ReadConfigFile reads a file a rein.yaml parse reads (the rein.yaml, a
+// schema file it names), at most MaxFileBytes.
+func ReadConfigFile(path string) ([]byte, error) { return yamlnode.ReadFile(path, MaxFileBytes) }
 
 // ParseConfig parses rein.yaml text; relative tool commands resolve against
 // the folder of filename.
 func ParseConfig(data []byte, filename string) (*Config, error) {
+	return parseConfig(data, filename, ReadConfigFile)
+}
+
+func parseConfig(data []byte, filename string, read func(path string) ([]byte, error)) (*Config, error) {
 	d := &decoder{diags: diagnostics{file: filename}, flow: &Flow{},
-		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}, read: func(path string) ([]byte, error) { return yamlnode.ReadFile(path, MaxFileBytes) }}}
+		schemas: &schemaSet{dir: filepath.Dir(filename), byName: map[string]*Schema{}, files: map[string]*Schema{}, read: read}}
 	cfg := &Config{File: filename, Tools: map[string]*ToolDecl{}}
 	file, err := yamlnode.Parse(data, yamlnode.Limits{What: "rein.yaml", MaxBytes: MaxFileBytes})
 	if err != nil {

@@ -48,9 +48,9 @@ type Event struct {
 	// events (agent_call events before version 3).
 	Turn int `json:"turn,omitempty"`
 	// Data is the record an event carries whole, as JSON text: agent_turn
-	// carries the turn a resume rebuilds the agent's transcript from (with
-	// its calls' records), agent_call (before version 3) a call's outcome,
-	// gate_decision (version 1) what the gate saw (safety.Basis).
+	// (before version 4) the turn a resume rebuilds the agent's transcript
+	// from, agent_call (before version 3) a call's outcome, gate_decision
+	// (version 1) what the gate saw (safety.Basis).
 	Data string `json:"data,omitempty"`
 	// Call is the record of a call event (Kind CallRecorded): one
 	// invocation's whole story.
@@ -59,6 +59,10 @@ type Event struct {
 	// what was done about one executed call (before version 3: JSON in
 	// Data; DecodeRemediation reads both).
 	Remediation *Remediation `json:"remediation,omitempty"`
+	// AgentTurn is the record of an agent_turn event (Kind AgentTurn): the
+	// turn a resume rebuilds the agent's transcript from, with its calls'
+	// records (before version 4: JSON in Data).
+	AgentTurn *Turn `json:"agent_turn,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -146,6 +150,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	if e.Remediation != nil {
 		dst = appendRemediation(append(dst, `,"remediation":`...), e.Remediation)
 	}
+	if e.AgentTurn != nil {
+		dst = appendTurn(append(dst, `,"agent_turn":`...), e.AgentTurn)
+	}
 	return append(dst, '}')
 }
 
@@ -167,6 +174,9 @@ func DecodeEvent(data []byte, e *Event) error {
 	}
 	if m := e.Remediation; m != nil {
 		m.dropEmpty()
+	}
+	if t := e.AgentTurn; t != nil {
+		t.dropEmpty()
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import "github.com/reinhq/rein/redact"
 
 // Redact hides the secrets red knows in e's text: its error, decision,
 // preview (and the start of one its cut left: redact.Redactor.Cut) and
-// data (an agent's turn, a gate's basis, an effect, a review's claims), its
-// call record and its remediation record. Whoever records an event calls it
+// data (a gate's basis, an effect, a review's claims), its call record,
+// its remediation record and its agent turn. Whoever records an event calls it
 // before the event reaches a sink or a journal.
 func (e *Event) Redact(red *redact.Redactor) {
 	e.Error = red.String(e.Error)
@@ -17,6 +17,9 @@ func (e *Event) Redact(red *redact.Redactor) {
 	}
 	if m := e.Remediation; m != nil {
 		e.Remediation = m.redacted(red)
+	}
+	if t := e.AgentTurn; t != nil {
+		t.redact(red)
 	}
 }
 

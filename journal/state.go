@@ -26,7 +26,8 @@ const (
 	// (Event.Process), committed before the tool is waited for.
 	ToolProcess Kind = "tool_process"
 	// AgentTurn is a turn of an agent step as the model gave it
-	// (Event.Data: the agent.Turn), committed before its calls run;
+	// (Event.AgentTurn; before version 4 Event.Data: the agent loop's
+	// turn as JSON), committed before its calls run;
 	// AgentCall was one call's outcome (Data: the agent.Call, Turn: its
 	// turn) in journals before version 3, which still read: since, an
 	// agent's call is its call record (CallRecorded, Call.Agent).

@@ -18,7 +18,12 @@ import "fmt"
 // Call.Agent, instead of an agent_call event. A binary of version 2 would
 // fold an agent step's transcript without its calls' outcomes (its calls
 // still chosen: in doubt, or made again on resume), so it refuses it.
-const Version = 3
+//
+// Version 4: an agent turn is a typed record (Event.AgentTurn, a Turn
+// whose calls are call records) instead of JSON in Event.Data. A binary
+// of version 3 would find no turn in the event and report the run
+// damaged, so it refuses it as from a newer rein instead.
+const Version = 4
 
 // VersionError is a record this binary cannot read: written by a newer rein
 // (Version above this binary's), or with no valid version at all.

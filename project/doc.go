@@ -9,7 +9,8 @@
 // Load reads a folder as it is on disk; LoadPinned (and LoadRun) rebuild
 // the project of a durable run from the flow text and files it pinned and
 // the RunMeta it recorded, never from disk, so a resume sees what the run
-// started with (a Cache keeps the parsed flow per pinned text); LoadConfig
+// started with (a Cache keeps the parsed flow per pinned text, and the
+// parsed rein.yaml while the files it read read the same); LoadConfig
 // reads a rein.yaml without a flow. A Project runs through a rein.Client
 // (rein.Open, Client.Load and Client.Run); it holds MCP sessions and a
 // cassette recorder, so the caller closes it.

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"maps"
@@ -31,11 +32,68 @@ const DefaultCacheSize = 256
 // a hit: a different answer is a miss, and the flow parses as before. A
 // parse that read a file the run did not pin, or failed, is not cached.
 // A Cache is safe for concurrent use.
+//
+// It keeps too each rein.yaml a Load parsed (loadConfig), by path, with the
+// contents of every file its parse read: a later Load uses it while each
+// of those files reads the same, and parses again otherwise.
 type Cache struct {
 	mu    sync.Mutex
 	size  int
 	m     map[[32]byte]*pinnedFlow
 	order [][32]byte // insertion order, for eviction
+	cfgs  map[string]*parsedConfig
+}
+
+// parsedConfig is a rein.yaml as a Load parsed it, and the files its
+// parse read with their contents then.
+type parsedConfig struct {
+	cfg   *flow.Config
+	files map[string][]byte
+}
+
+// loadConfig is flow.LoadConfig(path) through the cache c (nil: none).
+func (c *Cache) loadConfig(path string) (*flow.Config, error) {
+	if c == nil {
+		return flow.LoadConfig(path)
+	}
+	c.mu.Lock()
+	e := c.cfgs[path]
+	c.mu.Unlock()
+	if e != nil && e.same() {
+		return e.cfg, nil
+	}
+	cfg, files, err := flow.LoadConfigFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfgs == nil {
+		c.cfgs = map[string]*parsedConfig{}
+	}
+	if _, ok := c.cfgs[path]; !ok && len(c.cfgs) >= c.size {
+		clear(c.cfgs) // a program that loads more folders than a Cache keeps flows: start over
+	}
+	c.cfgs[path] = &parsedConfig{cfg: cfg, files: files}
+	return cfg, nil
+}
+
+// same reports whether every file the parse read reads the same now, and
+// every place it found none still holds none.
+func (e *parsedConfig) same() bool {
+	for path, was := range e.files {
+		now, err := flow.ReadConfigFile(path)
+		if was == nil {
+			if err == nil {
+				return false
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(now, was) {
+			return false
+		}
+	}
+	return true
 }
 
 // NewCache returns a Cache of at most size parsed flows (0:

@@ -183,7 +183,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	}
 	var cfg *flow.Config
 	if p.ConfigPath != "" {
-		if cfg, err = flow.LoadConfig(p.ConfigPath); err != nil {
+		if cfg, err = opts.Cache.loadConfig(p.ConfigPath); err != nil {
 			return nil, err
 		}
 	}

@@ -281,8 +281,9 @@ func toResultJSON(res *rein.Result, existing bool) resultJSON {
 		out.Pending = []*store.Approval{}
 	}
 	for id, st := range res.Steps {
-		out.Steps[id] = stepResultJSON{Status: st.Status, Attempts: st.Attempts, Corrections: st.Corrections, DurationMS: trace.Millis(st.Duration),
-			LLMCalls: st.LLMCalls, TokensIn: st.TokensIn, TokensOut: st.TokensOut, Error: st.Error}
+		use := st.ModelUse()
+		out.Steps[id] = stepResultJSON{Status: st.Status, Attempts: st.Attempts, Corrections: use.Corrections, DurationMS: trace.Millis(st.Duration),
+			LLMCalls: use.LLMCalls, TokensIn: use.TokensIn, TokensOut: use.TokensOut, Error: st.Error}
 	}
 	return out
 }
@@ -300,11 +301,12 @@ func writeResultText(s *streams, res *rein.Result, order []string) {
 			st.Status = trace.StepPending
 		}
 		fmt.Fprintf(w, "  %-24s %-10s attempts=%d", id, st.Status, st.Attempts)
-		if st.Corrections > 0 {
-			fmt.Fprintf(w, " corrections=%d", st.Corrections)
+		use := st.ModelUse()
+		if use.Corrections > 0 {
+			fmt.Fprintf(w, " corrections=%d", use.Corrections)
 		}
-		if st.LLMCalls > 0 {
-			fmt.Fprintf(w, " model_calls=%d tokens=%d/%d", st.LLMCalls, st.TokensIn, st.TokensOut)
+		if use.LLMCalls > 0 {
+			fmt.Fprintf(w, " model_calls=%d tokens=%d/%d", use.LLMCalls, use.TokensIn, use.TokensOut)
 		}
 		fmt.Fprintf(w, " %s\n", roundDuration(st.Duration))
 	}

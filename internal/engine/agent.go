@@ -157,12 +157,12 @@ func (a *agentJournal) PutBlob(_ context.Context, data []byte) (string, error) {
 }
 
 func (a *agentJournal) CommitTurn(_ context.Context, t *agent.Turn) error {
-	data, err := json.Marshal(t)
+	rec, err := turnRecordOf(a.step.ID, a.attempt, t)
 	if err != nil {
 		return err
 	}
 	a.r.record(trace.Event{Kind: trace.AgentTurn, StepID: a.step.ID, StepType: string(flow.Agent), Attempt: a.attempt,
-		Turn: t.N, TokensIn: t.Usage.In, TokensOut: t.Usage.Out, Preview: value.Preview([]byte(t.Text), trace.PreviewBytes), Data: string(data)})
+		Turn: t.N, TokensIn: t.Usage.In, TokensOut: t.Usage.Out, Preview: value.Preview([]byte(t.Text), trace.PreviewBytes), AgentTurn: rec})
 	return a.commit()
 }
 
@@ -326,7 +326,7 @@ func foldAgentEvents(events []*trace.Event, stepID string, attempt int) (*transc
 	return fold, nil
 }
 
-// transcriptFold rebuilds turns from agent_turn events and the agent's
+// transcriptFold rebuilds turns from agent_turn events (turnOf) and the agent's
 // call records (call events with an Agent part; agent_call events in
 // journals written before them), and which approvals were asked for the calls of the attempt it folds
 // (approval_requested events).
@@ -357,8 +357,8 @@ func (f *transcriptFold) add(ev *trace.Event, stepID string) error {
 	}
 	switch ev.Kind {
 	case trace.AgentTurn:
-		var t agent.Turn
-		if err := json.Unmarshal([]byte(ev.Data), &t); err != nil || t.N != len(f.turns)+1 {
+		t, err := turnOf(ev)
+		if err != nil || t.N != len(f.turns)+1 {
 			return fmt.Errorf("run %s: agent_turn event %d of step %s does not decode as turn %d: %v", ev.RunID, ev.Seq, stepID, len(f.turns)+1, err) //nolint:errorlint // err may be nil: the turn number alone can be wrong
 		}
 		f.turns = append(f.turns, t)

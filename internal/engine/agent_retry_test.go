@@ -85,8 +85,8 @@ func TestAgentRetriesATransientModelError(t *testing.T) {
 	if w := clock.Waits(); len(w) != 1 || w[0] != 3*time.Second {
 		t.Errorf("waits %v, want the Retry-After (3s) once", w)
 	}
-	if a := res.Steps["a"]; a.Attempts != 1 || a.LLMCalls != 2 {
-		t.Errorf("attempts %d, model calls %d: want one attempt with two model calls", a.Attempts, a.LLMCalls)
+	if a := res.Steps["a"]; a.Attempts != 1 || a.ModelUse().LLMCalls != 2 {
+		t.Errorf("attempts %d, model calls %d: want one attempt with two model calls", a.Attempts, a.ModelUse().LLMCalls)
 	}
 }
 

@@ -394,8 +394,8 @@ steps:
 	if got := readLines(t, filepath.Join(dir, "charge.log")); len(got) != 2 || got[1] != "1042" {
 		t.Errorf("downstream call %v", got)
 	}
-	if res.Steps["support"].LLMCalls != 3 {
-		t.Errorf("model calls %d, want 3 (two turns, one correction)", res.Steps["support"].LLMCalls)
+	if res.Steps["support"].Model.LLMCalls != 3 {
+		t.Errorf("model calls %d, want 3 (two turns, one correction)", res.Steps["support"].Model.LLMCalls)
 	}
 }
 

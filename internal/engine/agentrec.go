@@ -6,6 +6,7 @@ import (
 
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -17,7 +18,10 @@ import (
 // version 2 written before the record carried Agent, hold the loop's part
 // as an agent_call event (Data: the agent.Call as JSON); AgentCallOf reads
 // both, so the transcript folds (restoreSession, the views) read old and
-// new journals alike.
+// new journals alike. A turn is a journal.Turn (Event.AgentTurn) whose
+// calls are call records of the same shape, as the turn chose them; before
+// journal version 4 it was the agent.Turn as JSON in Event.Data, which
+// turnOf reads too.
 
 // agentStatus is the call record's status of an agent call in the loop's
 // status: a chosen call (running, or in doubt) is started, an unknown one
@@ -112,4 +116,62 @@ func AgentCallOf(ev *trace.Event) (c agent.Call, turn int, ok bool, err error) {
 		return c, turn, true, fmt.Errorf("run %s: the agent call of event %d (%s) of step %s does not decode: %w", ev.RunID, ev.Seq, ev.Kind, ev.StepID, err)
 	}
 	return c, turn, true, nil
+}
+
+// turnRecordOf is the journal's record of turn t of attempt of step
+// stepID (its tokens are its event's): each call a call record as it
+// stood when the turn committed.
+func turnRecordOf(stepID string, attempt int, t *agent.Turn) (*journal.Turn, error) {
+	rec := &journal.Turn{N: t.N, Text: t.Text, LLMCalls: t.LLMCalls, Final: t.Final}
+	var err error
+	if rec.Answer, err = rawOf(t.Answer, t.Answer == nil); err != nil {
+		return nil, err
+	}
+	if len(t.Calls) > 0 {
+		rec.Calls = make([]journal.Call, len(t.Calls))
+	}
+	for i := range t.Calls {
+		c := &t.Calls[i]
+		ag, err := agentRecordOf(c)
+		if err != nil {
+			return nil, err
+		}
+		rec.Calls[i] = journal.Call{StepID: stepID, Key: c.Key, Item: -1, Turn: t.N, Index: c.Index, Attempt: attempt,
+			Kind: journal.CallTool, Name: c.Tool, Status: agentStatus(c.Status), ArgsSHA: c.ArgsSHA, Reconciled: c.Reconciled, Agent: ag}
+	}
+	return rec, nil
+}
+
+// turnOf is the turn an agent_turn event records: its typed record, or
+// the agent.Turn as JSON in its Data (journals before version 4).
+func turnOf(ev *trace.Event) (agent.Turn, error) {
+	rec := ev.AgentTurn
+	if rec == nil {
+		var t agent.Turn
+		err := json.Unmarshal([]byte(ev.Data), &t)
+		return t, err
+	}
+	t := agent.Turn{N: rec.N, Text: rec.Text, LLMCalls: rec.LLMCalls, Final: rec.Final,
+		Usage: model.Usage{In: ev.TokensIn, Out: ev.TokensOut}}
+	if len(rec.Answer) > 0 {
+		if err := json.Unmarshal(rec.Answer, &t.Answer); err != nil {
+			return t, err
+		}
+	}
+	if len(rec.Calls) > 0 {
+		t.Calls = make([]agent.Call, len(rec.Calls))
+	}
+	for i := range rec.Calls {
+		cl := &rec.Calls[i]
+		if cl.Agent == nil {
+			return t, fmt.Errorf("call %d of the turn has no agent record", i+1)
+		}
+		c, err := agentCallOf(cl)
+		if err != nil {
+			return t, err
+		}
+		c.Reconciled = cl.Reconciled
+		t.Calls[i] = c
+	}
+	return t, nil
 }

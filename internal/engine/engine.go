@@ -201,8 +201,20 @@ type StepResult struct {
 	Status trace.StepStatus
 	// Attempts is the number of the step's last attempt (1 when it was not
 	// retried); for for_each and repeat steps, the highest any item or
-	// round reached. Corrective requests do not count: see Corrections.
+	// round reached. Corrective requests do not count: see
+	// StepModelUse.Corrections.
 	Attempts int
+	Duration time.Duration
+	// Error is the step's last failure, also when on_error let the run go on.
+	Error *RunError
+	// Model counts the step's model calls; nil for a step that made none
+	// (most steps of most flows: a Result's entries stay small). ModelUse
+	// reads it.
+	Model *StepModelUse
+}
+
+// StepModelUse is what a step spent on models.
+type StepModelUse struct {
 	// Corrections counts the corrective requests made after a model reply
 	// broke the step's output schema (at most one per attempt).
 	Corrections int
@@ -212,9 +224,23 @@ type StepResult struct {
 	LLMCalls  int
 	TokensIn  int
 	TokensOut int
-	Duration  time.Duration
-	// Error is the step's last failure, also when on_error let the run go on.
-	Error *RunError
+}
+
+// ModelUse is s.Model, or zero counts for a step that made no model call.
+func (s StepResult) ModelUse() StepModelUse {
+	if s.Model == nil {
+		return StepModelUse{}
+	}
+	return *s.Model
+}
+
+// modelUseOf is the Model of a step that spent use, nil when it made no
+// model call.
+func modelUseOf(corrections, llmCalls, tokensIn, tokensOut int) *StepModelUse {
+	if corrections == 0 && llmCalls == 0 && tokensIn == 0 && tokensOut == 0 {
+		return nil
+	}
+	return &StepModelUse{Corrections: corrections, LLMCalls: llmCalls, TokensIn: tokensIn, TokensOut: tokensOut}
 }
 
 // Usage counts what a run consumed, against its budgets.

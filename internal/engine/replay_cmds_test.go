@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/engine/sched/fan"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -87,6 +88,8 @@ type commandDriver struct {
 	out      bytes.Buffer
 	// turn is the fan-out of the agent turn in flight, by step.
 	turns map[int]*agentFan
+	// u are the fan-outs of items, rounds and plan steps in flight.
+	u *units
 }
 
 // agentFan is an agent turn's calls as the loop's fan-out hands them out.
@@ -99,7 +102,8 @@ type agentFan struct {
 }
 
 func replayCommands(f *flow.Flow, events []*trace.Event) ([]byte, error) {
-	d := &commandDriver{f: f, m: sched.New(f, "r"), running: make([]bool, len(f.Steps)), turns: map[int]*agentFan{}}
+	d := &commandDriver{f: f, m: sched.New(f, "r"), running: make([]bool, len(f.Steps)), turns: map[int]*agentFan{},
+		u: newUnits(events)}
 	for _, ev := range events {
 		if err := d.event(ev); err != nil {
 			return nil, fmt.Errorf("event %d (%s %s): %w", ev.Seq, ev.Kind, ev.StepID, err)
@@ -204,6 +208,7 @@ func (d *commandDriver) event(ev *trace.Event) error {
 		}
 		d.inFlight, d.reseed = 0, true
 		clear(d.turns)
+		d.u.resumed()
 	case trace.ApprovalDecided:
 		d.reseed = true
 	case trace.StepStarted:
@@ -248,10 +253,20 @@ func (d *commandDriver) event(ev *trace.Event) error {
 	case trace.AgentCall:
 		return d.agentCall(i, ev)
 	case trace.CallRecorded:
-		if ev.Call != nil && ev.Call.Agent != nil {
+		switch {
+		case ev.Call == nil:
+		case ev.Call.Agent != nil:
 			if err := d.agentCall(i, ev); err != nil {
 				return err
 			}
+		default: // an item's, a round's, a planner's
+			if err := d.unitCall(i, ev.Call); err != nil {
+				return err
+			}
+		}
+	case trace.Kind(plan.StepStarted), trace.Kind(plan.StepSettled), trace.Kind(plan.StepWaiting), trace.Kind(plan.StepReused):
+		if err := d.planStep(i, ev); err != nil {
+			return err
 		}
 	}
 	return d.m.Apply(ev)
@@ -266,7 +281,14 @@ func (d *commandDriver) agentTurn(i int, ev *trace.Event) error {
 			Key    string `json:"key"`
 		} `json:"calls"`
 	}
-	if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
+	if t := ev.AgentTurn; t != nil { // journal version 4: the typed record
+		for _, c := range t.Calls {
+			turn.Calls = append(turn.Calls, struct {
+				Status string `json:"status"`
+				Key    string `json:"key"`
+			}{c.Agent.Status, c.Key})
+		}
+	} else if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
 		return err
 	}
 	a := &agentFan{turn: ev.Turn}

@@ -225,6 +225,17 @@ steps:
 		{"agent_waiting", agentCase()},
 		{"agent_approved", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
 		{"agent_rejected", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalRejected, "") })},
+		// journal version 4: the agent's turns as typed records (Event.AgentTurn)
+		{"agent_turn_record", agentCase(func(st store.Store) error { return approve(st, "support/turn2/call1", store.ApprovalApproved, "") })},
+		// the scheduling of items, rounds and plan steps (the commands goldens)
+		{"for_each_fallback", plainRun("name: fef\nsteps:\n  - {id: c, tool: flaky, for_each: \"input.xs\", args: {x: \"{item}\"}, concurrency: 2, on_error: fallback, fallback: {tool: a, args: {}}}\n  - {id: next, tool: a, args: {}}\n",
+			map[string]any{"xs": []any{1.0, 2.0, 3.0}}, []tool.Tool{failing("flaky", 1, business), newKeyCounter("a", false)})},
+		{"repeat_rounds", plainRun("name: rr\nsteps:\n  - {id: g, tool: a, args: {}, repeat: {until: \"output.n >= 2\", max: 4}}\n  - {id: next, tool: a, args: {x: \"{g.n}\"}}\n", nil, []tool.Tool{newKeyCounter("a", false)})},
+		{"plan_dag", plainRun("name: pd\nsteps:\n  - {id: pl, type: plan, model: m, goal: \"fan in\", tools: [a]}\n", nil, []tool.Tool{newKeyCounter("a", true)},
+			scripted.Reply{Step: "pl", Decision: "plan", Plan: map[string]any{"goal": "fan in", "steps": []any{
+				map[string]any{"id": "s1", "tool": "a", "args": map[string]any{}},
+				map[string]any{"id": "s2", "tool": "a", "args": map[string]any{}},
+				map[string]any{"id": "s3", "tool": "a", "args": map[string]any{}, "depends_on": []any{"s1", "s2"}}}}})},
 	}
 }
 

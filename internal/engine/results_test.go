@@ -103,7 +103,7 @@ steps:
 `, nil)
 	wantStatus(t, res, trace.RunSucceeded)
 	st := res.Steps["x"]
-	if st.Attempts != 1 || st.Corrections != 1 || st.LLMCalls != 2 || st.TokensIn != 40 || st.TokensOut != 5 {
+	if use := st.ModelUse(); st.Attempts != 1 || use.Corrections != 1 || use.LLMCalls != 2 || use.TokensIn != 40 || use.TokensOut != 5 {
 		t.Fatalf("step result %+v, want 1 attempt, 1 correction, 2 calls, 40/5 tokens", st)
 	}
 	evs := fx.events.all()
@@ -174,7 +174,7 @@ steps:
 	if len(rej) != 1 || rej[0].Status != "corrected" || rej[0].Origin != trace.OriginModel || !strings.Contains(rej[0].Error, "nope") {
 		t.Fatalf("plan_rejected events %+v, want one from the planner naming the unknown tool", rej)
 	}
-	if st := res.Steps["p"]; st.Corrections != 1 || st.LLMCalls != 2 {
+	if st := res.Steps["p"]; st.ModelUse().Corrections != 1 || st.ModelUse().LLMCalls != 2 {
 		t.Fatalf("plan step result %+v, want 1 correction in 2 model calls", st)
 	}
 	if s := summary.Summarize(fx.events.all()).Runs[0].Steps[0]; s.Corrections != 1 {
@@ -220,11 +220,11 @@ steps:
 	if len(settled) != 1 || settled[0].Duration() < 59*time.Minute {
 		t.Fatalf("run_settled %+v, want the whole life", settled)
 	}
-	if res.Usage.LLMCalls != 1 || res.Usage.TokensIn != 7 || res.Steps["ask"].LLMCalls != 1 || res.Steps["ask"].TokensIn != 7 {
+	if res.Usage.LLMCalls != 1 || res.Usage.TokensIn != 7 || res.Steps["ask"].ModelUse().LLMCalls != 1 || res.Steps["ask"].ModelUse().TokensIn != 7 {
 		t.Fatalf("usage %+v, step %+v: the first process's model call is missing", res.Usage, res.Steps["ask"])
 	}
 	res, err = durable("p3").Status(ctx, "w")
-	if err != nil || res.Steps["ask"].LLMCalls != 1 || res.Steps["ask"].TokensOut != 1 || res.Duration < 59*time.Minute {
+	if err != nil || res.Steps["ask"].ModelUse().LLMCalls != 1 || res.Steps["ask"].ModelUse().TokensOut != 1 || res.Duration < 59*time.Minute {
 		t.Fatalf("status of the finished run: %v, step %+v, duration %v", err, res.Steps["ask"], res.Duration)
 	}
 }

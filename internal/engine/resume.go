@@ -486,7 +486,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Result, error) {
 	res := &Result{RunID: run.ID, Flow: run.Flow, Status: run.Status, Outputs: map[string]any{}, Steps: map[string]StepResult{}}
 	for _, row := range rows {
 		u := use[row.StepID]
-		sr := StepResult{Status: row.Status, Attempts: row.Attempt, Corrections: u.corrections, LLMCalls: u.llmCalls, TokensIn: u.tokensIn, TokensOut: u.tokensOut}
+		sr := StepResult{Status: row.Status, Attempts: row.Attempt, Model: modelUseOf(u.corrections, u.llmCalls, u.tokensIn, u.tokensOut)}
 		if !row.SettledAt.IsZero() && !row.StartedAt.IsZero() {
 			sr.Duration = row.SettledAt.Sub(row.StartedAt)
 		}

@@ -422,7 +422,7 @@ func (r *run) finish(parent context.Context) *Result {
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
 		res.Steps[s.ID] = StepResult{Status: r.m.Status(i), Attempts: st.attempts, Duration: st.duration, Error: st.err,
-			Corrections: st.use.corrections, LLMCalls: st.use.llmCalls, TokensIn: st.use.tokensIn, TokensOut: st.use.tokensOut}
+			Model: modelUseOf(st.use.corrections, st.use.llmCalls, st.use.tokensIn, st.use.tokensOut)}
 		switch r.m.Status(i) {
 		case trace.StepSucceeded, trace.StepDefaulted, trace.StepFellBack:
 			res.Outputs[s.ID] = st.output

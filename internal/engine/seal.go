@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -152,12 +153,16 @@ type eventPayloads struct {
 	plan, rem   []byte
 	args, obs   string
 	call, agent bool
+	turn        []byte // the agent turn's record as turnJSON writes it
 }
 
 func payloadsOf(e *trace.Event) eventPayloads {
 	p := eventPayloads{data: e.Data}
 	if m := e.Remediation; m != nil && m.Call != nil {
 		p.rem = m.Call.Args
+	}
+	if t := e.AgentTurn; t != nil {
+		p.turn = turnJSON(t)
 	}
 	if c := e.Call; c != nil {
 		p.call, p.out = true, c.Output
@@ -180,6 +185,10 @@ func (r *run) sealEventLocked(e *trace.Event, was eventPayloads) {
 	if m := e.Remediation; m != nil && m.Call != nil {
 		// the compensation a remediation made, as a resume remakes it
 		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/remediation.args", was.rem, m.Call.Args)
+	}
+	if t := e.AgentTurn; t != nil && was.turn != nil {
+		// the turn a resume rebuilds the transcript from, whole
+		r.sealLocked("event/"+strconv.FormatInt(e.Seq, 10)+"/agent_turn", was.turn, turnJSON(t))
 	}
 	if c := e.Call; c != nil && was.call {
 		at := "call/" + c.Key + "/"
@@ -321,7 +330,37 @@ func (u unsealed) events(events []*trace.Event) {
 		if m := ev.Remediation; m != nil && m.Call != nil {
 			m.Call.Args = u.bytes("event/"+strconv.FormatInt(ev.Seq, 10)+"/remediation.args", m.Call.Args)
 		}
+		if t := ev.AgentTurn; t != nil {
+			u.turn("event/"+strconv.FormatInt(ev.Seq, 10)+"/agent_turn", ev)
+		}
 	}
+}
+
+// turn puts the clear agent turn sealed at place at back into ev.
+func (u unsealed) turn(at string, ev *trace.Event) {
+	m := u[at]
+	if m == nil {
+		return
+	}
+	clear, ok := m[journal.Digest(turnJSON(ev.AgentTurn))]
+	if !ok {
+		return
+	}
+	var t journal.Turn
+	if json.Unmarshal(clear, &t) == nil {
+		ev.AgentTurn = &t
+	}
+}
+
+// turnJSON is the form of an agent turn's record that is sealed (the
+// clear turn) and digested (the redacted one): encoding/json's, which
+// reads back to the same bytes.
+func turnJSON(t *journal.Turn) []byte {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func (u unsealed) call(c *journal.Call) {

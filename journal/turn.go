@@ -1,0 +1,73 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/reinhq/rein/redact"
+)
+
+// Turn is the record of an agent turn (Kind AgentTurn, Event.AgentTurn):
+// the model's reply as the agent's loop took it, committed before any of
+// its calls runs. Its calls are as they stood then (chosen, or settled
+// without running: invalid, blocked); each call's outcome is its own call
+// record (Call.Agent), which a transcript fold lays over the turn's entry.
+// The turn's tokens are its event's TokensIn and TokensOut. Journals
+// before version 4 hold the turn as JSON in Event.Data (the agent loop's
+// own turn type), which the engine's transcript fold still reads.
+type Turn struct {
+	// N numbers the turn from 1 within its step's attempt.
+	N int `json:"n"`
+	// Text is the reply's text (the final answer when Calls is empty).
+	Text string `json:"text,omitempty"`
+	// Calls are the calls the model chose, in its order: each a call
+	// record with its Index, Name, Key, ArgsSHA and the loop's part
+	// (Agent).
+	Calls []Call `json:"calls,omitempty"`
+	// LLMCalls counts the model calls of the turn (2 with a corrective
+	// request).
+	LLMCalls int `json:"llm_calls,omitempty"`
+	// Final marks the final answer; Answer is its value as JSON (the text,
+	// or the value under an output schema).
+	Final  bool            `json:"final,omitempty"`
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
+// appendTurn appends t's JSON, as encoding/json writes it (HTML left
+// unescaped); an answer that is not JSON is written as null rather than
+// losing the event.
+func appendTurn(dst []byte, t *Turn) []byte {
+	b := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
+		tt := *t
+		tt.Answer, tt.Calls = nil, nil
+		for _, c := range t.Calls {
+			cc := c
+			cc.Output, cc.Gate, cc.Agent = nil, nil, nil
+			tt.Calls = append(tt.Calls, cc)
+		}
+		_ = enc.Encode(&tt)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// dropEmpty makes t's empty lists nil, as its encoding reads back.
+func (t *Turn) dropEmpty() {
+	if len(t.Calls) == 0 {
+		t.Calls = nil
+	}
+	for i := range t.Calls {
+		t.Calls[i].dropEmpty()
+	}
+}
+
+// redact hides the secrets red knows in t's text, answer and calls (see
+// Call.redact); its recorder made t for this event.
+func (t *Turn) redact(red *redact.Redactor) {
+	t.Text, t.Answer = red.String(t.Text), red.Bytes(t.Answer)
+	for i := range t.Calls {
+		t.Calls[i].redact(red)
+	}
+}
