@@ -87,6 +87,12 @@ type AgentTool struct {
 	// entry declares; the entry's name must be that tool's,
 	// <flow name>_workflow.
 	Workflow string
+	// Agent is the agent folder (absolute, or relative to the working
+	// directory when the declaring file's was) of an entry {agent: FOLDER}:
+	// the tool is that agent, called with a task and answering with its
+	// result (a sub-agent; the loader loads the folder, package agent runs
+	// it as a sub-run of the call).
+	Agent string
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
 	Approval bool
@@ -231,6 +237,10 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
 			continue
 		}
+		if f, ok := fieldByKey(fields, "agent"); ok {
+			t.Agent = d.agentFolder(e, f, fields, dir)
+			continue
+		}
 		if _, ok := fieldByKey(fields, "command"); ok {
 			d.agentTool = true
 			t.Decl = d.decodeTool(e, dir)
@@ -301,6 +311,34 @@ func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 	}
 	if st, err := os.Stat(path); err != nil || !st.IsDir() {
 		d.diags.add(posOf(f.value), "", "tool %s: workflow %q is not a flow folder (%s): give the path of a folder holding flow.yaml, relative to the file that declares it", e.key, rel, path)
+		return ""
+	}
+	return path
+}
+
+// agentFolder reads an agent: entry: an agent folder (holding agent.yaml)
+// relative to the declaring file, which must exist; only approval: goes
+// beside it.
+func (d *decoder) agentFolder(e, f field, fields []field, dir string) string {
+	for _, g := range fields {
+		if g.key != "approval" && g.key != "agent" {
+			d.diags.add(g.keyPos, "", "tool %s: %s does not go with agent: (an agent called as a tool takes only approval: beside it)", e.key, g.key)
+		}
+	}
+	rel, ok := d.str(f, "")
+	if !ok {
+		return ""
+	}
+	if rel == "" {
+		d.diags.add(posOf(f.value), "", "tool %s: agent: needs the path of an agent folder (holding %s), relative to the file that declares it", e.key, AgentFile)
+		return ""
+	}
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, rel)
+	}
+	if st, err := os.Stat(filepath.Join(path, AgentFile)); err != nil || st.IsDir() {
+		d.diags.add(posOf(f.value), "", "tool %s: agent %q is not an agent folder (no %s in %s): give the path of a folder holding %s, relative to the file that declares it", e.key, rel, AgentFile, path, AgentFile)
 		return ""
 	}
 	return path

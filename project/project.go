@@ -92,6 +92,10 @@ type LoadOptions struct {
 	// agent, with flowText, is the agent.yaml the flow was written from
 	// (LoadAgent): its tools and model are checked, located, in it.
 	agent *flow.AgentDef
+	// agentChain are the agent folders (absolute) whose agents lead to
+	// this load through agent: tools, the folder being loaded last when
+	// it is one (subagents.go).
+	agentChain []string
 }
 
 // Project is a validated flow with its tools and models, ready to run.
@@ -266,6 +270,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		return nil, err
 	}
 	if err := p.bindWorkflows(flowPath, workflowEntries(p.Flow, opts.agent), opts); err != nil {
+		return nil, err
+	}
+	if err := p.bindAgents(agentEntries(p.Flow, opts.agent), opts); err != nil {
 		return nil, err
 	}
 	if err := flow.CheckEffects(p.Tools, decls, cfgMCP(cfg)); err != nil {

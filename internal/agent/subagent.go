@@ -412,3 +412,26 @@ func subDecisionsOf(s *Session, turn int, c *Call) (map[string]Decision, []Pendi
 	}
 	return out, undecided
 }
+
+// SubSpec returns the spec of the tool named name of one of l's
+// sub-agents (searched depth first, in tool order): what a call of a
+// sub-run touches, for the records of its calls. ok is false when no
+// sub-agent has such a tool.
+func (l *Loop) SubSpec(name string) (tool.Spec, bool) {
+	if !l.subs {
+		return tool.Spec{}, false
+	}
+	for _, t := range l.cfg.Tools {
+		bt := l.tools[t.Spec().Name]
+		if bt == nil || bt.sub == nil {
+			continue
+		}
+		if st, ok := bt.sub.loop.tools[name]; ok && st.sub == nil {
+			return st.spec, true
+		}
+		if sp, ok := bt.sub.loop.SubSpec(name); ok {
+			return sp, true
+		}
+	}
+	return tool.Spec{}, false
+}
