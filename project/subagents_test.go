@@ -1,0 +1,84 @@
+package project_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/project"
+)
+
+// agents writes agent folders under one root: name → its agent.yaml.
+func agents(t *testing.T, defs map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, text := range defs {
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("replies:\n  - {step: agent, raw: ok}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// An agent that calls itself through another is refused at load time, at
+// the entry that closes the cycle (file:line:col), naming the chain.
+func TestAgentToolCycleIsLocated(t *testing.T) {
+	t.Parallel()
+	root := agents(t, map[string]string{
+		"a": "model: m\ntools:\n  b: {agent: ../b}\n",
+		"b": "model: m\ntools:\n  x: {agent: ../c}\n",
+		"c": "model: m\ntools:\n  back: {agent: ../a}\n",
+	})
+	_, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	var fe *flow.Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("load: %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{filepath.Join(root, "c", "agent.yaml") + ":3:3: tool back: agent " + filepath.Join(root, "a") + " calls itself",
+		filepath.Join(root, "a") + " -> " + filepath.Join(root, "b") + " -> " + filepath.Join(root, "c") + " -> " + filepath.Join(root, "a"),
+		filepath.Join(root, "a", "agent.yaml") + ":3:3: tool b: agent"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q:\n%s", want, msg)
+		}
+	}
+	// itself, directly
+	root = agents(t, map[string]string{"self": "model: m\ntools:\n  me: {agent: .}\n"})
+	if _, err := project.LoadAgent(filepath.Join(root, "self"), nil); err == nil || !strings.Contains(err.Error(), ":3:3: tool me: agent "+filepath.Join(root, "self")+" calls itself") {
+		t.Fatalf("load: %v", err)
+	}
+}
+
+// A chain deeper than agent.MaxAgentDepth is refused where it gets too
+// deep; a folder without agent.yaml is refused at its entry.
+func TestAgentToolDepthAndFolder(t *testing.T) {
+	t.Parallel()
+	root := agents(t, map[string]string{
+		"a1": "model: m\ntools:\n  n: {agent: ../a2}\n",
+		"a2": "model: m\ntools:\n  n: {agent: ../a3}\n",
+		"a3": "model: m\ntools:\n  n: {agent: ../a4}\n",
+		"a4": "model: m\ntools:\n  n: {agent: ../a5}\n",
+		"a5": "model: m\ntools:\n  n: {command: [\"true\"], effect: none}\n",
+	})
+	_, err := project.LoadAgent(filepath.Join(root, "a1"), nil)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "a4", "agent.yaml")+":3:3: tool n: agents called as tools nest 5 deep here") {
+		t.Fatalf("load: %v", err)
+	}
+	if _, err := project.LoadAgent(filepath.Join(root, "a2"), nil); err != nil {
+		t.Fatalf("a chain of 4 loads: %v", err)
+	}
+	root = agents(t, map[string]string{"a": "model: m\ntools:\n  n: {agent: ../nowhere}\n"})
+	if _, err := project.LoadAgent(filepath.Join(root, "a"), nil); err == nil || !strings.Contains(err.Error(), `:3:14: tool n: agent "../nowhere" is not an agent folder`) {
+		t.Fatalf("load: %v", err)
+	}
+}
