@@ -138,12 +138,16 @@ type Project struct {
 	closers  []func() error
 }
 
-// Load reads the flow at path (a flow file, or a folder holding flow.yaml),
-// its rein.yaml and script, and validates everything. A *flow.Error lists
+// Load reads the flow at path (a flow file, or a folder holding flow.yaml;
+// an agent folder, holding agent.yaml and no flow.yaml, loads as LoadAgent
+// does), its rein.yaml and script, and validates everything. A *flow.Error lists
 // every problem in the flow; other errors name the file that failed.
 func Load(path string, opts *LoadOptions) (*Project, error) {
 	if opts == nil {
 		opts = &LoadOptions{}
+	}
+	if opts.flowText == nil && IsAgentDir(path) {
+		return LoadAgent(path, opts) // an agent folder: its agent.yaml as a one-step flow
 	}
 	p := &Project{Tools: &tool.Registry{}, Models: &model.Registry{}}
 	loaded := false

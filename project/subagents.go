@@ -169,3 +169,11 @@ func (t *subAgentTool) Call(context.Context, any) (any, error) {
 }
 
 func (t *subAgentTool) AgentDefinition() *agent.Definition { return t.def }
+
+// IsAgentTool reports whether t is an agent registered as a tool (an
+// agent: entry): only an agent loop can call it, so a surface that serves
+// a project's tools one by one (rein mcp) leaves it out.
+func IsAgentTool(t tool.Tool) bool {
+	_, ok := t.(agent.Definer)
+	return ok
+}
