@@ -102,6 +102,13 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		}
 	}
 	step["tools"] = tools
+	if len(def.Handoffs) > 0 {
+		hs := make([]any, len(def.Handoffs))
+		for i, h := range def.Handoffs {
+			hs[i] = map[string]any{"agent": absPath(h.Agent), "history": h.History} // loaded again from there on resume
+		}
+		step["handoffs"] = hs
+	}
 	f := map[string]any{
 		"name": name,
 		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{

@@ -276,7 +276,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 	if err := p.bindWorkflows(flowPath, workflowEntries(p.Flow, opts.agent), opts); err != nil {
 		return nil, err
 	}
-	if err := p.bindAgents(agentEntries(p.Flow, opts.agent), opts); err != nil {
+	if err := p.bindAgents(append(agentEntries(p.Flow, opts.agent), handoffEntries(p.Flow, opts.agent)...), opts); err != nil {
 		return nil, err
 	}
 	if err := flow.CheckEffects(p.Tools, decls, cfgMCP(cfg)); err != nil {

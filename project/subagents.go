@@ -51,6 +51,31 @@ func agentEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
 	return out
 }
 
+// HandoffTool is the name of the tool a handoff to the agent of the folder
+// named name is offered as.
+func HandoffTool(name string) string { return "transfer_to_" + name }
+
+// handoffEntries lists the handoffs: of f's agent steps (or of def) as
+// entries of tools named HandoffTool(name), located where they are written.
+func handoffEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
+	var out []workflowEntry
+	add := func(file, step string, hs []*flow.Handoff) {
+		for _, h := range hs {
+			out = append(out, workflowEntry{file: file, step: step, tool: &flow.AgentTool{Name: HandoffTool(h.Name), Agent: h.Agent, Pos: h.Pos}})
+		}
+	}
+	if def != nil {
+		add(def.File, "", def.Handoffs)
+		return out
+	}
+	for _, s := range f.Steps {
+		if s.Agent != nil {
+			add(f.File, s.ID, s.Agent.Handoffs)
+		}
+	}
+	return out
+}
+
 // bindAgents loads the agent folders of entries and registers each as the
 // tool its entry names in p.Tools. Every problem is located at its entry
 // (a cycle, too deep a chain, a folder that does not load, a name another
@@ -72,7 +97,10 @@ func (p *Project) bindAgents(entries []workflowEntry, opts *LoadOptions) error {
 			diags = append(diags, e.diag("tool %s: agents called as tools nest %d deep here (%s), more than %d", t.Name, len(chain), strings.Join(chain, " -> "), agent.MaxAgentDepth))
 			continue
 		}
-		if _, taken := p.Tools.Lookup(t.Name); taken {
+		if prev, taken := p.Tools.Lookup(t.Name); taken {
+			if at, ok := prev.(*subAgentTool); ok && at.def.Path == dir {
+				continue // two agent steps of one flow name it
+			}
 			diags = append(diags, e.diag("tool %s: another tool (Go, exec, MCP or workflow) has this name: rename one of them", t.Name))
 			continue
 		}

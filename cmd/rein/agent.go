@@ -281,10 +281,15 @@ func writePlanRun(w io.Writer, prefix string, r *session.PlanRun) {
 	}
 }
 
-// writeSubRun prints the sub-run of a call of an agent called as a tool:
-// who answered, its status and usage, then its own transcript, indented.
+// writeSubRun prints the sub-run of a call of an agent called as a tool,
+// or of a handoff: who answered, its status and usage, then its own
+// transcript, indented.
 func writeSubRun(w io.Writer, prefix string, r *session.SubRun) {
-	fmt.Fprintf(w, "%sagent %s %s: %d turns, %d tool calls", prefix, r.Agent, r.Status, r.Usage.Turns, r.Usage.ToolCalls)
+	what := "agent"
+	if r.Handoff {
+		what = "handed over to agent" // its answer is the caller's
+	}
+	fmt.Fprintf(w, "%s%s %s %s: %d turns, %d tool calls", prefix, what, r.Agent, r.Status, r.Usage.Turns, r.Usage.ToolCalls)
 	if r.ErrorType != "" {
 		fmt.Fprintf(w, " (%s: %s)", r.ErrorType, clip(r.Error, 160))
 	}

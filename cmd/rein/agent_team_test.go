@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +18,13 @@ import (
 // triage agent asks the billing agent (a tool) about a double charge; the
 // billing agent's refund waits for a person, which parks the whole run;
 // approved, the run resumes into the billing agent's sub-run, the refund
-// runs once, and both answer. rein runs show tells who answered what.
+// runs once, billing answers, and triage hands the conversation over to the
+// shipping agent, whose answer is the run's. rein runs show tells who
+// answered what.
 func TestAgentTeamExample(t *testing.T) { //nolint:paralleltest // sets REIN_OUTBOX
 	db := filepath.Join(t.TempDir(), "rein.db")
 	t.Setenv("REIN_OUTBOX", t.TempDir())
-	code, out, stderr := cli(t, "agent", "../../examples/agent-team", "I was charged twice for order 1042", "--db", db, "--output", "json")
+	code, out, stderr := cli(t, "agent", "../../examples/agent-team", "I was charged twice for order 1042. Where is my parcel?", "--db", db, "--output", "json")
 	if code != exitWaiting {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
@@ -34,7 +37,7 @@ func TestAgentTeamExample(t *testing.T) { //nolint:paralleltest // sets REIN_OUT
 		t.Fatalf("calls %+v", res.Calls)
 	}
 	code, out, stderr = cli(t, "runs", "approve", res.RunID, "agent/turn2/call1/turn2/call1", "--db", db)
-	if code != exitOK || !strings.Contains(out, "refunded the duplicate charge") {
+	if code != exitOK || !strings.Contains(out, "arrives on Friday; billing has refunded the duplicate charge ch_2") {
 		t.Fatalf("approve: exit %d: %s\n%s", code, stderr, out)
 	}
 	outbox, err := os.ReadDir(os.Getenv("REIN_OUTBOX"))
@@ -45,22 +48,29 @@ func TestAgentTeamExample(t *testing.T) { //nolint:paralleltest // sets REIN_OUT
 	if code != exitOK {
 		t.Fatalf("show: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"call 1 billing", "agent billing answered: 3 turns, 2 tool calls", "call 1 issue_refund", "answer I refunded ch_2", "tool issue_refund  succeeded"} {
+	for _, want := range []string{"call 1 billing", "agent billing answered: 3 turns, 2 tool calls", "call 1 issue_refund", "answer I refunded ch_2",
+		"call 1 transfer_to_shipping", "handed over to agent shipping answered: 1 turns", "turn 4 (tokens 0/0): answer Your parcel for order 1042"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("runs show lacks %q:\n%s", want, out)
 		}
+	}
+	// the sub-agent's refund has its own call record in the run's ledger
+	if !regexp.MustCompile(`tool issue_refund +succeeded`).MatchString(out) {
+		t.Errorf("runs show lists no settled record of the refund:\n%s", out)
 	}
 }
 
 // TestAgentTeamWithAProvider runs examples/agent-team against an
 // OpenAI-compatible server speaking the chat-completions wire format with
 // native tool_calls: the triage agent calls billing as a tool, billing
-// (instructions of its own, its own tools) answers, and its answer comes
-// back to the triage agent as the tool message.
+// (instructions of its own, its own tools) answers, its answer comes back
+// to the triage agent as the tool message, and triage hands the
+// conversation over to shipping, which sees it and answers the run.
 func TestAgentTeamWithAProvider(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var billingTools, triageTools []string
+	var shippingSaw []map[string]any
 	reply := func(w http.ResponseWriter, id string, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":%q,"object":"chat.completion","created":1,"model":"tiny","choices":[{"index":0,"finish_reason":"stop","message":%s}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, id, msg)
@@ -93,6 +103,9 @@ func TestAgentTeamWithAProvider(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
+		case strings.HasPrefix(system, "You are the shipping agent"):
+			shippingSaw = req.Messages
+			reply(w, "s1", `{"role":"assistant","content":"Your parcel arrives on Friday; ch_2 was a duplicate."}`)
 		case strings.HasPrefix(system, "You are the billing agent"):
 			billingTools = names
 			if last["role"] == "user" {
@@ -108,7 +121,7 @@ func TestAgentTeamWithAProvider(t *testing.T) {
 			case last["tool_call_id"] == "call_t1":
 				reply(w, "t2", toolCall("call_t2", "billing", `{"task":"Order 1042: which charge is a duplicate?"}`))
 			case last["tool_call_id"] == "call_t2" && strings.Contains(content, "ch_2 duplicates ch_1"):
-				reply(w, "t3", `{"role":"assistant","content":"Billing says ch_2 was a duplicate of ch_1."}`)
+				reply(w, "t3", toolCall("call_t3", "transfer_to_shipping", `{"reason":"parcel"}`))
 			default:
 				http.Error(w, `{"error": {"message": "unexpected conversation"}}`, http.StatusBadRequest)
 			}
@@ -119,9 +132,9 @@ func TestAgentTeamWithAProvider(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS("../../examples/agent-team")); err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []string{filepath.Join(dir, "rein.yaml"), filepath.Join(dir, "billing", "rein.yaml")} {
+	for _, cfg := range []string{filepath.Join(dir, "rein.yaml"), filepath.Join(dir, "billing", "rein.yaml"), filepath.Join(dir, "shipping", "rein.yaml")} {
 		b, err := os.ReadFile(cfg)
-		if err != nil {
+		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 		b = append(b, []byte("models:\n  real: {provider: ollama, model: tiny, base_url: "+srv.URL+"/v1}\n")...)
@@ -135,17 +148,27 @@ func TestAgentTeamWithAProvider(t *testing.T) {
 	}
 	var res agentResultJSON
 	decodeOne(t, out, &res)
-	if res.Status != "answered" || res.Answer != "Billing says ch_2 was a duplicate of ch_1." || len(res.Calls) != 2 ||
-		res.Calls[1].Tool != "billing" || res.Calls[1].Observation != `"ch_2 duplicates ch_1; no refund made."` {
+	if res.Status != "answered" || res.Answer != "Your parcel arrives on Friday; ch_2 was a duplicate." || len(res.Calls) != 3 ||
+		res.Calls[1].Tool != "billing" || res.Calls[1].Observation != `"ch_2 duplicates ch_1; no refund made."` || res.Calls[2].Tool != "transfer_to_shipping" {
 		t.Fatalf("result %+v", res)
 	}
-	// the billing agent's turns and tokens count into the run's.
-	if res.Usage["turns"] != 5 || res.Usage["tokens_in"] != 50 {
+	// the billing and shipping agents' turns and tokens count into the
+	// run's: triage 3 + billing 2 + shipping 1, and the final turn.
+	if res.Usage["turns"] != 7 || res.Usage["tokens_in"] != 60 {
 		t.Errorf("usage %+v", res.Usage)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if strings.Join(triageTools, ",") != "billing,lookup_order,execute_plan" || strings.Join(billingTools, ",") != "issue_refund,list_charges,execute_plan" {
+	if strings.Join(triageTools, ",") != "billing,lookup_order,transfer_to_shipping,execute_plan" || strings.Join(billingTools, ",") != "issue_refund,list_charges,execute_plan" {
 		t.Errorf("tools offered: triage %v, billing %v", triageTools, billingTools)
+	}
+	// shipping saw the whole conversation: the user's message, triage's
+	// calls with their tool messages (native tool_calls), then the handover.
+	var roles []string
+	for _, m := range shippingSaw {
+		roles = append(roles, fmt.Sprint(m["role"]))
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,tool,assistant,tool,user" || !strings.Contains(fmt.Sprint(shippingSaw[5]["content"]), "ch_2 duplicates ch_1") {
+		t.Errorf("shipping saw %v", shippingSaw)
 	}
 }

@@ -23,6 +23,11 @@ type Tool struct {
 	// subagent.go): its calls run that agent's loop as a sub-run. AsTool
 	// sets it for a Definer.
 	Agent *Definition
+	// Handoff, with Agent, makes the tool a handoff (see handoff.go): the
+	// conversation is transferred to the agent, which sees the history
+	// this names (flow.HistoryAll, HistoryNoTools, HistoryLastUser) and
+	// whose answer is the loop's.
+	Handoff string
 }
 
 // Budgets bound a run of the loop. Each is its own counter and its own

@@ -235,6 +235,9 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			if c := &t.Calls[i]; l.tools[c.Tool].sub != nil {
 				c.subDecisions, _ = subDecisionsOf(s, t.N, c)
 				c.left = l.left(s)
+				if h := l.tools[c.Tool].Handoff; h != "" {
+					c.handover = l.handoverOf(s, t, c, h)
+				}
 			}
 		}
 	}

@@ -126,6 +126,15 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 				res.Status, res.Usage = StatusPaused, UsageOf(s)
 				return res, nil
 			}
+			if h := handedOff(last); h != nil {
+				// the agent the conversation went to answered: its answer
+				// is this loop's, committed as the final turn.
+				if err := l.commitTurn(ctx, s, finalOf(len(s.Turns)+1, h)); err != nil {
+					res.Usage = UsageOf(s)
+					return res, err
+				}
+				continue
+			}
 		}
 		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
 			res.Usage = UsageOf(s)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -70,7 +71,10 @@ func AsTool(t tool.Tool, approval bool) Tool {
 // SubRun is the sub-run of a call of a sub-agent: its task, its turns as
 // committed, what it came to, and the calls of it that wait for a person.
 type SubRun struct {
-	Agent  string       `json:"agent"`
+	Agent string `json:"agent"`
+	// Handoff marks the sub-run of a handoff: the conversation was
+	// transferred to Agent, whose answer is the caller's.
+	Handoff bool         `json:"handoff,omitempty"`
 	Task   string       `json:"task"`
 	Status SubRunStatus `json:"status"`
 	Turns  []Turn       `json:"turns,omitempty"`
@@ -119,6 +123,10 @@ func bindSub(parent Config, t Tool, path []string) (*subAgent, tool.Spec, error)
 		spec.Description = "Ask the agent " + d.Name + " to do a task; it answers with its result."
 	}
 	spec.InputSchema = json.RawMessage(subInputSchema)
+	if t.Handoff != "" {
+		spec.InputSchema = json.RawMessage(handoffInputSchema)
+		spec.Description = "Transfer the conversation to the agent " + d.Name + ": it answers the user from here on (call it alone, as the turn's only call). " + d.Description
+	}
 	spec.OutputSchema = nil
 	// its calls are gated one by one inside the sub-run: the call of the
 	// agent itself touches nothing, and is safe to repeat (it continues).
@@ -165,6 +173,10 @@ func chainOf(ctx context.Context) []string {
 func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, args map[string]any) (any, error) {
 	sa := bt.sub
 	task, _ := args["task"].(string)
+	var history []model.Message
+	if bt.Handoff != "" {
+		task, history = c.handover.task, c.handover.history
+	}
 	id := sa.def.Path
 	if id == "" {
 		id = sa.def.Name
@@ -183,7 +195,7 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 		return subAnswer(c.Sub), nil
 	}
 	ctx = context.WithValue(ctx, subChain{}, append(append([]string(nil), chain...), id))
-	sr := &SubRun{Agent: sa.def.Name, Task: task}
+	sr := &SubRun{Agent: sa.def.Name, Task: task, Handoff: bt.Handoff != ""}
 	if c.Sub != nil && c.Sub.Task == task {
 		*sr = *c.Sub // continued: a copy, so the record committed before stays as it was
 	}
@@ -194,7 +206,7 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 		sr.Status, sr.ErrorType, sr.Error = SubRefused, string(fault.Budget), err.Error()
 		return subAnswer(sr), nil
 	}
-	sess := &Session{Task: task, Turns: sr.Turns, Decisions: c.subDecisions}
+	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions}
 	sj := &subJournal{parent: l, turn: turn, call: c, turns: cloneTurns(sr.Turns)}
 	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets)
 	res, err := sub.Run(ctx, sess)

@@ -202,3 +202,57 @@ func TestSubAgentRecursionRefused(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// A handoff transfers the conversation: the model calls transfer_to_<name>,
+// the receiving agent sees the conversation (as its filter passes it) and
+// answers, and its answer is the loop's final turn, no model call of the
+// caller's. The transcript keeps who answered.
+func TestHandoffTransfersTheConversation(t *testing.T) {
+	t.Parallel()
+	for _, filter := range []string{"all", "no_tools", "last_user"} {
+		t.Run(filter, func(t *testing.T) {
+			t.Parallel()
+			c := &counted{}
+			find := c.tool("lookup_order", tool.EffectRead, true, nil)
+			refunds := &turns{replies: []func(*model.Request) *model.Response{textReply("Refunds here: ch_2 is refunded.")}}
+			def := &agent.Definition{Name: "refunds", Path: "/agents/refunds", Config: agent.Config{Model: refunds, Instructions: "You do refunds."}}
+			top := &turns{replies: []func(*model.Request) *model.Response{
+				callsReply(tc("t1", "lookup_order", `{"order":"1042"}`)),
+				callsReply(tc("t2", "transfer_to_refunds", `{"reason":"a refund"}`)),
+			}}
+			j := &journal{}
+			l := newLoop(t, agent.Config{Model: top, Instructions: "You triage.", Journal: j, Tools: []agent.Tool{{Tool: find},
+				{Tool: tool.Func(tool.Spec{Name: "transfer_to_refunds"}, nil), Agent: def, Handoff: filter}}})
+			s := &agent.Session{Task: "refund order 1042"}
+			res, err := l.Run(context.Background(), s)
+			if err != nil || res.Status != agent.StatusAnswered || res.Answer != "Refunds here: ch_2 is refunded." {
+				t.Fatalf("run: %v, %+v", err, res)
+			}
+			if len(s.Turns) != 3 || !s.Turns[2].Final || s.Turns[2].LLMCalls != 0 || top.calls() != 2 {
+				t.Fatalf("turns %+v: the handoff's answer is the final turn, no model call", s.Turns)
+			}
+			sr := s.Turns[1].Calls[0].Sub
+			if sr == nil || !sr.Handoff || sr.Agent != "refunds" || sr.Status != agent.SubAnswered {
+				t.Fatalf("the handoff's sub-run %+v", sr)
+			}
+			if res.Usage.Turns != 4 || res.Usage.LLMCalls != 3 {
+				t.Errorf("usage %+v: the receiving agent's turn counts", res.Usage)
+			}
+			var roles []string
+			for _, m := range refunds.requests[0].Messages {
+				roles = append(roles, string(m.Role)+":"+strings.SplitN(m.Content, " ", 2)[0])
+			}
+			want := map[string]string{
+				"all":       "system:You,user:refund,assistant:,tool:{\"order\":\"1042\",\"status\":\"shipped\"},user:The",
+				"no_tools":  "system:You,user:refund,user:The",
+				"last_user": "system:You,user:refund",
+			}[filter]
+			if strings.Join(roles, ",") != want {
+				t.Errorf("the receiving agent saw %v, want %s", roles, want)
+			}
+			if got := j.session("x").Turns; len(got) != 3 || !got[2].Final {
+				t.Errorf("journaled turns %+v", got)
+			}
+		})
+	}
+}

@@ -139,6 +139,7 @@ type Call struct {
 	// the call runs.
 	subDecisions map[string]Decision
 	left         *Budgets
+	handover     handover // a handoff's: what the receiving agent sees
 }
 
 // Consumed is an approval a call used: its id (the store's approval

@@ -56,6 +56,20 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		}
 		tools = append(tools, agent.AsTool(tl, t.Approval)) // a sub-agent, when tl is one
 	}
+	for _, h := range a.Handoffs {
+		name := "transfer_to_" + h.Name // the loader registers each handoff's agent so
+		tl, ok := e.cfg.Tools.Lookup(name)
+		if !ok {
+			missing = append(missing, name)
+			continue
+		}
+		t := agent.AsTool(tl, false)
+		if t.Agent == nil {
+			return nil, fmt.Errorf("handoff %s: tool %s is not an agent", h.Name, name)
+		}
+		t.Handoff = h.History
+		tools = append(tools, t)
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
 	}
