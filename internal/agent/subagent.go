@@ -75,10 +75,10 @@ type SubRun struct {
 	// Handoff marks the sub-run of a handoff: the conversation was
 	// transferred to Agent, whose answer is the caller's.
 	Handoff bool         `json:"handoff,omitempty"`
-	Task   string       `json:"task"`
-	Status SubRunStatus `json:"status"`
-	Turns  []Turn       `json:"turns,omitempty"`
-	Usage  Usage        `json:"usage"`
+	Task    string       `json:"task"`
+	Status  SubRunStatus `json:"status"`
+	Turns   []Turn       `json:"turns,omitempty"`
+	Usage   Usage        `json:"usage"`
 	// Pending are its calls that wait for a person (Ref relative to the
 	// sub-run: turn<t>/call<c>).
 	Pending []Pending `json:"pending,omitempty"`
