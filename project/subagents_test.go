@@ -82,3 +82,43 @@ func TestAgentToolDepthAndFolder(t *testing.T) {
 		t.Fatalf("load: %v", err)
 	}
 }
+
+// A handoff is an agent folder: a path that is not one, an unknown
+// history filter or field, and a handoff back along the chain are refused,
+// located in agent.yaml.
+func TestHandoffEntriesAreChecked(t *testing.T) {
+	t.Parallel()
+	root := agents(t, map[string]string{
+		"a": "model: m\ntools: {}\nhandoffs:\n  - ../nowhere\n  - {agent: ../b, history: some}\n  - {agent: ../b, extra: 1}\n",
+		"b": "model: m\ntools: {}\n",
+	})
+	_, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{`agent.yaml:4:5: handoff "../nowhere" is not an agent folder`,
+		`agent.yaml:5:28: handoffs: history must be all, no_tools or last_user, not "some"`, `agent.yaml:6:19: unknown field "extra" in a handoff`, `agent.yaml:6:13: handoff b is listed twice`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	root = agents(t, map[string]string{
+		"a": "model: m\ntools: {}\nhandoffs: [../b]\n",
+		"b": "model: m\ntools: {}\nhandoffs: [../a]\n",
+	})
+	if _, err := project.LoadAgent(filepath.Join(root, "a"), nil); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "b", "agent.yaml")+":3:12: tool transfer_to_a: agent "+filepath.Join(root, "a")+" calls itself") {
+		t.Fatalf("load: %v", err)
+	}
+	root = agents(t, map[string]string{
+		"a": "model: m\ntools: {}\nhandoffs: [{agent: ../b, history: no_tools}]\n",
+		"b": "model: m\ntools: {}\n",
+	})
+	p, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if tl, ok := p.Tools.Lookup("transfer_to_b"); !ok || !project.IsAgentTool(tl) {
+		t.Fatalf("no handoff tool transfer_to_b: %v", p.Tools.Names())
+	}
+}
