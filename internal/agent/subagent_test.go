@@ -256,3 +256,39 @@ func TestHandoffTransfersTheConversation(t *testing.T) {
 		})
 	}
 }
+
+// The policy gate and approvals hold across a handoff: the receiving
+// agent's call that needs a person parks the caller, named under the
+// transfer call; with the decision it runs once and the receiving agent's
+// answer is the loop's.
+func TestHandoffApprovalParksTheCaller(t *testing.T) {
+	t.Parallel()
+	c := &counted{}
+	refund := c.tool("issue_refund", tool.EffectExternal, false, nil)
+	recvReplies := []func(*model.Request) *model.Response{
+		callsReply(tc("r1", "issue_refund", `{"order":"1042"}`)),
+		textReply("refunded 1042"),
+	}
+	build := func(j agent.Journal, recv *turns, top *turns) *agent.Loop {
+		def := &agent.Definition{Name: "refunds", Path: "/agents/refunds", Config: agent.Config{Model: recv, Tools: []agent.Tool{{Tool: refund, Approval: true}}}}
+		return newLoop(t, agent.Config{Model: top, Journal: j, RunID: "run", StepID: "agent", Attempt: 1, Tools: []agent.Tool{
+			{Tool: tool.Func(tool.Spec{Name: "transfer_to_refunds"}, nil), Agent: def, Handoff: "last_user"}}})
+	}
+	j := &journal{}
+	top := &turns{replies: []func(*model.Request) *model.Response{callsReply(tc("t1", "transfer_to_refunds", `{}`))}}
+	s := &agent.Session{Task: "refund 1042"}
+	res, err := build(j, &turns{replies: recvReplies}, top).Run(context.Background(), s)
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Ref != "turn1/call1/turn1/call1" {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	s2 := j.session("refund 1042")
+	s2.Decisions = map[string]agent.Decision{"turn1/call1/turn1/call1": {Verdict: agent.Approve, ID: "ap1", Args: res.Pending[0].Args}}
+	top2 := &turns{}
+	res, err = build(j, &turns{replies: recvReplies[1:]}, top2).Run(context.Background(), s2)
+	if err != nil || res.Status != agent.StatusAnswered || res.Answer != "refunded 1042" || top2.calls() != 0 {
+		t.Fatalf("resumed: %v, %+v (the caller's model asked %d times)", err, res, top2.calls())
+	}
+	if c.n.Load() != 1 || c.keys[0] != "run/agent/1/turn1/call1/transfer_to_refunds/turn1/call1" {
+		t.Fatalf("the refund ran %d times, keys %v", c.n.Load(), c.keys)
+	}
+}
