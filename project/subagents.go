@@ -142,6 +142,9 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 		return nil, err
 	}
 	p.closers = append(p.closers, sp.Close)
+	// its rein.yaml's secrets are hidden in this project's runs too: its
+	// calls are journaled there.
+	p.redactor = p.Redactor().Join(sp.Redactor())
 	s := sp.Flow.StepByID(AgentStep)
 	m, err := sp.Models.Lookup(s.Model)
 	if err != nil {

@@ -122,3 +122,24 @@ func TestHandoffEntriesAreChecked(t *testing.T) {
 		t.Fatalf("no handoff tool transfer_to_b: %v", p.Tools.Names())
 	}
 }
+
+// The secrets a sub-agent's rein.yaml names are hidden in the calling
+// project's runs too: its calls are journaled there.
+func TestSubAgentSecretsAreRedacted(t *testing.T) { //nolint:paralleltest // sets the environment
+	t.Setenv("TEAMS_SUB_CRED", "s3cr3t-sub-value-4821")
+	root := agents(t, map[string]string{
+		"a": "model: m\ntools:\n  b: {agent: ../b}\n",
+		"b": "model: m\ntools: {}\n",
+	})
+	if err := os.WriteFile(filepath.Join(root, "b", "rein.yaml"), []byte("secrets: [TEAMS_SUB_CRED]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if got := p.Redactor().String("token s3cr3t-sub-value-4821"); strings.Contains(got, "s3cr3t") {
+		t.Fatalf("the sub-agent's secret is not hidden: %s", got)
+	}
+}
