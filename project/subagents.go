@@ -21,7 +21,8 @@ import (
 // tools, models and script, as LoadAgent does) and registers a tool that
 // is the agent (an agent.Definer), which the engine's agent loop runs as a
 // sub-run of the call. The sub-agent's calls pass through the calling run's
-// pipeline: its gate, keys and journal. A chain of agents that leads back
+// pipeline: its gate (joined with the folder's own rein.yaml policy:), keys
+// and journal. A chain of agents that leads back
 // to one on it, or nests deeper than agent.MaxAgentDepth, is refused at the
 // entry that closes it before any is made. A resumed run loads the folders
 // again from their paths (its flow text keeps them, absolute).
@@ -167,7 +168,7 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 	if name == "" {
 		name = filepath.Base(dir)
 	}
-	return &agent.Definition{Name: name, Path: dir, Description: def.Description, Config: agent.Config{
+	return &agent.Definition{Name: name, Path: dir, Description: def.Description, Gate: sp.CallGate(nil), Config: agent.Config{
 		Model: m, ModelName: s.Model, Instructions: a.Instructions, Tools: tools, Output: s.OutputSchema, ExecutePlan: ep,
 		ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -49,6 +50,10 @@ type Definition struct {
 	Path        string
 	Description string
 	Config      Config
+	// Gate is the agent's own policy (its folder's rein.yaml policy:),
+	// joined with the caller's for its calls: a rule of either holds. Nil:
+	// the caller's alone.
+	Gate safety.Gate
 }
 
 // Definer is a tool.Tool that is an agent (package project makes one for an
@@ -145,6 +150,11 @@ func bindSub(parent Config, t Tool, path []string) (*subAgent, tool.Spec, error)
 	}
 	cfg := d.Config
 	cfg.Pipeline, cfg.Recorder, cfg.Now, cfg.Sleep = parent.Pipeline, parent.Recorder, parent.Now, parent.Sleep
+	if d.Gate != nil {
+		pl := *parent.Pipeline
+		pl.Gate = safety.Join(parent.Pipeline.Gate, d.Gate)
+		cfg.Pipeline = &pl
+	}
 	cfg.ModelRetries, cfg.RetryWait, cfg.CallTimeout, cfg.SubModel = parent.ModelRetries, parent.RetryWait, parent.CallTimeout, parent.SubModel
 	cfg.Evidence, cfg.Journal, cfg.Blobs = nil, nil, nil
 	if cfg.SubModel != nil && cfg.Model != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -290,5 +291,35 @@ func TestHandoffApprovalParksTheCaller(t *testing.T) {
 	}
 	if c.n.Load() != 1 || c.keys[0] != "run/agent/1/turn1/call1/transfer_to_refunds/turn1/call1" {
 		t.Fatalf("the refund ran %d times, keys %v", c.n.Load(), c.keys)
+	}
+}
+
+// refuseRefunds is a gate that blocks every call of issue_refund.
+type refuseRefunds struct{}
+
+func (refuseRefunds) Check(_ context.Context, inv *safety.Invocation) (safety.Decision, error) {
+	if inv.Tool.Name == "issue_refund" {
+		return safety.Decision{Verdict: safety.Block, Rule: "no-refunds", Reason: "billing refunds by hand"}, nil
+	}
+	return safety.Decision{Verdict: safety.Allow}, nil
+}
+
+// A sub-agent's own policy holds for its calls, joined with the caller's.
+func TestSubAgentOwnPolicyHolds(t *testing.T) {
+	t.Parallel()
+	c := &counted{}
+	refund := c.tool("issue_refund", tool.EffectExternal, false, nil)
+	sub := &turns{replies: []func(*model.Request) *model.Response{callsReply(tc("b1", "issue_refund", `{"order":"1042"}`)), textReply("could not refund")}}
+	top := &turns{replies: []func(*model.Request) *model.Response{callsReply(tc("t1", "billing", `{"task":"refund 1042"}`)), textReply("done")}}
+	bt := billingAgent(sub, agent.Tool{Tool: refund})
+	bt.Agent.Gate = refuseRefunds{}
+	l := newLoop(t, agent.Config{Model: top, Tools: []agent.Tool{bt}})
+	s := &agent.Session{Task: "x"}
+	if res, err := l.Run(context.Background(), s); err != nil || res.Status != agent.StatusAnswered {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	got := s.Turns[0].Calls[0].Sub.Turns[0].Calls[0]
+	if got.Status != agent.StatusBlocked || !strings.Contains(got.Observation, "billing refunds by hand") || c.n.Load() != 0 {
+		t.Fatalf("the sub-agent's refund: %+v (ran %d times)", got, c.n.Load())
 	}
 }
