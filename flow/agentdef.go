@@ -16,7 +16,8 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff"}
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "handoffs"}
+	handoffFields     = []string{"agent", "history"}
 	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
@@ -51,7 +52,34 @@ type AgentDef struct {
 	// ExecutePlan configures the execute_plan meta-tool, offered unless
 	// disabled.
 	ExecutePlan AgentPlan
+	// Handoffs are the agents the conversation may be transferred to
+	// (handoffs:), each offered to the model as transfer_to_<name>.
+	Handoffs []*Handoff
 }
+
+// Handoff is one entry of handoffs:: an agent folder, and what of the
+// conversation the receiving agent sees.
+type Handoff struct {
+	// Name is the folder's base name: the model sees transfer_to_<Name>.
+	Name string
+	// Agent is the agent folder (absolute, or relative to the working
+	// directory when the declaring file's was).
+	Agent string
+	// History is what the receiving agent sees: HistoryAll (the
+	// default), HistoryNoTools or HistoryLastUser.
+	History string
+	Pos     Pos
+}
+
+// What a handoff passes to the receiving agent.
+const (
+	// HistoryAll: the whole conversation, tool calls and their results too.
+	HistoryAll = "all"
+	// HistoryNoTools: the messages without the tool calls and results.
+	HistoryNoTools = "no_tools"
+	// HistoryLastUser: only the user's last message (the task).
+	HistoryLastUser = "last_user"
+)
 
 // AgentPlan is an agent's execute_plan: (false, or a mapping of enabled,
 // max_steps, allow_external).
@@ -87,6 +115,12 @@ type AgentTool struct {
 	// entry declares; the entry's name must be that tool's,
 	// <flow name>_workflow.
 	Workflow string
+	// Agent is the agent folder (absolute, or relative to the working
+	// directory when the declaring file's was) of an entry {agent: FOLDER}:
+	// the tool is that agent, called with a task and answering with its
+	// result (a sub-agent; the loader loads the folder, package agent runs
+	// it as a sub-run of the call).
+	Agent string
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
 	Approval bool
@@ -147,6 +181,8 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.OutputSchema = d.schemaField(f, "output_schema", "")
 		case "execute_plan":
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
+		case "handoffs":
+			a.Handoffs = d.decodeHandoffs(f, dir, "")
 		case "retries", "backoff":
 			// checked here, located in agent.yaml, as a step's are; the
 			// agent's flow step carries them (its model calls' retries).
@@ -231,6 +267,10 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
 			continue
 		}
+		if f, ok := fieldByKey(fields, "agent"); ok {
+			t.Agent = d.agentFolder(e, f, fields, dir)
+			continue
+		}
 		if _, ok := fieldByKey(fields, "command"); ok {
 			d.agentTool = true
 			t.Decl = d.decodeTool(e, dir)
@@ -304,6 +344,102 @@ func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 		return ""
 	}
 	return path
+}
+
+// agentFolder reads an agent: entry: an agent folder (holding agent.yaml)
+// relative to the declaring file, which must exist; only approval: goes
+// beside it.
+func (d *decoder) agentFolder(e, f field, fields []field, dir string) string {
+	for _, g := range fields {
+		if g.key != "approval" && g.key != "agent" {
+			d.diags.add(g.keyPos, "", "tool %s: %s does not go with agent: (an agent called as a tool takes only approval: beside it)", e.key, g.key)
+		}
+	}
+	rel, ok := d.str(f, "")
+	if !ok {
+		return ""
+	}
+	if rel == "" {
+		d.diags.add(posOf(f.value), "", "tool %s: agent: needs the path of an agent folder (holding %s), relative to the file that declares it", e.key, AgentFile)
+		return ""
+	}
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, rel)
+	}
+	if st, err := os.Stat(filepath.Join(path, AgentFile)); err != nil || st.IsDir() {
+		d.diags.add(posOf(f.value), "", "tool %s: agent %q is not an agent folder (no %s in %s): give the path of a folder holding %s, relative to the file that declares it", e.key, rel, AgentFile, path, AgentFile)
+		return ""
+	}
+	return path
+}
+
+// decodeHandoffs reads handoffs:: a list of agent folders (relative to
+// the declaring file), each a path or {agent: PATH, history: all|no_tools|last_user}.
+func (d *decoder) decodeHandoffs(fl field, dir, label string) []*Handoff {
+	seq, ok := fl.value.(*ast.SequenceNode)
+	if !ok {
+		d.diags.add(posOf(fl.value), label, "handoffs must be a list of agent folders (relative to this file), each a path or {agent: PATH, history: all|no_tools|last_user}, not %s", yamlnode.Kind(fl.value))
+		return nil
+	}
+	var out []*Handoff
+	seen := map[string]bool{}
+	for _, n := range seq.Values {
+		h := &Handoff{History: HistoryAll, Pos: posOf(n)}
+		var pathNode ast.Node
+		if fields, ok := fieldsOf(n); ok {
+			for _, f := range fields {
+				switch f.key {
+				case "agent":
+					h.Agent, _ = d.str(f, label)
+					pathNode = f.value
+				case "history":
+					v, _ := d.str(f, label)
+					switch v {
+					case HistoryAll, HistoryNoTools, HistoryLastUser:
+						h.History = v
+					default:
+						d.diags.add(posOf(f.value), label, "handoffs: history must be all, no_tools or last_user, not %q", v)
+					}
+				default:
+					d.unknownField(f, label, "a handoff", handoffFields)
+				}
+			}
+			if pathNode == nil {
+				d.diags.add(posOf(n), label, "a handoff needs agent: (the agent folder, relative to this file)")
+				continue
+			}
+		} else if sn, ok := n.(*ast.StringNode); ok {
+			h.Agent, pathNode = sn.Value, n
+		} else {
+			d.diags.add(posOf(n), label, "a handoff is an agent folder (a path) or {agent: PATH, history: ...}, not %s", yamlnode.Kind(n))
+			continue
+		}
+		if h.Agent == "" {
+			d.diags.add(posOf(pathNode), label, "a handoff needs the path of an agent folder")
+			continue
+		}
+		rel := h.Agent
+		if !filepath.IsAbs(h.Agent) {
+			h.Agent = filepath.Join(dir, rel)
+		}
+		h.Name = filepath.Base(h.Agent)
+		if !idPattern.MatchString(h.Name) {
+			d.diags.add(posOf(pathNode), label, "handoff %q: the folder's name %q is the handoff's (transfer_to_<name>): it must start with a letter or _ and hold only letters, digits, _ and -", rel, h.Name)
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(h.Agent, AgentFile)); err != nil || st.IsDir() {
+			d.diags.add(posOf(pathNode), label, "handoff %q is not an agent folder (no %s in %s): give the path of a folder holding %s, relative to this file", rel, AgentFile, h.Agent, AgentFile)
+			continue
+		}
+		if seen[h.Name] {
+			d.diags.add(posOf(pathNode), label, "handoff %s is listed twice", h.Name)
+			continue
+		}
+		seen[h.Name] = true
+		out = append(out, h)
+	}
+	return out
 }
 
 // decodeAgentPlan reads execute_plan: a boolean, or a mapping of

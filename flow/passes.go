@@ -68,7 +68,7 @@ func (d *decoder) checkTargets() {
 			}
 		case Agent:
 			for _, t := range s.Agent.Tools {
-				if t.Decl == nil && t.Workflow == "" { // the loader makes workflow tools
+				if t.Decl == nil && t.Workflow == "" && t.Agent == "" { // the loader makes workflow and agent tools
 					d.checkToolAt(t.Name, t.Pos, s.ID)
 				}
 			}

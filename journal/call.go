@@ -236,6 +236,10 @@ type AgentRecord struct {
 	Verified    json.RawMessage `json:"verified,omitempty"`
 	Declaration json.RawMessage `json:"declaration,omitempty"`
 	Claims      json.RawMessage `json:"claims,omitempty"`
+	// Sub is the sub-run of a call of an agent called as a tool: its
+	// task, status, turns (each with its calls) and answer, as the agent
+	// package's SubRun.
+	Sub json.RawMessage `json:"sub,omitempty"`
 }
 
 // AgentConsumed is an approval an agent's call used: the approval's id

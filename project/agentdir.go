@@ -43,6 +43,9 @@ func LoadAgent(dir string, opts *LoadOptions) (*Project, error) {
 	o := *opts
 	o.flowText = text
 	o.agent = def
+	if len(o.agentChain) == 0 {
+		o.agentChain = []string{absPath(dir)} // an agent cannot call itself
+	}
 	return Load(path, &o)
 }
 
@@ -82,6 +85,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		if t.Workflow != "" {
 			entry["workflow"] = absPath(t.Workflow) // the run pins the folder
 		}
+		if t.Agent != "" {
+			entry["agent"] = absPath(t.Agent) // loaded again from there on resume
+		}
 		tools[t.Name] = entry
 		if t.Decl != nil {
 			decl := map[string]any{}
@@ -96,6 +102,13 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		}
 	}
 	step["tools"] = tools
+	if len(def.Handoffs) > 0 {
+		hs := make([]any, len(def.Handoffs))
+		for i, h := range def.Handoffs {
+			hs[i] = map[string]any{"agent": absPath(h.Agent), "history": h.History} // loaded again from there on resume
+		}
+		step["handoffs"] = hs
+	}
 	f := map[string]any{
 		"name": name,
 		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{
@@ -118,7 +131,7 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 func checkAgent(def *flow.AgentDef, fopts *flow.Options) error {
 	var diags []flow.Diagnostic
 	for _, t := range def.Tools {
-		if t.Decl != nil || t.Workflow != "" {
+		if t.Decl != nil || t.Workflow != "" || t.Agent != "" {
 			continue
 		}
 		if _, ok := fopts.Tools(t.Name); !ok {

@@ -92,6 +92,10 @@ type LoadOptions struct {
 	// agent, with flowText, is the agent.yaml the flow was written from
 	// (LoadAgent): its tools and model are checked, located, in it.
 	agent *flow.AgentDef
+	// agentChain are the agent folders (absolute) whose agents lead to
+	// this load through agent: tools, the folder being loaded last when
+	// it is one (subagents.go).
+	agentChain []string
 }
 
 // Project is a validated flow with its tools and models, ready to run.
@@ -135,12 +139,16 @@ type Project struct {
 	closers  []func() error
 }
 
-// Load reads the flow at path (a flow file, or a folder holding flow.yaml),
-// its rein.yaml and script, and validates everything. A *flow.Error lists
+// Load reads the flow at path (a flow file, or a folder holding flow.yaml;
+// an agent folder, holding agent.yaml and no flow.yaml, loads as LoadAgent
+// does), its rein.yaml and script, and validates everything. A *flow.Error lists
 // every problem in the flow; other errors name the file that failed.
 func Load(path string, opts *LoadOptions) (*Project, error) {
 	if opts == nil {
 		opts = &LoadOptions{}
+	}
+	if opts.flowText == nil && IsAgentDir(path) {
+		return LoadAgent(path, opts) // an agent folder: its agent.yaml as a one-step flow
 	}
 	p := &Project{Tools: &tool.Registry{}, Models: &model.Registry{}}
 	loaded := false
@@ -267,6 +275,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		return nil, err
 	}
 	if err := p.bindWorkflows(flowPath, workflowEntries(p.Flow, opts.agent), opts); err != nil {
+		return nil, err
+	}
+	if err := p.bindAgents(append(agentEntries(p.Flow, opts.agent), handoffEntries(p.Flow, opts.agent)...), opts); err != nil {
 		return nil, err
 	}
 	if err := flow.CheckEffects(p.Tools, decls, cfgMCP(cfg)); err != nil {

@@ -49,6 +49,10 @@ const (
 // budget (MaxSteps) and the tool calls made against it, each plan step.
 type PlanRun = agent.PlanRun
 
+// SubRun is the sub-run of a call of an agent called as a tool (a
+// sub-agent): its task, status, turns and answer.
+type SubRun = agent.SubRun
+
 // PlanRunStep is what became of one step of a PlanRun.
 type PlanRunStep = agent.PlanRunStep
 

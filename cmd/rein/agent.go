@@ -281,6 +281,22 @@ func writePlanRun(w io.Writer, prefix string, r *session.PlanRun) {
 	}
 }
 
+// writeSubRun prints the sub-run of a call of an agent called as a tool,
+// or of a handoff: who answered, its status and usage, then its own
+// transcript, indented.
+func writeSubRun(w io.Writer, prefix string, r *session.SubRun) {
+	what := "agent"
+	if r.Handoff {
+		what = "handed over to agent" // its answer is the caller's
+	}
+	fmt.Fprintf(w, "%s%s %s %s: %d turns, %d tool calls", prefix, what, r.Agent, r.Status, r.Usage.Turns, r.Usage.ToolCalls)
+	if r.ErrorType != "" {
+		fmt.Fprintf(w, " (%s: %s)", r.ErrorType, clip(r.Error, 160))
+	}
+	fmt.Fprintln(w)
+	writeTranscript(w, prefix+"  ", r.Turns)
+}
+
 // serveWorkflows sets o.Workflow, unless it is set, to serve the workflow
 // tools agents declare (workflow:) over st: each flow is loaded as o says
 // (--trusted-tools-only), its own agents served the same way.

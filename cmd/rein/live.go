@@ -112,4 +112,7 @@ func writeCall(w io.Writer, prefix, planPrefix string, c *session.Call) {
 	if c.PlanRun != nil {
 		writePlanRun(w, planPrefix, c.PlanRun)
 	}
+	if c.Sub != nil {
+		writeSubRun(w, planPrefix, c.Sub)
+	}
 }

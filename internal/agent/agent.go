@@ -19,6 +19,15 @@ type Tool struct {
 	// Approval requires a person's approval of every call before it runs
 	// (approval: required in rein.yaml or agent.yaml).
 	Approval bool
+	// Agent, when set, makes the tool another agent (a sub-agent, see
+	// subagent.go): its calls run that agent's loop as a sub-run. AsTool
+	// sets it for a Definer.
+	Agent *Definition
+	// Handoff, with Agent, makes the tool a handoff (see handoff.go): the
+	// conversation is transferred to the agent, which sees the history
+	// this names (flow.HistoryAll, HistoryNoTools, HistoryLastUser) and
+	// whose answer is the loop's.
+	Handoff string
 }
 
 // Budgets bound a run of the loop. Each is its own counter and its own
@@ -133,6 +142,16 @@ type Config struct {
 	// over Tools (see the package documentation). Nil: not offered — leave
 	// it nil for a loop that runs inside a plan (PlanRunning).
 	ExecutePlan *PlanOptions
+	// SubModel, when set, wraps the model of each sub-agent (a Tool with
+	// Agent) before its loop uses it: the engine meters it as the
+	// caller's.
+	SubModel func(name string, m model.Model) model.Model
+
+	// path are the agents this one is a sub-agent of (the recursion
+	// guard); parent, when set, is the key of the call whose sub-run this
+	// loop runs, which its calls' keys extend.
+	path   []string
+	parent string
 }
 
 // Loop runs agent tasks. Build it with New; it is safe for concurrent
@@ -146,6 +165,9 @@ type Loop struct {
 	defs []model.ToolDef
 	// planner runs execute_plan calls; nil when it is not offered.
 	planner *planner
+	// subs: some tool is a sub-agent (its sub-runs commit from the calls'
+	// goroutines: Run serialises the journal).
+	subs bool
 }
 
 type boundTool struct {
@@ -157,6 +179,8 @@ type boundTool struct {
 	// declares: the model sees the tool's schema with the declaration
 	// argument (a side-effecting tool whose schema leaves the name free).
 	declares bool
+	// sub is the sub-agent of a Tool with Agent set.
+	sub *subAgent
 }
 
 // New checks cfg and returns a Loop. Errors name the tool at fault: a
@@ -202,6 +226,12 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("agent: tools[%d] is nil", i)
 		}
 		b := &boundTool{Tool: t, spec: t.Spec()}
+		if t.Agent != nil {
+			var err error
+			if b.sub, b.spec, err = bindSub(cfg, t, cfg.path); err != nil {
+				return nil, err
+			}
+		}
 		if _, dup := l.tools[b.spec.Name]; dup {
 			return nil, fmt.Errorf("agent: tools[%d]: tool %q is given twice", i, b.spec.Name)
 		}
@@ -217,6 +247,9 @@ func New(cfg Config) (*Loop, error) {
 	order := make([]*boundTool, 0, len(l.tools)+1)
 	for _, t := range cfg.Tools {
 		order = append(order, l.tools[t.Spec().Name])
+		if t.Agent != nil {
+			l.subs = true
+		}
 	}
 	if cfg.ExecutePlan != nil {
 		p, bt, err := newPlanner(*cfg.ExecutePlan, l.tools)

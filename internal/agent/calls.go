@@ -99,7 +99,7 @@ func (l *Loop) key(turn, call int) string {
 }
 
 func (l *Loop) position(turn, call int) invoke.Position {
-	return invoke.Position{RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt, Turn: turn, Call: call}
+	return invoke.Position{RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt, Turn: turn, Call: call, Parent: l.cfg.parent}
 }
 
 // settle brings every open call of t to an outcome or a pending entry.
@@ -174,6 +174,20 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			if c.Status == StatusUnknown {
 				kind = "unknown"
 			}
+			if c.Sub != nil && c.Status == StatusWaiting {
+				// a sub-agent's sub-run waits: its call runs again, and the
+				// sub-run continues, once all its waiting calls are decided
+				// (each call of it uses its approval once: its own Consumed).
+				if _, undecided := subDecisionsOf(s, t.N, c); len(undecided) > 0 {
+					res.Pending = append(res.Pending, undecided...)
+					continue
+				}
+				if err := l.dispatch(ctx, t.N, c); err != nil {
+					return err
+				}
+				run(i, false)
+				continue
+			}
 			if c.Plan != nil && c.Status == StatusWaiting {
 				// a plan waits: it runs again once all its waiting steps are decided
 				if undecided := l.planDecisions(s, t.N, c, false); len(undecided) > 0 {
@@ -216,6 +230,17 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 			}
 		}
 	}
+	if len(jobs) > 0 && l.subs {
+		for _, i := range jobs {
+			if c := &t.Calls[i]; l.tools[c.Tool].sub != nil {
+				c.subDecisions, _ = subDecisionsOf(s, t.N, c)
+				c.left = l.left(s)
+				if h := l.tools[c.Tool].Handoff; h != "" {
+					c.handover = l.handoverOf(s, t, c, h)
+				}
+			}
+		}
+	}
 	if len(jobs) > 0 {
 		var ev *safety.Evidence // built before any call runs, only if one is traced
 		if l.tracesAny(t, jobs) {
@@ -227,6 +252,7 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	}
 	for _, i := range jobs {
 		if c := &t.Calls[i]; c.Status == StatusWaiting {
+			c.subDecisions, c.left = nil, nil
 			res.Pending = append(res.Pending, c.pending(t.N, "approval")...)
 		}
 	}
@@ -369,6 +395,12 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 			return l.executePlan(ctx, turn, c, args, approved, ev)
 		})
 	}
+	if bt.sub != nil {
+		t = tool.Func(bt.spec, func(ctx context.Context, a any) (any, error) {
+			m, _ := a.(map[string]any)
+			return l.runSub(ctx, turn, c, bt, m)
+		})
+	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
 	if l.traces(bt) {
@@ -387,6 +419,12 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		return false
 	}
 	c.Reason = ""
+	var sp *subPaused
+	if outcome != invoke.OK && errors.As(err, &sp) {
+		c.Status, c.Observation = StatusWaiting, ""
+		c.Reason = sp.Error()
+		return true
+	}
 	var pw *planPaused
 	if outcome != invoke.OK && errors.As(err, &pw) {
 		c.Status, c.Plan, c.Observation = StatusWaiting, pw.wait, ""

@@ -59,7 +59,9 @@ type Result struct {
 	Pending []Pending
 }
 
-// UsageOf sums the turns of s.
+// UsageOf sums the turns of s, with the sub-runs of its calls of
+// sub-agents (their turns, calls, model calls and tokens count as the
+// caller's).
 func UsageOf(s *Session) Usage {
 	u := Usage{Turns: len(s.Turns)}
 	for i := range s.Turns {
@@ -68,6 +70,15 @@ func UsageOf(s *Session) Usage {
 		u.LLMCalls += t.LLMCalls
 		u.TokensIn += t.Usage.In
 		u.TokensOut += t.Usage.Out
+		for j := range t.Calls {
+			if sr := t.Calls[j].Sub; sr != nil {
+				u.Turns += sr.Usage.Turns
+				u.ToolCalls += sr.Usage.ToolCalls
+				u.LLMCalls += sr.Usage.LLMCalls
+				u.TokensIn += sr.Usage.TokensIn
+				u.TokensOut += sr.Usage.TokensOut
+			}
+		}
 	}
 	return u
 }
@@ -91,6 +102,12 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 			fault.BudgetErr("timeout", "agent: wall-time budget of %s ran out (budgets.timeout)", d))
 		defer cancel()
 	}
+	if l.subs && l.cfg.Journal != nil {
+		// sub-runs commit from their calls' goroutines too.
+		c := *l
+		c.cfg.Journal = &lockedJournal{j: l.cfg.Journal}
+		l = &c
+	}
 	res := &Result{}
 	var conv conversation
 	fresh := false
@@ -108,6 +125,15 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 			if len(res.Pending) > 0 {
 				res.Status, res.Usage = StatusPaused, UsageOf(s)
 				return res, nil
+			}
+			if h := handedOff(last); h != nil {
+				// the agent the conversation went to answered: its answer
+				// is this loop's, committed as the final turn.
+				if err := l.commitTurn(ctx, s, finalOf(len(s.Turns)+1, h)); err != nil {
+					res.Usage = UsageOf(s)
+					return res, err
+				}
+				continue
 			}
 		}
 		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
@@ -141,7 +167,7 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
-	t := Turn{N: u.Turns + 1}
+	t := Turn{N: len(s.Turns) + 1}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
 	resp, err := l.generate(ctx, req, &t)

@@ -86,6 +86,9 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 	spec := tool.Spec{Name: plan.MetaTool, Description: planDescription, InputSchema: json.RawMessage(planInputSchema),
 		Effect: tool.EffectNone, Idempotent: true}
 	for name, bt := range tools {
+		if bt.sub != nil {
+			continue // a sub-agent is called directly, not from a plan
+		}
 		specs = append(specs, bt.spec)
 		allowed = append(allowed, name)
 		if bt.Approval {

@@ -98,6 +98,9 @@ type Call struct {
 	// PlanRun is the sub-run of an execute_plan call: its status, step
 	// budget and steps (see PlanRun).
 	PlanRun *PlanRun `json:"plan_run,omitempty"`
+	// Sub is the sub-run of a call of a sub-agent (a Tool with Agent):
+	// its turns as committed, its status, answer and waiting calls.
+	Sub *SubRun `json:"sub,omitempty"`
 	// Provenance says where each argument came from, traced from the
 	// transcript (safety.Evidence.Trace): user, tool:<name>, db or
 	// inferred, by JSON pointer. Verified lists the inferred arguments a
@@ -131,6 +134,12 @@ type Call struct {
 
 	args      map[string]any      // Args decoded, once checked
 	decisions map[string]Decision // by plan step: the decisions a waiting plan runs again with
+	// subDecisions are the decisions on a sub-agent call's sub-run, by
+	// its refs, and left what the caller's budgets leave it, set before
+	// the call runs.
+	subDecisions map[string]Decision
+	left         *Budgets
+	handover     handover // a handoff's: what the receiving agent sees
 }
 
 // Consumed is an approval a call used: its id (the store's approval
@@ -179,6 +188,9 @@ type PlanWait struct {
 // step>"), else one for the call (an execute_plan call in doubt is
 // decided as a whole). kind is the Pending kind of c.
 func (c *Call) pending(turn int, kind string) []Pending {
+	if c.Sub != nil && c.Status == StatusWaiting {
+		return c.subPending(turn)
+	}
 	if c.Plan == nil || kind == "unknown" {
 		return []Pending{{Ref: Ref(turn, c.Index), Turn: turn, Call: c.Index, Tool: c.Tool, Args: c.Args, Kind: kind, Reason: c.Reason,
 			ArgsSHA: c.ArgsSHA, Rule: c.Rule}}

@@ -54,7 +54,21 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 			missing = append(missing, t.Name)
 			continue
 		}
-		tools = append(tools, agent.Tool{Tool: tl, Approval: t.Approval})
+		tools = append(tools, agent.AsTool(tl, t.Approval)) // a sub-agent, when tl is one
+	}
+	for _, h := range a.Handoffs {
+		name := "transfer_to_" + h.Name // the loader registers each handoff's agent so
+		tl, ok := e.cfg.Tools.Lookup(name)
+		if !ok {
+			missing = append(missing, name)
+			continue
+		}
+		t := agent.AsTool(tl, false)
+		if t.Agent == nil {
+			return nil, fmt.Errorf("handoff %s: tool %s is not an agent", h.Name, name)
+		}
+		t.Handoff = h.History
+		tools = append(tools, t)
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("tools %s are not registered with the engine (known: %s)", strings.Join(missing, ", "), strings.Join(e.cfg.Tools.Names(), ", "))
@@ -67,6 +81,8 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
+		// a sub-agent's model calls count as the step's, as its own do.
+		SubModel: func(name string, m model.Model) model.Model { return metered{name: name, m: m} },
 		// the step's retries and backoff are its model calls': a transient
 		// model error is asked again within the turn, never the loop.
 		ModelRetries: s.Retries, Sleep: e.cfg.Clock.Sleep,
@@ -138,6 +154,9 @@ type agentJournal struct {
 
 	mu   sync.Mutex
 	kept map[string][]byte // by reference, until the call commits
+	// subSeen is the status each sub-run call was last recorded with
+	// (subCalls); the loop commits one call at a time.
+	subSeen map[string]store.CallStatus
 }
 
 // PutBlob keeps data for the call about to commit; its reference is
@@ -210,7 +229,53 @@ func (a *agentJournal) CommitCall(_ context.Context, turn int, c *agent.Call) er
 		}
 	}
 	a.r.recordCallEvent(cl, false)
+	if c.Sub != nil {
+		a.subCalls(c.Sub)
+	}
 	return a.commit()
+}
+
+// subCalls records the calls of a sub-agent's sub-run (and of the
+// sub-runs inside it) as call records of their own, each time one changes
+// status: dispatched (started, before it runs), settled or waiting, with
+// what the pipeline saw of it (its gate, effect and timing). The loop's
+// part of them stays in the sub-run of the calling call's record, which is
+// what a resume folds; these records are the effect ledger's (rein runs
+// effects, remediation), as any call's.
+func (a *agentJournal) subCalls(sr *agent.SubRun) {
+	for ti := range sr.Turns {
+		t := &sr.Turns[ti]
+		for ci := range t.Calls {
+			sc := &t.Calls[ci]
+			if sc.Sub != nil {
+				a.subCalls(sc.Sub)
+			}
+			st := agentStatus(sc.Status)
+			if sc.Status == agent.StatusInvalid || a.subSeen[sc.Key] == st {
+				continue
+			}
+			cl := a.r.takeAgentCall(sc.Key)
+			if cl == nil {
+				_, started := a.subSeen[sc.Key]
+				if !started && (sc.Status != agent.StatusChosen || len(sc.Consumed) == 0) {
+					continue // the pipeline saw nothing worth a record; the sub-run keeps the call
+				}
+				// dispatched, or about to be: the durable start of the call;
+				// or the outcome of one whose start is recorded.
+				cl = &store.Call{StepID: a.step.ID, Key: sc.Key, Item: -1, Turn: t.N, Index: sc.Index, Attempt: a.attempt,
+					Kind: store.CallTool, Name: sc.Tool, ArgsSHA: sc.ArgsSHA}
+				if sc.Status == agent.StatusChosen {
+					cl.StartedAt = a.r.e.cfg.Clock.Now()
+				}
+			}
+			if a.subSeen == nil {
+				a.subSeen = map[string]store.CallStatus{}
+			}
+			a.subSeen[sc.Key] = st
+			cl.Status, cl.Agent = st, nil
+			a.r.recordCallEvent(cl, false)
+		}
+	}
 }
 
 // PlanEvent records what an execute_plan call's executor does as the plan

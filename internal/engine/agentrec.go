@@ -64,6 +64,9 @@ func agentRecordOf(c *agent.Call) (*journal.AgentRecord, error) {
 	if a.Claims, err = rawOf(c.Claims, len(c.Claims) == 0); err != nil {
 		return nil, err
 	}
+	if a.Sub, err = rawOf(c.Sub, c.Sub == nil); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -86,7 +89,7 @@ func agentCallOf(cl *journal.Call) (agent.Call, error) {
 		raw json.RawMessage
 		to  any
 	}{{a.Plan, &c.Plan}, {a.PlanRun, &c.PlanRun}, {a.Provenance, &c.Provenance}, {a.Verified, &c.Verified},
-		{a.Declaration, &c.Declaration}, {a.Claims, &c.Claims}} {
+		{a.Declaration, &c.Declaration}, {a.Claims, &c.Claims}, {a.Sub, &c.Sub}} {
 		if len(f.raw) == 0 {
 			continue
 		}

@@ -32,6 +32,14 @@ func (r *run) callSpec(rec *invoke.Record) (tool.Spec, bool) {
 			}
 		}
 	}
+	if at.Parent != "" && at.Turn > 0 && at.PlanStep == "" {
+		// a call of a sub-agent's sub-run: its tools are the sub-agent's.
+		if s := r.f.StepByID(at.StepID); s != nil && s.Type == flow.Agent && r.b.agents[s.Index] != nil {
+			if sp, ok := r.b.agents[s.Index].SubSpec(rec.Tool); ok {
+				return sp, true
+			}
+		}
+	}
 	t, ok := r.e.cfg.Tools.Lookup(rec.Tool)
 	if !ok {
 		return tool.Spec{}, false

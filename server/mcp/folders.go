@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/workflowtool"
@@ -45,10 +46,11 @@ func (a *assembly) load(dirs []string, o *project.LoadOptions, loader func(strin
 	return tools, nil
 }
 
-// flowFolders returns dir when it holds a flow, else its subfolders that
-// do, sorted; none at all is an error.
+// flowFolders returns dir when it holds a flow or is an agent folder
+// (agent.yaml, served as its one-step flow: project.LoadAgent), else its
+// subfolders that are, sorted; none at all is an error.
 func flowFolders(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, project.FlowFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, project.FlowFile)); err == nil || project.IsAgentDir(dir) {
 		return []string{dir}, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -58,13 +60,13 @@ func flowFolders(dir string) ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), project.FlowFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), project.FlowFile)); err == nil || project.IsAgentDir(filepath.Join(dir, e.Name())) {
 				out = append(out, filepath.Join(dir, e.Name()))
 			}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("mcp: %s holds no %s, and none of its folders does: give a flow folder or a folder of flow folders", dir, project.FlowFile)
+		return nil, fmt.Errorf("mcp: %s holds no %s nor %s, and none of its folders does: give a flow or agent folder, or a folder of them", dir, project.FlowFile, flow.AgentFile)
 	}
 	return out, nil
 }
@@ -84,6 +86,9 @@ func servedTools(projects []*project.Project) ([]tool.Tool, map[string]safety.Ga
 		g := p.CallGate(nil)
 		for _, name := range p.Tools.Names() {
 			t, _ := p.Tools.Lookup(name)
+			if project.IsAgentTool(t) {
+				continue // an agent its agents call: served as its own folder's workflow tool, when served
+			}
 			gates[name] = safety.Join(gates[name], g)
 			if dir, dup := from[name]; dup {
 				if dir == p.Dir {

@@ -30,7 +30,20 @@ func TestFlowFolders(t *testing.T) {
 	if got, err := flowFolders(filepath.Join(dir, "a")); err != nil || len(got) != 1 {
 		t.Errorf("flow folder: %v, %v", got, err)
 	}
-	if _, err := flowFolders(filepath.Join(dir, "notes")); err == nil || !strings.Contains(err.Error(), "holds no flow.yaml, and none of its folders does") {
+	// an agent folder is served as its one-step flow
+	if err := os.WriteFile(filepath.Join(dir, "notes", "agent.yaml"), []byte("model: m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := flowFolders(filepath.Join(dir, "notes")); err != nil || len(got) != 1 {
+		t.Errorf("agent folder: %v, %v", got, err)
+	}
+	if got, err := flowFolders(dir); err != nil || len(got) != 3 || got[2] != filepath.Join(dir, "notes") {
+		t.Errorf("folder of flows and agents: %v, %v", got, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "notes", "agent.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flowFolders(filepath.Join(dir, "notes")); err == nil || !strings.Contains(err.Error(), "holds no flow.yaml nor agent.yaml, and none of its folders does") {
 		t.Errorf("empty folder: %v", err)
 	}
 }

@@ -108,6 +108,44 @@ func TestNewServesAFolder(t *testing.T) {
 	}
 }
 
+// An agent folder (agent.yaml, no flow.yaml) is served as its one-step
+// flow: its tools, but not the agents it calls as tools, and its workflow
+// tool, whose start runs the agent; a call of its sub-agent that needs a
+// person parks the run, as runs_show shows.
+func TestNewServesAnAgentFolder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := rein.Open(ctx, rein.Config{DB: filepath.Join(t.TempDir(), "runs.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv, err := mcp.New(ctx, c, &mcp.Options{Dirs: []string{"../../examples/agent-team"}, Log: &syncBuffer{}, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cs := connectHTTP(t, srv)
+	if got, want := strings.Join(srv.Tools(), ","), "lookup_order,runs_list,runs_show,triage_workflow"; got != want {
+		t.Fatalf("Tools() %s, want %s", got, want)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "triage_workflow", Arguments: map[string]any{"action": "start", "input": map[string]any{"task": "I was charged twice for order 1042"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("triage_workflow start: %v, %s", err, text(res))
+	}
+	var answer struct {
+		TaskID string `json:"task_id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(text(res)), &answer); err != nil || answer.TaskID == "" || answer.Status != "waiting" {
+		t.Fatalf("start answered %s (%v)", text(res), err)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "runs_show", Arguments: map[string]any{"run": answer.TaskID}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "agent/turn2/call1/turn2/call1") {
+		t.Errorf("runs_show: %v, %s", err, text(res))
+	}
+}
+
 // New refuses to serve a folder without a durable store, and opens the
 // store lazily: not at all when a folder does not load.
 func TestNewOpensTheClientLazily(t *testing.T) {
