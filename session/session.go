@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
@@ -81,12 +82,32 @@ func New(c *rein.Client, p *project.Project, cfg *Config) (*Service, error) {
 	return s, nil
 }
 
-// Message is one message of a session's earlier conversation, as the
-// agent's input "history" holds it: Role is "user" (a message sent) or
-// "assistant" (the agent's answer to it).
+// Message is one item of a session's earlier conversation, as the
+// agent's input "history" holds it: Role is "user" (a message sent),
+// "assistant" (the agent's words: an answer, or the text and ToolCalls of
+// a turn that called tools) or "tool" (what a call of the turn before
+// returned: ToolCallID names the call, Tool its tool, Content the
+// observation the model was shown, IsError a call that did not succeed).
+// A history of an older rein holds only user and assistant text; it
+// reads the same.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message made, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Tool name the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+}
+
+// ToolCall is one call of an assistant message of the history: the
+// model's id for it (unique within the history), the tool's own name and
+// the arguments as the model wrote them.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	Args string `json:"args"`
 }
 
 // Input is the input of one message's agent run: the message as the task
@@ -143,11 +164,16 @@ func (s *Service) Next(ctx context.Context, sessionID, message string) (*Request
 
 // History returns the earlier conversation the session's next message
 // would get, oldest first: of the session's latest runs of this agent
-// (Config.MaxMessages of them), each succeeded run's task and answer (a
-// structured answer as JSON), newest first while they fit the budget; an
-// exchange that does not fit ends the history, left out whole, with the
-// older ones. Failed and cancelled runs add nothing. An empty sessionID
-// has none. Errors as Next's, but for the message.
+// (Config.MaxMessages of them), each succeeded run's exchange — its task,
+// then each turn that called tools as an assistant message with its calls
+// followed by one tool message per call (the observation the model was
+// shown), then the answer (a structured answer as JSON) — newest first
+// while they fit the budget (every item counts as a message; content and
+// arguments count as bytes); an exchange that does not fit ends the
+// history, left out whole, with the older ones. Failed and cancelled runs
+// add nothing. A call id the history already holds is renamed
+// (h<n>_<id>, in its tool message too), so ids stay unique across runs.
+// An empty sessionID has none. Errors as Next's, but for the message.
 func (s *Service) History(ctx context.Context, sessionID string) ([]Message, error) {
 	if sessionID == "" {
 		return nil, nil
@@ -159,33 +185,117 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 	if len(list) > 0 && !list[0].Finished() {
 		return nil, s.waiting(ctx, sessionID, list[0])
 	}
-	size := 0
-	var rev []Message // newest first
+	size, count := 0, 0
+	var rev [][]Message // exchanges, newest first
 	for _, r := range list {
 		if r.Status != trace.RunSucceeded {
 			continue
 		}
-		var in struct {
-			Task string `json:"task"`
-		}
-		if err := json.Unmarshal(r.Input, &in); err != nil || in.Task == "" {
-			continue
-		}
-		answer, err := s.answer(ctx, r.ID)
+		ex, err := s.exchange(ctx, r)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", sessionID, err)
 		}
-		if len(rev)+2 > s.maxMessages || size+len(in.Task)+len(answer) > s.maxBytes {
+		if ex == nil {
+			continue
+		}
+		n := exchangeBytes(ex)
+		if count+len(ex) > s.maxMessages || size+n > s.maxBytes {
 			break
 		}
-		size += len(in.Task) + len(answer)
-		rev = append(rev, Message{"assistant", answer}, Message{"user", in.Task})
+		size, count = size+n, count+len(ex)
+		rev = append(rev, ex)
 	}
-	history := make([]Message, 0, len(rev))
+	history := make([]Message, 0, count)
 	for i := len(rev) - 1; i >= 0; i-- {
-		history = append(history, rev[i])
+		history = append(history, rev[i]...)
 	}
+	uniqueCallIDs(history)
 	return history, nil
+}
+
+// exchange is the history items of the succeeded run r: its task, the
+// turns that called tools (each settled call with its observation) and the
+// answer; nil for a run without a task.
+func (s *Service) exchange(ctx context.Context, r *store.Run) ([]Message, error) {
+	var in struct {
+		Task string `json:"task"`
+	}
+	if err := json.Unmarshal(r.Input, &in); err != nil || in.Task == "" {
+		return nil, nil
+	}
+	answer, err := s.answer(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := s.Transcript(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	ex := []Message{{Role: "user", Content: in.Task}}
+	for i := range turns {
+		t := &turns[i]
+		if t.Final || len(t.Calls) == 0 {
+			continue
+		}
+		m := Message{Role: "assistant", Content: t.Text, ToolCalls: make([]ToolCall, len(t.Calls))}
+		for j := range t.Calls {
+			c := &t.Calls[j]
+			m.ToolCalls[j] = ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args}
+		}
+		ex = append(ex, m)
+		for j := range t.Calls {
+			c := &t.Calls[j]
+			ex = append(ex, Message{Role: "tool", ToolCallID: c.ID, Tool: c.Tool, Content: c.Observation, IsError: c.Status != StatusOK})
+		}
+	}
+	return append(ex, Message{Role: "assistant", Content: answer}), nil
+}
+
+// exchangeBytes is what ex counts against Config.MaxBytes: its content
+// and its calls' arguments.
+func exchangeBytes(ex []Message) int {
+	n := 0
+	for i := range ex {
+		n += len(ex[i].Content)
+		for _, c := range ex[i].ToolCalls {
+			n += len(c.Args)
+		}
+	}
+	return n
+}
+
+// uniqueCallIDs renames, in place, each call id of history that an earlier
+// call already used (or that is empty) to h<n>_<id>, and the tool messages
+// after it that answer it.
+func uniqueCallIDs(history []Message) {
+	seen := map[string]bool{}
+	var renamed map[string]string // of the latest assistant message
+	for i := range history {
+		m := &history[i]
+		switch m.Role {
+		case "assistant":
+			renamed = nil
+			for j := range m.ToolCalls {
+				c := &m.ToolCalls[j]
+				id := c.ID
+				for n := 1; id == "" || seen[id]; n++ {
+					id = "h" + strconv.Itoa(n) + "_" + c.ID
+				}
+				seen[id] = true
+				if id != c.ID {
+					if renamed == nil {
+						renamed = map[string]string{}
+					}
+					renamed[c.ID] = id
+					c.ID = id
+				}
+			}
+		case "tool":
+			if id, ok := renamed[m.ToolCallID]; ok {
+				m.ToolCallID = id
+			}
+		}
+	}
 }
 
 // answer is the agent step's output of run id: a string answer as itself,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestChatSession(t *testing.T) {
 		t.Fatalf("runs show: exit %d, %v\n%s", code, err, out)
 	}
 	want := []session.Message{{Role: "user", Content: "remember: the password is swordfish"}, {Role: "assistant", Content: "Noted: the password is swordfish."}}
-	if shown.Run.Session != "s1" || len(shown.Run.Input.History) != 2 || shown.Run.Input.History[0] != want[0] || shown.Run.Input.History[1] != want[1] {
+	if shown.Run.Session != "s1" || !reflect.DeepEqual(shown.Run.Input.History, want) {
 		t.Fatalf("the second run's session %q and history %+v, want s1 and %+v", shown.Run.Session, shown.Run.Input.History, want)
 	}
 

@@ -248,7 +248,17 @@ func (c *conversation) extend(l *Loop, s *Session) []model.Message {
 		if l.cfg.Instructions != "" {
 			c.msgs = append(c.msgs, model.Message{Role: model.System, Content: l.cfg.Instructions})
 		}
-		c.msgs = append(c.msgs, s.History...)
+		for _, m := range s.History {
+			if len(m.ToolCalls) > 0 {
+				// an earlier run's calls, under the names the model knows
+				calls := make([]model.ToolCall, len(m.ToolCalls))
+				for j, tc := range m.ToolCalls {
+					calls[j] = model.ToolCall{ID: tc.ID, Name: l.wireName(tc.Name), Args: tc.Args}
+				}
+				m.ToolCalls = calls
+			}
+			c.msgs = append(c.msgs, m)
+		}
 		c.msgs = append(c.msgs, model.Message{Role: model.User, Content: s.Task})
 	}
 	for ; c.upto < len(s.Turns); c.upto++ {
