@@ -9,6 +9,7 @@ import (
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -118,6 +119,16 @@ type Input struct {
 	History []Message `json:"history,omitempty"`
 }
 
+// InputOf is the Input run r was started with (its task and history).
+// Errors: an input that is not an agent run's, naming the run.
+func InputOf(r *store.Run) (Input, error) {
+	var in Input
+	if err := json.Unmarshal(r.Input, &in); err != nil {
+		return Input{}, fmt.Errorf("run %s: its input is not an agent run's {task, history}: %w", r.ID, err)
+	}
+	return in, nil
+}
+
 // Request is what a surface starts one message's run with:
 // Client.Start(ctx, p, &r.Input, r.Options).
 type Request struct {
@@ -191,7 +202,7 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 		if r.Status != trace.RunSucceeded {
 			continue
 		}
-		ex, err := s.exchange(ctx, r)
+		ex, err := Exchange(ctx, s.st, r)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", sessionID, err)
 		}
@@ -213,21 +224,22 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 	return history, nil
 }
 
-// exchange is the history items of the succeeded run r: its task, the
-// turns that called tools (each settled call with its observation) and the
-// answer; nil for a run without a task.
-func (s *Service) exchange(ctx context.Context, r *store.Run) ([]Message, error) {
-	var in struct {
-		Task string `json:"task"`
+// Exchange is what the succeeded agent run r of a session adds to its
+// history: its task, each turn that called tools (an assistant message
+// with the calls, then each call's observation as a tool message) and
+// the answer (a structured one as JSON), read from st; nil for a run
+// without a task. rein sessions show prints a session with it. Errors
+// are the store's, naming the run.
+func Exchange(ctx context.Context, st store.Store, r *store.Run) ([]Message, error) {
+	in, err := InputOf(r)
+	if err != nil || in.Task == "" {
+		return nil, nil //nolint:nilerr // not an agent run's input: it adds nothing
 	}
-	if err := json.Unmarshal(r.Input, &in); err != nil || in.Task == "" {
-		return nil, nil
-	}
-	answer, err := s.answer(ctx, r.ID)
+	answer, err := answer(ctx, st, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	turns, err := s.Transcript(ctx, r.ID)
+	turns, err := engine.AgentTranscript(ctx, st, r.ID, project.AgentStep, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -300,8 +312,8 @@ func uniqueCallIDs(history []Message) {
 
 // answer is the agent step's output of run id: a string answer as itself,
 // a structured one as JSON, "" when it has none.
-func (s *Service) answer(ctx context.Context, id string) (string, error) {
-	steps, err := s.st.Steps(ctx, id)
+func answer(ctx context.Context, st store.Store, id string) (string, error) {
+	steps, err := st.Steps(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("read the answer of run %s: %w", id, err)
 	}
