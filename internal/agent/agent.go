@@ -129,6 +129,10 @@ type Config struct {
 	// against, besides the session's own messages and observations. Nil:
 	// only the session's.
 	Evidence *safety.Evidence
+	// Context, when set, is the context budget of every request (see
+	// ContextBudget). Nil: requests grow with the conversation, within
+	// ObservationLimit per call.
+	Context *ContextBudget
 	// ExecutePlan, when set, offers the model the execute_plan meta-tool
 	// over Tools (see the package documentation). Nil: not offered — leave
 	// it nil for a loop that runs inside a plan (PlanRunning).

@@ -142,6 +142,10 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return context.Cause(ctx)
 	}
 	t := Turn{N: u.Turns + 1}
+	msgs, err := l.fit(ctx, s, &t, msgs)
+	if err != nil {
+		return err
+	}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
 	resp, err := l.generate(ctx, req, &t)

@@ -46,6 +46,11 @@ type Turn struct {
 	// JSON value under an output schema).
 	Final  bool `json:"final,omitempty"`
 	Answer any  `json:"answer,omitempty"`
+	// Context is what the turn's request left out of the conversation to
+	// fit the context budget (Config.Context), when it compacted it
+	// further than the turns before; the later turns' requests leave the
+	// same out, at least.
+	Context *Compaction `json:"context,omitempty"`
 }
 
 // CallStatus is where a call stands.
