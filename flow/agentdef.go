@@ -16,10 +16,10 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "context"}
+	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "context"}
 	agentContextFields = []string{"max_tokens", "strategy", "prompt"}
-	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
-	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
+	agentPlanFields    = []string{"enabled", "max_steps", "allow_external"}
+	agentBudgetFields  = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
 
 // AgentDef is an agent.yaml: the model, instructions, tools, budgets and

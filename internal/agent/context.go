@@ -142,7 +142,7 @@ func compacted(msgs []model.Message, head, task, start int, summary, instruction
 	}
 	out := make([]model.Message, 0, len(msgs)-start+head+2)
 	if summary != "" {
-		out = append(out, model.Message{Role: model.System, Content: strings.TrimSpace(instructions+"\n\n"+summaryHead+summary)})
+		out = append(out, model.Message{Role: model.System, Content: strings.TrimSpace(instructions + "\n\n" + summaryHead + summary)})
 	} else {
 		out = append(out, msgs[:head]...)
 	}
