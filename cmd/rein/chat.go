@@ -143,6 +143,6 @@ func refuseRest(s *streams, sc *bufio.Scanner, sessionID, why string) {
 		fmt.Fprintf(s.err, "rein chat: not sent: %q: %s\n", clip(msg, 80), why)
 	}
 	if n > 0 {
-		fmt.Fprintf(s.err, "rein chat: %d message(s) not sent; once the run has finished (rein runs approve/reject, or cancel), send them again with rein chat --session %s\n", n, printable(sessionID))
+		fmt.Fprintf(s.err, "rein chat: %d message(s) not sent; send them again with rein chat --session %s once the session takes messages (a waiting run: once rein runs approve/reject has finished it)\n", n, printable(sessionID))
 	}
 }
