@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/trace"
@@ -65,5 +66,17 @@ func TestExampleSupportChat(t *testing.T) {
 	}
 	if u := replies[2].Usage; u.LLMCalls != 2 {
 		t.Errorf("message 3's usage %+v: want 2 model calls (the summary and the answer)", u)
+	}
+
+	// a card number in a message trips the input guardrail before any
+	// model call: the run fails with a guardrail error, the session goes on.
+	rep, err := svc.Ask(ctx, "t-1042", "My card is 4111 1111 1111 1111, refund it there.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result.Status != trace.RunFailed || fault.ClassOf(rep.Result.Error) != fault.Guardrail ||
+		!strings.Contains(rep.Result.Error.Error(), "input guardrail no_card_numbers tripped") || len(rep.Turns) != 0 {
+		t.Errorf("the card number's run: %s, %v (class %s), %d turns; want failed by guardrail no_card_numbers before any turn",
+			rep.Result.Status, rep.Result.Error, fault.ClassOf(rep.Result.Error), len(rep.Turns))
 	}
 }

@@ -16,7 +16,7 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "context"}
+	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "context", "guardrails"}
 	agentContextFields = []string{"max_tokens", "strategy", "prompt"}
 	agentPlanFields    = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields  = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
@@ -55,6 +55,8 @@ type AgentDef struct {
 	// Context is the context budget of each model request (context:); a
 	// zero MaxTokens means none.
 	Context AgentContext
+	// Guardrails check the task (input) and the final answer (output).
+	Guardrails []*AgentGuardrail
 }
 
 // AgentContext is an agent's context: the most tokens one model request
@@ -164,6 +166,8 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
 		case "context":
 			a.Context = d.decodeAgentContext(f, "")
+		case "guardrails":
+			a.Guardrails = d.decodeGuardrails(f, "")
 		case "retries", "backoff":
 			// checked here, located in agent.yaml, as a step's are; the
 			// agent's flow step carries them (its model calls' retries).

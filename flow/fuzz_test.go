@@ -88,6 +88,8 @@ func FuzzParseAgent(f *testing.F) {
 		"model: m\ntools: {lookup: {}}\ncontext: {max_tokens: 800, strategy: summarize, prompt: Keep ids.}\n",
 		"model: m\ntools: [a, b]\ncontext: {max_tokens: -1, strategy: x, prompt: 3}\n",
 		"model: m\ncontext: [1]\nbudgets: {max_turns: 0}\n",
+		"model: m\nguardrails:\n  input:\n    - {name: cards, regex: '\\d{16}'}\n  output:\n    - {name: d, deny: [x]}\n    - {name: s, schema: {type: object}}\n    - {name: c, check: 'len(text) < 9'}\n",
+		"model: m\nguardrails: {input: [{regex: '('}, 3], side: []}\n",
 	} {
 		f.Add([]byte(s))
 	}

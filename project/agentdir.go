@@ -66,7 +66,7 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		name = filepath.Base(dir)
 	}
 	step := map[string]any{"id": AgentStep, "type": "agent", "prompt_template": "{input.task}"}
-	for _, k := range []string{"model", "instructions", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "description", "execute_plan", "retries", "backoff", "context"} {
+	for _, k := range []string{"model", "instructions", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "description", "execute_plan", "retries", "backoff", "context", "guardrails"} {
 		if v, ok := src[k]; ok {
 			step[k] = v
 		}

@@ -91,6 +91,11 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 			fault.BudgetErr("timeout", "agent: wall-time budget of %s ran out (budgets.timeout)", d))
 		defer cancel()
 	}
+	if len(s.Turns) == 0 {
+		if err := l.guard(ctx, true, 0, s.Task, nil); err != nil {
+			return &Result{}, err
+		}
+	}
 	res := &Result{}
 	var conv conversation
 	fresh := false
@@ -158,6 +163,13 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 	t.Text = resp.Text
 	if len(resp.ToolCalls) == 0 {
 		if err := l.final(ctx, req, resp, &t); err != nil {
+			return err
+		}
+		var v any
+		if l.cfg.Output != nil {
+			v = t.Answer
+		}
+		if err := l.guard(ctx, false, t.N, t.Text, v); err != nil {
 			return err
 		}
 		return l.commitTurn(ctx, s, &t)

@@ -67,7 +67,11 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if a.Context.MaxTokens > 0 {
 		cb = &agent.ContextBudget{MaxTokens: a.Context.MaxTokens, Strategy: a.Context.Strategy, Prompt: a.Context.Prompt}
 	}
-	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	guards := make([]agent.Guardrail, len(a.Guardrails))
+	for i, g := range a.Guardrails {
+		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips}
+	}
+	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
