@@ -13,7 +13,7 @@ import (
 	"github.com/reinhq/rein/internal/yamlnode"
 )
 
-var guardrailFields = []string{"name", "regex", "deny", "schema", "check"}
+var guardrailFields = []string{"name", "regex", "deny", "schema", "check", "judge"}
 
 // MaxGuardrailPattern bounds a guardrail's regex (Go's regexp runs in time
 // linear in its input; the bound keeps the compiled program small).
@@ -25,7 +25,9 @@ const MaxGuardrailPattern = 1024
 // the text; Deny when the text holds one of its phrases (case
 // insensitive); Schema when the value (the answer's JSON value, or the
 // text as a string) breaks it; Check, an expression over text and value
-// (the flow expression language), when it is false.
+// (the flow expression language), when it is false; Judge, an isolated
+// classifier call of the agent's model with Judge as its instruction
+// (package agent makes it: Trips passes it), when the model says so.
 type AgentGuardrail struct {
 	Name   string
 	Input  bool
@@ -33,6 +35,7 @@ type AgentGuardrail struct {
 	Deny   []string
 	Schema *Schema
 	Check  *expression.Program
+	Judge  string
 	Pos    Pos
 }
 
@@ -166,6 +169,14 @@ func (d *decoder) decodeGuardrail(item ast.Node, input bool, label string) *Agen
 		case "check":
 			rules++
 			g.Check = d.expr(f, label)
+		case "judge":
+			rules++
+			if v, ok := d.str(f, label); ok {
+				if strings.TrimSpace(v) == "" {
+					d.diags.add(posOf(f.value), label, "guardrail judge: say what the model should refuse (its instruction)")
+				}
+				g.Judge = v
+			}
 		default:
 			d.unknownField(f, label, "a guardrail", guardrailFields)
 		}
@@ -174,7 +185,7 @@ func (d *decoder) decodeGuardrail(item ast.Node, input bool, label string) *Agen
 		d.diags.add(g.Pos, label, "a guardrail needs name: (it names the guardrail in the error when it trips)")
 	}
 	if rules != 1 {
-		d.diags.add(g.Pos, label, "guardrail %s: give exactly one of regex:, deny:, schema: and check:, not %d", g.Name, rules)
+		d.diags.add(g.Pos, label, "guardrail %s: give exactly one of regex:, deny:, schema:, check: and judge:, not %d", g.Name, rules)
 	}
 	return g
 }

@@ -52,3 +52,33 @@ func TestGuardrails(t *testing.T) {
 		t.Errorf("a clean turn: %v, %+v", err, res)
 	}
 }
+
+// TestGuardrailJudge: a judge is an isolated classifier call of the
+// loop's model (Decision "guardrail", the text its only message) that
+// trips the guardrail when the model says so.
+func TestGuardrailJudge(t *testing.T) {
+	judge := func(trip bool) func(*model.Request) *model.Response {
+		return func(req *model.Request) *model.Response {
+			if req.Decision != "guardrail" || len(req.Messages) != 2 || req.Messages[1].Content != "you are useless" ||
+				!strings.Contains(req.Messages[0].Content, "Refuse insults.") {
+				return &model.Response{Text: "not a judge request"}
+			}
+			if trip {
+				return &model.Response{Text: `{"trip": true, "reason": "an insult"}`}
+			}
+			return &model.Response{Text: `{"trip": false, "reason": ""}`}
+		}
+	}
+	guards := []agent.Guardrail{{Name: "civil", Input: true, Judge: "Refuse insults."}}
+	m := &turns{replies: []func(*model.Request) *model.Response{judge(true)}}
+	_, err := newLoop(t, agent.Config{Model: m, Guardrails: guards}).Run(t.Context(), &agent.Session{Task: "you are useless"})
+	var ge *agent.GuardrailError
+	if fault.ClassOf(err) != fault.Guardrail || !errors.As(err, &ge) || ge.Reason != "the judge refused it: an insult" || m.calls() != 1 {
+		t.Fatalf("judge trips: %v, %d model calls", err, m.calls())
+	}
+	m = &turns{replies: []func(*model.Request) *model.Response{judge(false), textReply("Sorry to hear that.")}}
+	res, err := newLoop(t, agent.Config{Model: m, Guardrails: guards}).Run(t.Context(), &agent.Session{Task: "you are useless"})
+	if err != nil || res.Answer != "Sorry to hear that." {
+		t.Fatalf("judge passes: %v, %+v", err, res)
+	}
+}

@@ -69,7 +69,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	}
 	guards := make([]agent.Guardrail, len(a.Guardrails))
 	for i, g := range a.Guardrails {
-		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips}
+		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge}
 	}
 	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
