@@ -3,9 +3,9 @@ package runs
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/reinhq/rein/fault"
 	"strconv"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
