@@ -40,6 +40,9 @@ const (
 	// Damaged failures mean the run store's data is damaged (store.ErrDamaged):
 	// nothing more is read or written; they stop the run.
 	Damaged Class = "damaged"
+	// Guardrail failures mean an agent's input or output guardrail tripped
+	// (agent.yaml guardrails:): the turn stops there and so does the run.
+	Guardrail Class = "guardrail"
 )
 
 // Error is an error with a class. Wrap it with fmt.Errorf("...: %w", err) as

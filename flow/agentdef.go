@@ -16,10 +16,11 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "handoffs"}
-	handoffFields     = []string{"agent", "history"}
-	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
-	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
+	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "handoffs", "context", "guardrails"}
+	handoffFields      = []string{"agent", "history"}
+	agentContextFields = []string{"max_tokens", "strategy", "prompt"}
+	agentPlanFields    = []string{"enabled", "max_steps", "allow_external"}
+	agentBudgetFields  = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
 
 // AgentDef is an agent.yaml: the model, instructions, tools, budgets and
@@ -55,6 +56,22 @@ type AgentDef struct {
 	// Handoffs are the agents the conversation may be transferred to
 	// (handoffs:), each offered to the model as transfer_to_<name>.
 	Handoffs []*Handoff
+	// Context is the context budget of each model request (context:); a
+	// zero MaxTokens means none.
+	Context AgentContext
+	// Guardrails check the task (input) and the final answer (output).
+	Guardrails []*AgentGuardrail
+}
+
+// AgentContext is an agent's context: the most tokens one model request
+// may send (as rein estimates them) and how older turns are compacted to
+// stay within it: "trim" (left out, oldest first, a tool call with its
+// observation) or "summarize" (replaced by a model's summary, asked with
+// Prompt).
+type AgentContext struct {
+	MaxTokens int
+	Strategy  string
+	Prompt    string
 }
 
 // Handoff is one entry of handoffs:: an agent folder, and what of the
@@ -183,6 +200,10 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
 		case "handoffs":
 			a.Handoffs = d.decodeHandoffs(f, dir, "")
+		case "context":
+			a.Context = d.decodeAgentContext(f, "")
+		case "guardrails":
+			a.Guardrails = d.decodeGuardrails(f, "")
 		case "retries", "backoff":
 			// checked here, located in agent.yaml, as a step's are; the
 			// agent's flow step carries them (its model calls' retries).
@@ -473,6 +494,50 @@ func (d *decoder) decodeAgentPlan(fl field, label string) AgentPlan {
 		}
 	}
 	return p
+}
+
+// decodeAgentContext reads context: a mapping of agentContextFields;
+// max_tokens is required, strategy is trim (the default) or summarize,
+// prompt goes with summarize only.
+func (d *decoder) decodeAgentContext(fl field, label string) AgentContext {
+	var c AgentContext
+	fields, ok := fieldsOf(fl.value)
+	if !ok {
+		d.diags.add(posOf(fl.value), label, "context must be a mapping of %v (e.g. {max_tokens: 8000, strategy: summarize}), not %s", agentContextFields, yamlnode.Kind(fl.value))
+		return c
+	}
+	c.Strategy = "trim"
+	var promptPos *Pos
+	for _, f := range fields {
+		switch f.key {
+		case "max_tokens":
+			if n, ok := d.integer(f, label); ok {
+				if n < 1 {
+					d.diags.add(posOf(f.value), label, "context: max_tokens must be at least 1")
+				}
+				c.MaxTokens = n
+			}
+		case "strategy":
+			v, ok := d.str(f, label)
+			if ok && v != "trim" && v != "summarize" {
+				d.diags.add(posOf(f.value), label, "context: strategy must be trim (leave the oldest turns out) or summarize (a model's summary of them), not %q", v)
+			}
+			c.Strategy = v
+		case "prompt":
+			c.Prompt, _ = d.str(f, label)
+			p := f.keyPos
+			promptPos = &p
+		default:
+			d.unknownField(f, label, "context", agentContextFields)
+		}
+	}
+	if c.MaxTokens == 0 {
+		d.diags.add(posOf(fl.value), label, "context needs max_tokens: the most tokens one model request may send")
+	}
+	if promptPos != nil && c.Strategy != "summarize" {
+		d.diags.add(*promptPos, label, "context: prompt is the summary request's; it goes with strategy: summarize")
+	}
+	return c
 }
 
 func (d *decoder) decodeAgentBudgets(fl field) AgentBudgets {

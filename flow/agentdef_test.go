@@ -238,3 +238,36 @@ func TestAgentRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAgentContext: context: sets the context budget, trim by
+// default; its problems are located in agent.yaml.
+func TestParseAgentContext(t *testing.T) {
+	t.Parallel()
+	base := "model: m\ntools: {lookup: {}}\n"
+	for src, want := range map[string]flow.AgentContext{
+		"":                             {},
+		"context: {max_tokens: 800}\n": {MaxTokens: 800, Strategy: "trim"},
+		"context: {max_tokens: 800, strategy: summarize, prompt: Keep ids.}\n": {MaxTokens: 800, Strategy: "summarize", Prompt: "Keep ids."},
+	} {
+		a, err := flow.ParseAgent([]byte(base+src), "agent.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if a.Context != want {
+			t.Errorf("%q: %+v, want %+v", src, a.Context, want)
+		}
+	}
+	_, err := flow.ParseAgent([]byte(base+"context: {max_tokens: 0, strategy: shrink, prompt: x, keep: 2}\n"), "agent.yaml")
+	for _, w := range []string{"agent.yaml:3:23: context: max_tokens must be at least 1", `agent.yaml:3:36: context: strategy must be trim`,
+		`agent.yaml:3:44: context: prompt is the summary request's`, `agent.yaml:3:55: unknown field "keep" in context`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	if _, err := flow.ParseAgent([]byte(base+"context: {strategy: trim}\n"), "agent.yaml"); err == nil || !strings.Contains(err.Error(), "agent.yaml:3:10: context needs max_tokens") {
+		t.Errorf("no max_tokens: %v", err)
+	}
+	if _, err := flow.ParseAgent([]byte(base+"context: 800\n"), "agent.yaml"); err == nil || !strings.Contains(err.Error(), "context must be a mapping") {
+		t.Errorf("a number: %v", err)
+	}
+}

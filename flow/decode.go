@@ -16,7 +16,7 @@ var (
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
 		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps",
-		"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs"}
+		"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context", "guardrails"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
 	repeatFields   = []string{"until", "max"}
@@ -428,6 +428,10 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 		d.agentSpec(s).ExecutePlan = d.decodeAgentPlan(f, label)
 	case "handoffs":
 		d.agentSpec(s).Handoffs = d.decodeHandoffs(f, d.flow.Dir, label)
+	case "context":
+		d.agentSpec(s).Context = d.decodeAgentContext(f, label)
+	case "guardrails":
+		d.agentSpec(s).Guardrails = d.decodeGuardrails(f, label)
 	case "max_observation_bytes", "max_args_bytes":
 		if n, ok := d.integer(f, label); ok {
 			if n < 1 {
@@ -577,7 +581,7 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	if f, ok := src.fields["tools"]; ok && s.Type == Plan && s.Agent != nil {
 		d.diags.add(posOf(f.value), label, "a plan step's tools: is a list of tool names")
 	}
-	for _, k := range []string{"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs"} {
+	for _, k := range []string{"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context", "guardrails"} {
 		if f, ok := src.fields[k]; ok && s.Type != Agent {
 			d.diags.add(f.keyPos, label, "%s belongs to agent steps (type: agent)", k)
 		}

@@ -82,6 +82,26 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
+// FuzzParseAgent checks that ParseAgent (agent.yaml: model, tools,
+// budgets, context) never panics and that every failure is located.
+func FuzzParseAgent(f *testing.F) {
+	addExampleSeeds(f, "agent.yaml")
+	for _, s := range []string{
+		"",
+		"model: m\ntools: {lookup: {}}\ncontext: {max_tokens: 800, strategy: summarize, prompt: Keep ids.}\n",
+		"model: m\ntools: [a, b]\ncontext: {max_tokens: -1, strategy: x, prompt: 3}\n",
+		"model: m\ncontext: [1]\nbudgets: {max_turns: 0}\n",
+		"model: m\nguardrails:\n  input:\n    - {name: cards, regex: '\\d{16}'}\n  output:\n    - {name: d, deny: [x]}\n    - {name: s, schema: {type: object}}\n    - {name: c, check: 'len(text) < 9'}\n",
+		"model: m\nguardrails: {input: [{regex: '('}, 3], side: []}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := flow.ParseAgent(data, filepath.Join("testdata", "agent.yaml"))
+		requireLocated(t, "ParseAgent", a != nil, err)
+	})
+}
+
 // FuzzParsePolicyTest checks that a policy test file (rules with when:,
 // per-argument provenance, cases with args) never panics and that every
 // failure is located.

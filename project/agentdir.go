@@ -69,7 +69,7 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		name = filepath.Base(dir)
 	}
 	step := map[string]any{"id": AgentStep, "type": "agent", "prompt_template": "{input.task}"}
-	for _, k := range []string{"model", "instructions", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "description", "execute_plan", "retries", "backoff"} {
+	for _, k := range []string{"model", "instructions", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "description", "execute_plan", "retries", "backoff", "context", "guardrails"} {
 		if v, ok := src[k]; ok {
 			step[k] = v
 		}
@@ -113,10 +113,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		"name": name,
 		"inputs": map[string]any{"type": "object", "required": []any{"task"}, "properties": map[string]any{
 			"task": map[string]any{"type": "string", "minLength": 1},
-			// the earlier exchanges of a chat session (rein chat), oldest first
-			"history": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"role", "content"},
-				"additionalProperties": false, "properties": map[string]any{
-					"role": map[string]any{"enum": []any{"user", "assistant"}}, "content": map[string]any{"type": "string"}}}},
+			// the earlier exchanges of a chat session (rein chat), oldest
+			// first: messages, tool calls and their observations
+			"history": historySchema(),
 		}},
 		"steps": []any{step},
 	}
@@ -124,6 +123,24 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		f["tools"] = declared
 	}
 	return json.MarshalIndent(f, "", "  ")
+}
+
+// historySchema is the schema of an agent run's input "history" (package
+// session's Message): user and assistant messages, an assistant's tool
+// calls and the tool messages that answer them.
+func historySchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	call := map[string]any{"type": "object", "required": []any{"id", "tool", "args"}, "additionalProperties": false,
+		"properties": map[string]any{"id": str, "tool": str, "args": str}}
+	return map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"role", "content"},
+		"additionalProperties": false, "properties": map[string]any{
+			"role":         map[string]any{"enum": []any{"user", "assistant", "tool"}},
+			"content":      str,
+			"tool_calls":   map[string]any{"type": "array", "items": call},
+			"tool_call_id": str,
+			"tool":         str,
+			"is_error":     map[string]any{"type": "boolean"},
+		}}}
 }
 
 // checkAgent reports, located in agent.yaml, the tools and the model def

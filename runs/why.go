@@ -35,6 +35,10 @@ type WhyView struct {
 	// step's call: where each argument came from as the runtime traced it,
 	// what verified it, and the declaration with its checked facts.
 	Calls []CallWhy `json:"calls,omitempty"`
+	// Guardrail is, for an agent step a guardrail stopped, the error that
+	// says which guardrail tripped, on which side and why (its journaled
+	// failure, class guardrail).
+	Guardrail string `json:"guardrail,omitempty"`
 }
 
 // CallWhy explains one call a model chose.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
@@ -35,6 +36,11 @@ func modelCallsWhy(runID string, s *flow.Step, events []*trace.Event) (*WhyView,
 				v.Calls = append(v.Calls, CallWhy{Ref: fmt.Sprintf("turn%d/call%d", t.N, c.Index), Tool: c.Tool, Status: string(c.Status),
 					Args: tracedOrigins(c.Provenance), Verified: c.Verified, Declaration: c.Declaration, Claims: c.Claims})
 			}
+		}
+	}
+	for _, ev := range events {
+		if ev.StepID == s.ID && ev.ErrorClass == string(fault.Guardrail) && ev.Error != "" {
+			v.Guardrail = ev.Error // the latest trip
 		}
 	}
 	for _, g := range journal.GateDecisions(events) {

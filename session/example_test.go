@@ -27,7 +27,9 @@ func ExampleService_Ask() {
 	defer st.Close()
 	save := tool.Func(tool.Spec{Name: "save_note", Effect: tool.EffectWrite},
 		func(context.Context, any) (any, error) { return map[string]any{"saved": true}, nil })
-	c, err := rein.Open(ctx, rein.Config{Store: st, Load: &project.LoadOptions{Tools: []tool.Tool{save}}})
+	charges := tool.Func(tool.Spec{Name: "find_charges", Effect: tool.EffectRead},
+		func(context.Context, any) (any, error) { return map[string]any{"charge": "ch_981"}, nil })
+	c, err := rein.Open(ctx, rein.Config{Store: st, Load: &project.LoadOptions{Tools: []tool.Tool{save, charges}}})
 	if err != nil {
 		panic(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -81,12 +83,32 @@ func New(c *rein.Client, p *project.Project, cfg *Config) (*Service, error) {
 	return s, nil
 }
 
-// Message is one message of a session's earlier conversation, as the
-// agent's input "history" holds it: Role is "user" (a message sent) or
-// "assistant" (the agent's answer to it).
+// Message is one item of a session's earlier conversation, as the
+// agent's input "history" holds it: Role is "user" (a message sent),
+// "assistant" (the agent's words: an answer, or the text and ToolCalls of
+// a turn that called tools) or "tool" (what a call of the turn before
+// returned: ToolCallID names the call, Tool its tool, Content the
+// observation the model was shown, IsError a call that did not succeed).
+// A history of an older rein holds only user and assistant text; it
+// reads the same.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message made, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Tool name the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+}
+
+// ToolCall is one call of an assistant message of the history: the
+// model's id for it (unique within the history), the tool's own name and
+// the arguments as the model wrote them.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	Args string `json:"args"`
 }
 
 // Input is the input of one message's agent run: the message as the task
@@ -95,6 +117,16 @@ type Message struct {
 type Input struct {
 	Task    string    `json:"task"`
 	History []Message `json:"history,omitempty"`
+}
+
+// InputOf is the Input run r was started with (its task and history).
+// Errors: an input that is not an agent run's, naming the run.
+func InputOf(r *store.Run) (Input, error) {
+	var in Input
+	if err := json.Unmarshal(r.Input, &in); err != nil {
+		return Input{}, fmt.Errorf("run %s: its input is not an agent run's {task, history}: %w", r.ID, err)
+	}
+	return in, nil
 }
 
 // Request is what a surface starts one message's run with:
@@ -143,11 +175,16 @@ func (s *Service) Next(ctx context.Context, sessionID, message string) (*Request
 
 // History returns the earlier conversation the session's next message
 // would get, oldest first: of the session's latest runs of this agent
-// (Config.MaxMessages of them), each succeeded run's task and answer (a
-// structured answer as JSON), newest first while they fit the budget; an
-// exchange that does not fit ends the history, left out whole, with the
-// older ones. Failed and cancelled runs add nothing. An empty sessionID
-// has none. Errors as Next's, but for the message.
+// (Config.MaxMessages of them), each succeeded run's exchange — its task,
+// then each turn that called tools as an assistant message with its calls
+// followed by one tool message per call (the observation the model was
+// shown), then the answer (a structured answer as JSON) — newest first
+// while they fit the budget (every item counts as a message; content and
+// arguments count as bytes); an exchange that does not fit ends the
+// history, left out whole, with the older ones. Failed and cancelled runs
+// add nothing. A call id the history already holds is renamed
+// (h<n>_<id>, in its tool message too), so ids stay unique across runs.
+// An empty sessionID has none. Errors as Next's, but for the message.
 func (s *Service) History(ctx context.Context, sessionID string) ([]Message, error) {
 	if sessionID == "" {
 		return nil, nil
@@ -159,39 +196,124 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 	if len(list) > 0 && !list[0].Finished() {
 		return nil, s.waiting(ctx, sessionID, list[0])
 	}
-	size := 0
-	var rev []Message // newest first
+	size, count := 0, 0
+	var rev [][]Message // exchanges, newest first
 	for _, r := range list {
 		if r.Status != trace.RunSucceeded {
 			continue
 		}
-		var in struct {
-			Task string `json:"task"`
-		}
-		if err := json.Unmarshal(r.Input, &in); err != nil || in.Task == "" {
-			continue
-		}
-		answer, err := s.answer(ctx, r.ID)
+		ex, err := Exchange(ctx, s.st, r)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", sessionID, err)
 		}
-		if len(rev)+2 > s.maxMessages || size+len(in.Task)+len(answer) > s.maxBytes {
+		if ex == nil {
+			continue
+		}
+		n := exchangeBytes(ex)
+		if count+len(ex) > s.maxMessages || size+n > s.maxBytes {
 			break
 		}
-		size += len(in.Task) + len(answer)
-		rev = append(rev, Message{"assistant", answer}, Message{"user", in.Task})
+		size, count = size+n, count+len(ex)
+		rev = append(rev, ex)
 	}
-	history := make([]Message, 0, len(rev))
+	history := make([]Message, 0, count)
 	for i := len(rev) - 1; i >= 0; i-- {
-		history = append(history, rev[i])
+		history = append(history, rev[i]...)
 	}
+	uniqueCallIDs(history)
 	return history, nil
+}
+
+// Exchange is what the succeeded agent run r of a session adds to its
+// history: its task, each turn that called tools (an assistant message
+// with the calls, then each call's observation as a tool message) and
+// the answer (a structured one as JSON), read from st; nil for a run
+// without a task. rein sessions show prints a session with it. Errors
+// are the store's, naming the run.
+func Exchange(ctx context.Context, st store.Store, r *store.Run) ([]Message, error) {
+	in, err := InputOf(r)
+	if err != nil || in.Task == "" {
+		return nil, nil //nolint:nilerr // not an agent run's input: it adds nothing
+	}
+	answer, err := answer(ctx, st, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := engine.AgentTranscript(ctx, st, r.ID, project.AgentStep, 0)
+	if err != nil {
+		return nil, err
+	}
+	ex := []Message{{Role: "user", Content: in.Task}}
+	for i := range turns {
+		t := &turns[i]
+		if t.Final || len(t.Calls) == 0 {
+			continue
+		}
+		m := Message{Role: "assistant", Content: t.Text, ToolCalls: make([]ToolCall, len(t.Calls))}
+		for j := range t.Calls {
+			c := &t.Calls[j]
+			m.ToolCalls[j] = ToolCall{ID: c.ID, Tool: c.Tool, Args: c.Args}
+		}
+		ex = append(ex, m)
+		for j := range t.Calls {
+			c := &t.Calls[j]
+			ex = append(ex, Message{Role: "tool", ToolCallID: c.ID, Tool: c.Tool, Content: c.Observation, IsError: c.Status != StatusOK})
+		}
+	}
+	return append(ex, Message{Role: "assistant", Content: answer}), nil
+}
+
+// exchangeBytes is what ex counts against Config.MaxBytes: its content
+// and its calls' arguments.
+func exchangeBytes(ex []Message) int {
+	n := 0
+	for i := range ex {
+		n += len(ex[i].Content)
+		for _, c := range ex[i].ToolCalls {
+			n += len(c.Args)
+		}
+	}
+	return n
+}
+
+// uniqueCallIDs renames, in place, each call id of history that an earlier
+// call already used (or that is empty) to h<n>_<id>, and the tool messages
+// after it that answer it.
+func uniqueCallIDs(history []Message) {
+	seen := map[string]bool{}
+	var renamed map[string]string // of the latest assistant message
+	for i := range history {
+		m := &history[i]
+		switch m.Role {
+		case "assistant":
+			renamed = nil
+			for j := range m.ToolCalls {
+				c := &m.ToolCalls[j]
+				id := c.ID
+				for n := 1; id == "" || seen[id]; n++ {
+					id = "h" + strconv.Itoa(n) + "_" + c.ID
+				}
+				seen[id] = true
+				if id != c.ID {
+					if renamed == nil {
+						renamed = map[string]string{}
+					}
+					renamed[c.ID] = id
+					c.ID = id
+				}
+			}
+		case "tool":
+			if id, ok := renamed[m.ToolCallID]; ok {
+				m.ToolCallID = id
+			}
+		}
+	}
 }
 
 // answer is the agent step's output of run id: a string answer as itself,
 // a structured one as JSON, "" when it has none.
-func (s *Service) answer(ctx context.Context, id string) (string, error) {
-	steps, err := s.st.Steps(ctx, id)
+func answer(ctx context.Context, st store.Store, id string) (string, error) {
+	steps, err := st.Steps(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("read the answer of run %s: %w", id, err)
 	}

@@ -97,7 +97,8 @@ func TestNewRefuses(t *testing.T) {
 	}
 	defer closeStore(t, st)
 	save := tool.Func(tool.Spec{Name: "save_note", Effect: tool.EffectWrite}, func(context.Context, any) (any, error) { return nil, nil })
-	durable, err := rein.Open(ctx, rein.Config{Store: st, Load: &project.LoadOptions{Tools: []tool.Tool{save}}})
+	charges := tool.Func(tool.Spec{Name: "find_charges", Effect: tool.EffectRead}, func(context.Context, any) (any, error) { return nil, nil })
+	durable, err := rein.Open(ctx, rein.Config{Store: st, Load: &project.LoadOptions{Tools: []tool.Tool{save, charges}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,11 @@ func (ephemeral) DecideApproval(context.Context, *DecideApprovalParams) (*Approv
 }
 func (ephemeral) AcquireLease(context.Context, *LeaseParams) (*Run, error) { return nil, ErrNotFound }
 func (ephemeral) RenewLease(context.Context, *LeaseParams) error           { return nil }
-func (ephemeral) ReleaseLease(context.Context, string, string) error       { return nil }
-func (ephemeral) ClaimRuns(context.Context, *ClaimParams) ([]*Run, error)  { return nil, nil }
+func (ephemeral) Sessions(context.Context, *ListSessionsParams) ([]*Session, error) {
+	return nil, nil
+}
+func (ephemeral) ReleaseLease(context.Context, string, string) error      { return nil }
+func (ephemeral) ClaimRuns(context.Context, *ClaimParams) ([]*Run, error) { return nil, nil }
 func (ephemeral) Prune(context.Context, *PruneParams) (*PruneResult, error) {
 	return &PruneResult{}, nil
 }

@@ -190,6 +190,12 @@ type Store interface {
 	// Spend returns the use of day by each tenant that has reservations on
 	// it (tenant "" keeps them all), by tenant.
 	Spend(ctx context.Context, day, tenant string) ([]*Spend, error)
+	// Sessions.
+	//
+	// Sessions lists the sessions of the store's runs (the runs created
+	// with a CreateRunParams.Session), one per session id and flow, the
+	// one with the newest run first.
+	Sessions(ctx context.Context, p *ListSessionsParams) ([]*Session, error)
 
 	Close() error
 }
@@ -456,6 +462,10 @@ type PruneParams struct {
 	Now time.Time
 	// Status, when set, restricts pruning to one final status.
 	Status trace.RunStatus
+	// Session, when set, deletes the finished runs of that session id
+	// (a conversation a person asked to forget), whatever Before and their
+	// own Retention say; runs that have not finished are kept.
+	Session string
 	// DryRun selects the same runs and deletes nothing: the result lists
 	// them in RunIDs (oldest first) and counts them in Runs; Blobs is 0.
 	DryRun bool
@@ -465,6 +475,30 @@ type PruneParams struct {
 	// checkpoint, at the latest when the store closes). Backends that
 	// reuse space on their own (PostgreSQL's autovacuum) ignore it.
 	Vacuum bool
+}
+
+// ListSessionsParams filters Sessions; zero fields do not filter.
+type ListSessionsParams struct {
+	// Flow keeps the sessions of that flow (an agent's name).
+	Flow string
+	// Tenant keeps the sessions of that tenant's runs.
+	Tenant string
+	// Limit caps the result; ≤ 0 means 100.
+	Limit int
+}
+
+// Session is one conversation: the runs of one flow recorded with one
+// session id.
+type Session struct {
+	ID   string `json:"id"`
+	Flow string `json:"flow"`
+	// Runs counts its runs (one per message).
+	Runs int `json:"runs"`
+	// CreatedAt is when its first run was created, LastAt its newest.
+	CreatedAt time.Time `json:"created_at"`
+	LastAt    time.Time `json:"last_at"`
+	// LastRun is the id of its newest run.
+	LastRun string `json:"last_run"`
 }
 
 // PruneResult counts what Prune deleted.

@@ -37,7 +37,10 @@ object per answer, each on one line (JSON Lines).
 
 A message whose run waits for a person stops the chat with what it waits on
 (exit 3); once rein runs approve RUN STEP has finished that run, the next
-rein chat of the session sees its answer. Exit codes as rein agent.`,
+rein chat of the session sees its answer. The lines still to come are not
+sent: each is named on stderr ("not sent: ...") with why, to send again
+once the run has finished. A run that fails stops the chat the same way.
+Exit codes as rein agent.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.chat(cmd, s, args[0]) },
 	}
@@ -72,18 +75,23 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 	if err != nil {
 		return err
 	}
+	// stopped says why the chat takes no more messages once send failed.
+	var stopped string
 	send := func(msg string) (bool, error) {
 		res, err := f.ask(ctx, s, svc, p, st, dsn, f.session, msg)
 		var waiting *session.WaitingError
 		if errors.As(err, &waiting) {
 			fmt.Fprintln(s.out, waiting.Error())
 			writePending(s.out, waiting.Run.ID, dsn, waiting.Pending, nil)
+			stopped = fmt.Sprintf("run %s of session %s is %s", waiting.Run.ID, f.session, waiting.Run.Status)
 			return false, &exitError{code: exitWaiting}
 		}
 		if err != nil {
+			stopped = "the message before it failed"
 			return false, err
 		}
 		if code := exitCode(ctx, res); code != exitOK {
+			stopped = fmt.Sprintf("run %s of session %s is %s", res.RunID, f.session, res.Status)
 			return false, &exitError{code: code}
 		}
 		return true, nil
@@ -110,6 +118,7 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 			continue
 		}
 		if ok, err := send(msg); !ok {
+			refuseRest(s, sc, f.session, stopped)
 			return err
 		}
 	}
@@ -117,4 +126,23 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 		return usageErr("reading messages from stdin: %v (one message a line, at most 1 MiB)", err)
 	}
 	return nil
+}
+
+// refuseRest reads the lines of sc left after the chat stopped (why) and
+// says, on stderr, each one it did not send: a conversation does not go on
+// past a run that waits for a person or failed, and no line is dropped
+// without a word.
+func refuseRest(s *streams, sc *bufio.Scanner, sessionID, why string) {
+	n := 0
+	for sc.Scan() {
+		msg := strings.TrimSpace(sc.Text())
+		if msg == "" {
+			continue
+		}
+		n++
+		fmt.Fprintf(s.err, "rein chat: not sent: %q: %s\n", clip(msg, 80), why)
+	}
+	if n > 0 {
+		fmt.Fprintf(s.err, "rein chat: %d message(s) not sent; send them again with rein chat --session %s once the session takes messages (a waiting run: once rein runs approve/reject has finished it)\n", n, printable(sessionID))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -81,6 +82,11 @@ func TestChatSession(t *testing.T) {
 	if len(second) != 1 || second[0].Status != "waiting" || len(second[0].Pending) != 1 || second[0].Pending[0]["step_id"] != "agent/turn1/call1" {
 		t.Fatalf("second chat %+v", second)
 	}
+	// the line after it is refused out loud, not dropped.
+	if want := `rein chat: not sent: "never sent": run ` + second[0].RunID + ` of session s1 is waiting`; !strings.Contains(stderr, want) ||
+		!strings.Contains(stderr, "1 message(s) not sent") {
+		t.Errorf("second chat's stderr does not refuse the line after the waiting run (%q):\n%s", want, stderr)
+	}
 	runID := second[0].RunID
 	code, out, _ = cli(t, "runs", "show", runID, "--db", db, "--output", "json")
 	var shown struct {
@@ -95,7 +101,7 @@ func TestChatSession(t *testing.T) {
 		t.Fatalf("runs show: exit %d, %v\n%s", code, err, out)
 	}
 	want := []session.Message{{Role: "user", Content: "remember: the password is swordfish"}, {Role: "assistant", Content: "Noted: the password is swordfish."}}
-	if shown.Run.Session != "s1" || len(shown.Run.Input.History) != 2 || shown.Run.Input.History[0] != want[0] || shown.Run.Input.History[1] != want[1] {
+	if shown.Run.Session != "s1" || !reflect.DeepEqual(shown.Run.Input.History, want) {
 		t.Fatalf("the second run's session %q and history %+v, want s1 and %+v", shown.Run.Session, shown.Run.Input.History, want)
 	}
 
@@ -124,6 +130,42 @@ func TestChatSession(t *testing.T) {
 	code, out, _ = chatProc(t, dir, "", "chat", dir, "--session", "s2", "--db", db, "--message", "write it down")
 	if code == exitOK || code == exitWaiting {
 		t.Fatalf("session s2 saw s1's conversation: exit %d\n%s", code, out)
+	}
+
+	// rein sessions and runs list --session read the conversations back.
+	code, out, stderr = cli(t, "sessions", "list", "--db", db, "--output", "json")
+	var listed []struct {
+		ID, Flow, Status, LastRun string
+		Runs                      int
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != exitOK || err != nil {
+		t.Fatalf("sessions list: exit %d, %v: %s\n%s", code, err, stderr, out)
+	}
+	if len(listed) != 2 || listed[0].ID != "s2" || listed[0].Status != "failed" || listed[1].ID != "s1" || listed[1].Runs != 3 ||
+		listed[1].Flow != "notes" || listed[1].Status != "succeeded" {
+		t.Errorf("sessions list %+v, want s2 (failed, newest) then s1 (3 runs of notes, succeeded)", listed)
+	}
+	code, out, _ = cli(t, "sessions", "show", "s1", "--db", db)
+	for _, want := range []string{"user: remember: the password is swordfish", "call save_note {\"text\":\"the password is swordfish\"}",
+		"-> save_note ok: {\"saved\":true}", "assistant: Saved the note.", "assistant: Yes: your note is saved."} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("sessions show s1: exit %d, no %q in\n%s", code, want, out)
+		}
+	}
+	code, out, _ = cli(t, "runs", "list", "--session", "s1", "--db", db, "--output", "json")
+	var sessionRuns []struct{ Session string }
+	if err := json.Unmarshal([]byte(out), &sessionRuns); code != exitOK || err != nil || len(sessionRuns) != 3 || sessionRuns[2].Session != "s1" {
+		t.Errorf("runs list --session s1: exit %d, %v, %d runs\n%s", code, err, len(sessionRuns), out)
+	}
+	if code, out, stderr = cli(t, "sessions", "delete", "s1", "--db", db); code != exitOK || !strings.Contains(out, "deleted session s1: 3 run(s)") {
+		t.Errorf("sessions delete s1: exit %d: %s\n%s", code, stderr, out)
+	}
+	if code, _, stderr = cli(t, "sessions", "show", "s1", "--db", db); code != exitUsage || !strings.Contains(stderr, `no session "s1"`) {
+		t.Errorf("sessions show after delete: exit %d\n%s", code, stderr)
+	}
+	// the other session is untouched.
+	if code, out, _ = cli(t, "runs", "list", "--session", "s2", "--db", db, "--output", "json"); code != exitOK || strings.Count(out, `"session": "s2"`) != 1 {
+		t.Errorf("runs list --session s2 after deleting s1: exit %d\n%s", code, out)
 	}
 }
 

@@ -182,7 +182,7 @@ interrupted.`,
 		Version:       readBuildInfo().short(),
 	}
 	root.SetVersionTemplate("rein {{.Version}}\n")
-	root.AddCommand(newRunCmd(s), newAgentCmd(s), newChatCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
+	root.AddCommand(newRunCmd(s), newAgentCmd(s), newChatCmd(s), newSessionsCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
 		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newMCPCmd(s), newToolCmd(s), newPolicyCmd(s), newServeCmd(s))
 	registerCompletions(root)
 	return root

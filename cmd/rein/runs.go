@@ -115,7 +115,7 @@ func parseStatus(v string, statuses []trace.RunStatus) (trace.RunStatus, error) 
 
 func newRunsListCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
-	var status, flowName string
+	var status, flowName, sessionID string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -130,7 +130,7 @@ func newRunsListCmd(s *streams) *cobra.Command {
 				return usageErr("--limit must be positive, not %d", limit)
 			}
 			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
-				runs, err := c.Runs().List(ctx, &store.ListRunsParams{Status: st, Flow: flowName, Limit: limit})
+				runs, err := c.Runs().List(ctx, &store.ListRunsParams{Status: st, Flow: flowName, Session: sessionID, Limit: limit})
 				if err != nil {
 					return failed("%s: %w", redactDSN(dsn), err)
 				}
@@ -153,6 +153,7 @@ func newRunsListCmd(s *streams) *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (pending, running, waiting, succeeded, failed, cancelled)")
 	cmd.Flags().StringVar(&flowName, "flow", "", "only runs of this flow (its name)")
+	cmd.Flags().StringVar(&sessionID, "session", "", "only runs of this session (rein chat --session ID; rein sessions list)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many runs")
 	_ = cmd.RegisterFlagCompletionFunc("status", fixedValues(statusNames(runStatuses)...))
 	return cmd

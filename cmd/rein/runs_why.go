@@ -72,6 +72,9 @@ func writeWhy(w io.Writer, v *runs.WhyView) {
 
 // writeCallsWhy prints the calls a model chose in an agent or plan step.
 func writeCallsWhy(w io.Writer, v *runs.WhyView) {
+	if v.Guardrail != "" {
+		fmt.Fprintf(w, "step %s of run %s was stopped by a guardrail: %s\n", v.StepID, v.RunID, v.Guardrail)
+	}
 	if len(v.Calls) == 0 {
 		fmt.Fprintf(w, "step %s of run %s made no traced tool call\n", v.StepID, v.RunID)
 		return

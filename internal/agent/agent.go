@@ -138,6 +138,14 @@ type Config struct {
 	// against, besides the session's own messages and observations. Nil:
 	// only the session's.
 	Evidence *safety.Evidence
+	// Guardrails check the task before the first model call and the final
+	// answer before it is accepted; the first that trips stops the loop
+	// with a fault.Guardrail error (GuardrailError).
+	Guardrails []Guardrail
+	// Context, when set, is the context budget of every request (see
+	// ContextBudget). Nil: requests grow with the conversation, within
+	// ObservationLimit per call.
+	Context *ContextBudget
 	// ExecutePlan, when set, offers the model the execute_plan meta-tool
 	// over Tools (see the package documentation). Nil: not offered — leave
 	// it nil for a loop that runs inside a plan (PlanRunning).

@@ -108,6 +108,11 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 		c.cfg.Journal = &lockedJournal{j: l.cfg.Journal}
 		l = &c
 	}
+	if len(s.Turns) == 0 {
+		if err := l.guard(ctx, true, 0, s.Task, nil); err != nil {
+			return &Result{}, err
+		}
+	}
 	res := &Result{}
 	var conv conversation
 	fresh := false
@@ -168,6 +173,10 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return context.Cause(ctx)
 	}
 	t := Turn{N: len(s.Turns) + 1}
+	msgs, err := l.fit(ctx, s, &t, msgs)
+	if err != nil {
+		return err
+	}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
 		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
 	resp, err := l.generate(ctx, req, &t)
@@ -180,6 +189,13 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 	t.Text = resp.Text
 	if len(resp.ToolCalls) == 0 {
 		if err := l.final(ctx, req, resp, &t); err != nil {
+			return err
+		}
+		var v any
+		if l.cfg.Output != nil {
+			v = t.Answer
+		}
+		if err := l.guard(ctx, false, t.N, t.Text, v); err != nil {
 			return err
 		}
 		return l.commitTurn(ctx, s, &t)

@@ -46,6 +46,11 @@ type Turn struct {
 	// JSON value under an output schema).
 	Final  bool `json:"final,omitempty"`
 	Answer any  `json:"answer,omitempty"`
+	// Context is what the turn's request left out of the conversation to
+	// fit the context budget (Config.Context), when it compacted it
+	// further than the turns before; the later turns' requests leave the
+	// same out, at least.
+	Context *Compaction `json:"context,omitempty"`
 }
 
 // CallStatus is where a call stands.
@@ -260,7 +265,17 @@ func (c *conversation) extend(l *Loop, s *Session) []model.Message {
 		if l.cfg.Instructions != "" {
 			c.msgs = append(c.msgs, model.Message{Role: model.System, Content: l.cfg.Instructions})
 		}
-		c.msgs = append(c.msgs, s.History...)
+		for _, m := range s.History {
+			if len(m.ToolCalls) > 0 {
+				// an earlier run's calls, under the names the model knows
+				calls := make([]model.ToolCall, len(m.ToolCalls))
+				for j, tc := range m.ToolCalls {
+					calls[j] = model.ToolCall{ID: tc.ID, Name: l.wireName(tc.Name), Args: tc.Args}
+				}
+				m.ToolCalls = calls
+			}
+			c.msgs = append(c.msgs, m)
+		}
 		c.msgs = append(c.msgs, model.Message{Role: model.User, Content: s.Task})
 	}
 	for ; c.upto < len(s.Turns); c.upto++ {

@@ -77,7 +77,15 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if !a.ExecutePlan.Disabled {
 		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
 	}
-	return agent.New(agent.Config{ExecutePlan: ep, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	var cb *agent.ContextBudget
+	if a.Context.MaxTokens > 0 {
+		cb = &agent.ContextBudget{MaxTokens: a.Context.MaxTokens, Strategy: a.Context.Strategy, Prompt: a.Context.Prompt}
+	}
+	guards := make([]agent.Guardrail, len(a.Guardrails))
+	for i, g := range a.Guardrails {
+		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge}
+	}
+	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
@@ -637,26 +645,56 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 }
 
 // inputHistory is an agent step's Session.History: the run input's
-// "history" field, a list of {role: user|assistant, content: string} (the
-// earlier exchanges of a chat session, as rein chat records them on each
-// run, so a run resumed in another process sees the same conversation).
-// Entries of another shape are left out; agent folders' input schema
-// (rein.LoadAgent) rejects them before the run starts.
+// "history" field, a list of {role: user|assistant|tool, content} items
+// (the earlier exchanges of a chat session, as package session records
+// them on each run, so a run resumed in another process sees the same
+// conversation): an assistant item may carry tool_calls [{id, tool, args}],
+// a tool item answers one (tool_call_id, tool, is_error). Entries of
+// another shape are left out; agent folders' input schema (rein.LoadAgent)
+// rejects them before the run starts. A tool call keeps the tool's own
+// name here; the loop offers it to the model under its wire name.
 func inputHistory(input any) []model.Message {
+	out, _ := historyOf(input)
+	return out
+}
+
+// historyOf is inputHistory, with the tool each tool item answered for
+// ("" for the other items).
+func historyOf(input any) (out []model.Message, tools []string) {
 	m, ok := input.(map[string]any)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	list, _ := m["history"].([]any)
-	var out []model.Message
 	for _, e := range list {
 		em, _ := e.(map[string]any)
 		role, _ := em["role"].(string)
 		content, _ := em["content"].(string)
-		if role != string(model.User) && role != string(model.Assistant) {
+		msg := model.Message{Role: model.Role(role), Content: content}
+		switch msg.Role {
+		case model.User:
+		case model.Assistant:
+			calls, _ := em["tool_calls"].([]any)
+			for _, c := range calls {
+				cm, _ := c.(map[string]any)
+				id, _ := cm["id"].(string)
+				name, _ := cm["tool"].(string)
+				args, _ := cm["args"].(string)
+				if name != "" {
+					msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: name, Args: args})
+				}
+			}
+		case model.Tool:
+			msg.ToolCallID, _ = em["tool_call_id"].(string)
+			msg.IsError, _ = em["is_error"].(bool)
+		default:
 			continue
 		}
-		out = append(out, model.Message{Role: model.Role(role), Content: content})
+		name, _ := em["tool"].(string)
+		if msg.Role != model.Tool {
+			name = ""
+		}
+		out, tools = append(out, msg), append(tools, name)
 	}
-	return out
+	return out, tools
 }

@@ -23,7 +23,8 @@ import (
 // makes the gate stricter.
 
 // startEvidence gives a gated run its evidence, holding the input (of a
-// chat's history, the user's messages only).
+// chat's history, the user's messages as the user's and the tool
+// observations as their tools').
 func (r *run) startEvidence() {
 	if !r.b.gated() {
 		return
@@ -44,9 +45,19 @@ func (r *run) startEvidence() {
 		}
 	}
 	r.ev.AddUser("input", rest)
-	for i, m := range inputHistory(r.input) {
-		if m.Role == model.User {
+	msgs, tools := historyOf(r.input)
+	for i, m := range msgs {
+		switch m.Role {
+		case model.User:
 			r.ev.AddUserText("history/"+strconv.Itoa(i), m.Content)
+		case model.Tool:
+			// an earlier run's observation: what that tool said, as the
+			// model was shown it.
+			spec := tool.Spec{Name: tools[i], Effect: tool.EffectExternal} // unknown: confirms nothing
+			if t, ok := r.e.cfg.Tools.Lookup(tools[i]); ok && tools[i] != "" {
+				spec = t.Spec()
+			}
+			r.ev.AddObservation("history/"+strconv.Itoa(i), &spec, m.Content)
 		}
 	}
 }

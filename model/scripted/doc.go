@@ -52,8 +52,10 @@
 // after an approval, where the replies already used are not known.
 //
 // decision is an optional filter matched against model.Request.Decision:
-// route, plan, agent, review (the reviewer, package safety/review), or
-// llm for an llm step (Decision ""). A reply gives
+// route, plan, agent, review (the reviewer, package safety/review),
+// summarize (an agent's summary of its earlier conversation, context:
+// strategy: summarize), guardrail (an agent guardrail's judge), or llm
+// for an llm step (Decision ""). A reply gives
 // exactly one of output, raw, error, route, plan and tool_calls; route
 // needs a non-empty reason; plan must be a mapping (it is not checked
 // further: the planner validates plans, and a test may want a bad one); a

@@ -147,14 +147,14 @@ func (p *scriptParser) reply(i int, item ast.Node) (Reply, bool) {
 	}
 	if f, ok := fields["decision"]; ok {
 		switch d := p.str(f, what); d {
-		case "route", "plan", "agent", "llm", "review":
+		case "route", "plan", "agent", "llm", "review", "summarize", "guardrail":
 			r.Decision = d
 		case "":
 			if len(p.problems) == before {
-				p.addf(f.Value, "%s: decision must be route, plan, agent, review or llm, got \"\"", what)
+				p.addf(f.Value, "%s: decision must be route, plan, agent, review, summarize, guardrail or llm, got \"\"", what)
 			}
 		default:
-			p.addf(f.Value, "%s: decision must be route, plan, agent, review or llm, got %q", what, d)
+			p.addf(f.Value, "%s: decision must be route, plan, agent, review, summarize, guardrail or llm, got %q", what, d)
 		}
 	}
 	if f, ok := fields["turn"]; ok {

@@ -25,7 +25,11 @@
 //     run, its waiting steps) wrapping a *session.WaitingError, and starts
 //     no run;
 //   - once a person approves (Client.Decide with Resume) the run goes on
-//     with the approved call, and the next message sees its answer.
+//     with the approved call, and the next message sees its answer;
+//   - the history holds full items: a turn's tool calls and the
+//     observations the model was shown, so a follow-up's request holds an
+//     earlier run's tool result (the script answers "which charge was it?"
+//     only then), with call ids unique across runs.
 package sessiontest
 
 import (
@@ -69,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"HistoryBytes", testHistoryBytes},
 		{"SessionsApart", testSessionsApart},
 		{"WaitingThenApproved", testWaitingThenApproved},
+		{"ToolResultRemembered", testToolResultRemembered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,7 +114,10 @@ func newRig(t *testing.T, h Harness) *rig {
 			r.notes = append(r.notes, text)
 			return map[string]any{"saved": true}, nil
 		})
-	r.c, err = rein.Open(r.ctx, rein.Config{Store: r.st, Load: &project.LoadOptions{Tools: []tool.Tool{save}}})
+	charges := tool.Func(tool.Spec{Name: "find_charges", Description: "Finds an order's duplicate charge.", Effect: tool.EffectRead,
+		InputSchema: json.RawMessage(`{"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]}`)},
+		func(_ context.Context, _ any) (any, error) { return map[string]any{"charge": "ch_981"}, nil })
+	r.c, err = rein.Open(r.ctx, rein.Config{Store: r.st, Load: &project.LoadOptions{Tools: []tool.Tool{save, charges}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +377,11 @@ func testWaitingThenApproved(t *testing.T, r *rig) {
 	if rep.Answer != "Yes: your note is saved." {
 		t.Errorf("answer %v, want Yes: your note is saved.", rep.Answer)
 	}
-	history := exchanges("remember: the code is 4711", "Noted: the code is 4711.", "write it down", "Saved the note.")
+	// the approved run's exchange holds its call and what it returned.
+	history := append(exchanges("remember: the code is 4711", "Noted: the code is 4711.", "write it down"),
+		session.Message{Role: "assistant", ToolCalls: []session.ToolCall{{ID: turns[0].Calls[0].ID, Tool: "save_note", Args: `{"text":"the code is 4711"}`}}},
+		session.Message{Role: "tool", ToolCallID: turns[0].Calls[0].ID, Tool: "save_note", Content: turns[0].Calls[0].Observation},
+		session.Message{Role: "assistant", Content: "Saved the note."})
 	if in, _ := r.input(t, rep.Result.RunID); !reflect.DeepEqual(in.History, history) {
 		t.Errorf("the next run's history %+v, want %+v", in.History, history)
 	}
@@ -379,4 +391,35 @@ func testWaitingThenApproved(t *testing.T, r *rig) {
 	if n := r.saved(); len(n) != 1 {
 		t.Errorf("save_note calls %q after the next message, want the one approved", n)
 	}
+}
+
+func testToolResultRemembered(t *testing.T, r *rig) {
+	svc := r.service(t, nil)
+	first := r.ask(t, svc, "s", "what did I pay twice?", trace.RunSucceeded)
+	if first.Answer != "You were charged twice for order 1042." {
+		t.Fatalf("first answer %v", first.Answer)
+	}
+	// the follow-up's reply is scripted only for a request that holds the
+	// first run's observation: today's answer-only history fails the run.
+	rep := r.ask(t, svc, "s", "which charge was it?", trace.RunSucceeded)
+	if rep.Answer != "It was ch_981, on order 1042." {
+		t.Errorf("follow-up answer %v, want It was ch_981, on order 1042.", rep.Answer)
+	}
+	obs := first.Turns[0].Calls[0].Observation
+	want := []session.Message{
+		{Role: "user", Content: "what did I pay twice?"},
+		{Role: "assistant", ToolCalls: []session.ToolCall{{ID: "c1", Tool: "find_charges", Args: `{"order":"1042"}`}}},
+		{Role: "tool", ToolCallID: "c1", Tool: "find_charges", Content: obs},
+		{Role: "assistant", Content: "You were charged twice for order 1042."},
+	}
+	if in, _ := r.input(t, rep.Result.RunID); !reflect.DeepEqual(in.History, want) {
+		t.Errorf("the follow-up's recorded history\n  %+v\nwant\n  %+v", in.History, want)
+	}
+	// a third message: both earlier exchanges, the second's call id kept,
+	// and the budget counts every item.
+	full := append(append([]session.Message(nil), want...), session.Message{Role: "user", Content: "which charge was it?"},
+		session.Message{Role: "assistant", Content: "It was ch_981, on order 1042."})
+	r.wantHistory(t, svc, "both exchanges", "s", full)
+	r.wantHistory(t, r.service(t, &session.Config{MaxMessages: 5}), "five items: the latest exchange only", "s", full[4:])
+	r.wantHistory(t, r.service(t, &session.Config{MaxMessages: 6}), "six items: both", "s", full)
 }

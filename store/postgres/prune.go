@@ -11,6 +11,13 @@ import (
 	"github.com/reinhq/rein/store"
 )
 
+// pruneWhere selects the finished runs Prune deletes: settled before $1
+// and past their retention at $3, or, with a session ($4), that session's
+// whatever their age.
+const pruneWhere = `(($4 = '' AND settled_at < $1
+			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3)
+			OR ($4 <> '' AND session = $4 AND session <> ''))`
+
 // Prune deletes the finished runs (succeeded, failed, cancelled; only
 // p.Status when set) settled before p.Before and past their own
 // retention (settled_at + Run.Retention before p.Now; a zero p.Now is
@@ -31,9 +38,8 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		err := again(ctx, true, func() error {
 			rows, err := s.db.QueryContext(ctx, `SELECT id FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
-			AND settled_at < $1
-			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
-			ORDER BY ord`, p.Before, string(p.Status), p.Now)
+			AND `+pruneWhere+`
+			ORDER BY ord`, p.Before, string(p.Status), p.Now, p.Session)
 			if err != nil {
 				return err
 			}
@@ -57,12 +63,11 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 	err := again(ctx, true, func() error {
 		return s.db.QueryRowContext(ctx, `WITH r AS (DELETE FROM rein_runs
 			WHERE status IN ('succeeded', 'failed', 'cancelled') AND ($2 = '' OR status = $2)
-			AND settled_at < $1
-			AND settled_at + retention_ns / 1000 * interval '1 microsecond' < $3
+			AND `+pruneWhere+`
 			RETURNING id),
 		j AS (DELETE FROM rein_journal j USING r WHERE j.run_id = r.id),
 		x AS (DELETE FROM rein_records x USING r WHERE x.run_id = r.id)
-		SELECT count(*) FROM r`, p.Before, string(p.Status), p.Now).Scan(&runs)
+		SELECT count(*) FROM r`, p.Before, string(p.Status), p.Now, p.Session).Scan(&runs)
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)

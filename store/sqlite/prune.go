@@ -28,11 +28,15 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (_ *store.Prune
 		}
 		st = [3]any{string(p.Status), string(p.Status), string(p.Status)}
 	}
+	where, args := pruneWhere, []any{st[0], st[1], st[2], p.Before.UnixNano(), p.Now.UnixNano()}
+	if p.Session != "" {
+		where, args = pruneSessionWhere, []any{st[0], st[1], st[2], p.Session}
+	}
 	var res store.PruneResult
 	if p.DryRun {
 		ids, err := queryAll(ctx, s.reads, "prune (dry run)", func(row scanner) (id string, err error) {
 			return id, row.Scan(&id)
-		}, `SELECT id FROM runs WHERE `+pruneWhere+` ORDER BY rk`, st[0], st[1], st[2], p.Before.UnixNano(), p.Now.UnixNano())
+		}, `SELECT id FROM runs WHERE `+where+` ORDER BY rk`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +48,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (_ *store.Prune
 		if err := x.flush(); err != nil {
 			return err
 		}
-		return x.prune(st, p.Before, p.Now, &res)
+		return x.pruneRuns(where, args, &res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prune: %w", err)
@@ -61,13 +65,23 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (_ *store.Prune
 // statuses, the cutoff and now (Unix ns).
 const pruneWhere = `status IN (?, ?, ?) AND settled_at IS NOT NULL AND settled_at < ? AND settled_at + retention < ?`
 
+// pruneSessionWhere selects the runs Prune deletes with a session: three
+// statuses and the session (runs_session answers).
+const pruneSessionWhere = `status IN (?, ?, ?) AND session = ? AND session <> ''`
+
 // prune deletes the runs Prune would (statuses st, settled before before,
 // past their retention at now), counting them in res. The writer forgets
 // every run key, head and flow text it knew, at once for the rest of the
 // batch and for good once it commits (x.reset).
 func (x *wtx) prune(st [3]any, before, now time.Time, res *store.PruneResult) error {
+	return x.pruneRuns(pruneWhere, []any{st[0], st[1], st[2], before.UnixNano(), now.UnixNano()}, res)
+}
+
+// pruneRuns deletes the runs where selects (pruneWhere,
+// pruneSessionWhere, with args), as prune does.
+func (x *wtx) pruneRuns(where string, args []any, res *store.PruneResult) error {
 	x.reset = true
-	rows, err := x.query(`SELECT rk FROM runs WHERE `+pruneWhere, st[0], st[1], st[2], before.UnixNano(), now.UnixNano())
+	rows, err := x.query(`SELECT rk FROM runs WHERE `+where, args...)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimRunsLimit", testClaimRunsLimit},
 		{"ClaimRunsConcurrent", testClaimRunsConcurrent},
 		{"Prune", testPrune},
+		{"Sessions", testSessions},
 		{"PruneStatus", testPruneStatus},
 		{"PruneRetention", testPruneRetention},
 		{"PruneBlobs", testPruneBlobs},

@@ -78,7 +78,7 @@ func (m *Machine) SkippedUpstream(i int) string {
 // step says: budget, policy, cancellation and a damaged store, or any
 // failure once the run's own context ended (stopped).
 func StopsRun(class fault.Class, stopped bool) bool {
-	return stopped || class == fault.Budget || class == fault.Cancelled || class == fault.Policy || class == fault.Damaged
+	return stopped || class == fault.Budget || class == fault.Cancelled || class == fault.Policy || class == fault.Damaged || class == fault.Guardrail
 }
 
 // RetryAt is Retry's answer: start attempt Attempt at time At, or, when

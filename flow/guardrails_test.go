@@ -1,0 +1,74 @@
+package flow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/flow"
+)
+
+// TestParseAgentGuardrails: each guardrail rule trips on what it should
+// and passes the rest; problems are located in agent.yaml.
+func TestParseAgentGuardrails(t *testing.T) {
+	t.Parallel()
+	src := `model: m
+tools: {lookup: {}}
+guardrails:
+  input:
+    - {name: no_cards, regex: '\b(?:\d[ -]?){13,16}\b'}
+  output:
+    - {name: no_secrets, deny: [Password, internal-only]}
+    - {name: short, check: 'len(text) <= 40'}
+    - {name: shaped, schema: {type: object, required: [ok]}}
+`
+	a, err := flow.ParseAgent([]byte(src), "agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Guardrails) != 4 || !a.Guardrails[0].Input || a.Guardrails[1].Input {
+		t.Fatalf("guardrails %+v", a.Guardrails)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		g        int
+		text     string
+		tripsFor string
+	}{
+		{0, "refund card 4111 1111 1111 1111 please", "matches"},
+		{0, "refund order 1042", ""},
+		{1, "the PASSWORD is swordfish", `denied phrase "Password"`},
+		{1, "all good", ""},
+		{2, strings.Repeat("x", 41), "its check is false"},
+		{2, "short", ""},
+		{3, `{"nope": 1}`, "breaks the guardrail's schema"},
+		{3, `{"ok": true}`, ""},
+		{3, "plain text", "breaks the guardrail's schema"},
+	} {
+		g := a.Guardrails[tc.g]
+		why, err := g.Trips(ctx, tc.text, nil)
+		if err != nil || (tc.tripsFor == "") != (why == "") || !strings.Contains(why, tc.tripsFor) {
+			t.Errorf("%s on %q: %q, %v; want a trip saying %q", g.Name, tc.text, why, err, tc.tripsFor)
+		}
+	}
+	bad := `model: m
+tools: {lookup: {}}
+guardrails:
+  input:
+    - {name: a, regex: '(', deny: [x]}
+    - {regex: x}
+  output:
+    - {name: b, deny: []}
+    - {name: c, check: 'len(text) >'}
+    - {name: c, deny: [y], shout: true}
+  sideways: []
+`
+	_, err = flow.ParseAgent([]byte(bad), "agent.yaml")
+	for _, w := range []string{"agent.yaml:5:24: guardrail regex: error parsing regexp", "agent.yaml:5:7: guardrail a: give exactly one of",
+		"agent.yaml:6:7: a guardrail needs name:", "agent.yaml:8:23: guardrail deny: list at least one phrase", "agent.yaml:9:35: check: unexpected token EOF",
+		`agent.yaml:10:7: guardrails: "c" is named twice`, `unknown field "shout" in a guardrail`, `agent.yaml:11:3: unknown field "sideways" in guardrails`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+}
