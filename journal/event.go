@@ -59,6 +59,10 @@ type Event struct {
 	// what was done about one executed call (before version 3: JSON in
 	// Data; DecodeRemediation reads both).
 	Remediation *Remediation `json:"remediation,omitempty"`
+	// Chain is the cause chain of an attempt_failed event's error (Chain):
+	// the errors it wraps, a tool's stderr tail, a provider's error body;
+	// bounded and redacted.
+	Chain []Cause `json:"chain,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -145,6 +149,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	}
 	if e.Remediation != nil {
 		dst = appendRemediation(append(dst, `,"remediation":`...), e.Remediation)
+	}
+	if len(e.Chain) > 0 {
+		dst = appendChain(append(dst, `,"chain":`...), e.Chain)
 	}
 	return append(dst, '}')
 }

@@ -35,6 +35,9 @@ type WhyView struct {
 	// step's call: where each argument came from as the runtime traced it,
 	// what verified it, and the declaration with its checked facts.
 	Calls []CallWhy `json:"calls,omitempty"`
+	// Failures are the step's failed attempts, each with its error's
+	// cause chain.
+	Failures []Failure `json:"failures,omitempty"`
 }
 
 // CallWhy explains one call a model chose.
@@ -91,7 +94,11 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)
 	}
 	if s.Type != flow.Tool {
-		return modelCallsWhy(run.ID, s, events)
+		v, err := modelCallsWhy(run.ID, s, events)
+		if v != nil {
+			v.Failures = failures(events, s.ID)
+		}
+		return v, err
 	}
 	spec := func(name string) (tool.Spec, bool) {
 		if t, ok := p.Tools.Lookup(name); ok {
@@ -99,7 +106,8 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		}
 		return tool.Spec{}, false
 	}
-	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec))}
+	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec)),
+		Failures: failures(events, s.ID)}
 	if fb := s.Fallback; fb != nil && fb.Tool != "" {
 		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -130,7 +131,8 @@ func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, or
 		msg = fmt.Sprintf("item %d: %s", item, msg)
 	}
 	r.record(trace.Event{Kind: trace.AttemptFailed, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
-		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err)})
+		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err),
+		Chain: journal.Chain(err, r.e.cfg.Redactor)})
 }
 
 // recordCorrection traces a corrective request of attempt and counts it.
