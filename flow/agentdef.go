@@ -90,8 +90,13 @@ type AgentTool struct {
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
 	Approval bool
-	Decl     *ToolDecl
-	Pos      Pos
+	// ResponseHook (response_hook:, beside workflow: only) is what the
+	// workflow tool adds to the agent's final answer: ResponseHookAppend
+	// appends each task's result (status, deliverables) the transcript
+	// shows; "" adds nothing.
+	ResponseHook string
+	Decl         *ToolDecl
+	Pos          Pos
 }
 
 // LoadAgent reads and checks an agent.yaml. The error is an *Error with
@@ -172,6 +177,7 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 	if a.Model == "" {
 		d.diags.add(posOf(root), "", "agent.yaml needs model: (a rein.yaml models: name, or provider/model like openai/gpt-4o-mini)")
 	}
+	d.checkResponseHooks(a.Tools, a.OutputSchema, "the agent")
 	if err := d.result(); err != nil {
 		return nil, err
 	}
@@ -229,6 +235,9 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 		}
 		if f, ok := fieldByKey(fields, "workflow"); ok {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
+			if h, ok := fieldByKey(fields, "response_hook"); ok {
+				t.ResponseHook = d.responseHook(e, h)
+			}
 			continue
 		}
 		if _, ok := fieldByKey(fields, "command"); ok {
@@ -283,8 +292,8 @@ func isMCPToolName(name string) bool {
 // agent.yaml, which must exist; only approval: goes beside it.
 func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 	for _, g := range fields {
-		if g.key != "approval" && g.key != "workflow" {
-			d.diags.add(g.keyPos, "", "tool %s: %s does not go with workflow: (a workflow tool takes only approval: beside it; command: declares an exec tool instead)", e.key, g.key)
+		if g.key != "approval" && g.key != "workflow" && g.key != "response_hook" {
+			d.diags.add(g.keyPos, "", "tool %s: %s does not go with workflow: (a workflow tool takes only approval: and response_hook: beside it; command: declares an exec tool instead)", e.key, g.key)
 		}
 	}
 	rel, ok := d.str(f, "")
@@ -304,6 +313,36 @@ func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 		return ""
 	}
 	return path
+}
+
+// ResponseHookAppend is the response_hook: that appends a workflow tool's
+// task results (status, deliverables) to the agent's final answer.
+const ResponseHookAppend = "append_result"
+
+// responseHook reads response_hook: beside workflow:.
+func (d *decoder) responseHook(e, f field) string {
+	v, ok := d.str(f, "")
+	if !ok {
+		return ""
+	}
+	if v != ResponseHookAppend {
+		d.diags.add(posOf(f.value), "", "tool %s: response_hook must be %s (append each task's status and deliverables to the final answer), not %q", e.key, ResponseHookAppend, v)
+		return ""
+	}
+	return v
+}
+
+// checkResponseHooks refuses a response_hook on an agent whose final
+// answer is a JSON value (output_schema): the hook appends text.
+func (d *decoder) checkResponseHooks(tools []*AgentTool, output *Schema, what string) {
+	if output == nil {
+		return
+	}
+	for _, t := range tools {
+		if t.ResponseHook != "" {
+			d.diags.add(t.Pos, "", "tool %s: response_hook: %s appends text to the final answer, and %s has output_schema (its answer is a JSON value): remove one of them", t.Name, t.ResponseHook, what)
+		}
+	}
 }
 
 // decodeAgentPlan reads execute_plan: a boolean, or a mapping of

@@ -82,6 +82,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		if t.Workflow != "" {
 			entry["workflow"] = absPath(t.Workflow) // the run pins the folder
 		}
+		if t.ResponseHook != "" {
+			entry["response_hook"] = t.ResponseHook
+		}
 		tools[t.Name] = entry
 		if t.Decl != nil {
 			decl := map[string]any{}
