@@ -16,7 +16,7 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff"}
+	agentFields       = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "review"}
 	agentPlanFields   = []string{"enabled", "max_steps", "allow_external"}
 	agentBudgetFields = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
 )
@@ -36,6 +36,9 @@ type AgentDef struct {
 	// Tools are the tools the agent may call, in file order.
 	Tools   []*AgentTool
 	Budgets AgentBudgets
+	// Review is agent.yaml review: (agent folders only): the reviewer of
+	// the agent's runs, which replaces rein.yaml's, as a flow's does.
+	Review *ReviewDecl
 	// MaxObservationBytes is the largest observation kept whole in the
 	// transcript (0: the agent package's default).
 	MaxObservationBytes int
@@ -152,6 +155,8 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.OutputSchema = d.schemaField(f, "output_schema", "")
 		case "execute_plan":
 			a.ExecutePlan = d.decodeAgentPlan(f, "")
+		case "review":
+			a.Review = d.decodeReview(f)
 		case "retries", "backoff":
 			// checked here, located in agent.yaml, as a step's are; the
 			// agent's flow step carries them (its model calls' retries).
