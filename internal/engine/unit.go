@@ -49,7 +49,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		now := r.e.cfg.Clock.Now()
 		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)
-		if !next.Again {
+		if !next.Again || premiseFailed(err) { // a premise that fails stops first: never retried
 			return nil, err
 		}
 		done++
@@ -79,6 +79,11 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 	if s.Gate != nil && s.ForEach == nil {
 		if gerr := r.checkGate(actx, j, out); gerr != nil {
 			return nil, trace.OriginEngine, gerr
+		}
+	}
+	if s.Premise != nil && s.ForEach == nil {
+		if perr := r.checkPremise(actx, j, out); perr != nil {
+			return nil, trace.OriginEngine, perr
 		}
 	}
 	return out, origin, nil
