@@ -16,7 +16,7 @@ import (
 const AgentFile = "agent.yaml"
 
 var (
-	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "handoffs", "context", "guardrails"}
+	agentFields        = []string{"name", "description", "model", "instructions", "tools", "budgets", "output_schema", "max_observation_bytes", "max_args_bytes", "concurrency", "execute_plan", "retries", "backoff", "handoffs", "context", "guardrails", "review"}
 	handoffFields      = []string{"agent", "history"}
 	agentContextFields = []string{"max_tokens", "strategy", "prompt"}
 	agentPlanFields    = []string{"enabled", "max_steps", "allow_external"}
@@ -38,6 +38,9 @@ type AgentDef struct {
 	// Tools are the tools the agent may call, in file order.
 	Tools   []*AgentTool
 	Budgets AgentBudgets
+	// Review is agent.yaml review: (agent folders only): the reviewer of
+	// the agent's runs, which replaces rein.yaml's, as a flow's does.
+	Review *ReviewDecl
 	// MaxObservationBytes is the largest observation kept whole in the
 	// transcript (0: the agent package's default).
 	MaxObservationBytes int
@@ -141,8 +144,13 @@ type AgentTool struct {
 	// Approval (approval: required) makes every call wait for a person's
 	// approval of its exact arguments.
 	Approval bool
-	Decl     *ToolDecl
-	Pos      Pos
+	// ResponseHook (response_hook:, beside workflow: only) is what the
+	// workflow tool adds to the agent's final answer: ResponseHookAppend
+	// appends each task's result (status, deliverables) the transcript
+	// shows; "" adds nothing.
+	ResponseHook string
+	Decl         *ToolDecl
+	Pos          Pos
 }
 
 // LoadAgent reads and checks an agent.yaml. The error is an *Error with
@@ -204,6 +212,8 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 			a.Context = d.decodeAgentContext(f, "")
 		case "guardrails":
 			a.Guardrails = d.decodeGuardrails(f, "")
+		case "review":
+			a.Review = d.decodeReview(f)
 		case "retries", "backoff":
 			// checked here, located in agent.yaml, as a step's are; the
 			// agent's flow step carries them (its model calls' retries).
@@ -229,6 +239,7 @@ func ParseAgent(data []byte, filename string) (*AgentDef, error) {
 	if a.Model == "" {
 		d.diags.add(posOf(root), "", "agent.yaml needs model: (a rein.yaml models: name, or provider/model like openai/gpt-4o-mini)")
 	}
+	d.checkResponseHooks(a.Tools, a.OutputSchema, "the agent")
 	if err := d.result(); err != nil {
 		return nil, err
 	}
@@ -286,6 +297,9 @@ func (d *decoder) decodeAgentTools(fl field, dir string) []*AgentTool {
 		}
 		if f, ok := fieldByKey(fields, "workflow"); ok {
 			t.Workflow = d.agentWorkflow(e, f, fields, dir)
+			if h, ok := fieldByKey(fields, "response_hook"); ok {
+				t.ResponseHook = d.responseHook(e, h)
+			}
 			continue
 		}
 		if f, ok := fieldByKey(fields, "agent"); ok {
@@ -344,8 +358,8 @@ func isMCPToolName(name string) bool {
 // agent.yaml, which must exist; only approval: goes beside it.
 func (d *decoder) agentWorkflow(e, f field, fields []field, dir string) string {
 	for _, g := range fields {
-		if g.key != "approval" && g.key != "workflow" {
-			d.diags.add(g.keyPos, "", "tool %s: %s does not go with workflow: (a workflow tool takes only approval: beside it; command: declares an exec tool instead)", e.key, g.key)
+		if g.key != "approval" && g.key != "workflow" && g.key != "response_hook" {
+			d.diags.add(g.keyPos, "", "tool %s: %s does not go with workflow: (a workflow tool takes only approval: and response_hook: beside it; command: declares an exec tool instead)", e.key, g.key)
 		}
 	}
 	rel, ok := d.str(f, "")
@@ -461,6 +475,36 @@ func (d *decoder) decodeHandoffs(fl field, dir, label string) []*Handoff {
 		out = append(out, h)
 	}
 	return out
+}
+
+// ResponseHookAppend is the response_hook: that appends a workflow tool's
+// task results (status, deliverables) to the agent's final answer.
+const ResponseHookAppend = "append_result"
+
+// responseHook reads response_hook: beside workflow:.
+func (d *decoder) responseHook(e, f field) string {
+	v, ok := d.str(f, "")
+	if !ok {
+		return ""
+	}
+	if v != ResponseHookAppend {
+		d.diags.add(posOf(f.value), "", "tool %s: response_hook must be %s (append each task's status and deliverables to the final answer), not %q", e.key, ResponseHookAppend, v)
+		return ""
+	}
+	return v
+}
+
+// checkResponseHooks refuses a response_hook on an agent whose final
+// answer is a JSON value (output_schema): the hook appends text.
+func (d *decoder) checkResponseHooks(tools []*AgentTool, output *Schema, what string) {
+	if output == nil {
+		return
+	}
+	for _, t := range tools {
+		if t.ResponseHook != "" {
+			d.diags.add(t.Pos, "", "tool %s: response_hook: %s appends text to the final answer, and %s has output_schema (its answer is a JSON value): remove one of them", t.Name, t.ResponseHook, what)
+		}
+	}
 }
 
 // decodeAgentPlan reads execute_plan: a boolean, or a mapping of

@@ -271,3 +271,27 @@ func TestParseAgentContext(t *testing.T) {
 		t.Errorf("a number: %v", err)
 	}
 }
+
+// response_hook: goes beside workflow: only, takes append_result only, and
+// is refused, located, on an agent whose answer is a JSON value.
+func TestAgentResponseHook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := flow.ParseAgent([]byte("model: m\ntools:\n  p_workflow: {workflow: .,  response_hook: append_result}\n"), dir+"/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Tools[0].ResponseHook != flow.ResponseHookAppend {
+		t.Errorf("hook %q", a.Tools[0].ResponseHook)
+	}
+	for src, want := range map[string]string{
+		"model: m\ntools:\n  p_workflow: {workflow: ., response_hook: prepend}\n":                                      `agent.yaml:3:44: tool p_workflow: response_hook must be append_result`,
+		"model: m\ntools:\n  lookup: {response_hook: append_result}\n":                                                 `agent.yaml:3:12: tool lookup: response_hook belongs to an exec tool declaration`,
+		"model: m\noutput_schema: {type: object}\ntools:\n  p_workflow: {workflow: ., response_hook: append_result}\n": `agent.yaml:4:3: tool p_workflow: response_hook: append_result appends text to the final answer, and the agent has output_schema`,
+	} {
+		_, err := flow.ParseAgent([]byte(src), dir+"/agent.yaml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+}

@@ -16,7 +16,7 @@ var (
 		"on_error", "fallback_value", "fallback", "mandatory", "output_schema", "model", "prompt_template",
 		"tool", "args", "for_each", "concurrency", "repeat", "gate", "max_output_bytes", "max_input_bytes", "skill", "adapter", "approval", "message",
 		"text", "routes", "fallback_route", "goal", "tools", "max_steps", "max_replans", "max_executed_steps",
-		"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context", "guardrails"}
+		"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context", "guardrails", "premise"}
 	budgetFields   = []string{"max_llm_calls", "max_tokens", "timeout"}
 	backoffFields  = []string{"initial", "max", "multiplier"}
 	repeatFields   = []string{"until", "max"}
@@ -310,6 +310,8 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 		s.When = d.expr(f, label)
 	case "gate":
 		s.Gate = d.expr(f, label)
+	case "premise":
+		s.Premise = d.decodePremise(f, label)
 	case "retries":
 		if n, ok := d.integer(f, label); ok {
 			if n < 0 || n > MaxRetries {

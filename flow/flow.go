@@ -177,6 +177,9 @@ type Step struct {
 	// (steps.<id>.status); a skip of those does not propagate.
 	WhenStatusOf map[string]bool
 	Gate         *expression.Program
+	// Premise, when set, is checked on the step's output after its gate:
+	// when it does not hold, the step waits for a person (Premise).
+	Premise *Premise
 	// Retries is how often a transient error is retried (every error with
 	// on_error: retry); an llm, route, tool or plan step without retries:
 	// gets the defaults (Options.Defaults, else DefaultRetries).

@@ -72,6 +72,7 @@ func (d *decoder) checkTargets() {
 					d.checkToolAt(t.Name, t.Pos, s.ID)
 				}
 			}
+			d.checkResponseHooks(s.Agent.Tools, s.OutputSchema, "step "+s.ID)
 		}
 		if s.Type == LLM || s.Type == Plan || s.Type == Agent {
 			f, ok := src.fields["model"]

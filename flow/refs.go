@@ -151,6 +151,9 @@ func (d *decoder) uses(src *stepSrc) []use {
 	if s.Gate != nil {
 		exprUses("gate", s.Gate.Refs(), true)
 	}
+	if s.Premise != nil {
+		exprUses("premise", s.Premise.Check.Refs(), true)
+	}
 	if s.ForEach != nil && s.ForEach.Items != nil {
 		exprUses("for_each", s.ForEach.Items.Refs(), false)
 	}
@@ -291,6 +294,8 @@ func itemlessField(where string) string {
 		return "for_each gives the items"
 	case "gate":
 		return "gate is checked once, on the list of the items' outputs"
+	case "premise":
+		return "premise is checked once, on the list of the items' outputs"
 	}
 	return ""
 }

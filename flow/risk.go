@@ -35,9 +35,10 @@ type RiskDecl struct {
 //
 // A flow's review: replaces rein.yaml's.
 type ReviewDecl struct {
-	Review   safety.ReviewConfig
-	Pos      Pos
-	modelPos Pos
+	Review safety.ReviewConfig
+	Pos    Pos
+	// ModelPos is where review: model is written.
+	ModelPos Pos
 	toolPos  []Pos
 	stepPos  []Pos
 }
@@ -138,7 +139,7 @@ func (d *decoder) decodeReview(fl field) *ReviewDecl {
 		switch f.key {
 		case "model":
 			r.Review.Model, _ = d.str(f, "")
-			r.modelPos = posOf(f.value)
+			r.ModelPos = posOf(f.value)
 		case "tools":
 			r.Review.Tools, r.toolPos, _ = d.strList(f, "")
 		case "steps":
@@ -164,7 +165,7 @@ func (d *decoder) checkSafety() {
 	}
 	if r := f.Review; r != nil {
 		if r.Review.Model != "" {
-			d.checkModelAt(r.Review.Model, r.modelPos, "")
+			d.checkModelAt(r.Review.Model, r.ModelPos, "")
 		}
 		for i, t := range r.Review.Tools {
 			d.checkToolAt(t, r.toolPos[i], "")

@@ -63,6 +63,10 @@ type Event struct {
 	// turn a resume rebuilds the agent's transcript from, with its calls'
 	// records (before version 4: JSON in Data).
 	AgentTurn *Turn `json:"agent_turn,omitempty"`
+	// Chain is the cause chain of an attempt_failed event's error (Chain):
+	// the errors it wraps, a tool's stderr tail, a provider's error body;
+	// bounded and redacted.
+	Chain []Cause `json:"chain,omitempty"`
 }
 
 // Process identifies an operating-system process group that a tool
@@ -152,6 +156,9 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	}
 	if e.AgentTurn != nil {
 		dst = appendTurn(append(dst, `,"agent_turn":`...), e.AgentTurn)
+	}
+	if len(e.Chain) > 0 {
+		dst = appendChain(append(dst, `,"chain":`...), e.Chain)
 	}
 	return append(dst, '}')
 }

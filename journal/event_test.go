@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("AppendEvent\n got %s\nwant %s", got, want.Bytes())
 		}
 		var back journal.Event
-		if err := json.Unmarshal(got, &back); err != nil || back != e {
+		if err := json.Unmarshal(got, &back); err != nil || !reflect.DeepEqual(back, e) {
 			t.Errorf("round trip: %+v, %v; want %+v", back, err, e)
 		}
 	}

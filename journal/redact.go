@@ -5,7 +5,7 @@ import "github.com/reinhq/rein/redact"
 // Redact hides the secrets red knows in e's text: its error, decision,
 // preview (and the start of one its cut left: redact.Redactor.Cut) and
 // data (a gate's basis, an effect, a review's claims), its call record,
-// its remediation record and its agent turn. Whoever records an event calls it
+// its remediation record, its agent turn and its cause chain. Whoever records an event calls it
 // before the event reaches a sink or a journal.
 func (e *Event) Redact(red *redact.Redactor) {
 	e.Error = red.String(e.Error)
@@ -21,6 +21,28 @@ func (e *Event) Redact(red *redact.Redactor) {
 	if t := e.AgentTurn; t != nil {
 		t.redact(red)
 	}
+	e.Chain = redactChain(red, e.Chain)
+}
+
+// redactChain is l with the secrets red knows hidden in each link's
+// message (a cut one as Redactor.Cut does) and detail; l itself when none
+// changed.
+func redactChain(red *redact.Redactor, l []Cause) []Cause {
+	var out []Cause
+	for i, c := range l {
+		m, d := red.Cut(c.Message), red.String(c.Detail)
+		if m == c.Message && d == c.Detail {
+			continue
+		}
+		if out == nil {
+			out = append([]Cause(nil), l...)
+		}
+		out[i].Message, out[i].Detail = m, d
+	}
+	if out == nil {
+		return l
+	}
+	return out
 }
 
 // redacted is m with the secrets red knows hidden in its text: the

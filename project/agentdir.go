@@ -88,6 +88,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 		if t.Agent != "" {
 			entry["agent"] = absPath(t.Agent) // loaded again from there on resume
 		}
+		if t.ResponseHook != "" {
+			entry["response_hook"] = t.ResponseHook
+		}
 		tools[t.Name] = entry
 		if t.Decl != nil {
 			decl := map[string]any{}
@@ -121,6 +124,9 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 	}
 	if len(declared) > 0 {
 		f["tools"] = declared
+	}
+	if r, ok := src["review"]; ok {
+		f["review"] = r // the reviewer of the agent's runs, as a flow's review:
 	}
 	return json.MarshalIndent(f, "", "  ")
 }
@@ -159,6 +165,10 @@ func checkAgent(def *flow.AgentDef, fopts *flow.Options) error {
 	if def.Model != "" && !fopts.Models(def.Model) {
 		diags = append(diags, flow.Diagnostic{File: def.File, Line: def.ModelPos.Line, Col: def.ModelPos.Col,
 			Message: fmt.Sprintf("model %q is not configured: pass --script FILE (or a script.yaml beside agent.yaml), name one in rein.yaml models:, or give provider/model", def.Model)})
+	}
+	if r := def.Review; r != nil && r.Review.Model != "" && !fopts.Models(r.Review.Model) {
+		diags = append(diags, flow.Diagnostic{File: def.File, Line: r.ModelPos.Line, Col: r.ModelPos.Col,
+			Message: fmt.Sprintf("review: model %q is not configured: name one in rein.yaml models:, give provider/model, or answer it in script.yaml", r.Review.Model)})
 	}
 	if len(diags) > 0 {
 		return &flow.Error{Diagnostics: diags}

@@ -56,6 +56,9 @@ type View struct {
 	// turns, each call with its arguments, status and observation, and an
 	// execute_plan call with its sub-run (plan_run: status, budget, steps).
 	Agents map[string][]agent.Turn `json:"agents,omitempty"`
+	// Failures are the run's failed attempts, in journal order, each with
+	// its error's cause chain.
+	Failures []Failure `json:"failures,omitempty"`
 }
 
 // StepView is a step's row and its usage.
@@ -130,6 +133,7 @@ func (r *Reader) Show(ctx context.Context, ref string) (*View, error) {
 	}
 	v.Gate = gateDecisions(events)
 	v.Risk = riskView(events)
+	v.Failures = failures(events, "")
 	if !run.Finished() {
 		v.NeedsTools, err = r.NeedsTools(run)
 		if err != nil {

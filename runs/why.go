@@ -39,6 +39,9 @@ type WhyView struct {
 	// says which guardrail tripped, on which side and why (its journaled
 	// failure, class guardrail).
 	Guardrail string `json:"guardrail,omitempty"`
+	// Failures are the step's failed attempts, each with its error's
+	// cause chain.
+	Failures []Failure `json:"failures,omitempty"`
 }
 
 // CallWhy explains one call a model chose.
@@ -95,7 +98,11 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)
 	}
 	if s.Type != flow.Tool {
-		return modelCallsWhy(run.ID, s, events)
+		v, err := modelCallsWhy(run.ID, s, events)
+		if v != nil {
+			v.Failures = failures(events, s.ID)
+		}
+		return v, err
 	}
 	spec := func(name string) (tool.Spec, bool) {
 		if t, ok := p.Tools.Lookup(name); ok {
@@ -103,7 +110,8 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		}
 		return tool.Spec{}, false
 	}
-	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec))}
+	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec)),
+		Failures: failures(events, s.ID)}
 	if fb := s.Fallback; fb != nil && fb.Tool != "" {
 		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
 	}

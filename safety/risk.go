@@ -13,7 +13,8 @@ import (
 //
 //	1  none: only what the policy's rules say (a run of tier 1 has no side effects)
 //	2  the light gate: the policy's rules
-//	3  the gate + the reviewer on every side-effect call
+//	3  the gate + the reviewer on every side-effect call; an agent that
+//	   offers execute_plan makes its side-effect calls through a plan
 //	4  the gate + the reviewer + a person's approval of every side-effect
 //	   call + the post-check after it
 const (
@@ -22,6 +23,11 @@ const (
 	TierReviewed = 3
 	TierApproved = 4
 )
+
+// TierPlan is the tier from which an agent that offers execute_plan must
+// plan its side-effect calls: a direct call of a side-effect tool is
+// refused with an observation that tells the model to call execute_plan.
+const TierPlan = TierReviewed
 
 // Default thresholds of the blast radius (RiskConfig).
 const (

@@ -27,7 +27,7 @@ func TestAgentFieldsMatchLoader(t *testing.T) {
 	}{
 		{"agentFields", nil, nil},
 		{"agentBudgetFields", []string{"properties", "budgets"}, nil},
-		{"toolFields", []string{"$defs", "tool"}, []string{"agent", "approval", "workflow"}},
+		{"toolFields", []string{"$defs", "tool"}, []string{"agent", "approval", "workflow", "response_hook"}},
 	} {
 		want := append(slices.Clone(loader[tc.list]), tc.extra...)
 		sort.Strings(want)

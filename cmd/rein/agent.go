@@ -186,7 +186,7 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 			return nil, err
 		}
 	} else {
-		watch.finish(rep.Turns)
+		watch.finish(rep.Turns, rep.Answer)
 		if !f.chat {
 			// rein agent: the run's report after its conversation; rein
 			// chat prints the answer only (and what stopped it)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/reinhq/rein/session"
@@ -87,13 +88,23 @@ func (l *live) endLine() {
 }
 
 // finish ends the open line, and prints the answer of the run's final turn
-// when none of its text was streamed (a model that does not stream).
-func (l *live) finish(turns []session.Turn) {
+// when none of its text was streamed (a model that does not stream), then
+// what the run's answer adds after that text (a workflow tool's
+// response_hook: append_result).
+func (l *live) finish(turns []session.Turn, answer any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.endLine()
-	if n := len(turns); n > 0 && turns[n-1].Final && !l.streamed[turns[n-1].N] && turns[n-1].Text != "" {
-		fmt.Fprintln(l.w, turns[n-1].Text)
+	n := len(turns)
+	if n == 0 || !turns[n-1].Final {
+		return
+	}
+	text := turns[n-1].Text
+	if !l.streamed[turns[n-1].N] && text != "" {
+		fmt.Fprintln(l.w, text)
+	}
+	if a, ok := answer.(string); ok && len(a) > len(text) && strings.HasPrefix(a, text) {
+		fmt.Fprintln(l.w, strings.TrimPrefix(a[len(text):], "\n"))
 	}
 }
 

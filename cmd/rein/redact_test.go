@@ -125,6 +125,7 @@ inputs: {type: object}
     model: m
     instructions: Save what you are told.
     prompt_template: "save {input.token}"
+    execute_plan: false # a direct call, reviewed (with execute_plan, tier 3 makes the agent plan)
     tools: {echo: , fetch: }
 `,
 		script: "replies:\n" +

@@ -36,6 +36,10 @@ traced each argument the model wrote to the user's input or a tool
 output of the run (inferred when found in neither), and checked the
 call's declaration — each fact against its source. Plan steps are
 explained for gated runs (their trace rides with the gate's decisions).
+
+It then lists the step's failed attempts, each with its error's cause
+chain: the errors it wraps, a tool's stderr tail, a provider's error
+body (bounded and redacted).
 Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +52,7 @@ Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 					return encodeJSON(s, v)
 				}
 				writeWhy(s.out, v)
+				writeFailures(s.out, v.Failures)
 				return nil
 			})
 		},

@@ -388,6 +388,10 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 			delete(args, DeclarationArg) // c.Declaration holds it
 		}
 	}
+	if msg := l.mustPlan(ctx, bt, approved); msg != "" {
+		c.Status, c.Observation = StatusBlocked, msg
+		return true
+	}
 	t := bt.Tool.Tool
 	if bt == l.plannerTool() {
 		args = l.ownStepTools(args)

@@ -147,7 +147,7 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 		}
 		return nil, &agentWait{pending: res.Pending}
 	}
-	return res.Answer, nil
+	return appendWorkflowResults(s.Agent.Tools, sess.Turns, res.Answer), nil
 }
 
 // agentJournal commits an agent step's turns and calls through the run's

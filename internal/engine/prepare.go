@@ -66,7 +66,7 @@ type unitInput struct {
 func (r *run) prepare(i int) *job {
 	s := r.f.Steps[i]
 	j := &job{index: i, step: s, in: unitInput{item: -1}}
-	if s.Gate != nil || s.Repeat != nil || s.Fallback != nil && (s.Fallback.Args != nil || s.Fallback.Prompt != nil) {
+	if s.Gate != nil || s.Premise != nil || s.Repeat != nil || s.Fallback != nil && (s.Fallback.Args != nil || s.Fallback.Prompt != nil) {
 		j.scope = r.scope()
 	}
 	switch {

@@ -358,7 +358,9 @@ func reviewAgent(t *testing.T, texts [2]string, step string, input map[string]an
 	fx.models.Register("m", m)
 	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events,
 		Risk: &safety.RiskConfig{MinTier: 3}, Review: &safety.ReviewConfig{Model: "m"}})
-	f := fx.parse("name: ag\nsteps:\n  - id: helper\n    type: agent\n    model: m\n    tools: {lookup: , save: }\n" + step)
+	// execute_plan: false: the agent calls save directly (with execute_plan,
+	// tier 3 would make it plan: TestAgentMustPlanAtTierThree)
+	f := fx.parse("name: ag\nsteps:\n  - id: helper\n    type: agent\n    model: m\n    execute_plan: false\n    tools: {lookup: , save: }\n" + step)
 	res, err := e.Run(context.Background(), f, input, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -48,7 +49,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		now := r.e.cfg.Clock.Now()
 		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)
-		if !next.Again {
+		if !next.Again || premiseFailed(err) { // a premise that fails stops first: never retried
 			return nil, err
 		}
 		done++
@@ -78,6 +79,11 @@ func (r *run) attempt(ctx context.Context, j *job, in unitInput, attempt int) (o
 	if s.Gate != nil && s.ForEach == nil {
 		if gerr := r.checkGate(actx, j, out); gerr != nil {
 			return nil, trace.OriginEngine, gerr
+		}
+	}
+	if s.Premise != nil && s.ForEach == nil {
+		if perr := r.checkPremise(actx, j, out); perr != nil {
+			return nil, trace.OriginEngine, perr
 		}
 	}
 	return out, origin, nil
@@ -130,7 +136,8 @@ func (r *run) recordAttemptFailed(s *flow.Step, attempt, item int, err error, or
 		msg = fmt.Sprintf("item %d: %s", item, msg)
 	}
 	r.record(trace.Event{Kind: trace.AttemptFailed, StepID: s.ID, StepType: string(s.Type), Attempt: attempt,
-		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err)})
+		Status: "failed", ErrorClass: string(fault.ClassOf(err)), Error: msg, Origin: origin, Budget: fault.BudgetOf(err),
+		Chain: journal.Chain(err, r.e.cfg.Redactor)})
 }
 
 // recordCorrection traces a corrective request of attempt and counts it.

@@ -83,6 +83,14 @@ func (r *run) work(j *job) (o *outcome) {
 					o.origin = trace.OriginEngine
 				}
 			}
+			if err == nil && s.Premise != nil {
+				ectx, cancel := r.evalCtx(s)
+				err = r.checkPremise(ectx, j, out)
+				cancel()
+				if err != nil {
+					o.origin = trace.OriginEngine
+				}
+			}
 		case s.Repeat != nil:
 			out, err = r.runRepeat(j, o)
 		default:
@@ -160,6 +168,10 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 // applyOnError decides what a final failure means for the step.
 func (r *run) applyOnError(j *job, err error, o *outcome) {
 	s := j.step
+	if premiseFailed(err) && r.ctx.Err() == nil {
+		r.escalate(j, err, o) // the run stops first, whatever on_error says
+		return
+	}
 	switch sched.RecoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
 	case sched.StopWithRun:
 		o.err = r.ctxCause(err)

@@ -183,6 +183,10 @@ func TestCompatibleErrorBodies(t *testing.T) {
 			if fault.ClassOf(err) != tt.class || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v (%s), want %s holding %q", err, fault.ClassOf(err), tt.class, tt.want)
 			}
+			// the whole body rides as the error's detail, for the trace's cause chain
+			if kind, body := fault.DetailOf(err); kind != fault.DetailResponseBody || body != tt.body {
+				t.Errorf("detail %s %q, want the response body %q", kind, body, tt.body)
+			}
 			if tt.status == 401 && !strings.Contains(err.Error(), "VLLM_API_KEY") {
 				t.Errorf("401 error %q does not name VLLM_API_KEY", err)
 			}

@@ -23,6 +23,9 @@ type Answer struct {
 	// NextActions are the ready steps; empty when the task is final.
 	NextActions []NextAction `json:"next_actions"`
 	Artifacts   []Artifact   `json:"artifacts"`
+	// Deliverables are the ids of the steps whose artifacts are the
+	// task's result: the flow's deliverables:, or its final steps.
+	Deliverables []string `json:"deliverables,omitempty"`
 	// Failure is why a failed or cancelled task ended.
 	Failure json.RawMessage `json:"failure,omitempty"`
 	// Delivery lists the files prepare_delivery wrote.
@@ -100,11 +103,21 @@ func (t *task) pending(step string) *store.Approval {
 // answer builds the answer of t with the steps of f.
 func (w *Workflow) answer(t *task, f *flow.Flow) *Answer {
 	order, makers := flowMakers(f)
-	a := &Answer{TaskID: t.run.ID, Workflow: w.flow.Name, Status: t.run.Status, NextActions: nextActions(t, f), Artifacts: artifacts(t, order, makers, true)}
+	a := &Answer{TaskID: t.run.ID, Workflow: w.flow.Name, Status: t.run.Status, NextActions: nextActions(t, f), Artifacts: artifacts(t, order, makers, true),
+		Deliverables: deliverables(f)}
 	if t.run.Status == trace.RunFailed || t.run.Status == trace.RunCancelled {
 		a.Failure = t.run.Error
 	}
 	return a
+}
+
+// deliverables are the ids of f's deliverables: its deliverables:, or its
+// final steps.
+func deliverables(f *flow.Flow) []string {
+	if f.Deliverables != nil {
+		return f.Deliverables
+	}
+	return f.FinalSteps()
 }
 
 // nextActions lists what t waits on, in flow order; none once t is final.

@@ -52,10 +52,7 @@ func (w *Workflow) prepareDelivery(ctx context.Context, req *Request) (*Answer, 
 		}
 		return nil, e
 	}
-	ids := f.Deliverables
-	if ids == nil {
-		ids = f.FinalSteps()
-	}
+	ids := deliverables(f)
 	order, makers := flowMakers(f)
 	all := artifacts(t, order, makers, true)
 	var arts []Artifact

@@ -44,6 +44,7 @@ const outputSchema = `{
       "properties": {"step_id": {"type": "string"}, "action": {"enum": ["submit", "submit_from_source", "confirm"]},
         "skill": {"type": "string"}, "output_schema": {}, "requires_confirmation": {"type": "boolean"}, "instruction": {"type": "string"}}}},
     "artifacts": {"type": ["array", "null"], "items": {"type": "object"}},
+    "deliverables": {"type": "array", "items": {"type": "string"}},
     "failure": {},
     "delivery": {"type": "object"}
   }

@@ -212,22 +212,28 @@ func (t *Tool) startError(path string, err error) error {
 	return t.errorf(fault.Business, "cannot start %s: %w", path, err)
 }
 
+// exitError is the error of a process that ended with err: its message
+// quotes the tail of stderr, which the error also carries as its detail
+// (fault.DetailStderr) for the trace's cause chain.
 func (t *Tool) exitError(err error, stderr string) error {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		return t.errorf(fault.Business, "%w", err)
 	}
+	tail := stderr
 	if stderr == "" {
 		stderr = "(nothing on stderr)"
 	}
+	var out error
 	switch code := ee.ExitCode(); code {
 	case -1:
-		return t.errorf(fault.Business, "terminated (%v); stderr: %s", ee, stderr)
+		out = t.errorf(fault.Business, "terminated (%v); stderr: %s", ee, stderr)
 	case ExitTransient:
-		return t.errorf(fault.Transient, "temporary failure (exit code %d); stderr: %s", code, stderr)
+		out = t.errorf(fault.Transient, "temporary failure (exit code %d); stderr: %s", code, stderr)
 	default:
-		return t.errorf(fault.Business, "failed with exit code %d; stderr: %s", code, stderr)
+		out = t.errorf(fault.Business, "failed with exit code %d; stderr: %s", code, stderr)
 	}
+	return fault.WithDetail(out, fault.DetailStderr, tail)
 }
 
 // ctxError says why runCtx ended, or returns nil if it has not: a deadline

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func FuzzEmit(f *testing.F) {
 		if err := json.Unmarshal(line, &out); err != nil {
 			t.Fatalf("decode: %v", err)
 		}
-		if want := sanitizeEvent(e); out != want {
+		if want := sanitizeEvent(e); !reflect.DeepEqual(out, want) {
 			t.Fatalf("round trip\n got: %+v\nwant: %+v", out, want)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -125,7 +126,7 @@ func TestEmitMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Read: %v", err)
 			}
-			if len(events) != 1 || events[0] != sanitizeEvent(tt.e) {
+			if len(events) != 1 || !reflect.DeepEqual(events[0], sanitizeEvent(tt.e)) {
 				t.Fatalf("round trip\n got: %+v\nwant: %+v", events, sanitizeEvent(tt.e))
 			}
 		})
@@ -164,7 +165,7 @@ func TestEmitManyRoundTrip(t *testing.T) {
 		t.Fatalf("got %d events, want %d", len(out), len(in))
 	}
 	for i := range in {
-		if want := sanitizeEvent(in[i]); out[i] != want {
+		if want := sanitizeEvent(in[i]); !reflect.DeepEqual(out[i], want) {
 			t.Fatalf("event %d\n got: %+v\nwant: %+v", i, out[i], want)
 		}
 	}

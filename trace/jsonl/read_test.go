@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestCreateAndReadFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}
-	if len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
+	if len(out) != 2 || !reflect.DeepEqual(out[0], in[0]) || !reflect.DeepEqual(out[1], in[1]) {
 		t.Fatalf("ReadFile = %+v, want %+v", out, in)
 	}
 	if _, err := Create(filepath.Join(t.TempDir(), "missing", "x.jsonl")); err == nil {

@@ -57,7 +57,9 @@ func (a *API) Fail(ctx context.Context, model string, resp *http.Response, err e
 // Status classes an HTTP error answer to a call asking model: 408, 429 and
 // 5xx (Anthropic's 529 "overloaded" among them) transient, with the wait
 // Retry-After asks for; other 4xx business. It reads at most 64 KiB of
-// resp.Body for the server's message and does not close it.
+// resp.Body for the server's message and does not close it; the error
+// carries that body, redacted, as its detail (fault.DetailResponseBody)
+// for the trace's cause chain.
 func (a *API) Status(model string, resp *http.Response) error {
 	var body []byte
 	if resp.Body != nil {
@@ -84,7 +86,7 @@ func (a *API) Status(model string, resp *http.Response) error {
 			msg += " (request-id " + id + ")"
 		}
 	}
-	err := fault.New(class, errors.New(a.Redact(msg)))
+	err := fault.WithDetail(fault.New(class, errors.New(a.Redact(msg))), fault.DetailResponseBody, a.Redact(string(body)))
 	if class == fault.Transient {
 		err = fault.WithRetryAfter(err, RetryAfter(resp.Header, time.Now()))
 	}

@@ -57,6 +57,8 @@ func TestStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			b, _ := io.ReadAll(tt.resp.Body)
+			tt.resp.Body = io.NopCloser(strings.NewReader(string(b)))
 			err := api.Status("m", tt.resp)
 			if got := fault.ClassOf(err); got != tt.class {
 				t.Errorf("class %s, want %s (%v)", got, tt.class, err)
@@ -73,6 +75,14 @@ func TestStatus(t *testing.T) {
 				if strings.Contains(err.Error(), a) {
 					t.Errorf("error %q holds %q", err, a)
 				}
+			}
+			// the body, redacted, is the error's detail (for the trace's cause chain)
+			kind, body := fault.DetailOf(err)
+			if raw := string(b); raw != "" && (kind != fault.DetailResponseBody || body != strings.ReplaceAll(raw, api.Key, "[REDACTED]")) {
+				t.Errorf("detail %s %q, want the body %q redacted", kind, body, raw)
+			}
+			if strings.Contains(body, api.Key) {
+				t.Errorf("detail %q holds the key", body)
 			}
 		})
 	}
