@@ -96,7 +96,7 @@ func LoadConfig(path string, opts *LoadOptions) (*Toolbox, error) {
 		tb.Models.SetFallback(s)
 		return tb, nil
 	}
-	if err := registerConfigModels(tb.Models, tb.Config, tb.getenv); err != nil {
+	if _, err := registerConfigModels(tb.Models, tb.Config, tb.getenv); err != nil {
 		return nil, err
 	}
 	return tb, nil
@@ -148,26 +148,41 @@ const DefaultModel = "default"
 // program's models win), each opened on its first call. The entry named
 // default also answers steps without model:. An unknown provider is an
 // error located at its entry, found now rather than at the first call.
-func registerConfigModels(reg *model.Registry, cfg *flow.Config, getenv func(string) string) error {
+// It returns the provider preset of each name it registered and of each
+// registered entry's model: (Project.ModelProvider).
+func registerConfigModels(reg *model.Registry, cfg *flow.Config, getenv func(string) string) (map[string]provider.Preset, error) {
 	if cfg == nil {
-		return nil
+		return nil, nil
 	}
 	own := reg.Names()
+	presets := map[string]provider.Preset{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
 		d := cfg.Models[name]
-		if _, ok := provider.Lookup(d.Provider); !ok {
-			return fmt.Errorf("%s:%d:%d: model %s: unknown provider %q (known: %s)", d.File, d.Pos.Line, d.Pos.Col, name, d.Provider, providerNames())
+		pre, ok := provider.Lookup(d.Provider)
+		if !ok {
+			return nil, fmt.Errorf("%s:%d:%d: model %s: unknown provider %q (known: %s)", d.File, d.Pos.Line, d.Pos.Col, name, d.Provider, providerNames())
 		}
 		if slices.Contains(own, name) {
 			continue
 		}
 		m := &lazyModel{open: func() (model.Model, error) { return openConfigModel(name, d, getenv) }}
 		reg.Register(name, m)
+		presets[name] = pre
 		if name == DefaultModel && !slices.Contains(own, "") {
 			reg.Register("", m)
+			presets[""] = pre
 		}
 	}
-	return nil
+	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
+		// the provider's own name of the model, which its calls' events
+		// carry; an entry's name wins, then the first entry by name.
+		if d := cfg.Models[name]; d.Model != "" && !slices.Contains(own, name) {
+			if _, taken := presets[d.Model]; !taken {
+				presets[d.Model] = presets[name]
+			}
+		}
+	}
+	return presets, nil
 }
 
 func providerNames() string {

@@ -57,9 +57,11 @@ func (p *Project) setupModels(opts *LoadOptions, cfg *flow.Config, explicitScrip
 	case explicitScript:
 		// the script answers every name.
 	default:
-		if err := registerConfigModels(p.Models, cfg, getenv); err != nil {
+		presets, err := registerConfigModels(p.Models, cfg, getenv)
+		if err != nil {
 			return err
 		}
+		p.presets = presets
 	}
 	p.getenv, p.model = getenv, opts.Model
 	p.refs = opts.Replay == "" && opts.Model == "" && !explicitScript
@@ -289,4 +291,16 @@ func (p *Project) CheckModelsOpen() []flow.Diagnostic {
 		out = append(out, d)
 	}
 	return out
+}
+
+// ModelProvider returns the provider preset (model/provider: its name,
+// such as openai, anthropic or ollama, and the API it speaks) of the
+// rein.yaml models: entry that answers the model name, or whose model:
+// (the provider's name of the model, which model call events carry) it
+// is — an entry's name first, then the first entry by name — and false for a
+// name no entry answers (a provider/model reference, a program's own
+// model, or any name when --model, --script or --replay answers them all).
+func (p *Project) ModelProvider(name string) (provider.Preset, bool) {
+	pre, ok := p.presets[name]
+	return pre, ok
 }

@@ -133,6 +133,9 @@ type Project struct {
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
 	model     string // LoadOptions.Model
+	// presets are the provider presets of the rein.yaml models: entries
+	// that answer their names (ModelProvider).
+	presets map[string]provider.Preset
 	// recorded holds the models a cassette recorder wraps (Record).
 	recorded *model.Registry
 	refs     bool // provider/model references resolve

@@ -128,7 +128,7 @@ func (f *agentFlags) load(s *streams, dir string, workflow func(path string) (to
 	if err != nil {
 		return nil, loadError(s, err)
 	}
-	s.hide(p.Redactor())
+	s.use(p)
 	return p, nil
 }
 

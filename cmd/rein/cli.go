@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 	reinotel "github.com/reinhq/rein/trace/otel"
@@ -76,6 +78,17 @@ type streams struct {
 	red *redactingWriter
 	// tel is the OpenTelemetry export, when the environment asks for one.
 	tel *reinotel.Telemetry
+	// project is the project the command loaded last (use), whose
+	// rein.yaml models name their spans' providers (modelProvider).
+	project atomic.Pointer[project.Project]
+}
+
+// use takes a loaded project into the command's output: stdout and the
+// error printer hide its secrets (hide), and the spans of its models
+// name their rein.yaml providers.
+func (s *streams) use(p *project.Project) {
+	s.hide(p.Redactor())
+	s.project.Store(p)
 }
 
 // hide makes stdout and the error printer hide what red knows as well (a

@@ -54,7 +54,7 @@ func (l *loadFlags) load(s *streams, path string) (*project.Project, error) {
 	if err != nil {
 		return nil, loadError(s, err)
 	}
-	s.hide(p.Redactor())
+	s.use(p)
 	for _, w := range p.Flow.Warnings {
 		fmt.Fprintln(s.err, w.String())
 	}

@@ -399,7 +399,7 @@ func (l *loadFlags) runsOptions() *rein.Config {
 // watchProgress shows a resumed run's progress on the terminal (stderr).
 func watchProgress(s *streams) *rein.ResumeOptions {
 	return &rein.ResumeOptions{Watch: func(p *project.Project, steps []*store.Step) (trace.Sink, func()) {
-		s.hide(p.Redactor())
+		s.use(p)
 		progress := newProgress(s.term, p.Flow)
 		progress.seed(steps)
 		progress.Start()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/genai"
 	reinotel "github.com/reinhq/rein/trace/otel"
 )
 
@@ -13,7 +14,7 @@ import (
 // that flushes it on exit. A bad configuration is a warning: the command
 // runs without telemetry rather than not at all.
 func (s *streams) setupTelemetry(ctx context.Context) func() {
-	tel, err := reinotel.Setup(ctx, &reinotel.Options{Redactor: s.red.red})
+	tel, err := reinotel.Setup(ctx, &reinotel.Options{Redactor: s.red.red, Provider: s.modelProvider})
 	if err != nil {
 		fmt.Fprintf(s.err, "rein: warning: no OpenTelemetry export: %v\n", s.red.red.String(err.Error()))
 		return func() {}
@@ -27,6 +28,22 @@ func (s *streams) setupTelemetry(ctx context.Context) func() {
 			fmt.Fprintf(s.err, "rein: warning: %v\n", s.red.red.String(err.Error()))
 		}
 	}
+}
+
+// modelProvider is the gen_ai.provider.name of a model name the loaded
+// project's rein.yaml models: declares (openai, anthropic, deepseek; an
+// OpenAI- or Anthropic-compatible server's API), or "" for the sink's
+// default.
+func (s *streams) modelProvider(name string) string {
+	p := s.project.Load()
+	if p == nil {
+		return ""
+	}
+	pre, ok := p.ModelProvider(name)
+	if !ok {
+		return ""
+	}
+	return genai.ProviderOf(pre.Name, pre.API)
 }
 
 // withTelemetry is sink joined with the OpenTelemetry sink when spans are

@@ -56,6 +56,10 @@ type durability struct {
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
 	firstAttempt map[int]int
+	// reopened by step index: the attempt at which the last rein runs
+	// retry re-opened the step (journal.StepReopened); absent for a step
+	// never re-opened. See fallbackAttempt.
+	reopened map[int]int
 	// toPark are resumed steps found in flight that are not idempotent;
 	// notes says, by step index, what was found of their tools' processes
 	// (stopLeftovers), for the question a person is asked.

@@ -246,6 +246,7 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 	if err := r.agree(rows); err != nil {
 		return err
 	}
+	r.d.reopened = reopenedSteps(r.f, events)
 	latest := map[string]*store.Approval{}
 	for _, a := range approvals {
 		if p := latest[a.StepID]; p == nil || !a.CreatedAt.Before(p.CreatedAt) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -110,7 +111,7 @@ func (r *run) resumeCalls(i int, calls []*store.Call) (cont, doubt bool, err err
 	p := &stepProgress{}
 	keep := false
 	if s.ForEach == nil {
-		keep = p.fromFallback(calls)
+		keep = p.fromFallback(calls, r.fallbackAttempt(i))
 	}
 	if continuable(s) {
 		switch {
@@ -165,10 +166,14 @@ func lastByKey(calls []*store.Call, keep func(*store.Call) bool) []*store.Call {
 // the step's resume depends on it: it succeeded (the step falls back with
 // its output, the call is not made again), or it was started and never
 // settled (in doubt). A fallback that failed settled nothing: the step
-// runs again as its own idempotency allows.
-func (p *stepProgress) fromFallback(calls []*store.Call) bool {
+// runs again as its own idempotency allows. Only the records of the
+// step's execution since rein runs retry last re-opened it count (attempt
+// from on, fallbackAttempt): a fallback made before the retry settles
+// nothing of the retried step.
+func (p *stepProgress) fromFallback(calls []*store.Call, from int) bool {
 	fbs := lastByKey(calls, func(c *store.Call) bool {
-		return c.Fallback && c.Item < 0 && c.PlanStep == "" && c.Kind == store.CallTool && c.Status != store.CallWaiting
+		return c.Fallback && c.Item < 0 && c.PlanStep == "" && c.Kind == store.CallTool && c.Status != store.CallWaiting &&
+			(from <= 1 || c.Attempt >= from)
 	})
 	if len(fbs) == 0 {
 		return false
@@ -344,6 +349,34 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	}
 	p.plan = prog
 	return nil
+}
+
+// fallbackAttempt is the attempt step i's fallback calls are made and
+// keyed at (run/step/fallback/n): 1, as always, for a step no retry
+// re-opened; n+1 for one rein runs retry re-opened at attempt n — the
+// attempt its new execution begins at — so the retried step's fallback
+// is a new call with a new key, and a resume does not take the records of
+// the fallback made before the retry for it (fromFallback).
+func (r *run) fallbackAttempt(i int) int {
+	return r.d.reopened[i] + 1
+}
+
+// reopenedSteps reads from a run's journal the attempt at which rein runs
+// retry last re-opened each step (journal.StepReopened), by step index.
+func reopenedSteps(f *flow.Flow, events []*trace.Event) map[int]int {
+	var out map[int]int
+	for _, ev := range events {
+		if ev.Kind != journal.StepReopened {
+			continue
+		}
+		if s := f.StepByID(ev.StepID); s != nil {
+			if out == nil {
+				out = map[int]int{}
+			}
+			out[s.Index] = ev.Attempt
+		}
+	}
+	return out
 }
 
 // roundsDone hands the outputs of step i's rounds that settled before the

@@ -254,7 +254,7 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 			in.args = a
 		}
 		in.round = 0
-		out, _, err := r.callTool(ctx, j, r.b.fbTool[j.index], in, 1, true)
+		out, _, err := r.callTool(ctx, j, r.b.fbTool[j.index], in, r.fallbackAttempt(j.index), true)
 		return out, err
 	case fb.Model != "":
 		if fb.Prompt != nil {
@@ -264,7 +264,7 @@ func (r *run) runFallback(ctx context.Context, j *job, in unitInput, scope map[s
 			}
 			in.prompt = p
 		}
-		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, 1, true)
+		out, err := r.callLLM(ctx, j, r.b.fbMdl[j.index], fb.Model, in, r.fallbackAttempt(j.index), true)
 		if err != nil {
 			return nil, fmt.Errorf("fallback model %s: %w", fb.Model, err)
 		}

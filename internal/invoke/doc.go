@@ -41,9 +41,11 @@
 //
 // so a plain step's key is exactly run/step/attempt, a for_each item's is
 // run/step[2]/1, a repeat round's run/step#3/1, a fallback tool's
-// run/step/fallback/1, and a plan step's extends the key of the flow step's
-// attempt it runs in: run/step/1/plan2/fetch, and a compensation extends the
-// key of the call it takes back: run/step[2]/1/compensate. The same call made again
+// run/step/fallback/1 (run/step/fallback/n+1 once rein runs retry
+// re-opened the step at attempt n: the attempt its new execution begins
+// at), and a plan step's extends the key of the flow step's attempt it
+// runs in: run/step/1/plan2/fetch, and a compensation extends the key of
+// the call it takes back: run/step[2]/1/compensate. The same call made again
 // (a resumed run retrying an idempotent step) gets the same key; any other
 // call gets another.
 package invoke

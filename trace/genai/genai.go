@@ -75,3 +75,17 @@ func (m MetaCarrier) Keys() []string {
 	}
 	return out
 }
+
+// ProviderOf is the gen_ai.provider.name of a model served by the
+// provider named preset that speaks api (model/provider's Preset Name and
+// API): preset itself when the conventions list it (openai, anthropic,
+// deepseek), else api, "openai" or "anthropic" — the conventions name the
+// client's API for a server that speaks it (a local OpenAI-compatible
+// server is "openai").
+func ProviderOf(preset, api string) string {
+	switch preset {
+	case "openai", "anthropic", "deepseek":
+		return preset
+	}
+	return api
+}

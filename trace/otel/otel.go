@@ -39,9 +39,11 @@ type Options struct {
 	// (error messages, names); events come redacted by the engine, this
 	// is the second line. Nil hides credential-shaped strings only.
 	Redactor *redact.Redactor
-	// Provider names the provider of a model (gen_ai.provider.name);
-	// by default the part of a provider/model name before the slash, else
-	// "rein" (a scripted or replayed model, a name rein.yaml maps).
+	// Provider names the provider of a model (gen_ai.provider.name); ""
+	// (and a nil Provider) leaves it to the default: the part of a
+	// provider/model name before the slash, else "rein" (a scripted or
+	// replayed model, a name no one mapped). rein's CLI maps the names
+	// rein.yaml models: declares (genai.ProviderOf).
 	Provider func(model string) string
 }
 
@@ -62,7 +64,14 @@ func New(tp oteltrace.TracerProvider, opts *Options) *Sink {
 	if opts != nil {
 		s.opts = *opts
 	}
-	if s.opts.Provider == nil {
+	if own := s.opts.Provider; own != nil {
+		s.opts.Provider = func(model string) string {
+			if p := own(model); p != "" {
+				return p
+			}
+			return defaultProvider(model)
+		}
+	} else {
 		s.opts.Provider = defaultProvider
 	}
 	return s

@@ -21,6 +21,7 @@ import (
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/genai"
 	reinotel "github.com/reinhq/rein/trace/otel"
 )
 
@@ -178,5 +179,38 @@ func TestSpanErrorsAreRedacted(t *testing.T) {
 		if s.Status.Code == codes.Error && !strings.Contains(s.Status.Description, "card declined") {
 			t.Errorf("span %s: status %q does not say what failed", s.Name, s.Status.Description)
 		}
+	}
+}
+
+// An Options.Provider names the providers it knows, and "" leaves a
+// model to the default (the part before the slash, else "rein").
+func TestProviderOption(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	calls := 0
+	own := func(string) string {
+		calls++
+		return ""
+	}
+	if res := run(t, reinotel.New(tp, &reinotel.Options{Provider: own}), twoSteps); res.Status != trace.RunSucceeded {
+		t.Fatalf("run %+v", res)
+	}
+	mapped := func(model string) string {
+		return genai.ProviderOf("ollama", "openai") + "-" + strings.Split(model, "/")[1]
+	}
+	if res := run(t, reinotel.New(tp, &reinotel.Options{Provider: mapped}), twoSteps); res.Status != trace.RunSucceeded {
+		t.Fatalf("run %+v", res)
+	}
+	var got []string
+	for _, s := range rec.Ended() {
+		for _, kv := range s.Attributes() {
+			if string(kv.Key) == reinotel.AttrProviderName {
+				got = append(got, kv.Value.AsString())
+			}
+		}
+	}
+	want := []string{"openai", "openai", "openai-gpt-4o-mini", "openai-gpt-4o-mini"}
+	if calls != 2 || !slices.Equal(got, want) {
+		t.Fatalf("provider names %q after %d calls of Provider, want %q after 2", got, calls, want)
 	}
 }

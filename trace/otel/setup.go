@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -35,28 +37,24 @@ type Telemetry struct {
 
 // Setup returns the Telemetry the environment asks for, or nil when
 // Enabled is false (nothing is exported, nothing is linked in at run
-// time). The exporter is OTLP over HTTP with protobuf bodies
-// (otlptracehttp), configured by the standard OTEL_EXPORTER_OTLP_*
-// variables (endpoint, headers, timeout, TLS); the resource by
-// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, with service.name
-// "rein" by default. Setup also installs the provider and the W3C trace
-// context propagator as the process's globals, which rein's MCP client
-// and server use for their tools/call spans and params._meta.traceparent.
-// An OTEL_EXPORTER_OTLP_PROTOCOL other than http/protobuf is an error.
+// time). The exporter is OTLP, over the protocol
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (else OTEL_EXPORTER_OTLP_PROTOCOL)
+// names: http/protobuf, the default (otlptracehttp), or grpc
+// (otlptracegrpc); each is configured by the standard OTEL_EXPORTER_OTLP_*
+// variables (endpoint, headers, timeout, TLS, compression). The resource
+// comes from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, with
+// service.name "rein" by default. Setup also installs the provider and the
+// W3C trace context propagator as the process's globals, which rein's MCP
+// client and server use for their tools/call spans and
+// params._meta.traceparent. Any other protocol (http/json among them) is
+// an error naming the variable and what to set.
 func Setup(ctx context.Context, opts *Options) (*Telemetry, error) {
 	if !Enabled() {
 		return nil, nil
 	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	if proto != "" && proto != "http/protobuf" {
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: rein exports traces over http/protobuf only; unset it or set it to http/protobuf", proto)
-	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := exporter(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("OpenTelemetry: the OTLP exporter (OTEL_EXPORTER_OTLP_*): %w", err)
+		return nil, err
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "rein")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
@@ -67,6 +65,33 @@ func Setup(ctx context.Context, opts *Options) (*Telemetry, error) {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	return &Telemetry{Sink: New(tp, opts), provider: tp}, nil
+}
+
+// exporter is the OTLP span exporter of the protocol the environment
+// names (see Setup).
+func exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	name := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	proto := os.Getenv(name)
+	if proto == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		proto = os.Getenv(name)
+	}
+	var exp sdktrace.SpanExporter
+	var err error
+	switch proto {
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	case "http/json":
+		return nil, fmt.Errorf("%s=http/json: rein does not export traces as OTLP JSON; set it to http/protobuf (the default) or grpc", name)
+	default:
+		return nil, fmt.Errorf("%s=%.64q: not an OTLP protocol rein exports over; set it to http/protobuf (the default) or grpc", name, proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry: the OTLP %s exporter (OTEL_EXPORTER_OTLP_*): %w", cmp.Or(proto, "http/protobuf"), err)
+	}
+	return exp, nil
 }
 
 // Provider is the tracer provider the Telemetry exports from.
