@@ -20,6 +20,7 @@ import (
 	"github.com/reinhq/rein/redact"
 	reinhttp "github.com/reinhq/rein/server/http"
 	"github.com/reinhq/rein/server/mcp"
+	"github.com/reinhq/rein/trace"
 )
 
 // defaultTokens is where rein serve keeps its tokens' hashes when neither
@@ -110,8 +111,8 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 	}
 	o := sc.load.loadOptions()
 	serveWorkflows(o, st) // agents' workflow tools
-	metrics := reinhttp.NewMetrics()
-	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: metrics})
+	metrics, deltas := reinhttp.NewMetrics(), reinhttp.NewDeltas()
+	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: trace.Multi(metrics, deltas)})
 	if err != nil {
 		return &exitError{code: exitRunFailed, err: err}
 	}
@@ -137,7 +138,7 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 		defer ms.Close()
 		mcpHandler = ms.Handler()
 	}
-	srv, err := reinhttp.New(ctx, c, &reinhttp.Options{Dirs: sc.dirs, Tokens: toks, MCP: mcpHandler, Metrics: metrics, Logf: logf})
+	srv, err := reinhttp.New(ctx, c, &reinhttp.Options{Dirs: sc.dirs, Tokens: toks, MCP: mcpHandler, Metrics: metrics, Deltas: deltas, Logf: logf})
 	if err != nil {
 		return usageErr("%v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein"
 	reinhttp "github.com/reinhq/rein/server/http"
 	"github.com/reinhq/rein/server/mcp"
+	"github.com/reinhq/rein/trace"
 )
 
 // env is a server over a real SQLite store, served by httptest, with a
@@ -40,8 +41,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	t.Setenv("REIN_OUTBOX", t.TempDir())
 	e := &env{t: t, db: filepath.Join(t.TempDir(), "rein.db")}
-	m := reinhttp.NewMetrics()
-	c, err := rein.Open(t.Context(), rein.Config{DB: e.db, Sink: m})
+	m, d := reinhttp.NewMetrics(), reinhttp.NewDeltas()
+	c, err := rein.Open(t.Context(), rein.Config{DB: e.db, Sink: trace.Multi(m, d)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if dirs == nil {
 		dirs = []string{"../../examples/refund"}
 	}
-	opts := &reinhttp.Options{Dirs: dirs, Metrics: m, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
+	opts := &reinhttp.Options{Dirs: dirs, Metrics: m, Deltas: d, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
 	if o.mcp {
 		ms, err := mcp.New(t.Context(), c, &mcp.Options{Dirs: dirs})
 		if err != nil {

@@ -43,6 +43,10 @@ type Options struct {
 	MCP http.Handler
 	// Metrics is served at /metrics to admin tokens; nil serves none.
 	Metrics *Metrics
+	// Deltas, when set, is the hub the Client's sink streams model text
+	// to (NewDeltas): the event streams carry it (event: delta). Nil: the
+	// streams carry the journal's events only.
+	Deltas *Deltas
 	// DeliveryDir is where the workflow tool writes deliveries
 	// (<dir>/<run>/<file>), served as artifacts. Defaults to the
 	// workflow tool's: the deliveries folder of the run's flow's folder.
