@@ -35,7 +35,10 @@ func readSSE(res *http.Response, out chan<- sseEvent) {
 		case strings.HasPrefix(line, "event: "):
 			ev.kind = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
-			ev.data = strings.TrimPrefix(line, "data: ")
+			if ev.data != "" {
+				ev.data += "\n"
+			}
+			ev.data += strings.TrimPrefix(line, "data: ")
 		}
 	}
 }
