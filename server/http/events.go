@@ -41,6 +41,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, err)
 		return
 	}
+	// subscribed before the stream opens: a client that sees it open gets
+	// every delta from then on
+	var deltas <-chan trace.Delta
+	if s.o.Deltas != nil {
+		ch, stop := s.o.Deltas.Subscribe(run.ID)
+		defer stop()
+		deltas = ch
+	}
 	rc := http.NewResponseController(w)
 	// the server's write timeout would end a long stream: each write gets
 	// its own deadline instead.
@@ -51,12 +59,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	ctx := r.Context()
 	st := s.c.Store()
-	var deltas <-chan trace.Delta
-	if s.o.Deltas != nil {
-		ch, stop := s.o.Deltas.Subscribe(run.ID)
-		defer stop()
-		deltas = ch
-	}
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
 	idle := time.Now()

@@ -26,6 +26,14 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 		return
 	}
 	seen, _ := strconv.ParseInt(r.URL.Query().Get("seq"), 10, 64)
+	// subscribed before the stream opens: a client that sees it open gets
+	// every delta from then on
+	var deltas <-chan trace.Delta
+	if s.o.Deltas != nil {
+		ch, stop := s.o.Deltas.Subscribe(run.ID)
+		defer stop()
+		deltas = ch
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
 	h := w.Header()
@@ -34,15 +42,9 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 	ctx := r.Context()
-	var deltas <-chan trace.Delta
-	if s.o.Deltas != nil {
-		ch, stop := s.o.Deltas.Subscribe(run.ID)
-		defer stop()
-		deltas = ch
-	}
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
-	idle := time.Now()
+	idle, lastCall := time.Now(), ""
 	for {
 		cur, err := s.c.Store().GetRun(ctx, run.ID)
 		if err != nil {
@@ -76,7 +78,7 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 			}
 			idle = time.Now()
 		}
-		if !s.waitLive(r, w, rc, tick.C, deltas) {
+		if !s.waitLive(r, w, rc, tick.C, deltas, &lastCall) {
 			return
 		}
 	}
@@ -84,7 +86,11 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 
 // waitLive writes the deltas that arrive until the next poll (true), or
 // returns false when the stream is to end.
-func (s *Server) waitLive(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, tick <-chan time.Time, deltas <-chan trace.Delta) bool {
+//
+// The page appends the deltas to one element that the redraws leave
+// alone; last is the call of the previous delta, and a delta of another
+// call starts a new paragraph.
+func (s *Server) waitLive(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, tick <-chan time.Time, deltas <-chan trace.Delta, last *string) bool {
 	for {
 		select {
 		case <-r.Context().Done():
@@ -94,11 +100,20 @@ func (s *Server) waitLive(r *http.Request, w http.ResponseWriter, rc *http.Respo
 		case <-tick:
 			return true
 		case d := <-deltas:
-			if d.Text == "" {
-				continue // a reset: the next journal change redraws the part
+			text := d.Text
+			call := fmt.Sprintf("%s/%d/%d/%s", d.StepID, d.Attempt, d.Turn, d.Decision)
+			switch {
+			case d.Reset:
+				text = "\n[the model call failed; it is asked again]\n"
+			case *last != "" && *last != call:
+				text = "\n\n" + text // another call: a new paragraph
+			}
+			*last = call
+			if text == "" {
+				continue
 			}
 			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
-			if writeSSE(w, "delta", html.EscapeString(d.Text)) != nil || rc.Flush() != nil {
+			if writeSSE(w, "delta", html.EscapeString(text)) != nil || rc.Flush() != nil {
 				return false
 			}
 		}

@@ -3,8 +3,10 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -251,15 +253,36 @@ func (s *Server) runPage(ctx context.Context, c *uiCaller, run *store.Run, f *fl
 }
 
 // uiApproval adds to pa the provenance of its call's arguments (from the
-// run's call records) and its form.
+// run's call records: the record's, or an agent call's traced one) and its
+// form.
 func (s *Server) uiApproval(c *uiCaller, pa PendingApproval, v *runs.View, back string) uiApproval {
 	out := uiApproval{PendingApproval: pa, CanDecide: c.can(ScopeApprove) && c.csrf != "", CSRF: c.csrf, Back: back}
 	for _, call := range v.Calls {
-		if call.Name == pa.Tool && (call.StepID == pa.StepID || strings.HasPrefix(pa.StepID, call.StepID+"/") || call.Key == pa.StepID) && len(call.Provenance) > 0 {
+		if call.Name != pa.Tool || !callOf(call, pa.StepID) {
+			continue
+		}
+		if len(call.Provenance) > 0 {
 			out.Provenance = call.Provenance
+		} else if call.Agent != nil && len(call.Agent.Provenance) > 0 {
+			var m map[string][]string
+			if json.Unmarshal(call.Agent.Provenance, &m) == nil {
+				out.Provenance = nil
+				for _, k := range slices.Sorted(maps.Keys(m)) {
+					out.Provenance = append(out.Provenance, journal.ArgProvenance{Pointer: k, Origins: m[k]})
+				}
+			}
 		}
 	}
 	return out
+}
+
+// callOf reports whether call is the call an approval of step waits on:
+// the step's own call, or an agent's call (step "<step>/turn<t>/call<i>").
+func callOf(call *store.Call, step string) bool {
+	if call.Turn > 0 {
+		return step == fmt.Sprintf("%s/turn%d/call%d", call.StepID, call.Turn, call.Index)
+	}
+	return call.StepID == step || strings.HasPrefix(step, call.StepID+"/")
 }
 
 // attempts are a run's attempts, from its journal: each step_started

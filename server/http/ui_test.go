@@ -316,3 +316,24 @@ func TestUILive(t *testing.T) {
 		t.Errorf("kinds %v; last drawing %.400s", kinds, last.data)
 	}
 }
+
+// An agent's run page shows its transcript: each turn, its tool calls
+// with their arguments and observations; the waiting call is in the inbox
+// with the provenance of its arguments.
+func TestUIAgentRun(t *testing.T) {
+	e := newEnv(t, envOpts{dirs: []string{"../../examples/support-agent"}})
+	s := e.start("", map[string]any{"agent": "support", "task": "I was charged twice for order 1042 <b>now</b>"})
+	b := e.browser()
+	body := page(t, "agent run", b.get("/runs/"+s.RunID), 200)
+	for _, want := range []string{"Transcript of agent", "lookup_order", "list_charges", "issue_refund", `id="stream"`, "&lt;b&gt;now"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the agent's page lacks %s\n%s", want, body)
+		}
+	}
+	body = page(t, "agent inbox", b.get("/approvals"), 200)
+	for _, want := range []string{"issue_refund", "ch_2", "Provenance"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the inbox lacks %s\n%s", want, body)
+		}
+	}
+}
