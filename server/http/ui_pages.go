@@ -261,6 +261,9 @@ func (s *Server) uiApproval(c *uiCaller, pa PendingApproval, v *runs.View, back 
 		if call.Name != pa.Tool || !callOf(call, pa.StepID) {
 			continue
 		}
+		if out.Why == "" && call.Agent != nil {
+			out.Why = call.Agent.Rule
+		}
 		if len(call.Provenance) > 0 {
 			out.Provenance = call.Provenance
 		} else if call.Agent != nil && len(call.Agent.Provenance) > 0 {

@@ -148,7 +148,7 @@ func TestUIPages(t *testing.T) {
 		}
 	}
 	body = page(t, "effects", b.get("/runs/"+s.RunID+"/effects?premise=lookup"), 200)
-	for _, want := range []string{`lookup_order`, `Impact of a premise`, `action="/runs/` + s.RunID + `/remediate"`} {
+	for _, want := range []string{`<td>read · idempotent</td>`, `lookup_order`, `Impact of a premise`, `action="/runs/` + s.RunID + `/remediate"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the effects page lacks %s\n%s", want, body)
 		}
