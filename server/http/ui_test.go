@@ -337,3 +337,33 @@ func TestUIAgentRun(t *testing.T) {
 		}
 	}
 }
+
+// A for_each step shows its fan-out in the graph; the effects view shows
+// each call's resources and compensation; a remediation from the effects
+// view takes the calls that depend on a failed premise back.
+func TestUIFanOutEffectsRemediate(t *testing.T) {
+	e := newEnv(t, envOpts{dirs: []string{"../../examples/crm-onboarding"}})
+	s := e.start("", map[string]any{"flow": "crm-onboarding", "input": map[string]any{
+		"name": "Ada Lovelace", "email": "ada@example.com", "signup": "London, UK",
+		"items": []string{"starter-kit", "welcome-pack", "onboarding-call"}, "note": strings.Repeat("long text ", 100)}})
+	b := e.browser()
+	body := page(t, "crm run", b.get("/runs/"+s.RunID), 200)
+	for _, want := range []string{`id="step-link"`, "fan-out: 3 items", "<details><summary>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %s\n%s", want, body)
+		}
+	}
+	body = page(t, "crm effects", b.get("/runs/"+s.RunID+"/effects?premise=infer_region"), 200)
+	for _, want := range []string{"link_item", "create_customer", "writes ", `action="/runs/` + s.RunID + `/remediate"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the effects page lacks %s\n%s", want, body)
+		}
+	}
+	r := b.post("/runs/"+s.RunID+"/remediate", url.Values{"csrf": {csrf(t, b.get("/approvals"))}, "premise": {"infer_region"}, "reason": {"wrong region"}})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("remediate: %d\n%s", r.status, r.body)
+	}
+	if body := page(t, "after remediation", b.get("/runs/"+s.RunID+"/effects"), 200); !strings.Contains(body, "Remediations") {
+		t.Errorf("the effects page shows no remediation\n%s", body)
+	}
+}
