@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -342,7 +344,12 @@ func TestUIAgentRun(t *testing.T) {
 // each call's resources and compensation; a remediation from the effects
 // view takes the calls that depend on a failed premise back.
 func TestUIFanOutEffectsRemediate(t *testing.T) {
-	e := newEnv(t, envOpts{dirs: []string{"../../examples/crm-onboarding"}})
+	// a copy: the example's fake CRM writes its state beside its flow
+	dir := filepath.Join(t.TempDir(), "crm-onboarding")
+	if err := os.CopyFS(dir, os.DirFS("../../examples/crm-onboarding")); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{dirs: []string{dir}})
 	s := e.start("", map[string]any{"flow": "crm-onboarding", "input": map[string]any{
 		"name": "Ada Lovelace", "email": "ada@example.com", "signup": "London, UK",
 		"items": []string{"starter-kit", "welcome-pack", "onboarding-call"}, "note": strings.Repeat("long text ", 100)}})
