@@ -25,24 +25,23 @@ import (
 // uiBase is what every page shows: its title, the navigation entry, who
 // is logged in, and the CSRF token of its forms.
 type uiBase struct {
-	Title, Nav   string
-	Who, Tenant  string
-	Sessions     bool // a login is in use: show Log out
-	CSRF         string
-	CanApprove   bool
-	CanRun       bool
-	Flash        string
-	Status       int
-	Heading      string
-	Message      string
-	ReturnTarget string
+	Title, Nav  string
+	Who, Tenant string
+	Sessions    bool // a login is in use: show Log out
+	CSRF        string
+	CanApprove  bool
+	Flash       string
+	// Status, Heading and Message are an error page's, Message also a
+	// login page's.
+	Status           int
+	Heading, Message string
 }
 
 func (s *Server) base(c *uiCaller, title, nav string) uiBase {
 	b := uiBase{Title: title, Nav: nav, Sessions: s.o.Tokens != nil}
 	if c != nil {
 		b.Who, b.Tenant, b.CSRF = c.name, c.tenant, c.csrf
-		b.CanApprove, b.CanRun = c.can(ScopeApprove), c.can(ScopeRun)
+		b.CanApprove = c.can(ScopeApprove)
 	}
 	return b
 }
