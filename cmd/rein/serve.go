@@ -20,6 +20,7 @@ import (
 	"github.com/reinhq/rein/redact"
 	reinhttp "github.com/reinhq/rein/server/http"
 	"github.com/reinhq/rein/server/mcp"
+	"github.com/reinhq/rein/trace"
 )
 
 // defaultTokens is where rein serve keeps its tokens' hashes when neither
@@ -47,14 +48,15 @@ func newServeCmd(s *streams) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR...",
-		Short: "Serve flows and agents, their runs, approvals and effects over HTTP (the API at /v1, /mcp, /metrics)",
+		Short: "Serve flows and agents, their runs, approvals and effects over HTTP (a web UI at /, the API at /v1, /mcp, /metrics)",
 		Long: `Serve the flows and agents of DIR (a flow or agent folder, or a folder of
 them) over HTTP: start runs, list and show them, stream their events, decide
 their approvals, cancel, retry, and read their effects, why, impact and
 artifacts (docs/server.md lists the routes; GET /v1/openapi.json describes
 them). The runs are kept in --db and advanced by --workers workers in this
 process; the runs in flight there are resumed at start (GET /readyz answers
-200 once they are).
+200 once they are). A web UI at / shows the runs (a run's graph live), the
+approvals inbox and the effects, for a person logged in with a token.
 
 Requests carry a bearer token of rein serve token create, of one tenant and
 some scopes (read, run, approve, admin); a token sees only its tenant's runs.
@@ -110,8 +112,8 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 	}
 	o := sc.load.loadOptions()
 	serveWorkflows(o, st) // agents' workflow tools
-	metrics := reinhttp.NewMetrics()
-	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: metrics})
+	metrics, deltas := reinhttp.NewMetrics(), reinhttp.NewDeltas()
+	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: trace.Multi(metrics, deltas)})
 	if err != nil {
 		return &exitError{code: exitRunFailed, err: err}
 	}
@@ -137,7 +139,7 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 		defer ms.Close()
 		mcpHandler = ms.Handler()
 	}
-	srv, err := reinhttp.New(ctx, c, &reinhttp.Options{Dirs: sc.dirs, Tokens: toks, MCP: mcpHandler, Metrics: metrics, Logf: logf})
+	srv, err := reinhttp.New(ctx, c, &reinhttp.Options{Dirs: sc.dirs, Tokens: toks, MCP: mcpHandler, Metrics: metrics, Deltas: deltas, Logf: logf})
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -150,7 +152,7 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 		WriteTimeout: 90 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	logf("serving %s on http://%s (API /v1, /mcp, /metrics), %d workers", strings.Join(sc.dirs, " "), ln.Addr(), sc.workers)
+	logf("serving %s on http://%s (UI /, API /v1, /mcp, /metrics), %d workers", strings.Join(sc.dirs, " "), ln.Addr(), sc.workers)
 	worked := make(chan error, 1)
 	go func() {
 		worked <- c.Work(ctx, &rein.WorkerOptions{Concurrency: sc.workers, Poll: 250 * time.Millisecond, Grace: sc.grace, Logf: logf, Started: func() {

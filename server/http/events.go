@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +25,11 @@ const (
 // one that is not a number, or past the run's last event, is a 400: the
 // stream never skips or invents events. The stream ends after the events
 // of a finished run (event: end).
+//
+// With Options.Deltas, the stream also carries the model text of the run
+// as this process streams it (event: delta, data: a trace.Delta, no id:
+// deltas are not journaled, so they are neither resumed nor replayed),
+// from the moment the client connects.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	run, err := s.run(r)
 	if err != nil {
@@ -34,6 +40,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeProblem(w, err)
 		return
+	}
+	// subscribed before the stream opens: a client that sees it open gets
+	// every delta from then on
+	var deltas <-chan trace.Delta
+	if s.o.Deltas != nil {
+		ch, stop := s.o.Deltas.Subscribe(run.ID)
+		defer stop()
+		deltas = ch
 	}
 	rc := http.NewResponseController(w)
 	// the server's write timeout would end a long stream: each write gets
@@ -91,12 +105,29 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			idle = time.Now()
 		}
+		if !s.waitEvents(ctx, w, rc, tick.C, deltas) {
+			return
+		}
+	}
+}
+
+// waitEvents writes the deltas that arrive until the next poll (true), or
+// returns false when the stream is to end: the client left, the server
+// stops, or a write failed.
+func (s *Server) waitEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, tick <-chan time.Time, deltas <-chan trace.Delta) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-s.done:
-			return
-		case <-tick.C:
+			return false
+		case <-tick:
+			return true
+		case d := <-deltas:
+			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+			if _, err := fmt.Fprintf(w, "event: delta\ndata: %s\n\n", jsonString(d)); err != nil || rc.Flush() != nil {
+				return false
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -329,13 +330,21 @@ func explain(pa *PendingApproval, v *runs.View) {
 }
 
 func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	all, err := s.c.Store().Approvals(ctx, &store.ListApprovalsParams{Status: store.ApprovalPending})
+	out, _, err := s.pending(r.Context(), callerOf(r.Context()))
 	if err != nil {
 		writeProblem(w, err)
 		return
 	}
-	c := callerOf(ctx)
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+}
+
+// pending are the decisions waiting across the runs c sees, oldest
+// first, with the views of their runs (by run id).
+func (s *Server) pending(ctx context.Context, c *caller) ([]PendingApproval, map[string]*runs.View, error) {
+	all, err := s.c.Store().Approvals(ctx, &store.ListApprovalsParams{Status: store.ApprovalPending})
+	if err != nil {
+		return nil, nil, err
+	}
 	seen := map[string]*runs.View{}
 	out := []PendingApproval{}
 	for _, a := range all {
@@ -343,13 +352,11 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			run, err := s.c.Store().GetRun(ctx, a.RunID)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				writeProblem(w, err)
-				return
+				return nil, nil, err
 			}
 			if run != nil && visible(c, run) {
 				if v, err = s.c.Runs().Show(ctx, run.ID); err != nil {
-					writeProblem(w, err)
-					return
+					return nil, nil, err
 				}
 			}
 			seen[a.RunID] = v
@@ -360,7 +367,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 			out = append(out, pa)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	return out, seen, nil
 }
 
 // DecisionRequest is the body of POST /v1/runs/{id}/decisions.

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein"
 	reinhttp "github.com/reinhq/rein/server/http"
 	"github.com/reinhq/rein/server/mcp"
+	"github.com/reinhq/rein/trace"
 )
 
 // env is a server over a real SQLite store, served by httptest, with a
@@ -34,14 +35,16 @@ type envOpts struct {
 	rate        float64
 	dirs        []string
 	mcp         bool
+	// logRequests logs each request's method, path and when it ends.
+	logRequests bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	t.Setenv("REIN_OUTBOX", t.TempDir())
 	e := &env{t: t, db: filepath.Join(t.TempDir(), "rein.db")}
-	m := reinhttp.NewMetrics()
-	c, err := rein.Open(t.Context(), rein.Config{DB: e.db, Sink: m})
+	m, d := reinhttp.NewMetrics(), reinhttp.NewDeltas()
+	c, err := rein.Open(t.Context(), rein.Config{DB: e.db, Sink: trace.Multi(m, d)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if dirs == nil {
 		dirs = []string{"../../examples/refund"}
 	}
-	opts := &reinhttp.Options{Dirs: dirs, Metrics: m, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
+	opts := &reinhttp.Options{Dirs: dirs, Metrics: m, Deltas: d, Logf: t.Logf, Poll: 10 * time.Millisecond, DeliveryDir: o.deliveryDir}
 	if o.mcp {
 		ms, err := mcp.New(t.Context(), c, &mcp.Options{Dirs: dirs})
 		if err != nil {
@@ -71,7 +74,16 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	e.srv = srv
-	e.ts = httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	if o.logRequests {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t.Logf("%s %s %s", time.Now().Format("15:04:05.000"), r.Method, r.URL)
+			inner.ServeHTTP(w, r)
+			t.Logf("%s %s %s done", time.Now().Format("15:04:05.000"), r.Method, r.URL)
+		})
+	}
+	e.ts = httptest.NewServer(h)
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -44,6 +44,10 @@ type Options struct {
 	MCP http.Handler
 	// Metrics is served at /metrics to admin tokens; nil serves none.
 	Metrics *Metrics
+	// Deltas, when set, is the hub the Client's sink streams model text
+	// to (NewDeltas): the event streams carry it (event: delta). Nil: the
+	// streams carry the journal's events only.
+	Deltas *Deltas
 	// DeliveryDir is where the workflow tool writes deliveries
 	// (<dir>/<run>/<file>), served as artifacts. Defaults to the
 	// workflow tool's: the deliveries folder of the run's flow's folder.
@@ -76,6 +80,11 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
 
+	// sess are the UI's logins; ui is the UI's handler (every path that
+	// is not the API's).
+	sess *sessions
+	ui   http.Handler
+
 	// done ends the event streams when the server shuts down.
 	done     chan struct{}
 	doneOnce sync.Once
@@ -88,7 +97,7 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (*Server, error) {
 	if c == nil || c.Runs() == nil {
 		return nil, errors.New("http: the server needs a Client with a durable store")
 	}
-	s := &Server{c: c, limiters: map[string]*rate.Limiter{}, done: make(chan struct{})}
+	s := &Server{c: c, limiters: map[string]*rate.Limiter{}, done: make(chan struct{}), sess: newSessions()}
 	if opts != nil {
 		s.o = *opts
 	}
@@ -123,6 +132,7 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (*Server, error) {
 		h := rt.handler(s)
 		s.mux.Handle(rt.pattern(), s.guard(rt, h))
 	}
+	s.ui = s.uiHandler()
 	return s, nil
 }
 
@@ -141,7 +151,8 @@ func (s *Server) Shutdown() { s.doneOnce.Do(func() { close(s.done) }) }
 func (s *Server) SetReady() { s.ready.Store(true) }
 
 // Handler is the server's handler, with the security headers on every
-// answer.
+// answer: the API's routes (/v1, /healthz, /readyz, /metrics, /mcp), and
+// the web UI at every other path.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -150,6 +161,10 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 		h.Set("Cache-Control", "no-store")
+		if !isAPI(r.URL.Path) {
+			s.ui.ServeHTTP(w, r)
+			return
+		}
 		if _, pattern := s.mux.Handler(r); pattern == "" {
 			if allow := s.allowed(r); len(allow) > 0 {
 				h.Set("Allow", strings.Join(allow, ", "))
