@@ -81,6 +81,9 @@ type streams struct {
 	// project is the project the command loaded last (use), whose
 	// rein.yaml models name their spans' providers (modelProvider).
 	project atomic.Pointer[project.Project]
+	// served are the projects rein serve loaded (Server.Projects), whose
+	// rein.yaml models name their spans' providers too.
+	served atomic.Pointer[func() []*project.Project]
 }
 
 // use takes a loaded project into the command's output: stdout and the

@@ -113,7 +113,7 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 	o := sc.load.loadOptions()
 	serveWorkflows(o, st) // agents' workflow tools
 	metrics, deltas := reinhttp.NewMetrics(), reinhttp.NewDeltas()
-	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: trace.Multi(metrics, deltas)})
+	c, err := rein.Open(ctx, rein.Config{Store: st, Load: o, Sink: s.withTelemetry(trace.Multi(metrics, deltas))})
 	if err != nil {
 		return &exitError{code: exitRunFailed, err: err}
 	}
@@ -144,6 +144,8 @@ func serve(ctx context.Context, s *streams, sc *serveConfig) error {
 		return usageErr("%v", err)
 	}
 	defer srv.Close()
+	projects := srv.Projects
+	s.served.Store(&projects) // the spans of their rein.yaml models name the providers
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErr("--addr %s: %v", addr, err)

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +23,8 @@ import (
 
 // rein serve as a process: a run recorded before it started (rein run
 // --detach) is advanced once it is ready, a run started over HTTP waits
-// for its approval, and SIGTERM makes it stop serving and exit 0.
+// for its approval, SIGTERM makes it stop serving and exit 0, and the
+// spans of the runs it advanced reach the OTLP endpoint it was given.
 func TestServeProcessResumesAndStopsOnSIGTERM(t *testing.T) {
 	bin, err := reinBinary()
 	if err != nil {
@@ -33,7 +36,8 @@ func TestServeProcessResumesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "rein.db")
-	env := append(os.Environ(), "REIN_OUTBOX="+filepath.Join(dir, "outbox"), "REIN_DB="+db)
+	col, spans := spanCollector(t)
+	env := append(os.Environ(), "REIN_OUTBOX="+filepath.Join(dir, "outbox"), "REIN_DB="+db, "OTEL_EXPORTER_OTLP_ENDPOINT="+col)
 	detach := exec.Command(bin, "run", flow, "--detach", "--input-json", `{"order":"A-1042","amount":20,"reason":"late"}`, "--db", db)
 	detach.Env = env
 	out, err := detach.CombinedOutput()
@@ -157,5 +161,8 @@ func TestServeProcessResumesAndStopsOnSIGTERM(t *testing.T) {
 	t.Log(logText())
 	if !strings.Contains(logText(), "stopped") {
 		t.Errorf("no stop in the log:\n%s", logText())
+	}
+	if got := spans(); !slices.ContainsFunc(slices.Collect(maps.Keys(got)), func(n string) bool { return strings.HasPrefix(n, "invoke_workflow ") }) {
+		t.Errorf("rein serve exported no invoke_workflow span; spans: %v", got)
 	}
 }

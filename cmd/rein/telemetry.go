@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/genai"
 	reinotel "github.com/reinhq/rein/trace/otel"
@@ -35,15 +36,19 @@ func (s *streams) setupTelemetry(ctx context.Context) func() {
 // OpenAI- or Anthropic-compatible server's API), or "" for the sink's
 // default.
 func (s *streams) modelProvider(name string) string {
-	p := s.project.Load()
-	if p == nil {
-		return ""
+	ps := []*project.Project{s.project.Load()}
+	if served := s.served.Load(); served != nil {
+		ps = append(ps, (*served)()...)
 	}
-	pre, ok := p.ModelProvider(name)
-	if !ok {
-		return ""
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		if pre, ok := p.ModelProvider(name); ok {
+			return genai.ProviderOf(pre.Name, pre.API)
+		}
 	}
-	return genai.ProviderOf(pre.Name, pre.API)
+	return ""
 }
 
 // withTelemetry is sink joined with the OpenTelemetry sink when spans are

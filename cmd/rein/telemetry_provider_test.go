@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,30 +39,7 @@ func TestSpansNameRein_yamlProviders(t *testing.T) {
 		}
 	}))
 	defer llm.Close()
-	var mu sync.Mutex
-	providers := map[string]string{} // span name → gen_ai.provider.name
-	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					for _, kv := range s.Attributes {
-						if kv.Key == "gen_ai.provider.name" {
-							providers[s.Name] = kv.Value.GetStringValue()
-						}
-					}
-				}
-			}
-		}
-	}))
-	defer col.Close()
+	col, providers := spanCollector(t)
 	dir := t.TempDir()
 	files := map[string]string{
 		"flow.yaml": `name: providers
@@ -78,13 +56,48 @@ steps:
 		}
 	}
 	t.Setenv("REIN_TEST_PROVIDER_KEY", "sk-ant-test-not-a-key")
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col)
 	if code, out, stderr := cli(t, "run", dir, "--db", filepath.Join(t.TempDir(), "rein.db")); code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if providers["chat tiny"] != "openai" || providers["chat claude-test"] != "anthropic" {
-		t.Fatalf("the chat spans name providers %v, want chat tiny: openai, chat claude-test: anthropic", providers)
+	if got := providers(); got["chat tiny"] != "openai" || got["chat claude-test"] != "anthropic" {
+		t.Fatalf("the chat spans name providers %v, want chat tiny: openai, chat claude-test: anthropic", got)
+	}
+}
+
+// spanCollector is an OTLP/HTTP trace collector: its URL, and the spans
+// it has received so far by name, each with its gen_ai.provider.name ("" for
+// a span without one).
+func spanCollector(t *testing.T) (string, func() map[string]string) {
+	t.Helper()
+	var mu sync.Mutex
+	spans := map[string]string{}
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans[s.Name] += ""
+					for _, kv := range s.Attributes {
+						if kv.Key == "gen_ai.provider.name" {
+							spans[s.Name] = kv.Value.GetStringValue()
+						}
+					}
+				}
+			}
+		}
+	}))
+	t.Cleanup(col.Close)
+	return col.URL, func() map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(spans)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,6 +142,17 @@ func New(ctx context.Context, c *rein.Client, opts *Options) (*Server, error) {
 func (s *Server) Close() error {
 	s.Shutdown()
 	return s.flows.close()
+}
+
+// Projects are the served folders that loaded, by flow or agent name: a
+// program reads what their rein.yaml declares (its models' providers, for
+// the spans it exports). The Server owns them: they are closed by Close.
+func (s *Server) Projects() []*project.Project {
+	out := make([]*project.Project, 0, len(s.flows.projects))
+	for _, name := range slices.Sorted(maps.Keys(s.flows.projects)) {
+		out = append(out, s.flows.projects[name])
+	}
+	return out
 }
 
 // Shutdown ends the event streams (an http.Server's Shutdown waits for
