@@ -31,6 +31,20 @@ type Turn struct {
 	// or the value under an output schema).
 	Final  bool            `json:"final,omitempty"`
 	Answer json.RawMessage `json:"answer,omitempty"`
+	// Context is what the turn's request left out of the conversation to
+	// fit the agent's context budget, when it compacted it; a resume sends
+	// the same (a summary is never asked for again).
+	Context *TurnContext `json:"context,omitempty"`
+}
+
+// TurnContext is a turn's compaction: the strategy (trim, summarize), how
+// many messages of the conversation it left out, the summary that took
+// their place (summarize), and the request's estimated tokens.
+type TurnContext struct {
+	Strategy string `json:"strategy"`
+	Dropped  int    `json:"dropped"`
+	Summary  string `json:"summary,omitempty"`
+	Tokens   int    `json:"tokens"`
 }
 
 // appendTurn appends t's JSON, as encoding/json writes it (HTML left
@@ -63,10 +77,15 @@ func (t *Turn) dropEmpty() {
 	}
 }
 
-// redact hides the secrets red knows in t's text, answer and calls (see
+// redact hides the secrets red knows in t's text, answer, summary and calls (see
 // Call.redact); its recorder made t for this event.
 func (t *Turn) redact(red *redact.Redactor) {
 	t.Text, t.Answer = red.String(t.Text), red.Bytes(t.Answer)
+	if c := t.Context; c != nil && c.Summary != "" {
+		cc := *c
+		cc.Summary = red.String(c.Summary)
+		t.Context = &cc
+	}
 	for i := range t.Calls {
 		t.Calls[i].redact(red)
 	}

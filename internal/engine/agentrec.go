@@ -126,6 +126,9 @@ func AgentCallOf(ev *trace.Event) (c agent.Call, turn int, ok bool, err error) {
 // stood when the turn committed.
 func turnRecordOf(stepID string, attempt int, t *agent.Turn) (*journal.Turn, error) {
 	rec := &journal.Turn{N: t.N, Text: t.Text, LLMCalls: t.LLMCalls, Final: t.Final}
+	if c := t.Context; c != nil {
+		rec.Context = &journal.TurnContext{Strategy: c.Strategy, Dropped: c.Dropped, Summary: c.Summary, Tokens: c.Tokens}
+	}
 	var err error
 	if rec.Answer, err = rawOf(t.Answer, t.Answer == nil); err != nil {
 		return nil, err
@@ -156,6 +159,9 @@ func turnOf(ev *trace.Event) (agent.Turn, error) {
 	}
 	t := agent.Turn{N: rec.N, Text: rec.Text, LLMCalls: rec.LLMCalls, Final: rec.Final,
 		Usage: model.Usage{In: ev.TokensIn, Out: ev.TokensOut}}
+	if c := rec.Context; c != nil {
+		t.Context = &agent.Compaction{Strategy: c.Strategy, Dropped: c.Dropped, Summary: c.Summary, Tokens: c.Tokens}
+	}
 	if len(rec.Answer) > 0 {
 		if err := json.Unmarshal(rec.Answer, &t.Answer); err != nil {
 			return t, err
