@@ -63,6 +63,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	idle := time.Now()
 	for {
+		// the deltas already handed out were streamed before the events
+		// about to be read were committed (a reply streams, then its turn
+		// commits): they go first, and none is left behind at the end.
+		if !drainDeltas(w, rc, deltas) {
+			return
+		}
 		// the run's status is read before its events: a run finished then
 		// has committed every event the read below returns.
 		cur, err := st.GetRun(ctx, run.ID)
@@ -124,12 +130,32 @@ func (s *Server) waitEvents(ctx context.Context, w http.ResponseWriter, rc *http
 		case <-tick:
 			return true
 		case d := <-deltas:
-			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
-			if _, err := fmt.Fprintf(w, "event: delta\ndata: %s\n\n", jsonString(d)); err != nil || rc.Flush() != nil {
+			if !writeDelta(w, rc, d) {
 				return false
 			}
 		}
 	}
+}
+
+// drainDeltas writes the deltas waiting in deltas without waiting for
+// more; false when a write failed.
+func drainDeltas(w http.ResponseWriter, rc *http.ResponseController, deltas <-chan trace.Delta) bool {
+	for {
+		select {
+		case d := <-deltas:
+			if !writeDelta(w, rc, d) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+func writeDelta(w http.ResponseWriter, rc *http.ResponseController, d trace.Delta) bool {
+	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+	_, err := fmt.Fprintf(w, "event: delta\ndata: %s\n\n", jsonString(d))
+	return err == nil && rc.Flush() == nil
 }
 
 func writeEvent(w http.ResponseWriter, e *trace.Event) error {

@@ -46,6 +46,18 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 	defer tick.Stop()
 	idle, lastCall := time.Now(), ""
 	for {
+		// deltas streamed before what is about to be read committed go
+		// first, and none is left behind when the run ends.
+		for drained := false; !drained; {
+			select {
+			case d := <-deltas:
+				if !writeLiveDelta(w, rc, d, &lastCall) {
+					return
+				}
+			default:
+				drained = true
+			}
+		}
 		cur, err := s.c.Store().GetRun(ctx, run.ID)
 		if err != nil {
 			return
@@ -100,24 +112,30 @@ func (s *Server) waitLive(r *http.Request, w http.ResponseWriter, rc *http.Respo
 		case <-tick:
 			return true
 		case d := <-deltas:
-			text := d.Text
-			call := fmt.Sprintf("%s/%d/%d/%s", d.StepID, d.Attempt, d.Turn, d.Decision)
-			switch {
-			case d.Reset:
-				text = "\n[the model call failed; it is asked again]\n"
-			case *last != "" && *last != call:
-				text = "\n\n" + text // another call: a new paragraph
-			}
-			*last = call
-			if text == "" {
-				continue
-			}
-			_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
-			if writeSSE(w, "delta", html.EscapeString(text)) != nil || rc.Flush() != nil {
+			if !writeLiveDelta(w, rc, d, last) {
 				return false
 			}
 		}
 	}
+}
+
+// writeLiveDelta writes d for the page (see waitLive); false when the
+// write failed.
+func writeLiveDelta(w http.ResponseWriter, rc *http.ResponseController, d trace.Delta, last *string) bool {
+	text := d.Text
+	call := fmt.Sprintf("%s/%d/%d/%s", d.StepID, d.Attempt, d.Turn, d.Decision)
+	switch {
+	case d.Reset:
+		text = "\n[the model call failed; it is asked again]\n"
+	case *last != "" && *last != call:
+		text = "\n\n" + text // another call: a new paragraph
+	}
+	*last = call
+	if text == "" {
+		return true
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+	return writeSSE(w, "delta", html.EscapeString(text)) == nil && rc.Flush() == nil
 }
 
 // writeSSE writes one event whose data may span lines (one data: line
