@@ -110,16 +110,17 @@ func (r *run) resumeCalls(i int, calls []*store.Call) (cont, doubt bool, err err
 	s := r.f.Steps[i]
 	p := &stepProgress{}
 	keep := false
+	from := r.fallbackAttempt(i) // records from before a retry re-opened step i settle nothing
 	if s.ForEach == nil {
-		keep = p.fromFallback(calls, r.fallbackAttempt(i))
+		keep = p.fromFallback(calls, from)
 	}
 	if continuable(s) {
 		switch {
 		case s.ForEach != nil:
-			err = p.fromItems(calls)
+			err = p.fromItems(calls, from)
 		case s.Repeat != nil:
 			var ok bool
-			ok, err = p.fromRounds(calls)
+			ok, err = p.fromRounds(calls, from)
 			keep = keep || ok
 		default:
 			err = p.fromPlan(calls)
@@ -140,6 +141,16 @@ func (r *run) resumeCalls(i int, calls []*store.Call) (cont, doubt bool, err err
 		return true, false, nil // its fallback settled: the step takes it
 	}
 	return continuable(s) && len(p.doubt) == 0, len(p.doubt) > 0, nil
+}
+
+// sinceReopened reports whether record c is of its step's execution since
+// rein runs retry last re-opened it: made at attempt from on (from is
+// fallbackAttempt's, the attempt that execution began at; from <= 1: the
+// step was never re-opened, every record counts). Each attempt is part
+// of its call's key, so a retried step's calls are new calls, and what
+// was recorded before the retry (items, rounds, fallbacks) is stale.
+func sinceReopened(c *store.Call, from int) bool {
+	return from <= 1 || c.Attempt >= from
 }
 
 // lastByKey folds records to each key's latest, in the order of the keys'
@@ -173,7 +184,7 @@ func lastByKey(calls []*store.Call, keep func(*store.Call) bool) []*store.Call {
 func (p *stepProgress) fromFallback(calls []*store.Call, from int) bool {
 	fbs := lastByKey(calls, func(c *store.Call) bool {
 		return c.Fallback && c.Item < 0 && c.PlanStep == "" && c.Kind == store.CallTool && c.Status != store.CallWaiting &&
-			(from <= 1 || c.Attempt >= from)
+			sinceReopened(c, from)
 	})
 	if len(fbs) == 0 {
 		return false
@@ -204,16 +215,18 @@ func (p *stepProgress) fromFallback(calls []*store.Call, from int) bool {
 // outputs (the loop goes on after the last of them), and the round after
 // them is in doubt when its call was started and never settled. Records
 // of an earlier execution of the step (before a retry re-opened it) are
-// left out: an execution begins with a record of round 1 after records of
-// later rounds, or after round 1 succeeded. ok is false when the records
+// left out: those made before rein runs retry last re-opened it (attempt
+// from on count, sinceReopened), and those of an execution the step ran
+// again whole after a resume: an execution begins with a record of round
+// 1 after records of later rounds, or after round 1 succeeded. ok is false when the records
 // cannot say where the loop was (none at all, or an older rein's, which
 // kept no outputs): the step is then run again or parked whole.
-func (p *stepProgress) fromRounds(calls []*store.Call) (ok bool, err error) {
+func (p *stepProgress) fromRounds(calls []*store.Call, from int) (ok bool, err error) {
 	var exec []*store.Call
 	prev := 0
 	done1 := false
 	for _, c := range calls {
-		if c.Round <= 0 || c.Item >= 0 || c.PlanStep != "" || c.Fallback || c.Kind != store.CallTool || c.Status == store.CallWaiting {
+		if c.Round <= 0 || c.Item >= 0 || c.PlanStep != "" || c.Fallback || c.Kind != store.CallTool || c.Status == store.CallWaiting || !sinceReopened(c, from) {
 			continue
 		}
 		if c.Round == 1 && (prev > 1 || done1 && c.Status == store.CallStarted) {
@@ -264,11 +277,14 @@ func (p *stepProgress) fromRounds(calls []*store.Call) (ok bool, err error) {
 }
 
 // fromItems reads a for_each step's records: an item settled when one of
-// its calls (the tool or model, or its fallback) succeeded.
-func (p *stepProgress) fromItems(calls []*store.Call) error {
+// its calls (the tool or model, or its fallback) succeeded. Only the
+// records of the step's execution since rein runs retry last re-opened it
+// count (attempt from on, sinceReopened): an item settled before the
+// retry is made again.
+func (p *stepProgress) fromItems(calls []*store.Call, from int) error {
 	p.items = make(map[int]any)
 	for _, c := range calls {
-		if c.Item < 0 || c.PlanStep != "" || c.Status != store.CallSucceeded {
+		if c.Item < 0 || c.PlanStep != "" || c.Status != store.CallSucceeded || !sinceReopened(c, from) {
 			continue
 		}
 		var v any
@@ -279,7 +295,7 @@ func (p *stepProgress) fromItems(calls []*store.Call) error {
 	}
 	for _, c := range calls {
 		switch {
-		case c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting: // a waiting call was not made
+		case c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting || !sinceReopened(c, from): // a waiting call was not made
 		case c.Status == store.CallSucceeded:
 			p.succeeded++
 		case c.Status.Settled():
@@ -356,7 +372,9 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 // re-opened; n+1 for one rein runs retry re-opened at attempt n — the
 // attempt its new execution begins at — so the retried step's fallback
 // is a new call with a new key, and a resume does not take the records of
-// the fallback made before the retry for it (fromFallback).
+// the fallback made before the retry for it (fromFallback). It is also the
+// attempt the retried execution's own calls (its items', its rounds')
+// begin at: a resume counts only records from it on (sinceReopened).
 func (r *run) fallbackAttempt(i int) int {
 	return r.d.reopened[i] + 1
 }
