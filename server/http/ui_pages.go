@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,7 +167,11 @@ type uiAttempt struct {
 	Start                      time.Time
 	Duration                   string
 	Calls, TokensIn, TokensOut int
-	Error                      string
+	// Cost is what the attempt's model calls cost by the rein.yaml price
+	// table ("0.0123 USD"); "" when none of its models is priced.
+	Cost  string
+	Error string
+	cost  int64 // micro-units of currency
 }
 
 // uiAgent is the transcript of an agent step.
@@ -231,7 +236,7 @@ func (s *Server) runPage(ctx context.Context, c *uiCaller, run *store.Run, f *fl
 			d.SVG = template.HTML(b.String()) // graph.SVG escapes every text
 		}
 	}
-	if d.Attempts, err = s.attempts(ctx, run.ID); err != nil {
+	if d.Attempts, err = s.attempts(ctx, run.ID, s.prices(run.Flow)); err != nil {
 		return nil, err
 	}
 	for _, step := range slices.Sorted(func(yield func(string) bool) {
@@ -290,7 +295,7 @@ func callOf(call *store.Call, step string) bool {
 // attempts are a run's attempts, from its journal: each step_started
 // opens one, an attempt_failed or step_settled closes it, the model
 // calls between add their tokens.
-func (s *Server) attempts(ctx context.Context, runID string) ([]uiAttempt, error) {
+func (s *Server) attempts(ctx context.Context, runID string, price func(model string) *flow.PriceDecl) ([]uiAttempt, error) {
 	var out []uiAttempt
 	open := map[string]int{} // step id → index in out
 	var after int64
@@ -311,6 +316,10 @@ func (s *Server) attempts(ctx context.Context, runID string) ([]uiAttempt, error
 					out[i].Calls++
 					out[i].TokensIn += e.TokensIn
 					out[i].TokensOut += e.TokensOut
+					if p := price(e.Model); p != nil {
+						out[i].cost += p.Cost(int64(e.TokensIn), int64(e.TokensOut))
+						out[i].Cost = formatCost(out[i].cost, p.Currency)
+					}
 				}
 			case trace.AttemptFailed, trace.StepSettled:
 				if !ok {
@@ -444,4 +453,37 @@ func (s *Server) uiFlow(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 		return
 	}
 	s.uiError(w, c, notFound(fmt.Sprintf("no flow %s is served", name)))
+}
+
+// prices is the price table of the served flow or agent named name (its
+// rein.yaml models: price:), looked up by a model call's model: the
+// entry's name or the provider's model name it declares. Nil prices for a
+// flow the server does not serve, or a model without price:.
+func (s *Server) prices(name string) func(model string) *flow.PriceDecl {
+	var cfg *flow.Config
+	if p := s.flows.projects[name]; p != nil {
+		cfg = p.Config()
+	}
+	return func(model string) *flow.PriceDecl {
+		if cfg == nil || model == "" {
+			return nil
+		}
+		if m := cfg.Models[model]; m != nil {
+			return m.Price
+		}
+		for _, n := range slices.Sorted(maps.Keys(cfg.Models)) {
+			if m := cfg.Models[n]; m.Model == model && m.Price != nil {
+				return m.Price
+			}
+		}
+		return nil
+	}
+}
+
+// formatCost writes micro-units of currency as the UI shows them.
+func formatCost(micros int64, currency string) string {
+	if currency == "" {
+		currency = "USD"
+	}
+	return strconv.FormatFloat(float64(micros)/float64(store.MicrosPerUnit), 'f', -1, 64) + " " + currency
 }

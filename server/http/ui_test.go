@@ -319,6 +319,22 @@ func TestUILive(t *testing.T) {
 	}
 }
 
+// A run's timeline prices each attempt's model calls by the rein.yaml
+// price table: 100 tokens in at 3 and 50 out at 15 a million is 0.00105.
+func TestUIRunShowsCost(t *testing.T) {
+	e := newEnv(t, envOpts{dirs: []string{"testdata/budget"}})
+	s := e.start("", map[string]any{"flow": "summarise", "input": map[string]any{"text": "a long text"}})
+	if s.Status != "succeeded" {
+		t.Fatalf("run %s", s.Status)
+	}
+	body := page(t, "priced run", e.browser().get("/runs/"+s.RunID), 200)
+	for _, want := range []string{"<th scope=\"col\">Cost</th>", "<td>100 / 50</td><td>0.00105 USD</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %s\n%s", want, body)
+		}
+	}
+}
+
 // An agent's run page shows its transcript: each turn, its tool calls
 // with their arguments and observations; the waiting call is in the inbox
 // with the provenance of its arguments.
