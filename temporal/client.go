@@ -22,8 +22,14 @@ import (
 // type is its flow's name, and one dynamic activity, so that an attempt's
 // activity type is its step's kind and id.
 func Register(r worker.Registry, w *Workflow, a *Activities) {
-	r.RegisterDynamicWorkflow(w.Run, workflow.DynamicRegisterOptions{})
+	RegisterWorkflow(r, w)
 	r.RegisterDynamicActivity(a.Run, activity.DynamicRegisterOptions{})
+}
+
+// RegisterWorkflow registers the run workflow alone (a replayer runs no
+// activity).
+func RegisterWorkflow(r worker.WorkflowRegistry, w *Workflow) {
+	r.RegisterDynamicWorkflow(w.Run, workflow.DynamicRegisterOptions{})
 }
 
 // NewWorker is a worker on queue that runs the flows of fs.
