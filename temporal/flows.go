@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/wire"
 	"github.com/reinhq/rein/project"
@@ -88,13 +87,4 @@ func (fs *Flows) get(h string) (*entry, error) {
 		return nil, fmt.Errorf("temporal: this worker does not hold the flow of hash %s (it holds %s): start a worker with the run's flow folder (rein worker --temporal … DIR)", h, strings.Join(names, ", "))
 	}
 	return e, nil
-}
-
-// flowOf is the compiled flow of hash h.
-func (fs *Flows) flowOf(h string) (*flow.Flow, error) {
-	e, err := fs.get(h)
-	if err != nil {
-		return nil, err
-	}
-	return e.p.Flow, nil
 }

@@ -77,7 +77,6 @@ func usageErr(msg string) error { return &usageError{msg} }
 // common are the flags every command takes.
 type common struct {
 	hostport, namespace, queue string
-	json                       bool
 }
 
 func (c *common) add(fs *flag.FlagSet) {
