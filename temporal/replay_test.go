@@ -1,18 +1,23 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 )
 
 // TestReplayHistories feeds every committed history
-// (testdata/histories/*.json, recorded from a real server by the
+// (testdata/histories/RUN.json, recorded from a real server by the
 // temporalserver tests) to the SDK's replayer with today's workflow: a
 // change to the workflow code that would take an old run another way fails
 // here (a non-determinism error), and needs workflow.GetVersion.
@@ -45,7 +50,18 @@ func TestReplayHistories(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, &Workflow{Flows: fs})
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// a history is named after its run: the run id is the workflow id,
+			// and the activities' ids (idempotency keys) carry it.
+			id := strings.TrimSuffix(filepath.Base(f), ".json")
+			if err := r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: id, RunID: "replay"}}); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -88,5 +87,5 @@ func TestWorkerKilled(t *testing.T) {
 	if charge := l.lines("slow_charge"); len(charge) != 1 {
 		t.Errorf("slow_charge executions %v after the settle", charge)
 	}
-	_ = time.Second
+	saveHistory(t, c, "run-kill")
 }

@@ -8,7 +8,6 @@ package servertest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,13 +174,14 @@ func TestApprovalEndToEnd(t *testing.T) {
 	if got := d.WorkflowExecutionInfo.Type.Name; got != "approve" {
 		t.Errorf("workflow type %q, want the flow's name", got)
 	}
-	saveHistory(t, c, "run-approve", "approve.json")
+	saveHistory(t, c, "run-approve")
 }
 
 // saveHistory writes a run's history under testdata/histories when
 // REIN_UPDATE_HISTORIES=1 (the replay test feeds them to the SDK's
 // replayer).
-func saveHistory(t *testing.T, c client.Client, id, name string) {
+func saveHistory(t *testing.T, c client.Client, id string) {
+	name := id + ".json"
 	if os.Getenv("REIN_UPDATE_HISTORIES") != "1" {
 		return
 	}
