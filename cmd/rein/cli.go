@@ -105,6 +105,9 @@ func (s *streams) hide(red *redact.Redactor) {
 
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if wantsTemporal(args) {
+		return runTemporal(ctx, args, stdin, stdout, stderr)
+	}
 	// Everything on stdout (results, runs show, JSON) is printed through
 	// the one redactor, so a secret a tool wrote into its output, or a run
 	// recorded before its secret was known, is not shown; control

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTemporalHandOff: a command line with --temporal is run by the
+// rein-temporal program (REIN_TEMPORAL here: a real script that prints
+// its arguments and exits 3), unchanged, with its exit code; without the
+// program, rein says how to get it and exits 2.
+func TestTemporalHandOff(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "rein-temporal")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"args: $*\"\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("REIN_TEMPORAL", prog)
+	var out, errb bytes.Buffer
+	args := []string{"run", "examples/resume-screen", "--temporal", "127.0.0.1:7233"}
+	if code := Main(context.Background(), args, strings.NewReader(""), &out, &errb); code != 3 {
+		t.Fatalf("exit %d, want 3 (stderr %q)", code, errb.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "args: "+strings.Join(args, " ") {
+		t.Errorf("rein-temporal got %q", got)
+	}
+
+	t.Setenv("REIN_TEMPORAL", "")
+	t.Setenv("PATH", dir+"/nothing-here")
+	out.Reset()
+	errb.Reset()
+	if code := Main(context.Background(), []string{"worker", "--temporal=x:1", "."}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Fatalf("exit %d without rein-temporal, want %d", code, exitUsage)
+	}
+	if !strings.Contains(errb.String(), "go install github.com/reinhq/rein/temporal/cmd/rein-temporal") {
+		t.Errorf("stderr %q does not say how to install rein-temporal", errb.String())
+	}
+	if wantsTemporal([]string{"run", ".", "--", "--temporal"}) {
+		t.Error("--temporal after -- was taken as rein's")
+	}
+}

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/journal"
+)
+
+// One attempt, outside the runner: a workflow engine (package
+// github.com/reinhq/rein/temporal) drives the machine (sched) in its
+// workflow code and hands each attempt to a worker as an activity. The
+// worker carries it out here, with the same kinds, rendering, pipeline,
+// gate and output checks as the runner's own attempts: there is no second
+// copy of what a step does. Retries, on_error, approvals and the run's
+// outcome stay the driver's (it asks the machine).
+
+// Settled is what a driver knows of the run when it hands out an attempt:
+// the run's input and, by step id, the output and status of every settled
+// step. It is the scope templates and expressions read (Scope).
+type Settled struct {
+	Input    any
+	Outputs  map[string]any
+	Statuses map[string]journal.StepStatus
+}
+
+// AttemptRequest names one attempt of a step of a run.
+type AttemptRequest struct {
+	RunID string
+	// Step is the step's index in the flow.
+	Step int
+	// Attempt is the attempt's number, from 1: with RunID, Step and Item it
+	// makes the call's idempotency key (package invoke).
+	Attempt int
+	// Item is the for_each item, or -1 for the step itself.
+	Item int
+	// Fallback runs the step's (or the item's) fallback instead.
+	Fallback bool
+	// Approved says a person approved this call (its tool step parked for
+	// approval).
+	Approved bool
+}
+
+// Scope is the scope of templates and expressions of a run of f that
+// settled what s holds: input fields, "input", every settled step's output
+// by id and, when f reads them, "steps" (id → {status, output}). The
+// runner builds the same scope step by step (run.publish, run.setStatus).
+func Scope(f *flow.Flow, s *Settled) map[string]any {
+	env := make(map[string]any, len(f.Steps)+8)
+	if m, ok := s.Input.(map[string]any); ok {
+		for k, v := range m {
+			env[k] = v
+		}
+	}
+	env["input"] = s.Input
+	var ns map[string]any
+	if f.ReadsSteps {
+		ns = make(map[string]any, len(f.Steps))
+		env["steps"] = ns
+	}
+	for _, st := range f.Steps {
+		status, ok := s.Statuses[st.ID]
+		if !ok {
+			status = journal.StepPending
+		}
+		out := s.Outputs[st.ID]
+		if _, settled := s.Outputs[st.ID]; settled || status == journal.StepSkipped {
+			env[st.ID] = out
+		}
+		if ns != nil {
+			ns[st.ID] = map[string]any{"status": string(status), "output": out}
+		}
+	}
+	return env
+}
+
+// runAt is a run of f, with no store and no sink, whose scope holds what s
+// settled: the ground an attempt outside the runner stands on.
+func (e *Engine) runAt(ctx context.Context, f *flow.Flow, runID string, s *Settled) (*run, error) {
+	b, err := e.bind(f)
+	if err != nil {
+		return nil, err
+	}
+	r := newRun(e, f, b, runID, s.Input)
+	r.quiet = true
+	for k, v := range Scope(f, s) {
+		r.env[k] = v
+	}
+	if ns, ok := r.env["steps"].(map[string]any); ok {
+		r.stepsNS = ns
+	}
+	r.begin(ctx)
+	r.startRisk()
+	return r, nil
+}
+
+// Attempt makes attempt req.Attempt of step req.Step of a run of f: it
+// renders the step's input (or the item's) against what s settled, makes
+// the call through the step's kind (the invocation pipeline for a tool, the
+// model for an llm step, the router, the plan executor), under the step's
+// timeout, checks the step's gate and max_output_bytes, and returns the
+// output. An error is classed (fault.ClassOf) so that the driver asks the
+// machine what follows (sched.Machine.Retry, sched.RecoverStep). A
+// for_each step's gate applies to the whole list: the driver's, once the
+// items settled (CheckOutput).
+func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req AttemptRequest) (any, error) {
+	if req.Step < 0 || req.Step >= len(f.Steps) {
+		return nil, fmt.Errorf("engine: flow %s has no step %d", f.Name, req.Step)
+	}
+	r, err := e.runAt(ctx, f, req.RunID, s)
+	if err != nil {
+		return nil, err
+	}
+	defer r.end()
+	j := r.prepare(req.Step)
+	j.approved = req.Approved
+	if j.renderErr != nil {
+		return nil, j.renderErr
+	}
+	in := j.in
+	scope := j.scope
+	if st := f.Steps[req.Step]; st.ForEach != nil {
+		if req.Item < 0 || req.Item >= len(j.each.inputs) {
+			return nil, fmt.Errorf("engine: step %s has %d items, not item %d", st.ID, len(j.each.inputs), req.Item)
+		}
+		if j.each.errs != nil && j.each.errs[req.Item] != nil && !req.Fallback {
+			return nil, j.each.errs[req.Item]
+		}
+		in = j.each.inputs[req.Item]
+		if req.Fallback {
+			res := r.itemFallback(r.ctx, j, req.Item)
+			return res.v, res.err
+		}
+		out, _, err := r.attempt(r.ctx, j, in, req.Attempt)
+		return out, err
+	}
+	var out any
+	if req.Fallback {
+		out, err = r.runFallback(r.ctx, j, in, scope)
+	} else {
+		out, _, err = r.attempt(r.ctx, j, in, req.Attempt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o outcome
+	if err := r.finishOutput(j.step, out, &o); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Items is how many items step i, a for_each step, has given what s
+// settled (its for_each expression evaluated on the run's scope).
+func (e *Engine) Items(ctx context.Context, f *flow.Flow, runID string, s *Settled, i int) (int, error) {
+	if i < 0 || i >= len(f.Steps) || f.Steps[i].ForEach == nil {
+		return 0, fmt.Errorf("engine: step %d of flow %s is not a for_each step", i, f.Name)
+	}
+	r, err := e.runAt(ctx, f, runID, s)
+	if err != nil {
+		return 0, err
+	}
+	defer r.end()
+	_, list, _, err := r.renderItems(f.Steps[i])
+	return len(list), err
+}
+
+// CheckOutput checks a step's whole output as the runner does once the
+// step ran: its gate (a for_each step's, on the list of its items'
+// outputs) and max_output_bytes.
+func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s *Settled, i int, out any) error {
+	r, err := e.runAt(ctx, f, runID, s)
+	if err != nil {
+		return err
+	}
+	defer r.end()
+	st := f.Steps[i]
+	if st.Gate != nil {
+		j := r.prepare(i)
+		if j.scope == nil {
+			j.scope = r.scope()
+		}
+		ectx, cancel := r.evalCtx(st)
+		err := r.checkGate(ectx, j, out)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	var o outcome
+	return r.finishOutput(st, out, &o)
+}
+
+// Repeatable reports whether step i, found in flight when its worker was
+// lost, may run again with the same idempotency key without a person (its
+// kind's rule: a model call, a route, an idempotent tool; a plan whose
+// tools all are). A step that is not goes to a person as unknown.
+func (e *Engine) Repeatable(f *flow.Flow, i int) (bool, error) {
+	b, err := e.bind(f)
+	if err != nil {
+		return false, err
+	}
+	if i < 0 || i >= len(f.Steps) {
+		return false, fault.Errorf(fault.Business, "engine: flow %s has no step %d", f.Name, i)
+	}
+	r := &run{e: e, f: f, b: b}
+	return b.kinds[i].idempotent(r, i), nil
+}
+
+// CheckSettled checks an output a person (or an agent) settled step i
+// with, as the runner does before it takes it: the step's output_schema
+// (each item's, for a for_each step).
+func CheckSettled(f *flow.Flow, i int, out any) error { return checkSettled(f.Steps[i], out) }

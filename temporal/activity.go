@@ -1,0 +1,160 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/value"
+)
+
+// Activities carry out the attempts a run's workflow hands out, on the
+// worker's flows. Every activity type goes to one function (a dynamic
+// activity), so that an activity's name can be the step's kind and id
+// ("tool:charge", "llm:extract") and read as such in the Temporal UI.
+type Activities struct {
+	Flows *Flows
+	// Heartbeat is how often a running attempt tells the server its worker
+	// is alive; the workflow's HeartbeatTimeout is three times it. Zero:
+	// 2 s.
+	Heartbeat time.Duration
+}
+
+// Run is the dynamic activity: it decodes an attemptIn and carries it out.
+func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*attemptOut, error) {
+	var in attemptIn
+	if err := args.Get(&in); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("activity input: "+err.Error(), string(fault.Business), err)
+	}
+	e, err := a.Flows.get(in.FlowHash)
+	if err != nil {
+		// another worker may hold it: not this attempt's failure.
+		return nil, temporal.NewApplicationError(err.Error(), "no_flow")
+	}
+	s, err := settledOf(&in)
+	if err != nil {
+		return nil, toApplicationError(fault.BusinessErr(err))
+	}
+	stop := a.beat(ctx)
+	defer stop()
+	f := e.p.Flow
+	out := &attemptOut{}
+	switch in.Op {
+	case opItems:
+		n, err := e.e.Items(ctx, f, in.RunID, s, in.Step)
+		if err != nil {
+			return nil, toApplicationError(err)
+		}
+		out.Items = n
+		return out, nil
+	case opCheck:
+		var v any
+		if err := json.Unmarshal(in.Output, &v); err != nil {
+			return nil, toApplicationError(fault.BusinessErr(err))
+		}
+		if err := e.e.CheckOutput(ctx, f, in.RunID, s, in.Step, v); err != nil {
+			return nil, toApplicationError(err)
+		}
+		return out, nil
+	}
+	v, err := e.e.Attempt(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
+		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved})
+	if err != nil {
+		return nil, toApplicationError(err)
+	}
+	if out.Output, err = value.Canonical(v); err != nil {
+		return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err)))
+	}
+	return out, nil
+}
+
+// beat heartbeats while an attempt runs, so that a lost worker is found
+// within the heartbeat timeout rather than the step's.
+func (a *Activities) beat(ctx context.Context) func() {
+	every := a.Heartbeat
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// settledOf decodes what the workflow settled into the engine's terms.
+func settledOf(in *attemptIn) (*engine.Settled, error) {
+	s := &engine.Settled{Outputs: make(map[string]any, len(in.Outputs)), Statuses: make(map[string]journal.StepStatus, len(in.Statuses))}
+	if len(in.Input) > 0 {
+		if err := json.Unmarshal(in.Input, &s.Input); err != nil {
+			return nil, fmt.Errorf("run input: %w", err)
+		}
+	}
+	for id, raw := range in.Outputs {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("output of step %s: %w", id, err)
+		}
+		s.Outputs[id] = v
+	}
+	for id, st := range in.Statuses {
+		s.Statuses[id] = journal.StepStatus(st)
+	}
+	return s, nil
+}
+
+// toApplicationError carries a classed error to the workflow: the class is
+// the error's type, the rest its detail. Temporal never retries it (the
+// activity's retry policy allows one attempt): the workflow asks the
+// machine, by class, what follows.
+func toApplicationError(err error) error {
+	d := failure{Class: string(fault.ClassOf(err)), Message: err.Error(), RetryAfter: int64(fault.RetryAfterOf(err)), Budget: fault.BudgetOf(err)}
+	return temporal.NewNonRetryableApplicationError(d.Message, d.Class, err, d)
+}
+
+// failureOf reads an activity's error back: its class, message and
+// Retry-After. An error that is not an attempt's (the activity timed out,
+// its worker was lost, no worker holds the flow) is reported as such
+// (lost), and one that never ran (notRun: the worker did not hold the
+// flow).
+func failureOf(err error) (f failure, lost, notRun bool) {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		if ae.Type() == "no_flow" {
+			return failure{Class: string(fault.Transient), Message: ae.Error()}, false, true
+		}
+		if ae.HasDetails() && ae.Details(&f) == nil && f.Class != "" {
+			return f, false, false
+		}
+		return failure{Class: ae.Type(), Message: ae.Error()}, false, false
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return failure{Class: string(fault.Transient), Message: "the worker running it was lost (" + te.Error() + ")"}, true, false
+	}
+	var ce *temporal.CanceledError
+	if errors.As(err, &ce) {
+		return failure{Class: string(fault.Cancelled), Message: "cancelled"}, false, false
+	}
+	return failure{Class: string(fault.Transient), Message: err.Error()}, true, false
+}

@@ -1,0 +1,142 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
+)
+
+// Register registers the run workflow and its activities with a worker
+// (or a test environment): one dynamic workflow, so that a run's workflow
+// type is its flow's name, and one dynamic activity, so that an attempt's
+// activity type is its step's kind and id.
+func Register(r worker.Registry, w *Workflow, a *Activities) {
+	RegisterWorkflow(r, w)
+	r.RegisterDynamicActivity(a.Run, activity.DynamicRegisterOptions{})
+}
+
+// RegisterWorkflow registers the run workflow alone (a replayer runs no
+// activity).
+func RegisterWorkflow(r worker.WorkflowRegistry, w *Workflow) {
+	r.RegisterDynamicWorkflow(w.Run, workflow.DynamicRegisterOptions{})
+}
+
+// NewWorker is a worker on queue that runs the flows of fs.
+func NewWorker(c client.Client, queue string, fs *Flows, opts worker.Options) worker.Worker {
+	wk := worker.New(c, queue, opts)
+	Register(wk, &Workflow{Flows: fs}, &Activities{Flows: fs})
+	return wk
+}
+
+// StartOptions are a run's start options.
+type StartOptions struct {
+	// RunID is the workflow's id; empty: a new UUIDv7. Starting a run id
+	// that exists returns that run (its workflow) rather than a second.
+	RunID     string
+	TaskQueue string
+}
+
+// StartInput is the workflow input of a run of p with input: its pinned
+// flow and its input.
+func StartInput(p *project.Project, input any) (Start, error) {
+	in, err := engine.CheckInput(p.Flow, input)
+	if err != nil {
+		return Start{}, err
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return Start{}, fmt.Errorf("run input: %w", err)
+	}
+	return Start{Flow: p.Flow.Name, FlowHash: engine.FlowHash(p.Flow), FlowText: string(p.Flow.Source), Input: raw}, nil
+}
+
+// StartRun starts a run of p on Temporal: a workflow whose id is the
+// run's id and whose type is the flow's name. A start with the id of a
+// run that is running returns that run (idempotent start).
+func StartRun(ctx context.Context, c client.Client, p *project.Project, input any, o StartOptions) (client.WorkflowRun, error) {
+	in, err := StartInput(p, input)
+	if err != nil {
+		return nil, err
+	}
+	id := o.RunID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                o.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, p.Flow.Name, in)
+}
+
+// Decide sends a decision to run runID's waiting step (UpdateDecide) and
+// waits until the run took it; a decision the run cannot take is refused
+// by the update's validator, with nothing written.
+func Decide(ctx context.Context, c client.Client, runID string, d Decision) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   runID,
+		UpdateName:   UpdateDecide,
+		Args:         []any{d},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
+}
+
+// Query asks run runID one of its queries (QueryStatus, QueryPending,
+// QueryNextActions) and decodes the answer into out.
+func Query(ctx context.Context, c client.Client, runID, query string, out any) error {
+	v, err := c.QueryWorkflow(ctx, runID, "", query)
+	if err != nil {
+		return err
+	}
+	return v.Get(out)
+}
+
+// Follow waits until run runID settles or waits for someone, polling its
+// status every poll, and returns its last Status.
+func Follow(ctx context.Context, c client.Client, runID string, poll time.Duration, seen func(*Status)) (*Status, error) {
+	for {
+		var st Status
+		if err := Query(ctx, c, runID, QueryStatus, &st); err != nil {
+			// a run that finished answers its result.
+			var res Status
+			if gerr := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); gerr == nil {
+				return &res, nil
+			}
+			return nil, err
+		}
+		if seen != nil {
+			seen(&st)
+		}
+		switch st.Status {
+		case "succeeded", "failed", "cancelled":
+			var res Status
+			if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
+				return nil, err
+			}
+			return &res, nil
+		case "waiting":
+			return &st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

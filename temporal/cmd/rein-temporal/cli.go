@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/temporal"
+)
+
+// The exit codes of rein (docs/ARCHITECTURE.md "Exit codes").
+const (
+	exitOK        = 0
+	exitFailed    = 1
+	exitUsage     = 2
+	exitWaiting   = 3
+	exitCancelled = 5
+)
+
+const usage = `usage:
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
+  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--detach] [-o json]
+  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]`
+
+// Main runs one command line and returns its exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	code := exitOK
+	switch args[0] {
+	case "worker":
+		err = serveWorker(ctx, args[1:], stderr)
+	case "run":
+		code, err = run(ctx, args[1:], stdout, stderr)
+	case "runs":
+		if len(args) < 2 {
+			err = usageErr("rein runs needs approve, reject or settle")
+			break
+		}
+		code, err = decide(ctx, args[1], args[2:], stdout, stderr)
+	case "agent":
+		err = usageErr("rein agent --temporal is not supported yet: run the agent without --temporal")
+	default:
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run and runs approve|reject|settle do)", args[0]))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "rein:", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, usage)
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return code
+}
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErr(msg string) error { return &usageError{msg} }
+
+// common are the flags every command takes.
+type common struct {
+	hostport, namespace, queue string
+}
+
+func (c *common) add(fs *flag.FlagSet) {
+	fs.StringVar(&c.hostport, "temporal", "", "the Temporal server's HOSTPORT")
+	fs.StringVar(&c.namespace, "namespace", "default", "the Temporal namespace")
+	fs.StringVar(&c.queue, "task-queue", "rein", "the task queue")
+}
+
+// parse parses args with fs, flags and positional arguments in any order.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageErr(err.Error())
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func (c *common) dial() (client.Client, error) {
+	if c.hostport == "" {
+		return nil, usageErr("--temporal HOSTPORT is required")
+	}
+	return client.Dial(client.Options{HostPort: c.hostport, Namespace: c.namespace})
+}
+
+// serveWorker serves the flows of its folders until ctx ends.
+func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	c.add(fs)
+	dirs, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return usageErr("rein worker --temporal needs the flow folders it serves")
+	}
+	flows := temporal.NewFlows()
+	if err := flows.Load(folders(dirs), nil); err != nil {
+		return err
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	w := temporal.NewWorker(cl, c.queue, flows, worker.Options{})
+	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
+	return w.Run(stopOn(ctx))
+}
+
+// folders expands each dir that holds no flow.yaml but folders that do
+// (examples/) into those folders.
+func folders(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d + "/flow.yaml"); err == nil {
+			out = append(out, d)
+			continue
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			out = append(out, d) // the load names the problem
+			continue
+		}
+		n := 0
+		for _, e := range ents {
+			if _, err := os.Stat(d + "/" + e.Name() + "/flow.yaml"); e.IsDir() && err == nil {
+				out, n = append(out, d+"/"+e.Name()), n+1
+			}
+		}
+		if n == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// stopOn is the channel worker.Run stops on: ctx's end.
+func stopOn(ctx context.Context) <-chan any {
+	ch := make(chan any)
+	go func() { <-ctx.Done(); close(ch) }()
+	return ch
+}
+
+// run starts a run of a folder and follows it until it settles or waits.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var inputPath, runID, output string
+	var detach bool
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c.add(fs)
+	fs.StringVar(&inputPath, "input", "", "run input: a JSON file (default: input.json in the flow's folder)")
+	fs.StringVar(&runID, "run-id", "", "the run's id (the workflow id); a running run of that id is followed, not started again")
+	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
+	fs.StringVar(&output, "o", "text", "text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usageErr("rein run --temporal takes one flow folder")
+	}
+	p, err := project.Load(pos[0], nil)
+	if err != nil {
+		return exitUsage, err
+	}
+	var input any = map[string]any{}
+	if inputPath == "" {
+		inputPath = p.InputPath
+	}
+	if inputPath != "" {
+		data, err := project.ReadInputFile(inputPath)
+		if err != nil {
+			return exitUsage, err
+		}
+		if input, err = project.ParseInput(data, inputPath); err != nil {
+			return exitUsage, usageErr(err.Error())
+		}
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return exitUsage, err
+	}
+	defer cl.Close()
+	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue})
+	if err != nil {
+		return exitFailed, err
+	}
+	fmt.Fprintf(stderr, "rein: run %s (flow %s) on %s, task queue %s\n", wr.GetID(), p.Flow.Name, c.hostport, c.queue)
+	if detach {
+		fmt.Fprintln(stdout, wr.GetID())
+		return exitOK, nil
+	}
+	return follow(ctx, cl, wr.GetID(), output == "json", stdout, stderr)
+}
+
+// decide sends a decision on a waiting step, then follows the run.
+func decide(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (int, error) {
+	switch action {
+	case temporal.ActionApprove, temporal.ActionReject, temporal.ActionSettle:
+	default:
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject and settle do)", action))
+	}
+	var c common
+	var by, comment, out, output string
+	fs := flag.NewFlagSet("runs "+action, flag.ContinueOnError)
+	c.add(fs)
+	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides")
+	fs.StringVar(&comment, "comment", "", "why")
+	fs.StringVar(&out, "output", "", "settle: the step's output, JSON")
+	fs.StringVar(&output, "o", "text", "text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 2 {
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s --temporal takes RUN and STEP", action))
+	}
+	d := temporal.Decision{Step: pos[1], Action: action, By: by, Comment: comment}
+	if action == temporal.ActionSettle {
+		if !json.Valid([]byte(out)) {
+			return exitUsage, usageErr("rein runs settle needs --output JSON")
+		}
+		d.Output = json.RawMessage(out)
+	}
+	cl, err := c.dial()
+	if err != nil {
+		return exitUsage, err
+	}
+	defer cl.Close()
+	if err := temporal.Decide(ctx, cl, pos[0], d); err != nil {
+		return exitUsage, fmt.Errorf("run %s, step %s: %w", pos[0], pos[1], err)
+	}
+	return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+}
+
+// follow prints each step as it settles and the run's end, and exits as
+// rein run does with the run's status.
+func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
+	seen := map[string]string{}
+	st, err := temporal.Follow(ctx, cl, runID, 200*time.Millisecond, func(s *temporal.Status) {
+		for _, step := range s.Steps {
+			if seen[step.ID] != step.Status && step.Status != "pending" && step.Status != "running" {
+				fmt.Fprintf(stderr, "  %-24s %s\n", step.ID, step.Status)
+			}
+			seen[step.ID] = step.Status
+		}
+	})
+	if err != nil {
+		return exitFailed, err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return exitFailed, err
+		}
+	} else {
+		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
+		if st.Error != nil {
+			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)
+		}
+		if st.Status == "waiting" {
+			var pend []temporal.Pending
+			if err := temporal.Query(ctx, cl, runID, temporal.QueryPending, &pend); err == nil {
+				for _, p := range pend {
+					fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs approve|reject|settle %s %s --temporal …\n", p.Step, p.Kind, runID, p.Step)
+				}
+			}
+		}
+	}
+	switch st.Status {
+	case "succeeded":
+		return exitOK, nil
+	case "waiting":
+		return exitWaiting, nil
+	case "cancelled":
+		return exitCancelled, nil
+	}
+	return exitFailed, nil
+}

@@ -1,0 +1,2 @@
+// Package temporal runs rein flows on Temporal.
+package temporal

@@ -1,0 +1,318 @@
+package temporal
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/engine/sched/fan"
+	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/value"
+)
+
+// runStep is step i's coroutine: its attempts (or its items'), then what
+// on_error makes of a final failure. first is the first attempt's number
+// (a step a person let run again continues after its last), approved that
+// a person approved its call. v is what the run settled when it started.
+func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view) outcome {
+	s := r.f.Steps[i]
+	if s.Repeat != nil {
+		return outcome{i: i, attempts: first, err: &failure{Class: string(fault.Business),
+			Message: fmt.Sprintf("step %s: repeat steps do not run on Temporal yet; run the flow without --temporal", s.ID)}}
+	}
+	if s.ForEach != nil {
+		return r.runItems(ctx, i, first, v)
+	}
+	out, f, attempts, doubt := r.unit(ctx, i, -1, first, approved, v)
+	switch {
+	case doubt:
+		return outcome{i: i, attempts: attempts, park: store.KindUnknown, err: f}
+	case f == nil:
+		return outcome{i: i, status: journal.StepSucceeded, out: out, attempts: attempts}
+	}
+	return r.recover(ctx, i, attempts, f, v)
+}
+
+// recover carries out what on_error makes of step i's final failure f
+// (sched.RecoverStep).
+func (r *wrun) recover(ctx workflow.Context, i, attempts int, f *failure, v view) outcome {
+	s := r.f.Steps[i]
+	switch sched.RecoverStep(s, fault.Class(f.Class), false) {
+	case sched.EscalateStep:
+		return outcome{i: i, attempts: attempts, park: store.KindEscalation, err: f}
+	case sched.DefaultStep:
+		out, err := value.Canonical(s.FallbackValue)
+		if err != nil {
+			return outcome{i: i, attempts: attempts, err: &failure{Class: string(fault.Business), Message: "fallback_value: " + err.Error()}}
+		}
+		return outcome{i: i, status: journal.StepDefaulted, out: out, attempts: attempts, lastErr: f.Message}
+	case sched.FallBack:
+		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: -1, attempt: 1, fallback: true}, v)
+		if ff != nil {
+			return outcome{i: i, attempts: attempts, err: fallbackFailed(&ff.failure, f, "step")}
+		}
+		return outcome{i: i, status: journal.StepFellBack, out: res.Output, attempts: attempts, lastErr: f.Message}
+	}
+	return outcome{i: i, attempts: attempts, err: f}
+}
+
+// fallbackFailed is the failure of a fallback that failed after what (the
+// step, or one of its items) failed with f: the fallback's class.
+func fallbackFailed(ff, f *failure, what string) *failure {
+	return &failure{Class: ff.Class, Message: fmt.Sprintf("%s (after the %s failed: %s)", ff.Message, what, f.Message), Budget: ff.Budget}
+}
+
+// unit makes the attempts of one execution of step i (the step, or its
+// for_each item) as the machine decides: after a failed attempt, Retry
+// says whether attempt n+1 starts and when (a durable timer waits until
+// then). An attempt whose worker was lost runs again with the same key
+// when the step is repeatable (engine.Engine.Repeatable); otherwise it is
+// in doubt (doubt), for a person to decide.
+func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
+	if err := r.budget.Iteration(); err != nil {
+		return nil, errBudget(err), first, false
+	}
+	made, lost := 0, 0
+	for attempt := first; ; {
+		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: item, attempt: attempt, approved: approved, rerun: lost}, v)
+		if ff == nil {
+			return res.Output, nil, attempt, false
+		}
+		if ff.notRun && lost < lostReruns {
+			lost++
+			continue // it never ran: the same attempt, with the same key
+		}
+		if ff.lost {
+			ok, err := r.e.e.Repeatable(r.f, i)
+			if err != nil || !ok || lost >= lostReruns {
+				return nil, &ff.failure, attempt, true
+			}
+			lost++
+			continue // the same attempt, with the same key
+		}
+		now := workflow.Now(ctx)
+		next := r.m.Retry(i, fault.Class(ff.Class), attempt, made, time.Duration(ff.RetryAfter), false, now)
+		if !next.Again {
+			return nil, &ff.failure, attempt, false
+		}
+		made, lost = made+1, 0
+		if wait := next.At.Sub(now); wait > 0 {
+			if err := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("%s: retry %d", r.f.Steps[i].ID, made)}).Get(ctx, nil); err != nil {
+				return nil, &failure{Class: string(fault.Cancelled), Message: err.Error()}, attempt, false
+			}
+		}
+		attempt = next.Attempt
+	}
+}
+
+// runItems carries out a for_each step's items as sched.Items decides:
+// index order, at most for_each.concurrency at once, on_error per item.
+func (r *wrun) runItems(ctx workflow.Context, i, first int, v view) outcome {
+	s := r.f.Steps[i]
+	res, f := r.exec(ctx, call{i: i, op: opItems, item: -1}, v)
+	if f != nil {
+		return r.recover(ctx, i, first, &f.failure, v)
+	}
+	n := res.Items
+	outs := make([]any, n)
+	itemErrs := make([]*failure, n)
+	var (
+		m        sched.Items
+		failed   *failure
+		doubt    bool
+		lastErr  string
+		absorbed = n
+		attempts = first
+		inFlight int
+	)
+	m.Reset(s, n)
+	type itemDone struct {
+		u        int
+		recover  bool
+		out      json.RawMessage
+		f        *failure
+		attempts int
+		doubt    bool
+	}
+	done := workflow.NewChannel(ctx)
+	for {
+		if u, ok := m.Next(inFlight); ok {
+			inFlight++
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				d := itemDone{u: u.Index, recover: u.Op == fan.Recover}
+				if d.recover {
+					res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: u.Index, attempt: 1, fallback: true}, v)
+					d.out = res.Output
+					if ff != nil {
+						d.f = &ff.failure
+					}
+				} else {
+					d.out, d.f, d.attempts, d.doubt = r.unit(ctx, i, u.Index, first, false, v)
+				}
+				done.Send(ctx, d)
+			})
+			continue
+		}
+		if inFlight == 0 {
+			break
+		}
+		var d itemDone
+		done.Receive(ctx, &d)
+		inFlight--
+		attempts = max(attempts, d.attempts)
+		doubt = doubt || d.doubt
+		unit := unitOf(d.u, d.recover)
+		class := fault.Class("")
+		if d.f != nil {
+			class = fault.Class(d.f.Class)
+		}
+		switch m.Settle(unit, d.f != nil, class, doubt) {
+		case sched.ItemDone:
+			outs[d.u] = decode(d.out)
+			if d.recover && d.u < absorbed {
+				absorbed, lastErr = d.u, fmt.Sprintf("item %d: %s", d.u, itemErrs[d.u].Message)
+			}
+		case sched.ItemDefaulted:
+			outs[d.u] = s.FallbackValue
+			if d.u < absorbed {
+				absorbed, lastErr = d.u, fmt.Sprintf("item %d: %s", d.u, d.f.Message)
+			}
+		case sched.ItemFallingBack:
+			itemErrs[d.u] = d.f
+		case sched.ItemFailed:
+			if failed == nil {
+				ff := *d.f
+				if d.recover {
+					ff = *fallbackFailed(d.f, itemErrs[d.u], "item")
+				}
+				ff.Message = fmt.Sprintf("item %d: %s", d.u, ff.Message)
+				failed = &ff
+			}
+		}
+	}
+	if doubt {
+		return outcome{i: i, attempts: attempts, park: store.KindUnknown, err: &failure{Class: string(fault.Transient), Message: "an item's worker was lost while its call ran: whether it took effect is unknown"}}
+	}
+	if failed != nil {
+		return r.recover(ctx, i, attempts, failed, v)
+	}
+	list, err := value.Canonical(outs)
+	if err != nil {
+		return outcome{i: i, attempts: attempts, err: &failure{Class: string(fault.Business), Message: "output is not JSON: " + err.Error()}}
+	}
+	if s.Gate != nil || int64(len(list)) > s.MaxOutputBytes {
+		if _, ff := r.exec(ctx, call{i: i, op: opCheck, item: -1, output: list}, v); ff != nil {
+			return outcome{i: i, attempts: attempts, err: &ff.failure}
+		}
+	}
+	st := journal.StepSucceeded
+	if lastErr != "" {
+		st = journal.StepDefaulted
+		if s.OnError == flow.Fallback {
+			st = journal.StepFellBack
+		}
+	}
+	return outcome{i: i, status: st, out: list, attempts: attempts, lastErr: lastErr}
+}
+
+// call is one activity the workflow schedules.
+type call struct {
+	i, item, attempt int
+	op               string
+	fallback         bool
+	approved         bool
+	// rerun counts the runs again of an attempt whose worker was lost.
+	rerun  int
+	output json.RawMessage
+}
+
+// activityFailure is an activity's error, read back (failureOf).
+type activityFailure struct {
+	failure
+	// lost: its worker was lost while it ran (it may have had its
+	// effect); notRun: no worker could run it (it never started).
+	lost, notRun bool
+}
+
+// exec schedules one activity and waits for it. Its type is the step's
+// kind and id ("tool:charge"; "fallback:charge", "items:each",
+// "gate:each"), its id the call's idempotency key (run/step[item]/attempt,
+// package invoke) so that the Temporal UI shows which call of the run it
+// is; Temporal never retries it (MaximumAttempts 1): the machine decides.
+func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activityFailure) {
+	s := r.f.Steps[c.i]
+	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
+		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output}
+	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
+	key := pos.Key()
+	name := string(s.Type) + ":" + s.ID
+	id := key
+	switch {
+	case c.op == opItems:
+		name, id = "items:"+s.ID, r.runID+"/"+s.ID+"/items"
+	case c.op == opCheck:
+		name, id = "gate:"+s.ID, r.runID+"/"+s.ID+"/gate"
+	case c.fallback:
+		name = "fallback:" + s.ID
+	}
+	if c.rerun > 0 {
+		id += fmt.Sprintf("~%d", c.rerun)
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = r.w.NoTimeout
+		if timeout <= 0 {
+			timeout = time.Hour
+		}
+	} else {
+		// the step's timeout is the attempt's own (a transient failure the
+		// machine retries); the activity's leaves it time to say so.
+		timeout += 30 * time.Second
+	}
+	beat := r.w.Heartbeat
+	if beat <= 0 {
+		beat = 2 * time.Second
+	}
+	summary := strings.TrimSpace(fmt.Sprintf("%s %s, key %s", s.Type, s.ID, key))
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          id,
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    3 * beat,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             summary,
+	})
+	var out attemptOut
+	err := workflow.ExecuteActivity(actx, name, in).Get(ctx, &out)
+	if err == nil {
+		return out, nil
+	}
+	f, lost, notRun := failureOf(err)
+	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
+}
+
+// decode is canonical JSON an activity made, as a value.
+func decode(raw json.RawMessage) any {
+	var v any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &v)
+	}
+	return v
+}
+
+// unitOf is the fan unit of item k (its fallback, when recover).
+func unitOf(k int, recover bool) fan.Unit {
+	u := fan.Unit{Index: k}
+	if recover {
+		u.Op = fan.Recover
+	}
+	return u
+}

@@ -1,0 +1,143 @@
+package temporal
+
+import (
+	"encoding/json"
+)
+
+// The names a Temporal user sees: the workflow's type is the flow's name,
+// its id the run's id; its updates and queries are these.
+const (
+	// UpdateDecide answers a step that waits for a person: approve, reject
+	// or settle (Decision). Its validator refuses a decision on a step that
+	// waits for nobody, before anything is written to the history.
+	UpdateDecide = "decide"
+	// QueryStatus answers Status.
+	QueryStatus = "status"
+	// QueryPending answers the approvals the run waits on ([]Pending).
+	QueryPending = "pending"
+	// QueryNextActions answers what a person or agent may do next
+	// ([]NextAction).
+	QueryNextActions = "next_actions"
+)
+
+// Start is a run's workflow input: the pinned flow (its text, as the
+// folder held it when the run started, and its hash, which names the
+// program a worker must have to run it) and the run's input. The flow
+// travels in the history, so a replay always sees the program the run
+// started with.
+type Start struct {
+	Flow     string          `json:"flow"`
+	FlowHash string          `json:"flow_hash"`
+	FlowText string          `json:"flow_text"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// attemptIn is one activity's input: one attempt of one step (or of one
+// for_each item, or its fallback), with what the run settled so far.
+type attemptIn struct {
+	RunID    string                     `json:"run_id"`
+	FlowHash string                     `json:"flow_hash"`
+	Op       string                     `json:"op"` // opAttempt, opItems, opCheck
+	Step     int                        `json:"step"`
+	Attempt  int                        `json:"attempt"`
+	Item     int                        `json:"item"`
+	Fallback bool                       `json:"fallback,omitempty"`
+	Approved bool                       `json:"approved,omitempty"`
+	Input    json.RawMessage            `json:"input"`
+	Outputs  map[string]json.RawMessage `json:"outputs,omitempty"`
+	Statuses map[string]string          `json:"statuses,omitempty"`
+	// Output is the whole output opCheck checks.
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// The activity's operations.
+const (
+	opAttempt = "attempt" // one attempt of a step or item (or its fallback)
+	opItems   = "items"   // how many items a for_each step has
+	opCheck   = "check"   // a whole output's gate and size
+)
+
+// attemptOut is an activity's answer.
+type attemptOut struct {
+	Output json.RawMessage `json:"output,omitempty"`
+	Items  int             `json:"items,omitempty"`
+}
+
+// failure is how an attempt's error crosses the activity boundary: its
+// fault class is the ApplicationError's type, and this its detail.
+type failure struct {
+	Class      string `json:"class"`
+	Message    string `json:"message"`
+	RetryAfter int64  `json:"retry_after_ns,omitempty"`
+	Budget     string `json:"budget,omitempty"`
+}
+
+// Decision answers a step that waits (UpdateDecide).
+type Decision struct {
+	// Step is the waiting step's id.
+	Step string `json:"step"`
+	// Action is "approve", "reject" or "settle".
+	Action string `json:"action"`
+	// Output is the step's output, for settle.
+	Output json.RawMessage `json:"output,omitempty"`
+	By     string          `json:"by,omitempty"`
+	// Comment says why.
+	Comment string `json:"comment,omitempty"`
+}
+
+// The decisions' actions.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+	ActionSettle  = "settle"
+)
+
+// Status is what QueryStatus answers: the run's status, each step's, and
+// the run's error once it failed.
+type Status struct {
+	RunID   string                     `json:"run_id"`
+	Flow    string                     `json:"flow"`
+	Status  string                     `json:"status"`
+	Steps   []StepStatus               `json:"steps"`
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	Error   *RunError                  `json:"error,omitempty"`
+}
+
+// StepStatus is one step's state in Status.
+type StepStatus struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// RunError is a failed run's error: its class, step and message.
+type RunError struct {
+	Class   string `json:"class"`
+	Step    string `json:"step,omitempty"`
+	Message string `json:"message"`
+}
+
+// Pending is one approval the run waits on (QueryPending).
+type Pending struct {
+	Step string `json:"step"`
+	// Kind is the store's approval kind: approval, unknown, escalation,
+	// submission.
+	Kind    string `json:"kind"`
+	Attempt int    `json:"attempt"`
+	// Error is why it waits, for an escalation or an unknown step.
+	Error string `json:"error,omitempty"`
+}
+
+// NextAction is one thing that may be done with the run now
+// (QueryNextActions): an update and its arguments.
+type NextAction struct {
+	Update string   `json:"update"`
+	Step   string   `json:"step"`
+	Action string   `json:"action"`
+	Why    string   `json:"why"`
+	Args   Decision `json:"args"`
+}
+
+// Result is the workflow's result: the run's final Status.
+type Result = Status
