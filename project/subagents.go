@@ -30,26 +30,7 @@ import (
 // agentEntries lists the agent: entries of f's agent steps, located in def
 // (the agent.yaml f was written from) when it is set.
 func agentEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
-	var out []workflowEntry
-	if def != nil {
-		for _, t := range def.Tools {
-			if t.Agent != "" {
-				out = append(out, workflowEntry{file: def.File, tool: t})
-			}
-		}
-		return out
-	}
-	for _, s := range f.Steps {
-		if s.Agent == nil {
-			continue
-		}
-		for _, t := range s.Agent.Tools {
-			if t.Agent != "" {
-				out = append(out, workflowEntry{file: f.File, step: s.ID, tool: t})
-			}
-		}
-	}
-	return out
+	return toolEntries(f, def, func(t *flow.AgentTool) bool { return t.Agent != "" })
 }
 
 // HandoffTool is the name of the tool a handoff to the agent of the folder

@@ -50,10 +50,16 @@ func (e workflowEntry) diag(format string, args ...any) flow.Diagnostic {
 // workflowEntries lists the workflow: entries of f's agent steps, located
 // in def (the agent.yaml f was written from) when it is set.
 func workflowEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
+	return toolEntries(f, def, func(t *flow.AgentTool) bool { return t.Workflow != "" })
+}
+
+// toolEntries lists the tool entries of f's agent steps that keep holds
+// for, located in def (the agent.yaml f was written from) when it is set.
+func toolEntries(f *flow.Flow, def *flow.AgentDef, keep func(*flow.AgentTool) bool) []workflowEntry {
 	var out []workflowEntry
 	if def != nil {
 		for _, t := range def.Tools {
-			if t.Workflow != "" {
+			if keep(t) {
 				out = append(out, workflowEntry{file: def.File, tool: t})
 			}
 		}
@@ -64,7 +70,7 @@ func workflowEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
 			continue
 		}
 		for _, t := range s.Agent.Tools {
-			if t.Workflow != "" {
+			if keep(t) {
 				out = append(out, workflowEntry{file: f.File, step: s.ID, tool: t})
 			}
 		}
