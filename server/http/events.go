@@ -41,22 +41,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, err)
 		return
 	}
-	// subscribed before the stream opens: a client that sees it open gets
-	// every delta from then on
-	var deltas <-chan trace.Delta
-	if s.o.Deltas != nil {
-		ch, stop := s.o.Deltas.Subscribe(run.ID)
-		defer stop()
-		deltas = ch
-	}
-	rc := http.NewResponseController(w)
-	// the server's write timeout would end a long stream: each write gets
-	// its own deadline instead.
-	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	deltas, rc, stop := s.openStream(w, run.ID)
+	defer stop()
 	ctx := r.Context()
 	st := s.c.Store()
 	tick := time.NewTicker(s.o.Poll)
@@ -66,7 +52,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		// the deltas already handed out were streamed before the events
 		// about to be read were committed (a reply streams, then its turn
 		// commits): they go first, and none is left behind at the end.
-		if !drainDeltas(w, rc, deltas) {
+		if !drainDeltas(deltas, func(d trace.Delta) bool { return writeDelta(w, rc, d) }) {
 			return
 		}
 		// the run's status is read before its events: a run finished then
@@ -137,13 +123,32 @@ func (s *Server) waitEvents(ctx context.Context, w http.ResponseWriter, rc *http
 	}
 }
 
-// drainDeltas writes the deltas waiting in deltas without waiting for
-// more; false when a write failed.
-func drainDeltas(w http.ResponseWriter, rc *http.ResponseController, deltas <-chan trace.Delta) bool {
+// openStream subscribes to the deltas of run — before the stream opens,
+// so a client that sees it open gets every delta from then on — and opens
+// an event stream on w. The caller calls stop when the stream ends.
+func (s *Server) openStream(w http.ResponseWriter, run string) (deltas <-chan trace.Delta, rc *http.ResponseController, stop func()) {
+	stop = func() {}
+	if s.o.Deltas != nil {
+		deltas, stop = s.o.Deltas.Subscribe(run)
+	}
+	rc = http.NewResponseController(w)
+	// the server's write timeout would end a long stream: each write gets
+	// its own deadline instead.
+	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return deltas, rc, stop
+}
+
+// drainDeltas writes, with write, the deltas waiting in deltas without
+// waiting for more; false when a write failed.
+func drainDeltas(deltas <-chan trace.Delta, write func(trace.Delta) bool) bool {
 	for {
 		select {
 		case d := <-deltas:
-			if !writeDelta(w, rc, d) {
+			if !write(d) {
 				return false
 			}
 		default:

@@ -26,20 +26,8 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 		return
 	}
 	seen, _ := strconv.ParseInt(r.URL.Query().Get("seq"), 10, 64)
-	// subscribed before the stream opens: a client that sees it open gets
-	// every delta from then on
-	var deltas <-chan trace.Delta
-	if s.o.Deltas != nil {
-		ch, stop := s.o.Deltas.Subscribe(run.ID)
-		defer stop()
-		deltas = ch
-	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Now().Add(slowClient))
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	deltas, rc, stop := s.openStream(w, run.ID)
+	defer stop()
 	_ = rc.Flush()
 	ctx := r.Context()
 	tick := time.NewTicker(s.o.Poll)
@@ -48,15 +36,8 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request, c *uiCaller) {
 	for {
 		// deltas streamed before what is about to be read committed go
 		// first, and none is left behind when the run ends.
-		for drained := false; !drained; {
-			select {
-			case d := <-deltas:
-				if !writeLiveDelta(w, rc, d, &lastCall) {
-					return
-				}
-			default:
-				drained = true
-			}
+		if !drainDeltas(deltas, func(d trace.Delta) bool { return writeLiveDelta(w, rc, d, &lastCall) }) {
+			return
 		}
 		cur, err := s.c.Store().GetRun(ctx, run.ID)
 		if err != nil {
