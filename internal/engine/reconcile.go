@@ -38,7 +38,11 @@ func (r *run) checker(i int) tool.Checker {
 }
 
 // reconcile decides step i's calls in doubt by the one rule for them
-// (invoke.Resolve, through askCheck): step i was found in flight after a
+// (invoke.Resolve, through askCheck; a for_each item's, a plan step's, a
+// repeat round's or a fallback's call of a tool that is idempotent or
+// reads at most is made again with the same key, check or not; a plain
+// step without a check is left to its row's idempotency, resume.go):
+// step i was found in flight after a
 // crash (a plain tool step that is not idempotent, a for_each step whose
 // records show item calls — or their fallbacks' — started and never
 // settled, a plan step whose plan's calls are so, a repeat step's round,
@@ -67,10 +71,11 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 		return r.reconcileFallback(i)
 	case s.Type == flow.Plan:
 		return r.reconcilePlan(i)
-	case r.checker(i) == nil:
-		return false, false
-	case s.Repeat != nil:
+	case s.Repeat != nil && s.ForEach == nil && s.Type == flow.Tool:
 		return r.reconcileRound(i)
+	case r.checker(i) == nil && s.ForEach == nil:
+		// a plain step without a check: its row's idempotency decided.
+		return false, false
 	}
 	if s.ForEach != nil && (p == nil || len(p.inDoubt) == 0 || len(p.inDoubt) != len(p.doubt)) {
 		return false, false
@@ -92,7 +97,7 @@ func (r *run) reconcile(i int) (settled, requeued bool) {
 		}
 	} else {
 		for _, c := range p.inDoubt {
-			if c.Item >= len(j.each.inputs) {
+			if c.Item >= len(j.each.inputs) || !c.Fallback && s.Type != flow.Tool {
 				return false, false
 			}
 			t, name, spec, args := r.b.tools[i], s.Tool, &r.b.specs[i], j.each.inputs[c.Item].args

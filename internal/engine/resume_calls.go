@@ -123,7 +123,7 @@ func (r *run) resumeCalls(i int, calls []*store.Call) (cont, doubt bool, err err
 			ok, err = p.fromRounds(calls, from)
 			keep = keep || ok
 		default:
-			err = p.fromPlan(calls)
+			err = p.fromPlan(calls, from)
 		}
 		keep = keep || s.Repeat == nil
 	}
@@ -311,10 +311,18 @@ func (p *stepProgress) fromItems(calls []*store.Call, from int) error {
 
 // fromPlan reads a plan step's records: the last plan proposed (the
 // planner's record) and the plan steps that succeeded, over its plans. A
-// waiting record (the gate's require_approval) is a call not made.
-func (p *stepProgress) fromPlan(calls []*store.Call) error {
+// waiting record (the gate's require_approval) is a call not made. Only
+// the records of the step's execution since rein runs retry last
+// re-opened it count (attempt from on, sinceReopened): neither a plan
+// proposed before the retry nor a plan step settled before it is taken
+// for the retried step, which asks its planner anew when it had not
+// answered since.
+func (p *stepProgress) fromPlan(calls []*store.Call, from int) error {
 	var last *store.Call
 	for _, c := range calls {
+		if !sinceReopened(c, from) {
+			continue
+		}
 		if c.Kind == store.CallModel && c.PlanStep == "" && c.Plan > 0 && c.Status == store.CallSucceeded &&
 			(last == nil || c.Attempt > last.Attempt || c.Attempt == last.Attempt && c.Plan >= last.Plan) {
 			last = c
@@ -323,8 +331,8 @@ func (p *stepProgress) fromPlan(calls []*store.Call) error {
 	var steps []*store.Call
 	done := map[string]bool{}
 	for _, c := range calls {
-		if c.Status == store.CallWaiting {
-			continue // the call was not made: its plan step waits for a person
+		if c.Status == store.CallWaiting || !sinceReopened(c, from) {
+			continue // a waiting call was not made: its plan step waits for a person
 		}
 		if c.Kind != store.CallTool || c.PlanStep == "" {
 			continue
