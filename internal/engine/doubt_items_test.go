@@ -35,8 +35,14 @@ steps:
   - {id: each, tool: look, args: {n: 1}, repeat: {until: "iteration >= 3", max: 3}}
 `
 
+// doubtPlainFlow is the flow in mode plain: one step, no loop.
+const doubtPlainFlow = `name: doubt_plain
+steps:
+  - {id: each, tool: look, args: {n: 1}}
+`
+
 // doubtKill is the call each mode's child dies in.
-var doubtKill = map[string]string{"idempotent": "each[1]/1", "read": "each[1]/1", "rounds": "each#2/1"}
+var doubtKill = map[string]string{"idempotent": "each[1]/1", "read": "each[1]/1", "rounds": "each#2/1", "plain": "each/1"}
 
 // doubtItemsEngine builds the flow's engine over dir and st, look
 // declared as spec says; look appends its key (without the run id) to
@@ -67,8 +73,11 @@ func doubtItemsEngine(t testing.TB, dir string, st store.Store, mode, kill strin
 		t.Fatal(err)
 	}
 	src := doubtItemsFlow
-	if mode == "rounds" {
+	switch mode {
+	case "rounds":
 		src = doubtRoundsFlow
+	case "plain":
+		src = doubtPlainFlow
 	}
 	f, err := flow.Parse([]byte(src), "doubt_items.yaml", &flow.Options{Tools: specsOf(reg)})
 	if err != nil {
@@ -82,6 +91,7 @@ var doubtItemsSpecs = map[string]tool.Spec{
 	"idempotent": {Effect: tool.EffectExternal, Idempotent: true}, // its start is not recorded
 	"read":       {Effect: tool.EffectRead},                       // its start is recorded: started, never settled
 	"rounds":     {Effect: tool.EffectRead},
+	"plain":      {Effect: tool.EffectRead},
 }
 
 // TestDoubtItemsChild is the child's body; it does nothing in a normal run.
@@ -104,13 +114,14 @@ func TestDoubtItemsChild(t *testing.T) {
 // flight by a crash, its tool idempotent (no start recorded) or read-only
 // (a start recorded, never settled) and without a check, runs again on
 // resume with the same key, nobody asked; the items that settled are
-// kept. So does a repeat round of a read-only tool (mode rounds).
+// kept. So does a repeat round of a read-only tool (mode rounds), and a
+// plain step of one (mode plain).
 func TestItemInFlightRunsAgainWhenRepeatable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
 	t.Parallel()
-	for _, mode := range []string{"idempotent", "read", "rounds"} {
+	for _, mode := range []string{"idempotent", "read", "rounds", "plain"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -124,12 +135,16 @@ func TestItemInFlightRunsAgainWhenRepeatable(t *testing.T) {
 				t.Fatalf("after resume: %s, pending %+v (%+v); want succeeded, nobody asked", res.Status, res.Pending, res.Error)
 			}
 			want := []string{"each[0]/1", "each[1]/1", "each[1]/1", "each[2]/1"}
-			if mode == "rounds" {
+			switch mode {
+			case "rounds", "plain":
 				want = []string{"each#1/1", "each#2/1", "each#2/1", "each#3/1"}
-				if got := res.Outputs["each"].(map[string]any)["key"]; got != "each#3/1" {
-					t.Fatalf("each's output came from the call keyed %v, want each#3/1", got)
+				if mode == "plain" {
+					want = []string{"each/1", "each/1"}
 				}
-			} else {
+				if got := res.Outputs["each"].(map[string]any)["key"]; got != want[len(want)-1] {
+					t.Fatalf("each's output came from the call keyed %v, want %s", got, want[len(want)-1])
+				}
+			default:
 				var got []any
 				for _, v := range res.Outputs["each"].([]any) {
 					got = append(got, v.(map[string]any)["key"])

@@ -9,6 +9,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/internal/route"
 	"github.com/reinhq/rein/model"
@@ -123,10 +124,15 @@ var kinds = map[flow.Type]*kind{
 			return out, trace.OriginTool, err
 		},
 		outputOrigin: trace.OriginTool,
-		// a plan may call any of its tools: safe to re-run only if all are.
+		// a plan may call any of its tools: safe to re-run only if all are
+		// (invoke.Repeatable: idempotent, or reads at most).
 		idempotent: func(r *run, i int) bool {
 			for _, name := range r.f.Steps[i].PlanSpec.Tools {
-				if t, ok := r.e.cfg.Tools.Lookup(name); !ok || !t.Spec().Idempotent {
+				t, ok := r.e.cfg.Tools.Lookup(name)
+				if !ok {
+					return false
+				}
+				if spec := t.Spec(); !invoke.Repeatable(&spec) {
 					return false
 				}
 			}
@@ -155,8 +161,9 @@ var kinds = map[flow.Type]*kind{
 			return r.callTool(ctx, j, r.b.tools[j.index], in, attempt, false)
 		},
 		outputOrigin: trace.OriginTool,
-		// only when its tool says idempotent: true.
-		idempotent: func(r *run, i int) bool { return r.b.specs[i].Idempotent },
+		// the one rule for a call in doubt (invoke.Repeatable): its tool is
+		// idempotent, or reads at most.
+		idempotent: func(r *run, i int) bool { return invoke.Repeatable(&r.b.specs[i]) },
 		takesArgs:  true,
 	},
 	flow.Approval: {
