@@ -20,13 +20,13 @@ guardrails:
   output:
     - {name: no_secrets, deny: [Password, internal-only]}
     - {name: short, check: 'len(text) <= 40'}
-    - {name: shaped, schema: {type: object, required: [ok]}}
+    - {name: shaped, schema: {type: object, required: [ok]}, on_trip: ask}
 `
 	a, err := flow.ParseAgent([]byte(src), "agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Guardrails) != 4 || !a.Guardrails[0].Input || a.Guardrails[1].Input {
+	if len(a.Guardrails) != 4 || !a.Guardrails[0].Input || a.Guardrails[1].Input || a.Guardrails[0].Ask || !a.Guardrails[3].Ask {
 		t.Fatalf("guardrails %+v", a.Guardrails)
 	}
 	ctx := context.Background()
@@ -61,12 +61,13 @@ guardrails:
     - {name: b, deny: []}
     - {name: c, check: 'len(text) >'}
     - {name: c, deny: [y], shout: true}
+    - {name: e, deny: [z], on_trip: maybe}
   sideways: []
 `
 	_, err = flow.ParseAgent([]byte(bad), "agent.yaml")
 	for _, w := range []string{"agent.yaml:5:24: guardrail regex: error parsing regexp", "agent.yaml:5:7: guardrail a: give exactly one of",
 		"agent.yaml:6:7: a guardrail needs name:", "agent.yaml:8:23: guardrail deny: list at least one phrase", "agent.yaml:9:35: check: unexpected token EOF",
-		`agent.yaml:10:7: guardrails: "c" is named twice`, `unknown field "shout" in a guardrail`, `agent.yaml:11:3: unknown field "sideways" in guardrails`} {
+		`agent.yaml:10:7: guardrails: "c" is named twice`, `unknown field "shout" in a guardrail`, `agent.yaml:11:37: guardrail on_trip: "maybe" is neither stop`, `agent.yaml:12:3: unknown field "sideways" in guardrails`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("missing %q in %v", w, err)
 		}
