@@ -83,7 +83,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	}
 	guards := make([]agent.Guardrail, len(a.Guardrails))
 	for i, g := range a.Guardrails {
-		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge}
+		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge, Ask: g.Ask}
 	}
 	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
@@ -141,6 +141,9 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 			var first string
 			if len(res.Pending) > 0 {
 				first = fmt.Sprintf(" (the first, of tool %s: %s)", res.Pending[0].Tool, res.Pending[0].Reason)
+				if res.Pending[0].Guardrail != "" {
+					first = fmt.Sprintf(" (the first: %s)", res.Pending[0].Reason)
+				}
 			}
 			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval%s, which needs a durable store: run it with one (rein run --db, or engine.Config.Store)",
 				s.ID, len(res.Pending), first)
@@ -545,6 +548,10 @@ func (r *run) parkAgent(i int, w *agentWait) {
 			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason, digestNote(p.ArgsSHA))}
 		if s.Type == flow.Plan {
 			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason, digestNote(p.ArgsSHA))
+		}
+		if p.Guardrail != "" {
+			a.Tool, a.Args = "", nil // no call waits: the guardrail's trip does
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to go on as if it had not tripped, or reject it (the step fails with a guardrail error and your comment)", s.ID, p.Reason)
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown
