@@ -73,3 +73,47 @@ guardrails:
 		}
 	}
 }
+
+// TestParseLLMGuardrails: an llm step takes guardrails: (its prompt and
+// reply); on_trip: ask is refused there, located, and guardrails: on
+// other kinds of step is refused.
+func TestParseLLMGuardrails(t *testing.T) {
+	t.Parallel()
+	ok := `name: f
+steps:
+  - id: a
+    type: llm
+    model: m
+    prompt_template: hi
+    guardrails:
+      input: [{name: cards, regex: '\d{16}'}]
+      output: [{name: notes, deny: [internal-only]}]
+`
+	f, err := flow.Parse([]byte(ok), "flow.yaml", &flow.Options{Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Steps[0]; len(s.Guardrails) != 2 || !s.Guardrails[0].Input || s.Agent != nil {
+		t.Fatalf("llm step guardrails %+v (agent %v)", s.Guardrails, s.Agent)
+	}
+	bad := `name: f
+steps:
+  - id: a
+    type: llm
+    model: m
+    prompt_template: hi
+    guardrails:
+      output: [{name: notes, deny: [x], on_trip: ask}]
+  - id: b
+    type: tool
+    tool: t
+    guardrails: {input: []}
+`
+	_, err = flow.Parse([]byte(bad), "flow.yaml", &flow.Options{Models: func(string) bool { return true }})
+	for _, w := range []string{"flow.yaml:8:16: step a: guardrail notes: on_trip: ask is for agent steps",
+		"flow.yaml:12:5: step b: guardrails belongs to agent and llm steps"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+}

@@ -72,3 +72,50 @@ guardrails:
 		t.Fatalf("reject: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// TestLLMStepGuardrails: an llm step's input guardrail stops it before
+// the model call, its output guardrail refuses the reply, each with the
+// guardrail error naming the step and guardrail (never the matched
+// text); a clean prompt and reply are the step's output.
+func TestLLMStepGuardrails(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"flow.yaml": `name: g
+steps:
+  - id: answer
+    type: llm
+    model: m
+    prompt_template: "Answer: {input.q}"
+    guardrails:
+      input: [{name: no_cards, regex: '\d{4} \d{4} \d{4} \d{4}'}]
+      output: [{name: no_notes, deny: [internal-only]}]
+`,
+		"script.yaml": `replies:
+  - step: answer
+    contains: "notes"
+    raw: "internal-only: watch list"
+  - step: answer
+    raw: "fine"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	for _, c := range []struct {
+		q, want string
+		code    int
+	}{
+		{"card 4111 1111 1111 1111", "error (guardrail): step answer: llm step answer: input guardrail no_cards tripped on the prompt", exitRunFailed},
+		{"notes please", "error (guardrail): step answer: llm step answer: output guardrail no_notes tripped on the reply: the text holds the denied phrase \"internal-only\"", exitRunFailed},
+		{"hi", `"answer": "fine"`, exitOK},
+	} {
+		code, out, stderr := cli(t, "run", dir, "--input-json", `{"q": "`+c.q+`"}`, "--db", db)
+		if code != c.code || !strings.Contains(out+stderr, c.want) || strings.Contains(out+stderr, "1111") && c.code != exitOK ||
+			strings.Contains(c.q, "card") && strings.Contains(out, "model_calls") {
+			t.Errorf("%q: exit %d\n%s\n%s", c.q, code, out, stderr)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -83,9 +84,18 @@ type GuardrailError struct {
 	Name, Side string
 	Turn       int
 	Reason     string
+	// Step names the llm step whose prompt (input) or reply (output)
+	// tripped it (Check); "" for an agent loop's.
+	Step string
 }
 
 func (e *GuardrailError) Error() string {
+	if e.Step != "" {
+		if e.Side == "input" {
+			return fmt.Sprintf("llm step %s: input guardrail %s tripped on the prompt: %s", e.Step, e.Name, e.Reason)
+		}
+		return fmt.Sprintf("llm step %s: output guardrail %s tripped on the reply: %s", e.Step, e.Name, e.Reason)
+	}
 	if e.Side == "input" {
 		return fmt.Sprintf("agent: input guardrail %s tripped on the task: %s", e.Name, e.Reason)
 	}
@@ -160,4 +170,25 @@ func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
 		}
 	}
 	return pend, nil
+}
+
+// Check runs the guardrails of one side of llm step stepID over text
+// (its rendered prompt, input; its reply, output, with v its value under
+// an output schema, else nil): the first trip is a fault.Guardrail error
+// (a GuardrailError naming the step). A judge asks m (modelName), as an
+// agent's judge asks the loop's model. Guardrails that ask are not for
+// llm steps (the flow refuses them); a trip of one stops too.
+func Check(ctx context.Context, m model.Model, modelName, runID, stepID string, attempt int, gs []Guardrail, input bool, text string, v any) error {
+	only := make([]Guardrail, len(gs))
+	for i, g := range gs {
+		g.Ask = false
+		only[i] = g
+	}
+	l := &Loop{cfg: Config{Model: m, ModelName: modelName, RunID: runID, StepID: stepID, Attempt: attempt, Guardrails: only}}
+	_, err := l.guard(ctx, input, 0, text, v)
+	var ge *GuardrailError
+	if errors.As(err, &ge) {
+		ge.Step = stepID
+	}
+	return err
 }

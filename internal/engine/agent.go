@@ -81,11 +81,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if a.Context.MaxTokens > 0 {
 		cb = &agent.ContextBudget{MaxTokens: a.Context.MaxTokens, Strategy: a.Context.Strategy, Prompt: a.Context.Prompt}
 	}
-	guards := make([]agent.Guardrail, len(a.Guardrails))
-	for i, g := range a.Guardrails {
-		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge, Ask: g.Ask}
-	}
-	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guardrailsOf(a.Guardrails), Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
@@ -97,6 +93,16 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		RetryWait: func(runID string, n int, err error) time.Duration {
 			return max(sched.Backoff(s.Backoff, runID, s.ID, n), fault.RetryAfterOf(err))
 		}})
+}
+
+// guardrailsOf are the agent loop's guardrails of a flow's (an agent's
+// or an llm step's).
+func guardrailsOf(gs []*flow.AgentGuardrail) []agent.Guardrail {
+	out := make([]agent.Guardrail, len(gs))
+	for i, g := range gs {
+		out[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge, Ask: g.Ask}
+	}
+	return out
 }
 
 // agentWait is the "error" of an agent step whose calls wait for a person,
