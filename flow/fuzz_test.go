@@ -34,6 +34,7 @@ func FuzzParse(f *testing.F) {
 		"? [a]\n: b\n",
 		"name: x\nsteps:\n  - ? {id: a}\n",
 		"--- \n...\n---\nname: y\n",
+		"name: x\nsteps:\n  - {id: a, type: llm, prompt_template: a, guardrails: {input: [{name: c, regex: '\\d', on_trip: ask}], output: [{name: d, judge: j}]}}\n  - {id: b, tool: t, guardrails: {}}\n",
 	} {
 		f.Add([]byte(s))
 	}
