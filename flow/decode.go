@@ -433,6 +433,15 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 	case "context":
 		d.agentSpec(s).Context = d.decodeAgentContext(f, label)
 	case "guardrails":
+		if declaredType(src) == LLM {
+			s.Guardrails = d.decodeGuardrails(f, label)
+			for _, g := range s.Guardrails {
+				if g.Ask {
+					d.diags.add(g.Pos, label, "guardrail %s: on_trip: ask is for agent steps; an llm step's guardrail stops it (on_trip: stop)", g.Name)
+				}
+			}
+			break
+		}
 		d.agentSpec(s).Guardrails = d.decodeGuardrails(f, label)
 	case "max_observation_bytes", "max_args_bytes":
 		if n, ok := d.integer(f, label); ok {
@@ -583,7 +592,10 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	if f, ok := src.fields["tools"]; ok && s.Type == Plan && s.Agent != nil {
 		d.diags.add(posOf(f.value), label, "a plan step's tools: is a list of tool names")
 	}
-	for _, k := range []string{"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context", "guardrails"} {
+	if f, ok := src.fields["guardrails"]; ok && s.Type != Agent && s.Type != LLM {
+		d.diags.add(f.keyPos, label, "guardrails belongs to agent and llm steps (type: agent, type: llm)")
+	}
+	for _, k := range []string{"instructions", "budgets", "max_observation_bytes", "max_args_bytes", "execute_plan", "handoffs", "context"} {
 		if f, ok := src.fields[k]; ok && s.Type != Agent {
 			d.diags.add(f.keyPos, label, "%s belongs to agent steps (type: agent)", k)
 		}

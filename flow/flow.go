@@ -180,6 +180,11 @@ type Step struct {
 	// Premise, when set, is checked on the step's output after its gate:
 	// when it does not hold, the step waits for a person (Premise).
 	Premise *Premise
+	// Guardrails are an llm step's (input: the rendered prompt, before
+	// the model call; output: the reply, before it is the step's output);
+	// a trip fails the step with a guardrail error. An agent step's are
+	// its Agent's.
+	Guardrails []*AgentGuardrail
 	// Retries is how often a transient error is retried (every error with
 	// on_error: retry); an llm, route, tool or plan step without retries:
 	// gets the defaults (Options.Defaults, else DefaultRetries).

@@ -34,6 +34,7 @@ func FuzzParse(f *testing.F) {
 		"? [a]\n: b\n",
 		"name: x\nsteps:\n  - ? {id: a}\n",
 		"--- \n...\n---\nname: y\n",
+		"name: x\nsteps:\n  - {id: a, type: llm, prompt_template: a, guardrails: {input: [{name: c, regex: '\\d', on_trip: ask}], output: [{name: d, judge: j}]}}\n  - {id: b, tool: t, guardrails: {}}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -98,6 +99,7 @@ func FuzzParseAgent(f *testing.F) {
 		"model: m\ncontext: [1]\nbudgets: {max_turns: 0}\n",
 		"model: m\nguardrails:\n  input:\n    - {name: cards, regex: '\\d{16}'}\n  output:\n    - {name: d, deny: [x]}\n    - {name: s, schema: {type: object}}\n    - {name: c, check: 'len(text) < 9'}\n",
 		"model: m\nguardrails: {input: [{regex: '('}, 3], side: []}\n",
+		"model: m\nguardrails:\n  input:\n    - {name: a, regex: x, on_trip: ask}\n  output:\n    - {name: b, deny: [y], on_trip: stop}\n    - {name: c, check: 'true', on_trip: maybe}\n    - {name: d, judge: j, on_trip: [ask]}\n",
 	} {
 		f.Add([]byte(s))
 	}

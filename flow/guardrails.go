@@ -13,7 +13,16 @@ import (
 	"github.com/reinhq/rein/internal/yamlnode"
 )
 
-var guardrailFields = []string{"name", "regex", "deny", "schema", "check", "judge"}
+var guardrailFields = []string{"name", "regex", "deny", "schema", "check", "judge", "on_trip"}
+
+// What a tripped guardrail does (on_trip:).
+const (
+	// OnTripStop stops the run with a guardrail error (the default).
+	OnTripStop = "stop"
+	// OnTripAsk parks the run for a person: approve goes on as if the
+	// guardrail had not tripped, reject is the guardrail error.
+	OnTripAsk = "ask"
+)
 
 // MaxGuardrailPattern bounds a guardrail's regex (Go's regexp runs in time
 // linear in its input; the bound keeps the compiled program small).
@@ -36,7 +45,10 @@ type AgentGuardrail struct {
 	Schema *Schema
 	Check  *expression.Program
 	Judge  string
-	Pos    Pos
+	// Ask: on_trip: ask — a trip waits for a person's decision instead of
+	// stopping the run.
+	Ask bool
+	Pos Pos
 }
 
 // Side is "input" or "output".
@@ -176,6 +188,16 @@ func (d *decoder) decodeGuardrail(item ast.Node, input bool, label string) *Agen
 					d.diags.add(posOf(f.value), label, "guardrail judge: say what the model should refuse (its instruction)")
 				}
 				g.Judge = v
+			}
+		case "on_trip":
+			if v, ok := d.str(f, label); ok {
+				switch v {
+				case OnTripStop:
+				case OnTripAsk:
+					g.Ask = true
+				default:
+					d.diags.add(posOf(f.value), label, "guardrail on_trip: %q is neither %s (stop the run with a guardrail error) nor %s (ask a person)", v, OnTripStop, OnTripAsk)
+				}
 			}
 		default:
 			d.unknownField(f, label, "a guardrail", guardrailFields)

@@ -20,13 +20,13 @@ guardrails:
   output:
     - {name: no_secrets, deny: [Password, internal-only]}
     - {name: short, check: 'len(text) <= 40'}
-    - {name: shaped, schema: {type: object, required: [ok]}}
+    - {name: shaped, schema: {type: object, required: [ok]}, on_trip: ask}
 `
 	a, err := flow.ParseAgent([]byte(src), "agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Guardrails) != 4 || !a.Guardrails[0].Input || a.Guardrails[1].Input {
+	if len(a.Guardrails) != 4 || !a.Guardrails[0].Input || a.Guardrails[1].Input || a.Guardrails[0].Ask || !a.Guardrails[3].Ask {
 		t.Fatalf("guardrails %+v", a.Guardrails)
 	}
 	ctx := context.Background()
@@ -61,12 +61,57 @@ guardrails:
     - {name: b, deny: []}
     - {name: c, check: 'len(text) >'}
     - {name: c, deny: [y], shout: true}
+    - {name: e, deny: [z], on_trip: maybe}
   sideways: []
 `
 	_, err = flow.ParseAgent([]byte(bad), "agent.yaml")
 	for _, w := range []string{"agent.yaml:5:24: guardrail regex: error parsing regexp", "agent.yaml:5:7: guardrail a: give exactly one of",
 		"agent.yaml:6:7: a guardrail needs name:", "agent.yaml:8:23: guardrail deny: list at least one phrase", "agent.yaml:9:35: check: unexpected token EOF",
-		`agent.yaml:10:7: guardrails: "c" is named twice`, `unknown field "shout" in a guardrail`, `agent.yaml:11:3: unknown field "sideways" in guardrails`} {
+		`agent.yaml:10:7: guardrails: "c" is named twice`, `unknown field "shout" in a guardrail`, `agent.yaml:11:37: guardrail on_trip: "maybe" is neither stop`, `agent.yaml:12:3: unknown field "sideways" in guardrails`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+}
+
+// TestParseLLMGuardrails: an llm step takes guardrails: (its prompt and
+// reply); on_trip: ask is refused there, located, and guardrails: on
+// other kinds of step is refused.
+func TestParseLLMGuardrails(t *testing.T) {
+	t.Parallel()
+	ok := `name: f
+steps:
+  - id: a
+    type: llm
+    model: m
+    prompt_template: hi
+    guardrails:
+      input: [{name: cards, regex: '\d{16}'}]
+      output: [{name: notes, deny: [internal-only]}]
+`
+	f, err := flow.Parse([]byte(ok), "flow.yaml", &flow.Options{Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Steps[0]; len(s.Guardrails) != 2 || !s.Guardrails[0].Input || s.Agent != nil {
+		t.Fatalf("llm step guardrails %+v (agent %v)", s.Guardrails, s.Agent)
+	}
+	bad := `name: f
+steps:
+  - id: a
+    type: llm
+    model: m
+    prompt_template: hi
+    guardrails:
+      output: [{name: notes, deny: [x], on_trip: ask}]
+  - id: b
+    type: tool
+    tool: t
+    guardrails: {input: []}
+`
+	_, err = flow.Parse([]byte(bad), "flow.yaml", &flow.Options{Models: func(string) bool { return true }})
+	for _, w := range []string{"flow.yaml:8:16: step a: guardrail notes: on_trip: ask is for agent steps",
+		"flow.yaml:12:5: step b: guardrails belongs to agent and llm steps"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("missing %q in %v", w, err)
 		}

@@ -35,6 +35,18 @@ type Turn struct {
 	// fit the agent's context budget, when it compacted it; a resume sends
 	// the same (a summary is never asked for again).
 	Context *TurnContext `json:"context,omitempty"`
+	// Guard are the output guardrails with on_trip: ask that the final
+	// answer tripped: the answer is accepted once a person approves each
+	// (the approval of step <step>/turn<n>/guardrail/<name>).
+	Guard []TurnGuard `json:"guard,omitempty"`
+}
+
+// TurnGuard is a guardrail trip that waits for a person: the guardrail's
+// name, its side (output) and why it tripped, in the guardrail's words.
+type TurnGuard struct {
+	Name   string `json:"name"`
+	Side   string `json:"side"`
+	Reason string `json:"reason"`
 }
 
 // TurnContext is a turn's compaction: the strategy (trim, summarize), how
@@ -88,5 +100,13 @@ func (t *Turn) redact(red *redact.Redactor) {
 	}
 	for i := range t.Calls {
 		t.Calls[i].redact(red)
+	}
+	if len(t.Guard) > 0 {
+		g := make([]TurnGuard, len(t.Guard))
+		for i, x := range t.Guard {
+			g[i] = x
+			g[i].Reason = red.String(x.Reason)
+		}
+		t.Guard = g
 	}
 }

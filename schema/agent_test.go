@@ -70,6 +70,8 @@ func TestAgentCases(t *testing.T) {
 		{"tools as a list", "model: m\ntools: [look, crm.find_customer]\n", true},
 		{"tools list with options", "model: m\ntools: [look, {pay: {approval: required}}]\n", false},
 		{"tools listed twice", "model: m\ntools: [look, look]\n", false},
+		{"guardrail that asks", "model: m\nguardrails: {output: [{name: g, deny: [x], on_trip: ask}], input: [{name: h, regex: y, on_trip: stop}]}\n", true},
+		{"guardrail on_trip unknown", "model: m\nguardrails: {output: [{name: g, deny: [x], on_trip: warn}]}\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/model"
@@ -24,6 +26,27 @@ type Guardrail struct {
 	// the model answers {"trip": true, "reason": ...}. Its model errors
 	// are returned as they are classed.
 	Judge string
+	// Ask (on_trip: ask): a trip waits for a person instead of stopping
+	// the loop: Run pauses with a Pending of kind "approval" naming the
+	// guardrail (Ref GuardRef), approve goes on as if it had not tripped,
+	// reject is the GuardrailError.
+	Ask bool
+}
+
+// GuardTrip is a guardrail with on_trip: ask that tripped and waits for a
+// person's decision (Session.Decisions[GuardRef(turn, Name)]). Reason says
+// why it tripped in the guardrail's words (a regex's pattern and offset,
+// never the text it matched).
+type GuardTrip struct {
+	Name   string `json:"name"`
+	Side   string `json:"side"`
+	Reason string `json:"reason"`
+}
+
+// GuardRef names the decision on guardrail name's trip at turn (0: the
+// task, an input guardrail): "turn<t>/guardrail/<name>".
+func GuardRef(turn int, name string) string {
+	return "turn" + strconv.Itoa(turn) + "/guardrail/" + name
 }
 
 // judgeAnswer is a judge's structured answer.
@@ -61,9 +84,18 @@ type GuardrailError struct {
 	Name, Side string
 	Turn       int
 	Reason     string
+	// Step names the llm step whose prompt (input) or reply (output)
+	// tripped it (Check); "" for an agent loop's.
+	Step string
 }
 
 func (e *GuardrailError) Error() string {
+	if e.Step != "" {
+		if e.Side == "input" {
+			return fmt.Sprintf("llm step %s: input guardrail %s tripped on the prompt: %s", e.Step, e.Name, e.Reason)
+		}
+		return fmt.Sprintf("llm step %s: output guardrail %s tripped on the reply: %s", e.Step, e.Name, e.Reason)
+	}
 	if e.Side == "input" {
 		return fmt.Sprintf("agent: input guardrail %s tripped on the task: %s", e.Name, e.Reason)
 	}
@@ -71,8 +103,15 @@ func (e *GuardrailError) Error() string {
 }
 
 // guard runs the guardrails of one side (input or not) over text and v,
-// in order, and returns the first trip as a fault.Guardrail error.
-func (l *Loop) guard(ctx context.Context, input bool, turn int, text string, v any) error {
+// in order: the first trip of a guardrail that stops is returned as a
+// fault.Guardrail error; the trips of those that ask (Guardrail.Ask) are
+// returned for a person to decide (decide).
+func (l *Loop) guard(ctx context.Context, input bool, turn int, text string, v any) ([]GuardTrip, error) {
+	side := "output"
+	if input {
+		side = "input"
+	}
+	var asks []GuardTrip
 	for i := range l.cfg.Guardrails {
 		g := &l.cfg.Guardrails[i]
 		if g.Input != input {
@@ -83,7 +122,7 @@ func (l *Loop) guard(ctx context.Context, input bool, turn int, text string, v a
 		case g.Judge != "":
 			r, err := l.judge(ctx, g, turn, text)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			reason = r
 		case g.Trips != nil:
@@ -93,13 +132,63 @@ func (l *Loop) guard(ctx context.Context, input bool, turn int, text string, v a
 			}
 			reason = r
 		}
-		if reason != "" {
-			side := "output"
-			if input {
-				side = "input"
-			}
-			return fault.New(fault.Guardrail, &GuardrailError{Name: g.Name, Side: side, Turn: turn, Reason: reason})
+		switch {
+		case reason == "":
+		case g.Ask:
+			asks = append(asks, GuardTrip{Name: g.Name, Side: side, Reason: reason})
+		default:
+			return nil, fault.New(fault.Guardrail, &GuardrailError{Name: g.Name, Side: side, Turn: turn, Reason: reason})
 		}
 	}
-	return nil
+	return asks, nil
+}
+
+// decide applies people's decisions (s.Decisions, by GuardRef) to the
+// trips of guardrails that ask, at turn: the undecided ones are pending;
+// a rejected one is the fault.Guardrail error it would have been without
+// on_trip: ask (with the person's comment); approved ones pass.
+func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
+	var pend []Pending
+	for _, g := range trips {
+		ref := GuardRef(turn, g.Name)
+		d, ok := s.Decisions[ref]
+		switch {
+		case !ok:
+			what := "the answer of turn " + strconv.Itoa(turn)
+			if g.Side == "input" {
+				what = "the task"
+			}
+			pend = append(pend, Pending{Ref: ref, Turn: turn, Kind: "approval", Guardrail: g.Name,
+				Reason: fmt.Sprintf("%s guardrail %s tripped on %s: %s", g.Side, g.Name, what, g.Reason), Rule: "guardrail " + g.Name + " (on_trip: ask)"})
+		case d.Verdict == Approve:
+		default:
+			why := g.Reason + "; a person rejected going on"
+			if d.Comment != "" {
+				why += ": " + d.Comment
+			}
+			return nil, fault.New(fault.Guardrail, &GuardrailError{Name: g.Name, Side: g.Side, Turn: turn, Reason: why})
+		}
+	}
+	return pend, nil
+}
+
+// Check runs the guardrails of one side of llm step stepID over text
+// (its rendered prompt, input; its reply, output, with v its value under
+// an output schema, else nil): the first trip is a fault.Guardrail error
+// (a GuardrailError naming the step). A judge asks m (modelName), as an
+// agent's judge asks the loop's model. Guardrails that ask are not for
+// llm steps (the flow refuses them); a trip of one stops too.
+func Check(ctx context.Context, m model.Model, modelName, runID, stepID string, attempt int, gs []Guardrail, input bool, text string, v any) error {
+	only := make([]Guardrail, len(gs))
+	for i, g := range gs {
+		g.Ask = false
+		only[i] = g
+	}
+	l := &Loop{cfg: Config{Model: m, ModelName: modelName, RunID: runID, StepID: stepID, Attempt: attempt, Guardrails: only}}
+	_, err := l.guard(ctx, input, 0, text, v)
+	var ge *GuardrailError
+	if errors.As(err, &ge) {
+		ge.Step = stepID
+	}
+	return err
 }

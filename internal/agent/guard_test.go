@@ -82,3 +82,76 @@ func TestGuardrailJudge(t *testing.T) {
 		t.Fatalf("judge passes: %v, %+v", err, res)
 	}
 }
+
+// TestGuardrailAsk: a guardrail with on_trip: ask (Ask) does not stop the
+// loop: it pauses with a Pending naming the guardrail and why it tripped
+// (never the text it matched). An approved input trip goes on to the
+// model's answer; a tripped answer is committed, so the resume that
+// carries a person's decision does not ask the model again: approved, it
+// is the answer; rejected, the guardrail error.
+func TestGuardrailAsk(t *testing.T) {
+	secret := func(name string, input bool) agent.Guardrail {
+		g := denyGuard(name, input, "4111")
+		g.Trips = func(_ context.Context, text string, _ any) (string, error) {
+			if strings.Contains(text, "4111") {
+				return "the text matches a card number at byte 12", nil
+			}
+			return "", nil
+		}
+		g.Ask = true
+		return g
+	}
+
+	// input: asks, then an approval lets the task reach the model.
+	guards := []agent.Guardrail{secret("cards", true)}
+	m := &turns{replies: []func(*model.Request) *model.Response{textReply("refunded")}}
+	l := newLoop(t, agent.Config{Model: m, Guardrails: guards, Journal: &journal{}})
+	s := &agent.Session{Task: "refund card 4111 1111 1111 1111"}
+	res, err := l.Run(t.Context(), s)
+	ref := agent.GuardRef(0, "cards")
+	if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || m.calls() != 0 {
+		t.Fatalf("input trip: %v, %+v, %d model calls; want a pause before any model call", err, res, m.calls())
+	}
+	p := res.Pending[0]
+	if p.Ref != ref || p.Guardrail != "cards" || p.Kind != "approval" || p.Tool != "" ||
+		!strings.Contains(p.Reason, "input guardrail cards tripped on the task: the text matches a card number") || strings.Contains(p.Reason+p.Args, "1111") {
+		t.Errorf("pending %+v", p)
+	}
+	s.Decisions = map[string]agent.Decision{ref: {Verdict: agent.Approve, ID: "a1"}}
+	if res, err = l.Run(t.Context(), s); err != nil || res.Status != agent.StatusAnswered || res.Answer != "refunded" || m.calls() != 1 {
+		t.Fatalf("approved input trip: %v, %+v, %d model calls", err, res, m.calls())
+	}
+
+	// output: the tripped answer is committed and waits.
+	guards = []agent.Guardrail{secret("cards_out", false)}
+	for _, verdict := range []agent.Verdict{agent.Approve, agent.Reject} {
+		m = &turns{replies: []func(*model.Request) *model.Response{textReply("your card 4111 is refunded")}}
+		j := &journal{}
+		res, err = newLoop(t, agent.Config{Model: m, Guardrails: guards, Journal: j}).Run(t.Context(), &agent.Session{Task: "refund me"})
+		ref = agent.GuardRef(1, "cards_out")
+		if err != nil || res.Status != agent.StatusPaused || len(res.Pending) != 1 || res.Pending[0].Ref != ref || res.Answer != nil ||
+			len(j.turns) != 1 || len(j.turns[0].Guard) != 1 {
+			t.Fatalf("output trip: %v, %+v, %d turns committed", err, res, len(j.turns))
+		}
+		// a resume from the journal (a new process) with the decision.
+		s = j.session("refund me")
+		s.Decisions = map[string]agent.Decision{ref: {Verdict: verdict, ID: "a2", Comment: "not to the customer"}}
+		m2 := &turns{}
+		res, err = newLoop(t, agent.Config{Model: m2, Guardrails: guards, Journal: j}).Run(t.Context(), s)
+		if m2.calls() != 0 {
+			t.Errorf("%s: the resume asked the model %d time(s) for the committed turn", verdict, m2.calls())
+		}
+		var ge *agent.GuardrailError
+		switch verdict {
+		case agent.Approve:
+			if err != nil || res.Status != agent.StatusAnswered || res.Answer != "your card 4111 is refunded" {
+				t.Errorf("approved output trip: %v, %+v", err, res)
+			}
+		default:
+			if fault.ClassOf(err) != fault.Guardrail || !errors.As(err, &ge) || ge.Name != "cards_out" || ge.Side != "output" || ge.Turn != 1 ||
+				!strings.Contains(err.Error(), "a person rejected going on: not to the customer") || res.Answer != nil {
+				t.Errorf("rejected output trip: %v, %+v", err, res)
+			}
+		}
+	}
+}

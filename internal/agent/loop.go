@@ -48,6 +48,9 @@ type Pending struct {
 	ArgsSHA string `json:"args_sha256,omitempty"`
 	// Rule says who asked (the gate's rule, or approval: required).
 	Rule string `json:"rule,omitempty"`
+	// Guardrail names the guardrail (on_trip: ask) whose trip waits, for
+	// a Pending that is no call (Ref GuardRef; Tool and Args empty).
+	Guardrail string `json:"guardrail,omitempty"`
 }
 
 // Result is what a Run came to.
@@ -108,19 +111,38 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 		c.cfg.Journal = &lockedJournal{j: l.cfg.Journal}
 		l = &c
 	}
+	res := &Result{}
 	if len(s.Turns) == 0 {
-		if err := l.guard(ctx, true, 0, s.Task, nil); err != nil {
-			return &Result{}, err
+		asks, err := l.guard(ctx, true, 0, s.Task, nil)
+		if err != nil {
+			return res, err
+		}
+		if res.Pending, err = decide(s, 0, asks); err != nil || len(res.Pending) > 0 {
+			if err == nil {
+				res.Status = StatusPaused
+			}
+			return res, err
 		}
 	}
-	res := &Result{}
 	var conv conversation
 	fresh := false
 	for {
 		if n := len(s.Turns); n > 0 {
 			last := &s.Turns[n-1]
 			if last.Final {
-				res.Status, res.Answer, res.Usage = StatusAnswered, last.Answer, UsageOf(s)
+				// an answer that tripped guardrails that ask is committed
+				// (a resume never asks the model for it again) and
+				// accepted once people approve each trip.
+				pend, err := decide(s, last.N, last.Guard)
+				res.Usage = UsageOf(s)
+				if err != nil {
+					return res, err
+				}
+				if res.Pending = pend; len(pend) > 0 {
+					res.Status = StatusPaused
+					return res, nil
+				}
+				res.Status, res.Answer = StatusAnswered, last.Answer
 				return res, nil
 			}
 			if err := l.settle(ctx, s, last, fresh, res); err != nil {
@@ -195,9 +217,11 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		if l.cfg.Output != nil {
 			v = t.Answer
 		}
-		if err := l.guard(ctx, false, t.N, t.Text, v); err != nil {
+		asks, err := l.guard(ctx, false, t.N, t.Text, v)
+		if err != nil {
 			return err
 		}
+		t.Guard = asks
 		return l.commitTurn(ctx, s, &t)
 	}
 	if left := b.MaxToolCalls - u.ToolCalls; len(resp.ToolCalls) > left {

@@ -46,6 +46,9 @@ type Turn struct {
 	// JSON value under an output schema).
 	Final  bool `json:"final,omitempty"`
 	Answer any  `json:"answer,omitempty"`
+	// Guard are the output guardrails with on_trip: ask the final answer
+	// tripped: it is accepted once a person approves each (GuardRef).
+	Guard []GuardTrip `json:"guard,omitempty"`
 	// Context is what the turn's request left out of the conversation to
 	// fit the context budget (Config.Context), when it compacted it
 	// further than the turns before; the later turns' requests leave the

@@ -81,11 +81,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	if a.Context.MaxTokens > 0 {
 		cb = &agent.ContextBudget{MaxTokens: a.Context.MaxTokens, Strategy: a.Context.Strategy, Prompt: a.Context.Prompt}
 	}
-	guards := make([]agent.Guardrail, len(a.Guardrails))
-	for i, g := range a.Guardrails {
-		guards[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge}
-	}
-	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guards, Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
+	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guardrailsOf(a.Guardrails), Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
 		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
@@ -97,6 +93,16 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 		RetryWait: func(runID string, n int, err error) time.Duration {
 			return max(sched.Backoff(s.Backoff, runID, s.ID, n), fault.RetryAfterOf(err))
 		}})
+}
+
+// guardrailsOf are the agent loop's guardrails of a flow's (an agent's
+// or an llm step's).
+func guardrailsOf(gs []*flow.AgentGuardrail) []agent.Guardrail {
+	out := make([]agent.Guardrail, len(gs))
+	for i, g := range gs {
+		out[i] = agent.Guardrail{Name: g.Name, Input: g.Input, Trips: g.Trips, Judge: g.Judge, Ask: g.Ask}
+	}
+	return out
 }
 
 // agentWait is the "error" of an agent step whose calls wait for a person,
@@ -141,6 +147,9 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 			var first string
 			if len(res.Pending) > 0 {
 				first = fmt.Sprintf(" (the first, of tool %s: %s)", res.Pending[0].Tool, res.Pending[0].Reason)
+				if res.Pending[0].Guardrail != "" {
+					first = fmt.Sprintf(" (the first: %s)", res.Pending[0].Reason)
+				}
 			}
 			return nil, fault.Errorf(fault.Policy, "agent step %s: %d tool call(s) wait for a person's approval%s, which needs a durable store: run it with one (rein run --db, or engine.Config.Store)",
 				s.ID, len(res.Pending), first)
@@ -545,6 +554,10 @@ func (r *run) parkAgent(i int, w *agentWait) {
 			Message: fmt.Sprintf("agent step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it with a comment the agent will read", s.ID, p.Tool, p.Reason, digestNote(p.ArgsSHA))}
 		if s.Type == flow.Plan {
 			a.Message = fmt.Sprintf("plan step %s: its plan step %s wants to call tool %s (%s): approve to run it once with exactly these arguments%s, or reject it (the plan step fails with your comment)", s.ID, p.Ref, p.Tool, p.Reason, digestNote(p.ArgsSHA))
+		}
+		if p.Guardrail != "" {
+			a.Tool, a.Args = "", nil // no call waits: the guardrail's trip does
+			a.Message = fmt.Sprintf("agent step %s: %s; approve to go on as if it had not tripped, or reject it (the step fails with a guardrail error and your comment)", s.ID, p.Reason)
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown

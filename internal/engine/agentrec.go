@@ -129,6 +129,9 @@ func turnRecordOf(stepID string, attempt int, t *agent.Turn) (*journal.Turn, err
 	if c := t.Context; c != nil {
 		rec.Context = &journal.TurnContext{Strategy: c.Strategy, Dropped: c.Dropped, Summary: c.Summary, Tokens: c.Tokens}
 	}
+	for _, g := range t.Guard {
+		rec.Guard = append(rec.Guard, journal.TurnGuard{Name: g.Name, Side: g.Side, Reason: g.Reason})
+	}
 	var err error
 	if rec.Answer, err = rawOf(t.Answer, t.Answer == nil); err != nil {
 		return nil, err
@@ -161,6 +164,9 @@ func turnOf(ev *trace.Event) (agent.Turn, error) {
 		Usage: model.Usage{In: ev.TokensIn, Out: ev.TokensOut}}
 	if c := rec.Context; c != nil {
 		t.Context = &agent.Compaction{Strategy: c.Strategy, Dropped: c.Dropped, Summary: c.Summary, Tokens: c.Tokens}
+	}
+	for _, g := range rec.Guard {
+		t.Guard = append(t.Guard, agent.GuardTrip{Name: g.Name, Side: g.Side, Reason: g.Reason})
 	}
 	if len(rec.Answer) > 0 {
 		if err := json.Unmarshal(rec.Answer, &t.Answer); err != nil {

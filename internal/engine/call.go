@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
@@ -72,6 +73,15 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 		defer func() { r.recordModelCall(j, name, in, attempt, fallback, start, sc, out, err) }()
 	}
 	mm := metered{name: name, m: m}
+	guard := func(input bool, text string, v any) error {
+		if len(s.Guardrails) == 0 {
+			return nil
+		}
+		return agent.Check(ctx, mm, name, r.id, s.ID, attempt, guardrailsOf(s.Guardrails), input, text, v)
+	}
+	if err := guard(true, in.prompt, nil); err != nil {
+		return nil, err
+	}
 	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
 		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}
 	if s.OutputSchema == nil {
@@ -82,6 +92,9 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 		if resp == nil {
 			return nil, fault.BusinessErr(fmt.Errorf("model %s returned no response", name))
 		}
+		if err := guard(false, resp.Text, nil); err != nil {
+			return nil, err
+		}
 		return resp.Text, nil
 	}
 	d, err := model.Decide(ctx, mm, req, model.DecideOptions[any]{Schema: s.OutputSchema,
@@ -91,6 +104,9 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 		}})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	if err := guard(false, d.Text, d.Value); err != nil {
+		return nil, err
 	}
 	return d.Value, nil
 }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGuardrailAskParksForAPerson: an output guardrail with on_trip: ask
+// parks the agent run on an approval named for the guardrail (its message
+// says why it tripped, not the text); approving it accepts the answer
+// without asking the model again, rejecting it fails the run with the
+// guardrail error.
+func TestGuardrailAskParksForAPerson(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agent.yaml": `name: notes
+model: m
+execute_plan: false
+guardrails:
+  output:
+    - {name: no_internal_notes, deny: [internal-only], on_trip: ask}
+`,
+		"script.yaml": `replies:
+  - step: agent
+    decision: agent
+    turn: 1
+    raw: "Refunded. internal-only: customer is on watch list"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	const ref = "agent/turn1/guardrail/no_internal_notes"
+	start := func() string {
+		t.Helper()
+		code, out, stderr := cli(t, "agent", dir, "refund me", "--db", db, "--output", "json")
+		var res struct {
+			RunID   string `json:"run_id"`
+			Pending []struct {
+				StepID  string `json:"step_id"`
+				Message string `json:"message"`
+			} `json:"pending"`
+		}
+		if i := strings.Index(out, "{"); i >= 0 {
+			_ = json.Unmarshal([]byte(out[i:]), &res)
+		}
+		if code != exitWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != ref ||
+			!strings.Contains(res.Pending[0].Message, `output guardrail no_internal_notes tripped on the answer of turn 1: the text holds the denied phrase "internal-only"`) ||
+			strings.Contains(res.Pending[0].Message, "watch list") {
+			t.Fatalf("rein agent: exit %d\n%s\n%s", code, out, stderr)
+		}
+		return res.RunID
+	}
+	run := start()
+	if code, out, stderr := cli(t, "runs", "approve", run, ref, "--db", db); code != exitOK || !strings.Contains(out, "Refunded.") {
+		t.Fatalf("approve: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := cli(t, "runs", "show", run, "--db", db, "-o", "json")
+	if code != exitOK || !strings.Contains(out, `"llm_calls": 1`) {
+		t.Fatalf("runs show: the approved answer was asked of the model again, or the run is not shown: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	run = start()
+	code, out, stderr = cli(t, "runs", "reject", run, ref, "--comment", "not for customers", "--db", db)
+	if code != exitRunFailed || !strings.Contains(out+stderr, "output guardrail no_internal_notes tripped") || !strings.Contains(out+stderr, "not for customers") {
+		t.Fatalf("reject: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestLLMStepGuardrails: an llm step's input guardrail stops it before
+// the model call, its output guardrail refuses the reply, each with the
+// guardrail error naming the step and guardrail (never the matched
+// text); a clean prompt and reply are the step's output.
+func TestLLMStepGuardrails(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"flow.yaml": `name: g
+steps:
+  - id: answer
+    type: llm
+    model: m
+    prompt_template: "Answer: {input.q}"
+    guardrails:
+      input: [{name: no_cards, regex: '\d{4} \d{4} \d{4} \d{4}'}]
+      output: [{name: no_notes, deny: [internal-only]}]
+`,
+		"script.yaml": `replies:
+  - step: answer
+    contains: "notes"
+    raw: "internal-only: watch list"
+  - step: answer
+    raw: "fine"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	for _, c := range []struct {
+		q, want string
+		code    int
+	}{
+		{"card 4111 1111 1111 1111", "error (guardrail): step answer: llm step answer: input guardrail no_cards tripped on the prompt", exitRunFailed},
+		{"notes please", "error (guardrail): step answer: llm step answer: output guardrail no_notes tripped on the reply: the text holds the denied phrase \"internal-only\"", exitRunFailed},
+		{"hi", `"answer": "fine"`, exitOK},
+	} {
+		code, out, stderr := cli(t, "run", dir, "--input-json", `{"q": "`+c.q+`"}`, "--db", db)
+		if code != c.code || !strings.Contains(out+stderr, c.want) || strings.Contains(out+stderr, "1111") && c.code != exitOK ||
+			strings.Contains(c.q, "card") && strings.Contains(out, "model_calls") {
+			t.Errorf("%q: exit %d\n%s\n%s", c.q, code, out, stderr)
+		}
+	}
+}
