@@ -119,3 +119,38 @@ steps:
 		}
 	}
 }
+
+// TestOutputGuardrailHidesTheStreamedReply: the reply of an agent with
+// output guardrails is not streamed while the model writes it, so an
+// answer a guardrail refuses is never printed (rein agent prints a
+// model's text live otherwise).
+func TestOutputGuardrailHidesTheStreamedReply(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agent.yaml": `name: notes
+model: m
+execute_plan: false
+guardrails:
+  output:
+    - {name: no_internal_notes, deny: [internal-only]}
+`,
+		"script.yaml": `replies:
+  - step: agent
+    decision: agent
+    turn: 1
+    raw: "Refunded. internal-only: customer is on watch list"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, stderr := cli(t, "agent", dir, "refund me", "--db", filepath.Join(t.TempDir(), "rein.db"))
+	if code == exitOK || !strings.Contains(stderr+out, "no_internal_notes") {
+		t.Fatalf("rein agent: exit %d, want the guardrail's failure\n%s\n%s", code, out, stderr)
+	}
+	if strings.Contains(out+stderr, "watch list") {
+		t.Fatalf("the refused answer was printed:\nstdout: %s\nstderr: %s", out, stderr)
+	}
+}

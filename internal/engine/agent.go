@@ -121,6 +121,7 @@ func (w *agentWait) Error() string {
 func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) (any, error) {
 	s := j.step
 	ctx = withScope(ctx, &callScope{r: r, step: s, index: j.index, attempt: attempt})
+	ctx = withoutDeltas(ctx, s.Agent.Guardrails)
 	// the wall-time budget runs while the loop works: waiting for a person
 	// (or a restart) starts it again.
 	sess := &agent.Session{Task: in.prompt, History: inputHistory(r.input)}

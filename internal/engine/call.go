@@ -66,7 +66,7 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 	if fallback {
 		sc.unit += "f"
 	}
-	ctx = withScope(ctx, sc)
+	ctx = withoutDeltas(withScope(ctx, sc), s.Guardrails)
 	if r.d.on && in.item >= 0 {
 		// a for_each item's output is recorded (callrec.go).
 		start := r.e.cfg.Clock.Now()

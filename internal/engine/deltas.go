@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/trace"
@@ -56,4 +57,16 @@ func streamCall(ctx context.Context, req *model.Request) (context.Context, func(
 		}
 	}
 	return model.WithDeltas(ctx, s.Write), done
+}
+
+// withoutDeltas returns ctx whose model calls stream nothing: those of a
+// step with output guardrails, whose reply nobody may see before the
+// guardrails passed it (its text is shown once it is accepted).
+func withoutDeltas(ctx context.Context, guards []*flow.AgentGuardrail) context.Context {
+	for _, g := range guards {
+		if !g.Input {
+			return context.WithValue(ctx, deltaKey{}, (*deltaTarget)(nil))
+		}
+	}
+	return ctx
 }
