@@ -68,11 +68,12 @@ type Client struct {
 	cfg    engine.Config
 	reader *runs.Reader // nil for a client without a durable store
 
-	// busy holds the runs one of the client's operations is advancing:
-	// its operations share one lease owner, so the lease alone would let
-	// two of them advance one run at once.
+	// busy holds the runs one of the client's operations is advancing,
+	// each with the channel closed when it lets go: its operations share
+	// one lease owner, so the lease alone would let two of them advance
+	// one run at once.
 	busyMu sync.Mutex
-	busy   map[string]bool
+	busy   map[string]chan struct{}
 }
 
 // Open returns a Client of cfg, opening Config.DB when Config.Store is
@@ -175,26 +176,47 @@ func nonNil(sinks ...trace.Sink) []trace.Sink {
 	return out
 }
 
+// holdWait is how long an operation waits for another operation of the
+// same Client to let go of a run: long enough for one that has just
+// parked or settled it to return, far shorter than one that works on.
+const holdWait = 2 * time.Second
+
 // hold marks run id as advanced by one of c's operations until release is
-// called. While it is held, another operation of c that would advance the
-// run is a conflict (HintHeldByAnotherProcess, naming c's owner), as the
-// run's lease makes it for another process.
-func (c *Client) hold(id string) (release func(), err error) {
-	c.busyMu.Lock()
-	defer c.busyMu.Unlock()
-	if c.busy[id] {
+// called. While another operation of c holds the run, hold waits for it to
+// let go (a run just parked for a person is let go within milliseconds)
+// for up to holdWait or until ctx ends; then it is a conflict
+// (HintHeldByAnotherProcess, naming c's owner), as the run's lease makes
+// it for another process.
+func (c *Client) hold(ctx context.Context, id string) (release func(), err error) {
+	timer := time.NewTimer(holdWait)
+	defer timer.Stop()
+	for {
+		c.busyMu.Lock()
+		held, busy := c.busy[id]
+		if !busy {
+			if c.busy == nil {
+				c.busy = map[string]chan struct{}{}
+			}
+			done := make(chan struct{})
+			c.busy[id] = done
+			c.busyMu.Unlock()
+			return func() {
+				c.busyMu.Lock()
+				delete(c.busy, id)
+				c.busyMu.Unlock()
+				close(done)
+			}, nil
+		}
+		c.busyMu.Unlock()
+		select {
+		case <-held:
+			continue
+		case <-ctx.Done():
+		case <-timer.C:
+		}
 		return nil, fault.Hinted(fault.Conflict, fault.Hint{Code: fault.HintHeldByAnotherProcess, RunID: id, Owner: c.cfg.Owner},
 			fmt.Errorf("run %s is being advanced by this process (%s) already: wait for it to finish or to wait: %w", id, c.cfg.Owner, store.ErrConflict))
 	}
-	if c.busy == nil {
-		c.busy = map[string]bool{}
-	}
-	c.busy[id] = true
-	return func() {
-		c.busyMu.Lock()
-		delete(c.busy, id)
-		c.busyMu.Unlock()
-	}, nil
 }
 
 // durable fails when the client keeps no store: op needs one.

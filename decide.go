@@ -262,7 +262,7 @@ func (c *Client) Remediate(ctx context.Context, ref, premise string, opts *Remed
 			return nil, err
 		}
 	}
-	release, err := c.hold(run.ID)
+	release, err := c.hold(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}

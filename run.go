@@ -132,7 +132,7 @@ func (c *Client) Resume(ctx context.Context, ref string, opts *ResumeOptions) (*
 }
 
 func (c *Client) resume(ctx context.Context, id string, opts *ResumeOptions) (out *Outcome, err error) {
-	release, err := c.hold(id)
+	release, err := c.hold(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (c *Client) Cancel(ctx context.Context, ref, reason string) (*store.Run, er
 	if run.Finished() {
 		return nil, finishedErr(run, "there is nothing to cancel")
 	}
-	release, err := c.hold(run.ID)
+	release, err := c.hold(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func (c *Client) Retry(ctx context.Context, ref string, opts *RetryOptions) (out
 	if err != nil {
 		return nil, err
 	}
-	release, err := c.hold(run.ID)
+	release, err := c.hold(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
