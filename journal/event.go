@@ -185,6 +185,9 @@ func DecodeEvent(data []byte, e *Event) error {
 	if t := e.AgentTurn; t != nil {
 		t.dropEmpty()
 	}
+	if len(e.Chain) == 0 {
+		e.Chain = nil
+	}
 	return nil
 }
 

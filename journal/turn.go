@@ -84,6 +84,9 @@ func (t *Turn) dropEmpty() {
 	if len(t.Calls) == 0 {
 		t.Calls = nil
 	}
+	if len(t.Guard) == 0 {
+		t.Guard = nil
+	}
 	for i := range t.Calls {
 		t.Calls[i].dropEmpty()
 	}
