@@ -36,7 +36,12 @@ func ParseVerifies(entry string) (ptr string, tokens []string, err error) {
 		if strings.Contains(entry, "/") {
 			return "", nil, fmt.Errorf("%q is neither a field name nor a JSON pointer: write /%s to name a nested field", cut(entry, 60), cut(entry, 60))
 		}
-		return "/" + escapeToken(entry), []string{entry}, nil
+		ptr := "/" + escapeToken(entry)
+		if len(ptr) > maxVerifiesBytes {
+			// its pointer, with ~ and / escaped, must read back as well.
+			return "", nil, fmt.Errorf("is %d bytes as a JSON pointer (%q), more than %d", len(ptr), cut(ptr, 60), maxVerifiesBytes)
+		}
+		return ptr, []string{entry}, nil
 	}
 	for i, raw := range strings.Split(entry[1:], "/") {
 		tok, ok := unescapeToken(raw)
