@@ -7,20 +7,8 @@ import (
 	"fmt"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/records"
 )
-
-const ledgerCols = `tenant, day, key, run_id, state, reserved_tokens, reserved_cost, settled_tokens, settled_cost`
-
-func scanReservation(row scanner) (*store.Reservation, error) {
-	var r store.Reservation
-	var state string
-	if err := row.Scan(&r.Tenant, &r.Day, &r.Key, &r.RunID, &state, &r.ReservedTokens, &r.ReservedCost,
-		&r.SettledTokens, &r.SettledCost); err != nil {
-		return nil, err
-	}
-	r.State = store.ReservationState(state)
-	return &r, nil
-}
 
 // daySum is the use of a tenant's day: settled amounts plus open
 // reservations.
@@ -48,7 +36,7 @@ func (s *Store) Reserve(ctx context.Context, p *store.ReserveParams) (*store.Res
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('rein_budget_ledger/' || $1, 0))`, p.Tenant); err != nil {
 			return err
 		}
-		r, err := scanReservation(tx.QueryRowContext(ctx, `SELECT `+ledgerCols+` FROM rein_budget_ledger WHERE tenant = $1 AND key = $2 FOR UPDATE`, p.Tenant, p.Key))
+		r, err := records.ScanReservation(tx.QueryRowContext(ctx, `SELECT `+records.ReservationCols+` FROM rein_budget_ledger WHERE tenant = $1 AND key = $2 FOR UPDATE`, p.Tenant, p.Key))
 		switch {
 		case err == nil && r.State == store.Reserved:
 			out = r // the same call again: counted once
@@ -67,12 +55,12 @@ func (s *Store) Reserve(ctx context.Context, p *store.ReserveParams) (*store.Res
 		if refused = q.Over(tokens, cost); refused != nil {
 			return nil
 		}
-		out, err = scanReservation(tx.QueryRowContext(ctx, `INSERT INTO rein_budget_ledger
+		out, err = records.ScanReservation(tx.QueryRowContext(ctx, `INSERT INTO rein_budget_ledger
 			(tenant, key, day, run_id, state, reserved_tokens, reserved_cost, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, 'reserved', $5, $6, coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()))
 			ON CONFLICT (tenant, key) DO UPDATE SET state = 'reserved', run_id = $4, reserved_tokens = $5, reserved_cost = $6,
 				updated_at = coalesce($7::timestamptz, now())
-			RETURNING `+ledgerCols, p.Tenant, p.Key, q.Day, p.RunID, p.Tokens, p.Cost, timeOrNil(p.Now)))
+			RETURNING `+records.ReservationCols, p.Tenant, p.Key, q.Day, p.RunID, p.Tokens, p.Cost, timeOrNil(p.Now)))
 		if err != nil {
 			return err
 		}

@@ -8,20 +8,8 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/records"
 )
-
-const ledgerCols = `tenant, day, key, run_id, state, reserved_tokens, reserved_cost, settled_tokens, settled_cost`
-
-func scanReservation(row scanner) (*store.Reservation, error) {
-	var r store.Reservation
-	var state string
-	if err := row.Scan(&r.Tenant, &r.Day, &r.Key, &r.RunID, &state, &r.ReservedTokens, &r.ReservedCost,
-		&r.SettledTokens, &r.SettledCost); err != nil {
-		return nil, err
-	}
-	r.State = store.ReservationState(state)
-	return &r, nil
-}
 
 // Reserve reserves p's amounts in the writer's transaction: every write
 // of this store goes through the one writer, so reservers of a day are
@@ -34,7 +22,7 @@ func (s *Store) Reserve(ctx context.Context, p *store.ReserveParams) (_ *store.R
 	var out *store.Reservation
 	err = s.w.write(ctx, func(x *wtx) error {
 		out = nil
-		r, err := scanReservation(x.queryRow(`SELECT `+ledgerCols+` FROM budget_ledger WHERE tenant = ? AND key = ?`, p.Tenant, p.Key))
+		r, err := records.ScanReservation(x.queryRow(`SELECT `+records.ReservationCols+` FROM budget_ledger WHERE tenant = ? AND key = ?`, p.Tenant, p.Key))
 		switch {
 		case err == nil && r.State == store.Reserved:
 			out = r // the same call again: counted once
@@ -58,10 +46,10 @@ func (s *Store) Reserve(ctx context.Context, p *store.ReserveParams) (_ *store.R
 			return clean(over)
 		}
 		now := nowOr(p.Now).UnixNano()
-		out, err = scanReservation(x.queryRow(`INSERT INTO budget_ledger (tenant, key, day, run_id, state, reserved_tokens, reserved_cost, created_at, updated_at)
+		out, err = records.ScanReservation(x.queryRow(`INSERT INTO budget_ledger (tenant, key, day, run_id, state, reserved_tokens, reserved_cost, created_at, updated_at)
 			VALUES (?1, ?2, ?3, ?4, 'reserved', ?5, ?6, ?7, ?7)
 			ON CONFLICT (tenant, key) DO UPDATE SET state = 'reserved', run_id = ?4, reserved_tokens = ?5, reserved_cost = ?6, updated_at = ?7
-			RETURNING `+ledgerCols, p.Tenant, p.Key, day, p.RunID, p.Tokens, p.Cost, now))
+			RETURNING `+records.ReservationCols, p.Tenant, p.Key, day, p.RunID, p.Tokens, p.Cost, now))
 		return err
 	})
 	if err != nil {

@@ -3,7 +3,8 @@
 // per event with typed columns (seq, kind, step_id, status, attempt, at,
 // call_key) and the rest of the event as a JSON payload. It writes an
 // event's payload (AppendPayload) and reads a row back into the event
-// (ReadEvent), and says which read errors are damage (Damaged). The tables
+// (ReadEvent), and says which read errors are damage (Damaged); and the
+// budget ledger's row (ScanReservation). The tables
 // and statements are each store's own.
 package records
 
