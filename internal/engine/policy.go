@@ -154,7 +154,7 @@ func (r *run) gateAsks(i, attempt int, in unitInput) (safety.Decision, bool) {
 		return safety.Decision{}, false // the pipeline meets it again, and fails the call
 	}
 	if c.Flagged {
-		inv.Provenance, gate = c.Provenance, safety.Join(invoke.InvalidGate(c.Hits), gate)
+		inv.Provenance, gate = c.Provenance, safety.Join(invoke.InvalidGate(&c), gate)
 	}
 	if gate == nil || gate == safety.AllowAll {
 		return safety.Decision{Verdict: safety.Allow}, false

@@ -43,7 +43,8 @@ type Invalid struct {
 	some    atomic.Int32 // 0 not asked, 1 none, 2 some
 	tainted atomic.Bool
 	mu      sync.Mutex
-	origins []safety.Origin // tainted, under mu
+	origins []safety.Origin        // tainted, under mu
+	via     [][]store.Invalidation // what tainted origins[i], under mu
 }
 
 type invalidKey struct{}
@@ -111,25 +112,33 @@ func (iv *Invalid) lookup(ctx context.Context, spec *tool.Spec, args, out any, s
 	return rendered, hits, nil
 }
 
-// taint marks o's values invalidated for the rest of the run.
-func (iv *Invalid) taint(o safety.Origin) {
+// taint marks o's values invalidated for the rest of the run, because of
+// hits.
+func (iv *Invalid) taint(o safety.Origin, hits []store.Invalidation) {
 	iv.mu.Lock()
-	if !slices.Contains(iv.origins, o) {
+	if i := slices.Index(iv.origins, o); i >= 0 {
+		iv.via[i] = append(iv.via[i], hits...)
+	} else {
 		iv.origins = append(iv.origins, o)
+		iv.via = append(iv.via, slices.Clone(hits))
 	}
 	iv.mu.Unlock()
 	iv.tainted.Store(true)
 }
 
-// taintedIn reports whether prov has an origin the run tainted.
-func (iv *Invalid) taintedIn(prov safety.Provenance) bool {
+// taintedIn returns the rows behind the first origin of prov the run
+// tainted, and whether there is one.
+func (iv *Invalid) taintedIn(prov safety.Provenance) ([]store.Invalidation, bool) {
 	if !iv.tainted.Load() {
-		return false
+		return nil, false
 	}
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	_, _, ok := prov.Has(func(o safety.Origin) bool { return slices.Contains(iv.origins, o) })
-	return ok
+	_, o, ok := prov.Has(func(o safety.Origin) bool { return slices.Contains(iv.origins, o) })
+	if !ok {
+		return nil, false
+	}
+	return iv.via[slices.Index(iv.origins, o)], true
 }
 
 // Checked is what Check found about a call before it is made.
@@ -143,6 +152,9 @@ type Checked struct {
 	Provenance safety.Provenance
 	// Rendered are the resources the args rendered.
 	Rendered []string
+	// Via are, for an argument of a tainted origin, the rows that tainted
+	// it (another call of the run touched them).
+	Via []store.Invalidation
 }
 
 // Check is the check before a call of spec with args and provenance
@@ -160,8 +172,9 @@ func (iv *Invalid) Check(ctx context.Context, spec *tool.Spec, args any, prov sa
 		return c, fault.TransientErr(fmt.Errorf("tool %s: check its resources against the invalidated ones: %w", spec.Name, err))
 	}
 	c.Rendered, c.Hits = rendered, hits
-	if len(hits) > 0 || iv.taintedIn(prov) {
-		c.Flagged, c.Provenance = true, withInvalidated(prov)
+	via, tainted := iv.taintedIn(prov)
+	if len(hits) > 0 || tainted {
+		c.Flagged, c.Provenance, c.Via = true, withInvalidated(prov), via
 	}
 	return c, nil
 }
@@ -176,27 +189,33 @@ func withInvalidated(prov safety.Provenance) safety.Provenance {
 	return out
 }
 
-// InvalidGate is the rule invalidated-resource as a gate, its reason
-// naming hits (the resources, the runs and premises that invalidated
-// them, and how to clear them).
-func InvalidGate(hits []store.Invalidation) safety.Gate {
-	return &safety.Policy{Rules: []safety.Rule{safety.InvalidatedRule(InvalidReason(hits))}}
+// InvalidGate is the rule invalidated-resource as a gate for the call c
+// flagged, its reason naming the resources, the runs and premises that
+// invalidated them, and how to clear them.
+func InvalidGate(c *Checked) safety.Gate {
+	return &safety.Policy{Rules: []safety.Rule{safety.InvalidatedRule(InvalidReason(c.Hits, c.Via))}}
 }
 
-// InvalidReason says, for people, what hits are and how to clear them.
-// Without hits (a tainted argument) it is the rule's generic reason.
-func InvalidReason(hits []store.Invalidation) string {
-	if len(hits) == 0 {
-		return "an argument comes from the output of a call of this run that touched an invalidated resource; a person approves the exact call"
-	}
+// InvalidReason says, for people, why a call was flagged — hits, the
+// invalidated resources it touches, or via, those another call of the run
+// touched whose output an argument comes from — and how to clear them.
+func InvalidReason(hits, via []store.Invalidation) string {
 	var b strings.Builder
-	for i, h := range hits {
+	rows := hits
+	if len(hits) == 0 {
+		if len(via) == 0 {
+			return "an argument comes from the output of a call of this run that touched an invalidated resource; a person approves the exact call"
+		}
+		b.WriteString("an argument comes from the output of a call of this run that touched an invalidated resource: ")
+		rows = via
+	}
+	for i, h := range rows {
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "resource %s was invalidated by run %s (call %s, premise %s)", h.Resource, h.RunID, h.CallKey, h.Premise)
 	}
-	fmt.Fprintf(&b, "; a person approves the exact call, or clears the resource once it is put right (rein resources clear %s)", hits[0].Resource)
+	fmt.Fprintf(&b, "; a person approves the exact call, or clears the resource once it is put right (rein resources clear %s)", rows[0].Resource)
 	return b.String()
 }
 
@@ -206,7 +225,7 @@ func (iv *Invalid) Touched(rec *Record, spec *tool.Spec, hits []store.Invalidati
 	if iv == nil || len(hits) == 0 {
 		return
 	}
-	iv.taint(safety.ToolOrigin(spec))
+	iv.taint(safety.ToolOrigin(spec), hits)
 	for _, h := range hits {
 		rec.Invalidated = append(rec.Invalidated, journal.InvalidatedUse{Resource: h.Resource, RunID: h.RunID, CallKey: h.CallKey,
 			Premise: h.Premise, After: after})

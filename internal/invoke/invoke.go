@@ -11,7 +11,6 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/safety"
-	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
 )
@@ -76,11 +75,9 @@ type Request struct {
 	Declaration *safety.Declaration
 	Claims      []safety.ClaimVerdict
 
-	// invalid says the call touches an invalidated resource (its rows in
-	// invalidHits; none for an argument of a tainted origin): the gate is
-	// joined with the rule invalidated-resource (Invalid).
-	invalid     bool
-	invalidHits []store.Invalidation
+	// invalid, when set, is what Invalid.Check found about a flagged
+	// call: the gate is joined with the rule invalidated-resource.
+	invalid *Checked
 }
 
 // VerifyError is the error of a model-chosen call the gate answered
@@ -172,7 +169,7 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		rendered = c.Rendered
 		if c.Flagged {
 			flagged := *req
-			flagged.Provenance, flagged.invalid, flagged.invalidHits = c.Provenance, true, c.Hits
+			flagged.Provenance, flagged.invalid = c.Provenance, &c
 			req, rec.Provenance = &flagged, c.Provenance
 			iv.Touched(rec, spec, c.Hits, false)
 		}
@@ -266,10 +263,10 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	if req.Gate != nil {
 		gate = req.Gate
 	}
-	if req.invalid {
+	if req.invalid != nil {
 		// first, so that among equal verdicts its reason (naming the
 		// resources) is the decision's.
-		gate = safety.Join(InvalidGate(req.invalidHits), gate)
+		gate = safety.Join(InvalidGate(req.invalid), gate)
 	}
 	if gate == nil || gate == safety.AllowAll {
 		if req.RequireApproval && !req.Approved {
