@@ -168,8 +168,8 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		}
 		rendered = c.Rendered
 		if c.Flagged {
-			flagged := *req
-			flagged.Provenance, flagged.invalid = c.Provenance, &c
+			flagged, found := *req, c // copies: only a flagged call allocates them
+			flagged.Provenance, flagged.invalid = c.Provenance, &found
 			req, rec.Provenance = &flagged, c.Provenance
 			iv.Touched(rec, spec, c.Hits, false)
 		}
