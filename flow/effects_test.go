@@ -214,7 +214,7 @@ func TestConfigPolicy(t *testing.T) {
 	for _, want := range []string{
 		`rein.yaml:2:3: unknown field "defualts" in policy (did you mean "defaults"?)`,
 		`rein.yaml:5:24: rule a: effect must be none, read, write, external or destructive, not "wrote"`,
-		`rein.yaml:6:20: rule a: provenance must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
+		`rein.yaml:6:20: rule a: provenance must be user, user-mentioned, constant, inferred, invalidated, db, tool:<name> or tool:*, not "model"`,
 		`rein.yaml:7:16: rule a: verdict must be block, require_approval, require_review or allow, not "permit"`,
 		`rein.yaml:9:7: rule "b": the name is taken`,
 		`rein.yaml:10:7: rule "inferred-drives-effect": the name is taken`,
@@ -226,7 +226,7 @@ func TestConfigPolicy(t *testing.T) {
 		`rein.yaml:16:37: rule w2: when: unexpected token EOF`,
 		`rule p: provenance: "to" must be a JSON pointer like /to`,
 		`rule p: provenance /cc: list the origins`,
-		`rule p: provenance /bcc: origin must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not "model"`,
+		`rule p: provenance /bcc: origin must be user, user-mentioned, constant, inferred, invalidated, db, tool:<name> or tool:*, not "model"`,
 		`unknown field "enforced" in rule e (did you mean "enforce"?)`,
 		`unknown field "amount_over" in rule f (a rule takes name, tools, effects, reversibility, tags, provenance, unverified, declaration, min_tier, when, verdict, reason, enforce)`,
 	} {

@@ -164,7 +164,7 @@ func (d *decoder) decodeRule(n ast.Node, i int) (safety.Rule, bool) {
 			list, pos := d.originList(f, where)
 			for j, e := range list {
 				if o := safety.Origin(e); !o.Valid() && e != "tool:*" {
-					d.diags.add(pos[j], "", "%s: provenance must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not %q", where, e)
+					d.diags.add(pos[j], "", "%s: provenance must be user, user-mentioned, constant, inferred, invalidated, db, tool:<name> or tool:*, not %q", where, e)
 					good = false
 				}
 				r.Provenance = append(r.Provenance, safety.Origin(e))

@@ -308,7 +308,7 @@ func (d *decoder) caseProvenance(f field, where string) safety.Provenance {
 		list, pos := d.originList(g, where)
 		for j, o := range list {
 			if !safety.Origin(o).Valid() {
-				d.diags.add(pos[j], "", "%s: origin must be user, user-mentioned, constant, inferred, db or tool:<name>, not %q", where, o)
+				d.diags.add(pos[j], "", "%s: origin must be user, user-mentioned, constant, inferred, invalidated, db or tool:<name>, not %q", where, o)
 				continue
 			}
 			p.Add(g.key, safety.Origin(o))

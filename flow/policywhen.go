@@ -90,7 +90,7 @@ func (d *decoder) decodeArgOrigins(f field, where string) ([]safety.ArgOrigins, 
 		a := safety.ArgOrigins{Pointer: pf.key}
 		for j, e := range list {
 			if o := safety.Origin(e); !o.Valid() && e != "tool:*" {
-				d.diags.add(pos[j], "", "%s: provenance %s: origin must be user, user-mentioned, constant, inferred, db, tool:<name> or tool:*, not %q", where, pf.key, e)
+				d.diags.add(pos[j], "", "%s: provenance %s: origin must be user, user-mentioned, constant, inferred, invalidated, db, tool:<name> or tool:*, not %q", where, pf.key, e)
 				good = false
 			}
 			a.Origins = append(a.Origins, safety.Origin(e))

@@ -137,6 +137,24 @@ type Call struct {
 	// Agent is what an agent's loop keeps of its call; nil for other
 	// calls.
 	Agent *AgentRecord `json:"agent,omitempty"`
+	// Invalidated are the resources the call touched that a remediation
+	// of a run marked invalid (the store's registry): the call was
+	// flagged, and its output carries origin invalidated.
+	Invalidated []InvalidatedUse `json:"invalidated,omitempty"`
+}
+
+// InvalidatedUse is one invalidated resource a call touched, and what
+// invalidated it.
+type InvalidatedUse struct {
+	Resource string `json:"resource"`
+	// RunID, CallKey and Premise name the frozen call that made it
+	// invalid and the premise its remediation acted on.
+	RunID   string `json:"run_id"`
+	CallKey string `json:"call_key"`
+	Premise string `json:"premise,omitempty"`
+	// After: the resource renders only from the call's output, so it was
+	// found after the call (flagged, not held).
+	After bool `json:"after,omitempty"`
 }
 
 // dropEmpty makes c's empty lists nil, as its encoding (which omits them)
@@ -145,6 +163,9 @@ type Call struct {
 func (c *Call) dropEmpty() {
 	if len(c.Provenance) == 0 {
 		c.Provenance = nil
+	}
+	if len(c.Invalidated) == 0 {
+		c.Invalidated = nil
 	}
 	if len(c.Gate) == 0 {
 		c.Gate = nil

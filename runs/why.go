@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow/template"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -42,6 +43,41 @@ type WhyView struct {
 	// Failures are the step's failed attempts, each with its error's
 	// cause chain.
 	Failures []Failure `json:"failures,omitempty"`
+	// Invalidated are the step's calls that touched a resource a
+	// remediation marked invalid (flagged; origin invalidated).
+	Invalidated []InvalidatedCall `json:"invalidated,omitempty"`
+}
+
+// InvalidatedCall is a call that touched invalidated resources.
+type InvalidatedCall struct {
+	Key  string `json:"key"`
+	Tool string `json:"tool"`
+	// Outcome is how the call ended (awaiting_approval: held for a
+	// person).
+	Outcome   string                   `json:"outcome,omitempty"`
+	Resources []journal.InvalidatedUse `json:"resources"`
+}
+
+// InvalidatedCalls are the calls of calls that touched invalidated
+// resources, in order.
+func InvalidatedCalls(calls []*store.Call) []InvalidatedCall {
+	var out []InvalidatedCall
+	for _, c := range calls {
+		if len(c.Invalidated) > 0 {
+			out = append(out, InvalidatedCall{Key: c.Key, Tool: c.Name, Outcome: c.Outcome, Resources: c.Invalidated})
+		}
+	}
+	return out
+}
+
+// invalidatedOf adds the step's flagged calls to v.
+func (r *Reader) invalidatedOf(ctx context.Context, v *WhyView) error {
+	calls, err := r.st.Calls(ctx, v.RunID, v.StepID)
+	if err != nil {
+		return fmt.Errorf("call records of run %s: %w", v.RunID, err)
+	}
+	v.Invalidated = InvalidatedCalls(calls)
+	return nil
 }
 
 // CallWhy explains one call a model chose.
@@ -101,6 +137,9 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		v, err := modelCallsWhy(run.ID, s, events)
 		if v != nil {
 			v.Failures = failures(events, s.ID)
+			if err == nil {
+				err = r.invalidatedOf(ctx, v)
+			}
 		}
 		return v, err
 	}
@@ -122,6 +161,9 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 				v.Verified = b.Verified
 			}
 		}
+	}
+	if err := r.invalidatedOf(ctx, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

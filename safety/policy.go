@@ -289,6 +289,12 @@ func joinOrigins(os []Origin) string {
 //     require_approval to have a person decide instead;
 //   - money-or-compliance: a side effect of a tool tagged money or
 //     compliance needs approval;
+//   - invalidated-resource: a write, external or destructive call that
+//     touches a resource a remediation marked invalid (origin
+//     invalidated: InvalidatedRule) needs a person's approval. The
+//     invocation pipeline applies it to such a call whatever the gate,
+//     naming the resource, the run and premise that invalidated it and how
+//     to clear it;
 //   - destructive-at-tier-3, irreversible-at-tier-3: a destructive or
 //     irreversible effect needs approval at risk tier 3 or more. The
 //     engine assesses every gated run's tier (Controls); an invocation
@@ -302,6 +308,7 @@ func DefaultRules() []Rule {
 			Reason: "a value written by a model drives a side effect; a person approves the exact call"},
 		{Name: "undeclared-side-effect", Declaration: []DeclarationState{DeclarationMissing, DeclarationUnverified}, Effects: side, Verdict: RequireReview,
 			Reason: "a side effect a model chose needs a declaration whose facts the run confirms"},
+		InvalidatedRule(""),
 		{Name: "money-or-compliance", Tags: []string{"money", "compliance"}, Effects: side, Verdict: RequireApproval,
 			Reason: "a side effect touching money or compliance is escalated to a person"},
 		{Name: "destructive-at-tier-3", Effects: []tool.Effect{tool.EffectDestructive}, MinTier: 3, Verdict: RequireApproval,
@@ -309,6 +316,21 @@ func DefaultRules() []Rule {
 		{Name: "irreversible-at-tier-3", Reversibility: []tool.Reversibility{tool.Irreversible}, MinTier: 3, Verdict: RequireApproval,
 			Reason: "an irreversible effect at risk tier 3 or more needs approval"},
 	}
+}
+
+// InvalidatedRuleName names the default rule about invalidated resources.
+const InvalidatedRuleName = "invalidated-resource"
+
+// InvalidatedRule is the default rule invalidated-resource with reason
+// (empty: the generic one): an argument of origin invalidated drives a
+// write, external or destructive effect, so a person approves the exact
+// call.
+func InvalidatedRule(reason string) Rule {
+	if reason == "" {
+		reason = "the call touches a resource a remediation marked invalid (rein resources list); a person approves the exact call, or clears the resource (rein resources clear)"
+	}
+	return Rule{Name: InvalidatedRuleName, Provenance: []Origin{OriginInvalidated}, Effects: []tool.Effect{tool.EffectWrite, tool.EffectExternal, tool.EffectDestructive},
+		Verdict: RequireApproval, Reason: reason}
 }
 
 // Join returns a gate that asks every gate of gates and takes the most

@@ -23,6 +23,13 @@ const (
 	// acct-9 without asking for it, so the default rules treat it like
 	// inferred.
 	OriginUserMentioned Origin = "user-mentioned"
+	// OriginInvalidated: the call touches a resource a remediation of an
+	// earlier run marked invalid (the store's registry of invalidated
+	// resources), or the value came from the output of a call that did.
+	// It is added at the pointer "" (the whole args); the default rule
+	// invalidated-resource asks a person before such a call has a side
+	// effect.
+	OriginInvalidated Origin = "invalidated"
 )
 
 // ToolOrigin is the origin of an output of the tool called name; a tool
@@ -45,7 +52,7 @@ func (o Origin) Unsourced() bool { return o == OriginInferred || o == OriginUser
 // Valid reports whether o is one of the origins.
 func (o Origin) Valid() bool {
 	switch o {
-	case OriginUser, OriginConstant, OriginInferred, OriginDB, OriginUserMentioned:
+	case OriginUser, OriginConstant, OriginInferred, OriginDB, OriginUserMentioned, OriginInvalidated:
 		return true
 	}
 	return strings.HasPrefix(string(o), "tool:") && len(o) > len("tool:")

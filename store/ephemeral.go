@@ -71,4 +71,11 @@ func (ephemeral) Reserve(_ context.Context, p *ReserveParams) (*Reservation, err
 func (ephemeral) Settle(context.Context, *SettleParams) error             { return nil }
 func (ephemeral) ReleaseRun(context.Context, string) (int, error)         { return 0, nil }
 func (ephemeral) Spend(context.Context, string, string) ([]*Spend, error) { return nil, nil }
-func (ephemeral) Close() error                                            { return nil }
+func (ephemeral) Invalidate(context.Context, []*Invalidation) error       { return nil }
+func (ephemeral) Invalidated(context.Context, *InvalidatedParams) ([]*Invalidation, error) {
+	return nil, nil
+}
+func (ephemeral) ClearInvalidated(context.Context, *ClearInvalidatedParams) (int, error) {
+	return 0, nil
+}
+func (ephemeral) Close() error { return nil }

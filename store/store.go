@@ -197,6 +197,20 @@ type Store interface {
 	// one with the newest run first.
 	Sessions(ctx context.Context, p *ListSessionsParams) ([]*Session, error)
 
+	// Invalidated resources (invalid.go): what remediations froze, across
+	// runs, by tenant.
+	//
+	// Invalidate records rows, idempotently: a row already recorded under
+	// its (tenant, resource, run, call key) is left as it was.
+	Invalidate(ctx context.Context, rows []*Invalidation) error
+	// Invalidated returns the rows of p.Tenant (of p.Resources only, when
+	// given), oldest first.
+	Invalidated(ctx context.Context, p *InvalidatedParams) ([]*Invalidation, error)
+	// ClearInvalidated deletes the tenant's rows of p.Resource (of
+	// p.RunID only, when set) and returns how many it deleted; none is
+	// not an error.
+	ClearInvalidated(ctx context.Context, p *ClearInvalidatedParams) (int, error)
+
 	Close() error
 }
 

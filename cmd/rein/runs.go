@@ -263,6 +263,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 		_ = tw.Flush()
 	}
 	writeCalls(w, v.Calls)
+	writeInvalidated(w, runs.InvalidatedCalls(v.Calls))
 	for _, st := range v.Steps {
 		if turns := v.Agents[st.StepID]; len(turns) > 0 {
 			fmt.Fprintf(w, "transcript of %s:\n", st.StepID)

@@ -52,6 +52,7 @@ Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 					return encodeJSON(s, v)
 				}
 				writeWhy(s.out, v)
+				writeInvalidated(s.out, v.Invalidated)
 				writeFailures(s.out, v.Failures)
 				return nil
 			})

@@ -99,7 +99,7 @@ func (r *run) gatePark(i int, j *job) bool {
 			return true
 		}
 	}
-	if !r.b.gated() {
+	if !r.b.gated() && r.inv == nil {
 		return false
 	}
 	attempt := r.steps[i].attempts + 1
@@ -146,12 +146,26 @@ func (r *run) gateAsks(i, attempt int, in unitInput) (safety.Decision, bool) {
 	if r.ev != nil {
 		inv.Verified = r.ev.Verify(in.args, inv.Provenance)
 	}
-	d, err := r.b.gate.Check(r.ctx, &inv)
+	gate := r.b.gate
+	// a resource a remediation invalidated: the rule invalidated-resource
+	// parks the step as the gate's require_approval does (invoke.Invalid).
+	c, err := r.inv.Check(r.ctx, &inv.Tool, in.args, inv.Provenance)
+	if err != nil {
+		return safety.Decision{}, false // the pipeline meets it again, and fails the call
+	}
+	if c.Flagged {
+		inv.Provenance, gate = c.Provenance, safety.Join(invoke.InvalidGate(&c), gate)
+	}
+	if gate == nil || gate == safety.AllowAll {
+		return safety.Decision{Verdict: safety.Allow}, false
+	}
+	d, err := gate.Check(r.ctx, &inv)
 	if err != nil || d.Verdict != safety.RequireApproval {
 		return d, false
 	}
 	rec := invoke.Record{At: invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Attempt: attempt},
 		Tool: s.Tool, Args: in.args, Provenance: inv.Provenance, Outcome: invoke.AwaitingApproval, Gate: &invoke.Gated{Decision: d}}
+	r.inv.Touched(&rec, &inv.Tool, c.Hits, false)
 	if len(inv.Verified) > 0 {
 		b := safety.BasisOf(&inv)
 		rec.Gate.Basis = &b

@@ -210,8 +210,15 @@ func escalated(s string) bool {
 // is settled from that dispatch's record (settleDispatch). Each remedy's
 // records are committed before the next is acted on.
 func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, st *remedyState) []*store.Approval {
+	if r.inv != nil && invoke.InvalidOf(ctx) == nil {
+		ctx = invoke.WithInvalid(ctx, r.inv) // compensations are checked as every call
+	}
 	var waiting []*store.Approval
-	defer r.flush()
+	var invalid []*journal.Remediation // the records whose objects the registry gets
+	defer func() {
+		r.flush()
+		r.registerInvalid(invalid)
+	}()
 	for i := range remedies {
 		r.flush()
 		rm := &remedies[i]
@@ -223,6 +230,9 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 			why = prior.Premise // an escalation carries on under its own premise
 		}
 		rec := journal.Remediation{Premise: why, Key: eff.Key, StepID: eff.StepID, Tool: eff.Tool, Action: string(rm.Action)}
+		if prior != nil && len(prior.Invalid) > 0 {
+			invalid = append(invalid, prior) // a crash may have come between its commit and the registry
+		}
 		if prior != nil {
 			switch prior.Status {
 			case journal.RemedyDone, journal.RemedyFrozen, journal.RemedyResolved:
@@ -257,8 +267,39 @@ func (r *run) remediate(ctx context.Context, premise string, remedies []Remedy, 
 		if a := r.remedyOne(ctx, rm, &rec, esc, st.tier); a != nil {
 			waiting = append(waiting, a)
 		}
+		if len(rec.Invalid) > 0 {
+			invalid = append(invalid, &rec)
+		}
 	}
 	return waiting
+}
+
+// registerInvalid records the objects the remediation records recs marked
+// invalid in the store's registry of invalidated resources, across runs
+// (store.Invalidation), once their records are committed: right after the
+// commit rather than in it, idempotently (a row is kept per resource, run
+// and call), so a crash between the two is repaired by the next
+// remediation of the run, which registers the objects of every earlier
+// record again. A record's "call:<key>" object names the call's own
+// output, which no later run renders, and is left out.
+func (r *run) registerInvalid(recs []*journal.Remediation) {
+	if len(recs) == 0 || r.storeErr != nil {
+		return
+	}
+	now := r.e.cfg.Clock.Now()
+	var rows []*store.Invalidation
+	for _, rec := range recs {
+		for _, res := range rec.Invalid {
+			if strings.HasPrefix(res, "call:") {
+				continue
+			}
+			rows = append(rows, &store.Invalidation{Tenant: r.tenant, Resource: res, RunID: r.id, CallKey: rec.Key, Premise: rec.Premise,
+				Reason: fmt.Sprintf("call %s of tool %s cannot be taken back: it was frozen when premise %s failed", rec.Key, rec.Tool, rec.Premise), At: now})
+		}
+	}
+	if err := r.e.cfg.Store.Invalidate(r.storeCtx, rows); err != nil {
+		r.storeErr = fmt.Errorf("engine: register the resources remediation of run %s invalidated (run the remediation again to register them): %w", r.id, err)
+	}
 }
 
 // remedyOne acts on one remedy, records it, and returns the escalation it
@@ -463,6 +504,7 @@ func (e *Engine) Remediate(ctx context.Context, f *flow.Flow, runID, premise str
 	var input any
 	_ = json.Unmarshal(run.Input, &input)
 	r := newRun(e, f, b, runID, input)
+	r.tenant = run.Tenant
 	r.d = durability{on: true, version: run.Version, owner: e.cfg.Owner, leased: leased, firstAttempt: map[int]int{}, decisions: map[string]*store.Approval{}}
 	r.seq = run.LastSeq
 	r.begin(ctx)

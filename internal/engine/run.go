@@ -11,6 +11,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -29,6 +30,9 @@ type run struct {
 	// tenant owns the run (store.Run.Tenant): its model calls are
 	// reserved against that tenant's budgets (spend.go).
 	tenant string
+	// inv is the run's view of the store's invalidated resources, in its
+	// context (begin); nil for a run that is not durable.
+	inv *invoke.Invalid
 
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
@@ -193,9 +197,14 @@ func (r *run) begin(parent context.Context) {
 	if t, cause := r.budget.Timeout(); t > 0 {
 		ctx, r.stopTimeout = context.WithTimeoutCause(ctx, t, cause)
 	}
+	r.inv = nil
 	if r.d.on {
 		// tools tell a durable run the process groups they start (onProcess).
 		ctx = tool.WithProcessHook(ctx, r.onProcess)
+		// every call of the run checks the resources it touches against
+		// those remediations invalidated (invoke.Invalid).
+		r.inv = &invoke.Invalid{Store: r.e.cfg.Store, Tenant: r.tenant}
+		ctx = invoke.WithInvalid(ctx, r.inv)
 	}
 	r.ctx, r.cancel = r.e.withDeltas(ctx), cancel
 }

@@ -74,6 +74,10 @@ type Request struct {
 	Chosen      bool
 	Declaration *safety.Declaration
 	Claims      []safety.ClaimVerdict
+
+	// invalid, when set, is what Invalid.Check found about a flagged
+	// call: the gate is joined with the rule invalidated-resource.
+	invalid *Checked
 }
 
 // VerifyError is the error of a model-chosen call the gate answered
@@ -154,6 +158,22 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		info = &tool.CallInfo{RunID: req.At.RunID, StepID: req.At.StepID, Attempt: req.At.Attempt}
 	}
 	info.IdempotencyKey = rec.Key
+	iv := InvalidOf(ctx)
+	var rendered []string
+	if iv != nil && (len(spec.Resources) > 0 || iv.tainted.Load()) {
+		c, err := iv.Check(ctx, spec, req.Args, req.Provenance)
+		if err != nil {
+			rec.Outcome = Blocked
+			return nil, err
+		}
+		rendered = c.Rendered
+		if c.Flagged {
+			flagged, found := *req, c // copies: only a flagged call allocates them
+			flagged.Provenance, flagged.invalid = c.Provenance, &found
+			req, rec.Provenance = &flagged, c.Provenance
+			iv.Touched(rec, spec, c.Hits, false)
+		}
+	}
 	if err := p.check(ctx, req, info, spec, rec); err != nil {
 		rec.Outcome = Blocked
 		var ae *ApprovalError
@@ -203,6 +223,13 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 		rec.Outcome, rec.Output = CheckFailed, out
 		return nil, err
 	}
+	if iv != nil && len(spec.Resources) > 0 {
+		// the resources only the output renders; the call happened, so a
+		// lookup that fails leaves it unflagged rather than failed.
+		if _, hits, err := iv.lookup(ctx, spec, req.Args, out, rendered); err == nil {
+			iv.Touched(rec, spec, hits, true)
+		}
+	}
 	rec.Outcome, rec.Output = OK, out
 	return out, nil
 }
@@ -235,6 +262,11 @@ func (p *Pipeline) check(ctx context.Context, req *Request, info *tool.CallInfo,
 	gate := p.Gate
 	if req.Gate != nil {
 		gate = req.Gate
+	}
+	if req.invalid != nil {
+		// first, so that among equal verdicts its reason (naming the
+		// resources) is the decision's.
+		gate = safety.Join(InvalidGate(req.invalid), gate)
 	}
 	if gate == nil || gate == safety.AllowAll {
 		if req.RequireApproval && !req.Approved {

@@ -27,6 +27,7 @@ func (r *Record) Journal(status journal.CallStatus, spec *tool.Spec, keep bool) 
 	if at.ForEach {
 		c.Item = at.Item
 	}
+	c.Invalidated = r.Invalidated
 	if keep && status == journal.CallSucceeded {
 		c.Output, _ = value.AppendCanonical(nil, r.Output)
 	}

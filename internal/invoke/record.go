@@ -3,6 +3,7 @@ package invoke
 import (
 	"time"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
@@ -58,6 +59,9 @@ type Record struct {
 	// (nil when no gate was asked: safety.AllowAll, or the call stopped
 	// at its args).
 	Gate *Gated
+	// Invalidated are the invalidated resources the call touched (see
+	// Invalid); nil for most calls.
+	Invalidated []journal.InvalidatedUse
 	// Start is when the pipeline took the call; Duration runs to its
 	// outcome (for Late: to the tool's return).
 	Start    time.Time

@@ -71,6 +71,12 @@ func (s *Server) call(ctx context.Context, sv *served, req *sdk.CallToolRequest)
 		// id is new in every process, so no two calls share a key.
 		r.At = invoke.Position{RunID: s.ledger.id, StepID: sv.spec.Name, Attempt: int(s.calls.Add(1))}
 	}
+	if l := s.ledger; l != nil && l.st != nil {
+		// a served tool's resources are checked against the invalidated
+		// ones, as every call of a run (invoke.Invalid); each call on its
+		// own, since a host's calls share no data flow rein can see.
+		ctx = invoke.WithInvalid(ctx, &invoke.Invalid{Store: l.st})
+	}
 	out, outcome, err := s.pipeline.Call(ctx, r)
 	if outcome == invoke.AwaitingApproval {
 		if !canElicit(req.Session) {

@@ -213,6 +213,9 @@ func (w *Workflow) fromSource(ctx context.Context, t *task, p *project.Project, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, flow.DefaultToolTimeout)
 	defer cancel()
+	// its resources are checked against the invalidated ones, as every
+	// call of a task's run (invoke.Invalid).
+	cctx = invoke.WithInvalid(cctx, &invoke.Invalid{Store: w.opts.Store, Tenant: t.run.Tenant})
 	out, outcome, err := pipe.Call(cctx, &invoke.Request{Tool: ad, Args: args, Input: in, Output: outSchema,
 		At: at, Recorder: &adapterRecorder{ctx: ctx, w: w, step: s}})
 	if err != nil {

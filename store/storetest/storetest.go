@@ -88,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"Finished", testFinished},
 		{"Budget", testBudget},
 		{"BudgetConcurrent", testBudgetConcurrent},
+		{"Invalidated", testInvalidated},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
