@@ -33,7 +33,7 @@ type caseResult struct {
 	Actual string `json:"actual"`
 	Result string `json:"result"`
 	// Why says why the result is unexpected or skipped.
-	Why   string `json:"why,omitempty"`
+	Why string `json:"why,omitempty"`
 	// RunID is the case's run, in the throwaway store (not printed).
 	RunID string `json:"-"`
 	// Error is the refusal's or the failure's message.
