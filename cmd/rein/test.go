@@ -102,9 +102,18 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	p, err := f.load(s, dir)
+	// every model is answered from a: a flow whose models are not
+	// configured loads too.
+	a := &answers{}
+	opts := f.loadOptions()
+	opts.Fallback = a
+	p, err := project.Load(dir, opts)
 	if err != nil {
-		return err
+		return loadError(s, err)
+	}
+	s.use(p)
+	for _, w := range p.Flow.Warnings {
+		fmt.Fprintln(s.err, w.String())
 	}
 	defer func() {
 		if cerr := p.Close(); cerr != nil {
@@ -129,7 +138,7 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if f.list {
 		return f.writeList(s, cases, suite)
 	}
-	a := &answers{suite: suite}
+	a.suite = suite
 	stubs, err := wireAnswers(p, a, f.stub)
 	if err != nil {
 		return err
