@@ -55,8 +55,8 @@ output_schema (no provider is called); route, plan and agent steps are
 answered by the folder's script (script.yaml, or --script). Tools whose
 effect is write, external or destructive are stubbed by default (--stub
 effects): they answer values generated from their output_schema and their
-program never runs. --stub all stubs every tool; --stub none calls them all
-(real side effects).
+program never runs. --stub all stubs read tools too; --stub none calls them
+all (real side effects). A tool with effect none is never stubbed.
 
 Expected: a valid case is accepted (the run succeeds, or stops where the gate
 said so: an approval to wait for, a block); an invalid one is rejected with
@@ -73,7 +73,7 @@ or an invalid flow.`,
 	fl.StringVar(&f.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	fl.StringVar(&f.input, "input", "", "a valid run input (JSON file) whose fields the cases start from (default: input.json in the flow's folder)")
 	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
-	fl.StringVar(&f.stub, "stub", stubEffects, "tools answered with generated values instead of being called: effects (write, external, destructive), all, or none")
+	fl.StringVar(&f.stub, "stub", stubEffects, "tools answered with generated values instead of being called: effects (write, external, destructive), all (read too), or none")
 	fl.StringVar(&f.only, "case", "", "run only the case of this name")
 	fl.BoolVar(&f.list, "list", false, "list the cases without running them")
 	fl.IntVar(&f.maxCases, "max-cases", casegen.DefaultMaxCases, "the most cases one schema gets")

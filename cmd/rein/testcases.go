@@ -10,6 +10,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/flow/casegen"
 	"github.com/reinhq/rein/model"
+	"github.com/reinhq/rein/model/scripted"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value/schema"
@@ -126,16 +127,30 @@ func (s *suite) add(kind string, st *flow.Step, cs []casegen.Case) {
 // which answers the case's value. Cases run one at a time; set is called
 // between runs.
 type answers struct {
-	mu       sync.Mutex
-	suite    *suite
-	current  *testCase
-	fallback model.Model // the folder's script: route, plan and agent requests
+	mu      sync.Mutex
+	suite   *suite
+	current *testCase
+	// scriptPath is the folder's script, which answers route, plan and
+	// agent requests (fallback: loaded for each case).
+	scriptPath string
+	fallback   model.Model
 }
 
-func (a *answers) set(c *testCase) {
+// set makes c the case being run (nil: none), with the folder's script
+// loaded afresh: each case's run uses its replies from the first.
+func (a *answers) set(c *testCase) error {
+	var script model.Model
+	if a.scriptPath != "" && c != nil {
+		m, err := scripted.Load(a.scriptPath)
+		if err != nil {
+			return err
+		}
+		script = m
+	}
 	a.mu.Lock()
-	a.current = c
+	a.current, a.fallback = c, script
 	a.mu.Unlock()
+	return nil
 }
 
 func (a *answers) currentCase() *testCase {
@@ -165,8 +180,11 @@ func (a *answers) output(step string) (any, bool, error) {
 // script, and without one they fail saying so.
 func (a *answers) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if req.Decision != "" {
-		if a.fallback != nil {
-			return a.fallback.Generate(ctx, req)
+		a.mu.Lock()
+		script := a.fallback
+		a.mu.Unlock()
+		if script != nil {
+			return script.Generate(ctx, req)
 		}
 		return nil, fault.BusinessErr(fmt.Errorf("rein test answers llm steps only; step %s asks for a %s decision: give a script (script.yaml beside the flow, or --script FILE) that answers it", req.StepID, req.Decision))
 	}
@@ -217,23 +235,31 @@ const (
 	stubNone    = "none"
 )
 
-// stubbed reports whether mode stubs a tool of that spec.
+// stubbed reports whether mode stubs a tool of that spec. A tool with
+// effect none is never stubbed: it has no effect to keep from happening,
+// and sub-agents and handoffs (effect none) must stay what they are.
 func stubbed(mode string, spec tool.Spec) bool {
-	switch mode {
-	case stubAll:
-		return true
-	case stubNone:
+	switch {
+	case mode == stubNone || spec.Effect == tool.EffectNone:
 		return false
+	case mode == stubAll:
+		return true
 	}
-	return spec.Effect != tool.EffectNone && spec.Effect != tool.EffectRead
+	return spec.Effect != tool.EffectRead
 }
 
-// wireAnswers makes p's models answer from a, and its tools testTools
-// that stub what mode asks for. It returns the stubbed tools' names.
+// wireAnswers makes p's models answer from a, and wraps in a testTool
+// each tool mode stubs and each tool of a tool step with output cases (the
+// others stay as they are: an agent's sub-agents must). It returns the
+// stubbed tools' names.
 func wireAnswers(p *project.Project, a *answers, mode string) ([]string, error) {
-	if p.Script != nil {
-		a.fallback = p.Script
+	stepTools := map[string]bool{}
+	for _, c := range a.suite.cases {
+		if c.kind == kindOutput && c.step.Type == flow.Tool {
+			stepTools[c.step.Tool] = true
+		}
 	}
+	a.scriptPath = p.ScriptPath
 	models := &model.Registry{}
 	for _, n := range p.Models.Names() {
 		models.Register(n, a)
@@ -248,7 +274,10 @@ func wireAnswers(p *project.Project, a *answers, mode string) ([]string, error) 
 		if stub {
 			stubs = append(stubs, n)
 		}
-		if err := tools.Register(&testTool{Tool: t, stub: stub, answers: a}); err != nil {
+		if stub || stepTools[n] {
+			t = &testTool{Tool: t, stub: stub, answers: a}
+		}
+		if err := tools.Register(t); err != nil {
 			return nil, err
 		}
 	}

@@ -93,8 +93,11 @@ func (t *tester) run(ctx context.Context, c *testCase) caseResult {
 	if c.kind == kindInput {
 		input = c.Value
 	}
-	t.answers.set(c)
-	defer t.answers.set(nil)
+	if err := t.answers.set(c); err != nil {
+		r.Actual, r.Result, r.Why = "error", resultUnexpected, err.Error()
+		return r
+	}
+	defer func() { _ = t.answers.set(nil) }()
 	res, err := t.client.Start(ctx, t.p, input, nil)
 	if err != nil {
 		var ie *rein.InputError
@@ -194,7 +197,7 @@ func runAccepted(res *rein.Result) bool {
 func (t *tester) judgeStep(c *testCase, res *rein.Result, r *caseResult) {
 	st, ran := res.Steps[c.step.ID]
 	if !ran || st.Status == trace.StepPending || st.Status == trace.StepSkipped || st.Status == trace.StepWaiting && st.Error == nil {
-		r.Result, r.Why = resultSkipped, fmt.Sprintf("step %s did not run its tool or model: the run is %s before it", c.step.ID, res.Status)
+		r.Result, r.Why = resultSkipped, fmt.Sprintf("the run (%s) never ran step %s's tool or model", res.Status, c.step.ID)
 		return
 	}
 	msg := ""
