@@ -217,8 +217,45 @@ func TestTestStubsSideEffects(t *testing.T) {
 	if entries, _ := os.ReadDir(outbox); len(entries) != 0 {
 		t.Errorf("the stubbed refund tool wrote %d files into the outbox", len(entries))
 	}
+	// --stub all stubs the read-only lookup too.
+	code, out, _ = cli(t, "test", "../../examples/refund-policy", "--stub", "all", "--case", "input/minimal", "-o", "json")
+	decodeOne(t, out, &rep)
+	if code != exitOK || strings.Join(rep.Stubbed, ",") != "lookup_order,send_refund" {
+		t.Errorf("--stub all: exit %d, stubbed %v", code, rep.Stubbed)
+	}
 	code, _, stderr = cli(t, "test", "../../examples/refund-policy", "--stub", "none", "--case", "input/amount>exclusiveMinimum")
 	if entries, _ := os.ReadDir(outbox); code != exitOK || len(entries) != 1 {
 		t.Errorf("--stub none: exit %d, %d files in the outbox (want the one refund), stderr %s", code, len(entries), stderr)
+	}
+}
+
+// TestTestScriptAnswersEachCase: a route step is answered by the folder's
+// script, read afresh for each case, so its one reply answers every run;
+// without a script the route step's cases fail, saying what to add.
+func TestTestScriptAnswersEachCase(t *testing.T) {
+	t.Parallel()
+	path := writeFlow(t, `name: routed
+inputs: {type: object, properties: {text: {type: string, enum: [a, b]}}, required: [text]}
+steps:
+  - id: triage
+    type: route
+    text: "{input.text}"
+    model: router
+    routes:
+      - {name: one, description: the first}
+      - {name: two, description: the second}
+`)
+	dir := filepath.Dir(path)
+	code, out, stderr := cli(t, "test", dir)
+	if code != exitRunFailed || !strings.Contains(out, "rein test answers llm steps only; step triage asks for a route decision: give a script") {
+		t.Fatalf("without a script: exit %d, out %s, stderr %s", code, out, stderr)
+	}
+	script := "replies:\n  - {step: triage, decision: route, route: one, reason: always one}\n"
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = cli(t, "test", dir)
+	if code != exitOK || !strings.Contains(out, "7 cases: 7 ok, 0 unexpected, 0 skipped") {
+		t.Errorf("exit %d, out %s, stderr %s", code, out, stderr)
 	}
 }
