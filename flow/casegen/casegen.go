@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -62,7 +63,8 @@ type Result struct {
 
 // Generate makes the cases of the schema doc (JSON values, as
 // flow.Schema.Doc holds them): "minimal" first, then, field by field in
-// name order (nested objects to MaxDepth), a required field missing, the
+// name order (nested objects, and the first item of a list of objects, to
+// MaxDepth), a required field missing, the
 // field of a wrong type, an optional field given, enum members and a
 // value outside the enum, the numeric, length and item-count bounds on
 // both sides, a string that breaks the pattern, and a property
@@ -152,6 +154,7 @@ func (g *gen) value(n node, base any, path []string, required bool, depth int) {
 		g.strings(n, base, path)
 	case "array":
 		g.items(n, base, path, depth)
+		g.firstItem(n, base, path, required, depth)
 	case "object":
 		if depth < MaxDepth {
 			if len(path) > 0 && !required {
@@ -248,6 +251,43 @@ func (g *gen) items(n node, base any, path []string, depth int) {
 	}
 }
 
+// firstItem makes the cases of the fields of a list's first item, when
+// its items are objects: "items/0/-title (missing)". The list gets one
+// minimal item when it has none.
+func (g *gen) firstItem(n node, base any, path []string, required bool, depth int) {
+	item := n.child("items")
+	if item.kind() != "object" || depth >= MaxDepth {
+		return
+	}
+	list, _ := lookup(base, path).([]any)
+	if !required || len(list) == 0 {
+		if max, ok := n.count("maxItems"); ok && max == 0 {
+			return
+		}
+		base = set(base, path, []any{minimal(item, nil, depth+1)})
+	}
+	g.fields(item, base, append(slices.Clip(path), "0"), depth+1)
+}
+
+// lookup is the value at path in v, or nil.
+func lookup(v any, path []string) any {
+	for _, k := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, ok := index(x, k)
+			if !ok {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
 // wrongValue is a value of the first JSON type the schema's types do not
 // allow (an integer allows no number that is not whole).
 func wrongValue(types []string) (any, bool) {
@@ -304,10 +344,18 @@ func pointer(path []string) string {
 	return b.String()
 }
 
-// set returns a copy of base with v at path (objects made on the way).
+// set returns a copy of base with v at path (objects made on the way; a
+// path element into a list is an index the list has).
 func set(base any, path []string, v any) any {
 	if len(path) == 0 {
 		return clone(v)
+	}
+	if l, ok := base.([]any); ok {
+		if i, ok := index(l, path[0]); ok {
+			out := clone(l).([]any)
+			out[i] = set(l[i], path[1:], v)
+			return out
+		}
 	}
 	m, _ := base.(map[string]any)
 	out := make(map[string]any, len(m)+1)
@@ -323,6 +371,14 @@ func del(base any, path []string) any {
 	out := clone(base)
 	cur := out
 	for i, k := range path {
+		if l, ok := cur.([]any); ok {
+			j, ok := index(l, k)
+			if !ok {
+				return out
+			}
+			cur = l[j]
+			continue
+		}
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return out
@@ -334,6 +390,12 @@ func del(base any, path []string) any {
 		cur = m[k]
 	}
 	return out
+}
+
+// index reads a path element as an index of l.
+func index(l []any, k string) (int, bool) {
+	i, err := strconv.Atoi(k)
+	return i, err == nil && i >= 0 && i < len(l)
 }
 
 // clone deep-copies JSON values (maps and lists; leaves are immutable).

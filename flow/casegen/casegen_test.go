@@ -183,3 +183,26 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestGenerateListItems(t *testing.T) {
+	res := generate(t, `{"type": "object", "required": ["lines"], "properties": {"lines": {"type": "array", "minItems": 1,
+		"items": {"type": "object", "required": ["sku"], "properties": {"sku": {"type": "string"}, "qty": {"type": "integer", "maximum": 9}}}}}}`, nil)
+	cases := byName(res)
+	for name, want := range map[string]string{
+		"input/lines/0/-sku (missing)":  `{"lines":[{}]}`,
+		"input/lines/0/qty=maximum":     `{"lines":[{"qty":9,"sku":"x"}]}`,
+		"input/lines/0/sku: wrong type": `{"lines":[{"sku":0}]}`,
+	} {
+		c, ok := cases[name]
+		if !ok {
+			t.Errorf("no case %q", name)
+			continue
+		}
+		if got := mustJSON(c.Value); got != want || c.Skip != "" {
+			t.Errorf("%s = %s (skip %q), want %s", name, got, c.Skip, want)
+		}
+	}
+	if c := cases["input/lines/0/-sku (missing)"]; c.Pointer != "/lines/0/sku" || c.Valid {
+		t.Errorf("pointer %q valid %v", c.Pointer, c.Valid)
+	}
+}
