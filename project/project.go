@@ -50,6 +50,10 @@ type LoadOptions struct {
 	Tools []tool.Tool
 	// Models binds model names to Models; a scripted Script answers the rest.
 	Models map[string]model.Model
+	// Fallback, when set, answers every model name nothing else answers
+	// (rein test's values generated from the steps' output schemas), so a
+	// flow whose models are not configured loads.
+	Fallback model.Model
 	// Model, when set, answers every model name of the flow: a rein.yaml
 	// models: name or provider/model (the CLI's --model).
 	Model string
@@ -186,6 +190,9 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 			return nil, err
 		}
 		p.Models.SetFallback(p.Script)
+	}
+	if opts.Fallback != nil {
+		p.Models.SetFallback(opts.Fallback)
 	}
 	for _, t := range opts.Tools {
 		if err := p.Tools.Register(t); err != nil {

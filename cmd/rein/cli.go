@@ -202,7 +202,7 @@ interrupted.`,
 	}
 	root.SetVersionTemplate("rein {{.Version}}\n")
 	root.AddCommand(newRunCmd(s), newAgentCmd(s), newChatCmd(s), newSessionsCmd(s), newValidateCmd(s), newGraphCmd(s), newTraceCmd(s), newRunsCmd(s), newWorkerCmd(s),
-		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newMCPCmd(s), newToolCmd(s), newPolicyCmd(s), newServeCmd(s), newResourcesCmd(s))
+		newVersionCmd(s), newSchemaCmd(s), newPlanCmd(s), newRouteCmd(s), newMCPCmd(s), newToolCmd(s), newPolicyCmd(s), newServeCmd(s), newResourcesCmd(s), newTestCmd(s))
 	registerCompletions(root)
 	return root
 }
