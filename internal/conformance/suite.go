@@ -156,7 +156,6 @@ func sorted[S ~[]string](s S) []string {
 	return out
 }
 
-
 func show(o *Observed) string {
 	b, _ := json.MarshalIndent(o, "", "  ")
 	return string(b)
