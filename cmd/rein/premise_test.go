@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +58,114 @@ steps:
 	}
 	if code, out, stderr = cli(t, "runs", "impact", res.RunID, "--premise", "lookup", "--db", db); code != exitOK || !strings.Contains(out, "lookup") {
 		t.Errorf("runs impact: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// premiseFlow writes, in dir, a flow whose step lookup's output
+// contradicts a premise — the step's own (premise: on the step), or its
+// tool's (premise: on the tool's declaration) — beside an independent
+// branch whose write tool (audit) has nothing to do with it. The flow runs
+// one step at a time, so that the branch is not in flight when the
+// premise fails. Each tool appends its name to dir/calls.
+func premiseFlow(t *testing.T, dir string, toolPremise bool) {
+	t.Helper()
+	calls := filepath.Join(dir, "calls")
+	stepPremise, declPremise := `
+    premise: {id: region-known, claim: "the registry knows the customer's region", check: 'output.region != ""'}`, ""
+	if toolPremise {
+		stepPremise, declPremise = "", `
+    premise: {id: region-known, claim: "the registry knows the customer's region", check: 'output.region != "" && args.customer != ""'}`
+	}
+	flowText := `name: premised
+concurrency: 1
+tools:
+  lookup:
+    command: ["sh", "-c", "cat >/dev/null; echo lookup >> ` + calls + `; echo '{\"region\": \"\"}'"]
+    effect: read` + declPremise + `
+  save:
+    command: ["sh", "-c", "cat >/dev/null; echo save >> ` + calls + `; echo '{\"ok\": true}'"]
+    effect: write
+  audit:
+    command: ["sh", "-c", "cat >/dev/null; echo audit >> ` + calls + `; echo '{\"ok\": true}'"]
+    effect: write
+steps:
+  - id: lookup
+    tool: lookup
+    args: {customer: bob}` + stepPremise + `
+  - {id: save, tool: save, args: {region: "{lookup.region}"}}
+  - {id: audit, tool: audit, args: {}, requires: []}
+`
+	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flowText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// madeCalls lists the tools the flow of premiseFlow called, in order.
+func madeCalls(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "calls"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(string(b)), ",")
+}
+
+// A failed premise pauses the WHOLE run before any further effect: the
+// independent branch's write tool is not called (it is, on a run where
+// only what depends on the premise waits), the run waits with the premise
+// named (kind premise), a resume without a decision stays paused and
+// calls nothing, and once a person settles the step the paused branches go
+// on. The same holds for a tool declaration's premise, checked on the
+// call's output.
+func TestPremisePausesTheWholeRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		toolPremise bool
+		on          string
+	}{
+		{"step premise", false, "does not hold on the output of step lookup"},
+		{"tool premise", true, "does not hold on the output of a call of tool lookup by step lookup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			premiseFlow(t, dir, tc.toolPremise)
+			db := filepath.Join(dir, "rein.db")
+			code, out, stderr := cli(t, "run", dir, "--db", db, "--output", "json")
+			if code != exitWaiting {
+				t.Fatalf("exit %d, want 3\n%s%s", code, out, stderr)
+			}
+			var res durableResult
+			decodeOne(t, out, &res)
+			if got := madeCalls(t, dir); got != "lookup" {
+				t.Fatalf("calls %q after the premise failed, want only lookup: the independent audit must not run", got)
+			}
+			if len(res.Pending) != 1 || res.Pending[0].StepID != "lookup" || res.Pending[0].Kind != "premise" {
+				t.Fatalf("pending %+v, want lookup waiting on its premise", res.Pending)
+			}
+			code, out, stderr = cli(t, "runs", "show", res.RunID, "--db", db)
+			for _, want := range []string{"step lookup (premise)", "premise region-known (\"the registry knows the customer's region\") " + tc.on,
+				"the run is paused here, before any further effect", "rein runs impact " + res.RunID + " --premise lookup",
+				"rein runs remediate " + res.RunID + " --premise lookup"} {
+				if code != exitOK || !strings.Contains(out, want) {
+					t.Errorf("runs show does not say %q (exit %d):\n%s%s", want, code, out, stderr)
+				}
+			}
+			// a resume without a decision stays paused and calls nothing.
+			if code, out, stderr = cli(t, "runs", "resume", res.RunID, "--db", db); code != exitWaiting {
+				t.Fatalf("resume without a decision: exit %d, want 3\n%s%s", code, out, stderr)
+			}
+			if got := madeCalls(t, dir); got != "lookup" {
+				t.Fatalf("calls %q after a resume without a decision, want only lookup", got)
+			}
+			// a person corrects the output: the paused branches go on.
+			if code, out, stderr = cli(t, "runs", "settle", res.RunID, "lookup", "--value", `{"region": "us-east"}`, "--db", db); code != exitOK {
+				t.Fatalf("settle: exit %d\n%s%s", code, out, stderr)
+			}
+			if got := strings.Split(madeCalls(t, dir), ","); len(got) != 3 || !slices.Contains(got, "save") || !slices.Contains(got, "audit") {
+				t.Fatalf("calls %q after the settle, want lookup, then save and audit once each", got)
+			}
+		})
 	}
 }
