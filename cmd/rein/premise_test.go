@@ -169,3 +169,75 @@ func TestPremisePausesTheWholeRun(t *testing.T) {
 		})
 	}
 }
+
+// A tool's premise holds in an agent loop too: the call whose output
+// contradicts it is made (and recorded), but the loop makes no further
+// call of the turn — the refund the model chose beside it is not sent —
+// and takes no further turn; the run waits on the agent step, the premise
+// named, and nothing else runs.
+func TestToolPremiseStopsTheAgentLoop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	files := map[string]string{
+		"rein.yaml": `tools:
+  lookup_order:
+    command: ["sh", "-c", "cat >/dev/null; echo lookup >> ` + calls + `; echo '{\"order\": \"1042\", \"currency\": \"\"}'"]
+    effect: read
+    premise: {id: currency-known, claim: "every order has a currency", check: 'output.currency != ""'}
+  issue_refund:
+    command: ["sh", "-c", "cat >/dev/null; echo refund >> ` + calls + `; echo '{\"refunded\": true}'"]
+    effect: write
+`,
+		"agent.yaml": `name: support
+model: support-model
+instructions: Refund duplicate charges.
+concurrency: 1
+tools:
+  lookup_order:
+  issue_refund:
+`,
+		"script.yaml": `replies:
+  - step: agent
+    decision: agent
+    turn: 1
+    tool_calls:
+      - {name: lookup_order, args: {order: "1042"}}
+      - {name: issue_refund, args: {order: "1042"}}
+  - step: agent
+    decision: agent
+    turn: 2
+    tool_calls:
+      - {name: issue_refund, args: {order: "1042"}}
+  - step: agent
+    decision: agent
+    turn: 3
+    raw: "done"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(dir, "rein.db")
+	code, out, stderr := cli(t, "agent", dir, "refund order 1042", "--db", db, "--output", "json")
+	if code != exitWaiting {
+		t.Fatalf("exit %d, want 3 (waiting)\n%s%s", code, out, stderr)
+	}
+	if got := madeCalls(t, dir); got != "lookup" {
+		t.Fatalf("calls %q, want only lookup: after its premise failed no further call of the turn, and no further turn, may run", got)
+	}
+	var res agentResultJSON
+	decodeOne(t, out, &res)
+	if len(res.Pending) != 1 || res.Pending[0]["kind"] != "premise" || res.Pending[0]["step_id"] != "agent" {
+		t.Fatalf("pending %v, want the agent step waiting on its premise", res.Pending)
+	}
+	code, out, stderr = cli(t, "runs", "show", res.RunID, "--db", db)
+	for _, want := range []string{"premise currency-known (\"every order has a currency\") does not hold on the output of a call of tool lookup_order by step agent",
+		"rein runs impact " + res.RunID + " --premise agent"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("runs show does not say %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
+	}
+}
