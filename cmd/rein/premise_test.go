@@ -2,8 +2,8 @@ package main
 
 import (
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -152,6 +152,10 @@ func TestPremisePausesTheWholeRun(t *testing.T) {
 					t.Errorf("runs show does not say %q (exit %d):\n%s%s", want, code, out, stderr)
 				}
 			}
+			code, out, stderr = cli(t, "runs", "why", res.RunID, "lookup", "--db", db)
+			if want := "paused by a failed premise at attempt 1: premise region-known"; code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("runs why does not say %q (exit %d):\n%s%s", want, code, out, stderr)
+			}
 			// a resume without a decision stays paused and calls nothing.
 			if code, out, stderr = cli(t, "runs", "resume", res.RunID, "--db", db); code != exitWaiting {
 				t.Fatalf("resume without a decision: exit %d, want 3\n%s%s", code, out, stderr)
@@ -238,6 +242,12 @@ tools:
 		"rein runs impact " + res.RunID + " --premise agent"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("runs show does not say %q (exit %d):\n%s%s", want, code, out, stderr)
+		}
+	}
+	code, out, stderr = cli(t, "runs", "why", res.RunID, "agent", "--db", db)
+	for _, want := range []string{"agent attempt=1 (business): agent: call turn1/call1: premise currency-known", "paused by a failed premise at attempt 1: premise currency-known"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("runs why does not say %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
 	}
 }
