@@ -70,9 +70,12 @@ func (r *run) premiseOf(j *job, err error) *PremiseError {
 	return nil
 }
 
-// premiseFailed reports whether err is a premise that does not hold: a
-// step's, or a tool call's.
-func premiseFailed(err error) bool {
+// PremiseFailed reports whether err is a premise that does not hold: a
+// step's, or a tool call's. Such a failure is never retried nor absorbed:
+// its step parks as store.KindPremise and the run pauses (a backend that
+// carries attempts elsewhere, such as Temporal, asks this of an attempt's
+// error).
+func PremiseFailed(err error) bool {
 	var pe *PremiseError
 	return errors.As(err, &pe) || tool.AsPremise(err) != nil
 }

@@ -348,7 +348,7 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 			err = fallbackFailed(err, itemErrs[k], "item")
 		}
 		verdict := m.Settle(u, res.err != nil, fault.ClassOf(res.err), r.ctx.Err() != nil)
-		if res.err != nil && premiseFailed(res.err) {
+		if res.err != nil && PremiseFailed(res.err) {
 			verdict = sched.ItemFailed // a failed premise is never absorbed: the run pauses
 		}
 		switch verdict {
