@@ -156,6 +156,13 @@ func TestPremisePausesTheWholeRun(t *testing.T) {
 			if want := "paused by a failed premise at attempt 1: premise region-known"; code != exitOK || !strings.Contains(out, want) {
 				t.Errorf("runs why does not say %q (exit %d):\n%s%s", want, code, out, stderr)
 			}
+			if !tc.toolPremise {
+				// the step's premise is named by its id as well as by its step's.
+				code, out, stderr = cli(t, "runs", "impact", res.RunID, "--premise", "region-known", "--db", db)
+				if code != exitOK || !strings.Contains(out, "premise region-known (step) of run "+res.RunID+" affects steps: lookup, save") {
+					t.Errorf("runs impact --premise region-known: exit %d\n%s%s", code, out, stderr)
+				}
+			}
 			// a resume without a decision stays paused and calls nothing.
 			if code, out, stderr = cli(t, "runs", "resume", res.RunID, "--db", db); code != exitWaiting {
 				t.Fatalf("resume without a decision: exit %d, want 3\n%s%s", code, out, stderr)
