@@ -311,7 +311,7 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 	case "gate":
 		s.Gate = d.expr(f, label)
 	case "premise":
-		s.Premise = d.decodePremise(f, label)
+		s.Premise = d.decodePremise(f, label, "")
 	case "retries":
 		if n, ok := d.integer(f, label); ok {
 			if n < 0 || n > MaxRetries {

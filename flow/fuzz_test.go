@@ -61,8 +61,8 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig checks that ParseConfig (rein.yaml: tools, models and
-// their prices, budgets)
+// FuzzParseConfig checks that ParseConfig (rein.yaml: tools and their
+// premises, models and their prices, budgets)
 // never panics and that every failure is located.
 func FuzzParseConfig(f *testing.F) {
 	addExampleSeeds(f, "rein.yaml")
@@ -71,6 +71,8 @@ func FuzzParseConfig(f *testing.F) {
 		"models:\n  default: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, timeout: 20s}\n",
 		"models:\n  a: {model: x, structured: xml, max_tokens: -1}\n",
 		"tools:\n  t: {command: [\"./t.sh\"], effect: read, input_schema: {type: object}}\n",
+		"tools:\n  t: {command: [\"./t.sh\"], effect: read, premise: {id: p, claim: c, check: 'output.a != \"\" && args.b'}}\n",
+		"tools:\n  t: {command: [x], effect: read, premise: {id: p, check: 'input.a || steps.x'}}\n",
 		"models: [1, 2]\ntools: 3\n",
 		"models:\n  m: {provider: openai, model: x, price: {input_per_mtok: 3, output_per_mtok: 15, currency: USD}}\nbudgets:\n  default: {tokens_per_day: 1000, cost_per_day: 5}\n  tenants: {acme: {tokens_per_day: 10}}\n",
 		"budgets: {tenants: {\"a b\": 1}, default: [1], x: 2}\nmodels: {m: {provider: openai, model: x, price: {currency: usd}}}\n",

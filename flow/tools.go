@@ -14,7 +14,7 @@ import (
 )
 
 var toolFields = []string{"command", "description", "effect", "reversibility", "idempotent", "timeout",
-	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "verifies", "check"}
+	"input_schema", "output_schema", "env", "pass_env", "max_output_bytes", "undo", "compensate", "resources", "tags", "verifies", "check", "premise"}
 
 // ToolDecl is an exec tool declared in a flow's tools: or in a rein.yaml.
 // The application turns it into a tool.Tool (package tool/exec); the flow
@@ -40,6 +40,10 @@ type ToolDecl struct {
 	// took effect, for a resume that finds a call in doubt (check:); nil
 	// for none. It resolves like Command.
 	Check []string
+	// Premise, when set, is checked on the output of every call of the
+	// tool, wherever it is called (tool.Spec.Premise): its check sees
+	// output and args.
+	Premise *Premise
 	// EffectDecl is what the tool does: effect, reversibility, idempotent,
 	// undo, compensate, resources, tags.
 	EffectDecl
@@ -60,6 +64,7 @@ func (t *ToolDecl) Spec() tool.Spec {
 	if t.OutputSchema != nil {
 		s.OutputSchema = t.OutputSchema.JSON()
 	}
+	s.Premise = t.Premise.ToolPremise()
 	return s
 }
 
@@ -355,6 +360,8 @@ func (d *decoder) decodeTool(e field, dir string) *ToolDecl {
 			}
 		case "check":
 			t.Check = d.command(f, where+" check")
+		case "premise":
+			t.Premise = d.decodeToolPremise(f, where)
 		case "description":
 			t.Description, _ = d.str(f, "")
 		case "timeout":

@@ -321,7 +321,8 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 func ExecTool(d *flow.ToolDecl) (tool.Tool, error) {
 	cfg := exec.Config{Name: d.Name, Description: d.Description, Command: d.Command, Dir: d.Dir, Env: d.Env, PassEnv: d.PassEnv,
 		Timeout: cmp.Or(d.Timeout, flow.DefaultToolTimeout), MaxOutputBytes: d.MaxOutput, Effect: d.Effect, Reversibility: d.Reversibility, Idempotent: d.Idempotent,
-		Undo: d.Undo, Compensate: d.Compensate, Resources: d.Resources, Tags: d.Tags, Verifies: d.Verifies, Check: d.Check}
+		Undo: d.Undo, Compensate: d.Compensate, Resources: d.Resources, Tags: d.Tags, Verifies: d.Verifies, Check: d.Check,
+		Premise: d.Premise.ToolPremise()}
 	if d.InputSchema != nil {
 		cfg.InputSchema = d.InputSchema.JSON()
 	}

@@ -29,3 +29,28 @@ func failures(events []*trace.Event, step string) []Failure {
 	}
 	return out
 }
+
+// PremiseFailure is a failed premise that paused the run at a step: the
+// approval it asked (kind premise), from its approval_requested event.
+type PremiseFailure struct {
+	// StepID is the step that waits (an agent step's, for one of its
+	// calls).
+	StepID  string `json:"step_id"`
+	Attempt int    `json:"attempt"`
+	// Error names the premise, its claim and check, and the remediation
+	// on offer.
+	Error string `json:"error"`
+}
+
+// premiseFailures lists the failed premises of step step in events, in
+// journal order.
+func premiseFailures(events []*trace.Event, step string) []PremiseFailure {
+	var out []PremiseFailure
+	for _, e := range events {
+		if e.Kind != trace.ApprovalRequested || e.Decision != "premise" || e.StepID != step {
+			continue
+		}
+		out = append(out, PremiseFailure{StepID: e.StepID, Attempt: e.Attempt, Error: e.Error})
+	}
+	return out
+}

@@ -90,8 +90,8 @@ type ImpactOptions struct {
 // with a call it chose (an agent call, a plan step: read from the
 // journal; the declaring call, and what its affects name — argument
 // pointers of that call, step ids, call keys, resources — are affected,
-// and what depends on them), of one in opts, or a step id (its output is
-// false). A premise that names none of these is a not_found *Error
+// and what depends on them), of one in opts, or a step id, or the id of
+// a step's premise: (that step's output is false). A premise that names none of these is a not_found *Error
 // listing the run's premise ids and steps. Errors as Effects otherwise.
 func (r *Reader) Impact(ctx context.Context, ref, premise string, opts *ImpactOptions) (*ImpactView, error) {
 	run, p, err := r.Load(ctx, ref)
@@ -165,9 +165,9 @@ func impact(f *flow.Flow, v *EffectsView, premise string, assumptions []declared
 				}
 			}
 		}
-	case f.StepByID(premise) != nil:
+	case premiseStep(f, premise) != nil:
 		out.Source = "step"
-		s := f.StepByID(premise)
+		s := premiseStep(f, premise)
 		affected[s.Index], why[s.Index] = true, "its output is the premise"
 	default:
 		return nil, unknownPremise(f, v.RunID, premise, assumptions)
@@ -343,4 +343,23 @@ func (v *ImpactView) Plan() []engine.Remedy {
 		}
 	}
 	return remedies
+}
+
+// premiseStep is the step premise names: a step of f by id, or the one
+// step whose own premise: has that id (a premise two steps declare is
+// named by step id); nil when none.
+func premiseStep(f *flow.Flow, premise string) *flow.Step {
+	if s := f.StepByID(premise); s != nil {
+		return s
+	}
+	var found *flow.Step
+	for _, s := range f.Steps {
+		if s.Premise != nil && s.Premise.ID == premise {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
 }

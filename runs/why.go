@@ -46,6 +46,10 @@ type WhyView struct {
 	// Invalidated are the step's calls that touched a resource a
 	// remediation marked invalid (flagged; origin invalidated).
 	Invalidated []InvalidatedCall `json:"invalidated,omitempty"`
+	// Premises are the failed premises that paused the run at the step
+	// (its output's, or a tool call's), each with the message that names
+	// it.
+	Premises []PremiseFailure `json:"premises,omitempty"`
 }
 
 // InvalidatedCall is a call that touched invalidated resources.
@@ -136,7 +140,7 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 	if s.Type != flow.Tool {
 		v, err := modelCallsWhy(run.ID, s, events)
 		if v != nil {
-			v.Failures = failures(events, s.ID)
+			v.Failures, v.Premises = failures(events, s.ID), premiseFailures(events, s.ID)
 			if err == nil {
 				err = r.invalidatedOf(ctx, v)
 			}
@@ -150,7 +154,7 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		return tool.Spec{}, false
 	}
 	v := &WhyView{RunID: run.ID, StepID: s.ID, Tool: s.Tool, Args: argOrigins(s, s.Args, flow.ArgProvenance(f, s, false, spec)),
-		Failures: failures(events, s.ID)}
+		Failures: failures(events, s.ID), Premises: premiseFailures(events, s.ID)}
 	if fb := s.Fallback; fb != nil && fb.Tool != "" {
 		v.FallbackTool, v.Fallback = fb.Tool, argOrigins(s, fb.Args, flow.ArgProvenance(f, s, true, spec))
 	}

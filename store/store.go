@@ -396,6 +396,12 @@ const (
 	// message says why. Approve runs it again, reject fails the run with
 	// its error, settle provides its output.
 	KindEscalation ApprovalKind = "escalation"
+	// KindPremise: a step's output, or a tool call's, contradicts a
+	// declared premise (premise: {id, claim, check}); the message names
+	// it. While one waits the whole run is paused: nothing that has not
+	// started is dispatched. Approve runs the step again, reject fails the
+	// run with its error, settle provides its output; then the run goes on.
+	KindPremise ApprovalKind = "premise"
 	// KindSubmission: a submit or source step waits for an agent (the
 	// workflow tool of package bridge) to provide its output; settle
 	// records it.

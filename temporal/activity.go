@@ -128,7 +128,8 @@ func settledOf(in *attemptIn) (*engine.Settled, error) {
 // activity's retry policy allows one attempt): the workflow asks the
 // machine, by class, what follows.
 func toApplicationError(err error) error {
-	d := failure{Class: string(fault.ClassOf(err)), Message: err.Error(), RetryAfter: int64(fault.RetryAfterOf(err)), Budget: fault.BudgetOf(err)}
+	d := failure{Class: string(fault.ClassOf(err)), Message: err.Error(), RetryAfter: int64(fault.RetryAfterOf(err)), Budget: fault.BudgetOf(err),
+		Premise: engine.PremiseFailed(err)}
 	return temporal.NewNonRetryableApplicationError(d.Message, d.Class, err, d)
 }
 

@@ -57,6 +57,10 @@ func (r *wrun) nextActions() []NextAction {
 			why[ActionSettle] = "settle step " + p.Step + " with the output its call had"
 		case store.KindEscalation:
 			why[ActionApprove] = "run step " + p.Step + " again"
+		case store.KindPremise:
+			why[ActionApprove] = "run step " + p.Step + " again (its output contradicts a premise; the whole run is paused until this is decided)"
+			why[ActionSettle] = "give step " + p.Step + " the output it should have produced; the paused branches go on"
+			why[ActionReject] = "fail step " + p.Step + " with its premise's error, and with it the run"
 		}
 		for _, a := range acts {
 			out = append(out, NextAction{Update: UpdateDecide, Step: p.Step, Action: a, Why: why[a], Args: Decision{Step: p.Step, Action: a}})

@@ -46,6 +46,11 @@ func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view
 // (sched.RecoverStep).
 func (r *wrun) recover(ctx workflow.Context, i, attempts int, f *failure, v view) outcome {
 	s := r.f.Steps[i]
+	if f.Premise {
+		// the run stops first, whatever on_error says: the step waits for
+		// a person and the machine pauses the whole run (sched.Machine.Held).
+		return outcome{i: i, attempts: attempts, park: store.KindPremise, err: f}
+	}
 	switch sched.RecoverStep(s, fault.Class(f.Class), false) {
 	case sched.EscalateStep:
 		return outcome{i: i, attempts: attempts, park: store.KindEscalation, err: f}
@@ -101,7 +106,7 @@ func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v v
 		}
 		now := workflow.Now(ctx)
 		next := r.m.Retry(i, fault.Class(ff.Class), attempt, made, time.Duration(ff.RetryAfter), false, now)
-		if !next.Again {
+		if !next.Again || ff.Premise { // a failed premise is never retried
 			return nil, &ff.failure, attempt, false
 		}
 		made, lost = made+1, 0

@@ -70,6 +70,10 @@ type failure struct {
 	Message    string `json:"message"`
 	RetryAfter int64  `json:"retry_after_ns,omitempty"`
 	Budget     string `json:"budget,omitempty"`
+	// Premise: the attempt's output (or one of its tool calls') contradicts
+	// a declared premise: not retried, and the step parks as
+	// store.KindPremise, pausing the run (engine.PremiseFailed).
+	Premise bool `json:"premise,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).

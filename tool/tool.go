@@ -93,6 +93,10 @@ type Spec struct {
 	// text of an output contains it. A tool without Verifies verifies
 	// nothing. safety.ParseVerifies reads an entry.
 	Verifies []string
+	// Premise, when set, is checked on every call's output (a tool
+	// declaration's premise:); a call that contradicts it fails with a
+	// *PremiseError after its effect, and the run pauses.
+	Premise *Premise
 }
 
 // Compensation is a tool call that takes another call's effect back.

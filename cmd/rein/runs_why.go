@@ -39,7 +39,8 @@ explained for gated runs (their trace rides with the gate's decisions).
 
 It then lists the step's failed attempts, each with its error's cause
 chain: the errors it wraps, a tool's stderr tail, a provider's error
-body (bounded and redacted).
+body (bounded and redacted), and the failed premises that paused the run
+at the step (its output's, or one of its tool calls').
 Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,6 +55,9 @@ Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 				writeWhy(s.out, v)
 				writeInvalidated(s.out, v.Invalidated)
 				writeFailures(s.out, v.Failures)
+				for _, p := range v.Premises {
+					fmt.Fprintf(s.out, "paused by a failed premise at attempt %d: %s\n", p.Attempt, p.Error)
+				}
 				return nil
 			})
 		},

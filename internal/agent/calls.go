@@ -351,6 +351,7 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 	var m fan.Fan
 	m.Reset(len(jobs), l.cfg.Concurrency)
 	var failed error // the first commit that failed
+	var paused error // the first call whose output contradicts a premise
 	err := fanout.Run(ctx, &m, func(cctx context.Context, u fan.Unit) bool {
 		i := jobs[u.Index]
 		return l.call(cctx, t.N, &t.Calls[i], approved[i], ev)
@@ -359,15 +360,25 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 		if !done || failed != nil {
 			return nil // cancelled: the call stays chosen
 		}
-		if err := l.commitCall(ctx, t.N, &t.Calls[jobs[u.Index]]); err != nil {
+		c := &t.Calls[jobs[u.Index]]
+		if err := l.commitCall(ctx, t.N, c); err != nil {
 			failed = err
 			m.Stop()
 			return err
+		}
+		if c.premise != nil && paused == nil {
+			// the calls in flight finish; no further call starts, and no
+			// further turn is taken: the run pauses (its caller parks it).
+			paused = fault.BusinessErr(fmt.Errorf("agent: call %s: %w", Ref(t.N, c.Index), c.premise))
+			m.Stop()
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if paused != nil {
+		return paused
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -419,7 +430,7 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.CallTimeout)
 	out, outcome, err := l.cfg.Pipeline.Call(cctx, &req)
 	cancel()
-	if ctx.Err() != nil && outcome != invoke.OK {
+	if ctx.Err() != nil && !outcome.Returned() {
 		return false
 	}
 	c.Reason = ""
@@ -436,8 +447,11 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		return true
 	}
 	c.Plan, c.decisions = nil, nil
+	c.premise = tool.AsPremise(err)
 	switch outcome {
-	case invoke.OK:
+	case invoke.OK, invoke.PremiseFailed:
+		// a call whose output contradicts its tool's premise was made: its
+		// output is observed, and the loop stops after it (runCalls).
 		c.Status = StatusOK
 		c.Observation, c.Blob = l.observe(ctx, out)
 	case invoke.AwaitingApproval:

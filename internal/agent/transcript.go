@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
 )
 
@@ -148,6 +149,10 @@ type Call struct {
 	subDecisions map[string]Decision
 	left         *Budgets
 	handover     handover // a handoff's: what the receiving agent sees
+	// premise is set when the call's output contradicts its tool's
+	// premise (or a plan step's did): the call was made, and the loop
+	// makes no further call of the turn and takes no further turn.
+	premise *tool.PremiseError
 }
 
 // Consumed is an approval a call used: its id (the store's approval

@@ -169,7 +169,8 @@ func (e *Engine) Items(ctx context.Context, f *flow.Flow, runID string, s *Settl
 
 // CheckOutput checks a step's whole output as the runner does once the
 // step ran: its gate (a for_each step's, on the list of its items'
-// outputs) and max_output_bytes.
+// outputs), a for_each step's premise (on the same list) and
+// max_output_bytes.
 func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s *Settled, i int, out any) error {
 	r, err := e.runAt(ctx, f, runID, s)
 	if err != nil {
@@ -177,16 +178,22 @@ func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s 
 	}
 	defer r.end()
 	st := f.Steps[i]
-	if st.Gate != nil {
+	if st.Gate != nil || st.ForEach != nil && st.Premise != nil {
 		j := r.prepare(i)
 		if j.scope == nil {
 			j.scope = r.scope()
 		}
 		ectx, cancel := r.evalCtx(st)
-		err := r.checkGate(ectx, j, out)
-		cancel()
-		if err != nil {
-			return err
+		defer cancel()
+		if st.Gate != nil {
+			if err := r.checkGate(ectx, j, out); err != nil {
+				return err
+			}
+		}
+		if st.ForEach != nil && st.Premise != nil {
+			if err := r.checkPremise(ectx, j, out); err != nil {
+				return err // a *PremiseError: the step parks, the run pauses
+			}
 		}
 	}
 	var o outcome

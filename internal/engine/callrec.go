@@ -92,7 +92,7 @@ func (r *run) recordCall(rec *invoke.Record) {
 	}
 	status := store.CallFailed
 	switch rec.Outcome {
-	case invoke.OK:
+	case invoke.OK, invoke.PremiseFailed:
 		status = store.CallSucceeded
 	case invoke.Late:
 		status = store.CallLate

@@ -393,7 +393,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 		}
 	case kind == store.KindSubmission:
 		a.Message, a.Tool = submissionMessage(s), s.Adapter
-	case kind == store.KindEscalation:
+	case kind == store.KindEscalation || kind == store.KindPremise:
 		a.Message = fmt.Sprintf("step %s failed after %d %s: %s; approve to run it again, reject to fail the run with this error, or settle it with the output it should have produced",
 			s.ID, st.attempts, plural(st.attempts, "attempt", "attempts"), st.err.Message)
 	case a.Message != "":
@@ -409,7 +409,7 @@ func (r *run) park(i int, kind store.ApprovalKind, j *job) *store.Approval {
 	r.stageStep(i)
 	ev := trace.Event{Kind: trace.ApprovalRequested, StepID: s.ID, StepType: string(s.Type), Status: string(r.m.Status(i)),
 		Tool: s.Tool, Decision: string(kind), Attempt: st.attempts}
-	if kind == store.KindEscalation {
+	if kind == store.KindEscalation || kind == store.KindPremise {
 		ev.ErrorClass, ev.Error, ev.Origin = string(st.err.Class), st.err.Message, st.err.Origin
 	}
 	r.record(ev)

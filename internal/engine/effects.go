@@ -51,7 +51,7 @@ func (r *run) callSpec(rec *invoke.Record) (tool.Spec, bool) {
 // its effect may have happened.
 func reachedTool(rec *invoke.Record) bool {
 	switch rec.Outcome {
-	case invoke.OK, invoke.Failed, invoke.Panicked, invoke.InvalidOutput, invoke.TimedOut:
+	case invoke.OK, invoke.PremiseFailed, invoke.Failed, invoke.Panicked, invoke.InvalidOutput, invoke.TimedOut:
 		return true
 	case invoke.Cancelled:
 		return rec.Abandoned
@@ -75,7 +75,7 @@ func effectOf(rec *invoke.Record, spec *tool.Spec) *journal.Effect {
 		e.Provenance = []journal.ArgProvenance{{Pointer: "", Origins: []string{string(safety.OriginInferred)}}}
 	}
 	var out any
-	if rec.Outcome == invoke.OK {
+	if rec.Outcome.Returned() {
 		out = rec.Output
 		e.Compensation = safety.Compensation(spec, rec.Args, out)
 	}

@@ -362,7 +362,11 @@ func (r *run) settle(o *outcome) {
 	}
 	if p := o.park; p != nil && p.escalated {
 		st.settled, st.err = time.Time{}, toRunError(o.lastErr, s.ID, o.origin)
-		a := r.park(i, store.KindEscalation, nil)
+		kind := store.KindEscalation
+		if p.premise {
+			kind = store.KindPremise // the whole run pauses (sched.Machine.Held)
+		}
+		a := r.park(i, kind, nil)
 		a.Args = p.escArgs
 		return
 	}

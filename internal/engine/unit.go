@@ -49,7 +49,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		now := r.e.cfg.Clock.Now()
 		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)
-		if !next.Again || premiseFailed(err) { // a premise that fails stops first: never retried
+		if !next.Again || PremiseFailed(err) { // a premise that fails stops first: never retried
 			return nil, err
 		}
 		done++

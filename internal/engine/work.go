@@ -46,6 +46,9 @@ type outcome struct {
 // approval), or an agent step's calls waiting for people (agentWait).
 type parking struct {
 	escalated bool
+	// premise: the escalation is of a failed premise: the whole run
+	// pauses (store.KindPremise, sched.Machine.Held).
+	premise   bool
 	escArgs   []byte
 	agentWait *agentWait
 }
@@ -168,8 +171,12 @@ func (r *run) finishOutput(s *flow.Step, out any, o *outcome) error {
 // applyOnError decides what a final failure means for the step.
 func (r *run) applyOnError(j *job, err error, o *outcome) {
 	s := j.step
-	if premiseFailed(err) && r.ctx.Err() == nil {
-		r.escalate(j, err, o) // the run stops first, whatever on_error says
+	if pe := r.premiseOf(j, err); pe != nil && r.ctx.Err() == nil {
+		// the run stops first, whatever on_error says: the whole run pauses.
+		r.escalate(j, fault.BusinessErr(pe), o)
+		if o.park != nil {
+			o.park.premise = true
+		}
 		return
 	}
 	switch sched.RecoverStep(s, fault.ClassOf(err), r.ctx.Err() != nil) {
@@ -340,7 +347,11 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 		if err != nil && u.Op == fan.Recover {
 			err = fallbackFailed(err, itemErrs[k], "item")
 		}
-		switch m.Settle(u, res.err != nil, fault.ClassOf(res.err), r.ctx.Err() != nil) {
+		verdict := m.Settle(u, res.err != nil, fault.ClassOf(res.err), r.ctx.Err() != nil)
+		if res.err != nil && PremiseFailed(res.err) {
+			verdict = sched.ItemFailed // a failed premise is never absorbed: the run pauses
+		}
+		switch verdict {
 		case sched.ItemDone:
 			out[k] = res.v
 			if u.Op == fan.Recover {

@@ -25,7 +25,10 @@
 //     counted as success;
 //  5. normalise: the output becomes plain JSON values (value.Normalize);
 //  6. output schema: the output is checked against the given schema;
-//     then, when the gate is a safety.PostChecker (a tier-4 run's
+//     then the tool's premise (tool.Spec.Premise), when it declares one:
+//     an output that contradicts it is Outcome PremiseFailed and a
+//     *tool.PremiseError, the output returned beside it (the effect
+//     happened; the caller pauses the run); then, when the gate is a safety.PostChecker (a tier-4 run's
 //     controls), the post-check of the effect: its failure is a policy
 //     error and Outcome CheckFailed;
 //  7. call record: a Record (position, key, tool, args, output, outcome, timing) is

@@ -219,6 +219,10 @@ func (p *Pipeline) call(ctx context.Context, req *Request, spec *tool.Spec, rec 
 			return nil, fault.BusinessErr(fmt.Errorf("tool %s output %w", spec.Name, err))
 		}
 	}
+	if err := tool.CheckPremise(cctx, spec.Premise, spec.Name, out, req.Args); err != nil {
+		rec.Outcome, rec.Output = PremiseFailed, out
+		return out, fault.BusinessErr(err)
+	}
 	if err := p.postCheck(cctx, req, spec, info, out); err != nil {
 		rec.Outcome, rec.Output = CheckFailed, out
 		return nil, err

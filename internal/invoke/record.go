@@ -26,14 +26,23 @@ const (
 	// CheckFailed: the call succeeded (Output holds what it returned), and
 	// the post-check of its effect failed (safety.PostChecker).
 	CheckFailed Outcome = "check_failed"
-	TimedOut    Outcome = "timed_out" // the deadline passed before the tool returned
-	Cancelled   Outcome = "cancelled" // the context was cancelled before the tool returned
+	// PremiseFailed: the call succeeded (Output holds what it returned),
+	// and the output contradicts its tool's premise (tool.Spec.Premise):
+	// the error is a *tool.PremiseError, and the caller pauses the run.
+	PremiseFailed Outcome = "premise_failed"
+	TimedOut      Outcome = "timed_out" // the deadline passed before the tool returned
+	Cancelled     Outcome = "cancelled" // the context was cancelled before the tool returned
 	// Late is the second record of a TimedOut or Cancelled call: the tool
 	// returned after all (Err is its error, if any) and its result was
 	// discarded. A tool that honours its context and returns the context's
 	// error gets no Late record.
 	Late Outcome = "late"
 )
+
+// Returned reports whether the tool returned an output that passed its
+// schema: OK, or PremiseFailed (its effect happened, and its output is
+// on record, though it contradicts the tool's premise).
+func (o Outcome) Returned() bool { return o == OK || o == PremiseFailed }
 
 // Record is the call record of one invocation.
 type Record struct {

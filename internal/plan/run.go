@@ -193,8 +193,8 @@ func RunFrom(ctx context.Context, pl Planner, ex *Executor, goal string, lim Lim
 		}
 		f := Failure{StepID: se.StepID, Tool: se.Tool, Class: fault.ClassOf(se.Err), Error: se.Cause()}
 		res.Failures = append(res.Failures, f)
-		if f.Class == fault.Budget || f.Class == fault.Cancelled {
-			return res, err
+		if f.Class == fault.Budget || f.Class == fault.Cancelled || tool.AsPremise(se.Err) != nil {
+			return res, err // a failed premise is not planned around: the run pauses
 		}
 		if req.Replan >= maxReplans {
 			return res, fault.BudgetErr("max_replans", "plan step %s failed and the plan may not be revised again (max_replans=%d): %w", se.StepID, maxReplans, se)

@@ -174,7 +174,7 @@ func (c *callRecorder) Called(rec invoke.Record) {
 	}
 	status := journal.CallFailed
 	switch rec.Outcome {
-	case invoke.OK:
+	case invoke.OK, invoke.PremiseFailed:
 		status = journal.CallSucceeded
 	case invoke.AwaitingApproval:
 		status = journal.CallWaiting

@@ -68,6 +68,8 @@ type Config struct {
 	Resources        []string
 	Tags             []string
 	Verifies         []string
+	// Premise is checked on every call's output (tool.Spec.Premise).
+	Premise *tool.Premise
 	// InputSchema and OutputSchema are JSON Schemas, or nil for any value.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
@@ -175,6 +177,7 @@ func New(cfg Config) (*Tool, error) {
 		Resources:     slices.Clone(cfg.Resources),
 		Tags:          slices.Clone(cfg.Tags),
 		Verifies:      slices.Clone(cfg.Verifies),
+		Premise:       cfg.Premise,
 	}}
 	if cfg.Check != nil {
 		t.check = &Tool{cfg: cfg}

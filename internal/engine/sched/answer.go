@@ -61,7 +61,7 @@ type Answer struct {
 	// Attempt is the attempt RunAgain starts.
 	Attempt int
 	// Escalated: the rejected approval was an escalation of the step's
-	// failure.
+	// failure (on_error: escalate, or a failed premise).
 	Escalated bool
 	// Decided: the approval was answered; the driver journals the answer
 	// (approval_decided) and calls Decided.
@@ -92,7 +92,7 @@ func (m *Machine) Answer(i int, a Answered) Answer {
 	}
 	switch a.Status {
 	case store.ApprovalRejected:
-		return Answer{Do: Reject, Decided: true, Escalated: a.Kind == store.KindEscalation}
+		return Answer{Do: Reject, Decided: true, Escalated: a.Kind == store.KindEscalation || a.Kind == store.KindPremise}
 	case store.ApprovalSettled:
 		return Answer{Do: SettleOutput, Decided: true}
 	}
@@ -100,7 +100,7 @@ func (m *Machine) Answer(i int, a Answered) Answer {
 	switch {
 	case s.Type == flow.Approval:
 		return Answer{Do: Approve, Decided: true}
-	case a.Kind == store.KindUnknown || a.Kind == store.KindEscalation:
+	case a.Kind == store.KindUnknown || a.Kind == store.KindEscalation || a.Kind == store.KindPremise:
 		return Answer{Do: RunAgain, Attempt: m.attempts[i] + 1, Decided: true}
 	case a.Kind == store.KindApproval && s.Type == flow.Tool:
 		return Answer{Do: RunApproved, Decided: true}

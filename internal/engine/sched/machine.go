@@ -117,10 +117,37 @@ func (m *Machine) Next(inFlight int) Command {
 }
 
 // CanStart reports whether another step may be dispatched while inFlight
-// are running: one is ready, the run has not stopped, and the flow's
-// concurrency leaves room.
+// are running: one is ready, the run has not stopped, no failed premise
+// holds it (Held), and the flow's concurrency leaves room.
 func (m *Machine) CanStart(inFlight int) bool {
-	return len(m.ready) > 0 && !m.stopped && inFlight < m.f.Concurrency
+	return len(m.ready) > 0 && !m.stopped && inFlight < m.f.Concurrency && !m.Held()
+}
+
+// Held reports whether a failed premise pauses the run: a step (or one
+// call of an agent step) waits on a store.KindPremise approval. Until a
+// person decides it (Decided, Requeue) no step that has not started is
+// dispatched, whether it depends on the premise's step or not; steps in
+// flight finish and settle. A paused run with nothing in flight finishes
+// waiting (Outcome).
+func (m *Machine) Held() bool {
+	for _, p := range m.pending {
+		if p.Kind == store.KindPremise {
+			return true
+		}
+	}
+	return false
+}
+
+// Premises lists the approvals of failed premises the run is paused on
+// (Held), in the order asked.
+func (m *Machine) Premises() []Pending {
+	var out []Pending
+	for _, p := range m.pending {
+		if p.Kind == store.KindPremise {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Ready is how many steps wait in the ready queue.

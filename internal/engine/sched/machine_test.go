@@ -102,6 +102,9 @@ steps:
 		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindUnknown}, Answer{Do: RunAgain, Attempt: 4, Decided: true}},
 		{2, Answered{Status: store.ApprovalRejected, Kind: store.KindEscalation}, Answer{Do: Reject, Escalated: true, Decided: true}},
 		{2, Answered{Status: store.ApprovalSettled, Kind: store.KindUnknown}, Answer{Do: SettleOutput, Decided: true}},
+		{2, Answered{Status: store.ApprovalApproved, Kind: store.KindPremise}, Answer{Do: RunAgain, Attempt: 4, Decided: true}},
+		{2, Answered{Status: store.ApprovalRejected, Kind: store.KindPremise}, Answer{Do: Reject, Escalated: true, Decided: true}},
+		{2, Answered{Status: store.ApprovalSettled, Kind: store.KindPremise}, Answer{Do: SettleOutput, Decided: true}},
 		{3, Answered{}, Answer{Do: AskAgent}},
 		{3, Answered{Status: store.ApprovalApproved, Kind: store.KindSubmission}, Answer{Do: AskAgent}},
 		{3, Answered{Status: store.ApprovalSettled, Kind: store.KindSubmission}, Answer{Do: SettleOutput, Decided: true}},
@@ -109,5 +112,86 @@ steps:
 		if got := m.Answer(c.step, c.a); got != c.want {
 			t.Errorf("step %s answered %+v: %+v, want %+v", f.Steps[c.step].ID, c.a, got, c.want)
 		}
+	}
+}
+
+// TestPremiseHoldsTheRun: a step parked on a failed premise pauses the
+// whole run — an independent branch that has not started is not started,
+// a step in flight settles — and the decision lifts it; a replay of the
+// journal up to the park is paused the same way, and dispatches nothing.
+func TestPremiseHoldsTheRun(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: p
+concurrency: 1
+steps:
+  - {id: lookup, tool: x, args: {}}
+  - {id: save, tool: x, args: {}, requires: [lookup]}
+  - {id: audit, tool: x, args: {}, requires: []}
+  - {id: notify, tool: x, args: {}, requires: []}
+`)
+	m := New(f, "r")
+	m.Seed()
+	if cmd := m.Next(0); cmd.Op != Start || cmd.Step != 0 {
+		t.Fatalf("first command %+v, want Start lookup", cmd)
+	}
+	m.Start(0, 1)
+	m.Park(0, store.KindPremise, 1)
+	if !m.Held() || len(m.Premises()) != 1 || m.Premises()[0].ID != "lookup" {
+		t.Fatalf("held %v, premises %v: want the run paused on lookup", m.Held(), m.Premises())
+	}
+	if cmd := m.Next(0); cmd.Op != Finish {
+		t.Fatalf("paused with nothing in flight: command %+v, want Finish (audit and notify are independent but must not start)", cmd)
+	}
+	if st := m.Outcome(false, "", false); st != journal.RunWaiting {
+		t.Fatalf("outcome %s, want waiting", st)
+	}
+	if m.Ready() != 2 {
+		t.Fatalf("ready %d, want audit and notify still queued", m.Ready())
+	}
+	// a replay of the same journal is paused the same way.
+	r := New(f, "r")
+	err := r.Replay([]*journal.Event{
+		{Seq: 1, Kind: journal.RunStarted},
+		{Seq: 2, Kind: journal.StepStarted, StepID: "lookup", Attempt: 1},
+		{Seq: 3, Kind: journal.ApprovalRequested, StepID: "lookup", Attempt: 1, Decision: string(store.KindPremise)},
+		{Seq: 4, Kind: journal.RunParked},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd := r.Next(0); !r.Held() || cmd.Op != Finish {
+		t.Fatalf("replayed: held %v, command %+v; want paused, nothing dispatched", r.Held(), cmd)
+	}
+	// the person decides: the hold lifts and the paused branches go on.
+	m.Requeue(0)
+	m.Recount()
+	m.Seed()
+	var started []string
+	for cmd := m.Next(0); cmd.Op == Start; cmd = m.Next(0) {
+		started = append(started, f.Steps[cmd.Step].ID)
+		m.Start(cmd.Step, 1)
+		m.Settle(cmd.Step, journal.StepSucceeded, 1, "sha")
+	}
+	if !slices.Equal(started, []string{"lookup", "audit", "notify", "save"}) {
+		t.Fatalf("after the decision started %v, want every step", started)
+	}
+}
+
+// TestEscalationDoesNotHold: an escalation that is not a premise parks
+// only its step; independent steps go on.
+func TestEscalationDoesNotHold(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: e
+steps:
+  - {id: a, tool: x, args: {}}
+  - {id: b, tool: x, args: {}, requires: []}
+`)
+	m := New(f, "r")
+	m.Seed()
+	m.Next(0)
+	m.Start(0, 1)
+	m.Park(0, store.KindEscalation, 1)
+	if cmd := m.Next(0); m.Held() || cmd.Op != Start || cmd.Step != 1 {
+		t.Fatalf("held %v, command %+v: want b started", m.Held(), cmd)
 	}
 }
