@@ -61,7 +61,9 @@ all (real side effects). A tool with effect none is never stubbed.
 Expected: a valid case is accepted (the run succeeds, or stops where the gate
 said so: an approval to wait for, a block); an invalid one is rejected with
 an error that says where (at /pointer). A case whose step the run never
-reached is skipped.
+reached is skipped. An output case approves what its run waits for before
+its step (as a person would), so it reaches the step; an input case's run is
+left waiting: that is its outcome.
 Exit codes: 0 every case behaved as expected, 1 some did not, 2 bad usage
 or an invalid flow.`,
 		Args: cobra.ExactArgs(1),

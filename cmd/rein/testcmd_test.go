@@ -141,6 +141,10 @@ func TestTestRunsCasesAndReportsPolicies(t *testing.T) {
 	if c.Actual != "waiting" || len(c.Policies) != 1 || c.Policies[0] != want {
 		t.Errorf("score=maximum: %+v, want waiting with %+v", c, want)
 	}
+	// the same flow gives the same report.
+	if _, again, _ := cli(t, "test", dir, "-o", "json"); again != out {
+		t.Error("two reports of one flow differ")
+	}
 	// --case runs one, and the text report says what fired.
 	code, out, stderr = cli(t, "test", dir, "--case", "step score output/score=maximum")
 	if code != exitOK || !strings.Contains(out, "high-scores=require_approval") || !strings.Contains(out, "1 case: 1 ok, 0 unexpected, 0 skipped") {
