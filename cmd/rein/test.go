@@ -74,11 +74,12 @@ or an invalid flow.`,
 	fl.StringVar(&f.script, "script", "", "script answering route, plan and agent steps (default: script.yaml in the flow's folder)")
 	fl.StringVar(&f.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	fl.StringVar(&f.input, "input", "", "a valid run input (JSON file) whose fields the cases start from (default: input.json in the flow's folder)")
-	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	fl.StringVar(&f.stub, "stub", stubEffects, "tools answered with generated values instead of being called: effects (write, external, destructive), all (read too), or none")
 	fl.StringVar(&f.only, "case", "", "run only the case of this name")
 	fl.BoolVar(&f.list, "list", false, "list the cases without running them")
 	fl.IntVar(&f.maxCases, "max-cases", casegen.DefaultMaxCases, "the most cases one schema gets")
+	addOutputFlag(cmd, &f.output)
+	_ = cmd.RegisterFlagCompletionFunc("stub", fixedValues(stubEffects, stubAll, stubNone))
 	return cmd
 }
 
