@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -105,6 +106,17 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
+	ctx := cmd.Context()
+	// the cases' runs (and the tasks of the workflow tools an agent
+	// declares) go to a store in a temporary folder, removed at the end.
+	tmp, err := os.MkdirTemp("", "rein-test-")
+	if err != nil {
+		return fmt.Errorf("a folder for the test runs' store: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	lazy := &lazyStore{db: &dbFlag{dsn: filepath.Join(tmp, "test.db")}}
+	defer lazy.close(s)
+	f.workflow = lazy.workflows(ctx, f.trustedToolsOnly)
 	// every model is answered from a: a flow whose models are not
 	// configured loads too.
 	a := &answers{}
@@ -146,7 +158,11 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if err != nil {
 		return err
 	}
-	results, err := runCases(cmd, p, a, suite, cases)
+	st, err := lazy.open(ctx)
+	if err != nil {
+		return err
+	}
+	results, err := runCases(ctx, st, p, a, suite, cases)
 	if err != nil {
 		return err
 	}
@@ -170,20 +186,8 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	return nil
 }
 
-// runCases runs cases one after another, each a run in a store of a
-// temporary folder that is removed afterwards.
-func runCases(cmd *cobra.Command, p *project.Project, a *answers, suite *suite, cases []testCase) ([]caseResult, error) {
-	ctx := cmd.Context()
-	tmp, err := os.MkdirTemp("", "rein-test-")
-	if err != nil {
-		return nil, fmt.Errorf("a folder for the test runs' store: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	st, err := store.Open(ctx, filepath.Join(tmp, "test.db"))
-	if err != nil {
-		return nil, fmt.Errorf("the test runs' store in %s: %w", tmp, err)
-	}
-	defer func() { _ = st.Close() }()
+// runCases runs cases one after another, each a run of its own in st.
+func runCases(ctx context.Context, st store.Store, p *project.Project, a *answers, suite *suite, cases []testCase) ([]caseResult, error) {
 	c, err := rein.Open(ctx, rein.Config{Store: st})
 	if err != nil {
 		return nil, err
