@@ -263,3 +263,19 @@ steps:
 		t.Errorf("exit %d, out %s, stderr %s", code, out, stderr)
 	}
 }
+
+// TestTestAgentFolder: an agent folder loads as rein run loads it; the
+// workflow tool its agent declares (effect write) is stubbed, its tasks
+// kept in the throwaway store.
+func TestTestAgentFolder(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := cli(t, "test", "../../examples/process-clerk", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, out)
+	}
+	var rep testReportJSON
+	decodeOne(t, out, &rep)
+	if strings.Join(rep.Stubbed, ",") != "process_workflow" || rep.Summary[resultOK] != len(rep.Cases) || len(rep.Cases) == 0 {
+		t.Errorf("stubbed %v, summary %v of %d cases", rep.Stubbed, rep.Summary, len(rep.Cases))
+	}
+}
