@@ -52,7 +52,9 @@ type LoadOptions struct {
 	Models map[string]model.Model
 	// Fallback, when set, answers every model name nothing else answers
 	// (rein test's values generated from the steps' output schemas), so a
-	// flow whose models are not configured loads.
+	// flow whose models are not configured loads. A script answers every
+	// name, so with one Fallback answers none. The agents a flow calls
+	// (agent: tools, handoffs) are loaded with it too.
 	Fallback model.Model
 	// Model, when set, answers every model name of the flow: a rein.yaml
 	// models: name or provider/model (the CLI's --model).
@@ -191,7 +193,7 @@ func Load(path string, opts *LoadOptions) (*Project, error) {
 		}
 		p.Models.SetFallback(p.Script)
 	}
-	if opts.Fallback != nil {
+	if opts.Fallback != nil && p.Script == nil {
 		p.Models.SetFallback(opts.Fallback)
 	}
 	for _, t := range opts.Tools {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -61,7 +62,9 @@ all (real side effects). A tool with effect none is never stubbed.
 Expected: a valid case is accepted (the run succeeds, or stops where the gate
 said so: an approval to wait for, a block); an invalid one is rejected with
 an error that says where (at /pointer). A case whose step the run never
-reached is skipped.
+reached is skipped. An output case approves what its run waits for before
+its step (as a person would), so it reaches the step; an input case's run is
+left waiting: that is its outcome.
 Exit codes: 0 every case behaved as expected, 1 some did not, 2 bad usage
 or an invalid flow.`,
 		Args: cobra.ExactArgs(1),
@@ -72,11 +75,12 @@ or an invalid flow.`,
 	fl.StringVar(&f.script, "script", "", "script answering route, plan and agent steps (default: script.yaml in the flow's folder)")
 	fl.StringVar(&f.config, "config", "", "rein.yaml to use (default: rein.yaml beside the flow)")
 	fl.StringVar(&f.input, "input", "", "a valid run input (JSON file) whose fields the cases start from (default: input.json in the flow's folder)")
-	fl.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	fl.StringVar(&f.stub, "stub", stubEffects, "tools answered with generated values instead of being called: effects (write, external, destructive), all (read too), or none")
 	fl.StringVar(&f.only, "case", "", "run only the case of this name")
 	fl.BoolVar(&f.list, "list", false, "list the cases without running them")
 	fl.IntVar(&f.maxCases, "max-cases", casegen.DefaultMaxCases, "the most cases one schema gets")
+	addOutputFlag(cmd, &f.output)
+	_ = cmd.RegisterFlagCompletionFunc("stub", fixedValues(stubEffects, stubAll, stubNone))
 	return cmd
 }
 
@@ -102,6 +106,17 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
+	ctx := cmd.Context()
+	// the cases' runs (and the tasks of the workflow tools an agent
+	// declares) go to a store in a temporary folder, removed at the end.
+	tmp, err := os.MkdirTemp("", "rein-test-")
+	if err != nil {
+		return fmt.Errorf("a folder for the test runs' store: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	lazy := &lazyStore{db: &dbFlag{dsn: filepath.Join(tmp, "test.db")}}
+	defer lazy.close(s)
+	f.workflow = lazy.workflows(ctx, f.trustedToolsOnly)
 	// every model is answered from a: a flow whose models are not
 	// configured loads too.
 	a := &answers{}
@@ -143,7 +158,11 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	if err != nil {
 		return err
 	}
-	results, err := runCases(cmd, p, a, suite, cases)
+	st, err := lazy.open(ctx)
+	if err != nil {
+		return err
+	}
+	results, err := runCases(ctx, st, p, a, suite, cases)
 	if err != nil {
 		return err
 	}
@@ -167,20 +186,8 @@ func (f *testFlags) run(cmd *cobra.Command, s *streams, dir string) error {
 	return nil
 }
 
-// runCases runs cases one after another, each a run in a store of a
-// temporary folder that is removed afterwards.
-func runCases(cmd *cobra.Command, p *project.Project, a *answers, suite *suite, cases []testCase) ([]caseResult, error) {
-	ctx := cmd.Context()
-	tmp, err := os.MkdirTemp("", "rein-test-")
-	if err != nil {
-		return nil, fmt.Errorf("a folder for the test runs' store: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	st, err := store.Open(ctx, filepath.Join(tmp, "test.db"))
-	if err != nil {
-		return nil, fmt.Errorf("the test runs' store in %s: %w", tmp, err)
-	}
-	defer func() { _ = st.Close() }()
+// runCases runs cases one after another, each a run of its own in st.
+func runCases(ctx context.Context, st store.Store, p *project.Project, a *answers, suite *suite, cases []testCase) ([]caseResult, error) {
 	c, err := rein.Open(ctx, rein.Config{Store: st})
 	if err != nil {
 		return nil, err

@@ -141,6 +141,10 @@ func TestTestRunsCasesAndReportsPolicies(t *testing.T) {
 	if c.Actual != "waiting" || len(c.Policies) != 1 || c.Policies[0] != want {
 		t.Errorf("score=maximum: %+v, want waiting with %+v", c, want)
 	}
+	// the same flow gives the same report.
+	if _, again, _ := cli(t, "test", dir, "-o", "json"); again != out {
+		t.Error("two reports of one flow differ")
+	}
 	// --case runs one, and the text report says what fired.
 	code, out, stderr = cli(t, "test", dir, "--case", "step score output/score=maximum")
 	if code != exitOK || !strings.Contains(out, "high-scores=require_approval") || !strings.Contains(out, "1 case: 1 ok, 0 unexpected, 0 skipped") {
@@ -257,5 +261,21 @@ steps:
 	code, out, stderr = cli(t, "test", dir)
 	if code != exitOK || !strings.Contains(out, "7 cases: 7 ok, 0 unexpected, 0 skipped") {
 		t.Errorf("exit %d, out %s, stderr %s", code, out, stderr)
+	}
+}
+
+// TestTestAgentFolder: an agent folder loads as rein run loads it; the
+// workflow tool its agent declares (effect write) is stubbed, its tasks
+// kept in the throwaway store.
+func TestTestAgentFolder(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := cli(t, "test", "../../examples/process-clerk", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, out)
+	}
+	var rep testReportJSON
+	decodeOne(t, out, &rep)
+	if strings.Join(rep.Stubbed, ",") != "process_workflow" || rep.Summary[resultOK] != len(rep.Cases) || len(rep.Cases) == 0 {
+		t.Errorf("stubbed %v, summary %v of %d cases", rep.Stubbed, rep.Summary, len(rep.Cases))
 	}
 }

@@ -108,6 +108,8 @@ func (t *tester) run(ctx context.Context, c *testCase) caseResult {
 		}
 		r.Actual, r.Error = "rejected", err.Error()
 		switch {
+		case c.kind != kindInput:
+			r.Result, r.Why = resultSkipped, "the run input the step cases use was refused: give the folder an input.json its inputs: schema accepts, or --input FILE"
 		case c.Valid:
 			r.Result, r.Why = resultUnexpected, "the input was refused"
 		case !located(r.Error):
