@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
@@ -59,7 +60,7 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 		panic(err)
 	}
 	r := &wrun{w: w, e: e, f: e.p.Flow, runID: workflow.GetInfo(ctx).WorkflowExecution.ID, in: in,
-		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}}
+		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}, agents: map[int]*agentRun{}}
 	if len(in.Input) > 0 {
 		if err := json.Unmarshal(in.Input, &r.input); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("run input: "+err.Error(), string(fault.Business), err)
@@ -94,6 +95,8 @@ type wrun struct {
 	// yet carried out; inbox the steps decided since the run last waited.
 	answers map[int]*answer
 	inbox   []int
+	// agents are the sessions of agent steps (agent.go), by step index.
+	agents map[int]*agentRun
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -116,6 +119,9 @@ type outcome struct {
 	// park, when set, parks the step for a person (an escalation, or an
 	// attempt in doubt: KindUnknown).
 	park store.ApprovalKind
+	// calls, with park, are an agent step's calls that wait: the step
+	// waits on each (approval "step/turn<t>/call<c>").
+	calls []agent.Pending
 }
 
 // drive carries out the machine's commands until the run settles.
@@ -240,6 +246,16 @@ func (r *wrun) dispatch(ctx workflow.Context, i int, results workflow.Channel) b
 
 // settle takes a step's outcome.
 func (r *wrun) settle(o outcome) {
+	if o.park != "" && len(o.calls) > 0 {
+		for _, p := range o.calls {
+			kind := store.KindApproval
+			if p.Kind == string(store.KindUnknown) {
+				kind = store.KindUnknown
+			}
+			r.m.ParkCall(o.i, r.f.Steps[o.i].ID+"/"+p.Ref, kind, o.attempts)
+		}
+		return
+	}
 	if o.park != "" {
 		r.m.Park(o.i, o.park, o.attempts)
 		if o.err != nil {
