@@ -51,6 +51,10 @@ func (r *wrun) nextActions() []NextAction {
 			ActionSettle:  "give step " + p.Step + " its output",
 		}
 		switch store.ApprovalKind(p.Kind) {
+		case store.KindApproval:
+			if _, call := r.agentCall(p.Step); call {
+				acts = acts[:2] // settle is for a call whose effect is unknown
+			}
 		case store.KindSubmission:
 			acts = []string{ActionSettle, ActionReject}
 		case store.KindUnknown:
@@ -80,7 +84,7 @@ func (r *wrun) validate(_ workflow.Context, d Decision) error {
 	var kind store.ApprovalKind
 	waits := false
 	for _, p := range r.m.Pending() {
-		if p.Step == i {
+		if p.Step == i && p.ID == d.Step { // not one of an agent step's calls
 			waits, kind = true, p.Kind
 		}
 	}
