@@ -38,7 +38,7 @@ func TestReplayHistories(t *testing.T) {
 		})
 	}
 	fs := NewFlows()
-	for _, d := range []string{"approve", "takeover"} {
+	for _, d := range []string{"approve", "takeover", "agent"} {
 		p, err := project.Load(filepath.Join("testdata", "flows", d), &project.LoadOptions{Tools: []tool.Tool{
 			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false)}})
 		if err != nil {
