@@ -46,6 +46,9 @@ type agentRun struct {
 	asked    []string
 	answered map[string]bool
 	seq      int
+	// units counts the units made since this run (or its continuation)
+	// began.
+	units int
 }
 
 // agentIn is an agent unit's part of an activity's input.
@@ -77,11 +80,17 @@ func (r *wrun) runAgent(ctx workflow.Context, i, first int, v view) outcome {
 		if err := r.budget.Iteration(); err != nil {
 			return outcome{i: i, attempts: first, err: errBudget(err)}
 		}
-		a = &agentRun{attempt: first, started: workflow.Now(ctx)}
+		a = &agentRun{attempt: first}
 		r.agents[i] = a
 	}
+	// the wall-time budget runs while the loop works: waiting for a
+	// person starts it again, as in a local run.
+	a.started = workflow.Now(ctx)
 	a.asked, a.answered = nil, nil
 	for {
+		if r.shouldContinue(ctx, i, a) {
+			return outcome{i: i, attempts: a.attempt, carry: true}
+		}
 		next := agent.NextUnits(&agent.Session{Turns: a.turns})
 		if next.Turn {
 			out, f := r.agentUnit(ctx, i, a, agent.Unit{}, v)
@@ -116,8 +125,12 @@ func (r *wrun) agentCalls(ctx workflow.Context, i int, a *agentRun, calls []int,
 		out *agentOut
 		f   *failure
 	}
+	limit := r.f.Steps[i].Agent.Concurrency
+	if limit <= 0 {
+		limit = agent.DefaultConcurrency // as the loop's own
+	}
 	var m fan.Fan
-	m.Reset(len(calls), r.f.Steps[i].Agent.Concurrency)
+	m.Reset(len(calls), limit)
 	ch := workflow.NewChannel(ctx)
 	inFlight := 0
 	var pend []agent.Pending
@@ -167,6 +180,7 @@ func (r *wrun) agentCalls(ctx workflow.Context, i int, a *agentRun, calls []int,
 func (r *wrun) agentUnit(ctx workflow.Context, i int, a *agentRun, u agent.Unit, v view) (*agentOut, *failure) {
 	for lost, notRun := 0, 0; ; {
 		in := &agentIn{Turns: a.turns, Decisions: a.decisions, Started: a.started, Unit: u}
+		a.units++
 		res, ff := r.exec(ctx, call{i: i, op: opAgent, item: -1, attempt: a.attempt, rerun: lost + notRun, agent: in}, v)
 		if ff == nil {
 			if res.Agent == nil {

@@ -30,6 +30,9 @@ type Start struct {
 	FlowHash string          `json:"flow_hash"`
 	FlowText string          `json:"flow_text"`
 	Input    json.RawMessage `json:"input"`
+	// Carry, in a run that continues another as new, is the state it
+	// goes on from (carry.go).
+	Carry *Carry `json:"carry,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one

@@ -37,6 +37,10 @@ type Workflow struct {
 	// NoTimeout bounds an attempt of a step without a timeout of its own
 	// (tool and plan steps). Zero: one hour.
 	NoTimeout time.Duration
+	// ContinueAfterUnits continues a run as new after an agent step made
+	// that many units since the run (or its last continuation) began,
+	// besides when the server suggests it (carry.go). Zero: only then.
+	ContinueAfterUnits int
 }
 
 // lostReruns bounds how often an attempt whose worker was lost runs again
@@ -69,6 +73,9 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 	r.outputs = map[string]any{}
 	r.m.Reset(r.f, r.runID)
 	r.budget.Reset(r.f)
+	if in.Carry != nil {
+		r.restore(in.Carry)
+	}
 	if err := r.handlers(ctx); err != nil {
 		return nil, err
 	}
@@ -122,6 +129,8 @@ type outcome struct {
 	// calls, with park, are an agent step's calls that wait: the step
 	// waits on each (approval "step/turn<t>/call<c>").
 	calls []agent.Pending
+	// carry: the run continues as new (carry.go); the step did not settle.
+	carry bool
 }
 
 // drive carries out the machine's commands until the run settles.
@@ -142,6 +151,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			var o outcome
 			results.Receive(ctx, &o)
 			inFlight--
+			if o.carry {
+				return nil, r.continueAsNew(ctx, o.i)
+			}
 			r.settle(o)
 			continue
 		}
