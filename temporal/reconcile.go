@@ -21,6 +21,14 @@ type reconciled struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+// reconciles reports whether step i's call in doubt is asked of its
+// tool's check: before a person (a plain tool step whose tool declares
+// one), in a run recorded after that change.
+func (r *wrun) reconciles(ctx workflow.Context, i int) bool {
+	ok, err := r.e.e.Reconciles(r.f, i)
+	return err == nil && ok && workflow.GetVersion(ctx, reconcileVersion, workflow.DefaultVersion, 1) == 1
+}
+
 // reconcileDoubt asks the check of step i's attempt whose worker was lost
 // (a tool step that is not safe to repeat), before a person is asked, as
 // a local resume does: a call that took effect settles the step with the

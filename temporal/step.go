@@ -96,7 +96,7 @@ func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v v
 		}
 		if ff.lost {
 			ok, err := r.e.e.Repeatable(r.f, i)
-			if err == nil && !ok && item < 0 && workflow.GetVersion(ctx, reconcileVersion, workflow.DefaultVersion, 1) == 1 {
+			if err == nil && !ok && item < 0 && r.reconciles(ctx, i) {
 				// its tool's check: may say whether it took effect.
 				out, again, df := r.reconcileDoubt(ctx, i, attempt, approved, &ff.failure, v)
 				switch {

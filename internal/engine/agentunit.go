@@ -146,3 +146,23 @@ func (e *Engine) Reconcile(ctx context.Context, f *flow.Flow, s *Settled, req At
 	}
 	return &Reconciliation{Reason: reason}, nil
 }
+
+// Reconciles reports whether a call of step i found in doubt may be asked
+// of its tool's check (Reconcile): a plain tool step whose tool (or a
+// registered Go tool) declares one. A driver asks a person directly
+// otherwise.
+func (e *Engine) Reconciles(f *flow.Flow, i int) (bool, error) {
+	b, err := e.bind(f)
+	if err != nil {
+		return false, err
+	}
+	if i < 0 || i >= len(f.Steps) {
+		return false, fmt.Errorf("engine: flow %s has no step %d", f.Name, i)
+	}
+	s := f.Steps[i]
+	if s.Type != flow.Tool || s.ForEach != nil || s.Repeat != nil {
+		return false, nil
+	}
+	r := &run{e: e, f: f, b: b}
+	return r.checker(i) != nil, nil
+}
