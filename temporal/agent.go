@@ -45,7 +45,9 @@ type agentRun struct {
 	// those a decision came for since.
 	asked    []string
 	answered map[string]bool
-	seq      int
+	// why are the reasons the asked calls wait (QueryPending's Error).
+	why map[string]string
+	seq int
 	// units counts the units made since this run (or its continuation)
 	// began.
 	units int
@@ -203,9 +205,10 @@ func (r *wrun) agentUnit(ctx workflow.Context, i int, a *agentRun, u agent.Unit,
 
 // agentPark is the outcome of agent step i waiting for people on pend.
 func (r *wrun) agentPark(i int, a *agentRun, pend []agent.Pending) outcome {
-	a.asked = a.asked[:0]
+	a.asked, a.why = a.asked[:0], make(map[string]string, len(pend))
 	for _, p := range pend {
 		a.asked = append(a.asked, p.Ref)
+		a.why[p.Ref] = p.Reason
 	}
 	return outcome{i: i, attempts: a.attempt, park: store.KindApproval, calls: pend}
 }

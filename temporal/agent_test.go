@@ -227,7 +227,7 @@ func TestLostCallNoCheck(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() {
 		var pend []Pending
 		h.query(QueryPending, &pend)
-		if len(pend) != 1 || pend[0].Step != "agent/turn1/call1" || pend[0].Kind != "unknown" {
+		if len(pend) != 1 || pend[0].Step != "agent/turn1/call1" || pend[0].Kind != "unknown" || !strings.Contains(pend[0].Error, "neither idempotent nor read-only") {
 			t.Errorf("pending %+v", pend)
 		}
 		approve = h.update(Decision{Step: "agent/turn1/call1", Action: ActionApprove})

@@ -34,7 +34,11 @@ func (r *wrun) pending() []Pending {
 		if r.answers[p.Step] != nil || r.callAnswered(p) {
 			continue
 		}
-		out = append(out, Pending{Step: p.ID, Kind: string(p.Kind), Attempt: r.m.Attempts(p.Step), Error: r.errs[r.f.Steps[p.Step].ID]})
+		why := r.errs[r.f.Steps[p.Step].ID]
+		if a := r.agents[p.Step]; a != nil && p.ID != r.f.Steps[p.Step].ID {
+			why = a.why[strings.TrimPrefix(p.ID, r.f.Steps[p.Step].ID+"/")] // who asks, or why its effect is unknown
+		}
+		out = append(out, Pending{Step: p.ID, Kind: string(p.Kind), Attempt: r.m.Attempts(p.Step), Error: why})
 	}
 	return out
 }

@@ -1,11 +1,12 @@
 //go:build temporalserver
 
-package main
+package servertest
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +17,9 @@ import (
 	"github.com/reinhq/rein/temporal"
 )
 
-// TestAgentCommand: rein agent DIR TASK --temporal against a real server
-// (started in-process), with a worker serving the agent folders: the
+// TestAgentCommand: rein agent DIR TASK --temporal (the rein-temporal
+// program, built here) against a real server, with a worker serving the
+// agent folders: the
 // support agent waits for the refund's approval (exit 3, and the command
 // to go on), rein runs approve on agent/turn2/call1 lets it finish (exit
 // 0), and the refund was made once, with the call's key; an agent that
@@ -26,7 +28,7 @@ func TestAgentCommand(t *testing.T) {
 	t.Setenv("TEMPORAL_VERSION_CHECK_DISABLED", "1")
 	outbox := t.TempDir()
 	t.Setenv("REIN_OUTBOX", outbox)
-	support, err := filepath.Abs(filepath.Join("..", "..", "..", "examples", "support-agent"))
+	support, err := filepath.Abs(filepath.Join("..", "..", "examples", "support-agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +41,13 @@ func TestAgentCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("build rein-temporal: %v\n%s", err, out)
+	}
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	fs := temporal.NewFlows()
-	if err := fs.Load(folders([]string{support, hello}), nil); err != nil {
+	if err := fs.Load([]string{support, hello}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts.NewWorkerWithOptions("rein", func(r worker.Registry) {
@@ -50,16 +56,22 @@ func TestAgentCommand(t *testing.T) {
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
 	run := func(args ...string) (int, string, string) {
 		var out, errs bytes.Buffer
-		code := Main(context.Background(), append(args, conn...), &out, &errs)
-		return code, out.String(), errs.String()
+		cmd := exec.Command(prog, append(args, conn...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
 	}
 
 	code, out, errs := run("agent", support, "Order 1042: I was charged twice", "--run-id", "run-cli")
-	if code != exitWaiting || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") {
+	if code != 3 || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") {
 		t.Fatalf("rein agent: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = run("runs", "approve", "run-cli", "agent/turn2/call1", "--by", "ana")
-	if code != exitOK || !strings.Contains(out, "run run-cli succeeded") {
+	if code != 0 || !strings.Contains(out, "run run-cli succeeded") {
 		t.Fatalf("rein runs approve: exit %d\n%s\n%s", code, out, errs)
 	}
 	refunds, _ := filepath.Glob(filepath.Join(outbox, "*.json"))
@@ -68,7 +80,7 @@ func TestAgentCommand(t *testing.T) {
 	}
 
 	code, out, errs = run("agent", hello, "say hello", "--run-id", "run-hello")
-	if code != exitOK || out != "hello there\nrun run-hello succeeded\n" {
+	if code != 0 || out != "hello there\nrun run-hello succeeded\n" {
 		t.Fatalf("rein agent: exit %d\n%q\n%s", code, out, errs)
 	}
 }
