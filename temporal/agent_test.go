@@ -240,3 +240,34 @@ func TestLostCallNoCheck(t *testing.T) {
 		t.Errorf("refund calls %v: once lost, once approved, with one key", got)
 	}
 }
+
+// TestLostStepCheckNotHappened: a tool step whose worker was lost before
+// its call took effect: its check: says so, and since nobody approved the
+// call the step waits for a person as unknown, told what the check found;
+// approving it makes the call (attempt 2), once.
+func TestLostStepCheckNotHappened(t *testing.T) {
+	l := newLedger()
+	var asked int
+	never := tool.WithCheck(l.tool("charge", false), func(context.Context, tool.CheckRequest) (tool.CheckResult, error) {
+		asked++
+		return tool.CheckResult{}, nil
+	})
+	p := load(t, "name: one\nsteps:\n  - {id: charge, tool: charge, args: {n: 1}}\n", never)
+	h, _ := lossy(t, p, "tool:charge")
+	h.env.RegisterDelayedCallback(func() {
+		var pend []Pending
+		h.query(QueryPending, &pend)
+		if len(pend) != 1 || pend[0].Step != "charge" || pend[0].Kind != "unknown" || !strings.Contains(pend[0].Error, "did not take effect") {
+			t.Errorf("pending %+v", pend)
+		}
+		h.update(Decision{Step: "charge", Action: ActionApprove})
+	}, time.Minute)
+	st := h.run(map[string]any{})
+	if st.Status != "succeeded" || asked != 1 {
+		t.Fatalf("run: %+v %+v, checks %d", st, st.Error, asked)
+	}
+	// the lost call (which the test's wrapper let run) and the approved one.
+	if got := l.keys("charge"); len(got) != 2 || got[0] != "run-1/charge/1" || got[1] != "run-1/charge/2" {
+		t.Errorf("charge calls %v", got)
+	}
+}
