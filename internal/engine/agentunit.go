@@ -29,7 +29,8 @@ type AgentUnitRequest struct {
 	// Decisions people's decisions on its calls, by ref (turn<t>/call<c>).
 	Turns     []agent.Turn
 	Decisions map[string]agent.Decision
-	// Started is when the attempt began (the wall-time budget's start).
+	// Started is when the attempt began (or went on after waiting for
+	// people): the start of the wall-time budget and of the step's timeout.
 	Started time.Time
 	Unit    agent.Unit
 }
@@ -67,6 +68,13 @@ func (e *Engine) AgentUnit(ctx context.Context, f *flow.Flow, s *Settled, req Ag
 	attempt := max(req.Attempt, 1)
 	actx := withScope(r.ctx, &callScope{r: r, step: st, index: j.index, attempt: attempt})
 	actx = withoutDeltas(actx, st.Agent.Guardrails)
+	if st.Timeout > 0 && !req.Started.IsZero() {
+		// the step's timeout bounds the attempt from its start, as the
+		// runner's (a transient error: retried by class there).
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadlineCause(actx, req.Started.Add(st.Timeout), stepTimeout(st))
+		defer cancel()
+	}
 	sess := &agent.Session{Task: j.in.prompt, History: inputHistory(r.input), Turns: req.Turns, Decisions: req.Decisions, Started: req.Started}
 	loop := r.b.agents[j.index].With(r.id, st.ID, attempt, &agentJournal{r: r, step: st, attempt: attempt}, (*callRecorder)(r), nil)
 	if r.ev != nil {
