@@ -65,6 +65,23 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 			return nil, toApplicationError(err)
 		}
 		return out, nil
+	case opAgent:
+		if out.Agent, err = agentUnit(ctx, e.e, f, s, &in); err != nil {
+			return nil, toApplicationError(err)
+		}
+		return out, nil
+	case opReconcile:
+		rc, err := e.e.Reconcile(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: in.Item, Approved: in.Approved})
+		if err != nil {
+			return nil, toApplicationError(err)
+		}
+		out.Reconciled = &reconciled{Happened: rc.Happened, Again: rc.Again, Reason: rc.Reason}
+		if rc.Happened {
+			if out.Output, err = value.Canonical(rc.Output); err != nil {
+				return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("the check's output is not JSON: %w", err)))
+			}
+		}
+		return out, nil
 	}
 	v, err := e.e.Attempt(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved})

@@ -3,6 +3,7 @@ package temporal
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -30,10 +31,14 @@ func (r *wrun) handlers(ctx workflow.Context) error {
 func (r *wrun) pending() []Pending {
 	out := []Pending{}
 	for _, p := range r.m.Pending() {
-		if r.answers[p.Step] != nil {
+		if r.answers[p.Step] != nil || r.callAnswered(p) {
 			continue
 		}
-		out = append(out, Pending{Step: p.ID, Kind: string(p.Kind), Attempt: r.m.Attempts(p.Step), Error: r.errs[r.f.Steps[p.Step].ID]})
+		why := r.errs[r.f.Steps[p.Step].ID]
+		if a := r.agents[p.Step]; a != nil && p.ID != r.f.Steps[p.Step].ID {
+			why = a.why[strings.TrimPrefix(p.ID, r.f.Steps[p.Step].ID+"/")] // who asks, or why its effect is unknown
+		}
+		out = append(out, Pending{Step: p.ID, Kind: string(p.Kind), Attempt: r.m.Attempts(p.Step), Error: why})
 	}
 	return out
 }
@@ -50,6 +55,10 @@ func (r *wrun) nextActions() []NextAction {
 			ActionSettle:  "give step " + p.Step + " its output",
 		}
 		switch store.ApprovalKind(p.Kind) {
+		case store.KindApproval:
+			if _, call := r.agentCall(p.Step); call {
+				acts = acts[:2] // settle is for a call whose effect is unknown
+			}
 		case store.KindSubmission:
 			acts = []string{ActionSettle, ActionReject}
 		case store.KindUnknown:
@@ -73,6 +82,9 @@ func (r *wrun) nextActions() []NextAction {
 // written to the history: a step that waits for nobody (or was answered
 // already), an unknown action, a settle without a JSON output.
 func (r *wrun) validate(_ workflow.Context, d Decision) error {
+	if p, ok := r.agentCall(d.Step); ok {
+		return r.validateCall(p, d)
+	}
 	i, err := r.stepIndex(d.Step)
 	if err != nil {
 		return err
@@ -80,7 +92,7 @@ func (r *wrun) validate(_ workflow.Context, d Decision) error {
 	var kind store.ApprovalKind
 	waits := false
 	for _, p := range r.m.Pending() {
-		if p.Step == i {
+		if p.Step == i && p.ID == d.Step { // not one of an agent step's calls
 			waits, kind = true, p.Kind
 		}
 	}
@@ -109,6 +121,14 @@ func (r *wrun) decide(ctx workflow.Context, d Decision) error {
 	if err := r.validate(ctx, d); err != nil {
 		return err
 	}
+	if p, ok := r.agentCall(d.Step); ok {
+		// the step runs again once every call it waits on is decided.
+		if r.agentDecide(p.Step, strings.TrimPrefix(p.ID, r.f.Steps[p.Step].ID+"/"), d) {
+			r.answers[p.Step] = &answer{a: sched.Answered{Status: store.ApprovalApproved, Kind: store.KindApproval}, d: d}
+			r.inbox = append(r.inbox, p.Step)
+		}
+		return nil
+	}
 	i, _ := r.stepIndex(d.Step)
 	var kind store.ApprovalKind
 	for _, p := range r.m.Pending() {
@@ -125,5 +145,46 @@ func (r *wrun) decide(ctx workflow.Context, d Decision) error {
 	}
 	r.answers[i] = &answer{a: sched.Answered{Status: status, Kind: kind}, d: d}
 	r.inbox = append(r.inbox, i)
+	return nil
+}
+
+// agentCall is the pending call of an agent step named id
+// ("step/turn<t>/call<c>"), if the run waits on one.
+func (r *wrun) agentCall(id string) (sched.Pending, bool) {
+	for _, p := range r.m.Pending() {
+		if p.ID == id && p.ID != r.f.Steps[p.Step].ID {
+			return p, true
+		}
+	}
+	return sched.Pending{}, false
+}
+
+// callAnswered reports whether p, an agent step's call, was decided
+// already (its step runs once all its calls are).
+func (r *wrun) callAnswered(p sched.Pending) bool {
+	a := r.agents[p.Step]
+	return a != nil && p.ID != r.f.Steps[p.Step].ID && a.answered[strings.TrimPrefix(p.ID, r.f.Steps[p.Step].ID+"/")]
+}
+
+// validateCall refuses a decision on an agent step's call p it cannot
+// take: one decided already, an unknown action, a settle of a call that
+// waits for approval (settle is for a call whose effect is unknown) or
+// without a JSON output.
+func (r *wrun) validateCall(p sched.Pending, d Decision) error {
+	if r.callAnswered(p) {
+		return fmt.Errorf("call %s of run %s was decided already", p.ID, r.runID)
+	}
+	switch d.Action {
+	case ActionApprove, ActionReject:
+	case ActionSettle:
+		if p.Kind != store.KindUnknown {
+			return fmt.Errorf("call %s waits for approval: approve or reject it (settle is for a call whose effect is unknown)", p.ID)
+		}
+		if !json.Valid(d.Output) {
+			return fmt.Errorf("settle call %s: the output must be JSON", p.ID)
+		}
+	default:
+		return fmt.Errorf("action %q: approve, reject or settle", d.Action)
+	}
 	return nil
 }

@@ -32,6 +32,9 @@ func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view
 	if s.ForEach != nil {
 		return r.runItems(ctx, i, first, v)
 	}
+	if s.Type == flow.Agent && workflow.GetVersion(ctx, agentVersion, workflow.DefaultVersion, 1) == 1 {
+		return r.runAgent(ctx, i, first, v)
+	}
 	out, f, attempts, doubt := r.unit(ctx, i, -1, first, approved, v)
 	switch {
 	case doubt:
@@ -98,6 +101,20 @@ func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v v
 		}
 		if ff.lost {
 			ok, err := r.e.e.Repeatable(r.f, i)
+			if err == nil && !ok && item < 0 && r.reconciles(ctx, i) {
+				// its tool's check: may say whether it took effect.
+				out, again, df := r.reconcileDoubt(ctx, i, attempt, approved, &ff.failure, v)
+				switch {
+				case df == nil && !again:
+					return out, nil, attempt, false
+				case again && lost < lostReruns:
+					lost++
+					continue // the same attempt, with the same key
+				case df == nil:
+					df = &ff.failure
+				}
+				return nil, df, attempt, true
+			}
 			if err != nil || !ok || lost >= lostReruns {
 				return nil, &ff.failure, attempt, true
 			}
@@ -238,6 +255,8 @@ type call struct {
 	// rerun counts the runs again of an attempt whose worker was lost.
 	rerun  int
 	output json.RawMessage
+	// agent is an opAgent's unit.
+	agent *agentIn
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -256,7 +275,7 @@ type activityFailure struct {
 func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activityFailure) {
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
-		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output}
+		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent}
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	key := pos.Key()
 	name := string(s.Type) + ":" + s.ID
@@ -266,6 +285,10 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id = "items:"+s.ID, r.runID+"/"+s.ID+"/items"
 	case c.op == opCheck:
 		name, id = "gate:"+s.ID, r.runID+"/"+s.ID+"/gate"
+	case c.op == opReconcile:
+		name, id = "check:"+s.ID, key+"/check"
+	case c.op == opAgent:
+		name, id, key = agentActivity(s.ID, key, c.agent)
 	case c.fallback:
 		name = "fallback:" + s.ID
 	}

@@ -30,6 +30,9 @@ type Start struct {
 	FlowHash string          `json:"flow_hash"`
 	FlowText string          `json:"flow_text"`
 	Input    json.RawMessage `json:"input"`
+	// Carry, in a run that continues another as new, is the state it
+	// goes on from (carry.go).
+	Carry *Carry `json:"carry,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one
@@ -48,6 +51,8 @@ type attemptIn struct {
 	Statuses map[string]string          `json:"statuses,omitempty"`
 	// Output is the whole output opCheck checks.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Agent is an opAgent's unit (agent.go).
+	Agent *agentIn `json:"agent,omitempty"`
 }
 
 // The activity's operations.
@@ -55,12 +60,20 @@ const (
 	opAttempt = "attempt" // one attempt of a step or item (or its fallback)
 	opItems   = "items"   // how many items a for_each step has
 	opCheck   = "check"   // a whole output's gate and size
+	// opAgent: one unit of an agent step (its next turn, or one call)
+	opAgent = "agent"
+	// opReconcile: ask a tool step's check: whether its call in doubt
+	// took effect
+	opReconcile = "reconcile"
 )
 
 // attemptOut is an activity's answer.
 type attemptOut struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Items  int             `json:"items,omitempty"`
+	Agent  *agentOut       `json:"agent,omitempty"`
+	// Reconciled is an opReconcile's answer.
+	Reconciled *reconciled `json:"reconciled,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
@@ -36,6 +37,10 @@ type Workflow struct {
 	// NoTimeout bounds an attempt of a step without a timeout of its own
 	// (tool and plan steps). Zero: one hour.
 	NoTimeout time.Duration
+	// ContinueAfterUnits continues a run as new after an agent step made
+	// that many units since the run (or its last continuation) began,
+	// besides when the server suggests it (carry.go). Zero: only then.
+	ContinueAfterUnits int
 }
 
 // lostReruns bounds how often an attempt whose worker was lost runs again
@@ -59,7 +64,7 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 		panic(err)
 	}
 	r := &wrun{w: w, e: e, f: e.p.Flow, runID: workflow.GetInfo(ctx).WorkflowExecution.ID, in: in,
-		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}}
+		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}, agents: map[int]*agentRun{}}
 	if len(in.Input) > 0 {
 		if err := json.Unmarshal(in.Input, &r.input); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("run input: "+err.Error(), string(fault.Business), err)
@@ -68,6 +73,9 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 	r.outputs = map[string]any{}
 	r.m.Reset(r.f, r.runID)
 	r.budget.Reset(r.f)
+	if in.Carry != nil {
+		r.restore(in.Carry)
+	}
 	if err := r.handlers(ctx); err != nil {
 		return nil, err
 	}
@@ -94,6 +102,8 @@ type wrun struct {
 	// yet carried out; inbox the steps decided since the run last waited.
 	answers map[int]*answer
 	inbox   []int
+	// agents are the sessions of agent steps (agent.go), by step index.
+	agents map[int]*agentRun
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -116,6 +126,11 @@ type outcome struct {
 	// park, when set, parks the step for a person (an escalation, or an
 	// attempt in doubt: KindUnknown).
 	park store.ApprovalKind
+	// calls, with park, are an agent step's calls that wait: the step
+	// waits on each (approval "step/turn<t>/call<c>").
+	calls []agent.Pending
+	// carry: the run continues as new (carry.go); the step did not settle.
+	carry bool
 }
 
 // drive carries out the machine's commands until the run settles.
@@ -136,6 +151,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			var o outcome
 			results.Receive(ctx, &o)
 			inFlight--
+			if o.carry {
+				return nil, r.continueAsNew(ctx, o.i)
+			}
 			r.settle(o)
 			continue
 		}
@@ -240,6 +258,16 @@ func (r *wrun) dispatch(ctx workflow.Context, i int, results workflow.Channel) b
 
 // settle takes a step's outcome.
 func (r *wrun) settle(o outcome) {
+	if o.park != "" && len(o.calls) > 0 {
+		for _, p := range o.calls {
+			kind := store.KindApproval
+			if p.Kind == string(store.KindUnknown) {
+				kind = store.KindUnknown
+			}
+			r.m.ParkCall(o.i, r.f.Steps[o.i].ID+"/"+p.Ref, kind, o.attempts)
+		}
+		return
+	}
 	if o.park != "" {
 		r.m.Park(o.i, o.park, o.attempts)
 		if o.err != nil {

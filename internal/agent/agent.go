@@ -176,6 +176,8 @@ type Loop struct {
 	// subs: some tool is a sub-agent (its sub-runs commit from the calls'
 	// goroutines: Run serialises the journal).
 	subs bool
+	// unit, when set, bounds Run to one unit (Step).
+	unit *Unit
 }
 
 type boundTool struct {

@@ -125,9 +125,15 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 	}
 	for i := range t.Calls {
 		c := &t.Calls[i]
+		if l.unit != nil && l.unit.Call > 0 && c.Index != l.unit.Call {
+			continue // a unit settles its call only (Step)
+		}
 		d, decided := s.Decisions[Ref(t.N, c.Index)]
 		if decided && c.consumed(d, Ref(t.N, c.Index)) {
 			decided = false // used once already: a new decision is needed
+		}
+		if l.lostDispatch(t, c, d, decided) {
+			decided = false
 		}
 		if c.Status == StatusChosen || c.Status == StatusWaiting || c.Status == StatusUnknown {
 			if _, ok := l.tools[c.Tool]; !ok {

@@ -31,6 +31,13 @@
 // or only reads; otherwise it is StatusUnknown and waits for a person's
 // Decision, as flow steps do.
 //
+// One unit at a time (unit.go): a driver that records each unit before
+// the next begins (the Temporal workflow) holds the Session itself, asks
+// NextUnits what follows, and has Step carry out one unit — the model's
+// next turn (committed, none of its calls run), or one call of the last
+// turn — with the same code as Run. A call unit whose worker was lost runs
+// with Unit.Lost: the resume rule above decides it.
+//
 // Provenance and declarations: before a call of a side-effecting tool
 // runs (of any tool, when the pipeline has a gate), each leaf of its
 // arguments is traced (safety.Evidence) to what the model had seen — the

@@ -126,6 +126,9 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 	}
 	var conv conversation
 	fresh := false
+	if l.unit != nil && l.unit.Call > 0 {
+		fresh = !l.unit.Lost // the driver knows whether the call was dispatched
+	}
 	for {
 		if n := len(s.Turns); n > 0 {
 			last := &s.Turns[n-1]
@@ -153,6 +156,10 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 				res.Status, res.Usage = StatusPaused, UsageOf(s)
 				return res, nil
 			}
+			if l.unit != nil && l.unit.Call > 0 {
+				res.Status, res.Usage = StatusStepped, UsageOf(s)
+				return res, nil
+			}
 			if h := handedOff(last); h != nil {
 				// the agent the conversation went to answered: its answer
 				// is this loop's, committed as the final turn.
@@ -166,6 +173,12 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
 			res.Usage = UsageOf(s)
 			return res, l.cause(ctx, err)
+		}
+		if l.unit != nil && !s.Turns[len(s.Turns)-1].Final {
+			// the turn is committed, its calls chosen: each is a unit of
+			// its own.
+			res.Status, res.Usage = StatusStepped, UsageOf(s)
+			return res, nil
 		}
 		fresh = true
 	}

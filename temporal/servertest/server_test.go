@@ -76,13 +76,14 @@ func (l *ledger) tools(block bool) []tool.Tool {
 			return map[string]any{"tool": name, "pid": float64(os.Getpid())}, nil
 		})
 	}
-	return []tool.Tool{mk("ok", true, false), mk("pay", false, false), mk("slow_safe", true, true), mk("slow_charge", false, true)}
+	return []tool.Tool{mk("ok", true, false), mk("pay", false, false), mk("slow_safe", true, true), mk("slow_charge", false, true),
+		l.checked(mk("slow_refund", false, true))}
 }
 
 // flows loads the test flows with l's tools.
 func (l *ledger) flows(t testing.TB, block bool) *temporal.Flows {
 	fs := temporal.NewFlows()
-	for _, d := range []string{"approve", "takeover"} {
+	for _, d := range []string{"approve", "takeover", "agent", "agentkill"} {
 		p, err := project.Load(filepath.Join("..", "testdata", "flows", d), &project.LoadOptions{Tools: l.tools(block)})
 		if err != nil {
 			t.Fatal(err)

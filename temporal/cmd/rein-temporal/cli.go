@@ -30,6 +30,7 @@ const (
 const usage = `usage:
   rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--detach] [-o json]
+  rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]`
 
 // Main runs one command line and returns its exit code.
@@ -52,9 +53,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		code, err = decide(ctx, args[1], args[2:], stdout, stderr)
 	case "agent":
-		err = usageErr("rein agent --temporal is not supported yet: run the agent without --temporal")
+		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run and runs approve|reject|settle do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs approve|reject|settle do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -134,12 +135,12 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	return w.Run(stopOn(ctx))
 }
 
-// folders expands each dir that holds no flow.yaml but folders that do
-// (examples/) into those folders.
+// folders expands each dir that holds no flow.yaml (nor agent.yaml) but
+// folders that do (examples/) into those folders.
 func folders(dirs []string) []string {
 	var out []string
 	for _, d := range dirs {
-		if _, err := os.Stat(d + "/flow.yaml"); err == nil {
+		if _, err := os.Stat(d + "/flow.yaml"); err == nil || project.IsAgentDir(d) {
 			out = append(out, d)
 			continue
 		}
@@ -150,8 +151,9 @@ func folders(dirs []string) []string {
 		}
 		n := 0
 		for _, e := range ents {
-			if _, err := os.Stat(d + "/" + e.Name() + "/flow.yaml"); e.IsDir() && err == nil {
-				out, n = append(out, d+"/"+e.Name()), n+1
+			sub := d + "/" + e.Name()
+			if _, err := os.Stat(sub + "/flow.yaml"); e.IsDir() && (err == nil || project.IsAgentDir(sub)) {
+				out, n = append(out, sub), n+1
 			}
 		}
 		if n == 0 {
@@ -263,6 +265,12 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 // follow prints each step as it settles and the run's end, and exits as
 // rein run does with the run's status.
 func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
+	return followWith(ctx, cl, runID, asJSON, stdout, stderr, nil)
+}
+
+// followWith is follow, with first printing what comes before the run's
+// text report (rein agent: the answer).
+func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer, first func(*temporal.Status)) (int, error) {
 	seen := map[string]string{}
 	st, err := temporal.Follow(ctx, cl, runID, 200*time.Millisecond, func(s *temporal.Status) {
 		for _, step := range s.Steps {
@@ -282,6 +290,9 @@ func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, st
 			return exitFailed, err
 		}
 	} else {
+		if first != nil {
+			first(st)
+		}
 		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
 		if st.Error != nil {
 			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)

@@ -1,0 +1,86 @@
+//go:build temporalserver
+
+package servertest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/reinhq/rein/temporal"
+)
+
+// TestAgentCommand: rein agent DIR TASK --temporal (the rein-temporal
+// program, built here) against a real server, with a worker serving the
+// agent folders: the
+// support agent waits for the refund's approval (exit 3, and the command
+// to go on), rein runs approve on agent/turn2/call1 lets it finish (exit
+// 0), and the refund was made once, with the call's key; an agent that
+// answers at once has its answer printed, then the run's line.
+func TestAgentCommand(t *testing.T) {
+	t.Setenv("TEMPORAL_VERSION_CHECK_DISABLED", "1")
+	outbox := t.TempDir()
+	t.Setenv("REIN_OUTBOX", outbox)
+	support, err := filepath.Abs(filepath.Join("..", "..", "examples", "support-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := t.TempDir()
+	for name, text := range map[string]string{
+		"agent.yaml":  "name: hello\nmodel: m\ninstructions: Greet.\n",
+		"script.yaml": "replies:\n  - {step: agent, decision: agent, turn: 1, raw: \"hello there\"}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(hello, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("build rein-temporal: %v\n%s", err, out)
+	}
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	fs := temporal.NewFlows()
+	if err := fs.Load([]string{support, hello}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ts.NewWorkerWithOptions("rein", func(r worker.Registry) {
+		temporal.Register(r, &temporal.Workflow{Flows: fs}, &temporal.Activities{Flows: fs})
+	}, worker.Options{})
+	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
+	run := func(args ...string) (int, string, string) {
+		var out, errs bytes.Buffer
+		cmd := exec.Command(prog, append(args, conn...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
+	}
+
+	code, out, errs := run("agent", support, "Order 1042: I was charged twice", "--run-id", "run-cli")
+	if code != 3 || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") {
+		t.Fatalf("rein agent: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = run("runs", "approve", "run-cli", "agent/turn2/call1", "--by", "ana")
+	if code != 0 || !strings.Contains(out, "run run-cli succeeded") {
+		t.Fatalf("rein runs approve: exit %d\n%s\n%s", code, out, errs)
+	}
+	refunds, _ := filepath.Glob(filepath.Join(outbox, "*.json"))
+	if len(refunds) != 1 || filepath.Base(refunds[0]) != "run-cli_agent_1_turn2_call1.json" {
+		t.Errorf("refunds in the outbox: %v, want one, named after the call's key", refunds)
+	}
+
+	code, out, errs = run("agent", hello, "say hello", "--run-id", "run-hello")
+	if code != 0 || out != "hello there\nrun run-hello succeeded\n" {
+		t.Fatalf("rein agent: exit %d\n%q\n%s", code, out, errs)
+	}
+}
