@@ -176,8 +176,9 @@ func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
 // (its rendered prompt, input; its reply, output, with v its value under
 // an output schema, else nil): the first trip is a fault.Guardrail error
 // (a GuardrailError naming the step). A judge asks m (modelName), as an
-// agent's judge asks the loop's model. Guardrails that ask are not for
-// llm steps (the flow refuses them); a trip of one stops too.
+// agent's judge asks the loop's model. A trip of a guardrail that asks
+// is returned as the same error: the caller (the engine's llm step)
+// decides whether it waits for a person.
 func Check(ctx context.Context, m model.Model, modelName, runID, stepID string, attempt int, gs []Guardrail, input bool, text string, v any) error {
 	only := make([]Guardrail, len(gs))
 	for i, g := range gs {

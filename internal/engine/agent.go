@@ -559,6 +559,9 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		if p.Guardrail != "" {
 			a.Tool, a.Args = "", nil // no call waits: the guardrail's trip does
 			a.Message = fmt.Sprintf("agent step %s: %s; approve to go on as if it had not tripped, or reject it (the step fails with a guardrail error and your comment)", s.ID, p.Reason)
+			if s.Type == flow.LLM {
+				a.Message = llmGuardMessage(s, &p)
+			}
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown
