@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/reinhq/rein/fault"
-		"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
