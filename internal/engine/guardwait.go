@@ -13,7 +13,6 @@ import (
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/store"
-	"github.com/reinhq/rein/value"
 )
 
 // An llm step's guardrail with on_trip: ask (a plain step of a durable
@@ -172,9 +171,8 @@ func (g *llmGuard) wait(trips []guardTrip, reply *string, v any) error {
 		if t.Side == "output" {
 			what = "the reply"
 		}
-		why := value.Preview([]byte(r.e.cfg.Redactor.String(t.Reason)), maxGuardReason)
 		w.pending[k] = agent.Pending{Ref: guardRefPrefix + t.Name, Kind: "approval", Guardrail: t.Name, Rule: "guardrail " + t.Name + " (on_trip: ask)",
-			Reason: fmt.Sprintf("%s guardrail %s tripped on %s: %s", t.Side, t.Name, what, why)}
+			Reason: fmt.Sprintf("%s guardrail %s tripped on %s: %s", t.Side, t.Name, what, t.Reason)} // bounded and redacted by parkAgent
 	}
 	return w
 }
