@@ -565,6 +565,9 @@ func (r *run) parkAgent(i int, w *agentWait) {
 			if s.Type == flow.LLM {
 				a.Message = llmGuardMessage(s, &p)
 			}
+			if p.Trip != nil {
+				r.recordGuardTrip(s, st.attempts, p.Turn, p.Trip.Name, p.Trip.Side, p.Trip.Reason, journal.GuardrailAsked)
+			}
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown

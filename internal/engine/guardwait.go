@@ -11,8 +11,11 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/value"
 )
 
 // An llm step's guardrail with on_trip: ask (a plain step of a durable
@@ -126,7 +129,7 @@ func (g *llmGuard) rejected(fg *flow.AgentGuardrail, a *store.Approval) error {
 	if a.Comment != "" {
 		why += ": " + a.Comment
 	}
-	return fault.New(fault.Guardrail, &agent.GuardrailError{Name: fg.Name, Side: fg.Side(), Reason: why, Step: g.j.step.ID})
+	return fault.New(fault.Guardrail, &agent.GuardrailError{Name: fg.Name, Side: fg.Side(), Reason: why, Step: g.j.step.ID, Rejected: true})
 }
 
 // settledOutput is the output a person settled a trip with, checked
@@ -172,6 +175,7 @@ func (g *llmGuard) wait(trips []guardTrip, reply *string, v any) error {
 			what = "the reply"
 		}
 		w.pending[k] = agent.Pending{Ref: guardRefPrefix + t.Name, Kind: "approval", Guardrail: t.Name, Rule: "guardrail " + t.Name + " (on_trip: ask)",
+			Trip:   &agent.GuardTrip{Name: t.Name, Side: t.Side, Reason: t.Reason},
 			Reason: fmt.Sprintf("%s guardrail %s tripped on %s: %s", t.Side, t.Name, what, t.Reason)} // bounded and redacted by parkAgent
 	}
 	return w
@@ -226,4 +230,45 @@ func (r *run) restoreGuardWait(i int, row *store.Step, approvals []*store.Approv
 	}
 	r.d.guards[i] = gr
 	return true, nil
+}
+
+// recordGuardTrip journals a guardrail event: guardrail name of step s
+// tripped on side (input or output) for reason, and did what decision
+// says (journal.GuardrailStopped or GuardrailAsked). The reason is
+// bounded; the event's redaction hides secrets in it.
+func (r *run) recordGuardTrip(s *flow.Step, attempt, turn int, name, side, reason, decision string) {
+	trip := journal.GuardrailTrip{Name: name, Kind: guardKind(s, name), Side: side,
+		Reason: value.Preview([]byte(reason), journal.MaxGuardrailReason)}
+	data, err := json.Marshal(trip)
+	if err != nil {
+		return
+	}
+	r.record(trace.Event{Kind: trace.GuardrailTripped, StepID: s.ID, StepType: string(s.Type), Attempt: attempt, Turn: turn,
+		Decision: decision, Data: string(data)})
+}
+
+// recordGuardStop journals the guardrail event of err, when it is a
+// guardrail's trip that stopped step s (not a person's rejection of one
+// that asked, journaled when it asked).
+func (r *run) recordGuardStop(s *flow.Step, attempt int, err error) {
+	var ge *agent.GuardrailError
+	if !errors.As(err, &ge) || ge.Rejected {
+		return
+	}
+	r.recordGuardTrip(s, attempt, ge.Turn, ge.Name, ge.Side, ge.Reason, journal.GuardrailStopped)
+}
+
+// guardKind is the kind of step s's guardrail name (regex, deny, schema,
+// check or judge); "" for one of a sub-agent's, which s does not hold.
+func guardKind(s *flow.Step, name string) string {
+	gs := s.Guardrails
+	if s.Agent != nil {
+		gs = s.Agent.Guardrails
+	}
+	for _, g := range gs {
+		if g.Name == name {
+			return g.Kind()
+		}
+	}
+	return ""
 }
