@@ -18,6 +18,7 @@ import (
 func explained(s *flow.Step) bool {
 	return s.Type == flow.Tool || s.Type == flow.Plan || s.Type == flow.Agent || s.Type == flow.LLM && len(s.Guardrails) > 0
 }
+
 // modelCallsWhy explains the calls a model chose in plan or agent step s:
 // an agent's calls from its journaled transcript (the last attempt), plan
 // steps from the gate's journaled decisions (gated runs only).
