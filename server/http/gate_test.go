@@ -32,7 +32,7 @@ func TestInboxSaysWhichRuleAsked(t *testing.T) {
 
 // /metrics counts the gate's decisions on tool calls (from their call
 // records, each call once), the log-only rules that held, and guardrail
-// trips by kind, side and on_trip.
+// trips by kind, side and on_trip; a run's timeline shows its trips.
 func TestMetricsCountGateLogOnlyAndGuardrails(t *testing.T) {
 	gated := filepath.Join(t.TempDir(), "gated")
 	if err := os.CopyFS(gated, os.DirFS("testdata/gated")); err != nil {
@@ -83,5 +83,19 @@ steps:
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
+	}
+	runs := e.do("GET", "/v1/runs?flow=guarded", "", nil)
+	var list struct {
+		Runs []struct {
+			ID string `json:"id"`
+		} `json:"runs"`
+	}
+	runs.json(t, &list)
+	if len(list.Runs) != 1 {
+		t.Fatalf("runs of guarded: %s", runs.body)
+	}
+	page := page(t, "guarded run", e.browser().get("/runs/"+list.Runs[0].ID), 200)
+	if want := "<td>no_notes (deny, output): stop</td>"; !strings.Contains(page, want) {
+		t.Errorf("the run's timeline lacks %s\n%s", want, page)
 	}
 }
