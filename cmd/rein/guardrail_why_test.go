@@ -122,3 +122,49 @@ guardrails:
 		t.Errorf("sessions show lacks %q: exit %d\n%s\n%s", want, code, out, stderr)
 	}
 }
+
+// TestExampleGuardedExtract runs examples/guarded-extract: a clean email
+// passes; a card number stops the step before the model is called; an
+// internal note waits for a person, rein runs why says which guardrail
+// and why, and approving accepts the extraction (the model asked once).
+func TestExampleGuardedExtract(t *testing.T) {
+	dir := "../../examples/guarded-extract"
+	db := filepath.Join(t.TempDir(), "rein.db")
+	run := func(input string) (int, string, string) {
+		t.Helper()
+		args := []string{"run", dir, "--db", db}
+		if input != "" {
+			args = append(args, "--input-json", input)
+		}
+		return cli(t, args...)
+	}
+	if code, out, stderr := run(""); code != exitOK || !strings.Contains(out, "Refund the duplicate charge of order 1042") {
+		t.Fatalf("the clean email: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := run(`{"email": "Card 4111 1111 1111 1111, order 1042, refund 25 EUR"}`)
+	if code != exitRunFailed || !strings.Contains(out+stderr, "input guardrail no_card_numbers tripped on the prompt") || strings.Contains(out+stderr, "4111") {
+		t.Fatalf("a card number: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = run(`{"email": "Order 1042, 25 EUR, charged twice (customer on the watch list)"}`)
+	if code != exitWaiting || !strings.Contains(out+stderr, "extract/guardrail/no_internal_notes") {
+		t.Fatalf("an internal note: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = cli(t, "runs", "why", "last", "--db", db)
+	if want := `step extract attempt=1: output guardrail no_internal_notes (deny) tripped and asked a person (on_trip: ask): the text holds the denied phrase "internal-only"`; code != exitOK || !strings.Contains(out, want) {
+		t.Fatalf("runs why: exit %d, want %q\n%s\n%s", code, want, out, stderr)
+	}
+	code, out, stderr = cli(t, "runs", "approve", "last", "extract/guardrail/no_internal_notes", "--db", db)
+	if code != exitOK || !strings.Contains(out, "Refund the duplicate charge") {
+		t.Fatalf("approve: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = cli(t, "runs", "show", "last", "--db", db, "-o", "json")
+	var v struct {
+		Steps []struct {
+			StepID   string `json:"step_id"`
+			LLMCalls int    `json:"llm_calls"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK || len(v.Steps) != 2 || v.Steps[0].LLMCalls != 1 {
+		t.Fatalf("runs show: exit %d, %v: the extraction was asked of the model again?\n%s\n%s", code, err, out, stderr)
+	}
+}
