@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,7 +11,9 @@ import (
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/model/scripted"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/sqlite"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -107,4 +110,75 @@ func TestLLMGuardrailAskSurvivesAKill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLLMGuardrailAskMessageIsBoundedAndRedacted: a judge's reason (the
+// model's words) reaches the approval's message and the guardrail event
+// cut to a bound, with the secrets the engine's redactor knows hidden.
+func TestLLMGuardrailAskMessageIsBoundedAndRedacted(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const secret = "sk-guard-0123456789abcdefghij"
+	models := &model.Registry{}
+	models.Register("m", scripted.New([]scripted.Reply{
+		{Step: "answer", Decision: "guardrail", Output: map[string]any{"trip": true, "reason": "it quotes " + secret + " " + strings.Repeat("and more ", 500)}},
+		{Step: "answer", Raw: raw("fine")},
+	}))
+	f, err := flow.Parse([]byte(`name: judged
+steps:
+  - id: answer
+    type: llm
+    model: m
+    prompt_template: "Answer: {input.q}"
+    guardrails:
+      input: [{name: civil, judge: Refuse rude questions., on_trip: ask}]
+`), "judged.yaml", &flow.Options{Models: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(engine.Config{Tools: &tool.Registry{}, Models: models, Store: st, Redactor: redact.New(secret)})
+	res, err := e.Run(ctx, f, map[string]any{"q": "hi"}, &engine.RunOptions{RunID: "judged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	approvals, err := st.Approvals(ctx, &store.ListApprovalsParams{RunID: "judged"})
+	if err != nil || len(approvals) != 1 {
+		t.Fatalf("approvals %+v (%v)", approvals, err)
+	}
+	msg := approvals[0].Message
+	if strings.Contains(msg, secret) || len(msg) > 1024 || !strings.Contains(msg, "llm step answer: input guardrail civil tripped on the prompt: the judge refused it: it quotes") ||
+		!strings.Contains(msg, "approve to send the prompt anyway") {
+		t.Fatalf("approval message (%d bytes): %s", len(msg), msg)
+	}
+	evs, err := st.Events(ctx, "judged", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := 0
+	for _, ev := range evs {
+		if ev.Kind == trace.GuardrailTripped {
+			trips++
+			if strings.Contains(ev.Data, secret) || len(ev.Data) > 1024 || ev.Decision != "ask" || !strings.Contains(ev.Data, `"kind":"judge"`) {
+				t.Errorf("guardrail event %+v", ev)
+			}
+		}
+	}
+	if trips != 1 {
+		t.Errorf("%d guardrail events, want 1", trips)
+	}
+}
+
+// TestLLMGuardrailAskNeedsAStore: without a run store, a trip of a
+// guardrail that asks cannot wait: the run fails with a policy error
+// saying so.
+func TestLLMGuardrailAskNeedsAStore(t *testing.T) {
+	fx := newFixture(t)
+	fx.script(scripted.Reply{Step: "answer", Raw: raw("internal-only")})
+	res := fx.run(guardAskFlow, map[string]any{"q": "x"})
+	wantErrorClass(t, res, "policy", "llm step answer: output guardrail no_notes tripped and waits for a person's decision (on_trip: ask), which needs a durable store")
 }

@@ -239,7 +239,7 @@ steps:
 		for _, ev := range s.Events() {
 			attrs := map[attribute.Key]string{}
 			for _, kv := range ev.Attributes {
-				attrs[kv.Key] = kv.Value.Emit()
+				attrs[kv.Key] = kv.Value.AsString()
 			}
 			got = append(got, fmt.Sprintf("%s: %s %s %s %s %s", s.Name(), ev.Name, attrs[reinotel.AttrGuardrailName], attrs[reinotel.AttrGuardrailKind],
 				attrs[reinotel.AttrGuardrailSide], attrs[reinotel.AttrDecision]))
