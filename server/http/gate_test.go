@@ -94,6 +94,16 @@ steps:
 	if len(list.Runs) != 1 {
 		t.Fatalf("runs of guarded: %s", runs.body)
 	}
+	var why struct {
+		Guardrails []struct {
+			Name   string `json:"name"`
+			OnTrip string `json:"on_trip"`
+		} `json:"guardrails"`
+	}
+	e.do("GET", "/v1/runs/"+list.Runs[0].ID+"/why", "", nil).json(t, &why)
+	if len(why.Guardrails) != 1 || why.Guardrails[0].Name != "no_notes" || why.Guardrails[0].OnTrip != "stop" {
+		t.Errorf("GET /v1/runs/{id}/why: %+v", why)
+	}
 	page := page(t, "guarded run", e.browser().get("/runs/"+list.Runs[0].ID), 200)
 	if want := "<td>no_notes (deny, output): stop</td>"; !strings.Contains(page, want) {
 		t.Errorf("the run's timeline lacks %s\n%s", want, page)
