@@ -73,9 +73,8 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 	}
 	mm := metered{name: name, m: m}
 	g := &llmGuard{r: r, j: j, m: mm, name: name, attempt: attempt, plain: in.item < 0 && in.round == 0 && !fallback}
-	if g.plain && r.d.guards[j.index] != nil {
-		g.gr = r.d.guards[j.index] // the decisions on its trips (guardwait.go)
-		delete(r.d.guards, j.index)
+	if g.plain {
+		g.gr = r.takeGuards(j.index) // the decisions on its trips (guardwait.go)
 	}
 	if len(s.Guardrails) > 0 {
 		trips, settled, err := g.check(ctx, true, in.prompt, nil)

@@ -272,3 +272,14 @@ func guardKind(s *flow.Step, name string) string {
 	}
 	return ""
 }
+
+// takeGuards returns, once, what a resume found decided about llm step
+// i's guardrail trips (nil when nothing); steps run on several
+// goroutines, so it holds recordMu.
+func (r *run) takeGuards(i int) *guardResume {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	gr := r.d.guards[i]
+	delete(r.d.guards, i)
+	return gr
+}
