@@ -230,6 +230,16 @@ steps:
 		t.Fatalf("approve the input: exit %d\n%s\n%s", code, out, stderr)
 	}
 
+	// input, then output: each trip waits; both decisions hold.
+	run = start("card 4111 1111 1111 1111 notes", "answer/guardrail/no_cards", "input guardrail no_cards tripped on the prompt")
+	code, out, stderr := cli(t, "runs", "approve", run, "answer/guardrail/no_cards", "--db", db)
+	if code != exitWaiting || !strings.Contains(out+stderr, "answer/guardrail/no_notes") {
+		t.Fatalf("approve the input of a prompt whose reply trips too: exit %d, want it waiting on the output\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := cli(t, "runs", "approve", run, "answer/guardrail/no_notes", "--db", db); code != exitOK || !strings.Contains(out, "watch list") {
+		t.Fatalf("approve the output after the input: exit %d\n%s\n%s", code, out, stderr)
+	}
+
 	// output: waits across a resume; approve takes the recorded reply.
 	const outRef = "answer/guardrail/no_notes"
 	const outWhy = `llm step answer: output guardrail no_notes tripped on the reply: the text holds the denied phrase "internal-only"; approve to accept the reply as it is`
@@ -246,7 +256,7 @@ steps:
 
 	// reject: the guardrail error with the comment.
 	run = start("notes please", outRef, outWhy)
-	code, out, stderr := cli(t, "runs", "reject", run, outRef, "--comment", "not for customers", "--db", db)
+	code, out, stderr = cli(t, "runs", "reject", run, outRef, "--comment", "not for customers", "--db", db)
 	if code != exitRunFailed || !strings.Contains(out+stderr, "llm step answer: output guardrail no_notes tripped on the reply") ||
 		!strings.Contains(out+stderr, "not for customers") || !strings.Contains(out+stderr, "guardrail") {
 		t.Fatalf("reject: exit %d\n%s\n%s", code, out, stderr)

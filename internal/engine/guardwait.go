@@ -155,6 +155,11 @@ func (g *llmGuard) wait(trips []guardTrip, reply *string, v any) error {
 			s.ID, trips[0].Side, trips[0].Name)
 	}
 	rec := guardRecord{Trips: trips}
+	if g.gr != nil {
+		// the trips of this attempt a person decided stay in its record:
+		// their decisions apply on the next resume too (restoreGuardWait).
+		rec.Trips = append(append([]guardTrip(nil), g.gr.rec.Trips...), trips...)
+	}
 	if reply != nil {
 		rec.Reply = &struct {
 			Text  string `json:"text"`
@@ -211,11 +216,6 @@ func (r *run) restoreGuardWait(i int, row *store.Step, approvals []*store.Approv
 		return true, nil
 	}
 	gr := &guardResume{decisions: map[string]*store.Approval{}}
-	for id, a := range latest {
-		if name, ok := strings.CutPrefix(id, prefix); ok {
-			gr.decisions[name] = a
-		}
-	}
 	at := invoke.Position{RunID: r.id, StepID: s.ID, Attempt: max(row.Attempt, 1)}
 	key := at.Key() + "/guardrail"
 	for _, c := range calls {
@@ -223,6 +223,13 @@ func (r *run) restoreGuardWait(i int, row *store.Step, approvals []*store.Approv
 			if err := json.Unmarshal(c.Output, &gr.rec); err != nil {
 				return true, fmt.Errorf("engine: the guardrail trip of llm step %s of run %s does not decode: %w", s.ID, r.id, err)
 			}
+		}
+	}
+	// only the decisions on this attempt's trips (its record names them):
+	// those of an earlier attempt (before a rein runs retry) do not apply.
+	for _, t := range gr.rec.Trips {
+		if a := latest[prefix+t.Name]; a != nil {
+			gr.decisions[t.Name] = a
 		}
 	}
 	if r.d.guards == nil {
