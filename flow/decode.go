@@ -435,11 +435,6 @@ func (d *decoder) decodeStepField(s *Step, src *stepSrc, f field, label string) 
 	case "guardrails":
 		if declaredType(src) == LLM {
 			s.Guardrails = d.decodeGuardrails(f, label)
-			for _, g := range s.Guardrails {
-				if g.Ask {
-					d.diags.add(g.Pos, label, "guardrail %s: on_trip: ask is for agent steps; an llm step's guardrail stops it (on_trip: stop)", g.Name)
-				}
-			}
 			break
 		}
 		d.agentSpec(s).Guardrails = d.decodeGuardrails(f, label)
@@ -602,6 +597,13 @@ func (d *decoder) inferType(s *Step, src *stepSrc, label string) {
 	}
 	if s.ForEach != nil && s.Repeat != nil {
 		d.diags.add(src.fields["repeat"].keyPos, label, "a step has for_each or repeat, not both: put the loop in a step of its own")
+	}
+	if s.ForEach != nil || s.Repeat != nil {
+		for _, g := range s.Guardrails {
+			if g.Ask {
+				d.diags.add(g.Pos, label, "guardrail %s: on_trip: ask waits for a person on a plain llm step, not under for_each or repeat; stop the step (on_trip: stop) or move the loop to a step of its own", g.Name)
+			}
+		}
 	}
 	if s.Mandatory && s.OnError == Skip {
 		d.diags.add(posOf(src.fields["on_error"].value), label, "on_error: skip is not allowed on a mandatory step (use fallback, retry or raise)")

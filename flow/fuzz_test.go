@@ -1,9 +1,13 @@
 package flow_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/reinhq/rein/flow"
@@ -169,4 +173,57 @@ func addExampleSeeds(f *testing.F, name string) {
 		}
 		f.Add(data)
 	}
+}
+
+// FuzzGuardrails checks the guardrail specs of an llm step (regex, deny
+// list, schema, check) with arbitrary patterns, phrases and texts: the
+// flow's parse never panics and every failure is located; a guardrail
+// that parses trips exactly when its rule says (a regex when it matches,
+// a deny list when the text holds a phrase, case insensitive, its reason
+// quoting the phrase), and a schema or check guardrail decides any text
+// without panicking.
+func FuzzGuardrails(f *testing.F) {
+	f.Add(`\d{4} \d{4}`, "internal-only", `{"type": "object"}`, "len(text) < 9", "card 4111 1111 internal-ONLY")
+	f.Add("(", "", "[]", "text ==", "")
+	f.Add(`(?i)secret`, "  ", `{"required": ["ok"]}`, "value.ok == true", `{"ok": true}`)
+	f.Add(strings.Repeat("a", flow.MaxGuardrailPattern+1), "x", "{", "len(", "\xff\xfe")
+	f.Fuzz(func(t *testing.T, pattern, phrase, schema, check, text string) {
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		src := "name: g\nsteps:\n  - id: a\n    type: llm\n    prompt_template: hi\n    guardrails:\n      input:\n" +
+			"        - {name: r, regex: " + q(pattern) + "}\n" +
+			"        - {name: d, deny: [" + q(phrase) + "]}\n" +
+			"        - {name: s, schema: " + q(schema) + "}\n" +
+			"        - {name: c, check: " + q(check) + "}\n"
+		fl, err := flow.Parse([]byte(src), "flow.yaml", testOptions())
+		if err != nil {
+			var fe *flow.Error
+			if !errors.As(err, &fe) || len(fe.Diagnostics) == 0 {
+				t.Fatalf("error is not a located *flow.Error: %v", err)
+			}
+			for _, d := range fe.Diagnostics {
+				if d.Line < 1 || d.Col < 1 {
+					t.Fatalf("diagnostic not located: %+v", d)
+				}
+			}
+			return
+		}
+		ctx := context.Background()
+		for _, g := range fl.Steps[0].Guardrails {
+			why, err := g.Trips(ctx, text, nil)
+			switch g.Kind() {
+			case "regex":
+				if err != nil || (why != "") != g.Regex.MatchString(text) {
+					t.Fatalf("regex %q on %q: %q, %v", pattern, text, why, err)
+				}
+			case "deny":
+				holds := strings.Contains(strings.ToLower(text), strings.ToLower(phrase))
+				if err != nil || (why != "") != holds || holds && !strings.Contains(why, strconv.Quote(phrase)) {
+					t.Fatalf("deny %q on %q: %q, %v", phrase, text, why, err)
+				}
+			case "schema", "check":
+			default:
+				t.Fatalf("guardrail %s has no kind", g.Name)
+			}
+		}
+	})
 }

@@ -59,6 +59,23 @@ func (g *AgentGuardrail) Side() string {
 	return "output"
 }
 
+// Kind is the guardrail's rule: regex, deny, schema, check or judge.
+func (g *AgentGuardrail) Kind() string {
+	switch {
+	case g.Regex != nil:
+		return "regex"
+	case len(g.Deny) > 0:
+		return "deny"
+	case g.Schema != nil:
+		return "schema"
+	case g.Check != nil:
+		return "check"
+	case g.Judge != "":
+		return "judge"
+	}
+	return ""
+}
+
 // Trips says why text (v its value: the answer's JSON value under an
 // output schema; nil reads text as JSON when it is, else as the string)
 // trips g, "" when it passes. An error is an expression that cannot be

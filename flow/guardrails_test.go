@@ -102,6 +102,7 @@ steps:
     type: llm
     model: m
     prompt_template: hi
+    for_each: "[1, 2]"
     guardrails:
       output: [{name: notes, deny: [x], on_trip: ask}]
   - id: b
@@ -110,8 +111,8 @@ steps:
     guardrails: {input: []}
 `
 	_, err = flow.Parse([]byte(bad), "flow.yaml", &flow.Options{Models: func(string) bool { return true }})
-	for _, w := range []string{"flow.yaml:8:16: step a: guardrail notes: on_trip: ask is for agent steps",
-		"flow.yaml:12:5: step b: guardrails belongs to agent and llm steps"} {
+	for _, w := range []string{"flow.yaml:9:16: step a: guardrail notes: on_trip: ask waits for a person on a plain llm step, not under for_each or repeat",
+		"flow.yaml:13:5: step b: guardrails belongs to agent and llm steps"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("missing %q in %v", w, err)
 		}

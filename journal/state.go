@@ -75,6 +75,11 @@ const (
 	// in the journal.
 	RunRetried   Kind = "run_retried"
 	StepReopened Kind = "step_reopened"
+	// GuardrailTripped: a guardrail of an agent or llm step tripped
+	// (Data: the GuardrailTrip; Decision: what it did, on_trip's stop or
+	// ask; Turn: the agent turn whose answer tripped it, 0 for an input
+	// guardrail and an llm step's).
+	GuardrailTripped Kind = "guardrail"
 )
 
 // Kinds returns every event kind, in the order of their declaration. A
@@ -83,7 +88,7 @@ func Kinds() []Kind {
 	return []Kind{RunStarted, StepStarted, AttemptFailed, ModelCall, StepSettled, RunSettled, GateDecision,
 		CallDiscarded, ApprovalRequested, ApprovalDecided, RunParked, RunResumed, CorrectiveRetry, ToolProcess,
 		AgentTurn, AgentCall, SubmissionRejected, DeliveryPrepared, RiskTier, ReviewDone, CallEffect, Remediated, CallRecorded, PayloadsSealed,
-		RunRetried, StepReopened}
+		RunRetried, StepReopened, GuardrailTripped}
 }
 
 // RunStatus is the state of a run; docs/ARCHITECTURE.md "Run states" gives

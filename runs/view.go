@@ -59,6 +59,9 @@ type View struct {
 	// Failures are the run's failed attempts, in journal order, each with
 	// its error's cause chain.
 	Failures []Failure `json:"failures,omitempty"`
+	// Guardrails are the guardrail trips of the run's agent and llm
+	// steps, in journal order.
+	Guardrails []GuardrailWhy `json:"guardrails,omitempty"`
 }
 
 // StepView is a step's row and its usage.
@@ -134,6 +137,7 @@ func (r *Reader) Show(ctx context.Context, ref string) (*View, error) {
 	v.Gate = gateDecisions(events)
 	v.Risk = riskView(events)
 	v.Failures = failures(events, "")
+	v.Guardrails = guardrailTrips(events, "")
 	if !run.Finished() {
 		v.NeedsTools, err = r.NeedsTools(run)
 		if err != nil {

@@ -36,10 +36,13 @@ type WhyView struct {
 	// step's call: where each argument came from as the runtime traced it,
 	// what verified it, and the declaration with its checked facts.
 	Calls []CallWhy `json:"calls,omitempty"`
-	// Guardrail is, for an agent step a guardrail stopped, the error that
-	// says which guardrail tripped, on which side and why (its journaled
-	// failure, class guardrail).
+	// Guardrail is, for an agent or llm step a guardrail stopped, the
+	// error that says which guardrail tripped, on which side and why (its
+	// journaled failure, class guardrail).
 	Guardrail string `json:"guardrail,omitempty"`
+	// Guardrails are the step's guardrail trips, each journaled (stopped
+	// or asked a person).
+	Guardrails []GuardrailWhy `json:"guardrails,omitempty"`
 	// Failures are the step's failed attempts, each with its error's
 	// cause chain.
 	Failures []Failure `json:"failures,omitempty"`
@@ -120,16 +123,16 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 	defer p.Close()
 	f := p.Flow
 	s := f.StepByID(step)
-	if s == nil || !explained(s.Type) {
+	if s == nil || !explained(s) {
 		var tools []string
 		for _, t := range f.Steps {
-			if explained(t.Type) {
+			if explained(t) {
 				tools = append(tools, t.ID)
 			}
 		}
 		what := fmt.Sprintf("run %s has no step %q", run.ID, step)
 		if s != nil {
-			what = fmt.Sprintf("step %s of run %s is of type %s, and only tool, plan and agent steps call tools", step, run.ID, s.Type)
+			what = fmt.Sprintf("step %s of run %s is of type %s, and only tool, plan and agent steps call tools (an llm step with guardrails is explained for them)", step, run.ID, s.Type)
 		}
 		return nil, fault.Hinted(fault.Business, fault.Hint{RunID: run.ID}, errors.New(what+"; its steps that call tools: "+strings.Join(tools, ", ")))
 	}
@@ -141,6 +144,7 @@ func (r *Reader) Why(ctx context.Context, ref, step string) (*WhyView, error) {
 		v, err := modelCallsWhy(run.ID, s, events)
 		if v != nil {
 			v.Failures, v.Premises = failures(events, s.ID), premiseFailures(events, s.ID)
+			v.Guardrails = guardrailTrips(events, s.ID)
 			if err == nil {
 				err = r.invalidatedOf(ctx, v)
 			}

@@ -13,9 +13,10 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// explained reports whether rein runs why explains steps of type t.
-func explained(t flow.Type) bool {
-	return t == flow.Tool || t == flow.Plan || t == flow.Agent
+// explained reports whether rein runs why explains step s: a step that
+// calls tools, or an llm step with guardrails (its trips).
+func explained(s *flow.Step) bool {
+	return s.Type == flow.Tool || s.Type == flow.Plan || s.Type == flow.Agent || s.Type == flow.LLM && len(s.Guardrails) > 0
 }
 
 // modelCallsWhy explains the calls a model chose in plan or agent step s:

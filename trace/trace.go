@@ -37,6 +37,7 @@ const (
 	PayloadsSealed    = journal.PayloadsSealed
 	RunRetried        = journal.RunRetried
 	StepReopened      = journal.StepReopened
+	GuardrailTripped  = journal.GuardrailTripped
 )
 
 // Event kinds of the workflow tool (package bridge).

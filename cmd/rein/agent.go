@@ -250,6 +250,9 @@ func writeTranscript(w io.Writer, prefix string, turns []session.Turn) {
 		fmt.Fprintf(w, "%sturn %d (tokens %d/%d)", prefix, t.N, t.Usage.In, t.Usage.Out)
 		if t.Final {
 			fmt.Fprintf(w, ": answer %s\n", clip(t.Text, 200))
+			for _, g := range t.Guard {
+				fmt.Fprintf(w, "%s  held for a person: %s guardrail %s tripped (on_trip: ask): %s\n", prefix, g.Side, g.Name, clip(g.Reason, 200))
+			}
 			continue
 		}
 		fmt.Fprintln(w)

@@ -154,3 +154,123 @@ guardrails:
 		t.Fatalf("the refused answer was printed:\nstdout: %s\nstderr: %s", out, stderr)
 	}
 }
+
+// TestLLMStepGuardrailAsk: an llm step's guardrails with on_trip: ask
+// park the run on an approval naming the step and guardrail (its message
+// says what tripped, never the text). An input trip: approve sends the
+// prompt anyway. An output trip: the run stays waiting across a resume
+// by another process, approve accepts the recorded reply without asking
+// the model again, reject fails the run with the guardrail error and the
+// comment, settle is checked against the output_schema.
+func TestLLMStepGuardrailAsk(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"flow.yaml": `name: g
+steps:
+  - id: answer
+    type: llm
+    model: m
+    prompt_template: "Answer: {input.q}"
+    output_schema:
+      type: object
+      required: [reply]
+      properties: {reply: {type: string}}
+    guardrails:
+      input: [{name: no_cards, regex: '\d{4} \d{4} \d{4} \d{4}', on_trip: ask}]
+      output: [{name: no_notes, deny: [internal-only], on_trip: ask}]
+`,
+		"script.yaml": `replies:
+  - step: answer
+    contains: "notes"
+    raw: '{"reply": "internal-only: watch list"}'
+  - step: answer
+    raw: '{"reply": "fine"}'
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	type pending struct {
+		StepID  string `json:"step_id"`
+		Message string `json:"message"`
+	}
+	start := func(q, ref, want string) string {
+		t.Helper()
+		code, out, stderr := cli(t, "run", dir, "--input-json", `{"q": "`+q+`"}`, "--db", db, "-o", "json")
+		var res struct {
+			RunID   string    `json:"run_id"`
+			Pending []pending `json:"pending"`
+		}
+		if i := strings.Index(out, "{"); i >= 0 {
+			_ = json.Unmarshal([]byte(out[i:]), &res)
+		}
+		if code != exitWaiting || len(res.Pending) != 1 || res.Pending[0].StepID != ref ||
+			!strings.Contains(res.Pending[0].Message, want) ||
+			strings.Contains(res.Pending[0].Message, "watch list") || strings.Contains(res.Pending[0].Message, "1111") {
+			t.Fatalf("rein run %q: exit %d\n%s\n%s", q, code, out, stderr)
+		}
+		return res.RunID
+	}
+	llmCalls := func(run string) string {
+		t.Helper()
+		code, out, stderr := cli(t, "runs", "show", run, "--db", db, "-o", "json")
+		if code != exitOK {
+			t.Fatalf("runs show: exit %d\n%s\n%s", code, out, stderr)
+		}
+		return out
+	}
+
+	// input: approve sends the prompt anyway.
+	run := start("card 4111 1111 1111 1111", "answer/guardrail/no_cards",
+		`llm step answer: input guardrail no_cards tripped on the prompt: the text matches`)
+	if code, out, stderr := cli(t, "runs", "approve", run, "answer/guardrail/no_cards", "--db", db); code != exitOK || !strings.Contains(out, "fine") {
+		t.Fatalf("approve the input: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	// input, then output: each trip waits; both decisions hold.
+	run = start("card 4111 1111 1111 1111 notes", "answer/guardrail/no_cards", "input guardrail no_cards tripped on the prompt")
+	code, out, stderr := cli(t, "runs", "approve", run, "answer/guardrail/no_cards", "--db", db)
+	if code != exitWaiting || !strings.Contains(out+stderr, "answer/guardrail/no_notes") {
+		t.Fatalf("approve the input of a prompt whose reply trips too: exit %d, want it waiting on the output\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := cli(t, "runs", "approve", run, "answer/guardrail/no_notes", "--db", db); code != exitOK || !strings.Contains(out, "watch list") {
+		t.Fatalf("approve the output after the input: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	// output: waits across a resume; approve takes the recorded reply.
+	const outRef = "answer/guardrail/no_notes"
+	const outWhy = `llm step answer: output guardrail no_notes tripped on the reply: the text holds the denied phrase "internal-only"; approve to accept the reply as it is`
+	run = start("notes please", outRef, outWhy)
+	if code, out, stderr := cli(t, "runs", "resume", run, "--db", db); code != exitWaiting || !strings.Contains(out+stderr, outRef) {
+		t.Fatalf("resume of a waiting run: exit %d, want it still waiting on %s\n%s\n%s", code, outRef, out, stderr)
+	}
+	if code, out, stderr := cli(t, "runs", "approve", run, outRef, "--db", db); code != exitOK || !strings.Contains(out, "watch list") {
+		t.Fatalf("approve the output: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if out := llmCalls(run); !strings.Contains(out, `"llm_calls": 1`) {
+		t.Fatalf("the approved reply was asked of the model again:\n%s", out)
+	}
+
+	// reject: the guardrail error with the comment.
+	run = start("notes please", outRef, outWhy)
+	code, out, stderr = cli(t, "runs", "reject", run, outRef, "--comment", "not for customers", "--db", db)
+	if code != exitRunFailed || !strings.Contains(out+stderr, "llm step answer: output guardrail no_notes tripped on the reply") ||
+		!strings.Contains(out+stderr, "not for customers") || !strings.Contains(out+stderr, "guardrail") {
+		t.Fatalf("reject: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	// settle: a person's output, checked against the output_schema.
+	run = start("notes please", outRef, outWhy)
+	code, out, stderr = cli(t, "runs", "settle", run, outRef, "--value", `{"reply": 3}`, "--db", db)
+	if code != exitRunFailed || !strings.Contains(out+stderr, "settled output") {
+		t.Fatalf("settle with an output that breaks the schema: exit %d\n%s\n%s", code, out, stderr)
+	}
+	run = start("notes please", outRef, outWhy)
+	code, out, stderr = cli(t, "runs", "settle", run, outRef, "--value", `{"reply": "written by a person"}`, "--db", db)
+	if code != exitOK || !strings.Contains(out, "written by a person") {
+		t.Fatalf("settle: exit %d\n%s\n%s", code, out, stderr)
+	}
+}

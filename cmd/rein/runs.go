@@ -270,6 +270,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 			writeTranscript(w, "  ", turns)
 		}
 	}
+	writeGuardrails(w, v.Guardrails)
 	writeFailures(w, v.Failures)
 	writeGate(w, v.Gate)
 	writeRisk(w, v.Risk)

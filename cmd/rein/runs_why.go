@@ -17,9 +17,15 @@ import (
 func newRunsWhyCmd(s *streams) *cobra.Command {
 	f := &storeFlags{}
 	cmd := &cobra.Command{
-		Use:   "why RUN STEP",
-		Short: "Explain where each argument of a step's tool calls came from",
-		Long: `Print the provenance of each argument of the tool calls of step STEP of run
+		Use:   "why RUN [STEP]",
+		Short: "Explain a run: its guardrail trips and log-only rules, or where each argument of a step's tool calls came from",
+		Long: `Without STEP, explain run RUN as a whole: each guardrail that tripped (its
+step, kind, side, what it did — stop or ask a person — and why, in the
+guardrail's words, never the text it tripped on), the log-only policy
+rules (enforce: false) that held on its calls and how many times, and its
+failed attempts.
+
+With STEP, print the provenance of each argument of the tool calls of step STEP of run
 RUN, as the policy gate sees it: user (the run's input, a person's
 approval), constant (text of the flow), inferred (a model wrote it), db (a
 tool that reads a store), tool:<name> (another tool's output).
@@ -40,11 +46,24 @@ explained for gated runs (their trace rides with the gate's decisions).
 It then lists the step's failed attempts, each with its error's cause
 chain: the errors it wraps, a tool's stderr tail, a provider's error
 body (bounded and redacted), and the failed premises that paused the run
-at the step (its output's, or one of its tool calls').
+at the step (its output's, or one of its tool calls'). An agent or llm
+step's guardrail trips are listed too (an llm step is explained for its
+guardrails only).
 Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
-		Args: cobra.ExactArgs(2),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.withStore(cmd, s, nil, func(ctx context.Context, c *rein.Client, dsn string) error {
+				if len(args) == 1 {
+					v, err := c.Runs().WhyRun(ctx, args[0])
+					if err != nil {
+						return runsError(s, dsn, args[0], err)
+					}
+					if f.output == "json" {
+						return encodeJSON(s, v)
+					}
+					writeRunWhy(s.out, v)
+					return nil
+				}
 				v, err := c.Runs().Why(ctx, args[0], args[1])
 				if err != nil {
 					return runsError(s, dsn, args[0], err)
@@ -84,6 +103,10 @@ func writeWhy(w io.Writer, v *runs.WhyView) {
 func writeCallsWhy(w io.Writer, v *runs.WhyView) {
 	if v.Guardrail != "" {
 		fmt.Fprintf(w, "step %s of run %s was stopped by a guardrail: %s\n", v.StepID, v.RunID, v.Guardrail)
+	}
+	writeGuardrails(w, v.Guardrails)
+	if len(v.Calls) == 0 && len(v.Guardrails) > 0 {
+		return
 	}
 	if len(v.Calls) == 0 {
 		fmt.Fprintf(w, "step %s of run %s made no traced tool call\n", v.StepID, v.RunID)
@@ -229,4 +252,50 @@ func writeRisk(w io.Writer, v *runs.RiskView) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// writeGuardrails prints guardrail trips, one a line.
+func writeGuardrails(w io.Writer, gs []runs.GuardrailWhy) {
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "guardrails:")
+	for _, g := range gs {
+		at := "step " + g.StepID
+		if g.Turn > 0 {
+			at += fmt.Sprintf(" turn %d", g.Turn)
+		}
+		kind := ""
+		if g.Kind != "" {
+			kind = " (" + g.Kind + ")"
+		}
+		did := "stopped the step"
+		if g.OnTrip == "ask" {
+			did = "asked a person (on_trip: ask)"
+		}
+		fmt.Fprintf(w, "  %s attempt=%d: %s guardrail %s%s tripped and %s: %s\n", at, g.Attempt, g.Side, g.Name, kind, did, g.Reason)
+	}
+}
+
+// writeRunWhy prints rein runs why RUN: the run's guardrail trips, its
+// log-only rules, its failed attempts.
+func writeRunWhy(w io.Writer, v *runs.RunWhyView) {
+	fmt.Fprintf(w, "run %s (%s)\n", v.RunID, v.Status)
+	if len(v.Guardrails) == 0 {
+		fmt.Fprintln(w, "no guardrail tripped")
+	}
+	writeGuardrails(w, v.Guardrails)
+	if v.LogOnly > 0 {
+		fmt.Fprintf(w, "log-only rules (enforce: false) held %d %s, not applied:\n", v.LogOnly, pluralize(v.LogOnly, "time", "times"))
+		for _, d := range v.Logged {
+			place := d.StepID
+			if d.PlanStep != "" {
+				place += " plan step " + d.PlanStep
+			}
+			for _, l := range d.LogOnly {
+				fmt.Fprintf(w, "  %s attempt=%d tool %s: would %s, %s\n", place, d.Attempt, d.Tool, l.Verdict, l.Why)
+			}
+		}
+	}
+	writeFailures(w, v.Failures)
 }

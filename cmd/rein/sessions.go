@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -102,6 +103,8 @@ type sessionRunJSON struct {
 	Status    trace.RunStatus   `json:"status"`
 	CreatedAt time.Time         `json:"created_at"`
 	Items     []session.Message `json:"items"`
+	// Guardrails are the guardrail trips of the message's run.
+	Guardrails []runs.GuardrailWhy `json:"guardrails,omitempty"`
 }
 
 func newSessionsShowCmd(s *streams) *cobra.Command {
@@ -134,6 +137,11 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 					if m.Items == nil {
 						m.Items = []session.Message{}
 					}
+					why, err := c.Runs().WhyRun(ctx, r.ID)
+					if err != nil {
+						return failed("%s: %w", redactDSN(dsn), err)
+					}
+					m.Guardrails = why.Guardrails
 					out = append(out, m)
 				}
 				if f.output == "json" {
@@ -142,6 +150,13 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 				for _, m := range out {
 					fmt.Fprintf(s.out, "run %s (%s) %s %s\n", m.RunID, m.Flow, m.Status, stamp(m.CreatedAt))
 					writeItems(s, m.Items)
+					for _, g := range m.Guardrails {
+						did := "stopped the run"
+						if g.OnTrip == "ask" {
+							did = "asked a person"
+						}
+						fmt.Fprintf(s.out, "  guardrail %s (%s, %s) tripped and %s: %s\n", g.Name, g.Kind, g.Side, did, printable(clip(g.Reason, 200)))
+					}
 					if m.Status != trace.RunSucceeded {
 						fmt.Fprintf(s.out, "  (no answer: the run is %s; rein runs show %s)\n", m.Status, m.RunID)
 					}

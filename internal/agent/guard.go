@@ -87,6 +87,9 @@ type GuardrailError struct {
 	// Step names the llm step whose prompt (input) or reply (output)
 	// tripped it (Check); "" for an agent loop's.
 	Step string
+	// Rejected: the guardrail asked (on_trip: ask) and a person rejected
+	// its trip; the trip itself was journaled when it asked.
+	Rejected bool
 }
 
 func (e *GuardrailError) Error() string {
@@ -158,7 +161,8 @@ func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
 			if g.Side == "input" {
 				what = "the task"
 			}
-			pend = append(pend, Pending{Ref: ref, Turn: turn, Kind: "approval", Guardrail: g.Name,
+			trip := g
+			pend = append(pend, Pending{Ref: ref, Turn: turn, Kind: "approval", Guardrail: g.Name, Trip: &trip,
 				Reason: fmt.Sprintf("%s guardrail %s tripped on %s: %s", g.Side, g.Name, what, g.Reason), Rule: "guardrail " + g.Name + " (on_trip: ask)"})
 		case d.Verdict == Approve:
 		default:
@@ -166,7 +170,7 @@ func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
 			if d.Comment != "" {
 				why += ": " + d.Comment
 			}
-			return nil, fault.New(fault.Guardrail, &GuardrailError{Name: g.Name, Side: g.Side, Turn: turn, Reason: why})
+			return nil, fault.New(fault.Guardrail, &GuardrailError{Name: g.Name, Side: g.Side, Turn: turn, Reason: why, Rejected: true})
 		}
 	}
 	return pend, nil
@@ -176,8 +180,9 @@ func decide(s *Session, turn int, trips []GuardTrip) ([]Pending, error) {
 // (its rendered prompt, input; its reply, output, with v its value under
 // an output schema, else nil): the first trip is a fault.Guardrail error
 // (a GuardrailError naming the step). A judge asks m (modelName), as an
-// agent's judge asks the loop's model. Guardrails that ask are not for
-// llm steps (the flow refuses them); a trip of one stops too.
+// agent's judge asks the loop's model. A trip of a guardrail that asks
+// is returned as the same error: the caller (the engine's llm step)
+// decides whether it waits for a person.
 func Check(ctx context.Context, m model.Model, modelName, runID, stepID string, attempt int, gs []Guardrail, input bool, text string, v any) error {
 	only := make([]Guardrail, len(gs))
 	for i, g := range gs {

@@ -51,6 +51,9 @@ type Pending struct {
 	// Guardrail names the guardrail (on_trip: ask) whose trip waits, for
 	// a Pending that is no call (Ref GuardRef; Tool and Args empty).
 	Guardrail string `json:"guardrail,omitempty"`
+	// Trip is the guardrail's trip (its side and why, in its words), for
+	// a Pending that waits on one.
+	Trip *GuardTrip `json:"trip,omitempty"`
 }
 
 // Result is what a Run came to.

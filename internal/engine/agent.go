@@ -558,7 +558,16 @@ func (r *run) parkAgent(i int, w *agentWait) {
 		}
 		if p.Guardrail != "" {
 			a.Tool, a.Args = "", nil // no call waits: the guardrail's trip does
+			// why it tripped, in the guardrail's words (a judge's are the
+			// model's): bounded, secrets hidden.
+			p.Reason = value.Preview([]byte(r.e.cfg.Redactor.String(p.Reason)), maxGuardReason)
 			a.Message = fmt.Sprintf("agent step %s: %s; approve to go on as if it had not tripped, or reject it (the step fails with a guardrail error and your comment)", s.ID, p.Reason)
+			if s.Type == flow.LLM {
+				a.Message = llmGuardMessage(s, &p)
+			}
+			if p.Trip != nil {
+				r.recordGuardTrip(s, st.attempts, p.Turn, p.Trip.Name, p.Trip.Side, p.Trip.Reason, journal.GuardrailAsked)
+			}
 		}
 		if p.Kind == "unknown" {
 			a.Kind = store.KindUnknown

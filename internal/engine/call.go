@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/tool"
@@ -73,29 +72,62 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 		defer func() { r.recordModelCall(j, name, in, attempt, fallback, start, sc, out, err) }()
 	}
 	mm := metered{name: name, m: m}
-	guard := func(input bool, text string, v any) error {
-		if len(s.Guardrails) == 0 {
-			return nil
-		}
-		return agent.Check(ctx, mm, name, r.id, s.ID, attempt, guardrailsOf(s.Guardrails), input, text, v)
+	g := &llmGuard{r: r, j: j, m: mm, name: name, attempt: attempt, plain: in.item < 0 && in.round == 0 && !fallback}
+	if g.plain {
+		g.gr = r.takeGuards(j.index) // the decisions on its trips (guardwait.go)
 	}
-	if err := guard(true, in.prompt, nil); err != nil {
+	if len(s.Guardrails) > 0 {
+		trips, settled, err := g.check(ctx, true, in.prompt, nil)
+		switch {
+		case err != nil:
+			return nil, err
+		case settled != nil:
+			return settledOutput(s, settled)
+		case len(trips) > 0:
+			return nil, g.wait(trips, nil, nil)
+		}
+	}
+	text, v, err := r.askLLM(ctx, j, mm, name, in, attempt, g.gr)
+	if err != nil {
 		return nil, err
+	}
+	if len(s.Guardrails) > 0 {
+		trips, settled, err := g.check(ctx, false, text, v)
+		switch {
+		case err != nil:
+			return nil, err
+		case settled != nil:
+			return settledOutput(s, settled)
+		case len(trips) > 0:
+			return nil, g.wait(trips, &text, v)
+		}
+	}
+	if s.OutputSchema == nil {
+		return text, nil
+	}
+	return v, nil
+}
+
+// askLLM makes the model call of an llm step: the reply's text, and with
+// an output_schema its JSON value (through model.Decide). A reply an
+// output guardrail tripped on and a person approved (gr) is taken as it
+// was recorded, without asking the model again.
+func (r *run) askLLM(ctx context.Context, j *job, mm metered, name string, in unitInput, attempt int, gr *guardResume) (string, any, error) {
+	s := j.step
+	if gr != nil && gr.rec.Reply != nil {
+		return gr.rec.Reply.Text, gr.rec.Reply.Value, nil
 	}
 	req := &model.Request{Model: name, RunID: r.id, StepID: s.ID, Attempt: attempt,
 		Messages: []model.Message{{Role: model.User, Content: in.prompt}}}
 	if s.OutputSchema == nil {
 		resp, err := mm.Generate(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("model %s: %w", name, err)
+			return "", nil, fmt.Errorf("model %s: %w", name, err)
 		}
 		if resp == nil {
-			return nil, fault.BusinessErr(fmt.Errorf("model %s returned no response", name))
+			return "", nil, fault.BusinessErr(fmt.Errorf("model %s returned no response", name))
 		}
-		if err := guard(false, resp.Text, nil); err != nil {
-			return nil, err
-		}
-		return resp.Text, nil
+		return resp.Text, nil, nil
 	}
 	d, err := model.Decide(ctx, mm, req, model.DecideOptions[any]{Schema: s.OutputSchema,
 		OnReject: func(_ int, problems error) {
@@ -103,10 +135,7 @@ func (r *run) callLLM(ctx context.Context, j *job, m model.Model, name string, i
 			r.recordCorrection(j, attempt, in.item, fmt.Errorf("model %s: reply rejected, asking once more: %w", name, problems))
 		}})
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
+		return "", nil, fmt.Errorf("model %s: %w", name, err)
 	}
-	if err := guard(false, d.Text, d.Value); err != nil {
-		return nil, err
-	}
-	return d.Value, nil
+	return d.Text, d.Value, nil
 }

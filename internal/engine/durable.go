@@ -71,6 +71,10 @@ type durability struct {
 	// progress by step index: what the call records of a resumed step
 	// say it had done (resume_calls.go).
 	progress map[int]*stepProgress
+	// guards by step index: the decisions on a resumed llm step's
+	// guardrail trips, until its attempt takes them (takeGuards, under
+	// recordMu; guardwait.go).
+	guards map[int]*guardResume
 	// create, until the first commit, is the run that commit creates
 	// (store.Transition.Create): a run without an idempotency key costs no
 	// commit of its own.

@@ -327,6 +327,13 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 				r.restoreAgent(i, row, approvals)
 				continue
 			}
+			if s.Type == flow.LLM {
+				if waits, err := r.restoreGuardWait(i, row, approvals, calls[s.ID]); err != nil {
+					return err
+				} else if waits {
+					continue
+				}
+			}
 			if s.Type == flow.Plan && latest[s.ID] == nil {
 				if err := r.restorePlanWait(i, row, approvals, calls[s.ID]); err != nil {
 					return err

@@ -46,6 +46,7 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 		}
 		o.origin = origin
 		class := fault.ClassOf(err)
+		r.recordGuardStop(s, attempt, err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		now := r.e.cfg.Clock.Now()
 		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)

@@ -489,7 +489,18 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, err)
 		return
 	}
-	v, err := s.c.Runs().Why(r.Context(), run.ID, r.URL.Query().Get("step"))
+	step := r.URL.Query().Get("step")
+	if step == "" {
+		// the run as a whole: its guardrail trips, log-only rules, failures.
+		v, err := s.c.Runs().WhyRun(r.Context(), run.ID)
+		if err != nil {
+			writeProblem(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	v, err := s.c.Runs().Why(r.Context(), run.ID, step)
 	if err != nil {
 		writeProblem(w, err)
 		return

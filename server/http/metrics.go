@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -20,7 +21,8 @@ const countCap = 10000
 // Metrics are the server's Prometheus metrics. It is a trace.Sink: give
 // it to the Client (rein.Config.Sink) so the events of the runs this
 // process advances are counted — step and model-call durations, retries,
-// tokens, gate decisions by verdict, runs settled — and at each scrape it
+// tokens, gate decisions by verdict and the log-only rules that held,
+// guardrail trips, runs settled — and at each scrape it
 // reads from the store the runs in flight by status, the queue depth and
 // the pending approvals.
 type Metrics struct {
@@ -30,6 +32,8 @@ type Metrics struct {
 	tokens    *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	gate      *prometheus.CounterVec
+	logOnly   *prometheus.CounterVec
+	guard     *prometheus.CounterVec
 	settled   *prometheus.CounterVec
 	st        store.Store
 	live      *prometheus.Desc
@@ -40,6 +44,11 @@ type Metrics struct {
 	// advances, woken when a run settles or parks.
 	waitMu  sync.Mutex
 	waiters map[string][]chan struct{}
+	// gated are the gate decisions counted of each call record of the
+	// runs in flight, by run and key: a call recorded as started, then
+	// settled, was decided once (journal.GateDecisions reads them so).
+	gateMu sync.Mutex
+	gated  map[string]map[string][]journal.CallGate
 	// spentTokens and spentCost are the budget ledger's use of today
 	// (UTC) by tenant.
 	spentTokens, spentCost *prometheus.Desc
@@ -60,6 +69,10 @@ func NewMetrics() *Metrics {
 		Help: "Failed attempts followed by a retry or on_error, by flow and error class."}, []string{"flow", "class"})
 	m.gate = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_gate_decisions_total",
 		Help: "Policy gate decisions on tool calls, by verdict."}, []string{"decision"})
+	m.logOnly = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_gate_log_only_total",
+		Help: "Log-only policy rules (enforce: false) that held on a tool call, by the verdict they would have given (not applied)."}, []string{"verdict"})
+	m.guard = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_guardrail_trips_total",
+		Help: "Guardrail trips of agent and llm steps, by kind (regex, deny, schema, check, judge), side (input, output) and on_trip (stop, ask)."}, []string{"kind", "side", "on_trip"})
 	m.settled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rein_runs_settled_total",
 		Help: "Runs this process settled, by flow and final status."}, []string{"flow", "status"})
 	m.live = prometheus.NewDesc("rein_runs", "Runs in the store by status (pending, running, waiting), counted up to 10000.", []string{"status"}, nil)
@@ -68,7 +81,7 @@ func NewMetrics() *Metrics {
 	m.spentTokens = prometheus.NewDesc("rein_budget_tokens_today", "Model tokens the budget ledger counts for today (UTC), by tenant: settled calls and open reservations.", []string{"tenant"}, nil)
 	m.spentCost = prometheus.NewDesc("rein_budget_cost_today", "Model cost (in the price table's currency) the budget ledger counts for today (UTC), by tenant.", []string{"tenant"}, nil)
 	m.scrapeErr = prometheus.NewDesc("rein_store_scrape_errors", "1 when the store could not be read at this scrape.", nil, nil)
-	m.reg.MustRegister(m.steps, m.models, m.tokens, m.retries, m.gate, m.settled,
+	m.reg.MustRegister(m.steps, m.models, m.tokens, m.retries, m.gate, m.logOnly, m.guard, m.settled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -88,14 +101,73 @@ func (m *Metrics) Emit(_ context.Context, e *trace.Event) {
 		}
 	case trace.AttemptFailed:
 		m.retries.WithLabelValues(e.Flow, e.ErrorClass).Inc()
-	case trace.GateDecision:
+	case trace.GateDecision: // journals before version 2
 		m.gate.WithLabelValues(e.Decision).Inc()
+	case trace.CallRecorded:
+		m.countGate(e)
+	case trace.GuardrailTripped:
+		if g, err := journal.DecodeGuardrailTrip(e.Data); err == nil {
+			m.guard.WithLabelValues(g.Kind, g.Side, e.Decision).Inc()
+		}
 	case trace.RunSettled:
 		m.settled.WithLabelValues(e.Flow, e.Status).Inc()
+		m.forgetGates(e.RunID)
 		m.wake(e.RunID)
 	case trace.RunParked:
+		m.forgetGates(e.RunID)
 		m.wake(e.RunID)
 	}
+}
+
+// countGate counts the gate decisions of a call record (and the
+// log-only rules that held), unless its key's record before held the
+// same.
+func (m *Metrics) countGate(e *trace.Event) {
+	c := e.Call
+	if c == nil || len(c.Gate) == 0 {
+		return
+	}
+	m.gateMu.Lock()
+	if m.gated == nil {
+		m.gated = map[string]map[string][]journal.CallGate{}
+	}
+	byKey := m.gated[e.RunID]
+	if byKey == nil {
+		byKey = map[string][]journal.CallGate{}
+		m.gated[e.RunID] = byKey
+	}
+	same := sameVerdicts(byKey[c.Key], c.Gate)
+	byKey[c.Key] = c.Gate
+	m.gateMu.Unlock()
+	if same {
+		return
+	}
+	for _, d := range c.Gate {
+		m.gate.WithLabelValues(d.Verdict).Inc()
+		for _, l := range d.LogOnly {
+			m.logOnly.WithLabelValues(l.Verdict).Inc()
+		}
+	}
+}
+
+// forgetGates drops what countGate kept of run id, which settled or
+// waits for a person.
+func (m *Metrics) forgetGates(id string) {
+	m.gateMu.Lock()
+	delete(m.gated, id)
+	m.gateMu.Unlock()
+}
+
+func sameVerdicts(a, b []journal.CallGate) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Verdict != b[i].Verdict || a[i].Why != b[i].Why || len(a[i].LogOnly) != len(b[i].LogOnly) {
+			return false
+		}
+	}
+	return true
 }
 
 // watch returns a channel closed once this process's Client records that

@@ -171,7 +171,10 @@ type uiAttempt struct {
 	// table ("0.0123 USD"); "" when none of its models is priced.
 	Cost  string
 	Error string
-	cost  int64 // micro-units of currency
+	// Guardrails are the attempt's guardrail trips: "name (kind, side):
+	// stop" or "…: ask" (it waited for a person).
+	Guardrails []string
+	cost       int64 // micro-units of currency
 }
 
 // uiAgent is the transcript of an agent step.
@@ -320,6 +323,10 @@ func (s *Server) attempts(ctx context.Context, runID string, price func(model st
 						out[i].cost += p.Cost(int64(e.TokensIn), int64(e.TokensOut))
 						out[i].Cost = formatCost(out[i].cost, p.Currency)
 					}
+				}
+			case trace.GuardrailTripped:
+				if g, err := journal.DecodeGuardrailTrip(e.Data); ok && err == nil {
+					out[i].Guardrails = append(out[i].Guardrails, fmt.Sprintf("%s (%s, %s): %s", g.Name, g.Kind, g.Side, e.Decision))
 				}
 			case trace.AttemptFailed, trace.StepSettled:
 				if !ok {

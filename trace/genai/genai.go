@@ -51,6 +51,16 @@ const (
 	CallKey  = "rein.call.key"
 	// MCPServer is the rein.yaml mcp: name of the server a tool is on.
 	MCPServer = "rein.mcp.server"
+	// GuardrailTripped names the span event of a guardrail's trip (a
+	// guardrail event), with the guardrail's name, kind (regex, deny,
+	// schema, check, judge), side (input, output) and what it did
+	// (Decision: stop or ask); GuardrailTrips counts a run's trips on its
+	// invoke_workflow span.
+	GuardrailTripped = "rein.guardrail.tripped"
+	GuardrailName    = "rein.guardrail.name"
+	GuardrailKind    = "rein.guardrail.kind"
+	GuardrailSide    = "rein.guardrail.side"
+	GuardrailTrips   = "rein.guardrail.trips"
 )
 
 // MetaCarrier is an MCP request's params._meta as an OpenTelemetry

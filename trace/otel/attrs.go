@@ -27,6 +27,12 @@ const (
 	AttrStatus   = genai.Status
 	AttrCallKey  = genai.CallKey
 
+	EventGuardrailTripped = genai.GuardrailTripped
+	AttrGuardrailName     = genai.GuardrailName
+	AttrGuardrailKind     = genai.GuardrailKind
+	AttrGuardrailSide     = genai.GuardrailSide
+	AttrGuardrailTrips    = genai.GuardrailTrips
+
 	OpInvokeWorkflow = genai.OpInvokeWorkflow
 	OpInvokeAgent    = genai.OpInvokeAgent
 	OpChat           = genai.OpChat

@@ -96,6 +96,8 @@ type runSpans struct {
 	// calls are an agent's tool calls by key, open until their agent_call
 	// event names the model's call id.
 	calls map[string]openCall
+	// guardTrips counts the run's guardrail events.
+	guardTrips int
 }
 
 type stepSpan struct {
@@ -156,10 +158,30 @@ func (s *Sink) Emit(ctx context.Context, e *trace.Event) {
 		s.toolCall(r, e)
 	case trace.AgentCall:
 		s.agentCall(r, e)
+	case trace.GuardrailTripped:
+		s.guardrail(r, e)
 	case trace.RunSettled, trace.RunParked: // settled, or waiting for a person
 		s.endRun(r, e)
 		delete(s.runs, e.RunID)
 	}
+}
+
+// guardrail adds a guardrail's trip to its step's span (else the run's)
+// as a span event, and counts it for the run's span.
+func (s *Sink) guardrail(r *runSpans, e *trace.Event) {
+	r.guardTrips++
+	g, err := journal.DecodeGuardrailTrip(e.Data)
+	if err != nil {
+		return
+	}
+	span := r.run
+	if st := r.steps[e.StepID]; st != nil {
+		span = st.span
+	}
+	span.AddEvent(EventGuardrailTripped, oteltrace.WithTimestamp(e.Time), oteltrace.WithAttributes(
+		attribute.String(AttrGuardrailName, s.str(g.Name)), attribute.String(AttrGuardrailKind, g.Kind),
+		attribute.String(AttrGuardrailSide, g.Side), attribute.String(AttrDecision, e.Decision),
+		attribute.String(AttrStepID, e.StepID), attribute.Int(AttrTurn, e.Turn)))
 }
 
 // parent is the span context of e's step, else the run's.
@@ -270,6 +292,9 @@ func (s *Sink) endRun(r *runSpans, e *trace.Event) {
 		delete(r.calls, k)
 	}
 	r.run.SetAttributes(attribute.String(AttrStatus, e.Status), attribute.Int(AttrInputTokens, e.TokensIn), attribute.Int(AttrOutputTokens, e.TokensOut))
+	if r.guardTrips > 0 {
+		r.run.SetAttributes(attribute.Int(AttrGuardrailTrips, r.guardTrips))
+	}
 	if e.Status == string(trace.RunFailed) || e.Status == string(trace.RunCancelled) {
 		s.status(r.run, e.ErrorClass, s.failure(e))
 	}

@@ -214,3 +214,49 @@ func TestProviderOption(t *testing.T) {
 		t.Fatalf("provider names %q after %d calls of Provider, want %q after 2", got, calls, want)
 	}
 }
+
+// A guardrail's trip is a span event on its step's span (name, kind,
+// side, what it did) and the run's span counts the trips.
+func TestGuardrailTripIsASpanEvent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	res := run(t, reinotel.New(tp, nil), `name: guarded
+steps:
+  - id: helper
+    type: agent
+    model: openai/gpt-4o-mini
+    instructions: help
+    prompt_template: "look at 1042"
+    tools: {echo: }
+    guardrails:
+      output: [{name: no_orders, regex: 'order \d+', on_trip: stop}]
+`)
+	if res.Status != trace.RunFailed {
+		t.Fatalf("run %+v, want the guardrail's failure", res)
+	}
+	var got []string
+	for _, s := range rec.Ended() {
+		for _, ev := range s.Events() {
+			attrs := map[attribute.Key]string{}
+			for _, kv := range ev.Attributes {
+				attrs[kv.Key] = kv.Value.AsString()
+			}
+			got = append(got, fmt.Sprintf("%s: %s %s %s %s %s", s.Name(), ev.Name, attrs[reinotel.AttrGuardrailName], attrs[reinotel.AttrGuardrailKind],
+				attrs[reinotel.AttrGuardrailSide], attrs[reinotel.AttrDecision]))
+		}
+		if strings.HasPrefix(s.Name(), "invoke_workflow") {
+			n := -1
+			for _, kv := range s.Attributes() {
+				if kv.Key == reinotel.AttrGuardrailTrips {
+					n = int(kv.Value.AsInt64())
+				}
+			}
+			if n != 1 {
+				t.Errorf("run span counts %d guardrail trips, want 1", n)
+			}
+		}
+	}
+	if want := []string{"invoke_agent helper: rein.guardrail.tripped no_orders regex output stop"}; !slices.Equal(got, want) {
+		t.Fatalf("span events %q, want %q", got, want)
+	}
+}
