@@ -47,7 +47,7 @@ type PremiseFailure struct {
 func premiseFailures(events []*trace.Event, step string) []PremiseFailure {
 	var out []PremiseFailure
 	for _, e := range events {
-		if e.Kind != trace.ApprovalRequested || e.Decision != "premise" || e.StepID != step {
+		if e.Kind != trace.ApprovalRequested || e.Decision != "premise" || step != "" && e.StepID != step {
 			continue
 		}
 		out = append(out, PremiseFailure{StepID: e.StepID, Attempt: e.Attempt, Error: e.Error})

@@ -57,6 +57,11 @@ type RunWhyView struct {
 	LogOnly  int            `json:"log_only"`
 	Logged   []GateDecision `json:"logged,omitempty"`
 	Failures []Failure      `json:"failures,omitempty"`
+	// Premises are the failed premises that paused the run, at any step.
+	Premises []PremiseFailure `json:"premises,omitempty"`
+	// Invalidated are the run's calls that touched a resource a
+	// remediation marked invalid.
+	Invalidated []InvalidatedCall `json:"invalidated,omitempty"`
 }
 
 // WhyRun explains run ref as a whole (rein runs why RUN).
@@ -69,7 +74,13 @@ func (r *Reader) WhyRun(ctx context.Context, ref string) (*RunWhyView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal of run %s: %w", run.ID, err)
 	}
-	v := &RunWhyView{RunID: run.ID, Status: string(run.Status), Guardrails: guardrailTrips(events, ""), Failures: failures(events, "")}
+	v := &RunWhyView{RunID: run.ID, Status: string(run.Status), Guardrails: guardrailTrips(events, ""), Failures: failures(events, ""),
+		Premises: premiseFailures(events, "")}
+	calls, err := r.st.Calls(ctx, run.ID, "")
+	if err != nil {
+		return nil, fmt.Errorf("call records of run %s: %w", run.ID, err)
+	}
+	v.Invalidated = InvalidatedCalls(calls)
 	if v.Guardrails == nil {
 		v.Guardrails = []GuardrailWhy{}
 	}

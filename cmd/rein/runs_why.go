@@ -74,9 +74,7 @@ Exit codes: 0 explained, 1 no such step, 2 bad usage.`,
 				writeWhy(s.out, v)
 				writeInvalidated(s.out, v.Invalidated)
 				writeFailures(s.out, v.Failures)
-				for _, p := range v.Premises {
-					fmt.Fprintf(s.out, "paused by a failed premise at attempt %d: %s\n", p.Attempt, p.Error)
-				}
+				writePremises(s.out, v.Premises, false)
 				return nil
 			})
 		},
@@ -298,4 +296,18 @@ func writeRunWhy(w io.Writer, v *runs.RunWhyView) {
 		}
 	}
 	writeFailures(w, v.Failures)
+	writeInvalidated(w, v.Invalidated)
+	writePremises(w, v.Premises, true)
+}
+
+// writePremises prints the failed premises that paused the run, with
+// their step when the view is the run's.
+func writePremises(w io.Writer, ps []runs.PremiseFailure, withStep bool) {
+	for _, p := range ps {
+		if withStep {
+			fmt.Fprintf(w, "paused by a failed premise at step %s attempt %d: %s\n", p.StepID, p.Attempt, p.Error)
+			continue
+		}
+		fmt.Fprintf(w, "paused by a failed premise at attempt %d: %s\n", p.Attempt, p.Error)
+	}
 }
