@@ -251,10 +251,25 @@ tools:
 			t.Errorf("runs show does not say %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
 	}
+	// a resume without a decision stays paused: the loop does not go on
+	// from its transcript (the refund it chose is still not made).
+	if code, out, stderr = cli(t, "runs", "resume", res.RunID, "--db", db); code != exitWaiting {
+		t.Fatalf("resume without a decision: exit %d, want 3\n%s%s", code, out, stderr)
+	}
+	if got := madeCalls(t, dir); got != "lookup" {
+		t.Fatalf("calls %q after a resume without a decision, want only lookup", got)
+	}
 	code, out, stderr = cli(t, "runs", "why", res.RunID, "agent", "--db", db)
 	for _, want := range []string{"agent attempt=1 (business): agent: call turn1/call1: premise currency-known", "paused by a failed premise at attempt 1: premise currency-known"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("runs why does not say %q (exit %d):\n%s%s", want, code, out, stderr)
 		}
+	}
+	// a person gives the step its answer: the run goes on without the loop.
+	if code, out, stderr = cli(t, "runs", "settle", res.RunID, "agent", "--value", `"order 1042 has no currency: not refunded"`, "--db", db); code != exitOK {
+		t.Fatalf("settle: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := madeCalls(t, dir); got != "lookup" {
+		t.Fatalf("calls %q after the settle, want only lookup", got)
 	}
 }

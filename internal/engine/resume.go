@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reinhq/rein/fault"
@@ -323,7 +324,7 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 			r.m.Restore(i, trace.StepRunning, row.Attempt, "") // not run again: parked
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
-			if s.Type == flow.Agent {
+			if s.Type == flow.Agent && !stepApprovalCurrent(latest[s.ID], approvals, s.ID) {
 				r.restoreAgent(i, row, approvals)
 				continue
 			}
@@ -621,4 +622,21 @@ func (e *Engine) Enqueue(ctx context.Context, f *flow.Flow, input any, opts *Run
 		}
 	}
 	return run.ID, nil
+}
+
+// stepApprovalCurrent reports whether a, the latest approval of agent step
+// id as a whole (an escalation, a failed premise), is what the step waits
+// on: no approval of one of its calls ("id/…") was asked after it. Then
+// the step is restored as any step parked on its approval, not from its
+// calls'.
+func stepApprovalCurrent(a *store.Approval, approvals []*store.Approval, id string) bool {
+	if a == nil {
+		return false
+	}
+	for _, c := range approvals {
+		if strings.HasPrefix(c.StepID, id+"/") && c.CreatedAt.After(a.CreatedAt) {
+			return false
+		}
+	}
+	return true
 }

@@ -247,3 +247,52 @@ func TestDeadlineOfAToolThatHonoursItsContext(t *testing.T) {
 		t.Fatalf("Call = %s, %v", outcome, err)
 	}
 }
+
+// TestPremiseStage: a tool whose spec declares a premise has it checked on
+// every output after the output schema: one that contradicts it is
+// Outcome PremiseFailed with a *tool.PremiseError (business) naming the
+// premise, the output returned beside it and kept in the record (the call
+// was made); one that holds is OK; a check that cannot be evaluated counts
+// as not holding.
+func TestPremiseStage(t *testing.T) {
+	t.Parallel()
+	holds := func(_ context.Context, out, args any) (bool, error) {
+		o, _ := out.(map[string]any)
+		if o["region"] == nil {
+			return false, errors.New("no field region")
+		}
+		return o["region"] != "" && args.(map[string]any)["customer"] == "ann", nil
+	}
+	p := &invoke.Pipeline{}
+	for _, c := range []struct {
+		out     map[string]any
+		outcome invoke.Outcome
+		msg     string
+	}{
+		{map[string]any{"region": "eu"}, invoke.OK, ""},
+		{map[string]any{"region": ""}, invoke.PremiseFailed, `premise region-known ("a region") does not hold on the output of a call of tool lookup (check "output.region != \"\"")`},
+		{map[string]any{}, invoke.PremiseFailed, "could not be evaluated on the call's output, so it counts as not holding: no field region"},
+	} {
+		l := &probe{}
+		spec := tool.Spec{Name: "lookup", Premise: &tool.Premise{ID: "region-known", Claim: "a region", Check: `output.region != ""`, Holds: holds}}
+		tl := tool.Func(spec, func(context.Context, any) (any, error) { return c.out, nil })
+		got, outcome, err := p.Call(context.Background(), &invoke.Request{Tool: tl, Args: map[string]any{"customer": "ann"}, Recorder: l,
+			At: invoke.Position{RunID: "r", StepID: "s", Attempt: 1}})
+		if outcome != c.outcome || !outcome.Returned() {
+			t.Fatalf("output %v: outcome %s, want %s (err %v)", c.out, outcome, c.outcome, err)
+		}
+		if c.msg == "" {
+			if err != nil {
+				t.Fatalf("output %v: %v", c.out, err)
+			}
+			continue
+		}
+		pe := tool.AsPremise(err)
+		if pe == nil || fault.ClassOf(err) != fault.Business || !strings.Contains(err.Error(), c.msg) || pe.Premise.ID != "region-known" {
+			t.Fatalf("output %v: err [%s] %v, want a business *tool.PremiseError containing %q", c.out, fault.ClassOf(err), err, c.msg)
+		}
+		if got == nil || len(l.records) != 1 || l.records[0].Outcome != invoke.PremiseFailed || l.records[0].Output == nil {
+			t.Fatalf("output %v: returned %v, records %+v: the call was made, its output is kept", c.out, got, l.records)
+		}
+	}
+}
