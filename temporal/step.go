@@ -26,8 +26,7 @@ import (
 func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view) outcome {
 	s := r.f.Steps[i]
 	if s.Repeat != nil {
-		return outcome{i: i, attempts: first, err: &failure{Class: string(fault.Business),
-			Message: fmt.Sprintf("step %s: repeat steps do not run on Temporal yet; run the flow without --temporal", s.ID)}}
+		return r.runRepeat(ctx, i, first, v)
 	}
 	if s.ForEach != nil {
 		return r.runItems(ctx, i, first, v)
@@ -78,12 +77,20 @@ func fallbackFailed(ff, f *failure, what string) *failure {
 // when the step is repeatable (engine.Engine.Repeatable); otherwise it is
 // in doubt (doubt), for a person to decide.
 func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
+	return r.unitOf(ctx, call{i: i, op: opAttempt, item: item, approved: approved}, first, v)
+}
+
+// unitOf is unit for the execution c names (its step, item, or repeat
+// round); c's attempt and rerun are unit's.
+func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
+	i := c.i
 	if err := r.budget.Iteration(); err != nil {
 		return nil, errBudget(err), first, false
 	}
 	made, lost := 0, 0
 	for attempt := first; ; {
-		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: item, attempt: attempt, approved: approved, rerun: lost}, v)
+		c.attempt, c.rerun = attempt, lost
+		res, ff := r.exec(ctx, c, v)
 		if ff == nil {
 			return res.Output, nil, attempt, false
 		}
@@ -233,6 +240,9 @@ type call struct {
 	// rerun counts the runs again of an attempt whose worker was lost.
 	rerun  int
 	output json.RawMessage
+	// round is a repeat round (from 1), previous the round before's output.
+	round    int
+	previous json.RawMessage
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -251,8 +261,9 @@ type activityFailure struct {
 func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activityFailure) {
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
-		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output}
-	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
+		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output,
+		Round: c.round, Previous: c.previous}
+	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Round: c.round, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	key := pos.Key()
 	name := string(s.Type) + ":" + s.ID
 	id := key

@@ -48,6 +48,10 @@ type attemptIn struct {
 	Statuses map[string]string          `json:"statuses,omitempty"`
 	// Output is the whole output opCheck checks.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Round is a repeat step's round, from 1, and Previous the output of
+	// the round before it (engine.AttemptRequest).
+	Round    int             `json:"round,omitempty"`
+	Previous json.RawMessage `json:"previous,omitempty"`
 }
 
 // The activity's operations.

@@ -94,6 +94,9 @@ type wrun struct {
 	// yet carried out; inbox the steps decided since the run last waited.
 	answers map[int]*answer
 	inbox   []int
+	// rounds are the rounds a repeat step settled before one of them
+	// parked it in doubt, by step index (runRepeat).
+	rounds map[int][]json.RawMessage
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus

@@ -41,6 +41,12 @@ type AttemptRequest struct {
 	// Approved says a person approved this call (its tool step parked for
 	// approval).
 	Approved bool
+	// Round is a repeat step's round, from 1 (0 for any other step), and
+	// Previous the output of the round before it (nil for round 1): the
+	// round renders its input with them (RoundScope) and its call's key
+	// carries the round. The driver decides the rounds (sched.Rounds).
+	Round    int
+	Previous any
 }
 
 // Scope is the scope of templates and expressions of a run of f that
@@ -137,6 +143,19 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		return out, err
 	}
 	var out any
+	if st := f.Steps[req.Step]; st.Repeat != nil && !req.Fallback {
+		// one round's attempt: its gate is checked here, on the round's
+		// output; max_output_bytes on the last round's (CheckOutput).
+		if req.Round < 1 {
+			return nil, fmt.Errorf("engine: step %s is a repeat step: an attempt names its round (from 1)", st.ID)
+		}
+		rin, err := r.roundInput(r.ctx, j, req.Round-1, req.Previous, req.Round > 1)
+		if err != nil {
+			return nil, err
+		}
+		out, _, err = r.attempt(r.ctx, j, rin, req.Attempt)
+		return out, err
+	}
 	if req.Fallback {
 		out, err = r.runFallback(r.ctx, j, in, scope)
 	} else {
@@ -169,7 +188,8 @@ func (e *Engine) Items(ctx context.Context, f *flow.Flow, runID string, s *Settl
 
 // CheckOutput checks a step's whole output as the runner does once the
 // step ran: its gate (a for_each step's, on the list of its items'
-// outputs) and max_output_bytes.
+// outputs; a repeat step's was checked on each round, by Attempt) and
+// max_output_bytes.
 func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s *Settled, i int, out any) error {
 	r, err := e.runAt(ctx, f, runID, s)
 	if err != nil {
@@ -177,7 +197,7 @@ func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s 
 	}
 	defer r.end()
 	st := f.Steps[i]
-	if st.Gate != nil {
+	if st.Gate != nil && st.Repeat == nil {
 		j := r.prepare(i)
 		if j.scope == nil {
 			j.scope = r.scope()
