@@ -85,9 +85,16 @@ func StartRun(ctx context.Context, c client.Client, p *project.Project, input an
 // waits until the run took it; a decision the run cannot take is refused
 // by the update's validator, with nothing written.
 func Decide(ctx context.Context, c client.Client, runID string, d Decision) error {
+	return Update(ctx, c, runID, UpdateDecide, d)
+}
+
+// Update sends run runID the update name (UpdateDecide, UpdateSubmit,
+// UpdateRetry) with d and waits until the run took it; one the run cannot
+// take is refused by the update's validator, with nothing written.
+func Update(ctx context.Context, c client.Client, runID, name string, d Decision) error {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   runID,
-		UpdateName:   UpdateDecide,
+		UpdateName:   name,
 		Args:         []any{d},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -108,7 +115,8 @@ func Query(ctx context.Context, c client.Client, runID, query string, out any) e
 }
 
 // Follow waits until run runID settles or waits for someone, polling its
-// status every poll, and returns its last Status.
+// status every poll, and returns its last Status (a failed run's as its
+// query answers it: the run stays open for a retry).
 func Follow(ctx context.Context, c client.Client, runID string, poll time.Duration, seen func(*Status)) (*Status, error) {
 	for {
 		var st Status
@@ -124,7 +132,11 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 			seen(&st)
 		}
 		switch st.Status {
-		case "succeeded", "failed", "cancelled":
+		case "failed":
+			// a failed run stays open for a retry (UpdateRetry): its
+			// status is its last word until one comes.
+			return &st, nil
+		case "succeeded", "cancelled":
 			var res Status
 			if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
 				return nil, err

@@ -21,8 +21,11 @@ func (r *wrun) handlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryNextActions, func() ([]NextAction, error) { return r.nextActions(), nil }); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, r.decide,
-		workflow.UpdateHandlerOptions{Validator: r.validate})
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, r.decide,
+		workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
+		return err
+	}
+	return r.submitUpdates(ctx)
 }
 
 // pending lists the approvals the run waits on, and answered yet to be
@@ -58,9 +61,17 @@ func (r *wrun) nextActions() []NextAction {
 		case store.KindEscalation:
 			why[ActionApprove] = "run step " + p.Step + " again"
 		}
+		if store.ApprovalKind(p.Kind) == store.KindSubmission {
+			out = append(out, NextAction{Update: UpdateSubmit, Step: p.Step, Action: ActionSubmit,
+				Why: "give step " + p.Step + " its output, checked against its contract", Args: Decision{Step: p.Step, Action: ActionSubmit}})
+		}
 		for _, a := range acts {
 			out = append(out, NextAction{Update: UpdateDecide, Step: p.Step, Action: a, Why: why[a], Args: Decision{Step: p.Step, Action: a}})
 		}
+	}
+	if r.retryOpen && r.retryReq == nil && r.failure != nil {
+		out = append(out, NextAction{Update: UpdateRetry, Step: r.failure.Step, Action: ActionRetry,
+			Why: "run the failed step " + r.failure.Step + " again, at its next attempt", Args: Decision{Action: ActionRetry}})
 	}
 	return out
 }

@@ -11,6 +11,14 @@ const (
 	// or settle (Decision). Its validator refuses a decision on a step that
 	// waits for nobody, before anything is written to the history.
 	UpdateDecide = "decide"
+	// UpdateSubmit gives a step that waits for an agent's (or a person's)
+	// output that output (Decision: Step, Output, By). Its validator checks
+	// the output against the step's output_schema and max_output_bytes.
+	UpdateSubmit = "submit"
+	// UpdateRetry re-opens a failed run, as rein runs retry does (Decision:
+	// Step is the --from step, or empty). A failed run stays open for it
+	// for the worker's retry window (Workflow.RetryWindow).
+	UpdateRetry = "retry"
 	// QueryStatus answers Status.
 	QueryStatus = "status"
 	// QueryPending answers the approvals the run waits on ([]Pending).
@@ -94,6 +102,10 @@ const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
 	ActionSettle  = "settle"
+	// ActionSubmit and ActionRetry name UpdateSubmit's and UpdateRetry's
+	// arguments (NextAction); the updates take them or none.
+	ActionSubmit = "submit"
+	ActionRetry  = "retry"
 )
 
 // Status is what QueryStatus answers: the run's status, each step's, and

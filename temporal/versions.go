@@ -16,6 +16,9 @@ const (
 	// such a step failed at once with a message saying they did not run on
 	// Temporal).
 	changeRepeat = "rein-repeat"
+	// changeRetry: a failed run stays open for UpdateRetry for the retry
+	// window (before, it closed as it failed).
+	changeRetry = "rein-retry"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

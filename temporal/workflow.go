@@ -36,6 +36,10 @@ type Workflow struct {
 	// NoTimeout bounds an attempt of a step without a timeout of its own
 	// (tool and plan steps). Zero: one hour.
 	NoTimeout time.Duration
+	// RetryWindow is how long a failed run stays open for UpdateRetry
+	// (rein runs retry) before its workflow closes. Zero: 24 hours;
+	// negative: it closes as it fails.
+	RetryWindow time.Duration
 }
 
 // lostReruns bounds how often an attempt whose worker was lost runs again
@@ -97,6 +101,13 @@ type wrun struct {
 	// rounds are the rounds a repeat step settled before one of them
 	// parked it in doubt, by step index (runRepeat).
 	rounds map[int][]json.RawMessage
+	// first is the first attempt of a step a retry re-opened (its last
+	// attempt's number + 1), by step index, until it starts.
+	first map[int]int
+	// retryOpen: the failed run takes UpdateRetry; retryReq is the one it
+	// took, not yet carried out.
+	retryOpen bool
+	retryReq  *Decision
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -150,6 +161,13 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		st := r.m.Outcome(r.failure != nil, class, false)
 		r.m.SettleRun(st)
 		r.status = st
+		if st == journal.RunFailed && r.awaitRetry(ctx) {
+			r.status = journal.RunRunning
+			r.m.SettleRun(journal.RunRunning)
+			r.m.Recount()
+			r.m.Seed()
+			continue
+		}
 		if st != journal.RunWaiting {
 			return r.snapshot(), nil
 		}
@@ -183,6 +201,10 @@ func (r *wrun) dispatch(ctx workflow.Context, i int, results workflow.Channel) b
 		return false
 	}
 	first, approved := 1, false
+	if n := r.first[i]; n > 0 {
+		first = n // re-opened by a retry: its next attempt
+		delete(r.first, i)
+	}
 	var got sched.Answered
 	a := r.answers[i]
 	if a != nil {

@@ -30,7 +30,9 @@ const (
 const usage = `usage:
   rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--detach] [-o json]
-  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]`
+  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
+  rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
+  rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -47,14 +49,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs approve, reject or settle")
+			err = usageErr("rein runs needs approve, reject, settle, submit or retry")
 			break
 		}
 		code, err = decide(ctx, args[1], args[2:], stdout, stderr)
 	case "agent":
 		err = usageErr("rein agent --temporal is not supported yet: run the agent without --temporal")
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run and runs approve|reject|settle do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run and runs approve|reject|settle|submit|retry do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -220,44 +222,102 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	return follow(ctx, cl, wr.GetID(), output == "json", stdout, stderr)
 }
 
-// decide sends a decision on a waiting step, then follows the run.
+// decide sends a decision on a waiting step (approve, reject, settle), a
+// submission (submit) or a retry of a failed run (retry) as the run's
+// update, then follows the run.
 func decide(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (int, error) {
+	update := temporal.UpdateDecide
 	switch action {
 	case temporal.ActionApprove, temporal.ActionReject, temporal.ActionSettle:
+	case temporal.ActionSubmit:
+		update = temporal.UpdateSubmit
+	case temporal.ActionRetry:
+		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject and settle do)", action))
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject, settle, submit and retry do)", action))
 	}
 	var c common
-	var by, comment, out, output string
+	var by, comment, out, data, from, output string
 	fs := flag.NewFlagSet("runs "+action, flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides")
 	fs.StringVar(&comment, "comment", "", "why")
 	fs.StringVar(&out, "output", "", "settle: the step's output, JSON")
+	fs.StringVar(&data, "data", "", "submit: the step's output, JSON or @FILE")
+	fs.StringVar(&from, "from", "", "retry: run again from this step (the failed one, or one that settled before it)")
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 2 {
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s --temporal takes RUN and STEP", action))
+	var d temporal.Decision
+	switch action {
+	case temporal.ActionRetry:
+		if len(pos) != 1 {
+			return exitUsage, usageErr("rein runs retry --temporal takes RUN")
+		}
+		d = temporal.Decision{Step: from, Action: action, By: by, Comment: comment}
+	default:
+		if len(pos) != 2 {
+			return exitUsage, usageErr(fmt.Sprintf("rein runs %s --temporal takes RUN and STEP", action))
+		}
+		d = temporal.Decision{Step: pos[1], Action: action, By: by, Comment: comment}
 	}
-	d := temporal.Decision{Step: pos[1], Action: action, By: by, Comment: comment}
-	if action == temporal.ActionSettle {
+	switch action {
+	case temporal.ActionSettle:
 		if !json.Valid([]byte(out)) {
 			return exitUsage, usageErr("rein runs settle needs --output JSON")
 		}
 		d.Output = json.RawMessage(out)
+	case temporal.ActionSubmit:
+		raw, err := dataArg(data)
+		if err != nil {
+			return exitUsage, err
+		}
+		d.Output = raw
 	}
 	cl, err := c.dial()
 	if err != nil {
 		return exitUsage, err
 	}
 	defer cl.Close()
-	if err := temporal.Decide(ctx, cl, pos[0], d); err != nil {
+	if err := temporal.Update(ctx, cl, pos[0], update, d); err != nil {
+		if action == temporal.ActionRetry {
+			return exitUsage, fmt.Errorf("run %s: %w; nothing was done", pos[0], err)
+		}
 		return exitUsage, fmt.Errorf("run %s, step %s: %w", pos[0], pos[1], err)
 	}
 	return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+}
+
+// maxData bounds a submission's --data (a JSON text or an @FILE).
+const maxData = 16 << 20
+
+// dataArg is submit's --data: a JSON text, or @FILE, read up to maxData.
+func dataArg(v string) (json.RawMessage, error) {
+	if v == "" {
+		return nil, usageErr("rein runs submit needs --data JSON (or @FILE): the step's output")
+	}
+	raw := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageErr(fmt.Sprintf("--data %s: %v", v, err))
+		}
+		defer f.Close()
+		if raw, err = io.ReadAll(io.LimitReader(f, maxData+1)); err != nil {
+			return nil, usageErr(fmt.Sprintf("--data %s: %v", v, err))
+		}
+		if len(raw) > maxData {
+			return nil, usageErr(fmt.Sprintf("--data %s: more than %d bytes", v, maxData))
+		}
+	}
+	if !json.Valid(raw) {
+		var x any
+		err := json.Unmarshal(raw, &x)
+		return nil, usageErr(fmt.Sprintf("--data: not JSON (%v): give the step's output as one JSON value", err))
+	}
+	return raw, nil
 }
 
 // follow prints each step as it settles and the run's end, and exits as
@@ -285,11 +345,18 @@ func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, st
 		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
 		if st.Error != nil {
 			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)
+			if st.Status == "failed" {
+				fmt.Fprintf(stdout, "  retry: rein runs retry %s [--from STEP] --temporal … (while the run is open: the workers' retry window)\n", st.RunID)
+			}
 		}
 		if st.Status == "waiting" {
 			var pend []temporal.Pending
 			if err := temporal.Query(ctx, cl, runID, temporal.QueryPending, &pend); err == nil {
 				for _, p := range pend {
+					if p.Kind == "submission" {
+						fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs submit %s %s --data JSON --temporal …\n", p.Step, p.Kind, runID, p.Step)
+						continue
+					}
 					fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs approve|reject|settle %s %s --temporal …\n", p.Step, p.Kind, runID, p.Step)
 				}
 			}
