@@ -45,6 +45,12 @@ type StartOptions struct {
 	// that exists returns that run (its workflow) rather than a second.
 	RunID     string
 	TaskQueue string
+	// Tenant is who the run is for: its AttrTenant search attribute.
+	Tenant string
+	// Namespace is the client's namespace, where StartRun looks up rein's
+	// search attributes (HasSearchAttributes); empty: "default". A run
+	// whose namespace lacks them starts without them.
+	Namespace string
 }
 
 // StartInput is the workflow input of a run of p with input: its pinned
@@ -73,12 +79,22 @@ func StartRun(ctx context.Context, c client.Client, p *project.Project, input an
 	if id == "" {
 		id = uuid.Must(uuid.NewV7()).String()
 	}
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	in.Tenant = o.Tenant
+	ns := o.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	opts := client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                o.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, p.Flow.Name, in)
+	}
+	if ok, err := HasSearchAttributes(ctx, c, ns); err == nil && ok {
+		in.SearchAttributes = true
+		opts.TypedSearchAttributes = startAttributes(&in)
+	}
+	return c.ExecuteWorkflow(ctx, opts, p.Flow.Name, in)
 }
 
 // Decide sends a decision to run runID's waiting step (UpdateDecide) and

@@ -38,6 +38,11 @@ type Start struct {
 	FlowHash string          `json:"flow_hash"`
 	FlowText string          `json:"flow_text"`
 	Input    json.RawMessage `json:"input"`
+	// Tenant is who the run is for (AttrTenant), or empty.
+	Tenant string `json:"tenant,omitempty"`
+	// SearchAttributes: the run started with rein's search attributes
+	// (its namespace has them) and upserts AttrStatus as it changes.
+	SearchAttributes bool `json:"search_attributes,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one

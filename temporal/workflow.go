@@ -108,6 +108,8 @@ type wrun struct {
 	// took, not yet carried out.
 	retryOpen bool
 	retryReq  *Decision
+	// published is the status last published as AttrStatus (publish).
+	published journal.RunStatus
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -135,6 +137,7 @@ type outcome struct {
 // drive carries out the machine's commands until the run settles.
 func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 	r.status = journal.RunRunning
+	r.publish(ctx)
 	r.m.SettleRun(journal.RunRunning)
 	r.m.Seed()
 	results := workflow.NewChannel(ctx)
@@ -161,8 +164,10 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		st := r.m.Outcome(r.failure != nil, class, false)
 		r.m.SettleRun(st)
 		r.status = st
+		r.publish(ctx)
 		if st == journal.RunFailed && r.awaitRetry(ctx) {
 			r.status = journal.RunRunning
+			r.publish(ctx)
 			r.m.SettleRun(journal.RunRunning)
 			r.m.Recount()
 			r.m.Seed()
@@ -180,6 +185,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		}
 		r.inbox = r.inbox[:0]
 		r.status = journal.RunRunning
+		r.publish(ctx)
 		r.m.SettleRun(journal.RunRunning)
 		r.m.Recount()
 		r.m.Seed()

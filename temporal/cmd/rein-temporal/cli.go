@@ -29,7 +29,7 @@ const (
 
 const usage = `usage:
   rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
-  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--detach] [-o json]
+  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]`
@@ -131,6 +131,9 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cl.Close()
+	if err := temporal.RegisterSearchAttributes(ctx, cl, c.namespace); err != nil {
+		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
+	}
 	w := temporal.NewWorker(cl, c.queue, flows, worker.Options{})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
 	return w.Run(stopOn(ctx))
@@ -173,12 +176,13 @@ func stopOn(ctx context.Context) <-chan any {
 // run starts a run of a folder and follows it until it settles or waits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var inputPath, runID, output string
+	var inputPath, runID, output, tenant string
 	var detach bool
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&inputPath, "input", "", "run input: a JSON file (default: input.json in the flow's folder)")
 	fs.StringVar(&runID, "run-id", "", "the run's id (the workflow id); a running run of that id is followed, not started again")
+	fs.StringVar(&tenant, "tenant", "", "who the run is for (its ReinTenant search attribute)")
 	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
@@ -210,7 +214,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return exitUsage, err
 	}
 	defer cl.Close()
-	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue})
+	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue, Tenant: tenant, Namespace: c.namespace})
 	if err != nil {
 		return exitFailed, err
 	}
