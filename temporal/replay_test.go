@@ -38,9 +38,9 @@ func TestReplayHistories(t *testing.T) {
 		})
 	}
 	fs := NewFlows()
-	for _, d := range []string{"approve", "takeover"} {
+	for _, d := range []string{"approve", "takeover", "features"} {
 		p, err := project.Load(filepath.Join("testdata", "flows", d), &project.LoadOptions{Tools: []tool.Tool{
-			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false)}})
+			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), stub("charge_once", false)}})
 		if err != nil {
 			t.Fatal(err)
 		}

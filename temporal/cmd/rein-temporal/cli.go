@@ -30,6 +30,7 @@ const (
 const usage = `usage:
   rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
+  (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]`
@@ -79,12 +80,18 @@ func usageErr(msg string) error { return &usageError{msg} }
 // common are the flags every command takes.
 type common struct {
 	hostport, namespace, queue string
+	// blobs is the blob store of large payloads (--blobs DIR), blobMin
+	// the size past which a payload goes there.
+	blobs   string
+	blobMin int
 }
 
 func (c *common) add(fs *flag.FlagSet) {
 	fs.StringVar(&c.hostport, "temporal", "", "the Temporal server's HOSTPORT")
 	fs.StringVar(&c.namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&c.queue, "task-queue", "rein", "the task queue")
+	fs.StringVar(&c.blobs, "blobs", "", "a directory every worker and client shares: payloads past --blob-threshold are stored there, by reference in the history")
+	fs.IntVar(&c.blobMin, "blob-threshold", temporal.DefaultBlobThreshold, "with --blobs: the payload size in bytes past which a payload is stored by reference")
 }
 
 // parse parses args with fs, flags and positional arguments in any order.
@@ -107,7 +114,11 @@ func (c *common) dial() (client.Client, error) {
 	if c.hostport == "" {
 		return nil, usageErr("--temporal HOSTPORT is required")
 	}
-	return client.Dial(client.Options{HostPort: c.hostport, Namespace: c.namespace})
+	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
+	if c.blobs != "" {
+		opts.DataConverter = temporal.NewBlobConverter(&temporal.BlobCodec{Dir: c.blobs, Threshold: c.blobMin})
+	}
+	return client.Dial(opts)
 }
 
 // serveWorker serves the flows of its folders until ctx ends.
