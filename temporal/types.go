@@ -43,6 +43,9 @@ type Start struct {
 	// SearchAttributes: the run started with rein's search attributes
 	// (its namespace has them) and upserts AttrStatus as it changes.
 	SearchAttributes bool `json:"search_attributes,omitempty"`
+	// Carry is the state of the run this one continues (continue-as-new),
+	// or nil for a run that starts.
+	Carry *Carry `json:"carry,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one

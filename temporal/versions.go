@@ -19,6 +19,8 @@ const (
 	// changeRetry: a failed run stays open for UpdateRetry for the retry
 	// window (before, it closed as it failed).
 	changeRetry = "rein-retry"
+	// changeContinueAsNew: a long run continues as new (carry.go).
+	changeContinueAsNew = "rein-continue-as-new"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

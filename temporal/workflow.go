@@ -40,6 +40,10 @@ type Workflow struct {
 	// (rein runs retry) before its workflow closes. Zero: 24 hours;
 	// negative: it closes as it fails.
 	RetryWindow time.Duration
+	// ContinueAsNewAfter continues a run as new once its history holds
+	// this many events (at the next point where nothing is in flight);
+	// zero: only when Temporal suggests it.
+	ContinueAsNewAfter int
 }
 
 // lostReruns bounds how often an attempt whose worker was lost runs again
@@ -72,6 +76,9 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 	r.outputs = map[string]any{}
 	r.m.Reset(r.f, r.runID)
 	r.budget.Reset(r.f)
+	if in.Carry != nil {
+		r.restore(in.Carry)
+	}
 	if err := r.handlers(ctx); err != nil {
 		return nil, err
 	}
@@ -145,6 +152,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 	for {
 		switch cmd := r.m.Next(inFlight); cmd.Op {
 		case sched.Start:
+			if r.shouldContinue(ctx, inFlight) {
+				return nil, r.continueAsNew(ctx) // the step starts in the new run
+			}
 			if r.dispatch(ctx, cmd.Step, results) {
 				inFlight++
 			}
@@ -175,6 +185,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		}
 		if st != journal.RunWaiting {
 			return r.snapshot(), nil
+		}
+		if len(r.inbox) == 0 && r.shouldContinue(ctx, inFlight) {
+			return nil, r.continueAsNew(ctx)
 		}
 		// a person (or an agent) answers through UpdateDecide.
 		if err := workflow.Await(ctx, func() bool { return len(r.inbox) > 0 }); err != nil {

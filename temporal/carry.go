@@ -1,0 +1,165 @@
+package temporal
+
+import (
+	"encoding/json"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
+)
+
+// Continue-as-new. A long run (many steps, rounds, retries or decisions)
+// grows its workflow's history; Temporal suggests continuing as new past
+// its limits (workflow.Info.GetContinueAsNewSuggested), and
+// Workflow.ContinueAsNewAfter sets a lower threshold. The run continues as
+// a new workflow run of the same id only where nothing is in flight (no
+// activity, no update handler): before it starts a step, or as it waits
+// for a decision. It carries the run's state (Carry) in the new run's
+// input, which restores it into the machine (sched.Machine.Restore, Park)
+// and goes on: the same steps run, with the same attempts and keys.
+
+// Carry is the state of a run handed to the run that continues it.
+type Carry struct {
+	Status string      `json:"status"`
+	Steps  []carryStep `json:"steps"`
+	// Outputs are the settled steps' outputs, canonical JSON, by step id.
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// Answers are decisions taken and not yet carried out, by step id.
+	Answers   map[string]carryAnswer `json:"answers,omitempty"`
+	Failure   *RunError              `json:"failure,omitempty"`
+	Spent     sched.Spent            `json:"spent"`
+	Published string                 `json:"published,omitempty"`
+	// Rounds are a repeat step's rounds settled before one of them parked
+	// it in doubt; First a re-opened step's first attempt: by step id.
+	Rounds map[string][]json.RawMessage `json:"rounds,omitempty"`
+	First  map[string]int               `json:"first,omitempty"`
+	// Generation counts the runs continued so far.
+	Generation int `json:"generation"`
+}
+
+type carryStep struct {
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts,omitempty"`
+	SHA      string `json:"sha,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Park is the approval kind a waiting step waits on.
+	Park string `json:"park,omitempty"`
+}
+
+type carryAnswer struct {
+	Status   string   `json:"status"`
+	Kind     string   `json:"kind"`
+	Decision Decision `json:"decision"`
+}
+
+// shouldContinue reports whether the run continues as new here: nothing
+// is in flight, Temporal suggests it or the history passed
+// Workflow.ContinueAsNewAfter events, and the run takes the change
+// rein-continue-as-new.
+func (r *wrun) shouldContinue(ctx workflow.Context, inFlight int) bool {
+	if inFlight > 0 {
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	n := r.w.ContinueAsNewAfter
+	if !info.GetContinueAsNewSuggested() && (n <= 0 || info.GetCurrentHistoryLength() < n) {
+		return false
+	}
+	// asked only here, so that a history recorded before replays as it
+	// ran (DefaultVersion: it never continued as new).
+	return version(ctx, changeContinueAsNew) != workflow.DefaultVersion
+}
+
+// continueAsNew hands the run's state to a new run of the same workflow
+// (its error is workflow.ContinueAsNewError, the workflow's return).
+func (r *wrun) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	in := r.in
+	in.Carry = r.carry()
+	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, in)
+}
+
+// carry is the run's state as Carry.
+func (r *wrun) carry() *Carry {
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published)}
+	if r.in.Carry != nil {
+		c.Generation = r.in.Carry.Generation + 1
+	}
+	parked := map[int]string{}
+	for _, p := range r.m.Pending() {
+		parked[p.Step] = string(p.Kind)
+	}
+	for i, s := range r.f.Steps {
+		c.Steps = append(c.Steps, carryStep{Status: string(r.m.Status(i)), Attempts: r.m.Attempts(i), SHA: r.m.OutputSHA(i), Error: r.errs[s.ID], Park: parked[i]})
+	}
+	for i, a := range r.answers {
+		if c.Answers == nil {
+			c.Answers = map[string]carryAnswer{}
+		}
+		c.Answers[r.f.Steps[i].ID] = carryAnswer{Status: string(a.a.Status), Kind: string(a.a.Kind), Decision: a.d}
+	}
+	for i, rounds := range r.rounds {
+		if c.Rounds == nil {
+			c.Rounds = map[string][]json.RawMessage{}
+		}
+		c.Rounds[r.f.Steps[i].ID] = rounds
+	}
+	for i, n := range r.first {
+		if c.First == nil {
+			c.First = map[string]int{}
+		}
+		c.First[r.f.Steps[i].ID] = n
+	}
+	return c
+}
+
+// restore takes the state a continued run handed over: the machine's
+// statuses and approvals, the outputs, decisions not yet carried out
+// (queued again: they are carried out as the run goes on), and what the
+// run spent.
+func (r *wrun) restore(c *Carry) {
+	r.status = journal.RunStatus(c.Status)
+	r.published = journal.RunStatus(c.Published)
+	r.failure = c.Failure
+	r.budget.Restore(c.Spent)
+	for i, s := range r.f.Steps {
+		if i >= len(c.Steps) {
+			break
+		}
+		cs := c.Steps[i]
+		r.m.Restore(i, journal.StepStatus(cs.Status), cs.Attempts, cs.SHA)
+		if cs.Park != "" {
+			r.m.Park(i, store.ApprovalKind(cs.Park), cs.Attempts)
+		}
+		if cs.Error != "" {
+			r.errs[s.ID] = cs.Error
+		}
+		if raw, ok := c.Outputs[s.ID]; ok {
+			r.raw[s.ID], r.outputs[s.ID] = raw, decode(raw)
+		}
+		if a, ok := c.Answers[s.ID]; ok {
+			r.answers[i] = &answer{a: sched.Answered{Status: store.ApprovalStatus(a.Status), Kind: store.ApprovalKind(a.Kind)}, d: a.Decision}
+			r.inbox = append(r.inbox, i)
+		}
+		if rounds, ok := c.Rounds[s.ID]; ok {
+			if r.rounds == nil {
+				r.rounds = map[int][]json.RawMessage{}
+			}
+			r.rounds[i] = rounds
+		}
+		if n, ok := c.First[s.ID]; ok {
+			if r.first == nil {
+				r.first = map[int]int{}
+			}
+			r.first[i] = n
+		}
+	}
+	if r.failure != nil {
+		r.m.Stop()
+	}
+	r.m.Recount()
+}
