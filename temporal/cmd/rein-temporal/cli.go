@@ -28,7 +28,7 @@ const (
 )
 
 const usage = `usage:
-  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 24h] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
@@ -124,8 +124,10 @@ func (c *common) dial() (client.Client, error) {
 // serveWorker serves the flows of its folders until ctx ends.
 func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var c common
+	var window time.Duration
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	c.add(fs)
+	fs.DurationVar(&window, "retry-window", 24*time.Hour, "how long a failed run stays open for rein runs retry (0: it closes as it fails)")
 	dirs, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -145,7 +147,11 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := temporal.RegisterSearchAttributes(ctx, cl, c.namespace); err != nil {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
 	}
-	w := temporal.NewWorker(cl, c.queue, flows, worker.Options{})
+	if window <= 0 {
+		window = -1 // Workflow.RetryWindow: negative closes a failed run at once
+	}
+	w := worker.New(cl, c.queue, worker.Options{})
+	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
 	return w.Run(stopOn(ctx))
 }
