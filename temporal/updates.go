@@ -56,11 +56,11 @@ func (r *wrun) validateSubmit(_ workflow.Context, d Decision) error {
 	}
 	var out any
 	if err := json.Unmarshal(d.Output, &out); err != nil {
-		return fmt.Errorf("submit step %s: the data is not JSON (%v): submit the output as one JSON value", d.Step, err)
+		return fmt.Errorf("submit step %s: the data is not JSON (%w): submit the output as one JSON value", d.Step, err)
 	}
 	buf, err := value.Canonical(out)
 	if err != nil {
-		return fmt.Errorf("submit step %s: the data is not JSON: %v", d.Step, err)
+		return fmt.Errorf("submit step %s: the data is not JSON: %w", d.Step, err)
 	}
 	if s := r.f.Steps[i]; int64(len(buf)) > s.MaxOutputBytes {
 		return fmt.Errorf("submit step %s: the output is %d bytes, more than max_output_bytes %d", d.Step, len(buf), s.MaxOutputBytes)
