@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -32,8 +33,9 @@ func (r *wrun) submitUpdates(ctx workflow.Context) error {
 // validateSubmit refuses a submission the run cannot take, before it is
 // written to the history: a step that waits for no submission (an agent's
 // or a person's output: store.KindSubmission), data that is not JSON, or
-// an output that breaks the step's contract (its output_schema and
-// max_output_bytes, as the local workflow tool checks a submission).
+// an output that breaks the step's contract (its output_schema,
+// max_output_bytes and gate, as the local workflow tool checks a
+// submission).
 func (r *wrun) validateSubmit(_ workflow.Context, d Decision) error {
 	i, err := r.stepIndex(d.Step)
 	if err != nil {
@@ -65,7 +67,30 @@ func (r *wrun) validateSubmit(_ workflow.Context, d Decision) error {
 	if s := r.f.Steps[i]; int64(len(buf)) > s.MaxOutputBytes {
 		return fmt.Errorf("submit step %s: the output is %d bytes, more than max_output_bytes %d", d.Step, len(buf), s.MaxOutputBytes)
 	}
-	return engine.CheckSettled(r.f, i, out)
+	if err := engine.CheckSettled(r.f, i, out); err != nil {
+		return err
+	}
+	return r.checkSubmittedGate(i, out)
+}
+
+// checkSubmittedGate holds a submitted output to step i's gate, on the
+// run's scope with the output as output and as the step's id, as the
+// local workflow tool does. Expressions are pure: the validator may.
+func (r *wrun) checkSubmittedGate(i int, out any) error {
+	s := r.f.Steps[i]
+	if s.Gate == nil {
+		return nil
+	}
+	scope := r.scope()
+	scope["output"], scope[s.ID] = out, out
+	ok, err := s.Gate.EvalContext(context.Background(), scope)
+	switch {
+	case err != nil:
+		return fmt.Errorf("submit step %s: gate %q could not be evaluated on the output: %w", s.ID, s.Gate.Source(), err)
+	case !ok:
+		return fmt.Errorf("submit step %s: gate %q does not hold on the output: change the output so that it holds", s.ID, s.Gate.Source())
+	}
+	return nil
 }
 
 // submit takes a validated submission: the step settles with it (as a

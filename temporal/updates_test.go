@@ -26,25 +26,26 @@ const submitFlow = `name: submit
 schemas:
   parsed: {type: object, properties: {total: {type: number}}, required: [total], additionalProperties: false}
 steps:
-  - {id: parse, skill: parse-input, output_schema: parsed}
+  - {id: parse, skill: parse-input, output_schema: parsed, gate: "output.total > 0"}
   - {id: book, tool: ok, args: {total: "{parse.total}"}}
 `
 
 // TestSubmit: a submit step waits for an agent's output; next_actions
-// offers the submit update; the validator refuses a submission without data,
-// (no data), an output that breaks the step's output_schema and a step that waits
-// for no submission, with nothing written; an accepted submission settles
-// the step and the run goes on with it.
+// offers the submit update; the validator refuses a submission without
+// data, an output that breaks the step's output_schema or its gate, and a
+// step that waits for no submission, with nothing written; an accepted
+// submission settles the step and the run goes on with it.
 func TestSubmit(t *testing.T) {
 	l := newLedger()
 	p := load(t, submitFlow, l.tool("ok", true))
 	h := newHarness(t, p)
-	var notJSON, badSchema, notWaiting, ok *updated
+	var notJSON, badSchema, badGate, notWaiting, ok *updated
 	var next []NextAction
 	h.env.RegisterDelayedCallback(func() {
 		h.query(QueryNextActions, &next)
 		notJSON = h.send(UpdateSubmit, Decision{Step: "parse"})
 		badSchema = h.send(UpdateSubmit, Decision{Step: "parse", Output: json.RawMessage(`{"total":"ten"}`)})
+		badGate = h.send(UpdateSubmit, Decision{Step: "parse", Output: json.RawMessage(`{"total":0}`)})
 		notWaiting = h.send(UpdateSubmit, Decision{Step: "book", Output: json.RawMessage(`{}`)})
 		ok = h.send(UpdateSubmit, Decision{Step: "parse", Output: json.RawMessage(`{"total":10}`), By: "agent-7"})
 	}, time.Minute)
@@ -55,7 +56,7 @@ func TestSubmit(t *testing.T) {
 	for name, c := range map[string]struct {
 		u    *updated
 		want string
-	}{"no data": {notJSON, "needs data"}, "schema": {badSchema, "total"}, "not waiting": {notWaiting, "waits for no submission"}} {
+	}{"no data": {notJSON, "needs data"}, "schema": {badSchema, "total"}, "gate": {badGate, "does not hold"}, "not waiting": {notWaiting, "waits for no submission"}} {
 		if !c.u.done || c.u.err == nil || !strings.Contains(c.u.err.Error(), c.want) {
 			t.Errorf("%s: %+v, want an error with %q", name, c.u, c.want)
 		}
