@@ -336,6 +336,10 @@ func dataArg(v string) (json.RawMessage, error) {
 	if !json.Valid(raw) {
 		var x any
 		err := json.Unmarshal(raw, &x)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, usageErr(fmt.Sprintf("--data: not JSON at byte %d (%v): give the step's output as one JSON value", se.Offset, err))
+		}
 		return nil, usageErr(fmt.Sprintf("--data: not JSON (%v): give the step's output as one JSON value", err))
 	}
 	return raw, nil
