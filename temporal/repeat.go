@@ -36,11 +36,14 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 	done := r.rounds[i]
 	delete(r.rounds, i)
 	var (
-		m        sched.Rounds
-		last     json.RawMessage
-		lastV    any
-		stop     *failure
-		attempts = first
+		m       sched.Rounds
+		last    json.RawMessage
+		lastV   any
+		stop    *failure
+		stopped int // the round the rounds stopped at, from 1
+		// stoppedPrev is what that round read as previous.
+		stoppedPrev json.RawMessage
+		attempts    = first
 	)
 	m.Reset(s)
 	for {
@@ -50,6 +53,7 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 		}
 		k := u.Index
 		engine.RoundScope(scope, k, lastV)
+		roundPrev := last // what round k reads as previous
 		var (
 			out json.RawMessage
 			f   *failure
@@ -82,13 +86,14 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 			f = &failure{Class: string(fault.ClassOf(uerr)), Message: uerr.Error()}
 		}
 		if f != nil {
-			stop = f
+			stop, stopped, stoppedPrev = f, k+1, roundPrev
 		}
 		if over {
 			break
 		}
 	}
 	if stop != nil {
+		r.stoppedAt(i, stopped, stoppedPrev)
 		return r.recover(ctx, i, attempts, stop, v)
 	}
 	if int64(len(last)) > s.MaxOutputBytes {
@@ -97,6 +102,28 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 		}
 	}
 	return outcome{i: i, status: journal.StepSucceeded, out: last, attempts: attempts}
+}
+
+// stoppedAt records, for a fallback of repeat step i, the round (from 1)
+// its rounds stopped at and what that round read as previous
+// (fallbackCall).
+func (r *wrun) stoppedAt(i, round int, last json.RawMessage) {
+	if r.roundAt == nil {
+		r.roundAt = map[int]call{}
+	}
+	r.roundAt[i] = call{round: round, previous: last}
+}
+
+// fallbackCall is the call of step i's fallback: for a repeat step, with
+// the round its rounds stopped at (stoppedAt), so that the fallback's
+// scope holds previous and iteration as a local run's does.
+func (r *wrun) fallbackCall(i int) call {
+	c := call{i: i, op: opAttempt, item: -1, attempt: 1, fallback: true}
+	if at, ok := r.roundAt[i]; ok {
+		c.round, c.previous = at.round, at.previous
+		delete(r.roundAt, i)
+	}
+	return c
 }
 
 // decodeAll decodes the outputs of a view.

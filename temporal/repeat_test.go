@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/wire"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/value"
 )
 
@@ -107,5 +108,53 @@ steps:
 	}
 	if l.count("ok") != 1 {
 		t.Errorf("bad ran %d rounds, want 1 (its until failed)", l.count("ok"))
+	}
+}
+
+// TestRepeatFallback: when a round fails for good, the step's fallback
+// sees the rounds as a local run's does (previous: the last round's
+// output, iteration: the round that failed), and its key has no round;
+// the run settles as the local engine settles it.
+func TestRepeatFallback(t *testing.T) {
+	const src = `name: rounds-fallback
+steps:
+  - id: loop
+    tool: round
+    args: {i: "{iteration}"}
+    repeat: {until: "false", max: 4}
+    on_error: fallback
+    fallback: {tool: backup, args: {prev: "{previous.i}", it: "{iteration}"}}
+`
+	tools := func(l *ledger) []tool.Tool {
+		round := tool.Func(tool.Spec{Name: "round", Effect: tool.EffectRead}, func(_ context.Context, args any) (any, error) {
+			i := args.(map[string]any)["i"]
+			if i == float64(2) {
+				return nil, fault.Errorf(fault.Business, "round %v fails", i)
+			}
+			return map[string]any{"i": i}, nil
+		})
+		return []tool.Tool{round, l.tool("backup", true)}
+	}
+	lt := newLedger()
+	st := newHarness(t, load(t, src, tools(lt)...)).run(map[string]any{})
+	if st.Status != "succeeded" || stepOf(t, st, "loop").Status != "fell_back" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	args := output(t, st, "loop")["args"].(map[string]any)
+	if args["prev"] != float64(1) || args["it"] != float64(2) {
+		t.Errorf("fallback args %v, want prev 1, it 2", args)
+	}
+	if got := strings.Join(lt.keys("backup"), " "); got != "run-1/loop/fallback/1" {
+		t.Errorf("fallback keys %q", got)
+	}
+	ll := newLedger()
+	lp := load(t, src, tools(ll)...)
+	res, err := wire.Engine(lp, engine.Config{}).Run(context.Background(), lp.Flow, map[string]any{}, &engine.RunOptions{RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := value.Canonical(res.Outputs["loop"])
+	if string(want) != string(st.Outputs["loop"]) || string(res.Steps["loop"].Status) != "fell_back" {
+		t.Errorf("local %s %s, Temporal %s", res.Steps["loop"].Status, want, st.Outputs["loop"])
 	}
 }

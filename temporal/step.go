@@ -55,7 +55,7 @@ func (r *wrun) recover(ctx workflow.Context, i, attempts int, f *failure, v view
 		}
 		return outcome{i: i, status: journal.StepDefaulted, out: out, attempts: attempts, lastErr: f.Message}
 	case sched.FallBack:
-		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: -1, attempt: 1, fallback: true}, v)
+		res, ff := r.exec(ctx, r.fallbackCall(i), v)
 		if ff != nil {
 			return outcome{i: i, attempts: attempts, err: fallbackFailed(&ff.failure, f, "step")}
 		}
@@ -263,7 +263,10 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output,
 		Round: c.round, Previous: c.previous}
-	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Round: c.round, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
+	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
+	if !c.fallback {
+		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
+	}
 	key := pos.Key()
 	name := string(s.Type) + ":" + s.ID
 	id := key

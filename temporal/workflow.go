@@ -108,6 +108,9 @@ type wrun struct {
 	// rounds are the rounds a repeat step settled before one of them
 	// parked it in doubt, by step index (runRepeat).
 	rounds map[int][]json.RawMessage
+	// roundAt is, by step index, where a repeat step's rounds stopped,
+	// for its fallback (stoppedAt).
+	roundAt map[int]call
 	// first is the first attempt of a step a retry re-opened (its last
 	// attempt's number + 1), by step index, until it starts.
 	first map[int]int

@@ -45,6 +45,8 @@ type AttemptRequest struct {
 	// Previous the output of the round before it (nil for round 1): the
 	// round renders its input with them (RoundScope) and its call's key
 	// carries the round. The driver decides the rounds (sched.Rounds).
+	// With Fallback, Round is the round the rounds stopped at: the
+	// fallback's scope holds it (its key does not).
 	Round    int
 	Previous any
 }
@@ -155,6 +157,14 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		}
 		out, _, err = r.attempt(r.ctx, j, rin, req.Attempt)
 		return out, err
+	}
+	if st := f.Steps[req.Step]; st.Repeat != nil && req.Fallback && req.Round > 0 {
+		// the fallback of rounds that stopped at round req.Round sees them
+		// as the runner's does: previous, iteration, and the last output.
+		RoundScope(scope, req.Round-1, req.Previous)
+		if req.Round > 1 {
+			SettleRound(scope, st, req.Previous)
+		}
 	}
 	if req.Fallback {
 		out, err = r.runFallback(r.ctx, j, in, scope)
