@@ -83,8 +83,14 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 		}
 		return out, nil
 	}
-	v, err := e.e.Attempt(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
-		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved})
+	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
+		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
+	if len(in.Previous) > 0 {
+		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
+			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
+		}
+	}
+	v, err := e.e.Attempt(ctx, f, s, req)
 	if err != nil {
 		return nil, toApplicationError(err)
 	}

@@ -90,7 +90,7 @@ func (r *wrun) runAgent(ctx workflow.Context, i, first int, v view) outcome {
 	a.started = workflow.Now(ctx)
 	a.asked, a.answered = nil, nil
 	for {
-		if r.shouldContinue(ctx, i, a) {
+		if r.agentShouldContinue(ctx, i, a) {
 			return outcome{i: i, attempts: a.attempt, carry: true}
 		}
 		next := agent.NextUnits(&agent.Session{Turns: a.turns})

@@ -8,31 +8,46 @@ import (
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/store"
 )
 
-// A long agent run continues as new when the server suggests it (its
-// history grows long), or after Workflow.ContinueAfterUnits units: between
-// two units of an agent step that is the only step running, with no
-// decision waiting to be carried out, the run's state is handed to a new
-// run of the same workflow id (Start.Carry), which goes on from there. A
-// run with other steps in flight, or waiting for people, goes on as it is
-// until such a moment comes.
+// Continue-as-new. A long run (many steps, rounds, retries or decisions)
+// grows its workflow's history; Temporal suggests continuing as new past
+// its limits (workflow.Info.GetContinueAsNewSuggested), and
+// Workflow.ContinueAsNewAfter sets a lower threshold. The run continues as
+// a new workflow run of the same id only where nothing is in flight (no
+// activity, no update handler): before it starts a step, or as it waits
+// for a decision. It carries the run's state (Carry) in the new run's
+// input, which restores it into the machine (sched.Machine.Restore, Park)
+// and goes on: the same steps run, with the same attempts and keys.
+//
+// A long agent run continues as new too, between two of its units (a model
+// turn, a call), when it is the only step running and no decision waits to
+// be carried out: when the server suggests it, when the history passed
+// ContinueAsNewAfter events, or after Workflow.ContinueAfterUnits units.
+// The agent step is carried as pending with its session (Carry.Agents), and
+// starts again in the new run from that session: no turn is asked again,
+// no call made twice.
 
-// Carry is a run's state handed to the run that continues it.
+// Carry is the state of a run handed to the run that continues it.
 type Carry struct {
-	Steps []carriedStep `json:"steps"`
+	Status string      `json:"status"`
+	Steps  []carryStep `json:"steps"`
+	// Outputs are the settled steps' outputs, canonical JSON, by step id.
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// Answers are decisions taken and not yet carried out, by step id.
+	Answers   map[string]carryAnswer `json:"answers,omitempty"`
+	Failure   *RunError              `json:"failure,omitempty"`
+	Spent     sched.Spent            `json:"spent"`
+	Published string                 `json:"published,omitempty"`
+	// Rounds are a repeat step's rounds settled before one of them parked
+	// it in doubt; First a re-opened step's first attempt: by step id.
+	Rounds map[string][]json.RawMessage `json:"rounds,omitempty"`
+	First  map[string]int               `json:"first,omitempty"`
+	// Generation counts the runs continued so far.
+	Generation int `json:"generation"`
 	// Agents are the sessions of agent steps, by step index.
-	Agents  map[int]*carriedAgent `json:"agents,omitempty"`
-	Spent   sched.Spent           `json:"spent"`
-	Failure *RunError             `json:"failure,omitempty"`
-}
-
-type carriedStep struct {
-	Status   string          `json:"status"`
-	Attempts int             `json:"attempts,omitempty"`
-	SHA      string          `json:"sha,omitempty"`
-	Output   json.RawMessage `json:"output,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	Agents map[int]*carriedAgent `json:"agents,omitempty"`
 }
 
 type carriedAgent struct {
@@ -42,9 +57,45 @@ type carriedAgent struct {
 	Seq       int                       `json:"seq,omitempty"`
 }
 
-// shouldContinue reports whether the run should continue as new before
-// agent step i's next unit (see above).
-func (r *wrun) shouldContinue(ctx workflow.Context, i int, a *agentRun) bool {
+type carryStep struct {
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts,omitempty"`
+	SHA      string `json:"sha,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Park is the approval kind a waiting step waits on.
+	Park string `json:"park,omitempty"`
+}
+
+type carryAnswer struct {
+	Status   string   `json:"status"`
+	Kind     string   `json:"kind"`
+	Decision Decision `json:"decision"`
+}
+
+// shouldContinue reports whether the run continues as new here: nothing
+// is in flight, Temporal suggests it or the history passed
+// Workflow.ContinueAsNewAfter events, and the run takes the change
+// rein-continue-as-new.
+func (r *wrun) shouldContinue(ctx workflow.Context, inFlight int) bool {
+	if inFlight > 0 {
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	n := r.w.ContinueAsNewAfter
+	if !info.GetContinueAsNewSuggested() && (n <= 0 || info.GetCurrentHistoryLength() < n) {
+		return false
+	}
+	// asked only here, so that a history recorded before replays as it
+	// ran (DefaultVersion: it never continued as new).
+	return version(ctx, changeContinueAsNew) != workflow.DefaultVersion
+}
+
+// agentShouldContinue reports whether the run continues as new before
+// agent step i's next unit: the step is the only one running, nothing
+// waits on a person or is decided and not carried out, and the server
+// suggests it, the history passed ContinueAsNewAfter events or the step
+// made ContinueAfterUnits units.
+func (r *wrun) agentShouldContinue(ctx workflow.Context, i int, a *agentRun) bool {
 	if r.failure != nil || len(r.m.Pending()) > 0 || len(r.answers) > 0 || len(r.inbox) > 0 {
 		return false
 	}
@@ -56,48 +107,113 @@ func (r *wrun) shouldContinue(ctx workflow.Context, i int, a *agentRun) bool {
 	if n := r.w.ContinueAfterUnits; n > 0 && a.units >= n {
 		return true
 	}
-	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || r.w.ContinueAsNewAfter > 0 && info.GetCurrentHistoryLength() >= r.w.ContinueAsNewAfter
 }
 
-// continueAsNew is the error that continues the run as new, agent step i
-// (running) to start again from its session.
-func (r *wrun) continueAsNew(ctx workflow.Context, i int) error {
-	c := &Carry{Steps: make([]carriedStep, len(r.f.Steps)), Agents: map[int]*carriedAgent{}, Spent: r.budget.Spent(), Failure: r.failure}
-	for j, s := range r.f.Steps {
-		st := r.m.Status(j)
-		if j == i {
+// continueAsNew hands the run's state to a new run of the same workflow
+// (its error is workflow.ContinueAsNewError, the workflow's return).
+// agentStep is the agent step that continues from its session (-1: none).
+func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	in := r.in
+	in.Carry = r.carry(agentStep)
+	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, in)
+}
+
+// carry is the run's state as Carry; agentStep (running) is carried as
+// pending, to start again from its session.
+func (r *wrun) carry(agentStep int) *Carry {
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published)}
+	if r.in.Carry != nil {
+		c.Generation = r.in.Carry.Generation + 1
+	}
+	parked := map[int]string{}
+	for _, p := range r.m.Pending() {
+		parked[p.Step] = string(p.Kind)
+	}
+	for i, s := range r.f.Steps {
+		st := r.m.Status(i)
+		if i == agentStep {
 			st = journal.StepPending // it starts again, and goes on from its session
 		}
-		c.Steps[j] = carriedStep{Status: string(st), Attempts: r.m.Attempts(j), SHA: r.m.OutputSHA(j), Output: r.raw[s.ID], Error: r.errs[s.ID]}
+		c.Steps = append(c.Steps, carryStep{Status: string(st), Attempts: r.m.Attempts(i), SHA: r.m.OutputSHA(i), Error: r.errs[s.ID], Park: parked[i]})
 	}
 	for j, a := range r.agents {
+		if c.Agents == nil {
+			c.Agents = map[int]*carriedAgent{}
+		}
 		c.Agents[j] = &carriedAgent{Attempt: a.attempt, Turns: a.turns, Decisions: a.decisions, Seq: a.seq}
 	}
-	next := r.in
-	next.Carry = c
-	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
+	for i, a := range r.answers {
+		if c.Answers == nil {
+			c.Answers = map[string]carryAnswer{}
+		}
+		c.Answers[r.f.Steps[i].ID] = carryAnswer{Status: string(a.a.Status), Kind: string(a.a.Kind), Decision: a.d}
+	}
+	for i, rounds := range r.rounds {
+		if c.Rounds == nil {
+			c.Rounds = map[string][]json.RawMessage{}
+		}
+		c.Rounds[r.f.Steps[i].ID] = rounds
+	}
+	for i, n := range r.first {
+		if c.First == nil {
+			c.First = map[string]int{}
+		}
+		c.First[r.f.Steps[i].ID] = n
+	}
+	return c
 }
 
-// restore takes the state a continued run carried (Carry).
+// restore takes the state a continued run handed over: the machine's
+// statuses and approvals, the outputs, decisions not yet carried out
+// (queued again: they are carried out as the run goes on), and what the
+// run spent.
 func (r *wrun) restore(c *Carry) {
-	for j, s := range r.f.Steps {
-		if j >= len(c.Steps) {
+	r.status = journal.RunStatus(c.Status)
+	r.published = journal.RunStatus(c.Published)
+	r.failure = c.Failure
+	r.budget.Restore(c.Spent)
+	for i, s := range r.f.Steps {
+		if i >= len(c.Steps) {
 			break
 		}
-		cs := c.Steps[j]
-		r.m.Restore(j, journal.StepStatus(cs.Status), cs.Attempts, cs.SHA)
-		if len(cs.Output) > 0 {
-			r.raw[s.ID] = cs.Output
-			r.outputs[s.ID] = decode(cs.Output)
+		cs := c.Steps[i]
+		r.m.Restore(i, journal.StepStatus(cs.Status), cs.Attempts, cs.SHA)
+		if cs.Park != "" {
+			r.m.Park(i, store.ApprovalKind(cs.Park), cs.Attempts)
 		}
 		if cs.Error != "" {
 			r.errs[s.ID] = cs.Error
+		}
+		if raw, ok := c.Outputs[s.ID]; ok {
+			r.raw[s.ID], r.outputs[s.ID] = raw, decode(raw)
+		}
+		if a, ok := c.Answers[s.ID]; ok {
+			r.answers[i] = &answer{a: sched.Answered{Status: store.ApprovalStatus(a.Status), Kind: store.ApprovalKind(a.Kind)}, d: a.Decision}
+			r.inbox = append(r.inbox, i)
+		}
+		if rounds, ok := c.Rounds[s.ID]; ok {
+			if r.rounds == nil {
+				r.rounds = map[int][]json.RawMessage{}
+			}
+			r.rounds[i] = rounds
+		}
+		if n, ok := c.First[s.ID]; ok {
+			if r.first == nil {
+				r.first = map[int]int{}
+			}
+			r.first[i] = n
 		}
 	}
 	for j, a := range c.Agents {
 		r.agents[j] = &agentRun{attempt: a.Attempt, turns: a.Turns, decisions: a.Decisions, seq: a.Seq}
 	}
-	r.budget.Restore(c.Spent)
-	r.failure = c.Failure
+	if r.failure != nil {
+		r.m.Stop()
+	}
 	r.m.Recount()
 }

@@ -2,60 +2,89 @@ package temporal
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/reinhq/rein/fault"
 )
 
-// TestAgentContinueAsNew: an agent run continues as new between two units
-// (here after two, as a server's suggestion would make it): the new run
-// goes on from the carried session — no model turn is asked again, no call
-// runs twice — and the step after the agent gets its answer.
-func TestAgentContinueAsNew(t *testing.T) {
-	l := newLedger()
-	p := loadAgent(t, checkFlow, checkScript, l.tool("refund", false), l.tool("charge", false))
-	fs := NewFlows()
-	fs.Add(p)
-	newEnv := func() *testsuite.TestWorkflowEnvironment {
-		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
-		Register(env, &Workflow{Flows: fs, ContinueAfterUnits: 2}, &Activities{Flows: fs})
-		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-1"})
-		return env
+// TestContinueAsNew: a run told to continue as new (Temporal suggests it
+// halfway, while a retried step waits for its backoff) does so at the next
+// point where nothing is in flight, carrying its state; the new run goes
+// on from there: every step runs once (the retried one its three
+// attempts), none again, and the run settles as one that never continued.
+func TestContinueAsNew(t *testing.T) {
+	settle := func(suggest bool) (*Status, *ledger, int) {
+		l := newLedger()
+		l.fails["t2"] = failPlan{n: 2, class: fault.Transient}
+		p := load(t, `name: long
+steps:
+  - {id: s1, tool: t1, args: {n: "{input.n}"}}
+  - {id: s2, tool: t2, args: {prev: "{s1.n}"}, retries: 3, backoff: {initial: 1m, max: 1m}}
+  - {id: s3, tool: t3, args: {prev: "{s2.n}"}}
+  - {id: s4, tool: t4, args: {prev: "{s3.n}"}, repeat: {until: "iteration >= 1", max: 3}}
+  - {id: s5, tool: t5, args: {prev: "{s4.n}"}}
+`, l.tool("t1", true), l.tool("t2", true), l.tool("t3", true), l.tool("t4", true), l.tool("t5", true))
+		in, err := StartInput(p, map[string]any{"n": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for gen := 0; ; gen++ {
+			h := newHarness(t, p)
+			if suggest && gen == 0 {
+				h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 30*time.Second)
+			}
+			h.env.ExecuteWorkflow(p.Flow.Name, in)
+			err := h.env.GetWorkflowError()
+			var can *workflow.ContinueAsNewError
+			if errors.As(err, &can) {
+				if gen > 3 {
+					t.Fatal("the run keeps continuing as new")
+				}
+				in = Start{}
+				if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+					t.Fatal(err)
+				}
+				if in.Carry == nil || in.Carry.Generation != gen {
+					t.Fatalf("generation %d continued without its state: %+v", gen, in.Carry)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st Status
+			if err := h.env.GetWorkflowResult(&st); err != nil {
+				t.Fatal(err)
+			}
+			return &st, l, gen
+		}
 	}
-	in, err := StartInput(p, map[string]any{"task": "refund order 1"})
-	if err != nil {
-		t.Fatal(err)
+	plain, _, gens := settle(false)
+	if gens != 0 {
+		t.Fatalf("a run without the suggestion continued as new %d times", gens)
 	}
-	env := newEnv()
-	env.ExecuteWorkflow(p.Flow.Name, in)
-	var can *workflow.ContinueAsNewError
-	if !env.IsWorkflowCompleted() || !errors.As(env.GetWorkflowError(), &can) {
-		t.Fatalf("want a continue-as-new, got %v", env.GetWorkflowError())
+	st, l, gens := settle(true)
+	if gens != 1 {
+		t.Fatalf("continued as new %d times, want once", gens)
 	}
-	var next Start
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
+	if st.Status != "succeeded" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
 	}
-	if next.Carry == nil || next.FlowHash != in.FlowHash || len(next.Carry.Agents[0].Turns) != 1 || next.Carry.Steps[0].Status != "pending" {
-		t.Fatalf("carried %+v", next.Carry)
+	want := map[string]string{"t1": "run-1/s1/1", "t2": "run-1/s2/1 run-1/s2/2 run-1/s2/3", "t3": "run-1/s3/1", "t4": "run-1/s4#1/1 run-1/s4#2/1", "t5": "run-1/s5/1"}
+	for name, keys := range want {
+		if got := strings.Join(l.keys(name), " "); got != keys {
+			t.Errorf("%s calls %q, want %q", name, got, keys)
+		}
 	}
-	env = newEnv()
-	env.ExecuteWorkflow(p.Flow.Name, next)
-	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
-		t.Fatalf("continued run: %v", env.GetWorkflowError())
-	}
-	var st Status
-	if err := env.GetWorkflowResult(&st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Status != "succeeded" || string(st.Outputs["agent"]) != `"done"` {
-		t.Fatalf("run: %+v", st)
-	}
-	if got := l.keys("refund"); len(got) != 1 || got[0] != "run-1/agent/1/turn1/call1" || l.count("charge") != 1 {
-		t.Errorf("refund calls %v, charge %d", got, l.count("charge"))
+	for i, s := range st.Steps {
+		p := plain.Steps[i]
+		if s.Status != p.Status || s.Attempts != p.Attempts || string(st.Outputs[s.ID]) != string(plain.Outputs[s.ID]) {
+			t.Errorf("step %s: %+v %s, without continue-as-new %+v %s", s.ID, s, st.Outputs[s.ID], p, plain.Outputs[s.ID])
+		}
 	}
 }

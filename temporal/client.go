@@ -45,6 +45,12 @@ type StartOptions struct {
 	// that exists returns that run (its workflow) rather than a second.
 	RunID     string
 	TaskQueue string
+	// Tenant is who the run is for: its AttrTenant search attribute.
+	Tenant string
+	// Namespace is the client's namespace, where StartRun looks up rein's
+	// search attributes (HasSearchAttributes); empty: "default". A run
+	// whose namespace lacks them starts without them.
+	Namespace string
 }
 
 // StartInput is the workflow input of a run of p with input: its pinned
@@ -73,21 +79,38 @@ func StartRun(ctx context.Context, c client.Client, p *project.Project, input an
 	if id == "" {
 		id = uuid.Must(uuid.NewV7()).String()
 	}
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	in.Tenant = o.Tenant
+	ns := o.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	opts := client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                o.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, p.Flow.Name, in)
+	}
+	if ok, err := HasSearchAttributes(ctx, c, ns); err == nil && ok {
+		in.SearchAttributes = true
+		opts.TypedSearchAttributes = startAttributes(&in)
+	}
+	return c.ExecuteWorkflow(ctx, opts, p.Flow.Name, in)
 }
 
 // Decide sends a decision to run runID's waiting step (UpdateDecide) and
 // waits until the run took it; a decision the run cannot take is refused
 // by the update's validator, with nothing written.
 func Decide(ctx context.Context, c client.Client, runID string, d Decision) error {
+	return Update(ctx, c, runID, UpdateDecide, d)
+}
+
+// Update sends run runID the update name (UpdateDecide, UpdateSubmit,
+// UpdateRetry) with d and waits until the run took it; one the run cannot
+// take is refused by the update's validator, with nothing written.
+func Update(ctx context.Context, c client.Client, runID, name string, d Decision) error {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   runID,
-		UpdateName:   UpdateDecide,
+		UpdateName:   name,
 		Args:         []any{d},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -108,7 +131,8 @@ func Query(ctx context.Context, c client.Client, runID, query string, out any) e
 }
 
 // Follow waits until run runID settles or waits for someone, polling its
-// status every poll, and returns its last Status.
+// status every poll, and returns its last Status (a failed run's as its
+// query answers it: the run stays open for a retry).
 func Follow(ctx context.Context, c client.Client, runID string, poll time.Duration, seen func(*Status)) (*Status, error) {
 	for {
 		var st Status
@@ -124,7 +148,11 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 			seen(&st)
 		}
 		switch st.Status {
-		case "succeeded", "failed", "cancelled":
+		case "failed":
+			// a failed run stays open for a retry (UpdateRetry): its
+			// status is its last word until one comes.
+			return &st, nil
+		case "succeeded", "cancelled":
 			var res Status
 			if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
 				return nil, err

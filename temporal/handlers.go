@@ -22,8 +22,11 @@ func (r *wrun) handlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryNextActions, func() ([]NextAction, error) { return r.nextActions(), nil }); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, r.decide,
-		workflow.UpdateHandlerOptions{Validator: r.validate})
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, r.decide,
+		workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
+		return err
+	}
+	return r.submitUpdates(ctx)
 }
 
 // pending lists the approvals the run waits on, and answered yet to be
@@ -71,9 +74,17 @@ func (r *wrun) nextActions() []NextAction {
 			why[ActionSettle] = "give step " + p.Step + " the output it should have produced; the paused branches go on"
 			why[ActionReject] = "fail step " + p.Step + " with its premise's error, and with it the run"
 		}
+		if store.ApprovalKind(p.Kind) == store.KindSubmission {
+			out = append(out, NextAction{Update: UpdateSubmit, Step: p.Step, Action: ActionSubmit,
+				Why: "give step " + p.Step + " its output, checked against its contract", Args: Decision{Step: p.Step, Action: ActionSubmit}})
+		}
 		for _, a := range acts {
 			out = append(out, NextAction{Update: UpdateDecide, Step: p.Step, Action: a, Why: why[a], Args: Decision{Step: p.Step, Action: a}})
 		}
+	}
+	if r.retryOpen && r.retryReq == nil && r.failure != nil {
+		out = append(out, NextAction{Update: UpdateRetry, Step: r.failure.Step, Action: ActionRetry,
+			Why: "run the failed step " + r.failure.Step + " again, at its next attempt", Args: Decision{Action: ActionRetry}})
 	}
 	return out
 }

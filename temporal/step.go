@@ -26,8 +26,7 @@ import (
 func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view) outcome {
 	s := r.f.Steps[i]
 	if s.Repeat != nil {
-		return outcome{i: i, attempts: first, err: &failure{Class: string(fault.Business),
-			Message: fmt.Sprintf("step %s: repeat steps do not run on Temporal yet; run the flow without --temporal", s.ID)}}
+		return r.runRepeat(ctx, i, first, v)
 	}
 	if s.ForEach != nil {
 		return r.runItems(ctx, i, first, v)
@@ -64,7 +63,7 @@ func (r *wrun) recover(ctx workflow.Context, i, attempts int, f *failure, v view
 		}
 		return outcome{i: i, status: journal.StepDefaulted, out: out, attempts: attempts, lastErr: f.Message}
 	case sched.FallBack:
-		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: -1, attempt: 1, fallback: true}, v)
+		res, ff := r.exec(ctx, r.fallbackCall(i), v)
 		if ff != nil {
 			return outcome{i: i, attempts: attempts, err: fallbackFailed(&ff.failure, f, "step")}
 		}
@@ -86,12 +85,20 @@ func fallbackFailed(ff, f *failure, what string) *failure {
 // when the step is repeatable (engine.Engine.Repeatable); otherwise it is
 // in doubt (doubt), for a person to decide.
 func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
+	return r.unitOf(ctx, call{i: i, op: opAttempt, item: item, approved: approved}, first, v)
+}
+
+// unitOf is unit for the execution c names (its step, item, or repeat
+// round); c's attempt and rerun are unit's.
+func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
+	i := c.i
 	if err := r.budget.Iteration(); err != nil {
 		return nil, errBudget(err), first, false
 	}
 	made, lost := 0, 0
 	for attempt := first; ; {
-		res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: item, attempt: attempt, approved: approved, rerun: lost}, v)
+		c.attempt, c.rerun = attempt, lost
+		res, ff := r.exec(ctx, c, v)
 		if ff == nil {
 			return res.Output, nil, attempt, false
 		}
@@ -101,9 +108,9 @@ func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v v
 		}
 		if ff.lost {
 			ok, err := r.e.e.Repeatable(r.f, i)
-			if err == nil && !ok && item < 0 && r.reconciles(ctx, i) {
+			if err == nil && !ok && c.item < 0 && c.round == 0 && r.reconciles(ctx, i) {
 				// its tool's check: may say whether it took effect.
-				out, again, df := r.reconcileDoubt(ctx, i, attempt, approved, &ff.failure, v)
+				out, again, df := r.reconcileDoubt(ctx, i, attempt, c.approved, &ff.failure, v)
 				switch {
 				case df == nil && !again:
 					return out, nil, attempt, false
@@ -257,6 +264,9 @@ type call struct {
 	output json.RawMessage
 	// agent is an opAgent's unit.
 	agent *agentIn
+	// round is a repeat round (from 1), previous the round before's output.
+	round    int
+	previous json.RawMessage
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -275,8 +285,12 @@ type activityFailure struct {
 func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activityFailure) {
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
-		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent}
+		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
+		Round: c.round, Previous: c.previous}
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
+	if !c.fallback {
+		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
+	}
 	key := pos.Key()
 	name := string(s.Type) + ":" + s.ID
 	id := key

@@ -11,6 +11,14 @@ const (
 	// or settle (Decision). Its validator refuses a decision on a step that
 	// waits for nobody, before anything is written to the history.
 	UpdateDecide = "decide"
+	// UpdateSubmit gives a step that waits for an agent's (or a person's)
+	// output that output (Decision: Step, Output, By). Its validator checks
+	// the output against the step's output_schema and max_output_bytes.
+	UpdateSubmit = "submit"
+	// UpdateRetry re-opens a failed run, as rein runs retry does (Decision:
+	// Step is the --from step, or empty). A failed run stays open for it
+	// for the worker's retry window (Workflow.RetryWindow).
+	UpdateRetry = "retry"
 	// QueryStatus answers Status.
 	QueryStatus = "status"
 	// QueryPending answers the approvals the run waits on ([]Pending).
@@ -30,8 +38,13 @@ type Start struct {
 	FlowHash string          `json:"flow_hash"`
 	FlowText string          `json:"flow_text"`
 	Input    json.RawMessage `json:"input"`
-	// Carry, in a run that continues another as new, is the state it
-	// goes on from (carry.go).
+	// Tenant is who the run is for (AttrTenant), or empty.
+	Tenant string `json:"tenant,omitempty"`
+	// SearchAttributes: the run started with rein's search attributes
+	// (its namespace has them) and upserts AttrStatus as it changes.
+	SearchAttributes bool `json:"search_attributes,omitempty"`
+	// Carry is the state of the run this one continues (continue-as-new),
+	// or nil for a run that starts.
 	Carry *Carry `json:"carry,omitempty"`
 }
 
@@ -53,6 +66,10 @@ type attemptIn struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Agent is an opAgent's unit (agent.go).
 	Agent *agentIn `json:"agent,omitempty"`
+	// Round is a repeat step's round, from 1, and Previous the output of
+	// the round before it (engine.AttemptRequest).
+	Round    int             `json:"round,omitempty"`
+	Previous json.RawMessage `json:"previous,omitempty"`
 }
 
 // The activity's operations.
@@ -107,6 +124,10 @@ const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
 	ActionSettle  = "settle"
+	// ActionSubmit and ActionRetry name UpdateSubmit's and UpdateRetry's
+	// arguments (NextAction); the updates take them or none.
+	ActionSubmit = "submit"
+	ActionRetry  = "retry"
 )
 
 // Status is what QueryStatus answers: the run's status, each step's, and

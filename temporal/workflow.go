@@ -41,6 +41,14 @@ type Workflow struct {
 	// that many units since the run (or its last continuation) began,
 	// besides when the server suggests it (carry.go). Zero: only then.
 	ContinueAfterUnits int
+	// RetryWindow is how long a failed run stays open for UpdateRetry
+	// (rein runs retry) before its workflow closes. Zero: 24 hours;
+	// negative: it closes as it fails.
+	RetryWindow time.Duration
+	// ContinueAsNewAfter continues a run as new once its history holds
+	// this many events (at the next point where nothing is in flight);
+	// zero: only when Temporal suggests it.
+	ContinueAsNewAfter int
 }
 
 // lostReruns bounds how often an attempt whose worker was lost runs again
@@ -104,6 +112,21 @@ type wrun struct {
 	inbox   []int
 	// agents are the sessions of agent steps (agent.go), by step index.
 	agents map[int]*agentRun
+	// rounds are the rounds a repeat step settled before one of them
+	// parked it in doubt, by step index (runRepeat).
+	rounds map[int][]json.RawMessage
+	// roundAt is, by step index, where a repeat step's rounds stopped,
+	// for its fallback (stoppedAt).
+	roundAt map[int]call
+	// first is the first attempt of a step a retry re-opened (its last
+	// attempt's number + 1), by step index, until it starts.
+	first map[int]int
+	// retryOpen: the failed run takes UpdateRetry; retryReq is the one it
+	// took, not yet carried out.
+	retryOpen bool
+	retryReq  *Decision
+	// published is the status last published as AttrStatus (publish).
+	published journal.RunStatus
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -136,6 +159,7 @@ type outcome struct {
 // drive carries out the machine's commands until the run settles.
 func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 	r.status = journal.RunRunning
+	r.publish(ctx)
 	r.m.SettleRun(journal.RunRunning)
 	r.m.Seed()
 	results := workflow.NewChannel(ctx)
@@ -143,6 +167,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 	for {
 		switch cmd := r.m.Next(inFlight); cmd.Op {
 		case sched.Start:
+			if r.shouldContinue(ctx, inFlight) {
+				return nil, r.continueAsNew(ctx, -1) // the step starts in the new run
+			}
 			if r.dispatch(ctx, cmd.Step, results) {
 				inFlight++
 			}
@@ -165,8 +192,20 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		st := r.m.Outcome(r.failure != nil, class, false)
 		r.m.SettleRun(st)
 		r.status = st
+		r.publish(ctx)
+		if st == journal.RunFailed && r.awaitRetry(ctx) {
+			r.status = journal.RunRunning
+			r.publish(ctx)
+			r.m.SettleRun(journal.RunRunning)
+			r.m.Recount()
+			r.m.Seed()
+			continue
+		}
 		if st != journal.RunWaiting {
 			return r.snapshot(), nil
+		}
+		if len(r.inbox) == 0 && r.shouldContinue(ctx, inFlight) {
+			return nil, r.continueAsNew(ctx, -1)
 		}
 		// a person (or an agent) answers through UpdateDecide.
 		if err := workflow.Await(ctx, func() bool { return len(r.inbox) > 0 }); err != nil {
@@ -177,6 +216,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		}
 		r.inbox = r.inbox[:0]
 		r.status = journal.RunRunning
+		r.publish(ctx)
 		r.m.SettleRun(journal.RunRunning)
 		r.m.Recount()
 		r.m.Seed()
@@ -198,6 +238,10 @@ func (r *wrun) dispatch(ctx workflow.Context, i int, results workflow.Channel) b
 		return false
 	}
 	first, approved := 1, false
+	if n := r.first[i]; n > 0 {
+		first = n // re-opened by a retry: its next attempt
+		delete(r.first, i)
+	}
 	var got sched.Answered
 	a := r.answers[i]
 	if a != nil {

@@ -41,6 +41,14 @@ type AttemptRequest struct {
 	// Approved says a person approved this call (its tool step parked for
 	// approval).
 	Approved bool
+	// Round is a repeat step's round, from 1 (0 for any other step), and
+	// Previous the output of the round before it (nil for round 1): the
+	// round renders its input with them (RoundScope) and its call's key
+	// carries the round. The driver decides the rounds (sched.Rounds).
+	// With Fallback, Round is the round the rounds stopped at: the
+	// fallback's scope holds it (its key does not).
+	Round    int
+	Previous any
 }
 
 // Scope is the scope of templates and expressions of a run of f that
@@ -137,6 +145,27 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		return out, err
 	}
 	var out any
+	if st := f.Steps[req.Step]; st.Repeat != nil && !req.Fallback {
+		// one round's attempt: its gate is checked here, on the round's
+		// output; max_output_bytes on the last round's (CheckOutput).
+		if req.Round < 1 {
+			return nil, fmt.Errorf("engine: step %s is a repeat step: an attempt names its round (from 1)", st.ID)
+		}
+		rin, err := r.roundInput(r.ctx, j, req.Round-1, req.Previous, req.Round > 1)
+		if err != nil {
+			return nil, err
+		}
+		out, _, err = r.attempt(r.ctx, j, rin, req.Attempt)
+		return out, err
+	}
+	if st := f.Steps[req.Step]; st.Repeat != nil && req.Fallback && req.Round > 0 {
+		// the fallback of rounds that stopped at round req.Round sees them
+		// as the runner's does: previous, iteration, and the last output.
+		RoundScope(scope, req.Round-1, req.Previous)
+		if req.Round > 1 {
+			SettleRound(scope, st, req.Previous)
+		}
+	}
 	if req.Fallback {
 		out, err = r.runFallback(r.ctx, j, in, scope)
 	} else {
@@ -169,7 +198,8 @@ func (e *Engine) Items(ctx context.Context, f *flow.Flow, runID string, s *Settl
 
 // CheckOutput checks a step's whole output as the runner does once the
 // step ran: its gate (a for_each step's, on the list of its items'
-// outputs), a for_each step's premise (on the same list) and
+// outputs; a repeat step's was checked on each round, by Attempt), a
+// for_each step's premise (on the same list) and
 // max_output_bytes.
 func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s *Settled, i int, out any) error {
 	r, err := e.runAt(ctx, f, runID, s)
@@ -178,7 +208,7 @@ func (e *Engine) CheckOutput(ctx context.Context, f *flow.Flow, runID string, s 
 	}
 	defer r.end()
 	st := f.Steps[i]
-	if st.Gate != nil || st.ForEach != nil && st.Premise != nil {
+	if st.Gate != nil && st.Repeat == nil || st.ForEach != nil && st.Premise != nil {
 		j := r.prepare(i)
 		if j.scope == nil {
 			j.scope = r.scope()

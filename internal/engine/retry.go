@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
@@ -108,57 +108,27 @@ func notFailed(run *store.Run) error {
 		fmt.Errorf("run %s is not failed (its status is %s): only a failed run can be retried; %s", run.ID, run.Status, advice))
 }
 
-// reopenSet is what a retry of run (its step rows) puts back to pending:
-// its failed steps, the steps that waited for a decision when it failed
-// (their approvals were closed with the run: they ask again), and with
-// from, from and the settled steps downstream of it, in flow order.
+// reopenSet is what a retry of run (its step rows) puts back to pending
+// (sched.Reopens), as rows in flow order.
 func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*store.Step, error) {
-	byID := make(map[string]*store.Step, len(rows))
-	var failed, waited []string
+	byIndex := make([]*store.Step, len(f.Steps))
 	for _, row := range rows {
-		byID[row.StepID] = row
-		switch row.Status {
-		case trace.StepBlocked:
-			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s was blocked by the policy gate, and a retry would be blocked again: change the policy or the flow and start a new run", runID, row.StepID))
-		case trace.StepFailed:
-			failed = append(failed, row.StepID)
-		case trace.StepUnknown:
-			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s was in doubt (unknown: its effect may have happened) when the run failed, and a retry would make it again without a person deciding: start a new run, or settle its effect outside rein", runID, row.StepID))
-		case trace.StepWaiting:
-			// its approval was closed when the run failed: it asks again.
-			waited = append(waited, row.StepID)
+		if s := f.StepByID(row.StepID); s != nil {
+			byIndex[s.Index] = row
 		}
 	}
-	reopen := make([]bool, len(f.Steps))
-	for _, id := range append(failed, waited...) {
-		reopen[f.StepByID(id).Index] = true
+	idx, err := sched.Reopens(f, runID, from, func(i int) (journal.StepStatus, bool) {
+		if byIndex[i] == nil {
+			return "", false
+		}
+		return byIndex[i].Status, true
+	})
+	if err != nil {
+		return nil, err
 	}
-	if from != "" {
-		s := f.StepByID(from)
-		if s == nil {
-			ids := make([]string, len(f.Steps))
-			for k, st := range f.Steps {
-				ids[k] = st.ID
-			}
-			return nil, fault.New(fault.NotFound, fmt.Errorf("run %s: flow %s has no step %q%s; its steps: %s", runID, f.Name, from, flow.DidYouMean(from, ids), strings.Join(ids, ", ")))
-		}
-		if row := byID[from]; row == nil || !row.Status.Settled() {
-			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s never ran, so it cannot be retried from: retry from a step that failed (%s) or one that settled before", runID, from, strings.Join(failed, ", ")))
-		}
-		reopen[s.Index] = true
-		for _, i := range f.Order { // upstream first
-			for _, k := range f.Steps[i].RequireIdx {
-				if reopen[k] {
-					reopen[i] = true
-				}
-			}
-		}
-	}
-	var out []*store.Step
-	for _, s := range f.Steps {
-		if row := byID[s.ID]; reopen[s.Index] && row != nil && (row.Status.Settled() || row.Status == trace.StepWaiting) {
-			out = append(out, row)
-		}
+	out := make([]*store.Step, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, byIndex[i])
 	}
 	return out, nil
 }

@@ -415,7 +415,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 	done := r.roundsDone(j.index) // settled before a resume: not made again
 	call := func(ctx context.Context, u fan.Unit) unitResult {
 		round := u.Index
-		scope["previous"], scope["iteration"] = last, float64(round)
+		RoundScope(scope, round, last)
 		if round < len(done) {
 			return unitResult{v: done[round]}
 		}
@@ -435,7 +435,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		o.attempts = max(o.attempts, res.attempts)
 		if res.err == nil {
 			last = res.v
-			scope["output"], scope[s.ID] = res.v, res.v
+			SettleRound(scope, s, res.v)
 		} else {
 			stop, where = res.err, res.origin
 		}
@@ -443,7 +443,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		defer cancel()
 		done, err := m.Settle(ectx, u.Index, res.err != nil, scope)
 		if err != nil {
-			stop, where = renderFailure(ectx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err), trace.OriginEngine
+			stop, where = UntilFailure(ectx, s, err), trace.OriginEngine
 		}
 		over = done
 		return nil
@@ -466,9 +466,9 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 func (r *run) roundInput(ctx context.Context, j *job, round int, last any, settled bool) (unitInput, error) {
 	s := j.step
 	scope := j.scope
-	scope["previous"], scope["iteration"] = last, float64(round)
+	RoundScope(scope, round, last)
 	if settled {
-		scope["output"], scope[s.ID] = last, last
+		SettleRound(scope, s, last)
 	}
 	in, err := renderInput(ctx, r.b.kinds[j.index], s, scope, -1, nil, s.MaxInputBytes)
 	in.round = round + 1
@@ -479,6 +479,26 @@ func (r *run) roundInput(ctx context.Context, j *job, round int, last any, settl
 		in.args = map[string]any{"previous": last, "iteration": float64(round)}
 	}
 	return in, nil
+}
+
+// RoundScope sets in scope (a repeat step's, Scope's) what round (from 0)
+// reads: previous, the output of the round before it (nil for the first),
+// and iteration, its number. The runner and a workflow driver both render
+// a round's input and evaluate repeat.until on it.
+func RoundScope(scope map[string]any, round int, previous any) {
+	scope["previous"], scope["iteration"] = previous, float64(round)
+}
+
+// SettleRound sets in scope what repeat.until reads once a round of step s
+// settled with out: output, and the step's id.
+func SettleRound(scope map[string]any, s *flow.Step, out any) {
+	scope["output"], scope[s.ID] = out, out
+}
+
+// UntilFailure is the step's failure when its repeat.until, evaluated
+// under ctx, gave err (sched.Rounds.Settle's error).
+func UntilFailure(ctx context.Context, s *flow.Step, err error) error {
+	return renderFailure(ctx, s, fmt.Sprintf("repeat.until %q", s.Repeat.Until.Source()), err)
 }
 
 // checkGate evaluates the step's gate on an output, under ctx (the

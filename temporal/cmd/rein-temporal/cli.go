@@ -28,10 +28,13 @@ const (
 )
 
 const usage = `usage:
-  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] DIR...
-  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--detach] [-o json]
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 24h] DIR...
+  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
-  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]`
+  (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
+  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
+  rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
+  rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -48,14 +51,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs approve, reject or settle")
+			err = usageErr("rein runs needs approve, reject, settle, submit or retry")
 			break
 		}
 		code, err = decide(ctx, args[1], args[2:], stdout, stderr)
 	case "agent":
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs approve|reject|settle do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs approve|reject|settle|submit|retry do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -78,12 +81,18 @@ func usageErr(msg string) error { return &usageError{msg} }
 // common are the flags every command takes.
 type common struct {
 	hostport, namespace, queue string
+	// blobs is the blob store of large payloads (--blobs DIR), blobMin
+	// the size past which a payload goes there.
+	blobs   string
+	blobMin int
 }
 
 func (c *common) add(fs *flag.FlagSet) {
 	fs.StringVar(&c.hostport, "temporal", "", "the Temporal server's HOSTPORT")
 	fs.StringVar(&c.namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&c.queue, "task-queue", "rein", "the task queue")
+	fs.StringVar(&c.blobs, "blobs", "", "a directory every worker and client shares: payloads past --blob-threshold are stored there, by reference in the history")
+	fs.IntVar(&c.blobMin, "blob-threshold", temporal.DefaultBlobThreshold, "with --blobs: the payload size in bytes past which a payload is stored by reference")
 }
 
 // parse parses args with fs, flags and positional arguments in any order.
@@ -106,14 +115,20 @@ func (c *common) dial() (client.Client, error) {
 	if c.hostport == "" {
 		return nil, usageErr("--temporal HOSTPORT is required")
 	}
-	return client.Dial(client.Options{HostPort: c.hostport, Namespace: c.namespace})
+	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
+	if c.blobs != "" {
+		opts.DataConverter = temporal.NewBlobConverter(&temporal.BlobCodec{Dir: c.blobs, Threshold: c.blobMin})
+	}
+	return client.Dial(opts)
 }
 
 // serveWorker serves the flows of its folders until ctx ends.
 func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var c common
+	var window time.Duration
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	c.add(fs)
+	fs.DurationVar(&window, "retry-window", 24*time.Hour, "how long a failed run stays open for rein runs retry (0: it closes as it fails)")
 	dirs, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -130,7 +145,14 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cl.Close()
-	w := temporal.NewWorker(cl, c.queue, flows, worker.Options{})
+	if err := temporal.RegisterSearchAttributes(ctx, cl, c.namespace); err != nil {
+		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
+	}
+	if window <= 0 {
+		window = -1 // Workflow.RetryWindow: negative closes a failed run at once
+	}
+	w := worker.New(cl, c.queue, worker.Options{})
+	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
 	return w.Run(stopOn(ctx))
 }
@@ -173,12 +195,13 @@ func stopOn(ctx context.Context) <-chan any {
 // run starts a run of a folder and follows it until it settles or waits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var inputPath, runID, output string
+	var inputPath, runID, output, tenant string
 	var detach bool
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&inputPath, "input", "", "run input: a JSON file (default: input.json in the flow's folder)")
 	fs.StringVar(&runID, "run-id", "", "the run's id (the workflow id); a running run of that id is followed, not started again")
+	fs.StringVar(&tenant, "tenant", "", "who the run is for (its ReinTenant search attribute)")
 	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
@@ -210,7 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return exitUsage, err
 	}
 	defer cl.Close()
-	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue})
+	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue, Tenant: tenant, Namespace: c.namespace})
 	if err != nil {
 		return exitFailed, err
 	}
@@ -222,44 +245,106 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	return follow(ctx, cl, wr.GetID(), output == "json", stdout, stderr)
 }
 
-// decide sends a decision on a waiting step, then follows the run.
+// decide sends a decision on a waiting step (approve, reject, settle), a
+// submission (submit) or a retry of a failed run (retry) as the run's
+// update, then follows the run.
 func decide(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (int, error) {
+	update := temporal.UpdateDecide
 	switch action {
 	case temporal.ActionApprove, temporal.ActionReject, temporal.ActionSettle:
+	case temporal.ActionSubmit:
+		update = temporal.UpdateSubmit
+	case temporal.ActionRetry:
+		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject and settle do)", action))
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject, settle, submit and retry do)", action))
 	}
 	var c common
-	var by, comment, out, output string
+	var by, comment, out, data, from, output string
 	fs := flag.NewFlagSet("runs "+action, flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides")
 	fs.StringVar(&comment, "comment", "", "why")
 	fs.StringVar(&out, "output", "", "settle: the step's output, JSON")
+	fs.StringVar(&data, "data", "", "submit: the step's output, JSON or @FILE")
+	fs.StringVar(&from, "from", "", "retry: run again from this step (the failed one, or one that settled before it)")
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 2 {
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s --temporal takes RUN and STEP", action))
+	var d temporal.Decision
+	switch action {
+	case temporal.ActionRetry:
+		if len(pos) != 1 {
+			return exitUsage, usageErr("rein runs retry --temporal takes RUN")
+		}
+		d = temporal.Decision{Step: from, Action: action, By: by, Comment: comment}
+	default:
+		if len(pos) != 2 {
+			return exitUsage, usageErr(fmt.Sprintf("rein runs %s --temporal takes RUN and STEP", action))
+		}
+		d = temporal.Decision{Step: pos[1], Action: action, By: by, Comment: comment}
 	}
-	d := temporal.Decision{Step: pos[1], Action: action, By: by, Comment: comment}
-	if action == temporal.ActionSettle {
+	switch action {
+	case temporal.ActionSettle:
 		if !json.Valid([]byte(out)) {
 			return exitUsage, usageErr("rein runs settle needs --output JSON")
 		}
 		d.Output = json.RawMessage(out)
+	case temporal.ActionSubmit:
+		raw, err := dataArg(data)
+		if err != nil {
+			return exitUsage, err
+		}
+		d.Output = raw
 	}
 	cl, err := c.dial()
 	if err != nil {
 		return exitUsage, err
 	}
 	defer cl.Close()
-	if err := temporal.Decide(ctx, cl, pos[0], d); err != nil {
+	if err := temporal.Update(ctx, cl, pos[0], update, d); err != nil {
+		if action == temporal.ActionRetry {
+			return exitUsage, fmt.Errorf("run %s: %w; nothing was done", pos[0], err)
+		}
 		return exitUsage, fmt.Errorf("run %s, step %s: %w", pos[0], pos[1], err)
 	}
 	return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+}
+
+// maxData bounds a submission's --data (a JSON text or an @FILE).
+const maxData = 16 << 20
+
+// dataArg is submit's --data: a JSON text, or @FILE, read up to maxData.
+func dataArg(v string) (json.RawMessage, error) {
+	if v == "" {
+		return nil, usageErr("rein runs submit needs --data JSON (or @FILE): the step's output")
+	}
+	raw := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageErr(fmt.Sprintf("--data %s: %v", v, err))
+		}
+		defer f.Close()
+		if raw, err = io.ReadAll(io.LimitReader(f, maxData+1)); err != nil {
+			return nil, usageErr(fmt.Sprintf("--data %s: %v", v, err))
+		}
+		if len(raw) > maxData {
+			return nil, usageErr(fmt.Sprintf("--data %s: more than %d bytes", v, maxData))
+		}
+	}
+	if !json.Valid(raw) {
+		var x any
+		err := json.Unmarshal(raw, &x)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, usageErr(fmt.Sprintf("--data: not JSON at byte %d (%v): give the step's output as one JSON value", se.Offset, err))
+		}
+		return nil, usageErr(fmt.Sprintf("--data: not JSON (%v): give the step's output as one JSON value", err))
+	}
+	return raw, nil
 }
 
 // follow prints each step as it settles and the run's end, and exits as
@@ -296,11 +381,18 @@ func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool
 		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
 		if st.Error != nil {
 			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)
+			if st.Status == "failed" {
+				fmt.Fprintf(stdout, "  retry: rein runs retry %s [--from STEP] --temporal … (while the run is open: the workers' retry window)\n", st.RunID)
+			}
 		}
 		if st.Status == "waiting" {
 			var pend []temporal.Pending
 			if err := temporal.Query(ctx, cl, runID, temporal.QueryPending, &pend); err == nil {
 				for _, p := range pend {
+					if p.Kind == "submission" {
+						fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs submit %s %s --data JSON --temporal …\n", p.Step, p.Kind, runID, p.Step)
+						continue
+					}
 					fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs approve|reject|settle %s %s --temporal …\n", p.Step, p.Kind, runID, p.Step)
 				}
 			}

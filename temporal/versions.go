@@ -1,0 +1,30 @@
+package temporal
+
+import "go.temporal.io/sdk/workflow"
+
+// Versions of the run workflow. The rule: a change to workflow code that
+// would take a run already in a history another way (another command, in
+// another order) goes behind workflow.GetVersion with a change id of its
+// own, asked where the runs part ways and nowhere else, so that a history
+// recorded before the change replays (GetVersion answers DefaultVersion
+// there and the old branch runs) and a new run records the marker and
+// takes the new one. The old branch stays as long as runs of it may be in
+// flight or replayed; every committed history under testdata/histories
+// must replay (TestReplay).
+const (
+	// changeRepeat: repeat steps run their rounds as activities (before,
+	// such a step failed at once with a message saying they did not run on
+	// Temporal).
+	changeRepeat = "rein-repeat"
+	// changeRetry: a failed run stays open for UpdateRetry for the retry
+	// window (before, it closed as it failed).
+	changeRetry = "rein-retry"
+	// changeContinueAsNew: a long run continues as new (carry.go).
+	changeContinueAsNew = "rein-continue-as-new"
+)
+
+// version is the version of change id this run takes: DefaultVersion in
+// a history recorded before it, else its latest (1).
+func version(ctx workflow.Context, id string) workflow.Version {
+	return workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1)
+}
