@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/project"
 )
 
@@ -102,11 +103,25 @@ func TestHandoffEntriesAreChecked(t *testing.T) {
 			t.Errorf("the error lacks %q:\n%v", want, err)
 		}
 	}
+	// a handoff back to an agent on the chain hands the conversation
+	// back (bounded by max_handoffs); a handoff to the agent itself does
+	// not load.
 	root = agents(t, map[string]string{
 		"a": "model: m\ntools: {}\nhandoffs: [../b]\n",
 		"b": "model: m\ntools: {}\nhandoffs: [../a]\n",
+		"c": "model: m\ntools: {}\nhandoffs: [../c]\n",
 	})
-	if _, err := project.LoadAgent(filepath.Join(root, "a"), nil); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "b", "agent.yaml")+":3:12: tool transfer_to_a: agent "+filepath.Join(root, "a")+" calls itself") {
+	back, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer back.Close()
+	tl, _ := back.Tools.Lookup("transfer_to_b")
+	b := tl.(agent.Definer).AgentDefinition()
+	if len(b.Config.Tools) != 1 || b.Config.Tools[0].Agent == nil || !b.Config.Tools[0].Agent.Back || b.Config.Tools[0].Agent.Path != filepath.Join(root, "a") {
+		t.Fatalf("b's handoffs: %+v", b.Config.Tools)
+	}
+	if _, err := project.LoadAgent(filepath.Join(root, "c"), nil); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "c", "agent.yaml")+":3:12: tool transfer_to_c: agent "+filepath.Join(root, "c")+" calls itself") {
 		t.Fatalf("load: %v", err)
 	}
 	root = agents(t, map[string]string{

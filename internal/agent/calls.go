@@ -237,6 +237,9 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 				c.left = l.left(s)
 				if h := l.tools[c.Tool].Handoff; h != "" {
 					c.handover = l.handoverOf(s, t, c, h)
+					if c.Sub == nil {
+						c.left.MaxHandoffs-- // this transfer, not counted until it runs
+					}
 				}
 			}
 		}
@@ -403,6 +406,12 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		t = tool.Func(bt.spec, func(ctx context.Context, a any) (any, error) {
 			m, _ := a.(map[string]any)
 			return l.runSub(ctx, turn, c, bt, m)
+		})
+	}
+	if bt.back != nil {
+		t = tool.Func(bt.spec, func(_ context.Context, a any) (any, error) {
+			m, _ := a.(map[string]any)
+			return l.handBack(c, bt, m), nil
 		})
 	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),

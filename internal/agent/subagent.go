@@ -54,6 +54,10 @@ type Definition struct {
 	// joined with the caller's for its calls: a rule of either holds. Nil:
 	// the caller's alone.
 	Gate safety.Gate
+	// Back marks the agent of a handoff that closes a chain of handoffs
+	// (the agent is on it, before the one that hands off): calling it
+	// hands the conversation back (handback.go); Config is not used.
+	Back bool
 }
 
 // Definer is a tool.Tool that is an agent (package project makes one for an
@@ -91,6 +95,9 @@ type SubRun struct {
 	// ErrorType and Error say why it failed (a budget, its model).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Back is where a handed-over sub-run sent the conversation back
+	// (Status SubHandedBack): to the caller, or to an agent before it.
+	Back *HandBack `json:"back,omitempty"`
 }
 
 // SubRunStatus is where a sub-run stands.
@@ -105,6 +112,9 @@ const (
 	// SubRefused: the call was refused before the sub-agent ran (a
 	// recursion, too deep, no budget left).
 	SubRefused SubRunStatus = "refused"
+	// SubHandedBack: the agent the conversation went to handed it back
+	// (SubRun.Back names to whom).
+	SubHandedBack SubRunStatus = "handed_back"
 )
 
 const subInputSchema = `{"type":"object","required":["task"],"additionalProperties":false,
@@ -209,7 +219,7 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	if c.Sub != nil && c.Sub.Task == task {
 		*sr = *c.Sub // continued: a copy, so the record committed before stays as it was
 	}
-	sr.Status, sr.Pending, sr.ErrorType, sr.Error = SubRunning, nil, "", ""
+	sr.Status, sr.Pending, sr.ErrorType, sr.Error, sr.Back = SubRunning, nil, "", "", nil
 	c.Sub = sr
 	budgets, err := sa.loop.cfg.Budgets.cut(c.left)
 	if err != nil {
@@ -242,6 +252,8 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	case res.Status == StatusPaused:
 		sr.Status, sr.Pending = SubWaiting, res.Pending
 		return nil, &subPaused{n: len(res.Pending), agent: sa.def.Name}
+	case res.Status == StatusHandedBack:
+		return handedBack(sr, sa.def.Name, res), nil
 	}
 	sr.Status, sr.Answer = SubAnswered, res.Answer
 	return res.Answer, nil
@@ -266,6 +278,7 @@ func (b Budgets) cut(left *Budgets) (Budgets, error) {
 	}
 	b.MaxTurns = min(b.MaxTurns, left.MaxTurns)
 	b.MaxToolCalls = min(b.MaxToolCalls, left.MaxToolCalls)
+	b.MaxHandoffs = max(min(b.MaxHandoffs, left.MaxHandoffs), 0)
 	if left.MaxTokens > 0 {
 		if b.MaxTokens == 0 || left.MaxTokens < b.MaxTokens {
 			b.MaxTokens = left.MaxTokens
@@ -278,7 +291,7 @@ func (b Budgets) cut(left *Budgets) (Budgets, error) {
 func (l *Loop) left(s *Session) *Budgets {
 	u := UsageOf(s)
 	b := l.cfg.Budgets
-	out := &Budgets{MaxTurns: b.MaxTurns - u.Turns, MaxToolCalls: b.MaxToolCalls - u.ToolCalls}
+	out := &Budgets{MaxTurns: b.MaxTurns - u.Turns, MaxToolCalls: b.MaxToolCalls - u.ToolCalls, MaxHandoffs: b.MaxHandoffs - u.Handoffs}
 	if b.MaxTokens > 0 {
 		out.MaxTokens = max(b.MaxTokens-u.TokensIn-u.TokensOut, 1)
 	}

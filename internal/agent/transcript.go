@@ -109,6 +109,9 @@ type Call struct {
 	// Sub is the sub-run of a call of a sub-agent (a Tool with Agent):
 	// its turns as committed, its status, answer and waiting calls.
 	Sub *SubRun `json:"sub,omitempty"`
+	// Back is the hand-back a call of a hand-back tool made: the
+	// conversation went back to that agent (handback.go).
+	Back *HandBack `json:"back,omitempty"`
 	// Provenance says where each argument came from, traced from the
 	// transcript (safety.Evidence.Trace): user, tool:<name>, db or
 	// inferred, by JSON pointer. Verified lists the inferred arguments a

@@ -83,7 +83,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	}
 	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guardrailsOf(a.Guardrails), Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
-		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, MaxHandoffs: a.Budgets.MaxHandoffs, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
 		// a sub-agent's model calls count as the step's, as its own do.
 		SubModel: func(name string, m model.Model) model.Model { return metered{name: name, m: m} },
