@@ -152,6 +152,9 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 		return nil, err
 	}
 	p.closers = append(p.closers, sp.Close)
+	if err := p.pinAgent(dir, sp); err != nil {
+		return nil, err
+	}
 	// its rein.yaml's secrets are hidden in this project's runs too: its
 	// calls are journaled there.
 	p.redactor = p.Redactor().Join(sp.Redactor())
