@@ -135,7 +135,7 @@ type Project struct {
 	// agents are the agent folders its agents call or hand over to
 	// (agentpins.go).
 	agents []PinnedAgent
-	model     string // LoadOptions.Model
+	model  string // LoadOptions.Model
 	// presets are the provider presets of the rein.yaml models: entries
 	// that answer their names (ModelProvider).
 	presets map[string]provider.Preset
