@@ -73,6 +73,15 @@ const (
 // Usage sums an agent run's turns: turns, tool calls, model calls, tokens.
 type Usage = agent.Usage
 
+// HandBack is a transfer of the conversation back to an agent before the
+// one that made it (a handoff to an agent on the chain).
+type HandBack = agent.HandBack
+
+// AnsweredBy names the agent that gave the final answer of turns when the
+// conversation had been handed over: the agents handed over to,
+// outermost first; nil when the session's own agent answered.
+func AnsweredBy(turns []Turn) []string { return agent.AnsweredBy(turns) }
+
 // UsageOf sums turns.
 func UsageOf(turns []Turn) Usage { return agent.UsageOf(&agent.Session{Turns: turns}) }
 
@@ -88,6 +97,9 @@ type Reply struct {
 	// Turns are the run's transcript, and Usage their sum.
 	Turns []Turn
 	Usage Usage
+	// AnsweredBy names the agent that answered when the conversation was
+	// handed over (AnsweredBy); the session's next message goes to it.
+	AnsweredBy []string
 }
 
 // Reply reads back what the agent run res did: its answer, transcript
@@ -98,7 +110,7 @@ func (s *Service) Reply(ctx context.Context, res *rein.Result) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reply{Result: res, Answer: res.Outputs[project.AgentStep], Turns: turns, Usage: UsageOf(turns)}, nil
+	return &Reply{Result: res, Answer: res.Outputs[project.AgentStep], Turns: turns, Usage: UsageOf(turns), AnsweredBy: AnsweredBy(turns)}, nil
 }
 
 // Transcript returns the turns of the agent run runID as its journal

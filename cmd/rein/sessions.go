@@ -102,6 +102,9 @@ type sessionRunJSON struct {
 	Status    trace.RunStatus   `json:"status"`
 	CreatedAt time.Time         `json:"created_at"`
 	Items     []session.Message `json:"items"`
+	// AnsweredBy is the agent that answered (a succeeded run): the
+	// session's own, or the one the conversation was handed over to.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 func newSessionsShowCmd(s *streams) *cobra.Command {
@@ -125,8 +128,13 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 				for _, r := range list {
 					m := sessionRunJSON{RunID: r.ID, Flow: r.Flow, Status: r.Status, CreatedAt: r.CreatedAt}
 					if r.Status == trace.RunSucceeded {
-						if m.Items, err = session.Exchange(ctx, c.Store(), r); err != nil {
+						var turns []session.Turn
+						if m.Items, turns, err = session.ExchangeOf(ctx, c.Store(), r); err != nil {
 							return failed("%s: %w", redactDSN(dsn), err)
+						}
+						m.AnsweredBy = r.Flow
+						if by := session.AnsweredBy(turns); len(by) > 0 {
+							m.AnsweredBy = by[len(by)-1]
 						}
 					} else if in, ok := runTask(r); ok {
 						m.Items = []session.Message{{Role: "user", Content: in}}
@@ -142,6 +150,9 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 				for _, m := range out {
 					fmt.Fprintf(s.out, "run %s (%s) %s %s\n", m.RunID, m.Flow, m.Status, stamp(m.CreatedAt))
 					writeItems(s, m.Items)
+					if m.AnsweredBy != "" {
+						fmt.Fprintf(s.out, "  answered by: %s\n", printable(m.AnsweredBy))
+					}
 					if m.Status != trace.RunSucceeded {
 						fmt.Fprintf(s.out, "  (no answer: the run is %s; rein runs show %s)\n", m.Status, m.RunID)
 					}

@@ -237,6 +237,9 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 				c.left = l.left(s)
 				if h := l.tools[c.Tool].Handoff; h != "" {
 					c.handover = l.handoverOf(s, t, c, h)
+					if continues(s, t, c) {
+						c.handover.agents = s.Agent[1:]
+					}
 					if c.Sub == nil {
 						c.left.MaxHandoffs-- // this transfer, not counted until it runs
 					}

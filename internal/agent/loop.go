@@ -142,6 +142,14 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 	}
 	var conv conversation
 	fresh := false
+	if len(s.Turns) == 0 {
+		if t := l.continueWith(s); t != nil {
+			if err := l.commitTurn(ctx, s, t); err != nil {
+				return res, err
+			}
+			fresh = true
+		}
+	}
 	for {
 		if n := len(s.Turns); n > 0 {
 			last := &s.Turns[n-1]

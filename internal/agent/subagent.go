@@ -194,8 +194,9 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	sa := bt.sub
 	task, _ := args["task"].(string)
 	var history []model.Message
+	var agents []string
 	if bt.Handoff != "" {
-		task, history = c.handover.task, c.handover.history
+		task, history, agents = c.handover.task, c.handover.history, c.handover.agents
 	}
 	id := sa.def.Path
 	if id == "" {
@@ -226,7 +227,7 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 		sr.Status, sr.ErrorType, sr.Error = SubRefused, string(fault.Budget), err.Error()
 		return subAnswer(sr), nil
 	}
-	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions}
+	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions, Agent: agents}
 	sj := &subJournal{parent: l, turn: turn, call: c, turns: cloneTurns(sr.Turns)}
 	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets)
 	res, err := sub.Run(ctx, sess)

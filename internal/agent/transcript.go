@@ -29,6 +29,13 @@ type Session struct {
 	// Started is when the task began, for the wall-time budget. Zero:
 	// when Run is first called.
 	Started time.Time
+	// Agent, when set, continues the conversation with the agent that
+	// answered it last after handoffs (AnsweredBy of the last exchange:
+	// the names of the agents handed over to, outermost first): a new
+	// task's first turn hands it over to Agent[0] at once, without a
+	// model call, and that agent continues with Agent[1:]. A name no
+	// handoff of the loop's has is ignored (the model's turn comes).
+	Agent []string
 }
 
 // Turn is one model reply and what became of its calls.
