@@ -50,8 +50,26 @@ const (
 type PlanRun = agent.PlanRun
 
 // SubRun is the sub-run of a call of an agent called as a tool (a
-// sub-agent): its task, status, turns and answer.
+// sub-agent), or of a handoff: its task, status, turns and answer.
 type SubRun = agent.SubRun
+
+// SubRunStatus is where a SubRun stands.
+type SubRunStatus = agent.SubRunStatus
+
+// The statuses of a SubRun.
+const (
+	SubRunning = agent.SubRunning
+	// SubAnswered: the agent answered (a handoff's answer is its caller's).
+	SubAnswered = agent.SubAnswered
+	// SubWaiting: calls of the sub-run wait for a person.
+	SubWaiting = agent.SubWaiting
+	// SubFailed: its budget, its model, or a hand-back it could not make.
+	SubFailed = agent.SubFailed
+	// SubRefused: refused before it ran (a recursion, no budget left).
+	SubRefused = agent.SubRefused
+	// SubHandedBack: the agent handed the conversation back (Back).
+	SubHandedBack = agent.SubHandedBack
+)
 
 // PlanRunStep is what became of one step of a PlanRun.
 type PlanRunStep = agent.PlanRunStep

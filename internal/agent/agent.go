@@ -165,6 +165,9 @@ type Config struct {
 	// loop runs, which its calls' keys extend.
 	path   []string
 	parent string
+	// aside: this loop is a sub-run of an agent called as a tool (or
+	// inside one): its text is not the conversation (model.Request.Aside).
+	aside bool
 }
 
 // Loop runs agent tasks. Build it with New; it is safe for concurrent

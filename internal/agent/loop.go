@@ -230,7 +230,7 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return err
 	}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
-		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
+		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt, SubRun: l.cfg.parent, Aside: l.cfg.aside}
 	resp, err := l.generate(ctx, req, &t)
 	if err != nil {
 		return &ModelError{Turn: t.N, Model: l.cfg.ModelName, Err: err}

@@ -229,7 +229,7 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	}
 	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions, Agent: agents}
 	sj := &subJournal{parent: l, turn: turn, call: c, turns: cloneTurns(sr.Turns)}
-	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets)
+	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets, bt.Handoff == "")
 	res, err := sub.Run(ctx, sess)
 	latest := *c.Sub // the journal's latest, copied: what it committed stays
 	sr = &latest
@@ -301,9 +301,11 @@ func (l *Loop) left(s *Session) *Budgets {
 
 // nested is sa's loop placed in the caller's run: its keys extend parent
 // (the calling call's key and the tool's name), j commits it, its budgets
-// are b.
-func (l *Loop) nested(caller *Loop, parent string, j Journal, b Budgets) *Loop {
+// are b; aside: it answers its caller, not the conversation (an agent
+// called as a tool).
+func (l *Loop) nested(caller *Loop, parent string, j Journal, b Budgets, aside bool) *Loop {
 	c := *l
+	c.cfg.aside = caller.cfg.aside || aside
 	c.cfg.RunID, c.cfg.StepID, c.cfg.Attempt = caller.cfg.RunID, caller.cfg.StepID, caller.cfg.Attempt
 	// its cut observations keep their preview only: the caller's Blobs
 	// keep a blob for the call that commits next, which is the caller's.
