@@ -97,3 +97,36 @@ func samePinnedAgents(pinned, now []PinnedAgent) error {
 	}
 	return nil
 }
+
+// SpendModels are the models a run of p prices its model calls by (its
+// tenants' cost_per_day): its rein.yaml models:, then, for a name that
+// declares none, those of the agent folders its agents call or hand the
+// conversation to (nested ones too, the first folder's for a name two
+// declare), whose model calls are the run's. Nil when none is declared.
+// The map is the caller's to read, never to change.
+func (p *Project) SpendModels() map[string]*flow.ModelDecl {
+	var own map[string]*flow.ModelDecl
+	if p.config != nil {
+		own = p.config.Models
+	}
+	if len(p.subModels) == 0 {
+		return own
+	}
+	out := maps.Clone(p.subModels)
+	maps.Copy(out, own)
+	return out
+}
+
+// addSubModels adds the models sp prices its calls by to p's models of
+// sub-agents, where p has none of that name yet.
+func (p *Project) addSubModels(sp *Project) {
+	for name, d := range sp.SpendModels() {
+		if _, ok := p.subModels[name]; ok {
+			continue
+		}
+		if p.subModels == nil {
+			p.subModels = map[string]*flow.ModelDecl{}
+		}
+		p.subModels[name] = d
+	}
+}

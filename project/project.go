@@ -135,6 +135,9 @@ type Project struct {
 	// agents are the agent folders its agents call or hand over to
 	// (agentpins.go).
 	agents []PinnedAgent
+	// subModels are the rein.yaml models: of those agent folders, for
+	// pricing their calls (SpendModels).
+	subModels map[string]*flow.ModelDecl
 	model  string // LoadOptions.Model
 	// presets are the provider presets of the rein.yaml models: entries
 	// that answer their names (ModelProvider).

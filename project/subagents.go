@@ -155,6 +155,7 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 	if err := p.pinAgent(dir, sp); err != nil {
 		return nil, err
 	}
+	p.addSubModels(sp)
 	// its rein.yaml's secrets are hidden in this project's runs too: its
 	// calls are journaled there.
 	p.redactor = p.Redactor().Join(sp.Redactor())

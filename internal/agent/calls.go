@@ -255,6 +255,13 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		if err := l.runCalls(ctx, t, jobs, approved, ev); err != nil {
 			return err
 		}
+		for _, i := range jobs {
+			if c := &t.Calls[i]; c.stop != nil {
+				err := c.stop
+				c.stop = nil
+				return err
+			}
+		}
 	}
 	for _, i := range jobs {
 		if c := &t.Calls[i]; c.Status == StatusWaiting {
@@ -440,6 +447,10 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		c.Status, c.Observation = StatusWaiting, ""
 		c.Reason = sp.Error()
 		return true
+	}
+	var cs *callerStop
+	if outcome != invoke.OK && errors.As(err, &cs) {
+		c.stop = cs.err
 	}
 	var pw *planPaused
 	if outcome != invoke.OK && errors.As(err, &pw) {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -249,6 +250,12 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 		if b := fault.BudgetOf(err); b != "" {
 			sr.ErrorType = "budget:" + b
 		}
+		if me := (*ModelError)(nil); errors.As(err, &me) && fault.ClassOf(err) == fault.Budget {
+			// the run's budget (max_llm_calls, max_tokens, a tenant's
+			// tokens_per_day or cost_per_day) refused the sub-agent's model
+			// call: it is the caller's too, which stops.
+			return nil, &callerStop{err: err}
+		}
 		return subAnswer(sr), nil
 	case res.Status == StatusPaused:
 		sr.Status, sr.Pending = SubWaiting, res.Pending
@@ -473,3 +480,11 @@ func (l *Loop) SubSpec(name string) (tool.Spec, bool) {
 	}
 	return tool.Spec{}, false
 }
+
+// callerStop is a sub-agent call's error that stops the caller's loop
+// too (the run's budget refused the sub-agent's model call): the call
+// fails, is committed, and the turn ends with err.
+type callerStop struct{ err error }
+
+func (e *callerStop) Error() string { return e.err.Error() }
+func (e *callerStop) Unwrap() error { return e.err }

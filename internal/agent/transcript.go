@@ -158,6 +158,9 @@ type Call struct {
 	subDecisions map[string]Decision
 	left         *Budgets
 	handover     handover // a handoff's: what the receiving agent sees
+	// stop is the error that ends the caller's loop once the call is
+	// committed (a sub-agent's model call the run's budget refused).
+	stop error
 }
 
 // Consumed is an approval a call used: its id (the store's approval

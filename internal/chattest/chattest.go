@@ -110,14 +110,14 @@ func (r *Request) ToolNames() []string {
 // Serve starts a server that answers each request with answer's reply,
 // an assistant message as JSON, streamed when the request asks (stream:
 // true); an empty reply is a 400 error naming the request as unexpected.
-// A request without "Bearer key" gets OpenAI's 401. answer may be called
-// concurrently. The server is closed when t ends.
+// A request without "Bearer key" gets OpenAI's 401 (key "": any
+// request is answered). answer may be called concurrently. The server is closed when t ends.
 func Serve(t testing.TB, key string, answer func(*Request) string) *Server {
 	t.Helper()
 	s := &Server{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Calls.Add(1)
-		if r.Header.Get("Authorization") != "Bearer "+key {
+		if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
 			return
