@@ -138,7 +138,7 @@ type Project struct {
 	// subModels are the rein.yaml models: of those agent folders, for
 	// pricing their calls (SpendModels).
 	subModels map[string]*flow.ModelDecl
-	model  string // LoadOptions.Model
+	model     string // LoadOptions.Model
 	// presets are the provider presets of the rein.yaml models: entries
 	// that answer their names (ModelProvider).
 	presets map[string]provider.Preset
