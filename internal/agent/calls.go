@@ -448,9 +448,10 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		c.Reason = sp.Error()
 		return true
 	}
-	var cs *callerStop
-	if outcome != invoke.OK && errors.As(err, &cs) {
-		c.stop = cs.err
+	if outcome != invoke.OK {
+		if cs := (*callerStop)(nil); errors.As(err, &cs) { // scoped: no allocation for a call that succeeded
+			c.stop = cs.err
+		}
 	}
 	var pw *planPaused
 	if outcome != invoke.OK && errors.As(err, &pw) {
