@@ -29,6 +29,10 @@ agent run, recorded with --session ID, and sees the session's earlier exchanges
 session, oldest first, the latest 20 messages within 16 KiB). A second rein
 chat with the same --session and --db continues the conversation.
 
+With a team of agents, the next message goes to the agent that answered
+last (after a handoff: transfer_to_NAME), which may hand the conversation
+back; the prompt names it ("refunds> ") and --output json's answered_by.
+
 Messages are read from stdin, one per line, until EOF (with a prompt on a
 terminal); --message TEXT sends one message instead. Each answer is printed
 once, as the model writes it, and each tool call as one line when it settles

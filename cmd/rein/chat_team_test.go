@@ -129,4 +129,17 @@ Goodbye from triage.
 		strings.Index(show, "answered by: refunds") > strings.Index(show, "answered by: triage") {
 		t.Errorf("sessions show:\n%s", show)
 	}
+	// --output json names the agent that answered
+	code, out2, stderr := cli(t, "chat", filepath.Join(root, "triage"), "--session", "s2", "--db", db, "--output", "json", "--message", "refund my double charge on order 1042")
+	var res struct {
+		Answer     string   `json:"answer"`
+		AnsweredBy []string `json:"answered_by"`
+	}
+	if code != exitOK {
+		t.Fatalf("chat --output json: exit %d: %s", code, stderr)
+	}
+	decodeOne(t, out2, &res)
+	if res.Answer != "Refunded ch_2." || strings.Join(res.AnsweredBy, ",") != "refunds" {
+		t.Errorf("chat --output json: %s", out2)
+	}
 }
