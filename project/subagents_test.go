@@ -158,3 +158,34 @@ func TestSubAgentSecretsAreRedacted(t *testing.T) { //nolint:paralleltest // set
 		t.Fatalf("the sub-agent's secret is not hidden: %s", got)
 	}
 }
+
+// A project pins every agent folder its agents reach, nested ones too,
+// each by the digest of its definitions: a change to the deepest folder's
+// rein.yaml changes its digest alone.
+func TestAgentFoldersArePinnedNested(t *testing.T) {
+	t.Parallel()
+	root := agents(t, map[string]string{
+		"a": "model: m\ntools:\n  b: {agent: ../b}\n",
+		"b": "model: m\ntools:\n  c: {agent: ../c}\n",
+		"c": "model: m\ntools: {}\n",
+	})
+	load := func() []project.PinnedAgent {
+		p, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		return p.Agents()
+	}
+	before := load()
+	if len(before) != 2 || before[0].Path != filepath.Join(root, "b") || before[1].Path != filepath.Join(root, "c") || len(before[0].SHA256) != 64 {
+		t.Fatalf("pinned %+v", before)
+	}
+	if err := os.WriteFile(filepath.Join(root, "c", "rein.yaml"), []byte("tools: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	after := load()
+	if after[0].SHA256 != before[0].SHA256 || after[1].SHA256 == before[1].SHA256 {
+		t.Errorf("after c's rein.yaml appeared: %+v, before %+v", after, before)
+	}
+}
