@@ -20,7 +20,7 @@ var (
 	handoffFields      = []string{"agent", "history"}
 	agentContextFields = []string{"max_tokens", "strategy", "prompt"}
 	agentPlanFields    = []string{"enabled", "max_steps", "allow_external"}
-	agentBudgetFields  = []string{"max_turns", "max_tool_calls", "max_tokens", "timeout"}
+	agentBudgetFields  = []string{"max_turns", "max_tool_calls", "max_tokens", "max_handoffs", "timeout"}
 )
 
 // AgentDef is an agent.yaml: the model, instructions, tools, budgets and
@@ -114,12 +114,16 @@ type AgentPlan struct {
 }
 
 // AgentBudgets are an agent's budgets; zero means the agent package's
-// default (max_turns, max_tool_calls) or no bound (max_tokens, timeout).
+// default (max_turns, max_tool_calls, max_handoffs) or no bound
+// (max_tokens, timeout).
 type AgentBudgets struct {
 	MaxTurns     int
 	MaxToolCalls int
 	MaxTokens    int
-	Timeout      time.Duration
+	// MaxHandoffs bounds the transfers of the conversation (handoffs, and
+	// handing back to an agent on the chain) over the whole task.
+	MaxHandoffs int
+	Timeout     time.Duration
 }
 
 // AgentTool is one entry of an agent's tools:. An entry with command: is
@@ -609,6 +613,8 @@ func (d *decoder) decodeAgentBudgets(fl field) AgentBudgets {
 			dst = &b.MaxToolCalls
 		case "max_tokens":
 			dst = &b.MaxTokens
+		case "max_handoffs":
+			dst = &b.MaxHandoffs
 		default:
 			d.unknownField(f, "", "budgets", agentBudgetFields)
 			continue

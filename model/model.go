@@ -71,6 +71,14 @@ type Request struct {
 	// Turn is the agent loop's turn (from 1) a Decision "agent" request
 	// asks for; 0 otherwise. The scripted model matches replies on it.
 	Turn int
+	// SubRun, for a turn of an agent's sub-run (an agent called as a tool,
+	// or handed the conversation), is the key of the call it runs in and
+	// the agent's tool ("<call key>/<tool>"); "" for the step's own loop.
+	// Aside marks a sub-run that is not the conversation (an agent called
+	// as a tool, and everything under one): a surface that prints the
+	// conversation as written leaves its text out (trace.Delta).
+	SubRun string
+	Aside  bool
 	// Corrective is true for the one corrective retry after a format error.
 	Corrective bool
 	// Decision says which primitive asks: "" for an llm step, "route" for

@@ -119,6 +119,10 @@ func agentFlowText(def *flow.AgentDef, data []byte, dir string) ([]byte, error) 
 			// the earlier exchanges of a chat session (rein chat), oldest
 			// first: messages, tool calls and their observations
 			"history": historySchema(),
+			// the agents the session's last answer came from after
+			// handoffs, outermost first: the conversation continues
+			// with the last of them (rein chat)
+			"last_agent": map[string]any{"type": "array", "maxItems": 8, "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}},
 		}},
 		"steps": []any{step},
 	}

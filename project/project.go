@@ -138,6 +138,12 @@ type Project struct {
 	goTools  []string // the Go tools (LoadOptions.Tools) the flow names, sorted
 	// workflows are the workflow tools of the flow's agents (workflows.go).
 	workflows []PinnedWorkflow
+	// agents are the agent folders its agents call or hand over to
+	// (agentpins.go).
+	agents []PinnedAgent
+	// subModels are the rein.yaml models: of those agent folders, for
+	// pricing their calls (SpendModels).
+	subModels map[string]*flow.ModelDecl
 	model     string // LoadOptions.Model
 	// presets are the provider presets of the rein.yaml models: entries
 	// that answer their names (ModelProvider).
@@ -443,6 +449,10 @@ type RunMeta struct {
 	// makes them again (LoadOptions.Workflow) from folders whose flow.yaml
 	// has not changed.
 	Workflows []PinnedWorkflow `json:"workflows,omitempty"`
+	// Agents are the agent folders the flow's agents call as tools or
+	// hand the conversation to: a resume loads them again from folders
+	// whose definitions have not changed.
+	Agents []PinnedAgent `json:"agents,omitempty"`
 }
 
 // Meta is the RunMeta a durable run of the project records (the run's
@@ -458,7 +468,7 @@ func (p *Project) Meta() json.RawMessage {
 		}
 		return s
 	}
-	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, GoTools: p.goTools, Files: p.Flow.Files, Workflows: p.workflows})
+	b, _ := json.Marshal(RunMeta{Config: abs(p.ConfigPath), Script: abs(p.ScriptPath), Model: p.model, GoTools: p.goTools, Files: p.Flow.Files, Workflows: p.workflows, Agents: p.agents})
 	return b
 }
 
@@ -536,6 +546,10 @@ func LoadPinned(run *store.Run, opts *LoadOptions) (*Project, error) {
 			fmt.Errorf("run %s: its pinned flow does not load any more (a schema file or tool it needs changed?): %w", runID, err))
 	}
 	if err := samePinnedWorkflows(m.Workflows, p.workflows); err != nil {
+		p.Close()
+		return nil, fault.Hinted(fault.Format, fault.Hint{Code: fault.HintFlowDoesNotLoad, RunID: runID}, fmt.Errorf("run %s: %w", runID, err))
+	}
+	if err := samePinnedAgents(m.Agents, p.agents); err != nil {
 		p.Close()
 		return nil, fault.Hinted(fault.Format, fault.Hint{Code: fault.HintFlowDoesNotLoad, RunID: runID}, fmt.Errorf("run %s: %w", runID, err))
 	}

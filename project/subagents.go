@@ -43,7 +43,7 @@ func handoffEntries(f *flow.Flow, def *flow.AgentDef) []workflowEntry {
 	var out []workflowEntry
 	add := func(file, step string, hs []*flow.Handoff) {
 		for _, h := range hs {
-			out = append(out, workflowEntry{file: file, step: step, tool: &flow.AgentTool{Name: HandoffTool(h.Name), Agent: h.Agent, Pos: h.Pos}})
+			out = append(out, workflowEntry{file: file, step: step, handoff: true, tool: &flow.AgentTool{Name: HandoffTool(h.Name), Agent: h.Agent, Pos: h.Pos}})
 		}
 	}
 	if def != nil {
@@ -71,6 +71,14 @@ func (p *Project) bindAgents(entries []workflowEntry, opts *LoadOptions) error {
 		t := e.tool
 		dir := absPath(t.Agent)
 		chain := append(slices.Clone(opts.agentChain), dir)
+		if e.handoff && slices.Contains(opts.agentChain, dir) && dir != opts.agentChain[len(opts.agentChain)-1] {
+			// a handoff to an agent on the chain hands the conversation
+			// back to it (agent.Definition.Back), bounded by max_handoffs.
+			if err := p.registerBack(e, dir); err != nil {
+				diags = append(diags, e.diag("tool %s: agent %s does not load: %v", t.Name, t.Agent, err))
+			}
+			continue
+		}
 		if slices.Contains(opts.agentChain, dir) {
 			diags = append(diags, e.diag("tool %s: agent %s calls itself (%s): an agent cannot call itself, directly or through others", t.Name, t.Agent, strings.Join(chain, " -> ")))
 			continue
@@ -107,6 +115,26 @@ func (p *Project) bindAgents(entries []workflowEntry, opts *LoadOptions) error {
 	return nil
 }
 
+// registerBack registers the handoff of entry e to the agent folder dir,
+// which is on the chain of agents that leads here, as a hand-back to it.
+func (p *Project) registerBack(e workflowEntry, dir string) error {
+	if prev, taken := p.Tools.Lookup(e.tool.Name); taken {
+		if at, ok := prev.(*subAgentTool); ok && at.def.Path == dir {
+			return nil
+		}
+		return fmt.Errorf("another tool (Go, exec, MCP or workflow) has the name %s: rename one of them", e.tool.Name)
+	}
+	def, err := flow.LoadAgent(filepath.Join(dir, flow.AgentFile))
+	if err != nil {
+		return err
+	}
+	name := def.Name
+	if name == "" {
+		name = filepath.Base(dir)
+	}
+	return p.Tools.Register(&subAgentTool{name: e.tool.Name, def: &agent.Definition{Name: name, Path: dir, Description: def.Description, Back: true}})
+}
+
 // loadSubAgent loads the agent folder dir (chain: the agent folders that
 // lead to it, dir last) as a Definition: its model, instructions, tools,
 // output schema and budgets, from its own folder's rein.yaml and script.
@@ -124,6 +152,10 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 		return nil, err
 	}
 	p.closers = append(p.closers, sp.Close)
+	if err := p.pinAgent(dir, sp); err != nil {
+		return nil, err
+	}
+	p.addSubModels(sp)
 	// its rein.yaml's secrets are hidden in this project's runs too: its
 	// calls are journaled there.
 	p.redactor = p.Redactor().Join(sp.Redactor())
@@ -141,6 +173,15 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 		}
 		tools = append(tools, agent.AsTool(tl, t.Approval))
 	}
+	for _, h := range a.Handoffs {
+		tl, ok := sp.Tools.Lookup(HandoffTool(h.Name))
+		if !ok {
+			return nil, fmt.Errorf("handoff %s of agent %s is not registered", h.Name, dir)
+		}
+		t := agent.AsTool(tl, false)
+		t.Handoff = h.History
+		tools = append(tools, t)
+	}
 	var ep *agent.PlanOptions
 	if !a.ExecutePlan.Disabled {
 		ep = &agent.PlanOptions{MaxSteps: a.ExecutePlan.MaxSteps, AllowExternal: a.ExecutePlan.AllowExternal}
@@ -152,7 +193,7 @@ func (p *Project) loadSubAgent(dir string, chain []string, opts *LoadOptions) (*
 	return &agent.Definition{Name: name, Path: dir, Description: def.Description, Gate: sp.CallGate(nil), Config: agent.Config{
 		Model: m, ModelName: s.Model, Instructions: a.Instructions, Tools: tools, Output: s.OutputSchema, ExecutePlan: ep,
 		ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
-		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, MaxHandoffs: a.Budgets.MaxHandoffs, Timeout: a.Budgets.Timeout},
 	}}, nil
 }
 

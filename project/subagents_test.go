@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/project"
 )
 
@@ -102,11 +103,25 @@ func TestHandoffEntriesAreChecked(t *testing.T) {
 			t.Errorf("the error lacks %q:\n%v", want, err)
 		}
 	}
+	// a handoff back to an agent on the chain hands the conversation
+	// back (bounded by max_handoffs); a handoff to the agent itself does
+	// not load.
 	root = agents(t, map[string]string{
 		"a": "model: m\ntools: {}\nhandoffs: [../b]\n",
 		"b": "model: m\ntools: {}\nhandoffs: [../a]\n",
+		"c": "model: m\ntools: {}\nhandoffs: [../c]\n",
 	})
-	if _, err := project.LoadAgent(filepath.Join(root, "a"), nil); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "b", "agent.yaml")+":3:12: tool transfer_to_a: agent "+filepath.Join(root, "a")+" calls itself") {
+	back, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer back.Close()
+	tl, _ := back.Tools.Lookup("transfer_to_b")
+	b := tl.(agent.Definer).AgentDefinition()
+	if len(b.Config.Tools) != 1 || b.Config.Tools[0].Agent == nil || !b.Config.Tools[0].Agent.Back || b.Config.Tools[0].Agent.Path != filepath.Join(root, "a") {
+		t.Fatalf("b's handoffs: %+v", b.Config.Tools)
+	}
+	if _, err := project.LoadAgent(filepath.Join(root, "c"), nil); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "c", "agent.yaml")+":3:12: tool transfer_to_c: agent "+filepath.Join(root, "c")+" calls itself") {
 		t.Fatalf("load: %v", err)
 	}
 	root = agents(t, map[string]string{
@@ -141,5 +156,36 @@ func TestSubAgentSecretsAreRedacted(t *testing.T) { //nolint:paralleltest // set
 	defer p.Close()
 	if got := p.Redactor().String("token s3cr3t-sub-value-4821"); strings.Contains(got, "s3cr3t") {
 		t.Fatalf("the sub-agent's secret is not hidden: %s", got)
+	}
+}
+
+// A project pins every agent folder its agents reach, nested ones too,
+// each by the digest of its definitions: a change to the deepest folder's
+// rein.yaml changes its digest alone.
+func TestAgentFoldersArePinnedNested(t *testing.T) {
+	t.Parallel()
+	root := agents(t, map[string]string{
+		"a": "model: m\ntools:\n  b: {agent: ../b}\n",
+		"b": "model: m\ntools:\n  c: {agent: ../c}\n",
+		"c": "model: m\ntools: {}\n",
+	})
+	load := func() []project.PinnedAgent {
+		p, err := project.LoadAgent(filepath.Join(root, "a"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		return p.Agents()
+	}
+	before := load()
+	if len(before) != 2 || before[0].Path != filepath.Join(root, "b") || before[1].Path != filepath.Join(root, "c") || len(before[0].SHA256) != 64 {
+		t.Fatalf("pinned %+v", before)
+	}
+	if err := os.WriteFile(filepath.Join(root, "c", "rein.yaml"), []byte("tools: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	after := load()
+	if after[0].SHA256 != before[0].SHA256 || after[1].SHA256 == before[1].SHA256 {
+		t.Errorf("after c's rein.yaml appeared: %+v, before %+v", after, before)
 	}
 }

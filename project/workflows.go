@@ -41,6 +41,8 @@ type workflowEntry struct {
 	file string
 	step string // the agent step's id; "" in agent.yaml
 	tool *flow.AgentTool
+	// handoff marks a handoffs: entry (its tool is transfer_to_<name>).
+	handoff bool
 }
 
 func (e workflowEntry) diag(format string, args ...any) flow.Diagnostic {

@@ -117,6 +117,12 @@ type ToolCall struct {
 type Input struct {
 	Task    string    `json:"task"`
 	History []Message `json:"history,omitempty"`
+	// Agent (last_agent) names the agent that answered the session's last message
+	// when the conversation had been handed over (AnsweredBy: the agents
+	// handed over to, outermost first): the run hands it straight to
+	// that agent, as the OpenAI Agents SDK continues with its last_agent.
+	// Empty: the session's own agent takes the message.
+	Agent []string `json:"last_agent,omitempty"`
 }
 
 // InputOf is the Input run r was started with (its task and history).
@@ -166,11 +172,20 @@ func (s *Service) Next(ctx context.Context, sessionID, message string) (*Request
 	if message == "" {
 		return nil, fault.Errorf(fault.Business, "session %s: the message is empty: say what the agent should do", sessionID)
 	}
-	history, err := s.History(ctx, sessionID)
+	history, last, err := s.history(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	return &Request{Input: Input{Task: message, History: history}, Options: &rein.RunOptions{Session: sessionID}}, nil
+	return &Request{Input: Input{Task: message, History: history, Agent: last}, Options: &rein.RunOptions{Session: sessionID}}, nil
+}
+
+// LastAgent names the agent that answered the session's newest succeeded
+// message (AnsweredBy): the next message goes to it. Empty when the
+// session's own agent answered, or the session has no answer yet.
+// Errors as History's.
+func (s *Service) LastAgent(ctx context.Context, sessionID string) ([]string, error) {
+	_, last, err := s.history(ctx, sessionID)
+	return last, err
 }
 
 // History returns the earlier conversation the session's next message
@@ -186,28 +201,40 @@ func (s *Service) Next(ctx context.Context, sessionID, message string) (*Request
 // (h<n>_<id>, in its tool message too), so ids stay unique across runs.
 // An empty sessionID has none. Errors as Next's, but for the message.
 func (s *Service) History(ctx context.Context, sessionID string) ([]Message, error) {
+	history, _, err := s.history(ctx, sessionID)
+	return history, err
+}
+
+// history is History, and who answered the newest succeeded exchange
+// (AnsweredBy of its transcript).
+func (s *Service) history(ctx context.Context, sessionID string) ([]Message, []string, error) {
 	if sessionID == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	list, err := s.st.ListRuns(ctx, &store.ListRunsParams{Session: sessionID, Flow: s.p.Flow.Name, Limit: s.maxMessages})
 	if err != nil {
-		return nil, fmt.Errorf("session %s: list its runs: %w", sessionID, err)
+		return nil, nil, fmt.Errorf("session %s: list its runs: %w", sessionID, err)
 	}
 	if len(list) > 0 && !list[0].Finished() {
-		return nil, s.waiting(ctx, sessionID, list[0])
+		return nil, nil, s.waiting(ctx, sessionID, list[0])
 	}
 	size, count := 0, 0
 	var rev [][]Message // exchanges, newest first
+	var last []string
+	found := false
 	for _, r := range list {
 		if r.Status != trace.RunSucceeded {
 			continue
 		}
-		ex, err := Exchange(ctx, s.st, r)
+		ex, turns, err := ExchangeOf(ctx, s.st, r)
 		if err != nil {
-			return nil, fmt.Errorf("session %s: %w", sessionID, err)
+			return nil, nil, fmt.Errorf("session %s: %w", sessionID, err)
 		}
 		if ex == nil {
 			continue
+		}
+		if !found {
+			found, last = true, AnsweredBy(turns)
 		}
 		n := exchangeBytes(ex)
 		if count+len(ex) > s.maxMessages || size+n > s.maxBytes {
@@ -221,7 +248,7 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 		history = append(history, rev[i]...)
 	}
 	uniqueCallIDs(history)
-	return history, nil
+	return history, last, nil
 }
 
 // Exchange is what the succeeded agent run r of a session adds to its
@@ -231,17 +258,24 @@ func (s *Service) History(ctx context.Context, sessionID string) ([]Message, err
 // without a task. rein sessions show prints a session with it. Errors
 // are the store's, naming the run.
 func Exchange(ctx context.Context, st store.Store, r *store.Run) ([]Message, error) {
+	ex, _, err := ExchangeOf(ctx, st, r)
+	return ex, err
+}
+
+// ExchangeOf is Exchange, and the run's transcript it read (AnsweredBy
+// of it names who answered).
+func ExchangeOf(ctx context.Context, st store.Store, r *store.Run) ([]Message, []Turn, error) {
 	in, err := InputOf(r)
 	if err != nil || in.Task == "" {
-		return nil, nil //nolint:nilerr // not an agent run's input: it adds nothing
+		return nil, nil, nil //nolint:nilerr // not an agent run's input: it adds nothing
 	}
 	answer, err := answer(ctx, st, r.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	turns, err := engine.AgentTranscript(ctx, st, r.ID, project.AgentStep, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ex := []Message{{Role: "user", Content: in.Task}}
 	for i := range turns {
@@ -260,7 +294,7 @@ func Exchange(ctx context.Context, st store.Store, r *store.Run) ([]Message, err
 			ex = append(ex, Message{Role: "tool", ToolCallID: c.ID, Tool: c.Tool, Content: c.Observation, IsError: c.Status != StatusOK})
 		}
 	}
-	return append(ex, Message{Role: "assistant", Content: answer}), nil
+	return append(ex, Message{Role: "assistant", Content: answer}), turns, nil
 }
 
 // exchangeBytes is what ex counts against Config.MaxBytes: its content

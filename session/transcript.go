@@ -50,8 +50,26 @@ const (
 type PlanRun = agent.PlanRun
 
 // SubRun is the sub-run of a call of an agent called as a tool (a
-// sub-agent): its task, status, turns and answer.
+// sub-agent), or of a handoff: its task, status, turns and answer.
 type SubRun = agent.SubRun
+
+// SubRunStatus is where a SubRun stands.
+type SubRunStatus = agent.SubRunStatus
+
+// The statuses of a SubRun.
+const (
+	SubRunning = agent.SubRunning
+	// SubAnswered: the agent answered (a handoff's answer is its caller's).
+	SubAnswered = agent.SubAnswered
+	// SubWaiting: calls of the sub-run wait for a person.
+	SubWaiting = agent.SubWaiting
+	// SubFailed: its budget, its model, or a hand-back it could not make.
+	SubFailed = agent.SubFailed
+	// SubRefused: refused before it ran (a recursion, no budget left).
+	SubRefused = agent.SubRefused
+	// SubHandedBack: the agent handed the conversation back (Back).
+	SubHandedBack = agent.SubHandedBack
+)
 
 // PlanRunStep is what became of one step of a PlanRun.
 type PlanRunStep = agent.PlanRunStep
@@ -73,6 +91,15 @@ const (
 // Usage sums an agent run's turns: turns, tool calls, model calls, tokens.
 type Usage = agent.Usage
 
+// HandBack is a transfer of the conversation back to an agent before the
+// one that made it (a handoff to an agent on the chain).
+type HandBack = agent.HandBack
+
+// AnsweredBy names the agent that gave the final answer of turns when the
+// conversation had been handed over: the agents handed over to,
+// outermost first; nil when the session's own agent answered.
+func AnsweredBy(turns []Turn) []string { return agent.AnsweredBy(turns) }
+
 // UsageOf sums turns.
 func UsageOf(turns []Turn) Usage { return agent.UsageOf(&agent.Session{Turns: turns}) }
 
@@ -88,6 +115,9 @@ type Reply struct {
 	// Turns are the run's transcript, and Usage their sum.
 	Turns []Turn
 	Usage Usage
+	// AnsweredBy names the agent that answered when the conversation was
+	// handed over (AnsweredBy); the session's next message goes to it.
+	AnsweredBy []string
 }
 
 // Reply reads back what the agent run res did: its answer, transcript
@@ -98,7 +128,7 @@ func (s *Service) Reply(ctx context.Context, res *rein.Result) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reply{Result: res, Answer: res.Outputs[project.AgentStep], Turns: turns, Usage: UsageOf(turns)}, nil
+	return &Reply{Result: res, Answer: res.Outputs[project.AgentStep], Turns: turns, Usage: UsageOf(turns), AnsweredBy: AnsweredBy(turns)}, nil
 }
 
 // Transcript returns the turns of the agent run runID as its journal

@@ -18,6 +18,11 @@ type Delta struct {
 	Attempt int    `json:"attempt"`
 	// Turn is the agent loop's turn (from 1); 0 for an llm step's call.
 	Turn int `json:"turn,omitempty"`
+	// SubRun and Aside are the request's (model.Request): the sub-run of
+	// an agent the turn is of ("" for the step's own loop), and whether
+	// its text is not the conversation's (an agent called as a tool).
+	SubRun string `json:"sub_run,omitempty"`
+	Aside  bool   `json:"aside,omitempty"`
 	// Model is the model name the step asked for.
 	Model string `json:"model"`
 	// Decision is the request's: "" for an llm step, "agent", "route", …

@@ -79,7 +79,7 @@ func (f *agentFlags) run(cmd *cobra.Command, s *streams, dir, task string) error
 	if err != nil {
 		return err
 	}
-	res, err := f.ask(ctx, s, svc, p, st, dsn, "", task)
+	res, _, err := f.ask(ctx, s, svc, p, st, dsn, "", task)
 	if err != nil {
 		return err
 	}
@@ -151,10 +151,10 @@ func newSession(ctx context.Context, st store.Store, p *project.Project) (*sessi
 // rein agent), and prints its transcript and result (text, or the one
 // --output json object), and what it waits on. A session whose newest run
 // has not finished is the *session.WaitingError of svc.Next.
-func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, p *project.Project, st store.Store, dsn, sessionID, message string) (*rein.Result, error) {
+func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, p *project.Project, st store.Store, dsn, sessionID, message string) (*rein.Result, *session.Reply, error) {
 	req, err := svc.Next(ctx, sessionID, message)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var watch *live
 	var extra trace.Sink
@@ -165,7 +165,7 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	}
 	res, err := startWatched(ctx, s, p, st, dsn, &req.Input, req.Options, f.tracePath, false, extra)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	replyCtx := ctx
 	if res.Interrupted {
@@ -175,15 +175,15 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 	}
 	rep, err := svc.Reply(replyCtx, res)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.output == "json" && f.jsonLines {
 		if err := json.NewEncoder(s.out).Encode(toAgentJSON(rep)); err != nil {
-			return nil, failed("write result: %w", err)
+			return nil, nil, failed("write result: %w", err)
 		}
 	} else if f.output == "json" {
 		if err := encodeJSON(s, toAgentJSON(rep)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		watch.finish(rep.Turns, rep.Answer)
@@ -199,7 +199,7 @@ func (f *agentFlags) ask(ctx context.Context, s *streams, svc *session.Service, 
 		}
 		writePending(s.out, res.RunID, dsn, res.Pending, nil)
 	}
-	return res, nil
+	return res, rep, nil
 }
 
 // agentJSON is the one object `rein agent --output json` prints.
@@ -211,6 +211,9 @@ type agentJSON struct {
 	Usage   session.Usage     `json:"usage"`
 	Error   *rein.RunError    `json:"error"`
 	Pending []*store.Approval `json:"pending"`
+	// AnsweredBy names the agent that answered when the conversation was
+	// handed over (outermost first); absent when the agent itself did.
+	AnsweredBy []string `json:"answered_by,omitempty"`
 }
 
 type agentCallJSON struct {
@@ -224,7 +227,7 @@ type agentCallJSON struct {
 func toAgentJSON(rep *session.Reply) agentJSON {
 	res := rep.Result
 	out := agentJSON{RunID: res.RunID, Status: string(res.Status), Answer: rep.Answer, Calls: []agentCallJSON{},
-		Usage: rep.Usage, Error: res.Error, Pending: res.Pending}
+		Usage: rep.Usage, Error: res.Error, Pending: res.Pending, AnsweredBy: rep.AnsweredBy}
 	if res.Status == trace.RunSucceeded {
 		out.Status = "answered"
 	}

@@ -172,3 +172,47 @@ func TestAgentTeamWithAProvider(t *testing.T) {
 		t.Errorf("shipping saw %v", shippingSaw)
 	}
 }
+
+// A run pins the agent folders its agents call or hand over to: a resume
+// after the billing agent's folder changed (its prompt, its rein.yaml's
+// tools) is refused, naming the folder and both digests; put back, the
+// run resumes with the definitions it started with.
+func TestAgentTeamFoldersArePinned(t *testing.T) { //nolint:paralleltest // sets REIN_OUTBOX
+	dir := filepath.Join(t.TempDir(), "team")
+	if err := os.CopyFS(dir, os.DirFS("../../examples/agent-team")); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "rein.db")
+	t.Setenv("REIN_OUTBOX", t.TempDir())
+	code, out, stderr := cli(t, "agent", dir, "I was charged twice for order 1042. Where is my parcel?", "--db", db, "--output", "json")
+	if code != exitWaiting {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	var res agentResultJSON
+	decodeOne(t, out, &res)
+	// the approval is recorded by the first; the run resumes after each
+	resume := []string{"runs", "approve", res.RunID, "agent/turn2/call1/turn2/call1", "--db", db}
+	for _, file := range []string{filepath.Join(dir, "billing", "agent.yaml"), filepath.Join(dir, "billing", "rein.yaml")} {
+		was, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, append(append([]byte(nil), was...), "# edited\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr = cli(t, resume...)
+		resume = []string{"runs", "resume", res.RunID, "--db", db}
+		msg := out + stderr
+		if code == exitOK || !strings.Contains(msg, "the agent folder "+filepath.Join(dir, "billing")+" changed since the run started") ||
+			!regexp.MustCompile(`sha256 [0-9a-f]{12}, now [0-9a-f]{12}`).MatchString(msg) {
+			t.Fatalf("approve after %s changed: exit %d\n%s", file, code, msg)
+		}
+		if err := os.WriteFile(file, was, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, stderr = cli(t, resume...)
+	if code != exitOK || !strings.Contains(out, "arrives on Friday") {
+		t.Fatalf("resume with the folder as it was: exit %d: %s\n%s", code, stderr, out)
+	}
+}

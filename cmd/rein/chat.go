@@ -29,6 +29,10 @@ agent run, recorded with --session ID, and sees the session's earlier exchanges
 session, oldest first, the latest 20 messages within 16 KiB). A second rein
 chat with the same --session and --db continues the conversation.
 
+With a team of agents, the next message goes to the agent that answered
+last (after a handoff: transfer_to_NAME), which may hand the conversation
+back; the prompt names it ("refunds> ") and --output json's answered_by.
+
 Messages are read from stdin, one per line, until EOF (with a prompt on a
 terminal); --message TEXT sends one message instead. Each answer is printed
 once, as the model writes it, and each tool call as one line when it settles
@@ -77,8 +81,14 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 	}
 	// stopped says why the chat takes no more messages once send failed.
 	var stopped string
+	// last names the agent the next message goes to (session.AnsweredBy),
+	// shown in the prompt.
+	var last []string
 	send := func(msg string) (bool, error) {
-		res, err := f.ask(ctx, s, svc, p, st, dsn, f.session, msg)
+		res, rep, err := f.ask(ctx, s, svc, p, st, dsn, f.session, msg)
+		if rep != nil {
+			last = rep.AnsweredBy
+		}
 		var waiting *session.WaitingError
 		if errors.As(err, &waiting) {
 			fmt.Fprintln(s.out, waiting.Error())
@@ -103,12 +113,15 @@ func (f *chatFlags) chat(cmd *cobra.Command, s *streams, dir string) error {
 	prompt := false
 	if file, ok := s.rawIn.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
 		prompt = true
+		if last, err = svc.LastAgent(ctx, f.session); err != nil {
+			last = nil // a waiting run: the first message says so
+		}
 	}
 	sc := bufio.NewScanner(s.in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for {
 		if prompt {
-			fmt.Fprint(s.term, "> ")
+			fmt.Fprint(s.term, chatPrompt(last))
 		}
 		if !sc.Scan() {
 			break
@@ -145,4 +158,14 @@ func refuseRest(s *streams, sc *bufio.Scanner, sessionID, why string) {
 	if n > 0 {
 		fmt.Fprintf(s.err, "rein chat: %d message(s) not sent; send them again with rein chat --session %s once the session takes messages (a waiting run: once rein runs approve/reject has finished it)\n", n, printable(sessionID))
 	}
+}
+
+// chatPrompt is the prompt of rein chat on a terminal: the agent the next
+// message goes to when the conversation was handed over to it
+// ("shipping> "), else "> ".
+func chatPrompt(last []string) string {
+	if len(last) == 0 {
+		return "> "
+	}
+	return printable(last[len(last)-1]) + "> "
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -13,19 +14,27 @@ import (
 
 // live is the trace sink that prints an agent run's conversation to
 // stdout as it happens: the text of each turn as the model writes it
-// (trace.DeltaSink: the engine streams the model calls for it), and each
-// tool call as one line once it settles ("  -> tool args -> status:
-// observation"). Deltas come redacted by the engine, events as journaled.
+// (trace.DeltaSink: the engine streams the model calls for it), that of
+// the agents the conversation is handed over to too, never that of an
+// agent called as a tool (its answer is its caller's observation), and
+// each tool call as one line once it settles ("  -> tool args -> status:
+// observation"; a sub-agent's calls one line each under its call).
+// Deltas come redacted by the engine, events as journaled.
 type live struct {
 	mu sync.Mutex
 	w  io.Writer
 	// mid is true when the last thing written did not end a line.
 	mid bool
-	// streamed holds the turns whose text reached the writer.
-	streamed map[int]bool
+	// streamed holds the turns whose text reached the writer, by
+	// streamKey.
+	streamed map[string]bool
 }
 
-func newLive(w io.Writer) *live { return &live{w: w, streamed: map[int]bool{}} }
+func newLive(w io.Writer) *live { return &live{w: w, streamed: map[string]bool{}} }
+
+// streamKey names turn n of the sub-run subRun ("" for the step's own
+// loop), as deltas and the transcript both name it.
+func streamKey(subRun string, n int) string { return subRun + "#" + strconv.Itoa(n) }
 
 var _ trace.DeltaSink = (*live)(nil)
 
@@ -35,15 +44,15 @@ func (*live) BorrowsEvents() {}
 
 // EmitDelta prints the text of an agent turn as it comes.
 func (l *live) EmitDelta(_ context.Context, d trace.Delta) {
-	if d.Decision != "agent" {
-		return // a flow's llm, route and plan calls are data, not the answer
+	if d.Decision != "agent" || d.Aside {
+		return // a flow's llm, route and plan calls are data, not the answer; an agent called as a tool answers its caller
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d.Reset {
 		l.endLine()
 		fmt.Fprintln(l.w, "(the model's reply was cut off; asking again)")
-		delete(l.streamed, d.Turn)
+		delete(l.streamed, streamKey(d.SubRun, d.Turn))
 		return
 	}
 	if d.Text == "" {
@@ -51,7 +60,7 @@ func (l *live) EmitDelta(_ context.Context, d trace.Delta) {
 	}
 	fmt.Fprint(l.w, d.Text)
 	l.mid = d.Text[len(d.Text)-1] != '\n'
-	l.streamed[d.Turn] = true
+	l.streamed[streamKey(d.SubRun, d.Turn)] = true
 }
 
 // Emit prints an agent's tool call as one line once it settled or waits
@@ -75,7 +84,46 @@ func (l *live) Emit(_ context.Context, e *trace.Event) {
 	defer l.mu.Unlock()
 	l.endLine()
 	if e.Kind != trace.AgentTurn {
-		writeCall(l.w, "  -> ", "    ", &c)
+		writeLiveCall(l.w, "  ", &c)
+	}
+}
+
+// writeLiveCall prints call c as one line after indent ("-> tool args ->
+// status: observation"), then, when it ran a sub-agent, each call of the
+// sub-run as one line under it ("-> agent: tool args -> status"); a
+// handoff's line says who answered, not the answer, which the
+// conversation shows.
+func writeLiveCall(w io.Writer, indent string, c *session.Call) {
+	if c.Sub == nil {
+		writeCall(w, indent+"-> ", indent+"  ", c)
+		return
+	}
+	sr := c.Sub
+	fmt.Fprintf(w, "%s-> %s %s -> ", indent, c.Tool, clip(c.Args, 120))
+	switch {
+	case sr.Handoff && sr.Status == session.SubAnswered:
+		fmt.Fprintf(w, "%s answered", sr.Agent)
+	case sr.Status == session.SubHandedBack && sr.Back != nil:
+		fmt.Fprintf(w, "%s handed the conversation back to %s", sr.Back.By, sr.Back.To)
+	case c.Status == session.StatusOK && !sr.Handoff && sr.Status == session.SubAnswered:
+		fmt.Fprintf(w, "%s: %s", c.Status, clip(c.Observation, 160))
+	default:
+		fmt.Fprintf(w, "%s (agent %s %s", c.Status, sr.Agent, sr.Status)
+		if sr.ErrorType != "" {
+			fmt.Fprintf(w, ", %s: %s", sr.ErrorType, clip(sr.Error, 160))
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintln(w)
+	for i := range sr.Turns {
+		for j := range sr.Turns[i].Calls {
+			sc := sr.Turns[i].Calls[j]
+			if sc.Back != nil {
+				continue // said on the line of the call it ended
+			}
+			sc.Tool = sr.Agent + ": " + sc.Tool
+			writeLiveCall(w, indent+"  ", &sc)
+		}
 	}
 }
 
@@ -100,7 +148,7 @@ func (l *live) finish(turns []session.Turn, answer any) {
 		return
 	}
 	text := turns[n-1].Text
-	if !l.streamed[turns[n-1].N] && text != "" {
+	if !l.streamed[finalKey("", turns)] && text != "" {
 		fmt.Fprintln(l.w, text)
 	}
 	if a, ok := answer.(string); ok && len(a) > len(text) && strings.HasPrefix(a, text) {
@@ -126,4 +174,22 @@ func writeCall(w io.Writer, prefix, planPrefix string, c *session.Call) {
 	if c.Sub != nil {
 		writeSubRun(w, planPrefix, c.Sub)
 	}
+}
+
+// finalKey is the streamKey of the turn that wrote the final answer of
+// turns, a sub-run's (subRun) or the step's: the receiving agent's when
+// the conversation was handed over (the final turn then makes no model
+// call of its own).
+func finalKey(subRun string, turns []session.Turn) string {
+	n := len(turns)
+	last := &turns[n-1]
+	if last.LLMCalls == 0 && n > 1 {
+		for i := range turns[n-2].Calls {
+			c := &turns[n-2].Calls[i]
+			if c.Sub != nil && c.Sub.Handoff && c.Sub.Status == session.SubAnswered && len(c.Sub.Turns) > 0 {
+				return finalKey(c.Key+"/"+c.Tool, c.Sub.Turns)
+			}
+		}
+	}
+	return streamKey(subRun, last.N)
 }

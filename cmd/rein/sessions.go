@@ -105,6 +105,9 @@ type sessionRunJSON struct {
 	Items     []session.Message `json:"items"`
 	// Guardrails are the guardrail trips of the message's run.
 	Guardrails []runs.GuardrailWhy `json:"guardrails,omitempty"`
+	// AnsweredBy is the agent that answered (a succeeded run): the
+	// session's own, or the one the conversation was handed over to.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 func newSessionsShowCmd(s *streams) *cobra.Command {
@@ -128,8 +131,13 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 				for _, r := range list {
 					m := sessionRunJSON{RunID: r.ID, Flow: r.Flow, Status: r.Status, CreatedAt: r.CreatedAt}
 					if r.Status == trace.RunSucceeded {
-						if m.Items, err = session.Exchange(ctx, c.Store(), r); err != nil {
+						var turns []session.Turn
+						if m.Items, turns, err = session.ExchangeOf(ctx, c.Store(), r); err != nil {
 							return failed("%s: %w", redactDSN(dsn), err)
+						}
+						m.AnsweredBy = r.Flow
+						if by := session.AnsweredBy(turns); len(by) > 0 {
+							m.AnsweredBy = by[len(by)-1]
 						}
 					} else if in, ok := runTask(r); ok {
 						m.Items = []session.Message{{Role: "user", Content: in}}
@@ -156,6 +164,9 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 							did = "asked a person"
 						}
 						fmt.Fprintf(s.out, "  guardrail %s (%s, %s) tripped and %s: %s\n", g.Name, g.Kind, g.Side, did, printable(clip(g.Reason, 200)))
+					}
+					if m.AnsweredBy != "" {
+						fmt.Fprintf(s.out, "  answered by: %s\n", printable(m.AnsweredBy))
 					}
 					if m.Status != trace.RunSucceeded {
 						fmt.Fprintf(s.out, "  (no answer: the run is %s; rein runs show %s)\n", m.Status, m.RunID)

@@ -42,6 +42,11 @@ type Budgets struct {
 	// MaxTokens bounds input plus output tokens over all turns; 0 means
 	// no bound.
 	MaxTokens int
+	// MaxHandoffs bounds the transfers of the conversation (handoffs and
+	// hand-backs, handback.go) over all turns, those of the agents it
+	// goes to counted. Defaults to DefaultMaxHandoffs (in New; a sub-run's
+	// cut budgets may leave 0: no transfer).
+	MaxHandoffs int
 	// Timeout bounds the wall time from Session.Started (set by Run when
 	// zero; the engine starts it afresh each time an agent step runs, so
 	// waiting for a person does not count); 0 means none.
@@ -160,6 +165,9 @@ type Config struct {
 	// loop runs, which its calls' keys extend.
 	path   []string
 	parent string
+	// aside: this loop is a sub-run of an agent called as a tool (or
+	// inside one): its text is not the conversation (model.Request.Aside).
+	aside bool
 }
 
 // Loop runs agent tasks. Build it with New; it is safe for concurrent
@@ -189,8 +197,10 @@ type boundTool struct {
 	// declares: the model sees the tool's schema with the declaration
 	// argument (a side-effecting tool whose schema leaves the name free).
 	declares bool
-	// sub is the sub-agent of a Tool with Agent set.
-	sub *subAgent
+	// sub is the sub-agent of a Tool with Agent set; back, instead, the
+	// agent a hand-back goes to (handback.go).
+	sub  *subAgent
+	back *Definition
 }
 
 // New checks cfg and returns a Loop. Errors name the tool at fault: a
@@ -211,6 +221,9 @@ func New(cfg Config) (*Loop, error) {
 	}
 	if cfg.Budgets.MaxToolCalls <= 0 {
 		cfg.Budgets.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if cfg.Budgets.MaxHandoffs <= 0 {
+		cfg.Budgets.MaxHandoffs = DefaultMaxHandoffs
 	}
 	if cfg.MaxArgsBytes <= 0 {
 		cfg.MaxArgsBytes = DefaultMaxArgsBytes
@@ -236,7 +249,10 @@ func New(cfg Config) (*Loop, error) {
 			return nil, fmt.Errorf("agent: tools[%d] is nil", i)
 		}
 		b := &boundTool{Tool: t, spec: t.Spec()}
-		if t.Agent != nil {
+		switch {
+		case isBack(t, cfg.path):
+			b.back, b.spec = t.Agent, backSpec(t)
+		case t.Agent != nil:
 			var err error
 			if b.sub, b.spec, err = bindSub(cfg, t, cfg.path); err != nil {
 				return nil, err
@@ -256,8 +272,9 @@ func New(cfg Config) (*Loop, error) {
 	}
 	order := make([]*boundTool, 0, len(l.tools)+1)
 	for _, t := range cfg.Tools {
-		order = append(order, l.tools[t.Spec().Name])
-		if t.Agent != nil {
+		b := l.tools[t.Spec().Name]
+		order = append(order, b)
+		if b.sub != nil {
 			l.subs = true
 		}
 	}

@@ -243,6 +243,12 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 				c.left = l.left(s)
 				if h := l.tools[c.Tool].Handoff; h != "" {
 					c.handover = l.handoverOf(s, t, c, h)
+					if continues(s, t, c) {
+						c.handover.agents = s.Agent[1:]
+					}
+					if c.Sub == nil {
+						c.left.MaxHandoffs-- // this transfer, not counted until it runs
+					}
 				}
 			}
 		}
@@ -254,6 +260,13 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 		}
 		if err := l.runCalls(ctx, t, jobs, approved, ev); err != nil {
 			return err
+		}
+		for _, i := range jobs {
+			if c := &t.Calls[i]; c.stop != nil {
+				err := c.stop
+				c.stop = nil
+				return err
+			}
 		}
 	}
 	for _, i := range jobs {
@@ -422,6 +435,12 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 			return l.runSub(ctx, turn, c, bt, m)
 		})
 	}
+	if bt.back != nil {
+		t = tool.Func(bt.spec, func(_ context.Context, a any) (any, error) {
+			m, _ := a.(map[string]any)
+			return l.handBack(c, bt, m), nil
+		})
+	}
 	req := invoke.Request{Tool: t, Spec: &bt.spec, Args: args, At: l.position(turn, c.Index),
 		Recorder: l.cfg.Recorder, RequireApproval: bt.Approval, Pausable: true, Approved: approved}
 	if l.traces(bt) {
@@ -445,6 +464,11 @@ func (l *Loop) call(ctx context.Context, turn int, c *Call, approved bool, ev *s
 		c.Status, c.Observation = StatusWaiting, ""
 		c.Reason = sp.Error()
 		return true
+	}
+	if outcome != invoke.OK {
+		if cs := (*callerStop)(nil); errors.As(err, &cs) { // scoped: no allocation for a call that succeeded
+			c.stop = cs.err
+		}
 	}
 	var pw *planPaused
 	if outcome != invoke.OK && errors.As(err, &pw) {

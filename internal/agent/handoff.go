@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/reinhq/rein/flow"
@@ -29,6 +30,7 @@ const handoffInputSchema = `{"type":"object","additionalProperties":false,
 type handover struct {
 	task    string
 	history []model.Message
+	agents  []string // the receiving agent's Session.Agent
 }
 
 // handoverOf builds what the agent of handoff call c of turn t receives
@@ -94,4 +96,49 @@ func finalOf(n int, c *Call) *Turn {
 		}
 	}
 	return &Turn{N: n, Text: text, Final: true, Answer: c.Sub.Answer}
+}
+
+// continueID is the call id of the turn that continues a conversation
+// with the agent that answered it last (Session.Agent).
+const continueID = "rein_continue"
+
+// continueWith is the first turn of s when it continues with the agent
+// s.Agent[0] (a handoff of l): one transfer call, no model call; nil when
+// l has no handoff to that agent.
+func (l *Loop) continueWith(s *Session) *Turn {
+	if len(s.Agent) == 0 {
+		return nil
+	}
+	for _, t := range l.cfg.Tools {
+		bt := l.tools[t.Spec().Name]
+		if bt == nil || bt.sub == nil || bt.Handoff == "" || bt.sub.def.Name != s.Agent[0] {
+			continue
+		}
+		args := map[string]any{"reason": "the user's last message was answered by " + s.Agent[0] + ": the conversation continues with it"}
+		raw, _ := json.Marshal(args)
+		return &Turn{N: 1, Calls: []Call{{Index: 1, ID: continueID, Tool: bt.spec.Name, Args: string(raw), Status: StatusChosen, Key: l.key(1, 1), args: args}}}
+	}
+	return nil
+}
+
+// continues reports whether call c of turn t is the transfer that
+// continues s with the agent that answered last (continueWith).
+func continues(s *Session, t *Turn, c *Call) bool {
+	return len(s.Agent) > 0 && t.N == 1 && t.LLMCalls == 0 && c.Index == 1 && c.ID == continueID
+}
+
+// AnsweredBy names the agent that gave the final answer of turns when it
+// was handed the conversation: the agents handed over to, outermost
+// first (a receiving agent may hand it over again); nil when the loop's
+// own model answered (or nothing did).
+func AnsweredBy(turns []Turn) []string {
+	n := len(turns)
+	if n < 2 || !turns[n-1].Final || turns[n-1].LLMCalls != 0 {
+		return nil
+	}
+	h := handedOff(&turns[n-2])
+	if h == nil {
+		return nil
+	}
+	return append([]string{h.Sub.Agent}, AnsweredBy(h.Sub.Turns)...)
 }

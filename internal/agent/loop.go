@@ -20,6 +20,10 @@ const (
 	// StatusPaused: calls wait for a person (Result.Pending); give
 	// Session.Decisions and Run again.
 	StatusPaused Status = "waiting"
+	// StatusHandedBack: the loop, a handed-over sub-run's, handed the
+	// conversation back to an agent before it (Result.Back); only a
+	// sub-run ends so (handback.go).
+	StatusHandedBack Status = "handed_back"
 )
 
 // Usage sums a Session's turns.
@@ -29,6 +33,9 @@ type Usage struct {
 	LLMCalls  int `json:"llm_calls"`
 	TokensIn  int `json:"tokens_in"`
 	TokensOut int `json:"tokens_out"`
+	// Handoffs counts the transfers of the conversation (handoffs and
+	// hand-backs), those of the agents it went to counted in.
+	Handoffs int `json:"handoffs,omitempty"`
 }
 
 // Pending is a call that waits for a person.
@@ -63,6 +70,8 @@ type Result struct {
 	Answer  any
 	Usage   Usage
 	Pending []Pending
+	// Back is the hand-back of StatusHandedBack.
+	Back *HandBack
 }
 
 // UsageOf sums the turns of s, with the sub-runs of its calls of
@@ -77,7 +86,14 @@ func UsageOf(s *Session) Usage {
 		u.TokensIn += t.Usage.In
 		u.TokensOut += t.Usage.Out
 		for j := range t.Calls {
+			if t.Calls[j].Back != nil {
+				u.Handoffs++
+			}
 			if sr := t.Calls[j].Sub; sr != nil {
+				if sr.Handoff {
+					u.Handoffs++
+				}
+				u.Handoffs += sr.Usage.Handoffs
 				u.Turns += sr.Usage.Turns
 				u.ToolCalls += sr.Usage.ToolCalls
 				u.LLMCalls += sr.Usage.LLMCalls
@@ -131,6 +147,13 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 	fresh := false
 	if l.unit != nil && l.unit.Call > 0 {
 		fresh = !l.unit.Lost // the driver knows whether the call was dispatched
+	} else if len(s.Turns) == 0 {
+		if t := l.continueWith(s); t != nil {
+			if err := l.commitTurn(ctx, s, t); err != nil {
+				return res, err
+			}
+			fresh = true
+		}
 	}
 	for {
 		if n := len(s.Turns); n > 0 {
@@ -161,6 +184,12 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 			}
 			if l.unit != nil && l.unit.Call > 0 {
 				res.Status, res.Usage = StatusStepped, UsageOf(s)
+				return res, nil
+			}
+			if b := backOf(last); b != nil && !l.own(b) {
+				// the conversation went back to an agent before this one:
+				// this loop ends, and so does each up to that agent.
+				res.Status, res.Back, res.Usage = StatusHandedBack, b, UsageOf(s)
 				return res, nil
 			}
 			if h := handedOff(last); h != nil {
@@ -216,7 +245,7 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 		return err
 	}
 	req := &model.Request{Model: l.cfg.ModelName, Messages: msgs, Tools: l.defs, Decision: "agent", Turn: t.N,
-		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt}
+		RunID: l.cfg.RunID, StepID: l.cfg.StepID, Attempt: l.cfg.Attempt, SubRun: l.cfg.parent, Aside: l.cfg.aside}
 	resp, err := l.generate(ctx, req, &t)
 	if err != nil {
 		return &ModelError{Turn: t.N, Model: l.cfg.ModelName, Err: err}
@@ -242,6 +271,9 @@ func (l *Loop) turn(ctx context.Context, s *Session, msgs []model.Message) error
 	}
 	if left := b.MaxToolCalls - u.ToolCalls; len(resp.ToolCalls) > left {
 		return fault.BudgetErr("max_tool_calls", "agent: tool-call budget exhausted: turn %d asks for %d calls, %d of %d remain (budgets.max_tool_calls); none of them ran", t.N, len(resp.ToolCalls), left, b.MaxToolCalls)
+	}
+	if err := l.checkHandoffs(t.N, l.handoffsAsked(resp.ToolCalls), u.Handoffs); err != nil {
+		return err
 	}
 	t.Calls = make([]Call, len(resp.ToolCalls))
 	for i, tc := range resp.ToolCalls {

@@ -86,8 +86,8 @@ func newPlanner(opts PlanOptions, tools map[string]*boundTool) (*planner, *bound
 	spec := tool.Spec{Name: plan.MetaTool, Description: planDescription, InputSchema: json.RawMessage(planInputSchema),
 		Effect: tool.EffectNone, Idempotent: true}
 	for name, bt := range tools {
-		if bt.sub != nil {
-			continue // a sub-agent is called directly, not from a plan
+		if bt.sub != nil || bt.back != nil {
+			continue // a sub-agent or a hand-back is called directly, not from a plan
 		}
 		specs = append(specs, bt.spec)
 		allowed = append(allowed, name)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -54,6 +55,10 @@ type Definition struct {
 	// joined with the caller's for its calls: a rule of either holds. Nil:
 	// the caller's alone.
 	Gate safety.Gate
+	// Back marks the agent of a handoff that closes a chain of handoffs
+	// (the agent is on it, before the one that hands off): calling it
+	// hands the conversation back (handback.go); Config is not used.
+	Back bool
 }
 
 // Definer is a tool.Tool that is an agent (package project makes one for an
@@ -91,6 +96,9 @@ type SubRun struct {
 	// ErrorType and Error say why it failed (a budget, its model).
 	ErrorType string `json:"error_type,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Back is where a handed-over sub-run sent the conversation back
+	// (Status SubHandedBack): to the caller, or to an agent before it.
+	Back *HandBack `json:"back,omitempty"`
 }
 
 // SubRunStatus is where a sub-run stands.
@@ -105,6 +113,9 @@ const (
 	// SubRefused: the call was refused before the sub-agent ran (a
 	// recursion, too deep, no budget left).
 	SubRefused SubRunStatus = "refused"
+	// SubHandedBack: the agent the conversation went to handed it back
+	// (SubRun.Back names to whom).
+	SubHandedBack SubRunStatus = "handed_back"
 )
 
 const subInputSchema = `{"type":"object","required":["task"],"additionalProperties":false,
@@ -184,8 +195,9 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	sa := bt.sub
 	task, _ := args["task"].(string)
 	var history []model.Message
+	var agents []string
 	if bt.Handoff != "" {
-		task, history = c.handover.task, c.handover.history
+		task, history, agents = c.handover.task, c.handover.history, c.handover.agents
 	}
 	id := sa.def.Path
 	if id == "" {
@@ -209,16 +221,16 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 	if c.Sub != nil && c.Sub.Task == task {
 		*sr = *c.Sub // continued: a copy, so the record committed before stays as it was
 	}
-	sr.Status, sr.Pending, sr.ErrorType, sr.Error = SubRunning, nil, "", ""
+	sr.Status, sr.Pending, sr.ErrorType, sr.Error, sr.Back = SubRunning, nil, "", "", nil
 	c.Sub = sr
 	budgets, err := sa.loop.cfg.Budgets.cut(c.left)
 	if err != nil {
 		sr.Status, sr.ErrorType, sr.Error = SubRefused, string(fault.Budget), err.Error()
 		return subAnswer(sr), nil
 	}
-	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions}
+	sess := &Session{Task: task, History: history, Turns: sr.Turns, Decisions: c.subDecisions, Agent: agents}
 	sj := &subJournal{parent: l, turn: turn, call: c, turns: cloneTurns(sr.Turns)}
-	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets)
+	sub := sa.loop.nested(l, c.Key+"/"+bt.spec.Name, sj, budgets, bt.Handoff == "")
 	res, err := sub.Run(ctx, sess)
 	latest := *c.Sub // the journal's latest, copied: what it committed stays
 	sr = &latest
@@ -238,10 +250,18 @@ func (l *Loop) runSub(ctx context.Context, turn int, c *Call, bt *boundTool, arg
 		if b := fault.BudgetOf(err); b != "" {
 			sr.ErrorType = "budget:" + b
 		}
+		if me := (*ModelError)(nil); errors.As(err, &me) && fault.ClassOf(err) == fault.Budget {
+			// the run's budget (max_llm_calls, max_tokens, a tenant's
+			// tokens_per_day or cost_per_day) refused the sub-agent's model
+			// call: it is the caller's too, which stops.
+			return nil, &callerStop{err: err}
+		}
 		return subAnswer(sr), nil
 	case res.Status == StatusPaused:
 		sr.Status, sr.Pending = SubWaiting, res.Pending
 		return nil, &subPaused{n: len(res.Pending), agent: sa.def.Name}
+	case res.Status == StatusHandedBack:
+		return handedBack(sr, sa.def.Name, res), nil
 	}
 	sr.Status, sr.Answer = SubAnswered, res.Answer
 	return res.Answer, nil
@@ -266,6 +286,7 @@ func (b Budgets) cut(left *Budgets) (Budgets, error) {
 	}
 	b.MaxTurns = min(b.MaxTurns, left.MaxTurns)
 	b.MaxToolCalls = min(b.MaxToolCalls, left.MaxToolCalls)
+	b.MaxHandoffs = max(min(b.MaxHandoffs, left.MaxHandoffs), 0)
 	if left.MaxTokens > 0 {
 		if b.MaxTokens == 0 || left.MaxTokens < b.MaxTokens {
 			b.MaxTokens = left.MaxTokens
@@ -278,7 +299,7 @@ func (b Budgets) cut(left *Budgets) (Budgets, error) {
 func (l *Loop) left(s *Session) *Budgets {
 	u := UsageOf(s)
 	b := l.cfg.Budgets
-	out := &Budgets{MaxTurns: b.MaxTurns - u.Turns, MaxToolCalls: b.MaxToolCalls - u.ToolCalls}
+	out := &Budgets{MaxTurns: b.MaxTurns - u.Turns, MaxToolCalls: b.MaxToolCalls - u.ToolCalls, MaxHandoffs: b.MaxHandoffs - u.Handoffs}
 	if b.MaxTokens > 0 {
 		out.MaxTokens = max(b.MaxTokens-u.TokensIn-u.TokensOut, 1)
 	}
@@ -287,9 +308,11 @@ func (l *Loop) left(s *Session) *Budgets {
 
 // nested is sa's loop placed in the caller's run: its keys extend parent
 // (the calling call's key and the tool's name), j commits it, its budgets
-// are b.
-func (l *Loop) nested(caller *Loop, parent string, j Journal, b Budgets) *Loop {
+// are b; aside: it answers its caller, not the conversation (an agent
+// called as a tool).
+func (l *Loop) nested(caller *Loop, parent string, j Journal, b Budgets, aside bool) *Loop {
 	c := *l
+	c.cfg.aside = caller.cfg.aside || aside
 	c.cfg.RunID, c.cfg.StepID, c.cfg.Attempt = caller.cfg.RunID, caller.cfg.StepID, caller.cfg.Attempt
 	// its cut observations keep their preview only: the caller's Blobs
 	// keep a blob for the call that commits next, which is the caller's.
@@ -457,3 +480,11 @@ func (l *Loop) SubSpec(name string) (tool.Spec, bool) {
 	}
 	return tool.Spec{}, false
 }
+
+// callerStop is a sub-agent call's error that stops the caller's loop
+// too (the run's budget refused the sub-agent's model call): the call
+// fails, is committed, and the turn ends with err.
+type callerStop struct{ err error }
+
+func (e *callerStop) Error() string { return e.err.Error() }
+func (e *callerStop) Unwrap() error { return e.err }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/model"
 	"github.com/reinhq/rein/safety"
@@ -321,5 +322,36 @@ func TestSubAgentOwnPolicyHolds(t *testing.T) {
 	got := s.Turns[0].Calls[0].Sub.Turns[0].Calls[0]
 	if got.Status != agent.StatusBlocked || !strings.Contains(got.Observation, "billing refunds by hand") || c.n.Load() != 0 {
 		t.Fatalf("the sub-agent's refund: %+v (ran %d times)", got, c.n.Load())
+	}
+}
+
+// The sub-run's tokens count into the caller's max_tokens: the sub-agent
+// gets what the caller has left, fails when it is spent, and the caller's
+// next turn is refused with the budget's error, its model not asked.
+func TestSubAgentTokensAreTheCallers(t *testing.T) {
+	t.Parallel()
+	c := &counted{}
+	find := c.tool("find", tool.EffectRead, true, nil)
+	sub := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("b1", "find", `{"order":"1"}`)),
+		callsReply(tc("b2", "find", `{"order":"2"}`)),
+		textReply("never"),
+	}}
+	top := &turns{replies: []func(*model.Request) *model.Response{
+		callsReply(tc("t1", "billing", `{"task":"find it"}`)),
+		textReply("never asked"),
+	}}
+	l := newLoop(t, agent.Config{Model: top, Tools: []agent.Tool{billingAgent(sub, agent.Tool{Tool: find})},
+		Budgets: agent.Budgets{MaxTokens: 40}})
+	s := &agent.Session{Task: "x"}
+	res, err := l.Run(context.Background(), s)
+	if fault.BudgetOf(err) != "max_tokens" || !strings.Contains(err.Error(), "budgets.max_tokens: 40") {
+		t.Fatalf("run: %v, %+v", err, res)
+	}
+	if sr := s.Turns[0].Calls[0].Sub; sr.Status != agent.SubFailed || sr.ErrorType != "budget:max_tokens" || len(sr.Turns) != 2 {
+		t.Fatalf("the sub-run %+v: 25 tokens were left of the caller's 40", sr)
+	}
+	if top.calls() != 1 || res.Usage.TokensIn+res.Usage.TokensOut != 45 {
+		t.Errorf("the caller's model asked %d times, usage %+v", top.calls(), res.Usage)
 	}
 }

@@ -30,6 +30,13 @@ type Session struct {
 	// Started is when the task began, for the wall-time budget. Zero:
 	// when Run is first called.
 	Started time.Time
+	// Agent, when set, continues the conversation with the agent that
+	// answered it last after handoffs (AnsweredBy of the last exchange:
+	// the names of the agents handed over to, outermost first): a new
+	// task's first turn hands it over to Agent[0] at once, without a
+	// model call, and that agent continues with Agent[1:]. A name no
+	// handoff of the loop's has is ignored (the model's turn comes).
+	Agent []string
 }
 
 // Turn is one model reply and what became of its calls.
@@ -110,6 +117,9 @@ type Call struct {
 	// Sub is the sub-run of a call of a sub-agent (a Tool with Agent):
 	// its turns as committed, its status, answer and waiting calls.
 	Sub *SubRun `json:"sub,omitempty"`
+	// Back is the hand-back a call of a hand-back tool made: the
+	// conversation went back to that agent (handback.go).
+	Back *HandBack `json:"back,omitempty"`
 	// Provenance says where each argument came from, traced from the
 	// transcript (safety.Evidence.Trace): user, tool:<name>, db or
 	// inferred, by JSON pointer. Verified lists the inferred arguments a
@@ -153,6 +163,9 @@ type Call struct {
 	// premise (or a plan step's did): the call was made, and the loop
 	// makes no further call of the turn and takes no further turn.
 	premise *tool.PremiseError
+	// stop is the error that ends the caller's loop once the call is
+	// committed (a sub-agent's model call the run's budget refused).
+	stop error
 }
 
 // Consumed is an approval a call used: its id (the store's approval

@@ -83,7 +83,7 @@ func (e *Engine) bindAgent(s *flow.Step, lookupModel func(name, step string) mod
 	}
 	return agent.New(agent.Config{ExecutePlan: ep, Context: cb, Guardrails: guardrailsOf(a.Guardrails), Model: metered{name: s.Model, m: m}, ModelName: s.Model, Instructions: a.Instructions,
 		Tools: tools, Pipeline: pipe, Output: s.OutputSchema, ObservationLimit: a.MaxObservationBytes, MaxArgsBytes: a.MaxArgsBytes, Concurrency: a.Concurrency,
-		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, Timeout: a.Budgets.Timeout},
+		Budgets: agent.Budgets{MaxTurns: a.Budgets.MaxTurns, MaxToolCalls: a.Budgets.MaxToolCalls, MaxTokens: a.Budgets.MaxTokens, MaxHandoffs: a.Budgets.MaxHandoffs, Timeout: a.Budgets.Timeout},
 		Now:     e.cfg.Clock.Now,
 		// a sub-agent's model calls count as the step's, as its own do.
 		SubModel: func(name string, m model.Model) model.Model { return metered{name: name, m: m} },
@@ -124,7 +124,7 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	ctx = withoutDeltas(ctx, s.Agent.Guardrails)
 	// the wall-time budget runs while the loop works: waiting for a person
 	// (or a restart) starts it again.
-	sess := &agent.Session{Task: in.prompt, History: inputHistory(r.input)}
+	sess := &agent.Session{Task: in.prompt, History: inputHistory(r.input), Agent: inputAgent(r.input)}
 	if r.d.on && r.d.firstAttempt[j.index] == attempt {
 		if err := r.restoreSession(ctx, s, attempt, sess); err != nil {
 			return nil, err
@@ -678,6 +678,25 @@ func (r *run) restoreAgent(i int, row *store.Step, approvals []*store.Approval) 
 // name here; the loop offers it to the model under its wire name.
 func inputHistory(input any) []model.Message {
 	out, _ := historyOf(input)
+	return out
+}
+
+// inputAgent is an agent step's Session.Agent: the run input's "last_agent"
+// field, the agents a chat session's last answer came from after handoffs
+// (outermost first), which the conversation continues with. Entries that
+// are not strings are left out.
+func inputAgent(input any) []string {
+	m, ok := input.(map[string]any)
+	if !ok {
+		return nil
+	}
+	list, _ := m["last_agent"].([]any)
+	var out []string
+	for _, e := range list {
+		if s, ok := e.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 

@@ -39,7 +39,8 @@ func streamCall(ctx context.Context, req *model.Request) (context.Context, func(
 	if t == nil || len(req.Schema) > 0 {
 		return ctx, func(error) {}
 	}
-	d := trace.Delta{RunID: req.RunID, StepID: req.StepID, Attempt: req.Attempt, Turn: req.Turn, Model: req.Model, Decision: req.Decision}
+	d := trace.Delta{RunID: req.RunID, StepID: req.StepID, Attempt: req.Attempt, Turn: req.Turn, Model: req.Model, Decision: req.Decision,
+		SubRun: req.SubRun, Aside: req.Aside}
 	sent := false
 	s := t.red.Stream(func(text string) {
 		sent = true
@@ -53,7 +54,8 @@ func streamCall(ctx context.Context, req *model.Request) (context.Context, func(
 		}
 		s.Drop()
 		if sent {
-			t.sink.EmitDelta(ctx, trace.Delta{RunID: d.RunID, StepID: d.StepID, Attempt: d.Attempt, Turn: d.Turn, Model: d.Model, Decision: d.Decision, Reset: true})
+			t.sink.EmitDelta(ctx, trace.Delta{RunID: d.RunID, StepID: d.StepID, Attempt: d.Attempt, Turn: d.Turn, Model: d.Model, Decision: d.Decision,
+				SubRun: d.SubRun, Aside: d.Aside, Reset: true})
 		}
 	}
 	return model.WithDeltas(ctx, s.Write), done

@@ -32,9 +32,9 @@ func Engine(p *project.Project, cfg engine.Config) *engine.Engine {
 		cfg.Codec = p.Codec()
 	}
 	// the tenants' budgets and the models' prices: rein.yaml budgets: and
-	// models: price:.
+	// models: price: (its sub-agents' folders' for the models they name).
 	if c := p.Config(); cfg.Spend == nil && c != nil && c.Budgets != nil {
-		cfg.Spend = &engine.Spend{Models: c.Models, Budgets: c.Budgets}
+		cfg.Spend = &engine.Spend{Models: p.SpendModels(), Budgets: c.Budgets}
 	}
 	return engine.New(cfg)
 }
