@@ -25,9 +25,7 @@ import (
 // backend cannot run yet, with why (docs/temporal.md, Limits). Remove a
 // case from here once its feature lands.
 var conformanceSkip = map[string]string{
-	"repeat":         "repeat steps fail on Temporal with a message saying so",
-	"agent-approval": "agent steps run as one activity on Temporal: a tool call of theirs that needs approval is not parked",
-	"saga":           "on_failure: compensate needs the effect ledger, which runs on Temporal do not write",
+	"saga": "on_failure: compensate needs the effect ledger, which runs on Temporal do not write",
 }
 
 // killQueue is the task queue of the case run with a kill: its worker
