@@ -219,4 +219,12 @@ steps:
 	if w := calls(fourth.RunID)["charge"]; w == nil || len(w.Invalidated) != 0 {
 		t.Errorf("run 4's call is flagged after the clear: %+v", w)
 	}
+	// remediating run 1 again registers its freeze again, idempotently:
+	// the clear holds.
+	if _, err := c.Remediate(ctx, first.RunID, "charge", nil); err != nil {
+		t.Fatal(err)
+	}
+	if fifth := run(payA1, "acme"); fifth.Status != trace.RunSucceeded {
+		t.Fatalf("run 5 after remediating run 1 again: %s %v %+v", fifth.Status, fifth.Error, fifth.Pending)
+	}
 }
