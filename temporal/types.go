@@ -46,6 +46,10 @@ type Start struct {
 	// Carry is the state of the run this one continues (continue-as-new),
 	// or nil for a run that starts.
 	Carry *Carry `json:"carry,omitempty"`
+	// Retry, with Carry, starts a failed run's workflow again (RetryRun):
+	// the steps it re-opens run at their next attempt, the others keep
+	// their outputs.
+	Retry *Decision `json:"retry,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one
