@@ -17,7 +17,8 @@ const (
 	UpdateSubmit = "submit"
 	// UpdateRetry re-opens a failed run, as rein runs retry does (Decision:
 	// Step is the --from step, or empty). A failed run stays open for it
-	// for the worker's retry window (Workflow.RetryWindow).
+	// for the worker's retry window (Workflow.RetryWindow); a closed one is
+	// started again (RetryRun).
 	UpdateRetry = "retry"
 	// QueryStatus answers Status.
 	QueryStatus = "status"
