@@ -42,6 +42,7 @@ func (r *wrun) closed(ctx workflow.Context, refused error) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	r.publish(ctx) // a refused retry's start set AttrStatus running
 	in := r.in
 	in.Carry, in.Retry = r.carry(-1), nil
 	class, msg := string(fault.Business), fmt.Sprintf("run %s failed", r.runID)
@@ -61,6 +62,7 @@ func (r *wrun) closed(ctx workflow.Context, refused error) error {
 // (Start.Retry) on the failed run's restored state: the steps it names
 // re-open (sched.Reopens, as UpdateRetry's), or the retry is refused.
 func (r *wrun) retryClosed(d Decision) error {
+	r.published = "" // RetryRun started the execution with AttrStatus running
 	if d.Action != "" && d.Action != ActionRetry {
 		return fmt.Errorf("a retry takes action %q or none, not %q", ActionRetry, d.Action)
 	}
