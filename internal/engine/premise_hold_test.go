@@ -17,11 +17,12 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// premiseHoldFlow: lookup's output contradicts its premise while notify,
-// an independent for_each of a write tool (one item at a time), or ping,
-// an independent repeat of one, is in flight.
+// premiseHoldFlow: lookup's output contradicts its premise while three
+// independent steps are in flight: notify, a for_each of a write tool (one
+// item at a time), ping, a repeat of one, and pl, a plan step whose plan
+// charges a, then b.
 const premiseHoldFlow = `name: held
-concurrency: 3
+concurrency: 4
 steps:
   - id: lookup
     tool: lookup
@@ -29,14 +30,15 @@ steps:
     premise: {id: region-known, claim: "the registry knows the region", check: 'output.region != ""'}
   - {id: notify, tool: notify, for_each: "input.xs", concurrency: 1, args: {x: "{item}"}, requires: []}
   - {id: ping, tool: ping, repeat: {max: 3, until: 'output.n >= 3'}, requires: []}
+  - {id: pl, type: plan, model: m, goal: "charge a, then b", tools: [charge], requires: []}
 `
 
 // holdEngine builds the engine of premiseHoldFlow on st. Every tool call
 // appends its idempotency key to dir/<tool>.log when it starts. With block
-// set, notify's first item and ping's first round start, then wait until
-// lookup's attempt has failed (its attempt_failed event), and lookup waits
-// until both started: both steps are in flight when the premise fails,
-// each with one unit running.
+// set, notify's first item, ping's first round and pl's plan step a
+// start, then wait until lookup's attempt has failed (its attempt_failed
+// event), and lookup waits until all three started: the three steps are
+// in flight when the premise fails, each with one unit running.
 func holdEngine(t testing.TB, dir string, st store.Store, block bool) (*engine.Engine, *flow.Flow) {
 	reg := &tool.Registry{}
 	var mu sync.Mutex
@@ -54,7 +56,7 @@ func holdEngine(t testing.TB, dir string, st store.Store, block bool) (*engine.E
 	var started sync.WaitGroup
 	release := make(chan struct{})
 	if block {
-		started.Add(2)
+		started.Add(3)
 	} else {
 		close(release)
 	}
@@ -92,7 +94,10 @@ func holdEngine(t testing.TB, dir string, st store.Store, block bool) (*engine.E
 		n, _ := args["iteration"].(float64)
 		return map[string]any{"n": n + 1}, wait(ctx, n == 0)
 	})
-	f, err := flow.Parse([]byte(premiseHoldFlow), "held.yaml", &flow.Options{Tools: specsOf(reg)})
+	register("charge", tool.EffectWrite, func(ctx context.Context, args map[string]any) (any, error) {
+		return map[string]any{"charged": args["n"]}, wait(ctx, args["n"] == "a")
+	})
+	f, err := flow.Parse([]byte(premiseHoldFlow), "held.yaml", &flow.Options{Tools: specsOf(reg), Models: func(string) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +110,7 @@ func holdEngine(t testing.TB, dir string, st store.Store, block bool) (*engine.E
 	if !block {
 		sink = nil
 	}
-	cfg := engine.Config{Tools: reg, Store: st}
+	cfg := engine.Config{Tools: reg, Store: st, Models: retryPlanModels(1)}
 	if sink != nil {
 		cfg.Sink = sink
 	}
@@ -166,7 +171,8 @@ func TestPremiseHoldsStepsInFlight(t *testing.T) {
 	}
 	wantCalls(t, dir, "notify", 1) // item a, in flight: no b, no c
 	wantCalls(t, dir, "ping", 1)   // round 1, in flight: no round 2
-	for _, id := range []string{"notify", "ping"} {
+	wantCalls(t, dir, "charge", 1) // plan step a, in flight: no b
+	for _, id := range []string{"notify", "ping", "pl"} {
 		if got := res.Steps[id].Status; got != trace.StepRunning {
 			t.Errorf("step %s is %s, want running (held, not settled)", id, got)
 		}
@@ -181,6 +187,7 @@ func TestPremiseHoldsStepsInFlight(t *testing.T) {
 	wantCalls(t, dir, "lookup", 1)
 	wantCalls(t, dir, "notify", 3)
 	wantCalls(t, dir, "ping", 3)
+	wantCalls(t, dir, "charge", 2)
 	want := []any{map[string]any{"sent": "a"}, map[string]any{"sent": "b"}, map[string]any{"sent": "c"}}
 	if got, _ := res.Outputs["notify"].([]any); !equalJSON(got, want) {
 		t.Errorf("notify output %v, want %v", res.Outputs["notify"], want)
@@ -219,6 +226,7 @@ func TestPremiseHoldSurvivesAKill(t *testing.T) {
 	dir, st := killedChild(t, "TestPremiseHoldCrashChild", "REIN_PREMISE_HOLD_CHILD=1")
 	wantCalls(t, dir, "notify", 1)
 	wantCalls(t, dir, "ping", 1)
+	wantCalls(t, dir, "charge", 1)
 	e, f := holdEngine(t, dir, st, false)
 	res, err := e.Resume(ctx, f, "hold-run")
 	if err != nil {
@@ -227,6 +235,7 @@ func TestPremiseHoldSurvivesAKill(t *testing.T) {
 	wantStatus(t, res, trace.RunWaiting)
 	wantCalls(t, dir, "notify", 1)
 	wantCalls(t, dir, "ping", 1)
+	wantCalls(t, dir, "charge", 1)
 
 	settleLookup(t, st, "hold-run")
 	e, f = holdEngine(t, dir, st, false)
@@ -236,4 +245,5 @@ func TestPremiseHoldSurvivesAKill(t *testing.T) {
 	wantStatus(t, res, trace.RunSucceeded)
 	wantCalls(t, dir, "notify", 3)
 	wantCalls(t, dir, "ping", 3)
+	wantCalls(t, dir, "charge", 2)
 }

@@ -15,8 +15,8 @@ import (
 var errHeld = errors.New("held: a failed premise pauses the run; the step goes on once a person decides it")
 
 // hold records that a premise failed in the run: from now on no step in
-// flight starts a new unit (for_each item, repeat round) — see
-// holdSource. It holds only a durable run, whose failed premise parks
+// flight starts a new unit (for_each item, repeat round, plan step) —
+// see holdSource and heldFunc. It holds only a durable run, whose failed premise parks
 // (store.KindPremise): elsewhere the premise fails the run, which cancels
 // what is in flight. A held run is never un-held: the person's decision
 // is carried out by a resume, in a new run.
@@ -29,7 +29,7 @@ func (r *run) hold() {
 // holds reports whether a step in flight stops at its next unit when the
 // run is held: a step that keeps the call records a resume continues
 // from (continuable: a for_each of tool or llm calls, a repeat of tool
-// calls), so that its settled units are not made again and no call is in
+// calls, a plan step), so that its settled units are not made again and no call is in
 // doubt. Any other step runs on to its end.
 func (r *run) holds(i int) bool {
 	return r.d.on && continuable(r.f.Steps[i])
@@ -62,6 +62,15 @@ func (h holdSource[U]) CanStart(inFlight int) bool {
 func (r *run) heldFlag(i int) *atomic.Bool {
 	if r.holds(i) {
 		return &r.held
+	}
+	return nil
+}
+
+// heldFunc is heldFlag as the plan executor asks it
+// (plan.ExecutorConfig.Held): nil when step i does not hold.
+func (r *run) heldFunc(i int) func() bool {
+	if h := r.heldFlag(i); h != nil {
+		return h.Load
 	}
 	return nil
 }

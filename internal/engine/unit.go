@@ -41,8 +41,8 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 			return out, nil
 		}
 		var w *agentWait
-		if errors.As(err, &w) {
-			return nil, err // not a failure: the step parks
+		if errors.As(err, &w) || errors.Is(err, errHeld) {
+			return nil, err // not a failure: the step parks, or is held
 		}
 		o.origin = origin
 		premise := PremiseFailed(err)
