@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -246,4 +247,39 @@ func TestPremiseHoldSurvivesAKill(t *testing.T) {
 	wantCalls(t, dir, "notify", 3)
 	wantCalls(t, dir, "ping", 3)
 	wantCalls(t, dir, "charge", 2)
+}
+
+// TestPremiseHoldRejected: a person who rejects the premise fails the run
+// with its error; the items, rounds and plan steps the premise held never
+// run.
+func TestPremiseHoldRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "rein.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, f := holdEngine(t, dir, st, true)
+	res, err := e.Run(ctx, f, holdInput, &engine.RunOptions{RunID: "reject-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunWaiting)
+	if _, err := st.DecideApproval(ctx, &store.DecideApprovalParams{RunID: "reject-run", StepID: "lookup", Status: store.ApprovalRejected,
+		Comment: "the registry is stale"}); err != nil {
+		t.Fatal(err)
+	}
+	e, f = holdEngine(t, dir, st, false)
+	if res, err = e.Resume(ctx, f, "reject-run"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, trace.RunFailed)
+	if res.Error == nil || !strings.Contains(res.Error.Message, "premise region-known") {
+		t.Errorf("error %v, want the premise's", res.Error)
+	}
+	wantCalls(t, dir, "notify", 1)
+	wantCalls(t, dir, "ping", 1)
+	wantCalls(t, dir, "charge", 1)
 }
