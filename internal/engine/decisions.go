@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/reinhq/rein/fault"
@@ -147,7 +148,7 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	// the plan's calls extend this attempt's key (package invoke).
 	at := invoke.Position{RunID: r.id, StepID: s.ID, ForEach: in.item >= 0, Item: in.item, Round: in.round, Attempt: attempt}
 	ex, err := plan.NewExecutor(plan.ExecutorConfig{Catalog: r.b.catalogs[j.index], Tools: r.e.cfg.Tools, Gate: r.b.gate, Recorder: (*callRecorder)(r),
-		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, Pausable: r.pausablePlan(j, in), OnEvent: func(ev plan.Event) {
+		MaxExecuted: ps.MaxExecuted, Now: r.e.cfg.Clock.Now, Pausable: r.pausablePlan(j, in), Held: r.heldFunc(j.index), OnEvent: func(ev plan.Event) {
 			if ev.Kind == plan.PlanProposed {
 				r.recordPlan(s, &at, &ev)
 			}
@@ -166,6 +167,9 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 	prog.Evidence = r.planEvidence()
 	res, err := plan.RunFrom(ctx, planner, ex, in.prompt, plan.Limits{MaxSteps: ps.MaxSteps, MaxReplans: ps.MaxReplans, MaxExecuted: ps.MaxExecuted}, prog)
 	if err != nil {
+		if errors.Is(err, plan.ErrHeld) {
+			return nil, errHeld // a failed premise stopped the plan steps left
+		}
 		if w := planWait(err); w != err { //nolint:errorlint // identity: did planWait make a wait of it
 			return nil, w // plan steps wait for people: the step parks
 		}

@@ -83,6 +83,9 @@ type run struct {
 	// pool: that tool may still report).
 	closed    bool
 	abandoned atomic.Bool
+	// held is set once a premise failed in the run (hold): the steps in
+	// flight start no new unit (holdSource).
+	held atomic.Bool
 	// d is the durable part (journal batching, approvals, lease).
 	d durability
 	// risk is the run's risk tier and its controls' state (startRisk);
@@ -358,6 +361,12 @@ func (r *run) settle(o *outcome) {
 	if p := o.park; p != nil && p.agentWait != nil {
 		st.settled = time.Time{}
 		r.parkAgent(i, p.agentWait)
+		return
+	}
+	if p := o.park; p != nil && p.held {
+		// stopped by a failed premise before its remaining units: it stays
+		// running, unsettled, and a resume continues it (errHeld).
+		st.settled = time.Time{}
 		return
 	}
 	if p := o.park; p != nil && p.escalated {

@@ -41,16 +41,20 @@ func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (an
 			return out, nil
 		}
 		var w *agentWait
-		if errors.As(err, &w) {
-			return nil, err // not a failure: the step parks
+		if errors.As(err, &w) || errors.Is(err, errHeld) {
+			return nil, err // not a failure: the step parks, or is held
 		}
 		o.origin = origin
+		premise := PremiseFailed(err)
+		if premise {
+			r.hold() // no step in flight starts a new unit, from before this failure is recorded
+		}
 		class := fault.ClassOf(err)
 		r.recordGuardStop(s, attempt, err)
 		r.recordAttemptFailed(s, attempt, in.item, err, origin)
 		now := r.e.cfg.Clock.Now()
 		next := r.m.Retry(j.index, class, attempt, done, fault.RetryAfterOf(err), ctx.Err() != nil, now)
-		if !next.Again || PremiseFailed(err) { // a premise that fails stops first: never retried
+		if !next.Again || premise { // a premise that fails stops first: never retried
 			return nil, err
 		}
 		done++

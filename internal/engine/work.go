@@ -51,6 +51,9 @@ type parking struct {
 	premise   bool
 	escArgs   []byte
 	agentWait *agentWait
+	// held: a failed premise stopped the step before its remaining units
+	// (errHeld); it stays running.
+	held bool
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -99,6 +102,10 @@ func (r *run) work(j *job) (o *outcome) {
 		default:
 			out, err = r.runUnit(r.ctx, j, j.in, o)
 		}
+	}
+	if errors.Is(err, errHeld) {
+		o.park = &parking{held: true}
+		return o
 	}
 	if err == nil {
 		o.status = trace.StepSucceeded
@@ -173,6 +180,7 @@ func (r *run) applyOnError(j *job, err error, o *outcome) {
 	s := j.step
 	if pe := r.premiseOf(j, err); pe != nil && r.ctx.Err() == nil {
 		// the run stops first, whatever on_error says: the whole run pauses.
+		r.hold()
 		r.escalate(j, fault.BusinessErr(pe), o)
 		if o.park != nil {
 			o.park.premise = true
@@ -373,10 +381,14 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 		}
 		return nil
 	}
-	_ = fanout.Run(r.ctx, &m, call, settle) // settle keeps its error in failErr
+	held := r.heldFlag(j.index)
+	_ = fanout.Run(r.ctx, holdSource[fan.Unit]{&m, held}, call, settle) // settle keeps its error in failErr
 	if failErr != nil {
 		o.origin = failOrigin
 		return nil, failErr
+	}
+	if held != nil && held.Load() && !m.Done() {
+		return nil, errHeld // a failed premise stopped the items left
 	}
 	if err := r.ctx.Err(); err != nil && !m.Done() {
 		// the run stopped before every item ran
@@ -448,7 +460,11 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		over = done
 		return nil
 	}
-	_ = fanout.Run(r.ctx, &m, call, settle) // settle never fails: stop says why the rounds ended
+	held := r.heldFlag(j.index)
+	_ = fanout.Run(r.ctx, holdSource[fan.Unit]{&m, held}, call, settle) // settle never fails: stop says why the rounds ended
+	if stop == nil && !over && r.ctx.Err() == nil && held != nil && held.Load() {
+		return nil, errHeld // a failed premise stopped the rounds left
+	}
 	if stop == nil && !over && r.ctx.Err() != nil {
 		stop, where = r.ctxCause(r.ctx.Err()), trace.OriginEngine // the run stopped between rounds
 	}

@@ -60,7 +60,18 @@ type ExecutorConfig struct {
 	// the people's Decisions (plan.RunFrom, Progress.Decisions). Without
 	// it such a call fails the step with a policy error.
 	Pausable bool
+	// Held, when set, is asked before each step starts: once it reports
+	// true (the caller's run paused, as a failed premise elsewhere pauses
+	// it) the executor starts no further step, the steps in flight finish
+	// and settle, and Execute returns ErrHeld when steps are left. The
+	// caller continues the plan later (RunFrom): the completed steps are
+	// not run again.
+	Held func() bool
 }
+
+// ErrHeld is Execute's error when ExecutorConfig.Held stopped the plan
+// before all its steps ran; RunFrom returns it as is (no revision).
+var ErrHeld = errors.New("plan held: its remaining steps wait until the run goes on")
 
 // EventKind names what happened.
 type EventKind string
@@ -299,6 +310,12 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 		return first
 	case len(r.waits) > 0:
 		return r.waitError()
+	case r.held():
+		for i := range p.Steps {
+			if r.dag.State(i) != fan.Succeeded {
+				return ErrHeld
+			}
+		}
 	}
 	for i := range p.Steps {
 		if r.dag.State(i) != fan.Succeeded {
@@ -313,6 +330,9 @@ func (e *Executor) execute(ctx context.Context, p *Plan, st *State, cat *Catalog
 // settles at once, and the DAG hands out nothing more. It is called on the
 // goroutine that runs the plan, as every method of round is.
 func (r *round) Next(inFlight int) (call, bool) {
+	if r.held() {
+		return call{}, false
+	}
 	for {
 		i, ok := r.dag.Next(inFlight)
 		r.st.executed = r.dag.Executed()
@@ -328,8 +348,11 @@ func (r *round) Next(inFlight int) (call, bool) {
 	}
 }
 
-// CanStart is the DAG's (fanout.Source).
-func (r *round) CanStart(inFlight int) bool { return r.dag.CanStart(inFlight) }
+// CanStart is the DAG's (fanout.Source), false once held.
+func (r *round) CanStart(inFlight int) bool { return !r.held() && r.dag.CanStart(inFlight) }
+
+// held reports whether the caller holds the plan (ExecutorConfig.Held).
+func (r *round) held() bool { return r.e.cfg.Held != nil && r.e.cfg.Held() }
 
 // Limit is the DAG's (fanout.Source).
 func (r *round) Limit() int { return r.dag.Limit() }

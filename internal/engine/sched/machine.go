@@ -127,8 +127,10 @@ func (m *Machine) CanStart(inFlight int) bool {
 // call of an agent step) waits on a store.KindPremise approval. Until a
 // person decides it (Decided, Requeue) no step that has not started is
 // dispatched, whether it depends on the premise's step or not; steps in
-// flight finish and settle. A paused run with nothing in flight finishes
-// waiting (Outcome).
+// flight finish the units they have in flight (the driver starts no
+// further for_each item or repeat round of theirs, and may leave such a
+// step running, unsettled, for a resume to continue). A paused run with
+// nothing in flight finishes waiting (Outcome).
 func (m *Machine) Held() bool {
 	for _, p := range m.pending {
 		if p.Kind == store.KindPremise {
