@@ -27,7 +27,6 @@ import (
 var conformanceSkip = map[string]string{
 	"repeat":         "repeat steps fail on Temporal with a message saying so",
 	"agent-approval": "agent steps run as one activity on Temporal: a tool call of theirs that needs approval is not parked",
-	"saga":           "on_failure: compensate needs the effect ledger, which runs on Temporal do not write",
 }
 
 // killQueue is the task queue of the case run with a kill: its worker
