@@ -68,8 +68,11 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 		}
 		return out, nil
 	case opAgent:
-		if out.Agent, err = agentUnit(ctx, e.e, f, s, &in); err != nil {
-			return nil, toApplicationError(err)
+		var effects effectLog
+		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.hook(f))
+		out.Effects = effects.list()
+		if err != nil {
+			return nil, toApplicationError(err, out.Effects...)
 		}
 		return out, nil
 	case opReconcile:
@@ -96,9 +99,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
 	var effects effectLog
-	if f.OnFailure == flow.OnFailureCompensate {
-		req.OnEffect = effects.add
-	}
+	req.OnEffect = effects.hook(f)
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
 			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
@@ -205,6 +206,15 @@ func failureOf(err error) (f failure, lost, notRun bool) {
 type effectLog struct {
 	mu   sync.Mutex
 	effs []journal.Effect
+}
+
+// hook is the log's add for a flow whose failed runs are compensated
+// (on_failure: compensate), else nil: other runs report no effects.
+func (l *effectLog) hook(f *flow.Flow) func(journal.Effect) {
+	if f.OnFailure != flow.OnFailureCompensate {
+		return nil
+	}
+	return l.add
 }
 
 func (l *effectLog) add(e journal.Effect) {

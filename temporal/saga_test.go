@@ -200,3 +200,31 @@ steps:
 		t.Fatalf("run %s, calls %v", st.Status, l.order)
 	}
 }
+
+// TestSagaAgentCall: an agent's call is taken back too, its compensation
+// keyed by the call's key.
+func TestSagaAgentCall(t *testing.T) {
+	l := newLedger()
+	p := loadAgent(t, `name: agentsaga
+on_failure: compensate
+inputs: {type: object, properties: {task: {type: string}}}
+steps:
+  - id: agent
+    type: agent
+    model: m
+    instructions: Take the payment.
+    prompt_template: "{input.task}"
+    tools: {charge: }
+  - {id: ship, tool: ship, args: {fail: true}, requires: [agent]}
+`, `replies:
+  - {step: agent, decision: agent, turn: 1, tool_calls: [{name: charge, args: {amount: 5}}]}
+  - {step: agent, decision: agent, turn: 2, raw: "charged"}
+`, sagaTools(l, true)...)
+	st := newHarness(t, p).run(map[string]any{"task": "charge 5"})
+	if st.Status != "failed" || st.Error == nil || st.Error.Step != "ship" {
+		t.Fatalf("run: %+v (error %+v)", st, st.Error)
+	}
+	if got := l.keys("refund"); len(got) != 1 || got[0] != "run-1/agent/1/turn1/call1/compensate" {
+		t.Errorf("refund calls %v, want [run-1/agent/1/turn1/call1/compensate]", got)
+	}
+}
