@@ -184,6 +184,41 @@ steps:
 	if w := calls(third.RunID)["charge"]; w == nil || len(w.Invalidated) != 1 {
 		t.Errorf("run 3's waiting call is not flagged: %+v", w)
 	}
+	// an agent's calls meet it too: its read is made and flagged, its
+	// payment waits for a person.
+	agentDir := t.TempDir()
+	for name, text := range map[string]string{
+		"agent.yaml": "name: payer\nmodel: m\nexecute_plan: false\ntools:\n  balance:\n  pay:\n",
+		"script.yaml": `replies:
+  - step: agent
+    decision: agent
+    turn: 1
+    tool_calls:
+      - {name: balance, args: {acct: a-1}}
+      - {name: pay, args: {acct: a-1}}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(agentDir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ap, err := project.LoadAgent(agentDir, &project.LoadOptions{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ap.Close() })
+	ar, err := c.Start(ctx, ap, map[string]any{"task": "pay a-1"}, &rein.RunOptions{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar.Status != trace.RunWaiting || len(ar.Pending) != 1 || ar.Pending[0].StepID != "agent/turn1/call2" ||
+		!strings.Contains(ar.Pending[0].Message, "invalidated-resource") {
+		t.Fatalf("agent run: %s %v, pending %+v", ar.Status, ar.Error, ar.Pending)
+	}
+	if got := strings.Join(taken(), ", "); got != "balance a-1" {
+		t.Errorf("agent calls: %s", got)
+	}
+
 	// a read whose resource only its output names is flagged after it.
 	second2 := run(load(`name: owner
 steps:
@@ -218,5 +253,13 @@ steps:
 	}
 	if w := calls(fourth.RunID)["charge"]; w == nil || len(w.Invalidated) != 0 {
 		t.Errorf("run 4's call is flagged after the clear: %+v", w)
+	}
+	// remediating run 1 again registers its freeze again, idempotently:
+	// the clear holds.
+	if _, err := c.Remediate(ctx, first.RunID, "charge", nil); err != nil {
+		t.Fatal(err)
+	}
+	if fifth := run(payA1, "acme"); fifth.Status != trace.RunSucceeded {
+		t.Fatalf("run 5 after remediating run 1 again: %s %v %+v", fifth.Status, fifth.Error, fifth.Pending)
 	}
 }

@@ -235,3 +235,38 @@ func TestConfigPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A rule may name the origin invalidated (a call that touches a resource
+// a remediation marked invalid), in provenance: as a list and per argument, and
+// the default rules hold invalidated-resource, which asks a person before
+// such a side effect.
+func TestPolicyMatchesInvalidatedOrigin(t *testing.T) {
+	t.Parallel()
+	cfg, err := flow.ParseConfig([]byte(`policy:
+  defaults: true
+  rules:
+    - {name: no-invalid-refunds, tools: [refund], provenance: [invalidated], verdict: block}
+    - {name: note-invalid, tools: [note], provenance: {"": [invalidated]}, verdict: require_review}
+`), "rein.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Policy.Policy()
+	flagged := safety.Provenance{"": {safety.OriginInvalidated}}
+	for _, c := range []struct {
+		tool   string
+		effect tool.Effect
+		want   safety.Verdict
+		rule   string
+	}{
+		{"refund", tool.EffectExternal, safety.Block, "no-invalid-refunds"},
+		{"note", tool.EffectNone, safety.RequireReview, "note-invalid"},
+		{"pay", tool.EffectWrite, safety.RequireApproval, safety.InvalidatedRuleName},
+		{"read", tool.EffectRead, safety.Allow, ""},
+	} {
+		inv := safety.Invocation{Tool: tool.Spec{Name: c.tool, Effect: c.effect}, Provenance: flagged}
+		if d, err := p.Check(context.Background(), &inv); err != nil || d.Verdict != c.want || d.Rule != c.rule {
+			t.Errorf("%s: decision %+v, %v; want %s by %q", c.tool, d, err, c.want, c.rule)
+		}
+	}
+}

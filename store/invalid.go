@@ -12,8 +12,12 @@ import (
 //
 // A row is one resource one frozen call of one run made invalid: the same
 // resource frozen by two calls is two rows, and Invalidated returns both.
-// Rows belong to the run's tenant and are seen only by it. Prune leaves
-// them: an invalidation outlives the run that made it, until cleared.
+// Rows belong to the run's tenant and are seen only by it. A clear keeps
+// the row, marked cleared, so that recording the same row again (a
+// remediation carried on registers its freezes again, idempotently) does
+// not make the resource invalid again; a later freeze of it, by another
+// call, does. Prune leaves the rows: an invalidation outlives the run that
+// made it.
 
 // Invalidation is one row of the registry.
 type Invalidation struct {
@@ -68,4 +72,7 @@ type ClearInvalidatedParams struct {
 	Resource string
 	// RunID, when set, clears only the rows that run made.
 	RunID string
+	// Now is the caller's time, recorded as the clear's; zero: the
+	// store's clock.
+	Now time.Time
 }

@@ -201,14 +201,15 @@ type Store interface {
 	// runs, by tenant.
 	//
 	// Invalidate records rows, idempotently: a row already recorded under
-	// its (tenant, resource, run, call key) is left as it was.
+	// its (tenant, resource, run, call key) is left as it was, cleared or
+	// not.
 	Invalidate(ctx context.Context, rows []*Invalidation) error
-	// Invalidated returns the rows of p.Tenant (of p.Resources only, when
-	// given), oldest first.
+	// Invalidated returns the rows of p.Tenant not cleared (of
+	// p.Resources only, when given), oldest first.
 	Invalidated(ctx context.Context, p *InvalidatedParams) ([]*Invalidation, error)
-	// ClearInvalidated deletes the tenant's rows of p.Resource (of
-	// p.RunID only, when set) and returns how many it deleted; none is
-	// not an error.
+	// ClearInvalidated marks the tenant's rows of p.Resource (of p.RunID
+	// only, when set) cleared and returns how many it cleared; none is not
+	// an error.
 	ClearInvalidated(ctx context.Context, p *ClearInvalidatedParams) (int, error)
 
 	Close() error

@@ -124,7 +124,7 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 		return err
 	}
 	in := r.in
-	in.Carry = r.carry(agentStep)
+	in.Carry, in.Retry = r.carry(agentStep), nil // the retry was carried out
 	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, in)
 }
 

@@ -132,15 +132,20 @@ func Query(ctx context.Context, c client.Client, runID, query string, out any) e
 
 // Follow waits until run runID settles or waits for someone, polling its
 // status every poll, and returns its last Status (a failed run's as its
-// query answers it: the run stays open for a retry).
+// query answers it, or as its workflow's failure carries it: Closed).
 func Follow(ctx context.Context, c client.Client, runID string, poll time.Duration, seen func(*Status)) (*Status, error) {
 	for {
 		var st Status
 		if err := Query(ctx, c, runID, QueryStatus, &st); err != nil {
-			// a run that finished answers its result.
+			// a run that finished answers its result (a failed one its
+			// failure's Closed).
 			var res Status
-			if gerr := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); gerr == nil {
+			gerr := c.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+			if gerr == nil {
 				return &res, nil
+			}
+			if cl, ok := ClosedOf(gerr); ok {
+				return cl.Status, nil
 			}
 			return nil, err
 		}
@@ -149,8 +154,8 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 		}
 		switch st.Status {
 		case "failed":
-			// a failed run stays open for a retry (UpdateRetry): its
-			// status is its last word until one comes.
+			// a failed run's status is its last word until it is
+			// retried (RetryRun), open (a retry window) or closed.
 			return &st, nil
 		case "succeeded", "cancelled":
 			var res Status

@@ -19,7 +19,8 @@ const (
 	UpdateSubmit = "submit"
 	// UpdateRetry re-opens a failed run, as rein runs retry does (Decision:
 	// Step is the --from step, or empty). A failed run stays open for it
-	// for the worker's retry window (Workflow.RetryWindow).
+	// for the worker's retry window (Workflow.RetryWindow); a closed one is
+	// started again (RetryRun).
 	UpdateRetry = "retry"
 	// QueryStatus answers Status.
 	QueryStatus = "status"
@@ -48,6 +49,10 @@ type Start struct {
 	// Carry is the state of the run this one continues (continue-as-new),
 	// or nil for a run that starts.
 	Carry *Carry `json:"carry,omitempty"`
+	// Retry, with Carry, starts a failed run's workflow again (RetryRun):
+	// the steps it re-opens run at their next attempt, the others keep
+	// their outputs.
+	Retry *Decision `json:"retry,omitempty"`
 }
 
 // attemptIn is one activity's input: one attempt of one step (or of one

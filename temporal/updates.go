@@ -15,8 +15,9 @@ import (
 	"github.com/reinhq/rein/value"
 )
 
-// defaultRetryWindow is how long a failed run stays open for UpdateRetry
-// when Workflow.RetryWindow is zero.
+// defaultRetryWindow is how long a failed run recorded before
+// rein-retry-closed stays open for UpdateRetry when Workflow.RetryWindow
+// is zero (a later run closes at once: awaitRetry).
 const defaultRetryWindow = 24 * time.Hour
 
 // submitUpdates registers UpdateSubmit and UpdateRetry beside
@@ -144,17 +145,27 @@ func (r *wrun) reopens(from string) ([]int, error) {
 }
 
 // awaitRetry keeps a failed run open for UpdateRetry for the retry window
-// (Workflow.RetryWindow) and, when one came, re-opens the steps it names
-// and reports true: the run goes on at their next attempt, every other
-// settled step keeping its output, as rein runs retry does locally. A
-// run recorded before retries existed (GetVersion rein-retry) closes at
-// once, as it did.
+// (Workflow.RetryWindow, zero by default: it closes at once) and, when
+// one came, re-opens the steps it names and reports true: the run goes on
+// at their next attempt, every other settled step keeping its output, as
+// rein runs retry does locally. A run recorded before retries existed
+// (GetVersion rein-retry) closes at once, as it did; one recorded before
+// failed runs closed (GetVersion rein-retry-closed) keeps its window's old
+// default, 24 hours, and closes as Completed. Every later run closes as
+// Failed, carrying its state (r.closeFailed, closed).
 func (r *wrun) awaitRetry(ctx workflow.Context) bool {
-	window := r.w.RetryWindow
-	if window == 0 {
-		window = defaultRetryWindow
+	if version(ctx, changeRetry) == workflow.DefaultVersion {
+		return false
 	}
-	if window < 0 || version(ctx, changeRetry) == workflow.DefaultVersion {
+	window := r.w.RetryWindow
+	if version(ctx, changeRetryClosed) == workflow.DefaultVersion {
+		if window == 0 {
+			window = defaultRetryWindow
+		}
+	} else {
+		r.closeFailed = true
+	}
+	if window <= 0 {
 		return false
 	}
 	r.retryOpen = true
@@ -169,6 +180,14 @@ func (r *wrun) awaitRetry(ctx workflow.Context) bool {
 	if err != nil {
 		return false // validated: not reached
 	}
+	r.reopen(idx)
+	return true
+}
+
+// reopen re-opens steps idx of the failed run (sched.Reopens' answer):
+// each goes back to pending without its output, and starts at its next
+// attempt (a new key); the run's failure is gone.
+func (r *wrun) reopen(idx []int) {
 	r.m.Retried()
 	for _, i := range idx {
 		id := r.f.Steps[i].ID
@@ -184,5 +203,4 @@ func (r *wrun) awaitRetry(ctx workflow.Context) bool {
 		r.first[i] = r.m.Attempts(i) + 1
 	}
 	r.failure = nil
-	return true
 }

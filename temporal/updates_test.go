@@ -80,7 +80,8 @@ steps:
   - {id: audit, tool: audit, args: {}, requires: []}
 `
 
-// TestRetry: a failed run stays open for the retry update; its validator
+// TestRetry: a failed run stays open for the retry update (a worker's
+// retry window); its validator
 // refuses a run that is not failed and a from that never ran; retry
 // re-opens the failed step, which runs at its next attempt (a new key),
 // and the run goes on, the other settled steps keeping their outputs
@@ -90,7 +91,7 @@ func TestRetry(t *testing.T) {
 	l := newLedger()
 	l.fails["charge"] = failPlan{n: 1, class: fault.Business}
 	p := load(t, retryFlow, l.tool("ok", true), l.tool("charge", false), l.tool("audit", false))
-	h := newHarness(t, p)
+	h := newHarnessOf(t, p, &Workflow{RetryWindow: 24 * time.Hour})
 	var early, never, retry *updated
 	var failed Status
 	var next []NextAction
@@ -135,12 +136,12 @@ func TestRetry(t *testing.T) {
 
 // TestRetryFrom: --from re-opens a step that settled and every step
 // downstream of it; the failed run closes after the retry window when no
-// retry came.
+// retry came (failed, carrying its state).
 func TestRetryFrom(t *testing.T) {
 	l := newLedger()
 	l.fails["charge"] = failPlan{n: 1, class: fault.Business}
 	p := load(t, retryFlow, l.tool("ok", true), l.tool("charge", false), l.tool("audit", false))
-	h := newHarness(t, p)
+	h := newHarnessOf(t, p, &Workflow{RetryWindow: 24 * time.Hour})
 	var retry *updated
 	h.env.RegisterDelayedCallback(func() {
 		retry = h.send(UpdateRetry, Decision{Step: "fetch", Action: ActionRetry})
@@ -160,10 +161,10 @@ func TestRetryFrom(t *testing.T) {
 	l2 := newLedger()
 	l2.fails["charge"] = failPlan{n: 1, class: fault.Business}
 	p2 := load(t, retryFlow, l2.tool("ok", true), l2.tool("charge", false), l2.tool("audit", false))
-	h2 := newHarness(t, p2)
+	h2 := newHarnessOf(t, p2, &Workflow{RetryWindow: 24 * time.Hour})
 	start := h2.env.Now()
 	st2 := h2.run(map[string]any{})
-	if st2.Status != "failed" || h2.env.Now().Sub(start) < defaultRetryWindow {
+	if st2.Status != "failed" || h2.env.Now().Sub(start) < 24*time.Hour {
 		t.Errorf("run %s closed after %s, want failed after the retry window", st2.Status, h2.env.Now().Sub(start))
 	}
 }

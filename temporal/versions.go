@@ -19,6 +19,11 @@ const (
 	// changeRetry: a failed run stays open for UpdateRetry for the retry
 	// window (before, it closed as it failed).
 	changeRetry = "rein-retry"
+	// changeRetryClosed: a failed run closes at once by default, as a
+	// failed workflow carrying its state (Closed); rein runs retry starts
+	// it again (RetryRun). Before, it stayed open for 24 hours and closed
+	// as Completed.
+	changeRetryClosed = "rein-retry-closed"
 	// changeContinueAsNew: a long run continues as new (carry.go).
 	changeContinueAsNew = "rein-continue-as-new"
 )

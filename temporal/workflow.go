@@ -42,8 +42,8 @@ type Workflow struct {
 	// besides when the server suggests it (carry.go). Zero: only then.
 	ContinueAfterUnits int
 	// RetryWindow is how long a failed run stays open for UpdateRetry
-	// (rein runs retry) before its workflow closes. Zero: 24 hours;
-	// negative: it closes as it fails.
+	// (rein runs retry) before its workflow closes. Zero or negative: it
+	// closes as it fails (then rein runs retry starts it again: RetryRun).
 	RetryWindow time.Duration
 	// ContinueAsNewAfter continues a run as new once its history holds
 	// this many events (at the next point where nothing is in flight);
@@ -83,6 +83,11 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 	r.budget.Reset(r.f)
 	if in.Carry != nil {
 		r.restore(in.Carry)
+	}
+	if in.Retry != nil {
+		if err := r.retryClosed(*in.Retry); err != nil {
+			return nil, r.closed(ctx, err)
+		}
 	}
 	if err := r.handlers(ctx); err != nil {
 		return nil, err
@@ -125,6 +130,9 @@ type wrun struct {
 	// took, not yet carried out.
 	retryOpen bool
 	retryReq  *Decision
+	// closeFailed: a failed run closes as a failed workflow carrying its
+	// state (closed), not as a completed one.
+	closeFailed bool
 	// published is the status last published as AttrStatus (publish).
 	published journal.RunStatus
 	// saga is the remediation of a run with on_failure: compensate
@@ -208,6 +216,9 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			r.m.Recount()
 			r.m.Seed()
 			continue
+		}
+		if st == journal.RunFailed && r.closeFailed {
+			return nil, r.closed(ctx, nil)
 		}
 		if st != journal.RunWaiting {
 			return r.snapshot(), nil

@@ -23,11 +23,18 @@ type harness struct {
 
 func newHarness(t *testing.T, p *project.Project) *harness {
 	t.Helper()
+	return newHarnessOf(t, p, &Workflow{})
+}
+
+// newHarnessOf is newHarness with w's settings (its Flows are p's).
+func newHarnessOf(t *testing.T, p *project.Project, w *Workflow) *harness {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	fs := NewFlows()
 	fs.Add(p)
-	Register(env, &Workflow{Flows: fs}, &Activities{Flows: fs})
+	w.Flows = fs
+	Register(env, w, &Activities{Flows: fs})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-1"})
 	return &harness{t: t, env: env, p: p}
 }
@@ -44,7 +51,12 @@ func (h *harness) run(input any) *Status {
 		h.t.Fatal("workflow did not complete")
 	}
 	if err := h.env.GetWorkflowError(); err != nil {
-		h.t.Fatalf("workflow error: %v", err)
+		// a failed run closes failed, carrying its status (Closed).
+		cl, ok := ClosedOf(err)
+		if !ok {
+			h.t.Fatalf("workflow error: %v", err)
+		}
+		return cl.Status
 	}
 	var st Status
 	if err := h.env.GetWorkflowResult(&st); err != nil {

@@ -51,7 +51,7 @@ policy:, as a run joins them, or one such file; the file's own rules
 
 A case gives the tool (name, effect, reversibility, tags), the provenance of
 its arguments (JSON pointer → origins: user, user-mentioned, constant,
-inferred, db, tool:<name>), args: (the call's arguments, which a rule's
+inferred, invalidated, db, tool:<name>), args: (the call's arguments, which a rule's
 when: reads), approved: (a person approved the call), tier: (a risk tier)
 and expect: (the verdict it should get). Prints one line per case: the
 verdict, the rule and the reason, then a line for each log-only rule

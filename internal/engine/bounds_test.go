@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -242,7 +243,10 @@ func TestApprovalMessageIsBounded(t *testing.T) {
 	big := strings.Repeat("x", 100_000)
 	fx := newFixture(t, goTool("gen", func(context.Context, map[string]any) (any, error) { return map[string]any{"text": big}, nil }))
 	st := openSQLite(t)
-	e := durableEngine(fx, st, "p1")
+	// a lease long enough that rendering 100 MB-worth of placeholders on a
+	// loaded machine never outlasts it (with durableEngine's 2 s it once did).
+	e := engine.New(engine.Config{Tools: fx.tools, Models: fx.models, Clock: fx.clock, Sink: fx.events, Store: st,
+		Owner: "p1", LeaseTTL: time.Minute})
 	for _, kind := range []string{"type: approval", "tool: gen, args: {}, approval: required"} {
 		f := fx.parse("name: ask\nsteps:\n  - {id: gen, tool: gen, args: {}}\n  - {id: ok, " + kind + ", requires: [gen], message: \"" +
 			strings.Repeat("{gen.text} ", 1000) + "\"}\n")

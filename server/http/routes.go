@@ -45,6 +45,8 @@ var routes = []route{
 	{"POST", "/v1/runs/{id}/remediate", ScopeApprove, hf((*Server).remediate)},
 	{"GET", "/v1/runs/{id}/artifacts", ScopeRead, hf((*Server).artifacts)},
 	{"GET", "/v1/runs/{id}/artifacts/{name}", ScopeRead, hf((*Server).artifact)},
+	{"GET", "/v1/resources/invalidated", ScopeRead, hf((*Server).listInvalidated)},
+	{"DELETE", "/v1/resources/invalidated", ScopeApprove, hf((*Server).clearInvalidated)},
 	{"GET", "/metrics", ScopeAdmin, hf((*Server).metrics)},
 	{"", "/mcp", ScopeRun, hf((*Server).mcp)},
 }

@@ -54,10 +54,10 @@ func (s *Store) Invalidated(ctx context.Context, p *store.InvalidatedParams) ([]
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	q, args := `SELECT `+invalidCols+` FROM rein_invalidated WHERE tenant = $1
+	q, args := `SELECT `+invalidCols+` FROM rein_invalidated WHERE tenant = $1 AND cleared_at IS NULL
 		ORDER BY at, resource, run_id, call_key LIMIT $2`, []any{p.Tenant, limit}
 	if len(p.Resources) > 0 {
-		q, args = `SELECT `+invalidCols+` FROM rein_invalidated WHERE tenant = $1 AND resource = ANY($3::text[])
+		q, args = `SELECT `+invalidCols+` FROM rein_invalidated WHERE tenant = $1 AND resource = ANY($3::text[]) AND cleared_at IS NULL
 			ORDER BY at, resource, run_id, call_key LIMIT $2`, append(args, p.Resources)
 	}
 	var out []*store.Invalidation
@@ -83,16 +83,17 @@ func (s *Store) Invalidated(ctx context.Context, p *store.InvalidatedParams) ([]
 	return out, nil
 }
 
-// ClearInvalidated deletes the tenant's rows of p.Resource (of p.RunID
-// when set).
+// ClearInvalidated marks the tenant's rows of p.Resource (of p.RunID
+// when set) cleared.
 func (s *Store) ClearInvalidated(ctx context.Context, p *store.ClearInvalidatedParams) (int, error) {
 	if p.Resource == "" {
 		return 0, fmt.Errorf("postgres store: clear an invalidated resource: name the resource")
 	}
 	var n int64
 	err := again(ctx, true, func() error {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM rein_invalidated WHERE tenant = $1 AND resource = $2 AND ($3 = '' OR run_id = $3)`,
-			p.Tenant, p.Resource, p.RunID)
+		res, err := s.db.ExecContext(ctx, `UPDATE rein_invalidated SET cleared_at = coalesce($4::timestamptz, now())
+			WHERE tenant = $1 AND resource = $2 AND ($3 = '' OR run_id = $3) AND cleared_at IS NULL`,
+			p.Tenant, p.Resource, p.RunID, timeOrNil(p.Now))
 		if err != nil {
 			return err
 		}

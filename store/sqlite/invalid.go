@@ -56,27 +56,28 @@ func (s *Store) Invalidated(ctx context.Context, p *store.InvalidatedParams) (_ 
 	}
 	if len(p.Resources) == 0 {
 		return queryAll(ctx, s.reads, "invalidated resources", scanInvalidation, `SELECT `+invalidCols+`
-			FROM invalidated WHERE tenant = ? ORDER BY at, resource, run_id, call_key LIMIT ?`, p.Tenant, limit)
+			FROM invalidated WHERE tenant = ? AND cleared_at IS NULL ORDER BY at, resource, run_id, call_key LIMIT ?`, p.Tenant, limit)
 	}
 	list, err := json.Marshal(p.Resources)
 	if err != nil {
 		return nil, err
 	}
 	return queryAll(ctx, s.reads, "invalidated resources", scanInvalidation, `SELECT `+invalidCols+`
-		FROM invalidated WHERE tenant = ? AND resource IN (SELECT value FROM json_each(?))
+		FROM invalidated WHERE tenant = ? AND resource IN (SELECT value FROM json_each(?)) AND cleared_at IS NULL
 		ORDER BY at, resource, run_id, call_key LIMIT ?`, p.Tenant, string(list), limit)
 }
 
-// ClearInvalidated deletes the tenant's rows of p.Resource (of p.RunID
-// when set).
+// ClearInvalidated marks the tenant's rows of p.Resource (of p.RunID
+// when set) cleared.
 func (s *Store) ClearInvalidated(ctx context.Context, p *store.ClearInvalidatedParams) (n int, err error) {
 	defer s.seen(&err)
 	if p.Resource == "" {
 		return 0, fmt.Errorf("sqlite: clear an invalidated resource: name the resource")
 	}
 	err = s.w.write(ctx, func(x *wtx) error {
-		res, err := x.exec(`DELETE FROM invalidated WHERE tenant = ?1 AND resource = ?2 AND (?3 = '' OR run_id = ?3)`,
-			p.Tenant, p.Resource, p.RunID)
+		res, err := x.exec(`UPDATE invalidated SET cleared_at = ?4
+			WHERE tenant = ?1 AND resource = ?2 AND (?3 = '' OR run_id = ?3) AND cleared_at IS NULL`,
+			p.Tenant, p.Resource, p.RunID, nowOr(p.Now).UnixNano())
 		n = int(res.rows)
 		return err
 	})

@@ -29,9 +29,10 @@ func invalidated(t *testing.T, s store.Store, p *store.InvalidatedParams) []*sto
 }
 
 // testInvalidated: the registry of invalidated resources keeps every
-// field, is idempotent by (tenant, resource, run, call key), looks up
-// many resources at once, keeps tenants apart, clears by resource (and
-// run), and outlives the run that made it (Prune leaves it).
+// field, is idempotent by (tenant, resource, run, call key) — a cleared
+// row recorded again stays cleared —, looks up many resources at once,
+// keeps tenants apart, clears by resource (and run), and outlives the run
+// that made it (Prune leaves it).
 func testInvalidated(t *testing.T, h Harness) {
 	s := open(t, h)
 	ctx := t.Context()
@@ -118,5 +119,20 @@ func testInvalidated(t *testing.T, h Harness) {
 	}
 	if got := resourcesOf(invalidated(t, s, &store.InvalidatedParams{Tenant: "globex"})); !slices.Equal(got, []string{"crm://account/7@g1/pay/1"}) {
 		t.Errorf("globex after acme cleared = %v, want its row kept", got)
+	}
+	// recording a cleared row again leaves it cleared (a remediation
+	// carried on registers its freezes again); another call's freeze of
+	// the resource makes it invalid again.
+	if err := s.Invalidate(ctx, rows[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := invalidated(t, s, &store.InvalidatedParams{Tenant: "acme", Resources: []string{"crm://account/7"}}); len(got) != 0 {
+		t.Errorf("a cleared row recorded again is invalid again: %v", resourcesOf(got))
+	}
+	if err := s.Invalidate(ctx, []*store.Invalidation{{Tenant: "acme", Resource: "crm://account/7", RunID: "r3", CallKey: "r3/pay/1", Premise: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := resourcesOf(invalidated(t, s, &store.InvalidatedParams{Tenant: "acme", Resources: []string{"crm://account/7"}})); !slices.Equal(got, []string{"crm://account/7@r3/pay/1"}) {
+		t.Errorf("a new freeze of a cleared resource = %v", got)
 	}
 }

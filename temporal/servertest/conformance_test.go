@@ -24,10 +24,7 @@ import (
 // conformanceSkip are the cases of the conformance table the Temporal
 // backend cannot run yet, with why (docs/temporal.md, Limits). Remove a
 // case from here once its feature lands.
-var conformanceSkip = map[string]string{
-	"repeat":         "repeat steps fail on Temporal with a message saying so",
-	"agent-approval": "agent steps run as one activity on Temporal: a tool call of theirs that needs approval is not parked",
-}
+var conformanceSkip = map[string]string{}
 
 // killQueue is the task queue of the case run with a kill: its worker
 // process is the only one on it until it is killed.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
 
@@ -37,9 +38,12 @@ func (l *ledger) chargeOnce() tool.Tool {
 // attributes registered (as rein worker does), a run waits for an agent's
 // submission (update submit; its validator refuses an output that breaks
 // the step's schema), runs a repeat step's rounds as activities, fails on
-// a declined charge and stays open; Temporal lists it by ReinFlow,
-// ReinStatus and ReinTenant; the update retry re-opens it, the charge
-// runs at attempt 2 (a new key) and the run succeeds, listed so.
+// a declined charge and closes (Failed); Temporal lists it by ReinFlow,
+// ReinStatus and ReinTenant; a retry it cannot take closes again, listed
+// failed; a retry starts it again (a new execution of
+// the same id, RetryRun), the charge runs at attempt 2 (a new key) and the
+// run succeeds, listed so. (The committed run-features.json was recorded
+// before rein-retry-closed: there the update retry re-opened the run.)
 func TestFlowFeaturesEndToEnd(t *testing.T) {
 	ts := server(t)
 	c := ts.GetDefaultClient()
@@ -82,7 +86,28 @@ func TestFlowFeaturesEndToEnd(t *testing.T) {
 		t.Errorf("rounds %q", got)
 	}
 	listed(t, c, ns, `ReinFlow = 'features' AND ReinStatus = 'failed'`, id)
-	if err := temporal.Update(ctx, c, id, temporal.UpdateRetry, temporal.Decision{By: "ana"}); err != nil {
+	// the failed run's workflow closed (Failed); the retry starts it again.
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil || d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Fatalf("the failed run's workflow: %v %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	// a retry the run cannot take: its execution closes failed at once,
+	// listed so (not as the running its start set).
+	first := d.WorkflowExecutionInfo.Execution.RunId
+	if err := temporal.RetryRun(ctx, c, id, temporal.Decision{Step: "nope"}); err != nil {
+		t.Fatal(err)
+	}
+	var refused string
+	waitFor(t, func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return false
+		}
+		refused = d.WorkflowExecutionInfo.Execution.RunId
+		return refused != first && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+	})
+	listed(t, c, ns, fmt.Sprintf(`RunId = '%s' AND ReinStatus = 'failed' AND ReinTenant = 'acme'`, refused), id)
+	if err := temporal.RetryRun(ctx, c, id, temporal.Decision{By: "ana"}); err != nil {
 		t.Fatal(err)
 	}
 	if st = follow(t, c, id); st.Status != "succeeded" {

@@ -28,7 +28,7 @@ const (
 )
 
 const usage = `usage:
-  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 24h] DIR...
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
@@ -128,7 +128,7 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var window time.Duration
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	c.add(fs)
-	fs.DurationVar(&window, "retry-window", 24*time.Hour, "how long a failed run stays open for rein runs retry (0: it closes as it fails)")
+	fs.DurationVar(&window, "retry-window", 0, "how long a failed run stays open for rein runs retry (0: it closes as it fails; rein runs retry starts it again)")
 	dirs, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -147,9 +147,6 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cl.Close()
 	if err := temporal.RegisterSearchAttributes(ctx, cl, c.namespace); err != nil {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
-	}
-	if window <= 0 {
-		window = -1 // Workflow.RetryWindow: negative closes a failed run at once
 	}
 	w := worker.New(cl, c.queue, worker.Options{})
 	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
@@ -304,10 +301,14 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 		return exitUsage, err
 	}
 	defer cl.Close()
-	if err := temporal.Update(ctx, cl, pos[0], update, d); err != nil {
-		if action == temporal.ActionRetry {
+	if action == temporal.ActionRetry {
+		// an open run takes the update, a closed one starts again.
+		if err := temporal.RetryRun(ctx, cl, pos[0], d); err != nil {
 			return exitUsage, fmt.Errorf("run %s: %w; nothing was done", pos[0], err)
 		}
+		return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+	}
+	if err := temporal.Update(ctx, cl, pos[0], update, d); err != nil {
 		return exitUsage, fmt.Errorf("run %s, step %s: %w", pos[0], pos[1], err)
 	}
 	return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
@@ -382,7 +383,7 @@ func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool
 		if st.Error != nil {
 			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)
 			if st.Status == "failed" {
-				fmt.Fprintf(stdout, "  retry: rein runs retry %s [--from STEP] --temporal … (while the run is open: the workers' retry window)\n", st.RunID)
+				fmt.Fprintf(stdout, "  retry: rein runs retry %s [--from STEP] --temporal …\n", st.RunID)
 			}
 		}
 		if st.Status == "waiting" {
