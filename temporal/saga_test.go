@@ -228,3 +228,39 @@ steps:
 		t.Errorf("refund calls %v, want [run-1/agent/1/turn1/call1/compensate]", got)
 	}
 }
+
+// TestSagaRetried: a failed saga run closes carrying what it took back; a
+// retry that fails again takes back only what the retry did: the calls
+// compensated before are not compensated twice.
+func TestSagaRetried(t *testing.T) {
+	l := newLedger()
+	p := load(t, `name: saga-retry
+on_failure: compensate
+steps:
+  - {id: take, tool: charge, args: {amount: 5}}
+  - {id: again, tool: charge, args: {amount: 7}, requires: [take]}
+  - {id: ship, tool: ship, args: {fail: true}, requires: [again]}
+`, sagaTools(l, true)...)
+	in, err := StartInput(p, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cl := newHarness(t, p).execute(in)
+	if cl == nil || cl.Status.Status != "failed" || cl.Next.Carry == nil {
+		t.Fatalf("first run closed %+v", cl)
+	}
+	if got := strings.Join(l.keys("refund"), " "); got != "run-1/again/1/compensate run-1/take/1/compensate" {
+		t.Fatalf("refunds after the first run %q", got)
+	}
+	// re-run from again: its new call (attempt 2) is taken back, take's
+	// (compensated already) is not.
+	next := cl.Next
+	next.Retry = &Decision{Step: "again"}
+	_, cl2 := newHarness(t, p).execute(next)
+	if cl2 == nil || cl2.Status.Status != "failed" {
+		t.Fatalf("retried run closed %+v", cl2)
+	}
+	if got := strings.Join(l.keys("refund"), " "); got != "run-1/again/1/compensate run-1/again/2/compensate run-1/take/1/compensate" {
+		t.Errorf("refunds after the retry %q: want again's second call's added, none twice", got)
+	}
+}
