@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/value"
@@ -66,8 +68,11 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 		}
 		return out, nil
 	case opAgent:
-		if out.Agent, err = agentUnit(ctx, e.e, f, s, &in); err != nil {
-			return nil, toApplicationError(err)
+		var effects effectLog
+		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.hook(f))
+		out.Effects = effects.list()
+		if err != nil {
+			return nil, toApplicationError(err, out.Effects...)
 		}
 		return out, nil
 	case opReconcile:
@@ -82,20 +87,31 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 			}
 		}
 		return out, nil
+	case opCompensate:
+		if in.Effect == nil {
+			return nil, toApplicationError(fault.BusinessErr(errors.New("a compensation names no call")))
+		}
+		if err := e.e.Compensate(ctx, f, in.RunID, s, in.Effect, in.Approved); err != nil {
+			return nil, toApplicationError(err)
+		}
+		return out, nil
 	}
 	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
+	var effects effectLog
+	req.OnEffect = effects.hook(f)
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
 			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
 		}
 	}
 	v, err := e.e.Attempt(ctx, f, s, req)
+	out.Effects = effects.list()
 	if err != nil {
-		return nil, toApplicationError(err)
+		return nil, toApplicationError(err, out.Effects...)
 	}
 	if out.Output, err = value.Canonical(v); err != nil {
-		return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err)))
+		return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err)), out.Effects...)
 	}
 	return out, nil
 }
@@ -150,9 +166,11 @@ func settledOf(in *attemptIn) (*engine.Settled, error) {
 // the error's type, the rest its detail. Temporal never retries it (the
 // activity's retry policy allows one attempt): the workflow asks the
 // machine, by class, what follows.
-func toApplicationError(err error) error {
+// effects are the calls with an effect the attempt made before it failed
+// (failure.Effects).
+func toApplicationError(err error, effects ...journal.Effect) error {
 	d := failure{Class: string(fault.ClassOf(err)), Message: err.Error(), RetryAfter: int64(fault.RetryAfterOf(err)), Budget: fault.BudgetOf(err),
-		Premise: engine.PremiseFailed(err)}
+		Premise: engine.PremiseFailed(err), Effects: effects}
 	return temporal.NewNonRetryableApplicationError(d.Message, d.Class, err, d)
 }
 
@@ -181,4 +199,32 @@ func failureOf(err error) (f failure, lost, notRun bool) {
 		return failure{Class: string(fault.Cancelled), Message: "cancelled"}, false, false
 	}
 	return failure{Class: string(fault.Transient), Message: err.Error()}, true, false
+}
+
+// effectLog collects the effect records an attempt's calls report
+// (engine.AttemptRequest.OnEffect), which may come from several goroutines.
+type effectLog struct {
+	mu   sync.Mutex
+	effs []journal.Effect
+}
+
+// hook is the log's add for a flow whose failed runs are compensated
+// (on_failure: compensate), else nil: other runs report no effects.
+func (l *effectLog) hook(f *flow.Flow) func(journal.Effect) {
+	if f.OnFailure != flow.OnFailureCompensate {
+		return nil
+	}
+	return l.add
+}
+
+func (l *effectLog) add(e journal.Effect) {
+	l.mu.Lock()
+	l.effs = append(l.effs, e)
+	l.mu.Unlock()
+}
+
+func (l *effectLog) list() []journal.Effect {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.effs
 }

@@ -48,6 +48,11 @@ type Carry struct {
 	Generation int `json:"generation"`
 	// Agents are the sessions of agent steps, by step index.
 	Agents map[int]*carriedAgent `json:"agents,omitempty"`
+	// Effects are the calls with an effect a saga would take back, in
+	// the order they completed, and Remedied the keys it took back
+	// already (saga.go).
+	Effects  []journal.Effect `json:"effects,omitempty"`
+	Remedied []string         `json:"remedied,omitempty"`
 }
 
 type carriedAgent struct {
@@ -159,6 +164,12 @@ func (r *wrun) carry(agentStep int) *Carry {
 		}
 		c.Rounds[r.f.Steps[i].ID] = rounds
 	}
+	for _, e := range r.saga.effects {
+		c.Effects = append(c.Effects, *e)
+		if r.saga.done[e.Key] {
+			c.Remedied = append(c.Remedied, e.Key)
+		}
+	}
 	for i, n := range r.first {
 		if c.First == nil {
 			c.First = map[string]int{}
@@ -177,6 +188,11 @@ func (r *wrun) restore(c *Carry) {
 	r.published = journal.RunStatus(c.Published)
 	r.failure = c.Failure
 	r.budget.Restore(c.Spent)
+	r.noteEffects(c.Effects)
+	r.saga.init()
+	for _, k := range c.Remedied {
+		r.saga.done[k] = true
+	}
 	for i, s := range r.f.Steps {
 		if i >= len(c.Steps) {
 			break

@@ -43,7 +43,7 @@ func (r *wrun) pending() []Pending {
 		}
 		out = append(out, Pending{Step: p.ID, Kind: string(p.Kind), Attempt: r.m.Attempts(p.Step), Error: why})
 	}
-	return out
+	return append(out, r.sagaPending()...)
 }
 
 // nextActions says, for each approval the run waits on, which decisions
@@ -74,6 +74,11 @@ func (r *wrun) nextActions() []NextAction {
 			why[ActionSettle] = "give step " + p.Step + " the output it should have produced; the paused branches go on"
 			why[ActionReject] = "fail step " + p.Step + " with its premise's error, and with it the run"
 		}
+		if r.sagaWaiting(p.Step) != nil {
+			why[ActionApprove] = "make " + p.Step + " (once more)"
+			why[ActionSettle] = "say a person took the call back by hand (" + p.Step + ")"
+			why[ActionReject] = "leave the call as it is (" + p.Step + "); the run ends failed"
+		}
 		if store.ApprovalKind(p.Kind) == store.KindSubmission {
 			out = append(out, NextAction{Update: UpdateSubmit, Step: p.Step, Action: ActionSubmit,
 				Why: "give step " + p.Step + " its output, checked against its contract", Args: Decision{Step: p.Step, Action: ActionSubmit}})
@@ -93,6 +98,9 @@ func (r *wrun) nextActions() []NextAction {
 // written to the history: a step that waits for nobody (or was answered
 // already), an unknown action, a settle without a JSON output.
 func (r *wrun) validate(_ workflow.Context, d Decision) error {
+	if e := r.sagaWaiting(d.Step); e != nil {
+		return validateSaga(e, d)
+	}
 	if p, ok := r.agentCall(d.Step); ok {
 		return r.validateCall(p, d)
 	}
@@ -131,6 +139,10 @@ func (r *wrun) validate(_ workflow.Context, d Decision) error {
 func (r *wrun) decide(ctx workflow.Context, d Decision) error {
 	if err := r.validate(ctx, d); err != nil {
 		return err
+	}
+	if e := r.sagaWaiting(d.Step); e != nil {
+		e.Decision = &d // the saga goes on with it (compensate)
+		return nil
 	}
 	if p, ok := r.agentCall(d.Step); ok {
 		// the step runs again once every call it waits on is decided.

@@ -22,6 +22,8 @@ type ledger struct {
 	// fails says how many of a tool's first calls fail, and with which
 	// class.
 	fails map[string]failPlan
+	// order is every execution's tool, in the order they were made.
+	order []string
 }
 
 type failPlan struct {
@@ -48,10 +50,16 @@ func (l *ledger) keys(name string) []string {
 // tool is a Go tool that records its call and answers {tool, args}, or
 // fails as l.fails says.
 func (l *ledger) tool(name string, idempotent bool) tool.Tool {
-	effect := tool.EffectWrite
-	return tool.Func(tool.Spec{Name: name, Effect: effect, Idempotent: idempotent}, func(ctx context.Context, args any) (any, error) {
+	return l.toolOf(tool.Spec{Name: name, Effect: tool.EffectWrite, Idempotent: idempotent})
+}
+
+// toolOf is tool with its spec (effect, reversibility, compensate, tags).
+func (l *ledger) toolOf(spec tool.Spec) tool.Tool {
+	name := spec.Name
+	return tool.Func(spec, func(ctx context.Context, args any) (any, error) {
 		l.mu.Lock()
 		l.calls[name] = append(l.calls[name], tool.CallInfoFrom(ctx).IdempotencyKey)
+		l.order = append(l.order, name)
 		n := len(l.calls[name])
 		plan := l.fails[name]
 		l.mu.Unlock()

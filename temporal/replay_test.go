@@ -38,9 +38,10 @@ func TestReplayHistories(t *testing.T) {
 		})
 	}
 	fs := NewFlows()
-	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features"} {
+	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features", "saga"} {
 		p, err := project.Load(filepath.Join("testdata", "flows", d), &project.LoadOptions{Tools: []tool.Tool{
-			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), stub("slow_refund", false), stub("charge_once", false)}})
+			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), stub("slow_refund", false), stub("charge_once", false),
+			stub("charge", false), stub("refund", true), stub("ship", true)}})
 		if err != nil {
 			t.Fatal(err)
 		}

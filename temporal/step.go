@@ -267,6 +267,10 @@ type call struct {
 	// round is a repeat round (from 1), previous the round before's output.
 	round    int
 	previous json.RawMessage
+	// effect is the call an opCompensate takes back, made the how many
+	// times it was made (from 1).
+	effect *journal.Effect
+	made   int
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -286,7 +290,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
-		Round: c.round, Previous: c.previous}
+		Round: c.round, Previous: c.previous, Effect: c.effect}
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	if !c.fallback {
 		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
@@ -303,6 +307,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id = "check:"+s.ID, key+"/check"
 	case c.op == opAgent:
 		name, id, key = agentActivity(s.ID, key, c.agent)
+	case c.op == opCompensate:
+		name, id, key = compensateActivity(s.ID, c.effect, c.made)
 	case c.fallback:
 		name = "fallback:" + s.ID
 	}
@@ -310,6 +316,9 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		id += fmt.Sprintf("~%d", c.rerun)
 	}
 	timeout := s.Timeout
+	if c.op == opCompensate {
+		timeout = 0 // the step's timeout is not its compensation's
+	}
 	if timeout <= 0 {
 		timeout = r.w.NoTimeout
 		if timeout <= 0 {
@@ -335,9 +344,11 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	var out attemptOut
 	err := workflow.ExecuteActivity(actx, name, in).Get(ctx, &out)
 	if err == nil {
+		r.noteEffects(out.Effects)
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
+	r.noteEffects(f.Effects)
 	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
 }
 

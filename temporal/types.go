@@ -2,6 +2,8 @@ package temporal
 
 import (
 	"encoding/json"
+
+	"github.com/reinhq/rein/journal"
 )
 
 // The names a Temporal user sees: the workflow's type is the flow's name,
@@ -75,6 +77,8 @@ type attemptIn struct {
 	// the round before it (engine.AttemptRequest).
 	Round    int             `json:"round,omitempty"`
 	Previous json.RawMessage `json:"previous,omitempty"`
+	// Effect is the call an opCompensate takes back (saga.go).
+	Effect *journal.Effect `json:"effect,omitempty"`
 }
 
 // The activity's operations.
@@ -87,6 +91,9 @@ const (
 	// opReconcile: ask a tool step's check: whether its call in doubt
 	// took effect
 	opReconcile = "reconcile"
+	// opCompensate: the undo or compensation of a call a failed saga
+	// takes back (saga.go)
+	opCompensate = "compensate"
 )
 
 // attemptOut is an activity's answer.
@@ -96,6 +103,10 @@ type attemptOut struct {
 	Agent  *agentOut       `json:"agent,omitempty"`
 	// Reconciled is an opReconcile's answer.
 	Reconciled *reconciled `json:"reconciled,omitempty"`
+	// Effects are the effect records of the calls an attempt made that
+	// reached a tool with an effect, in a flow with on_failure:
+	// compensate (saga.go).
+	Effects []journal.Effect `json:"effects,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
@@ -109,6 +120,9 @@ type failure struct {
 	// a declared premise: not retried, and the step parks as
 	// store.KindPremise, pausing the run (engine.PremiseFailed).
 	Premise bool `json:"premise,omitempty"`
+	// Effects are attemptOut.Effects of an attempt that failed: a failed
+	// call may have had its effect too.
+	Effects []journal.Effect `json:"effects,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).

@@ -135,6 +135,9 @@ type wrun struct {
 	closeFailed bool
 	// published is the status last published as AttrStatus (publish).
 	published journal.RunStatus
+	// saga is the remediation of a run with on_failure: compensate
+	// (saga.go).
+	saga saga
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -198,6 +201,11 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			class = fault.Class(r.failure.Class)
 		}
 		st := r.m.Outcome(r.failure != nil, class, false)
+		if st == journal.RunFailed && r.compensates(ctx) {
+			if err := r.compensate(ctx); err != nil {
+				return nil, err
+			}
+		}
 		r.m.SettleRun(st)
 		r.status = st
 		r.publish(ctx)

@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 )
 
@@ -33,6 +34,8 @@ type AgentUnitRequest struct {
 	// people): the start of the wall-time budget and of the step's timeout.
 	Started time.Time
 	Unit    agent.Unit
+	// OnEffect is AttemptRequest.OnEffect for the unit's calls.
+	OnEffect func(journal.Effect)
 }
 
 // AgentUnitResult is what a unit came to.
@@ -60,6 +63,7 @@ func (e *Engine) AgentUnit(ctx context.Context, f *flow.Flow, s *Settled, req Ag
 		return nil, err
 	}
 	defer r.end()
+	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
 	if j.renderErr != nil {
 		return nil, j.renderErr

@@ -49,6 +49,12 @@ type AttemptRequest struct {
 	// fallback's scope holds it (its key does not).
 	Round    int
 	Previous any
+	// OnEffect, when set, is handed the effect record (the calls' effect
+	// graph, effects.go) of each call the attempt made that reached a tool
+	// with an effect, its compensation rendered over the call's args and
+	// output: what a driver remediates (Compensate) once a saga fails. It
+	// may be called from several goroutines at once (a plan's steps).
+	OnEffect func(journal.Effect)
 }
 
 // Scope is the scope of templates and expressions of a run of f that
@@ -122,6 +128,7 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		return nil, err
 	}
 	defer r.end()
+	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
 	j.approved = req.Approved
 	if j.renderErr != nil {

@@ -84,6 +84,9 @@ func (r *run) recordCall(rec *invoke.Record) {
 	want := r.wantsCall(&rec.At)
 	spec, known := r.callSpec(rec)
 	effect := known && reachedTool(rec) && safety.HasEffect(&spec)
+	if effect && r.onEffect != nil && rec.At.Remedy == "" {
+		r.onEffect(*effectOf(rec, &spec))
+	}
 	// an undo or compensation is always recorded: its outcome settles the
 	// start Starting committed (with its remediation record: remedy.go).
 	remedy := r.d.on && rec.At.Remedy != ""

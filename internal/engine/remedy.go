@@ -164,10 +164,18 @@ func (e *Engine) readRemedies(ctx context.Context, runID string) (*remedyState, 
 // sagaRemedies are the remedies of a failed run with on_failure:
 // compensate: every executed call with an effect other than a read (and
 // not a compensation itself), latest completed first.
-func (st *remedyState) sagaRemedies() []Remedy {
+func (st *remedyState) sagaRemedies() []Remedy { return SagaRemedies(st.effects) }
+
+// SagaRemedies are the remedies of a failed run with on_failure:
+// compensate whose executed calls are effects, in the order they
+// completed: every call with an effect other than a read (and not a
+// compensation itself), latest completed first, each with its action
+// (Classify). A driver outside the runner (package temporal) carries them
+// out with Compensate.
+func SagaRemedies(effects []*journal.Effect) []Remedy {
 	var out []Remedy
-	for i := len(st.effects) - 1; i >= 0; i-- {
-		eff := st.effects[i]
+	for i := len(effects) - 1; i >= 0; i-- {
+		eff := effects[i]
 		if eff.Remedy != "" {
 			continue
 		}

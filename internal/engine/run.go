@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -72,7 +73,11 @@ type run struct {
 	emitting        bool
 	idle            chan struct{}
 	// quiet: no sink and no journal. Events are numbered, not made.
-	quiet    bool
+	quiet bool
+	// onEffect, when set (an attempt outside the runner: Attempt), is
+	// handed the effect record of every call that reached a tool with an
+	// effect, as recordCall makes it; it may be called concurrently.
+	onEffect func(journal.Effect)
 	storeCtx context.Context
 	storeErr error
 	// buf is the scheduler's scratch buffer for canonical encodings.

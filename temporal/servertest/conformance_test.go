@@ -24,9 +24,7 @@ import (
 // conformanceSkip are the cases of the conformance table the Temporal
 // backend cannot run yet, with why (docs/temporal.md, Limits). Remove a
 // case from here once its feature lands.
-var conformanceSkip = map[string]string{
-	"saga": "on_failure: compensate needs the effect ledger, which runs on Temporal do not write",
-}
+var conformanceSkip = map[string]string{}
 
 // killQueue is the task queue of the case run with a kill: its worker
 // process is the only one on it until it is killed.
