@@ -62,7 +62,8 @@ type attemptIn struct {
 	Input    json.RawMessage            `json:"input"`
 	Outputs  map[string]json.RawMessage `json:"outputs,omitempty"`
 	Statuses map[string]string          `json:"statuses,omitempty"`
-	// Output is the whole output opCheck checks.
+	// Output is the whole output opCheck checks; for opAsk, the calls a
+	// person approved (engine.AskGate).
 	Output json.RawMessage `json:"output,omitempty"`
 	// Agent is an opAgent's unit (agent.go).
 	Agent *agentIn `json:"agent,omitempty"`
@@ -91,6 +92,8 @@ type attemptOut struct {
 	Agent  *agentOut       `json:"agent,omitempty"`
 	// Reconciled is an opReconcile's answer.
 	Reconciled *reconciled `json:"reconciled,omitempty"`
+	// Gate is an opAsk's answer (askgate.go).
+	Gate *gateAsked `json:"gate,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
