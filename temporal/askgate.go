@@ -70,7 +70,11 @@ func (r *wrun) gatePark(ctx workflow.Context, i, first int, approved *bool, v vi
 	if !r.asksGate(ctx, i) {
 		return nil
 	}
-	res, f := r.exec(ctx, call{i: i, op: opAsk, item: -1, attempt: first, approved: *approved, output: args}, v)
+	c := call{i: i, op: opAsk, item: -1, attempt: first, approved: *approved, output: args}
+	res, f := r.exec(ctx, c, v)
+	for ; f != nil && (f.lost || f.notRun) && c.rerun < lostReruns; res, f = r.exec(ctx, c, v) {
+		c.rerun++ // asking the gate has no effect: ask again
+	}
 	switch {
 	case f != nil:
 		o := r.recover(ctx, i, first, &f.failure, v)
