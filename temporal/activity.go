@@ -75,6 +75,13 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 			return nil, toApplicationError(err, out.Effects...)
 		}
 		return out, nil
+	case opAsk:
+		g, err := e.e.AskGate(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: -1, Approved: in.Approved}, in.Output)
+		if err != nil {
+			return nil, toApplicationError(err)
+		}
+		out.Gate = &gateAsked{Park: g.Park, Message: g.Message, Args: g.Args, Approved: g.Approved}
+		return out, nil
 	case opReconcile:
 		rc, err := e.e.Reconcile(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: in.Item, Approved: in.Approved})
 		if err != nil {

@@ -28,8 +28,11 @@ func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view
 	if s.Repeat != nil {
 		return r.runRepeat(ctx, i, first, v)
 	}
+	if o := r.gatePark(ctx, i, first, &approved, v); o != nil {
+		return *o
+	}
 	if s.ForEach != nil {
-		return r.runItems(ctx, i, first, v)
+		return r.runItems(ctx, i, first, approved, v)
 	}
 	if s.Type == flow.Agent && workflow.GetVersion(ctx, agentVersion, workflow.DefaultVersion, 1) == 1 {
 		return r.runAgent(ctx, i, first, v)
@@ -145,7 +148,7 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 
 // runItems carries out a for_each step's items as sched.Items decides:
 // index order, at most for_each.concurrency at once, on_error per item.
-func (r *wrun) runItems(ctx workflow.Context, i, first int, v view) outcome {
+func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v view) outcome {
 	s := r.f.Steps[i]
 	res, f := r.exec(ctx, call{i: i, op: opItems, item: -1}, v)
 	if f != nil {
@@ -185,7 +188,7 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, v view) outcome {
 						d.f = &ff.failure
 					}
 				} else {
-					d.out, d.f, d.attempts, d.doubt = r.unit(ctx, i, u.Index, first, false, v)
+					d.out, d.f, d.attempts, d.doubt = r.unit(ctx, i, u.Index, first, approved, v)
 				}
 				done.Send(ctx, d)
 			})
@@ -283,7 +286,7 @@ type activityFailure struct {
 
 // exec schedules one activity and waits for it. Its type is the step's
 // kind and id ("tool:charge"; "fallback:charge", "items:each",
-// "gate:each"), its id the call's idempotency key (run/step[item]/attempt,
+// "gate:each", "ask:charge"), its id the call's idempotency key (run/step[item]/attempt,
 // package invoke) so that the Temporal UI shows which call of the run it
 // is; Temporal never retries it (MaximumAttempts 1): the machine decides.
 func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activityFailure) {
@@ -303,6 +306,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id = "items:"+s.ID, r.runID+"/"+s.ID+"/items"
 	case c.op == opCheck:
 		name, id = "gate:"+s.ID, r.runID+"/"+s.ID+"/gate"
+	case c.op == opAsk:
+		name, id = "ask:"+s.ID, key+"/ask"
 	case c.op == opReconcile:
 		name, id = "check:"+s.ID, key+"/check"
 	case c.op == opAgent:

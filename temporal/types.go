@@ -69,7 +69,8 @@ type attemptIn struct {
 	Input    json.RawMessage            `json:"input"`
 	Outputs  map[string]json.RawMessage `json:"outputs,omitempty"`
 	Statuses map[string]string          `json:"statuses,omitempty"`
-	// Output is the whole output opCheck checks.
+	// Output is the whole output opCheck checks; for opAsk, the calls a
+	// person approved (engine.AskGate).
 	Output json.RawMessage `json:"output,omitempty"`
 	// Agent is an opAgent's unit (agent.go).
 	Agent *agentIn `json:"agent,omitempty"`
@@ -107,6 +108,8 @@ type attemptOut struct {
 	// reached a tool with an effect, in a flow with on_failure:
 	// compensate (saga.go).
 	Effects []journal.Effect `json:"effects,omitempty"`
+	// Gate is an opAsk's answer (askgate.go).
+	Gate *gateAsked `json:"gate,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its

@@ -72,7 +72,7 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 		panic(err)
 	}
 	r := &wrun{w: w, e: e, f: e.p.Flow, runID: workflow.GetInfo(ctx).WorkflowExecution.ID, in: in,
-		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}, agents: map[int]*agentRun{}}
+		raw: map[string]json.RawMessage{}, errs: map[string]string{}, answers: map[int]*answer{}, agents: map[int]*agentRun{}, gateArgs: map[int]json.RawMessage{}}
 	if len(in.Input) > 0 {
 		if err := json.Unmarshal(in.Input, &r.input); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("run input: "+err.Error(), string(fault.Business), err)
@@ -138,6 +138,11 @@ type wrun struct {
 	// saga is the remediation of a run with on_failure: compensate
 	// (saga.go).
 	saga saga
+	// gateArgs are the calls a step parked by the policy gate waits to
+	// have approved, by step index; gated whether the run's flow has a
+	// gate (askgate.go).
+	gateArgs map[int]json.RawMessage
+	gated    *bool
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -165,6 +170,9 @@ type outcome struct {
 	calls []agent.Pending
 	// carry: the run continues as new (carry.go); the step did not settle.
 	carry bool
+	// gateArgs, with park, are the calls the policy gate asks approval of
+	// (askgate.go).
+	gateArgs json.RawMessage
 }
 
 // drive carries out the machine's commands until the run settles.
@@ -333,6 +341,9 @@ func (r *wrun) settle(o outcome) {
 	}
 	if o.park != "" {
 		r.m.Park(o.i, o.park, o.attempts)
+		if o.gateArgs != nil {
+			r.gateArgs[o.i] = o.gateArgs
+		}
 		if o.err != nil {
 			r.errs[r.f.Steps[o.i].ID] = o.err.Message
 		}

@@ -67,40 +67,66 @@ func (b *bound) provenance(i int, fallback bool) safety.Provenance {
 
 // gatePark asks the gate about tool step i's call before it starts, with
 // the args just rendered (j), and parks the step for a person when the
-// gate requires approval — as approval: required does, the message
-// naming the rule and its reason. A for_each step is asked about each
-// item's call, and parks once for all of those that need approval. A
-// step a person approved runs, and the gate is told so (job.approved),
-// when its args are the ones the approval recorded (a for_each step's:
-// every item's, in order); otherwise it is asked about again. Only a tool
-// step of a durable run, not in a repeat loop, can wait like this; repeat
-// rounds, fallbacks and plan steps get the pipeline's policy error. It
+// gate requires approval (gateDecide), the approval naming the rule and
+// its reason and, for a for_each step, holding every item's args. It
 // reports whether the step was parked.
 func (r *run) gatePark(i int, j *job) bool {
-	s := r.f.Steps[i]
-	if s.Type != flow.Tool || s.Repeat != nil || j.renderErr != nil {
-		if _, ok := r.d.approved[i]; ok {
-			delete(r.d.approved, i)
-			j.approved = true
-		}
+	args, ok := r.d.approved[i]
+	delete(r.d.approved, i)
+	g := r.gateDecide(i, j, args, ok)
+	if !g.park {
 		return false
 	}
-	if args, ok := r.d.approved[i]; ok {
-		delete(r.d.approved, i)
+	a := r.park(i, store.KindApproval, j)
+	a.Message = g.message
+	if j.step.ForEach != nil {
+		a.Args = g.args
+	}
+	return true
+}
+
+// gateDecision is what gateDecide decided about a tool step's calls.
+type gateDecision struct {
+	// park: the step waits for a person's approval, message says why.
+	park    bool
+	message string
+	// args are the calls an approval covers (gatedCalls), canonical JSON.
+	args []byte
+}
+
+// gateDecide asks the gate about tool step i's call before it starts, with
+// the args just rendered (j), and says whether the step parks for a person
+// because the gate requires approval — as approval: required does, the
+// message naming the rule and its reason. A for_each step is asked about
+// each item's call, and parks once for all of those that need approval.
+// A step a person approved (approved, with the args the approval recorded)
+// runs, and the gate is told so (j.approved), when its args are the ones
+// the approval recorded (a for_each step's: every item's, in order);
+// otherwise it is asked about again. Only a tool step, not in a repeat
+// loop, can wait like this; repeat rounds, fallbacks and plan steps get
+// the pipeline's policy error. The local runner (gatePark) and a workflow
+// engine (Engine.AskGate) both decide here.
+func (r *run) gateDecide(i int, j *job, args []byte, approved bool) gateDecision {
+	s := r.f.Steps[i]
+	if s.Type != flow.Tool || s.Repeat != nil || j.renderErr != nil {
+		j.approved = j.approved || approved
+		return gateDecision{}
+	}
+	calls, _ := value.AppendCanonical(nil, gatedCalls(j))
+	if approved {
 		// the approval is for the exact calls it recorded: args rendered
 		// differently now are asked about again.
-		if len(args) == 0 || string(args) == "null" || sameArgs(args, gatedCalls(j)) {
+		if len(args) == 0 || string(args) == "null" || bytes.Equal(args, calls) {
 			j.approved = true
-			return false
+			return gateDecision{}
 		}
 		if s.ApprovalRequired {
-			a := r.park(i, store.KindApproval, j)
-			a.Message = fmt.Sprintf("step %s wants to call tool %s with other args than those approved; approve to make this call", s.ID, s.Tool)
-			return true
+			return gateDecision{park: true, args: calls,
+				message: fmt.Sprintf("step %s wants to call tool %s with other args than those approved; approve to make this call", s.ID, s.Tool)}
 		}
 	}
 	if !r.b.gated() && r.inv == nil {
-		return false
+		return gateDecision{}
 	}
 	attempt := r.steps[i].attempts + 1
 	var first safety.Decision
@@ -122,18 +148,16 @@ func (r *run) gatePark(i int, j *job) bool {
 		}
 	}
 	if asked == 0 {
-		return false
+		return gateDecision{}
 	}
-	a := r.park(i, store.KindApproval, j)
 	if s.ForEach == nil {
-		a.Message = fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
-			s.ID, s.Tool, first.Rule, first.Reason)
-		return true
+		return gateDecision{park: true, args: calls,
+			message: fmt.Sprintf("step %s wants to call tool %s, and the policy gate requires approval (rule %s: %s); approve to make this exact call, reject to fail the step",
+				s.ID, s.Tool, first.Rule, first.Reason)}
 	}
-	a.Args, _ = value.AppendCanonical(nil, gatedCalls(j))
-	a.Message = fmt.Sprintf("step %s wants to call tool %s for each of its %d items (the args, in order), and the policy gate requires approval of %d of them (rule %s: %s); approve to make these exact calls, reject to fail the step",
-		s.ID, s.Tool, len(j.items()), asked, first.Rule, first.Reason)
-	return true
+	return gateDecision{park: true, args: calls,
+		message: fmt.Sprintf("step %s wants to call tool %s for each of its %d items (the args, in order), and the policy gate requires approval of %d of them (rule %s: %s); approve to make these exact calls, reject to fail the step",
+			s.ID, s.Tool, len(j.items()), asked, first.Rule, first.Reason)}
 }
 
 // gateAsks asks the gate about one call of tool step i (in: its args, and
@@ -186,10 +210,4 @@ func gatedCalls(j *job) any {
 		list[k] = in.args
 	}
 	return list
-}
-
-// sameArgs reports whether args encode canonically to recorded.
-func sameArgs(recorded []byte, args any) bool {
-	b, err := value.AppendCanonical(nil, args)
-	return err == nil && bytes.Equal(b, recorded)
 }
