@@ -34,7 +34,7 @@ func (r *wrun) ended(ctx workflow.Context, st *Status, err error) (*Status, erro
 	r.m.SettleRun(journal.RunCancelled)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	r.publish(dctx)
-	return nil, temporal.NewCanceledError(r.snapshot())
+	return nil, temporal.NewCanceledError(*r.snapshot()) // a value: the test suite hands details back unencoded
 }
 
 // StatusOf is the run's final Status that a closed workflow's error
