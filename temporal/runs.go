@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,14 +87,27 @@ type RunRow struct {
 	Closed  time.Time `json:"closed,omitzero"`
 }
 
+// maxListValue bounds a ListOptions field.
+const maxListValue = 256
+
+// runStatuses are the values AttrStatus takes.
+var runStatuses = []string{"running", "waiting", "succeeded", "failed", "cancelled"}
+
 // ListQuery is the visibility query of o: its fields as AttrFlow,
 // AttrStatus and AttrTenant. A value holding a quote or a backslash is
-// refused (it could change the query).
+// refused (it could change the query), as is one past maxListValue bytes
+// or a status AttrStatus never takes.
 func ListQuery(o ListOptions) (string, error) {
+	if o.Status != "" && !slices.Contains(runStatuses, o.Status) {
+		return "", fmt.Errorf("--status %q: give one of %s", o.Status, strings.Join(runStatuses, ", "))
+	}
 	var parts []string
 	for _, f := range []struct{ attr, flag, v string }{{AttrFlow, "--flow", o.Flow}, {AttrStatus, "--status", o.Status}, {AttrTenant, "--tenant", o.Tenant}} {
 		if f.v == "" {
 			continue
+		}
+		if len(f.v) > maxListValue {
+			return "", fmt.Errorf("%s: %d bytes, more than %d", f.flag, len(f.v), maxListValue)
 		}
 		if i := strings.IndexAny(f.v, `'"\`); i >= 0 {
 			return "", fmt.Errorf("%s %q: a quote or backslash at byte %d; give the name as it is, without quotes", f.flag, f.v, i)
