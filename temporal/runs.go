@@ -165,13 +165,21 @@ func ListRuns(ctx context.Context, c client.Client, ns string, o ListOptions) ([
 
 // CancelRun asks run runID's workflow to cancel (the run ends cancelled:
 // cancel.go) and waits until it closed; it returns the run's final
-// Status.
+// Status. A workflow already closed is refused (the server would take the
+// request and do nothing).
 func CancelRun(ctx context.Context, c client.Client, runID string) (*Status, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return nil, err
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, fmt.Errorf("its workflow already closed (%s): nothing to cancel", st)
+	}
 	if err := c.CancelWorkflow(ctx, runID, ""); err != nil {
 		return nil, err
 	}
 	var res Status
-	err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+	err = c.GetWorkflow(ctx, runID, "").Get(ctx, &res)
 	if err == nil {
 		return &res, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -98,7 +99,10 @@ func writeRunView(w io.Writer, v *temporal.RunView) {
 	if len(v.Pending) > 0 {
 		fmt.Fprintln(w, "waits on:")
 		for _, p := range v.Pending {
-			fmt.Fprintf(w, "  step %s (%s), attempt %d", p.Step, p.Kind, p.Attempt)
+			fmt.Fprintf(w, "  step %s (%s)", p.Step, p.Kind)
+			if p.Attempt > 0 {
+				fmt.Fprintf(w, ", attempt %d", p.Attempt)
+			}
 			if p.Error != "" {
 				fmt.Fprintf(w, ": %s", clip(p.Error, 120))
 			}
@@ -108,7 +112,8 @@ func writeRunView(w io.Writer, v *temporal.RunView) {
 	if len(v.NextActions) > 0 {
 		fmt.Fprintln(w, "next:")
 		for _, a := range v.NextActions {
-			fmt.Fprintf(w, "  rein runs %s %s %s --temporal …", a.Action, v.RunID, a.Step)
+			cmd := strings.TrimSpace(fmt.Sprintf("rein runs %s %s %s", a.Action, v.RunID, a.Step))
+			fmt.Fprintf(w, "  %s --temporal …", cmd)
 			if a.Why != "" {
 				fmt.Fprintf(w, "  (%s)", a.Why)
 			}
