@@ -24,6 +24,7 @@ import (
 // it by flow, status and tenant; cancel ends it cancelled (its workflow
 // Canceled, the pay step never run); show then reads the closed run's
 // Status, list finds it cancelled, and a second cancel fails.
+// REIN_UPDATE_HISTORIES=1 records the run's history (run-cmds.json).
 func TestRunsCommands(t *testing.T) {
 	ts := server(t)
 	c := ts.GetDefaultClient()
@@ -105,4 +106,5 @@ func TestRunsCommands(t *testing.T) {
 	if code, _, errs := run("runs", "cancel", id); code != 1 || !strings.Contains(errs, "run "+id+": its workflow already closed (Canceled)") {
 		t.Errorf("a second cancel: exit %d\n%s", code, errs)
 	}
+	saveHistory(t, c, id) // a cancelled run's history, replayed by TestReplayHistories
 }
