@@ -144,8 +144,8 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 			if gerr == nil {
 				return &res, nil
 			}
-			if cl, ok := ClosedOf(gerr); ok {
-				return cl.Status, nil
+			if st, ok := StatusOf(gerr); ok {
+				return st, nil
 			}
 			return nil, err
 		}
@@ -160,6 +160,9 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 		case "succeeded", "cancelled":
 			var res Status
 			if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
+				if st, ok := StatusOf(err); ok {
+					return st, nil
+				}
 				return nil, err
 			}
 			return &res, nil

@@ -92,7 +92,8 @@ func (w *Workflow) Run(ctx workflow.Context, args converter.EncodedValues) (*Sta
 	if err := r.handlers(ctx); err != nil {
 		return nil, err
 	}
-	return r.drive(ctx)
+	st, err := r.drive(ctx)
+	return r.ended(ctx, st, err)
 }
 
 // wrun is one run's state in workflow code. Coroutines of one workflow

@@ -12,7 +12,8 @@ import (
 )
 
 // A command line with --temporal HOSTPORT (rein worker, rein run, rein
-// agent, rein runs approve|reject|settle) runs on a Temporal server. Its program is
+// agent, rein runs show|list|cancel|approve|reject|settle|submit|retry)
+// runs on a Temporal server. Its program is
 // rein-temporal (module github.com/reinhq/rein/temporal, which links the
 // Temporal SDK): rein hands it the command line unchanged, so that rein
 // itself stays light (docs/ARCHITECTURE.md "Temporal").

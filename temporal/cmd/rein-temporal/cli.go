@@ -34,7 +34,10 @@ const usage = `usage:
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
-  rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]`
+  rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]
+  rein runs show RUN --temporal HOSTPORT [--namespace NS] [-o json]
+  rein runs list --temporal HOSTPORT [--namespace NS] [--flow NAME] [--status S] [--tenant T] [--limit N] [-o json]
+  rein runs cancel RUN --temporal HOSTPORT [--namespace NS] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,14 +54,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs approve, reject, settle, submit or retry")
+			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit or retry")
 			break
 		}
-		code, err = decide(ctx, args[1], args[2:], stdout, stderr)
+		var handled bool
+		if code, handled, err = inspect(ctx, args[1], args[2:], stdout, stderr); !handled {
+			code, err = decide(ctx, args[1], args[2:], stdout, stderr)
+		}
 	case "agent":
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs approve|reject|settle|submit|retry do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -254,7 +260,7 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	case temporal.ActionRetry:
 		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (approve, reject, settle, submit and retry do)", action))
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit and retry do)", action))
 	}
 	var c common
 	var by, comment, out, data, from, output string
