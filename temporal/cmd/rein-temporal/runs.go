@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -29,32 +31,40 @@ func inspect(ctx context.Context, action string, args []string, stdout, stderr i
 	return code, true, err
 }
 
-// showRun prints a run's status, steps, the approvals it waits on and what
-// may be done next, as rein runs show does.
-func showRun(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+// oneRun reads the command line of rein runs NAME RUN --temporal …: the
+// run, -o, and a client of the server (a usage error when any is wrong).
+func oneRun(name string, args []string) (cl client.Client, run, output string, err error) {
 	var c common
-	var output string
-	fs := flag.NewFlagSet("runs show", flag.ContinueOnError)
+	fs := flag.NewFlagSet("runs "+name, flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
 	if err != nil {
-		return exitUsage, err
+		return nil, "", "", err
 	}
 	if len(pos) != 1 {
-		return exitUsage, usageErr("rein runs show --temporal takes RUN")
+		return nil, "", "", usageErr("rein runs " + name + " --temporal takes RUN")
 	}
 	if err := checkOutput(output); err != nil {
-		return exitUsage, err
+		return nil, "", "", err
 	}
-	cl, err := c.dial()
+	if cl, err = c.dial(); err != nil {
+		return nil, "", "", err
+	}
+	return cl, pos[0], output, nil
+}
+
+// showRun prints a run's status, steps, the approvals it waits on and what
+// may be done next, as rein runs show does.
+func showRun(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	cl, run, output, err := oneRun("show", args)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer cl.Close()
-	v, err := temporal.ShowRun(ctx, cl, pos[0])
+	v, err := temporal.ShowRun(ctx, cl, run)
 	if err != nil {
-		return exitFailed, fmt.Errorf("run %s: %w", pos[0], err)
+		return exitFailed, fmt.Errorf("run %s: %w", run, err)
 	}
 	if output == "json" {
 		return exitOK, encodeJSON(stdout, v)
@@ -176,29 +186,14 @@ func listRuns(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 
 // cancelRun cancels a run's workflow and waits until it closed.
 func cancelRun(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	var c common
-	var output string
-	fs := flag.NewFlagSet("runs cancel", flag.ContinueOnError)
-	c.add(fs)
-	fs.StringVar(&output, "o", "text", "text or json")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return exitUsage, err
-	}
-	if len(pos) != 1 {
-		return exitUsage, usageErr("rein runs cancel --temporal takes RUN")
-	}
-	if err := checkOutput(output); err != nil {
-		return exitUsage, err
-	}
-	cl, err := c.dial()
+	cl, run, output, err := oneRun("cancel", args)
 	if err != nil {
 		return exitUsage, err
 	}
 	defer cl.Close()
-	st, err := temporal.CancelRun(ctx, cl, pos[0])
+	st, err := temporal.CancelRun(ctx, cl, run)
 	if err != nil {
-		return exitFailed, fmt.Errorf("run %s: %w", pos[0], err)
+		return exitFailed, fmt.Errorf("run %s: %w", run, err)
 	}
 	if output == "json" {
 		if err := encodeJSON(stdout, map[string]string{"run_id": st.RunID, "status": st.Status}); err != nil {
