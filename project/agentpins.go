@@ -92,10 +92,19 @@ func samePinnedAgents(pinned, now []PinnedAgent) error {
 			return fmt.Errorf("its agents called the agent folder %s, which its flow no longer names", a.Path)
 		case now[i].SHA256 != a.SHA256:
 			return fmt.Errorf("the agent folder %s changed since the run started (its agent.yaml, prompts or rein.yaml: sha256 %s, now %s): put the folder back as it was to resume the run, or cancel it (rein runs cancel)",
-				a.Path, a.SHA256[:12], now[i].SHA256[:12])
+				a.Path, shortSum(a.SHA256), shortSum(now[i].SHA256))
 		}
 	}
 	return nil
+}
+
+// shortSum is the first 12 characters of a digest for a message; a pin
+// read back from a damaged run record may be shorter (and is shown whole).
+func shortSum(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }
 
 // SpendModels are the models a run of p prices its model calls by (its

@@ -245,7 +245,7 @@ func samePinnedWorkflows(pinned, now []PinnedWorkflow) error {
 			return fmt.Errorf("its agents had the workflow tool %s (of %s), which its flow no longer gives them", w.Tool, w.Path)
 		case now[i].SHA256 != w.SHA256:
 			return fmt.Errorf("the workflow tool %s serves %s, whose flow.yaml changed since the run started (sha256 %s, now %s): put the flow back as it was to resume the run, or cancel it (rein runs cancel)",
-				w.Tool, filepath.Join(w.Path, FlowFile), w.SHA256[:12], now[i].SHA256[:12])
+				w.Tool, filepath.Join(w.Path, FlowFile), shortSum(w.SHA256), shortSum(now[i].SHA256))
 		}
 	}
 	return nil
