@@ -154,7 +154,7 @@ func localRuns(b *testing.B, l workload, db string, workers int) runFunc {
 			return err
 		}
 		if res.Status != "succeeded" {
-			return fmt.Errorf("run %s: %s %+v", id, res.Status, res.Error)
+			return fmt.Errorf("run %s: %s: %w", id, res.Status, res.Error)
 		}
 		return nil
 	}
