@@ -30,7 +30,11 @@ import (
 // policy gate blocked (it would be blocked again) and for a step left
 // unknown (its effect in doubt: a retry would repeat it without a person).
 // A step that waited for a decision when the run failed (its approval was
-// closed with the run) is re-opened too and asks again.
+// closed with the run) is re-opened too and asks again. A step whose
+// effects the run's saga (or a premise's remediation) took back is made
+// again too, with the steps downstream of it (TakenBack): what it did no
+// longer stands; a step only part of whose calls were taken back is
+// refused, naming the calls that stand.
 func (e *Engine) Retry(ctx context.Context, f *flow.Flow, runID, from string) (*Result, error) {
 	if store.IsEphemeral(e.cfg.Store) {
 		return nil, errors.New("engine: Retry needs a durable store (engine.Config.Store)")
@@ -53,7 +57,15 @@ func (e *Engine) Retry(ctx context.Context, f *flow.Flow, runID, from string) (*
 	if err != nil {
 		return nil, fmt.Errorf("engine: read steps of run %s: %w", runID, err)
 	}
-	reopen, err := reopenSet(f, runID, rows, from)
+	rst, err := e.readRemedies(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	taken, err := TakenBack(runID, rst.effects, rst.last)
+	if err != nil {
+		return nil, err
+	}
+	reopen, err := reopenSet(f, runID, rows, from, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -109,20 +121,21 @@ func notFailed(run *store.Run) error {
 }
 
 // reopenSet is what a retry of run (its step rows) puts back to pending
-// (sched.Reopens), as rows in flow order.
-func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string) ([]*store.Step, error) {
+// (sched.ReopensTaken: with the steps whose effects its remediation took
+// back, TakenBack), as rows in flow order.
+func reopenSet(f *flow.Flow, runID string, rows []*store.Step, from string, taken map[string]bool) ([]*store.Step, error) {
 	byIndex := make([]*store.Step, len(f.Steps))
 	for _, row := range rows {
 		if s := f.StepByID(row.StepID); s != nil {
 			byIndex[s.Index] = row
 		}
 	}
-	idx, err := sched.Reopens(f, runID, from, func(i int) (journal.StepStatus, bool) {
+	idx, err := sched.ReopensTaken(f, runID, from, func(i int) (journal.StepStatus, bool) {
 		if byIndex[i] == nil {
 			return "", false
 		}
 		return byIndex[i].Status, true
-	})
+	}, func(i int) bool { return taken[f.Steps[i].ID] })
 	if err != nil {
 		return nil, err
 	}

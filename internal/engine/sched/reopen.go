@@ -24,6 +24,18 @@ import (
 // local engine (its stored step rows) and a workflow driver (its machine)
 // both decide with it.
 func Reopens(f *flow.Flow, runID, from string, status func(i int) (journal.StepStatus, bool)) ([]int, error) {
+	return ReopensTaken(f, runID, from, status, nil)
+}
+
+// ReopensTaken is Reopens for a run whose saga (on_failure: compensate)
+// took back what some of its settled steps did: taken(i) reports that
+// every effect of step i was undone or compensated. Such a step is put
+// back to pending too, and so is every settled step downstream of it
+// (its output no longer stands in the world), so the retry makes its
+// calls again, at the next attempt, with new keys. A call that was frozen
+// (it could not be taken back) still stands: its step keeps its output.
+// A nil taken is Reopens.
+func ReopensTaken(f *flow.Flow, runID, from string, status func(i int) (journal.StepStatus, bool), taken func(i int) bool) ([]int, error) {
 	var failed []string
 	reopen := make([]bool, len(f.Steps))
 	for i, s := range f.Steps {
@@ -57,11 +69,20 @@ func Reopens(f *flow.Flow, runID, from string, status func(i int) (journal.StepS
 			return nil, fault.New(fault.Business, fmt.Errorf("run %s: step %s never ran, so it cannot be retried from: retry from a step that failed (%s) or one that settled before", runID, from, strings.Join(failed, ", ")))
 		}
 		reopen[s.Index] = true
-		for _, i := range f.Order { // upstream first
-			for _, k := range f.Steps[i].RequireIdx {
-				if reopen[k] {
-					reopen[i] = true
-				}
+		downstream(f, reopen)
+	}
+	if taken != nil {
+		back := make([]bool, len(f.Steps))
+		some := false
+		for i := range f.Steps {
+			if st, ok := status(i); ok && st.Settled() && taken(i) {
+				back[i], some = true, true
+			}
+		}
+		if some {
+			downstream(f, back)
+			for i, b := range back {
+				reopen[i] = reopen[i] || b
 			}
 		}
 	}
@@ -72,4 +93,16 @@ func Reopens(f *flow.Flow, runID, from string, status func(i int) (journal.StepS
 		}
 	}
 	return out, nil
+}
+
+// downstream marks in set every step that requires a marked one,
+// transitively.
+func downstream(f *flow.Flow, set []bool) {
+	for _, i := range f.Order { // upstream first
+		for _, k := range f.Steps[i].RequireIdx {
+			if set[k] {
+				set[i] = true
+			}
+		}
+	}
 }

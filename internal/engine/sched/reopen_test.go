@@ -66,3 +66,50 @@ steps:
 		}
 	}
 }
+
+// TestReopensTaken: a step whose effects the saga took back runs again
+// with every settled step downstream of it; a sibling and a step that
+// never ran stay as they are, and a frozen (not taken) step keeps its
+// output.
+func TestReopensTaken(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: r
+steps:
+  - {id: a, tool: t, args: {}}
+  - {id: b, tool: t, args: {x: "{a}"}, requires: [a]}
+  - {id: side, tool: t, args: {}, requires: []}
+  - {id: c, tool: t, args: {x: "{b}"}, requires: [b]}
+  - {id: d, tool: t, args: {}, requires: []}
+`)
+	ok, failed := journal.StepSucceeded, journal.StepFailed
+	st := []journal.StepStatus{ok, ok, ok, failed, ""}
+	status := func(i int) (journal.StepStatus, bool) { return st[i], st[i] != "" }
+	for _, c := range []struct {
+		name  string
+		taken []int
+		want  []int
+	}{
+		{"nothing taken back", nil, []int{3}},
+		{"a taken back: a, b downstream, the failed c", []int{0}, []int{0, 1, 3}},
+		{"side taken back", []int{2}, []int{2, 3}},
+		{"a step that never ran is not reopened", []int{4}, []int{3}},
+	} {
+		got, err := ReopensTaken(f, "run-1", "", status, func(i int) bool {
+			for _, k := range c.taken {
+				if k == i {
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil || len(got) != len(c.want) {
+			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
+			continue
+		}
+		for k := range got {
+			if got[k] != c.want[k] {
+				t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}
