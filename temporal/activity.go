@@ -98,6 +98,14 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 			}
 		}
 		return out, nil
+	case opFreeze:
+		if in.Effect == nil {
+			return nil, toApplicationError(fault.BusinessErr(errors.New("a registration of a frozen call names no call")))
+		}
+		if err := e.e.RegisterFrozen(ctx, in.RunID, in.Tenant, in.Effect); err != nil {
+			return nil, toApplicationError(err)
+		}
+		return out, nil
 	case opCompensate:
 		if in.Effect == nil {
 			return nil, toApplicationError(fault.BusinessErr(errors.New("a compensation names no call")))

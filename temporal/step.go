@@ -315,6 +315,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id, key = agentActivity(s.ID, key, c.agent)
 	case c.op == opCompensate:
 		name, id, key = compensateActivity(s.ID, c.effect, c.made)
+	case c.op == opFreeze:
+		name, id, key = "freeze:"+s.ID, c.effect.Key+"/freeze", c.effect.Key
 	case c.fallback:
 		name = "fallback:" + s.ID
 	}
@@ -322,7 +324,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		id += fmt.Sprintf("~%d", c.rerun)
 	}
 	timeout := s.Timeout
-	if c.op == opCompensate {
+	if c.op == opCompensate || c.op == opFreeze {
 		timeout = 0 // the step's timeout is not its compensation's
 	}
 	if timeout <= 0 {
