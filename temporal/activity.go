@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/value"
 )
@@ -32,7 +33,7 @@ type Activities struct {
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
-func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*attemptOut, error) {
+func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out *attemptOut, err error) {
 	var in attemptIn
 	if err := args.Get(&in); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("activity input: "+err.Error(), string(fault.Business), err)
@@ -46,10 +47,13 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 	if err != nil {
 		return nil, toApplicationError(fault.BusinessErr(err))
 	}
+	var spent sched.Spent
+	s.OnSpent = func(sp sched.Spent) { spent = addSpent(spent, sp) }
+	defer chargeOut(&spent, &out, &err)
 	stop := a.beat(ctx)
 	defer stop()
 	f := e.p.Flow
-	out := &attemptOut{}
+	out = &attemptOut{}
 	switch in.Op {
 	case opItems:
 		n, err := e.e.Items(ctx, f, in.RunID, s, in.Step)
@@ -92,6 +96,14 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 			if out.Output, err = value.Canonical(rc.Output); err != nil {
 				return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("the check's output is not JSON: %w", err)))
 			}
+		}
+		return out, nil
+	case opFreeze:
+		if in.Effect == nil {
+			return nil, toApplicationError(fault.BusinessErr(errors.New("a registration of a frozen call names no call")))
+		}
+		if err := e.e.RegisterFrozen(ctx, in.RunID, in.Tenant, in.Effect); err != nil {
+			return nil, toApplicationError(err)
 		}
 		return out, nil
 	case opCompensate:
@@ -165,6 +177,10 @@ func settledOf(in *attemptIn) (*engine.Settled, error) {
 	}
 	for id, st := range in.Statuses {
 		s.Statuses[id] = journal.StepStatus(st)
+	}
+	s.Tenant = in.Tenant
+	if in.Spent != nil {
+		s.Spent = *in.Spent
 	}
 	return s, nil
 }

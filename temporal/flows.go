@@ -10,6 +10,7 @@ import (
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/wire"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/store"
 )
 
 // Flows are the programs a worker can run: loaded projects, by the hash
@@ -19,6 +20,12 @@ import (
 // retries until a worker that holds it takes it, so a run never goes on
 // under another version of its flow.
 type Flows struct {
+	// Store, when set before flows are added, is the run store the
+	// flows' engines keep what outlives one run in (engine.Config.Store):
+	// the tenants' daily spend reserved before each model call
+	// (rein.yaml budgets:) and the registry of invalidated resources. It
+	// holds no run of Temporal's: the workflow history is the run's record.
+	Store store.Store
 	mu    sync.RWMutex
 	byKey map[string]*entry
 }
@@ -38,7 +45,7 @@ func (fs *Flows) Add(p *project.Project) string {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if _, ok := fs.byKey[h]; !ok {
-		fs.byKey[h] = &entry{p: p, e: wire.Engine(p, engine.Config{})}
+		fs.byKey[h] = &entry{p: p, e: wire.Engine(p, engine.Config{Store: fs.Store})}
 	}
 	return h
 }

@@ -125,6 +125,7 @@ func (r *wrun) compensate(ctx workflow.Context) error {
 				approved = true // made once more, as the person approved it
 			}
 			if rm.Action == engine.ActFreeze {
+				r.registerFrozen(ctx, &rm)
 				if safety.Escalates(eff.Tags) {
 					r.escalateRemedy(&rm, store.KindEscalation, fmt.Sprintf("call %s of tool %s (tagged %s) cannot be taken back: it is frozen; a person must put it right, then approve (done) or reject",
 						eff.Key, eff.Tool, strings.Join(eff.Tags, ", ")))

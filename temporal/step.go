@@ -294,6 +294,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
 		Round: c.round, Previous: c.previous, Effect: c.effect}
+	r.budgetIn(&in)
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	if !c.fallback {
 		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
@@ -314,6 +315,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id, key = agentActivity(s.ID, key, c.agent)
 	case c.op == opCompensate:
 		name, id, key = compensateActivity(s.ID, c.effect, c.made)
+	case c.op == opFreeze:
+		name, id, key = "freeze:"+s.ID, c.effect.Key+"/freeze", c.effect.Key
 	case c.fallback:
 		name = "fallback:" + s.ID
 	}
@@ -321,7 +324,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		id += fmt.Sprintf("~%d", c.rerun)
 	}
 	timeout := s.Timeout
-	if c.op == opCompensate {
+	if c.op == opCompensate || c.op == opFreeze {
 		timeout = 0 // the step's timeout is not its compensation's
 	}
 	if timeout <= 0 {
@@ -350,10 +353,12 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	err := workflow.ExecuteActivity(actx, name, in).Get(ctx, &out)
 	if err == nil {
 		r.noteEffects(out.Effects)
+		r.charge(out.Spent)
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
 	r.noteEffects(f.Effects)
+	r.charge(f.Spent)
 	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
 }
 

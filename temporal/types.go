@@ -3,6 +3,7 @@ package temporal
 import (
 	"encoding/json"
 
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -80,6 +81,10 @@ type attemptIn struct {
 	Previous json.RawMessage `json:"previous,omitempty"`
 	// Effect is the call an opCompensate takes back (saga.go).
 	Effect *journal.Effect `json:"effect,omitempty"`
+	// Tenant is the run's (Start.Tenant), and Spent what the run spent
+	// against its budgets when the activity was scheduled (budget.go).
+	Tenant string       `json:"tenant,omitempty"`
+	Spent  *sched.Spent `json:"spent,omitempty"`
 }
 
 // The activity's operations.
@@ -110,6 +115,8 @@ type attemptOut struct {
 	Effects []journal.Effect `json:"effects,omitempty"`
 	// Gate is an opAsk's answer (askgate.go).
 	Gate *gateAsked `json:"gate,omitempty"`
+	// Spent is what the activity's model calls spent (budget.go).
+	Spent *sched.Spent `json:"spent,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
@@ -126,6 +133,8 @@ type failure struct {
 	// Effects are attemptOut.Effects of an attempt that failed: a failed
 	// call may have had its effect too.
 	Effects []journal.Effect `json:"effects,omitempty"`
+	// Spent is attemptOut.Spent of an attempt that failed.
+	Spent *sched.Spent `json:"spent,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).

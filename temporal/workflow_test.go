@@ -46,6 +46,13 @@ func (h *harness) run(input any) *Status {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return h.runStart(in)
+}
+
+// runStart executes the run that in starts to its end and returns its
+// result.
+func (h *harness) runStart(in Start) *Status {
+	h.t.Helper()
 	h.env.ExecuteWorkflow(h.p.Flow.Name, in)
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("workflow did not complete")

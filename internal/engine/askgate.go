@@ -49,11 +49,23 @@ func (e *Engine) AskGate(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 
 // Gates reports whether runs of f have a policy gate worth asking before
 // a tool step starts (AskGate would ask it): the engine's gate, joined
-// with the flow's policy.
+// with the flow's policy; or, on an engine with a store, the registry of
+// invalidated resources, when a tool step's tool declares resources (a
+// call that touches one waits for a person).
 func (e *Engine) Gates(f *flow.Flow) (bool, error) {
 	b, err := e.bind(f)
 	if err != nil {
 		return false, err
 	}
-	return b.gated(), nil
+	if b.gated() {
+		return true, nil
+	}
+	if e.durable {
+		for i, s := range f.Steps {
+			if s.Type == flow.Tool && len(b.specs[i].Resources) > 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -24,6 +25,22 @@ type Settled struct {
 	Input    any
 	Outputs  map[string]any
 	Statuses map[string]journal.StepStatus
+	// Tenant owns the run: its model calls reserve against that
+	// tenant's daily budgets (Config.Spend) in Config.Store's ledger, and
+	// its calls check the tenant's invalidated resources, when the engine
+	// has a store. Nothing else is kept there: no run row, journal or
+	// lease (the driver owns the run).
+	Tenant string
+	// Spent is what the run spent against its budgets (max_llm_calls,
+	// max_tokens) as the driver holds it when it hands the attempt out:
+	// the attempt's model calls are charged on top of it, and one past a
+	// limit is refused as in the runner (a fault.Budget error naming it).
+	Spent sched.Spent
+	// OnSpent, when set, is handed what the attempt's model calls spent
+	// (LLMCalls, TokensIn, TokensOut; the driver charges Iterations) once
+	// it returns, whether or not it failed: what the driver adds to the
+	// run's budget.
+	OnSpent func(sched.Spent)
 }
 
 // AttemptRequest names one attempt of a step of a run.
@@ -90,8 +107,11 @@ func Scope(f *flow.Flow, s *Settled) map[string]any {
 	return env
 }
 
-// runAt is a run of f, with no store and no sink, whose scope holds what s
-// settled: the ground an attempt outside the runner stands on.
+// runAt is a run of f, with no journal and no sink, whose scope holds what
+// s settled and whose budget what it spent: the ground an attempt outside
+// the runner stands on. With a store, its model calls reserve in the
+// store's ledger and its calls check the invalidated resources
+// (outsideRun); it never creates, journals or leases a run there.
 func (e *Engine) runAt(ctx context.Context, f *flow.Flow, runID string, s *Settled) (*run, error) {
 	b, err := e.bind(f)
 	if err != nil {
@@ -99,6 +119,9 @@ func (e *Engine) runAt(ctx context.Context, f *flow.Flow, runID string, s *Settl
 	}
 	r := newRun(e, f, b, runID, s.Input)
 	r.quiet = true
+	r.tenant = s.Tenant
+	r.outside = &outsideRun{store: e.durable, from: s.Spent, onSpent: s.OnSpent}
+	r.budget.Restore(s.Spent)
 	for k, v := range Scope(f, s) {
 		r.env[k] = v
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -294,20 +295,34 @@ func (r *run) registerInvalid(recs []*journal.Remediation) {
 	if len(recs) == 0 || r.storeErr != nil {
 		return
 	}
-	now := r.e.cfg.Clock.Now()
+	rows := invalidRows(r.tenant, r.id, recs, r.e.cfg.Clock.Now())
+	if err := r.e.cfg.Store.Invalidate(r.storeCtx, rows); err != nil {
+		r.storeErr = fmt.Errorf("engine: register the resources remediation of run %s invalidated (run the remediation again to register them): %w", r.id, err)
+	}
+}
+
+// invalidRows are the registry rows of the objects the remediation
+// records recs (of run runID, tenant's) marked invalid, at now; a
+// record's "call:<key>" object names the call's own output and is left
+// out.
+func invalidRows(tenant, runID string, recs []*journal.Remediation, now time.Time) []*store.Invalidation {
 	var rows []*store.Invalidation
 	for _, rec := range recs {
 		for _, res := range rec.Invalid {
 			if strings.HasPrefix(res, "call:") {
 				continue
 			}
-			rows = append(rows, &store.Invalidation{Tenant: r.tenant, Resource: res, RunID: r.id, CallKey: rec.Key, Premise: rec.Premise,
+			rows = append(rows, &store.Invalidation{Tenant: tenant, Resource: res, RunID: runID, CallKey: rec.Key, Premise: rec.Premise,
 				Reason: fmt.Sprintf("call %s of tool %s cannot be taken back: it was frozen when premise %s failed", rec.Key, rec.Tool, rec.Premise), At: now})
 		}
 	}
-	if err := r.e.cfg.Store.Invalidate(r.storeCtx, rows); err != nil {
-		r.storeErr = fmt.Errorf("engine: register the resources remediation of run %s invalidated (run the remediation again to register them): %w", r.id, err)
-	}
+	return rows
+}
+
+// frozenObjects are the objects a frozen call marks invalid: what it
+// wrote and sent, and its own output ("call:<key>").
+func frozenObjects(eff *journal.Effect) []string {
+	return append(append(append([]string{}, eff.Writes...), eff.Sends...), "call:"+eff.Key)
 }
 
 // remedyOne acts on one remedy, records it, and returns the escalation it
@@ -317,7 +332,7 @@ func (r *run) remedyOne(ctx context.Context, rm *Remedy, rec *journal.Remediatio
 	eff := &rm.Effect
 	if rm.Action == ActFreeze {
 		rec.Status = journal.RemedyFrozen
-		rec.Invalid = append(append(append([]string{}, eff.Writes...), eff.Sends...), "call:"+eff.Key)
+		rec.Invalid = frozenObjects(eff)
 		if !safety.Escalates(eff.Tags) {
 			r.recordRemedy(rec)
 			return nil

@@ -86,3 +86,25 @@ func (e *Engine) Compensate(ctx context.Context, f *flow.Flow, runID string, s *
 	}
 	return err
 }
+
+// RegisterFrozen registers the objects the frozen call eff (classified
+// ActFreeze) of run runID wrote or sent in the store's registry of
+// invalidated resources, under tenant, as a local run's saga does once it
+// froze the call (registerInvalid): a later run's call that touches one
+// waits for a person (invoke.Invalid). Rows are kept per resource, run and
+// call, so registering again changes nothing. An engine without a store
+// registers nothing.
+func (e *Engine) RegisterFrozen(ctx context.Context, runID, tenant string, eff *journal.Effect) error {
+	if !e.durable {
+		return nil
+	}
+	rec := &journal.Remediation{Premise: SagaPremise, Key: eff.Key, StepID: eff.StepID, Tool: eff.Tool, Action: string(ActFreeze), Invalid: frozenObjects(eff)}
+	rows := invalidRows(tenant, runID, []*journal.Remediation{rec}, e.cfg.Clock.Now())
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := e.cfg.Store.Invalidate(ctx, rows); err != nil {
+		return fmt.Errorf("engine: register the objects of frozen call %s of run %s as invalid (they stay valid for later runs): %w", eff.Key, runID, err)
+	}
+	return nil
+}

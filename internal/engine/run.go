@@ -80,6 +80,9 @@ type run struct {
 	onEffect func(journal.Effect)
 	storeCtx context.Context
 	storeErr error
+	// outside is set on an attempt outside the runner (runAt): its
+	// model calls' budgets and the store it reserves in (attempt_budget.go).
+	outside *outsideRun
 	// buf is the scheduler's scratch buffer for canonical encodings.
 	buf []byte
 	// closed is set (under recordMu) once the run's last event is
@@ -209,6 +212,8 @@ func (r *run) begin(parent context.Context) {
 	if r.d.on {
 		// tools tell a durable run the process groups they start (onProcess).
 		ctx = tool.WithProcessHook(ctx, r.onProcess)
+	}
+	if r.d.on || r.outside.stored() {
 		// every call of the run checks the resources it touches against
 		// those remediations invalidated (invoke.Invalid).
 		r.inv = &invoke.Invalid{Store: r.e.cfg.Store, Tenant: r.tenant}
@@ -222,6 +227,7 @@ func (r *run) end() {
 		r.stopTimeout()
 	}
 	r.cancel(nil)
+	r.reportSpent()
 }
 
 // execute runs the scheduler loop until every step settled or the run failed.

@@ -80,11 +80,12 @@ func spendKey(runID string, c *callScope, req *model.Request) string {
 
 // reserve reserves the call's upper bound in the ledger and returns what
 // settles it once the call returned (with its response, nil when none).
-// A run that is not durable, or whose tenant has no limits, reserves
+// A run that is not durable (nor an attempt outside the runner on an
+// engine with a store: runAt), or whose tenant has no limits, reserves
 // nothing.
 func (r *run) reserve(ctx context.Context, c *callScope, name string, req *model.Request) (settle func(*model.Response), err error) {
 	sp := r.e.cfg.Spend
-	if sp == nil || !r.d.on {
+	if sp == nil || !r.d.on && !r.outside.stored() {
 		return noSettle, nil
 	}
 	lim := sp.Budgets.For(r.tenant)

@@ -28,7 +28,7 @@ const (
 )
 
 const usage = `usage:
-  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] DIR...
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] [--store URL] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
@@ -132,8 +132,10 @@ func (c *common) dial() (client.Client, error) {
 func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var c common
 	var window time.Duration
+	var sf storeFlag
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	c.add(fs)
+	sf.add(fs)
 	fs.DurationVar(&window, "retry-window", 0, "how long a failed run stays open for rein runs retry (0: it closes as it fails; rein runs retry starts it again)")
 	dirs, err := parse(fs, args)
 	if err != nil {
@@ -142,7 +144,13 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(dirs) == 0 {
 		return usageErr("rein worker --temporal needs the flow folders it serves")
 	}
+	st, dsn, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(st, stderr)
 	flows := temporal.NewFlows()
+	flows.Store = st
 	if err := flows.Load(folders(dirs), nil); err != nil {
 		return err
 	}
@@ -156,7 +164,7 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	w := worker.New(cl, c.queue, worker.Options{})
 	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
-	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
+	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s (run store %s)\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "), dsn)
 	return w.Run(stopOn(ctx))
 }
 
