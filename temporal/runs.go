@@ -63,6 +63,9 @@ func ShowRun(ctx context.Context, c client.Client, runID string) (*RunView, erro
 		v.Status = &res
 	case ok:
 		v.Status = st
+		if _, retryable := ClosedOf(gerr); retryable && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+			v.NextActions = append(v.NextActions, closedRetry(runID, st.Error)) // what RetryRun takes
+		}
 	default:
 		v.Status = &Status{RunID: runID, Flow: info.GetType().GetName(), Status: strings.ToLower(v.Workflow),
 			Error: &RunError{Class: "workflow", Message: gerr.Error()}}

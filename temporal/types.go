@@ -190,13 +190,19 @@ type Pending struct {
 }
 
 // NextAction is one thing that may be done with the run now
-// (QueryNextActions): an update and its arguments.
+// (QueryNextActions): an update and its arguments, and the rein command
+// that sends it. A failed run whose workflow closed takes no update: its
+// one action is the retry as a new execution of its workflow id (Update
+// empty, Command "rein runs retry RUN": RetryRun).
 type NextAction struct {
 	Update string   `json:"update"`
 	Step   string   `json:"step"`
 	Action string   `json:"action"`
 	Why    string   `json:"why"`
 	Args   Decision `json:"args"`
+	// Command is the rein command line that does it, without --temporal
+	// and the server's address.
+	Command string `json:"command"`
 }
 
 // Result is the workflow's result: the run's final Status.
