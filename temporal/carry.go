@@ -3,6 +3,7 @@ package temporal
 import (
 	"encoding/json"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/internal/agent"
@@ -122,6 +123,9 @@ func (r *wrun) agentShouldContinue(ctx workflow.Context, i int, a *agentRun) boo
 func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
+	}
+	if cancelledAtCarry(ctx) {
+		return temporal.NewCanceledError() // the run ends cancelled (ended), not in a new run that never heard of it
 	}
 	in := r.in
 	in.Carry, in.Retry = r.carry(agentStep), nil // the retry was carried out
