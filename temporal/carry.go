@@ -54,6 +54,8 @@ type Carry struct {
 	// already (saga.go).
 	Effects  []journal.Effect `json:"effects,omitempty"`
 	Remedied []string         `json:"remedied,omitempty"`
+	// Tier is the run's highest risk tier (saga.tier).
+	Tier int `json:"tier,omitempty"`
 }
 
 type carriedAgent struct {
@@ -135,7 +137,7 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 // carry is the run's state as Carry; agentStep (running) is carried as
 // pending, to start again from its session.
 func (r *wrun) carry(agentStep int) *Carry {
-	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published)}
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier}
 	if r.in.Carry != nil {
 		c.Generation = r.in.Carry.Generation + 1
 	}
@@ -194,6 +196,7 @@ func (r *wrun) restore(c *Carry) {
 	r.budget.Restore(c.Spent)
 	r.noteEffects(c.Effects)
 	r.saga.init()
+	r.saga.tier = c.Tier
 	for _, k := range c.Remedied {
 		r.saga.done[k] = true
 	}

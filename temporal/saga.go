@@ -60,6 +60,9 @@ type saga struct {
 	done    map[string]bool
 	made    map[string]int
 	waiting map[string]*sagaEscalation
+	// tier is the run's highest risk tier its activities reported
+	// (attemptOut.Tier): the floor of its compensations.
+	tier int
 }
 
 func (s *saga) init() {

@@ -294,6 +294,9 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
 		Round: c.round, Previous: c.previous, Effect: c.effect}
+	if c.op == opCompensate {
+		in.Tier = r.saga.tier // its floor: the run's highest tier, as a local run's journal reached
+	}
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	if !c.fallback {
 		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
@@ -350,10 +353,12 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	err := workflow.ExecuteActivity(actx, name, in).Get(ctx, &out)
 	if err == nil {
 		r.noteEffects(out.Effects)
+		r.saga.tier = max(r.saga.tier, out.Tier)
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
 	r.noteEffects(f.Effects)
+	r.saga.tier = max(r.saga.tier, f.Tier)
 	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
 }
 

@@ -78,8 +78,10 @@ type attemptIn struct {
 	// the round before it (engine.AttemptRequest).
 	Round    int             `json:"round,omitempty"`
 	Previous json.RawMessage `json:"previous,omitempty"`
-	// Effect is the call an opCompensate takes back (saga.go).
+	// Effect is the call an opCompensate takes back (saga.go), and Tier
+	// the run's highest risk tier, its floor.
 	Effect *journal.Effect `json:"effect,omitempty"`
+	Tier   int             `json:"tier,omitempty"`
 }
 
 // The activity's operations.
@@ -110,6 +112,9 @@ type attemptOut struct {
 	Effects []journal.Effect `json:"effects,omitempty"`
 	// Gate is an opAsk's answer (askgate.go).
 	Gate *gateAsked `json:"gate,omitempty"`
+	// Tier is the run's risk tier as the attempt left it, when the flow's
+	// runs have risk tiers (engine.AttemptRequest.OnTier).
+	Tier int `json:"tier,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
@@ -126,6 +131,8 @@ type failure struct {
 	// Effects are attemptOut.Effects of an attempt that failed: a failed
 	// call may have had its effect too.
 	Effects []journal.Effect `json:"effects,omitempty"`
+	// Tier is attemptOut.Tier of an attempt that failed.
+	Tier int `json:"tier,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).
