@@ -56,6 +56,11 @@ type Carry struct {
 	Remedied []string         `json:"remedied,omitempty"`
 	// Tier is the run's highest risk tier (saga.tier).
 	Tier int `json:"tier,omitempty"`
+	// Made counts how often each key's undo or compensation was made, and
+	// Escalations are the saga's remediations that wait on a person, by
+	// key (sagacarry.go).
+	Made        map[string]int             `json:"made,omitempty"`
+	Escalations map[string]*sagaEscalation `json:"escalations,omitempty"`
 }
 
 type carriedAgent struct {
@@ -176,6 +181,7 @@ func (r *wrun) carry(agentStep int) *Carry {
 			c.Remedied = append(c.Remedied, e.Key)
 		}
 	}
+	r.carrySaga(c)
 	for i, n := range r.first {
 		if c.First == nil {
 			c.First = map[string]int{}
@@ -200,6 +206,7 @@ func (r *wrun) restore(c *Carry) {
 	for _, k := range c.Remedied {
 		r.saga.done[k] = true
 	}
+	r.restoreSaga(c)
 	for i, s := range r.f.Steps {
 		if i >= len(c.Steps) {
 			break
