@@ -73,10 +73,10 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		return out, nil
 	case opAgent:
 		var effects effectLog
-		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.hook(f))
+		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.hook(f), out.noteTier)
 		out.Effects = effects.list()
 		if err != nil {
-			return nil, toApplicationError(err, out.Effects...)
+			return nil, toAttemptError(err, out)
 		}
 		return out, nil
 	case opAsk:
@@ -110,7 +110,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		if in.Effect == nil {
 			return nil, toApplicationError(fault.BusinessErr(errors.New("a compensation names no call")))
 		}
-		if err := e.e.Compensate(ctx, f, in.RunID, s, in.Effect, in.Approved); err != nil {
+		if err := e.e.Compensate(ctx, f, in.RunID, s, in.Effect, in.Approved, in.Tier); err != nil {
 			return nil, toApplicationError(err)
 		}
 		return out, nil
@@ -119,6 +119,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
 	var effects effectLog
 	req.OnEffect = effects.hook(f)
+	req.OnTier = out.noteTier
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
 			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
@@ -127,10 +128,10 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 	v, err := e.e.Attempt(ctx, f, s, req)
 	out.Effects = effects.list()
 	if err != nil {
-		return nil, toApplicationError(err, out.Effects...)
+		return nil, toAttemptError(err, out)
 	}
 	if out.Output, err = value.Canonical(v); err != nil {
-		return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err)), out.Effects...)
+		return nil, toAttemptError(fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err)), out)
 	}
 	return out, nil
 }
@@ -196,6 +197,19 @@ func toApplicationError(err error, effects ...journal.Effect) error {
 		Premise: engine.PremiseFailed(err), Effects: effects}
 	return temporal.NewNonRetryableApplicationError(d.Message, d.Class, err, d)
 }
+
+// toAttemptError is toApplicationError for an attempt (or an agent's
+// unit) that may have made calls: with their effects and the risk tier it
+// reached (failure.Effects, failure.Tier).
+func toAttemptError(err error, out *attemptOut) error {
+	d := failure{Class: string(fault.ClassOf(err)), Message: err.Error(), RetryAfter: int64(fault.RetryAfterOf(err)), Budget: fault.BudgetOf(err),
+		Premise: engine.PremiseFailed(err), Effects: out.Effects, Tier: out.Tier}
+	return temporal.NewNonRetryableApplicationError(d.Message, d.Class, err, d)
+}
+
+// noteTier keeps the risk tier an attempt reported (engine.AttemptRequest.
+// OnTier).
+func (o *attemptOut) noteTier(tier int) { o.Tier = max(o.Tier, tier) }
 
 // failureOf reads an activity's error back: its class, message and
 // Retry-After. An error that is not an attempt's (the activity timed out,

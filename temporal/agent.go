@@ -259,12 +259,12 @@ func agentActivity(stepID, key string, in *agentIn) (name, id, ckey string) {
 
 // agentUnit carries out an opAgent activity: one unit of an agent step on
 // the worker's engine (engine.AgentUnit).
-func agentUnit(ctx context.Context, e *engine.Engine, f *flow.Flow, s *engine.Settled, in *attemptIn, onEffect func(journal.Effect)) (*agentOut, error) {
+func agentUnit(ctx context.Context, e *engine.Engine, f *flow.Flow, s *engine.Settled, in *attemptIn, onEffect func(journal.Effect), onTier func(int)) (*agentOut, error) {
 	if in.Agent == nil {
 		return nil, fault.BusinessErr(fmt.Errorf("agent unit of step %d: no unit given", in.Step))
 	}
 	res, err := e.AgentUnit(ctx, f, s, engine.AgentUnitRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
-		Turns: in.Agent.Turns, Decisions: in.Agent.Decisions, Started: in.Agent.Started, Unit: in.Agent.Unit, OnEffect: onEffect})
+		Turns: in.Agent.Turns, Decisions: in.Agent.Decisions, Started: in.Agent.Started, Unit: in.Agent.Unit, OnEffect: onEffect, OnTier: onTier})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,21 @@ import (
 // workflow closes as Canceled with the run's final Status (status
 // cancelled) as the cancellation's details (StatusOf reads it back).
 
+// changeCancelCarry: a run cancelled as it was about to continue as new
+// ends cancelled (before, it continued as new, and the new run, which
+// the cancellation never reached, went on).
+const changeCancelCarry = "rein-cancel-carry"
+
+// cancelledAtCarry reports whether the run was cancelled by the time it
+// would continue as new: a cancellation the server took while the run's
+// last workflow task was deciding to continue (the server then fails that
+// task and hands the cancellation to its next one), or that came in the
+// same task as what woke the run. Asked only when cancelled, so that a
+// history recorded before replays as it ran.
+func cancelledAtCarry(ctx workflow.Context) bool {
+	return ctx.Err() != nil && version(ctx, changeCancelCarry) != workflow.DefaultVersion
+}
+
 // ended is the workflow's return for drive's st and err: as they are,
 // unless the workflow was cancelled, then the run ends cancelled (above).
 func (r *wrun) ended(ctx workflow.Context, st *Status, err error) (*Status, error) {

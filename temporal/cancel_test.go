@@ -2,13 +2,17 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -100,5 +104,62 @@ func TestCancelInFlight(t *testing.T) {
 	}
 	if !<-sawCancel {
 		t.Error("the running attempt's context did not end")
+	}
+}
+
+// TestCancelAtContinueAsNew: a run whose workflow was cancelled by the
+// time it would continue as new ends cancelled, and does not continue (the
+// new run would never hear of the cancellation). On a server this is a
+// cancellation delivered in the same workflow task as what woke the run (a
+// decision, a unit's result), or one the server took while the task that
+// continues was in flight (it fails that task and hands the cancellation
+// to the next); the test suite delivers each in a task of its own, so the
+// test drives the run's state directly, in a workflow of its own: once
+// cancelled, once not.
+func TestCancelAtContinueAsNew(t *testing.T) {
+	l := newLedger()
+	p := load(t, approvalFlow, l.tool("ok", true), l.tool("pay", false))
+	in, err := StartInput(p, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Carried   bool    `json:"carried"`
+		Cancelled bool    `json:"cancelled"`
+		Status    *Status `json:"status"`
+	}
+	wf := func(ctx workflow.Context, cancel bool) (got, error) {
+		r := &wrun{w: &Workflow{}, f: p.Flow, runID: "run-1", in: in, outputs: map[string]any{}, raw: map[string]json.RawMessage{},
+			errs: map[string]string{}, answers: map[int]*answer{}, agents: map[int]*agentRun{}, gateArgs: map[int]json.RawMessage{}}
+		r.m.Reset(r.f, r.runID)
+		r.status = journal.RunWaiting
+		cctx, stop := workflow.WithCancel(ctx)
+		if cancel {
+			stop()
+		}
+		cerr := r.continueAsNew(cctx, -1)
+		var can *workflow.ContinueAsNewError
+		g := got{Carried: errors.As(cerr, &can)}
+		_, eerr := r.ended(cctx, nil, cerr)
+		if st, ok := StatusOf(eerr); ok && temporal.IsCanceledError(eerr) {
+			g.Cancelled, g.Status = true, st
+		}
+		return g, nil
+	}
+	for _, cancel := range []bool{true, false} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: "carry-cancel"})
+		env.ExecuteWorkflow("carry-cancel", cancel)
+		var g got
+		if err := env.GetWorkflowResult(&g); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case cancel && (g.Carried || !g.Cancelled || g.Status.Status != "cancelled" || g.Status.Error == nil || g.Status.Error.Class != string(fault.Cancelled)):
+			t.Errorf("cancelled at continue-as-new: %+v, want the run cancelled, not carried", g)
+		case !cancel && (!g.Carried || g.Cancelled):
+			t.Errorf("not cancelled: %+v, want it continued as new", g)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package temporal
 import (
 	"encoding/json"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/internal/agent"
@@ -53,6 +54,13 @@ type Carry struct {
 	// already (saga.go).
 	Effects  []journal.Effect `json:"effects,omitempty"`
 	Remedied []string         `json:"remedied,omitempty"`
+	// Tier is the run's highest risk tier (saga.tier).
+	Tier int `json:"tier,omitempty"`
+	// Made counts how often each key's undo or compensation was made, and
+	// Escalations are the saga's remediations that wait on a person, by
+	// key (sagacarry.go).
+	Made        map[string]int             `json:"made,omitempty"`
+	Escalations map[string]*sagaEscalation `json:"escalations,omitempty"`
 }
 
 type carriedAgent struct {
@@ -123,6 +131,9 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	if cancelledAtCarry(ctx) {
+		return temporal.NewCanceledError() // the run ends cancelled (ended), not in a new run that never heard of it
+	}
 	in := r.in
 	in.Carry, in.Retry = r.carry(agentStep), nil // the retry was carried out
 	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, in)
@@ -131,7 +142,7 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 // carry is the run's state as Carry; agentStep (running) is carried as
 // pending, to start again from its session.
 func (r *wrun) carry(agentStep int) *Carry {
-	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published)}
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier}
 	if r.in.Carry != nil {
 		c.Generation = r.in.Carry.Generation + 1
 	}
@@ -170,6 +181,7 @@ func (r *wrun) carry(agentStep int) *Carry {
 			c.Remedied = append(c.Remedied, e.Key)
 		}
 	}
+	r.carrySaga(c)
 	for i, n := range r.first {
 		if c.First == nil {
 			c.First = map[string]int{}
@@ -190,9 +202,11 @@ func (r *wrun) restore(c *Carry) {
 	r.budget.Restore(c.Spent)
 	r.noteEffects(c.Effects)
 	r.saga.init()
+	r.saga.tier = c.Tier
 	for _, k := range c.Remedied {
 		r.saga.done[k] = true
 	}
+	r.restoreSaga(c)
 	for i, s := range r.f.Steps {
 		if i >= len(c.Steps) {
 			break

@@ -91,7 +91,10 @@ func (r *wrun) nextActions() []NextAction {
 		out = append(out, NextAction{Update: UpdateRetry, Step: r.failure.Step, Action: ActionRetry,
 			Why: "run the failed step " + r.failure.Step + " again, at its next attempt", Args: Decision{Action: ActionRetry}})
 	}
-	return out
+	if r.closedFailed {
+		out = append(out, closedRetry(r.runID, r.failure))
+	}
+	return withCommands(r.runID, out)
 }
 
 // validate refuses a decision the run cannot take, before the update is

@@ -43,7 +43,11 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 		stopped int // the round the rounds stopped at, from 1
 		// stoppedPrev is what that round read as previous.
 		stoppedPrev json.RawMessage
-		attempts    = first
+		// lastRound is the last round that settled, from 1, and lastPrev
+		// what it read as previous.
+		lastRound int
+		lastPrev  json.RawMessage
+		attempts  = first
 	)
 	m.Reset(s)
 	for {
@@ -78,6 +82,7 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 		}
 		if f == nil {
 			last, lastV = out, decode(out)
+			lastRound, lastPrev = k+1, roundPrev
 			engine.SettleRound(scope, s, lastV)
 		}
 		over, err := m.Settle(context.Background(), k, f != nil, scope)
@@ -98,6 +103,9 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 	}
 	if int64(len(last)) > s.MaxOutputBytes {
 		if _, ff := r.exec(ctx, call{i: i, op: opCheck, item: -1, output: last}, v); ff != nil {
+			// the fallback sees the last round as a local run's does:
+			// previous and iteration.
+			r.stoppedAt(i, lastRound, lastPrev)
 			return r.recover(ctx, i, attempts, &ff.failure, v)
 		}
 	}
@@ -105,7 +113,8 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 }
 
 // stoppedAt records, for a fallback of repeat step i, the round (from 1)
-// its rounds stopped at and what that round read as previous
+// its rounds stopped at (the one that failed, or the last one, whose
+// output broke max_output_bytes) and what that round read as previous
 // (fallbackCall).
 func (r *wrun) stoppedAt(i, round int, last json.RawMessage) {
 	if r.roundAt == nil {

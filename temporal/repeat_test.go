@@ -158,3 +158,50 @@ steps:
 		t.Errorf("local %s %s, Temporal %s", res.Steps["loop"].Status, want, st.Outputs["loop"])
 	}
 }
+
+// TestRepeatFallbackOversized: when the last round's output breaks the
+// step's max_output_bytes, the fallback sees the rounds as a local run's
+// does: previous (the round before the last's output) and iteration (the
+// last round's); the run settles as the local engine settles it.
+func TestRepeatFallbackOversized(t *testing.T) {
+	const src = `name: rounds-oversized
+steps:
+  - id: loop
+    tool: round
+    args: {i: "{iteration}"}
+    repeat: {until: "iteration >= 2", max: 4}
+    max_output_bytes: 64
+    on_error: fallback
+    fallback: {tool: backup, args: {prev: "{previous.i}", it: "{iteration}"}}
+`
+	tools := func(l *ledger) []tool.Tool {
+		round := tool.Func(tool.Spec{Name: "round", Effect: tool.EffectRead}, func(_ context.Context, args any) (any, error) {
+			i := args.(map[string]any)["i"]
+			out := map[string]any{"i": i}
+			if i == float64(2) {
+				out["pad"] = strings.Repeat("x", 100) // breaks max_output_bytes
+			}
+			return out, nil
+		})
+		return []tool.Tool{round, l.tool("backup", true)}
+	}
+	lt := newLedger()
+	st := newHarness(t, load(t, src, tools(lt)...)).run(map[string]any{})
+	if st.Status != "succeeded" || stepOf(t, st, "loop").Status != "fell_back" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	args := output(t, st, "loop")["args"].(map[string]any)
+	if args["prev"] != float64(1) || args["it"] != float64(2) {
+		t.Errorf("fallback args %v, want prev 1, it 2 (the last round's)", args)
+	}
+	ll := newLedger()
+	lp := load(t, src, tools(ll)...)
+	res, err := wire.Engine(lp, engine.Config{}).Run(context.Background(), lp.Flow, map[string]any{}, &engine.RunOptions{RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := value.Canonical(res.Outputs["loop"])
+	if string(want) != string(st.Outputs["loop"]) || string(res.Steps["loop"].Status) != "fell_back" {
+		t.Errorf("local %s %s, Temporal %s", res.Steps["loop"].Status, want, st.Outputs["loop"])
+	}
+}

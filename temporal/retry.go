@@ -55,6 +55,7 @@ func (r *wrun) closed(ctx workflow.Context, refused error) error {
 	if refused != nil {
 		msg = fmt.Sprintf("retry refused: %v (the run is as it failed: %s)", refused, msg)
 	}
+	r.closedFailed = true
 	return temporal.NewNonRetryableApplicationError(msg, class, nil, Closed{Status: r.snapshot(), Next: in})
 }
 

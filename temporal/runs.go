@@ -63,6 +63,9 @@ func ShowRun(ctx context.Context, c client.Client, runID string) (*RunView, erro
 		v.Status = &res
 	case ok:
 		v.Status = st
+		if _, retryable := ClosedOf(gerr); retryable && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+			v.NextActions = append(v.NextActions, closedRetry(runID, st.Error)) // what RetryRun takes
+		}
 	default:
 		v.Status = &Status{RunID: runID, Flow: info.GetType().GetName(), Status: strings.ToLower(v.Workflow),
 			Error: &RunError{Class: "workflow", Message: gerr.Error()}}
@@ -166,7 +169,12 @@ func ListRuns(ctx context.Context, c client.Client, ns string, o ListOptions) ([
 // CancelRun asks run runID's workflow to cancel (the run ends cancelled:
 // cancel.go) and waits until it closed; it returns the run's final
 // Status. A workflow already closed is refused (the server would take the
-// request and do nothing).
+// request and do nothing). The cancellation names no run id, so it goes to
+// the workflow id's current run: the one a run continued as new to, once
+// it did (the server makes the new run current as it closes the old one),
+// and the result followed is the last run's (Get follows each
+// continue-as-new). A cancellation that reaches a run as it continues as
+// new ends that run cancelled instead (cancelledAtCarry).
 func CancelRun(ctx context.Context, c client.Client, runID string) (*Status, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
 	if err != nil {

@@ -60,6 +60,9 @@ type saga struct {
 	done    map[string]bool
 	made    map[string]int
 	waiting map[string]*sagaEscalation
+	// tier is the run's highest risk tier its activities reported
+	// (attemptOut.Tier): the floor of its compensations.
+	tier int
 }
 
 func (s *saga) init() {
@@ -70,11 +73,11 @@ func (s *saga) init() {
 
 // sagaEscalation is one remediation that waits on a person.
 type sagaEscalation struct {
-	ID   string
-	Kind store.ApprovalKind
-	Why  string
+	ID   string             `json:"id"`
+	Kind store.ApprovalKind `json:"kind"`
+	Why  string             `json:"why"`
 	// Decision is the person's, once taken (decide).
-	Decision *Decision
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // noteEffects keeps the effect records an activity reported.
@@ -146,6 +149,9 @@ func (r *wrun) compensate(ctx workflow.Context) error {
 		}
 		r.status = journal.RunWaiting
 		r.publish(ctx)
+		if r.sagaShouldContinue(ctx) {
+			return r.continueAsNew(ctx, -1) // the new run waits on the same escalations (carrySaga)
+		}
 		if err := workflow.Await(ctx, r.sagaDecided); err != nil {
 			return err
 		}

@@ -79,12 +79,14 @@ type attemptIn struct {
 	// the round before it (engine.AttemptRequest).
 	Round    int             `json:"round,omitempty"`
 	Previous json.RawMessage `json:"previous,omitempty"`
-	// Effect is the call an opCompensate takes back (saga.go).
+	// Effect is the call an opCompensate takes back (saga.go), and Tier
+	// the run's highest risk tier, its floor.
 	Effect *journal.Effect `json:"effect,omitempty"`
 	// Tenant is the run's (Start.Tenant), and Spent what the run spent
 	// against its budgets when the activity was scheduled (budget.go).
 	Tenant string       `json:"tenant,omitempty"`
 	Spent  *sched.Spent `json:"spent,omitempty"`
+	Tier   int          `json:"tier,omitempty"`
 }
 
 // The activity's operations.
@@ -117,6 +119,9 @@ type attemptOut struct {
 	Gate *gateAsked `json:"gate,omitempty"`
 	// Spent is what the activity's model calls spent (budget.go).
 	Spent *sched.Spent `json:"spent,omitempty"`
+	// Tier is the run's risk tier as the attempt left it, when the flow's
+	// runs have risk tiers (engine.AttemptRequest.OnTier).
+	Tier int `json:"tier,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
@@ -135,6 +140,8 @@ type failure struct {
 	Effects []journal.Effect `json:"effects,omitempty"`
 	// Spent is attemptOut.Spent of an attempt that failed.
 	Spent *sched.Spent `json:"spent,omitempty"`
+	// Tier is attemptOut.Tier of an attempt that failed.
+	Tier int `json:"tier,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).
@@ -199,13 +206,19 @@ type Pending struct {
 }
 
 // NextAction is one thing that may be done with the run now
-// (QueryNextActions): an update and its arguments.
+// (QueryNextActions): an update and its arguments, and the rein command
+// that sends it. A failed run whose workflow closed takes no update: its
+// one action is the retry as a new execution of its workflow id (Update
+// empty, Command "rein runs retry RUN": RetryRun).
 type NextAction struct {
 	Update string   `json:"update"`
 	Step   string   `json:"step"`
 	Action string   `json:"action"`
 	Why    string   `json:"why"`
 	Args   Decision `json:"args"`
+	// Command is the rein command line that does it, without --temporal
+	// and the server's address.
+	Command string `json:"command"`
 }
 
 // Result is the workflow's result: the run's final Status.

@@ -134,6 +134,10 @@ type wrun struct {
 	// closeFailed: a failed run closes as a failed workflow carrying its
 	// state (closed), not as a completed one.
 	closeFailed bool
+	// closedFailed: the failed run's workflow is closing (closed); its
+	// queries, answered on the closed workflow, offer the retry as a new
+	// execution (closedRetry).
+	closedFailed bool
 	// published is the status last published as AttrStatus (publish).
 	published journal.RunStatus
 	// saga is the remediation of a run with on_failure: compensate

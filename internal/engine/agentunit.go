@@ -36,6 +36,8 @@ type AgentUnitRequest struct {
 	Unit    agent.Unit
 	// OnEffect is AttemptRequest.OnEffect for the unit's calls.
 	OnEffect func(journal.Effect)
+	// OnTier is AttemptRequest.OnTier for the unit.
+	OnTier func(tier int)
 }
 
 // AgentUnitResult is what a unit came to.
@@ -63,6 +65,7 @@ func (e *Engine) AgentUnit(ctx context.Context, f *flow.Flow, s *Settled, req Ag
 		return nil, err
 	}
 	defer r.end()
+	defer r.reportTier(req.OnTier)
 	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
 	if j.renderErr != nil {

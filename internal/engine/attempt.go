@@ -72,6 +72,11 @@ type AttemptRequest struct {
 	// output: what a driver remediates (Compensate) once a saga fails. It
 	// may be called from several goroutines at once (a plan's steps).
 	OnEffect func(journal.Effect)
+	// OnTier, when set and the flow's runs have risk tiers, is handed the
+	// run's risk tier as the attempt left it (its intake, raised by the
+	// attempt's calls), once it ended: a driver keeps the highest as the
+	// run's tier, the floor of its compensations (Compensate).
+	OnTier func(tier int)
 }
 
 // Scope is the scope of templates and expressions of a run of f that
@@ -151,6 +156,7 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		return nil, err
 	}
 	defer r.end()
+	defer r.reportTier(req.OnTier)
 	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
 	j.approved = req.Approved

@@ -56,11 +56,15 @@ func (e *Engine) RemedyRepeatable(eff *journal.Effect) bool {
 // runID of f, whose settled state is s: through the invocation pipeline —
 // the compensating tool's args schema, the run's gate, its risk tier's
 // controls (remedyControls) — under the key "<eff.Key>/<kind>". approved
-// says a person approved this exact call (an escalation approved). An
+// says a person approved this exact call (an escalation approved). floor
+// is the run's highest risk tier (what its attempts reported through
+// AttemptRequest.OnTier), the least the call is assessed at, as a local
+// run's is at the tier its journal reached; the run's intake tier is a
+// floor too. An
 // error is classed: a call the controls or the gate hold for a person is a
 // policy error wrapping *invoke.ApprovalError; the driver escalates every
 // error to a person and never makes the call again on its own.
-func (e *Engine) Compensate(ctx context.Context, f *flow.Flow, runID string, s *Settled, eff *journal.Effect, approved bool) error {
+func (e *Engine) Compensate(ctx context.Context, f *flow.Flow, runID string, s *Settled, eff *journal.Effect, approved bool, floor int) error {
 	a := Classify(eff)
 	if a != ActUndo && a != ActCompensate {
 		return fault.BusinessErr(fmt.Errorf("engine: call %s of tool %s has nothing to undo or compensate (%s)", eff.Key, eff.Tool, a))
@@ -75,7 +79,10 @@ func (e *Engine) Compensate(ctx context.Context, f *flow.Flow, runID string, s *
 	if err != nil {
 		return fault.BusinessErr(err)
 	}
-	cctx, wait := r.remedyControls(r.ctx, req, &spec, &rec, 0, approved)
+	if r.risk != nil {
+		floor = max(floor, r.risk.Tier()) // the intake, as a local run's journal has it
+	}
+	cctx, wait := r.remedyControls(r.ctx, req, &spec, &rec, floor, approved)
 	if wait != "" {
 		return fault.New(fault.Policy, &invoke.ApprovalError{Tool: spec.Name, Reason: wait})
 	}

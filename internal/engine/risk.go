@@ -265,3 +265,11 @@ func (mm reviewMeter) Generate(ctx context.Context, req *model.Request) (*model.
 	ctx = withScope(ctx, &callScope{r: mm.r, step: s, index: s.Index, attempt: req.Attempt})
 	return metered{name: mm.name, m: mm.m}.Generate(ctx, req)
 }
+
+// reportTier hands fn the run's risk tier (AttemptRequest.OnTier), when
+// both are set.
+func (r *run) reportTier(fn func(int)) {
+	if fn != nil && r.risk != nil {
+		fn(r.risk.Tier())
+	}
+}

@@ -68,6 +68,22 @@ func TestRetryEndToEnd(t *testing.T) {
 	if s := status(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
 		t.Fatalf("the failed run's workflow is %s, want Failed", s)
 	}
+	// the closed workflow takes no update: what may be done is the retry
+	// as a new execution, from the query (answered on the closed
+	// workflow) as from rein runs show.
+	var next []temporal.NextAction
+	if err := temporal.Query(ctx, c, id, temporal.QueryNextActions, &next); err != nil {
+		t.Fatal(err)
+	}
+	v, err := temporal.ShowRun(ctx, c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acts := range [][]temporal.NextAction{next, v.NextActions} {
+		if len(acts) != 1 || acts[0].Update != "" || acts[0].Action != temporal.ActionRetry || acts[0].Command != "rein runs retry "+id {
+			t.Errorf("next actions of the closed failed run %+v, want only rein runs retry %s (no update)", acts, id)
+		}
+	}
 
 	if err := temporal.RetryRun(ctx, c, id, temporal.Decision{Step: "nope"}); err != nil {
 		t.Fatal(err)
@@ -94,6 +110,9 @@ func TestRetryEndToEnd(t *testing.T) {
 	}
 	if s := status(); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Errorf("the retried run's workflow is %s", s)
+	}
+	if v, err := temporal.ShowRun(ctx, c, id); err != nil || len(v.NextActions) != 0 {
+		t.Errorf("next actions of the succeeded run %+v (%v), want none", v, err)
 	}
 	if err := temporal.RetryRun(ctx, c, id, temporal.Decision{}); err == nil || !strings.Contains(err.Error(), "not failed") {
 		t.Errorf("a retry of a succeeded run: %v", err)

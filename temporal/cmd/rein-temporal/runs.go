@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -122,8 +121,7 @@ func writeRunView(w io.Writer, v *temporal.RunView) {
 	if len(v.NextActions) > 0 {
 		fmt.Fprintln(w, "next:")
 		for _, a := range v.NextActions {
-			cmd := strings.TrimSpace(fmt.Sprintf("rein runs %s %s %s", a.Action, v.RunID, a.Step))
-			fmt.Fprintf(w, "  %s --temporal …", cmd)
+			fmt.Fprintf(w, "  %s --temporal …", a.Command)
 			if a.Why != "" {
 				fmt.Fprintf(w, "  (%s)", a.Why)
 			}
