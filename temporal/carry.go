@@ -53,6 +53,8 @@ type Carry struct {
 	// already (saga.go).
 	Effects  []journal.Effect `json:"effects,omitempty"`
 	Remedied []string         `json:"remedied,omitempty"`
+	// Doubt is what steps parked in doubt keep, by step id (doubt.go).
+	Doubt map[string]*carryDoubt `json:"doubt,omitempty"`
 }
 
 type carriedAgent struct {
@@ -170,6 +172,7 @@ func (r *wrun) carry(agentStep int) *Carry {
 			c.Remedied = append(c.Remedied, e.Key)
 		}
 	}
+	r.carryDoubts(c)
 	for i, n := range r.first {
 		if c.First == nil {
 			c.First = map[string]int{}
@@ -218,6 +221,7 @@ func (r *wrun) restore(c *Carry) {
 			}
 			r.rounds[i] = rounds
 		}
+		r.restoreDoubt(c, i)
 		if n, ok := c.First[s.ID]; ok {
 			if r.first == nil {
 				r.first = map[int]int{}
