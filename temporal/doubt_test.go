@@ -3,9 +3,14 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/tool"
@@ -163,5 +168,82 @@ func TestLostFallbackApproved(t *testing.T) {
 	}
 	if n := l.count("pay"); n != 1 {
 		t.Errorf("pay made %d times: its failed call is not made again", n)
+	}
+}
+
+// TestLostItemCarried: a for_each step parked in doubt continues as new
+// while it waits (Temporal suggests it while an item waits for its retry),
+// carrying the items that finished (Carry.Doubt); approved in the new run,
+// it makes only the item in doubt again.
+func TestLostItemCarried(t *testing.T) {
+	l := newLedger()
+	l.fails["refund"] = failPlan{n: 2, class: fault.Transient} // the lost call, then one retried
+	src := strings.Replace(eachFlow, "args:", "retries: 1, backoff: {initial: 1m, max: 1m}, args:", 1)
+	p := load(t, strings.Replace(src, "%d", "3", 1), l.tool("refund", false))
+	in, err := StartInput(p, map[string]any{"orders": []any{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := lossy(t, p, "tool:each")
+	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 30*time.Second)
+	h.env.ExecuteWorkflow(p.Flow.Name, in)
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the waiting run did not continue as new: %v", err)
+	}
+	next := Start{}
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Carry == nil || next.Carry.Doubt["each"] == nil || len(next.Carry.Doubt["each"].Items) != 2 {
+		t.Fatalf("carried %+v: want the two items that finished", next.Carry)
+	}
+	before := l.keys("refund")
+	h2 := newHarness(t, p)
+	h2.env.RegisterDelayedCallback(func() { h2.update(Decision{Step: "each", Action: ActionApprove}) }, time.Minute)
+	h2.env.ExecuteWorkflow(p.Flow.Name, next)
+	if err := h2.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	if err := h2.env.GetWorkflowResult(&st); err != nil || st.Status != "succeeded" {
+		t.Fatalf("run: %+v (%v)", st, err)
+	}
+	after := l.keys("refund")
+	var made []string
+	for _, k := range after {
+		if !slices.Contains(before, k) {
+			made = append(made, k)
+		}
+	}
+	// items: one lost (attempt 1), one failed and retried (1, 2), one
+	// made once; approved, the step's next attempt is 3, for the lost one.
+	if len(before) != 4 || len(after) != 5 || len(made) != 1 || !strings.HasSuffix(made[0], "/3") {
+		t.Errorf("refund calls %v, then %v: want the item in doubt alone made again, at attempt 3", before, after)
+	}
+}
+
+// TestLostItemFallbackCheck: the fallback of a for_each item whose worker
+// was lost after its call took effect: its check: finds it, and the item
+// takes the check's output (the step fell back).
+func TestLostItemFallbackCheck(t *testing.T) {
+	l := newLedger()
+	var asked int
+	p := load(t, `name: each-fb
+inputs: {type: object, properties: {orders: {type: array}}}
+steps:
+  - {id: each, tool: pay, for_each: input.orders, args: {fail: "{item}"}, on_error: fallback, fallback: {tool: refund}}
+`, l.tool("pay", false), checked(l, "refund", &asked))
+	h, seen := lossy(t, p, "fallback:each")
+	st := h.run(map[string]any{"orders": []any{false, true, false}})
+	if st.Status != "succeeded" || stepOf(t, st, "each").Status != "fell_back" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	if got := l.keys("refund"); len(got) != 1 || got[0] != "run-1/each[1]/fallback/1" || asked != 1 || checkCount(seen, "each") != 1 {
+		t.Errorf("refund calls %v, checks %d", got, asked)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(st.Outputs["each"], &items); err != nil || len(items) != 3 || items[1]["found"] != "run-1/each[1]/fallback/1" {
+		t.Errorf("each output %s: want item 1 the check's", st.Outputs["each"])
 	}
 }
