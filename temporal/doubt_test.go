@@ -247,3 +247,33 @@ steps:
 		t.Errorf("each output %s: want item 1 the check's", st.Outputs["each"])
 	}
 }
+
+// TestLostRoundCheckNotHappened: a repeat round whose worker was lost and
+// whose check: finds it did not take effect waits for a person, told so;
+// approved, the loop goes on from that round at the next attempt, the
+// round before it not made again.
+func TestLostRoundCheckNotHappened(t *testing.T) {
+	l := newLedger()
+	var asked int
+	never := tool.WithCheck(l.tool("count", false), func(context.Context, tool.CheckRequest) (tool.CheckResult, error) {
+		asked++
+		return tool.CheckResult{}, nil
+	})
+	p := load(t, "name: rounds\nsteps:\n  - {id: loop, tool: count, args: {i: \"{iteration}\"}, repeat: {until: \"false\", max: 2}}\n", never)
+	h, _ := lossy(t, p, "tool:loop")
+	h.env.RegisterDelayedCallback(func() {
+		var pend []Pending
+		h.query(QueryPending, &pend)
+		if len(pend) != 1 || pend[0].Step != "loop" || pend[0].Kind != "unknown" || !strings.Contains(pend[0].Error, "run-1/loop#1/1 did not take effect") {
+			t.Errorf("pending %+v", pend)
+		}
+		h.update(Decision{Step: "loop", Action: ActionApprove})
+	}, time.Minute)
+	st := h.run(map[string]any{})
+	if st.Status != "succeeded" || asked != 1 {
+		t.Fatalf("run: %+v %+v, checks %d", st, st.Error, asked)
+	}
+	if got := strings.Join(l.keys("count"), " "); got != "run-1/loop#1/1 run-1/loop#1/2 run-1/loop#2/2" {
+		t.Errorf("count calls %q: want round 1 lost, then made at attempt 2, and round 2", got)
+	}
+}
