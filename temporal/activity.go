@@ -87,7 +87,13 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		out.Gate = &gateAsked{Park: g.Park, Message: g.Message, Args: g.Args, Approved: g.Approved}
 		return out, nil
 	case opReconcile:
-		rc, err := e.e.Reconcile(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: in.Item, Approved: in.Approved})
+		req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
+		if len(in.Previous) > 0 {
+			if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
+				return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
+			}
+		}
+		rc, err := e.e.Reconcile(ctx, f, s, req)
 		if err != nil {
 			return nil, toApplicationError(err)
 		}

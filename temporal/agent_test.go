@@ -69,13 +69,17 @@ func lossy(t *testing.T, p *project.Project, lose ...string) (*harness, *sync.Ma
 	a := &Activities{Flows: fs}
 	RegisterWorkflow(env, &Workflow{Flows: fs})
 	var seen sync.Map // activity types run, with how often
+	var mu sync.Mutex // activities of one type may run at once (for_each items)
 	env.RegisterDynamicActivity(func(ctx context.Context, args converter.EncodedValues) (*attemptOut, error) {
 		name := activity.GetInfo(ctx).ActivityType.Name
 		n, _ := seen.LoadOrStore(name, new(int))
+		mu.Lock()
 		*n.(*int)++
+		first := *n.(*int) == 1
+		mu.Unlock()
 		out, err := a.Run(ctx, args)
 		for _, l := range lose {
-			if l == name && *n.(*int) == 1 {
+			if l == name && first {
 				return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 			}
 		}

@@ -61,6 +61,8 @@ type Carry struct {
 	// key (sagacarry.go).
 	Made        map[string]int             `json:"made,omitempty"`
 	Escalations map[string]*sagaEscalation `json:"escalations,omitempty"`
+	// Doubt is what steps parked in doubt keep, by step id (doubt.go).
+	Doubt map[string]*carryDoubt `json:"doubt,omitempty"`
 }
 
 type carriedAgent struct {
@@ -182,6 +184,7 @@ func (r *wrun) carry(agentStep int) *Carry {
 		}
 	}
 	r.carrySaga(c)
+	r.carryDoubts(c)
 	for i, n := range r.first {
 		if c.First == nil {
 			c.First = map[string]int{}
@@ -232,6 +235,7 @@ func (r *wrun) restore(c *Carry) {
 			}
 			r.rounds[i] = rounds
 		}
+		r.restoreDoubt(c, i)
 		if n, ok := c.First[s.ID]; ok {
 			if r.first == nil {
 				r.first = map[int]int{}

@@ -29,22 +29,30 @@ func (r *wrun) reconciles(ctx workflow.Context, i int) bool {
 	return err == nil && ok && workflow.GetVersion(ctx, reconcileVersion, workflow.DefaultVersion, 1) == 1
 }
 
-// reconcileDoubt asks the check of step i's attempt whose worker was lost
-// (a tool step that is not safe to repeat), before a person is asked, as
-// a local resume does: a call that took effect settles the step with the
-// check's output (checked as a settled output: output_schema and gate);
-// one that did not, which a person had approved, is made again with the
-// same key (again). Otherwise (no check, it did not happen, it cannot
-// say) the step stays in doubt, f's message extended with what the check
-// found.
-func (r *wrun) reconcileDoubt(ctx workflow.Context, i, attempt int, approved bool, f *failure, v view) (out json.RawMessage, again bool, ff *failure) {
-	res, af := r.exec(ctx, call{i: i, op: opReconcile, item: -1, attempt: attempt, approved: approved}, v)
+// reconcileDoubt asks the check of call c (its attempt set) whose worker
+// was lost (a tool call that is not safe to repeat), before a person is
+// asked, as a local resume does: a call that took effect settles it with
+// the check's output (a step's or a step's fallback's checked as a settled
+// output: output_schema and gate; an item's or a round's is taken as the
+// item's or the round's, as the local engine takes it); one that did not,
+// which a person had approved, is made again with the same key (again).
+// Otherwise (no check, it did not happen, it cannot say) the call stays in
+// doubt, f's message extended with what the check found.
+func (r *wrun) reconcileDoubt(ctx workflow.Context, c call, f *failure, v view) (out json.RawMessage, again bool, ff *failure) {
+	i := c.i
+	rc := call{i: i, op: opReconcile, item: c.item, attempt: c.attempt, approved: c.approved, fallback: c.fallback, round: c.round, previous: c.previous}
+	if c.item >= 0 || c.round > 0 || c.fallback {
+		rc.rerun = c.rerun // a plain step's check keeps the id it had (check-reconcile)
+	}
+	res, af := r.exec(ctx, rc, v)
 	if af != nil || res.Reconciled == nil {
 		return nil, false, f
 	}
-	rc := res.Reconciled
+	ck := res.Reconciled
 	switch {
-	case rc.Happened:
+	case ck.Happened && (c.item >= 0 || c.round > 0 && !c.fallback):
+		return res.Output, false, nil
+	case ck.Happened:
 		var o any
 		if err := json.Unmarshal(res.Output, &o); err != nil {
 			return nil, false, f
@@ -56,12 +64,12 @@ func (r *wrun) reconcileDoubt(ctx workflow.Context, i, attempt int, approved boo
 			return nil, false, &failure{Class: cf.Class, Message: f.Message + "; its tool's check found that it took effect, but its output: " + cf.Message}
 		}
 		return res.Output, false, nil
-	case rc.Again:
+	case ck.Again:
 		return nil, true, nil
 	}
 	g := *f
-	if rc.Reason != "" {
-		g.Message += "; " + rc.Reason
+	if ck.Reason != "" {
+		g.Message += "; " + ck.Reason
 	}
 	return nil, false, &g
 }

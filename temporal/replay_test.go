@@ -37,10 +37,18 @@ func TestReplayHistories(t *testing.T) {
 			return nil, nil
 		})
 	}
+	// a tool whose check: the workflow consults (engine.ReconcilesCall):
+	// replay asks none.
+	checkedStub := func(tt tool.Tool) tool.Tool {
+		return tool.WithCheck(tt, func(context.Context, tool.CheckRequest) (tool.CheckResult, error) {
+			t.Errorf("replay called the check of %s", tt.Spec().Name)
+			return tool.CheckResult{}, nil
+		})
+	}
 	fs := NewFlows()
-	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features", "saga", "gate"} {
+	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features", "saga", "gate", "eachkill"} {
 		p, err := project.Load(filepath.Join("testdata", "flows", d), &project.LoadOptions{Tools: []tool.Tool{
-			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), stub("slow_refund", false), stub("charge_once", false),
+			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), checkedStub(stub("slow_refund", false)), stub("charge_once", false),
 			stub("charge", false), stub("refund", true), stub("ship", true)}})
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,9 @@ import (
 // a person approved its call. v is what the run settled when it started.
 func (r *wrun) runStep(ctx workflow.Context, i, first int, approved bool, v view) outcome {
 	s := r.f.Steps[i]
+	if o, ok := r.resumeFallback(ctx, i, max(first-1, 1), v); ok {
+		return o
+	}
 	if s.Repeat != nil {
 		return r.runRepeat(ctx, i, first, v)
 	}
@@ -66,11 +69,7 @@ func (r *wrun) recover(ctx workflow.Context, i, attempts int, f *failure, v view
 		}
 		return outcome{i: i, status: journal.StepDefaulted, out: out, attempts: attempts, lastErr: f.Message}
 	case sched.FallBack:
-		res, ff := r.exec(ctx, r.fallbackCall(i), v)
-		if ff != nil {
-			return outcome{i: i, attempts: attempts, err: fallbackFailed(&ff.failure, f, "step")}
-		}
-		return outcome{i: i, status: journal.StepFellBack, out: res.Output, attempts: attempts, lastErr: f.Message}
+		return r.stepFallback(ctx, r.fallbackCall(i), attempts, f, v)
 	}
 	return outcome{i: i, attempts: attempts, err: f}
 }
@@ -111,9 +110,9 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 		}
 		if ff.lost {
 			ok, err := r.e.e.Repeatable(r.f, i)
-			if err == nil && !ok && c.item < 0 && c.round == 0 && r.reconciles(ctx, i) {
+			if err == nil && !ok && (c.item < 0 && c.round == 0 && r.reconciles(ctx, i) || (c.item >= 0 || c.round > 0) && r.checksDoubt(ctx, c)) {
 				// its tool's check: may say whether it took effect.
-				out, again, df := r.reconcileDoubt(ctx, i, attempt, c.approved, &ff.failure, v)
+				out, again, df := r.reconcileDoubt(ctx, c, &ff.failure, v)
 				switch {
 				case df == nil && !again:
 					return out, nil, attempt, false
@@ -155,12 +154,15 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v vie
 		return r.recover(ctx, i, first, &f.failure, v)
 	}
 	n := res.Items
+	kept := r.takeKept(i)
+	settled := map[int]json.RawMessage{}
 	outs := make([]any, n)
 	itemErrs := make([]*failure, n)
 	var (
 		m        sched.Items
 		failed   *failure
 		doubt    bool
+		doubtErr *failure
 		lastErr  string
 		absorbed = n
 		attempts = first
@@ -181,13 +183,13 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v vie
 			inFlight++
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				d := itemDone{u: u.Index, recover: u.Op == fan.Recover}
-				if d.recover {
-					res, ff := r.exec(ctx, call{i: i, op: opAttempt, item: u.Index, attempt: 1, fallback: true}, v)
-					d.out = res.Output
-					if ff != nil {
-						d.f = &ff.failure
-					}
-				} else {
+				out, ok := kept[u.Index]
+				switch {
+				case ok && !d.recover:
+					d.out = out // settled before the step parked in doubt
+				case d.recover:
+					d.out, d.f, d.doubt = r.execFallback(ctx, call{i: i, op: opAttempt, item: u.Index, attempt: 1, fallback: true}, v)
+				default:
 					d.out, d.f, d.attempts, d.doubt = r.unit(ctx, i, u.Index, first, approved, v)
 				}
 				done.Send(ctx, d)
@@ -207,9 +209,12 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v vie
 		if d.f != nil {
 			class = fault.Class(d.f.Class)
 		}
+		if d.doubt && doubtErr == nil {
+			doubtErr = &failure{Class: string(fault.Transient), Message: fmt.Sprintf("item %d: %s", d.u, d.f.Message)}
+		}
 		switch m.Settle(unit, d.f != nil, class, doubt) {
 		case sched.ItemDone:
-			outs[d.u] = decode(d.out)
+			outs[d.u], settled[d.u] = decode(d.out), d.out
 			if d.recover && d.u < absorbed {
 				absorbed, lastErr = d.u, fmt.Sprintf("item %d: %s", d.u, itemErrs[d.u].Message)
 			}
@@ -232,7 +237,12 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v vie
 		}
 	}
 	if doubt {
-		return outcome{i: i, attempts: attempts, park: store.KindUnknown, err: &failure{Class: string(fault.Transient), Message: "an item's worker was lost while its call ran: whether it took effect is unknown"}}
+		r.keep(ctx, i, settled)
+		msg := "an item's worker was lost while its call ran: whether it took effect is unknown"
+		if doubtErr != nil {
+			msg += " (" + doubtErr.Message + ")"
+		}
+		return outcome{i: i, attempts: attempts, park: store.KindUnknown, err: &failure{Class: string(fault.Transient), Message: msg}}
 	}
 	if failed != nil {
 		return r.recover(ctx, i, attempts, failed, v)

@@ -196,6 +196,8 @@ func (r *wrun) reopen(idx []int) {
 		delete(r.raw, id)
 		delete(r.errs, id)
 		delete(r.rounds, i)
+		delete(r.kept, i)
+		delete(r.fbDoubt, i)
 		delete(r.answers, i)
 		if r.first == nil {
 			r.first = map[int]int{}

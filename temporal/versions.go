@@ -26,6 +26,13 @@ const (
 	changeRetryClosed = "rein-retry-closed"
 	// changeContinueAsNew: a long run continues as new (carry.go).
 	changeContinueAsNew = "rein-continue-as-new"
+	// changeDoubt: a for_each item's call, an item's fallback, a repeat
+	// round's call or a step's fallback found in doubt asks its tool's
+	// check: before a person (doubt.go), and a for_each step parked in
+	// doubt keeps its settled items. Before, such an item or round parked
+	// the step at once (the whole for_each step ran again when approved)
+	// and a lost fallback failed its step.
+	changeDoubt = "rein-doubt-check"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

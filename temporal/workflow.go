@@ -124,6 +124,11 @@ type wrun struct {
 	// roundAt is, by step index, where a repeat step's rounds stopped,
 	// for its fallback (stoppedAt).
 	roundAt map[int]call
+	// kept are a for_each step's items that settled before it parked in
+	// doubt, by step and item; fbDoubt a step parked because its fallback
+	// call is in doubt (doubt.go).
+	kept    map[int]map[int]json.RawMessage
+	fbDoubt map[int]*fbPending
 	// first is the first attempt of a step a retry re-opened (its last
 	// attempt's number + 1), by step index, until it starts.
 	first map[int]int

@@ -10,6 +10,7 @@ import (
 	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 )
 
 // An agent step outside the runner, one unit at a time: a workflow engine
@@ -120,35 +121,42 @@ type Reconciliation struct {
 // Reconcile asks the check of attempt req.Attempt of tool step req.Step,
 // found in doubt (its worker was lost while the call ran), whether the
 // call took effect, by the one rule for calls in doubt (invoke.Resolve,
-// as a local resume does): with the step's arguments rendered on what s
-// settled and the call's idempotency key. req.Approved says a person
-// approved the call. A step that is not a plain tool step, or whose tool
-// declares no check:, is a person's to decide.
+// as a local resume does): with the call's arguments rendered on what s
+// settled and the call's idempotency key. The call is the step's own (a
+// plain tool step's; item req.Item's of a for_each step; round
+// req.Round's of a repeat step, req.Previous the round before's output)
+// or, with req.Fallback, its fallback's (the step's, or item req.Item's;
+// callInDoubt). req.Approved says a person approved the call. A call of a
+// tool that declares no check: is a person's to decide; one of a tool
+// safe to repeat is made again (Again).
 func (e *Engine) Reconcile(ctx context.Context, f *flow.Flow, s *Settled, req AttemptRequest) (*Reconciliation, error) {
 	if req.Step < 0 || req.Step >= len(f.Steps) {
 		return nil, fmt.Errorf("engine: flow %s has no step %d", f.Name, req.Step)
 	}
 	st := f.Steps[req.Step]
-	if st.Type != flow.Tool || st.ForEach != nil || st.Repeat != nil || req.Fallback || req.Item >= 0 {
-		return &Reconciliation{Reason: "only a plain tool step's call is reconciled with its tool's check"}, nil
+	if st.Type != flow.Tool && !req.Fallback {
+		return &Reconciliation{Reason: "only a tool call is reconciled with its tool's check"}, nil
 	}
 	r, err := e.runAt(ctx, f, req.RunID, s)
 	if err != nil {
 		return nil, err
 	}
 	defer r.end()
-	if r.checker(req.Step) == nil {
-		return &Reconciliation{Reason: fmt.Sprintf("tool %s declares no check: (rein.yaml check:), so whether the call took effect is a person's to say", st.Tool)}, nil
-	}
 	j := r.prepare(req.Step)
 	if j.renderErr != nil {
 		return nil, j.renderErr
 	}
+	c, err := r.callInDoubt(j, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := c.t.(tool.Checker); !ok && !invoke.Repeatable(c.spec) {
+		return &Reconciliation{Reason: fmt.Sprintf("tool %s declares no check: (rein.yaml check:), so whether the call took effect is a person's to say", c.name)}, nil
+	}
 	if req.Approved {
 		r.d.decisions = map[string]*store.Approval{st.ID: {Status: store.ApprovalApproved}}
 	}
-	at := invoke.Position{RunID: r.id, StepID: st.ID, Attempt: max(req.Attempt, 1)}
-	out, happened, ok := r.askCheck(req.Step, r.b.tools[req.Step], st.Tool, &r.b.specs[req.Step], at, at.Key(), j.in.args)
+	out, happened, ok := r.askCheck(req.Step, c.t, c.name, c.spec, c.at, c.at.Key(), c.args)
 	switch {
 	case happened:
 		return &Reconciliation{Happened: true, Output: out}, nil

@@ -26,8 +26,9 @@ import (
 // case from here once its feature lands.
 var conformanceSkip = map[string]string{}
 
-// killQueue is the task queue of the case run with a kill: its worker
-// process is the only one on it until it is killed.
+// killQueue begins the task queue of a case run with a kill, one per case
+// (killQueue-RUN): its worker process is the only one on it until it is
+// killed, and the worker of this process that takes over stays on it.
 const killQueue = "rein-conformance-kill"
 
 // TestConformance runs the conformance table (internal/conformance) on a
@@ -94,12 +95,13 @@ func (r *onTemporal) Decide(ctx context.Context, id string, d conformance.Decisi
 	return r.observe(ctx, id)
 }
 
-// StartKilled starts the run on killQueue, served by a worker process of
+// StartKilled starts the run on a kill queue of its own, served by a worker process of
 // its own (TestConformanceChildWorker) until the calls are in flight;
 // then a worker of this process joins the queue and the other is killed.
 func (r *onTemporal) StartKilled(ctx context.Context, c *conformance.Case, id string, inFlight func() bool, release func()) (*conformance.Observed, error) {
 	child := exec.Command(os.Args[0], "-test.run=^TestConformanceChildWorker$", "-test.v")
-	child.Env = append(os.Environ(), "REIN_CHILD_HOSTPORT="+r.ts.GetFrontendHostPort(), "REIN_CHILD_NAMESPACE="+r.ts.GetDefaultNamespace())
+	q := killQueue + "-" + id
+	child.Env = append(os.Environ(), "REIN_CHILD_HOSTPORT="+r.ts.GetFrontendHostPort(), "REIN_CHILD_NAMESPACE="+r.ts.GetDefaultNamespace(), "REIN_CHILD_QUEUE="+q)
 	var out strings.Builder
 	child.Stdout, child.Stderr = &out, &out
 	if err := child.Start(); err != nil {
@@ -117,7 +119,7 @@ func (r *onTemporal) StartKilled(ctx context.Context, c *conformance.Case, id st
 	if err != nil {
 		return nil, err
 	}
-	if _, err := temporal.StartRun(ctx, r.c, p, in, temporal.StartOptions{RunID: id, TaskQueue: killQueue}); err != nil {
+	if _, err := temporal.StartRun(ctx, r.c, p, in, temporal.StartOptions{RunID: id, TaskQueue: q}); err != nil {
 		return nil, err
 	}
 	for !inFlight() {
@@ -129,7 +131,7 @@ func (r *onTemporal) StartKilled(ctx context.Context, c *conformance.Case, id st
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	r.ts.NewWorkerWithOptions(killQueue, register(r.fs), worker.Options{})
+	r.ts.NewWorkerWithOptions(q, register(r.fs), worker.Options{})
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		return nil, err
 	}
@@ -154,7 +156,7 @@ func TestConformanceChildWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, killQueue, worker.Options{})
+	w := worker.New(c, os.Getenv("REIN_CHILD_QUEUE"), worker.Options{})
 	register(fs)(w)
 	if err := w.Run(make(chan any)); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package servertest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,4 +89,52 @@ func TestWorkerKilled(t *testing.T) {
 		t.Errorf("slow_charge executions %v after the settle", charge)
 	}
 	saveHistory(t, c, "run-kill")
+}
+
+// TestEachItemWorkerKilled: the worker running a for_each item's call that
+// is not safe to repeat is killed (SIGKILL) mid-call. The other worker
+// takes the item over as lost: its tool's check: finds it took effect, so
+// the item settles with the check's output — neither run again nor left
+// to a person — and the other items run once each.
+func TestEachItemWorkerKilled(t *testing.T) {
+	ts := server(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	child := exec.Command(os.Args[0], "-test.run=^TestChildWorker$", "-test.v")
+	child.Env = append(os.Environ(), "REIN_CHILD_HOSTPORT="+ts.GetFrontendHostPort(), "REIN_CHILD_NAMESPACE="+ts.GetDefaultNamespace(), "REIN_CHILD_LEDGER="+l.path)
+	var out strings.Builder
+	child.Stdout, child.Stderr = &out, &out
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	c := ts.GetDefaultClient()
+	ctx := context.Background()
+	if _, err := temporal.StartRun(ctx, c, load(t, "eachkill", l), map[string]any{"orders": []any{"a", "b", "c"}}, temporal.StartOptions{RunID: "run-eachkill", TaskQueue: queue}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(l.lines("slow_refund")) == 1 })
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	st := follow(t, c, "run-eachkill")
+	if st.Status != "succeeded" {
+		t.Fatalf("run: %+v %+v\nchild: %s", st, st.Error, out.String())
+	}
+	got := l.lines("slow_refund")
+	want := []string{"run-eachkill/refunds[0]/1 ", "run-eachkill/refunds[1]/1 ", "run-eachkill/refunds[2]/1 "}
+	if len(got) != len(want) {
+		t.Fatalf("slow_refund executions %v: want each item's once", got)
+	}
+	for k, w := range want {
+		if !strings.HasPrefix(got[k], w) {
+			t.Errorf("slow_refund execution %d is %q, want key %q", k, got[k], w)
+		}
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(st.Outputs["refunds"], &items); err != nil || len(items) != 3 || items[0]["found"] != "run-eachkill/refunds[0]/1" || items[1]["tool"] != "slow_refund" {
+		t.Errorf("refunds output %s (%v): want item 0 the check's, the others the calls'", st.Outputs["refunds"], err)
+	}
+	saveHistory(t, c, "run-eachkill")
 }
