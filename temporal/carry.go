@@ -61,6 +61,11 @@ type Carry struct {
 	// key (sagacarry.go).
 	Made        map[string]int             `json:"made,omitempty"`
 	Escalations map[string]*sagaEscalation `json:"escalations,omitempty"`
+	// TakenBack are the keys among Remedied whose calls the saga took
+	// back (undone, compensated, or settled by a person): a retry makes
+	// their steps again (retrytaken.go). A run carried by a rein before
+	// it has none, and its retry keeps them, as it did.
+	TakenBack []string `json:"taken_back,omitempty"`
 	// Doubt is what steps parked in doubt keep, by step id (doubt.go).
 	Doubt map[string]*carryDoubt `json:"doubt,omitempty"`
 }

@@ -61,7 +61,8 @@ func (r *wrun) closed(ctx workflow.Context, refused error) error {
 
 // retryClosed carries out the retry d this execution was started for
 // (Start.Retry) on the failed run's restored state: the steps it names
-// re-open (sched.Reopens, as UpdateRetry's), or the retry is refused.
+// re-open (sched.ReopensTaken, as UpdateRetry's: with the steps the saga
+// took back), or the retry is refused.
 func (r *wrun) retryClosed(d Decision) error {
 	r.published = "" // RetryRun started the execution with AttrStatus running
 	if d.Action != "" && d.Action != ActionRetry {
@@ -70,7 +71,7 @@ func (r *wrun) retryClosed(d Decision) error {
 	if r.status != journal.RunFailed {
 		return fmt.Errorf("run %s is not failed (its status is %s): only a failed run can be retried", r.runID, r.status)
 	}
-	idx, err := r.reopens(d.Step)
+	idx, err := r.reopens(d.Step, true) // what was taken back travels in the input (Carry.TakenBack)
 	if err != nil {
 		return err
 	}

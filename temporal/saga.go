@@ -57,7 +57,11 @@ type saga struct {
 	// done are the keys remediated (done, frozen, or resolved by a
 	// person); made counts how often each key's undo or compensation was
 	// made; waiting are the escalations a person has to decide, by key.
-	done    map[string]bool
+	done map[string]bool
+	// taken are the keys among done whose call was taken back: its undo
+	// or compensation made, or settled by a person (a retry makes their
+	// steps again: retrytaken.go).
+	taken   map[string]bool
 	made    map[string]int
 	waiting map[string]*sagaEscalation
 	// tier is the run's highest risk tier its activities reported
@@ -67,7 +71,7 @@ type saga struct {
 
 func (s *saga) init() {
 	if s.done == nil {
-		s.done, s.made, s.waiting = map[string]bool{}, map[string]int{}, map[string]*sagaEscalation{}
+		s.done, s.made, s.waiting, s.taken = map[string]bool{}, map[string]int{}, map[string]*sagaEscalation{}, map[string]bool{}
 	}
 }
 
@@ -123,6 +127,7 @@ func (r *wrun) compensate(ctx workflow.Context) error {
 				delete(r.saga.waiting, eff.Key)
 				if e.Decision.Action != ActionApprove || rm.Action == engine.ActFreeze {
 					r.saga.done[eff.Key] = true // settled by hand, or left as it is
+					r.saga.taken[eff.Key] = e.Decision.Action == ActionSettle && rm.Action != engine.ActFreeze
 					continue
 				}
 				approved = true // made once more, as the person approved it
@@ -140,6 +145,7 @@ func (r *wrun) compensate(ctx workflow.Context) error {
 			}
 			if r.compensateOne(ctx, &rm, approved) {
 				r.saga.done[eff.Key] = true
+				r.saga.taken[eff.Key] = true
 			} else {
 				waiting++
 			}

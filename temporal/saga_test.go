@@ -230,8 +230,9 @@ steps:
 }
 
 // TestSagaRetried: a failed saga run closes carrying what it took back; a
-// retry that fails again takes back only what the retry did: the calls
-// compensated before are not compensated twice.
+// retry makes again what was taken back (take, at attempt 2) and, failing
+// again, takes back only what the retry did: no call is compensated
+// twice.
 func TestSagaRetried(t *testing.T) {
 	l := newLedger()
 	p := load(t, `name: saga-retry
@@ -252,15 +253,15 @@ steps:
 	if got := strings.Join(l.keys("refund"), " "); got != "run-1/again/1/compensate run-1/take/1/compensate" {
 		t.Fatalf("refunds after the first run %q", got)
 	}
-	// re-run from again: its new call (attempt 2) is taken back, take's
-	// (compensated already) is not.
+	// re-run from again: take, refunded, is made again too; the retry's
+	// calls (attempt 2) are taken back, the first run's are not again.
 	next := cl.Next
 	next.Retry = &Decision{Step: "again"}
 	_, cl2 := newHarness(t, p).execute(next)
 	if cl2 == nil || cl2.Status.Status != "failed" {
 		t.Fatalf("retried run closed %+v", cl2)
 	}
-	if got := strings.Join(l.keys("refund"), " "); got != "run-1/again/1/compensate run-1/again/2/compensate run-1/take/1/compensate" {
-		t.Errorf("refunds after the retry %q: want again's second call's added, none twice", got)
+	if got := strings.Join(l.keys("refund"), " "); got != "run-1/again/1/compensate run-1/again/2/compensate run-1/take/1/compensate run-1/take/2/compensate" {
+		t.Errorf("refunds after the retry %q: want the retry's two calls' added, none twice", got)
 	}
 }

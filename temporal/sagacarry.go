@@ -26,6 +26,11 @@ func (r *wrun) carrySaga(c *Carry) {
 	if len(r.saga.made) > 0 {
 		c.Made = maps.Clone(r.saga.made)
 	}
+	for _, e := range r.saga.effects { // in the order the calls completed
+		if r.saga.taken[e.Key] {
+			c.TakenBack = append(c.TakenBack, e.Key)
+		}
+	}
 	for k, e := range r.saga.waiting {
 		if c.Escalations == nil {
 			c.Escalations = map[string]*sagaEscalation{}
@@ -41,4 +46,7 @@ func (r *wrun) carrySaga(c *Carry) {
 func (r *wrun) restoreSaga(c *Carry) {
 	maps.Copy(r.saga.made, c.Made)
 	maps.Copy(r.saga.waiting, c.Escalations)
+	for _, k := range c.TakenBack {
+		r.saga.taken[k] = true
+	}
 }

@@ -122,7 +122,7 @@ func (r *wrun) validateRetry(_ workflow.Context, d Decision) error {
 	if r.status != journal.RunFailed || !r.retryOpen || r.retryReq != nil {
 		return fmt.Errorf("run %s is not failed (its status is %s): only a failed run can be retried", r.runID, r.status)
 	}
-	_, err := r.reopens(d.Step)
+	_, err := r.reopens(d.Step, true) // a validator records no version: the newest rule
 	return err
 }
 
@@ -135,13 +135,21 @@ func (r *wrun) retry(ctx workflow.Context, d Decision) error {
 	return nil
 }
 
-// reopens is what a retry from step from re-opens (sched.Reopens on the
-// machine's statuses: a pending step never ran).
-func (r *wrun) reopens(from string) ([]int, error) {
-	return sched.Reopens(r.f, r.runID, from, func(i int) (journal.StepStatus, bool) {
+// reopens is what a retry from step from re-opens (sched.ReopensTaken on
+// the machine's statuses: a pending step never ran), with the steps the
+// saga took back when taken (retrytaken.go).
+func (r *wrun) reopens(from string, taken bool) ([]int, error) {
+	var back map[string]bool
+	if taken {
+		var err error
+		if back, err = r.takenBack(); err != nil {
+			return nil, err
+		}
+	}
+	return sched.ReopensTaken(r.f, r.runID, from, func(i int) (journal.StepStatus, bool) {
 		st := r.m.Status(i)
 		return st, st != journal.StepPending && st != ""
-	})
+	}, func(i int) bool { return back[r.f.Steps[i].ID] })
 }
 
 // awaitRetry keeps a failed run open for UpdateRetry for the retry window
@@ -176,7 +184,7 @@ func (r *wrun) awaitRetry(ctx workflow.Context) bool {
 	}
 	d := r.retryReq
 	r.retryReq = nil
-	idx, err := r.reopens(d.Step)
+	idx, err := r.reopens(d.Step, r.takesBack(ctx))
 	if err != nil {
 		return false // validated: not reached
 	}
