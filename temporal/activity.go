@@ -147,7 +147,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 func (a *Activities) beat(ctx context.Context) func() {
 	every := a.Heartbeat
 	if every <= 0 {
-		every = 2 * time.Second
+		every = DefaultHeartbeat
 	}
 	done := make(chan struct{})
 	go func() {

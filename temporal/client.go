@@ -34,7 +34,7 @@ func RegisterWorkflow(r worker.WorkflowRegistry, w *Workflow) {
 
 // NewWorker is a worker on queue that runs the flows of fs.
 func NewWorker(c client.Client, queue string, fs *Flows, opts worker.Options) worker.Worker {
-	wk := worker.New(c, queue, opts)
+	wk := worker.New(c, queue, WorkerOptions(opts, 0))
 	Register(wk, &Workflow{Flows: fs}, &Activities{Flows: fs})
 	return wk
 }
@@ -175,4 +175,28 @@ func Follow(ctx context.Context, c client.Client, runID string, poll time.Durati
 		case <-time.After(poll):
 		}
 	}
+}
+
+// DefaultHeartbeat is how often a running attempt heartbeats when the
+// Workflow and Activities name no Heartbeat; its activity's heartbeat
+// timeout is three times it.
+const DefaultHeartbeat = 2 * time.Second
+
+// WorkerOptions are o for a worker whose attempts heartbeat every beat
+// (zero: DefaultHeartbeat): unless o says otherwise, the SDK is told to
+// send each heartbeat at most beat after the last one
+// (MaxHeartbeatThrottleInterval). Left to itself it holds heartbeats back
+// for 80 % of the heartbeat timeout, which leaves an attempt 20 % of it
+// (1.2 s of 6 s) before the server takes its worker for lost: a busy
+// worker or a slow round trip then has a live attempt taken for lost, and
+// its step made again or parked as unknown. Sent every beat, a heartbeat
+// has two beats of slack.
+func WorkerOptions(o worker.Options, beat time.Duration) worker.Options {
+	if beat <= 0 {
+		beat = DefaultHeartbeat
+	}
+	if o.MaxHeartbeatThrottleInterval == 0 {
+		o.MaxHeartbeatThrottleInterval = beat
+	}
+	return o
 }

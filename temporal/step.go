@@ -352,7 +352,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	}
 	beat := r.w.Heartbeat
 	if beat <= 0 {
-		beat = 2 * time.Second
+		beat = DefaultHeartbeat
 	}
 	summary := strings.TrimSpace(fmt.Sprintf("%s %s, key %s", s.Type, s.ID, key))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	"go.temporal.io/sdk/worker"
-
 	"github.com/reinhq/rein/temporal"
 	"github.com/reinhq/rein/tool"
 )
@@ -25,7 +23,7 @@ import (
 func TestAgentEndToEnd(t *testing.T) {
 	ts := server(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	c := ts.GetDefaultClient()
 	ctx := context.Background()
 	p := load(t, "agent", l)
@@ -110,7 +108,7 @@ func TestAgentWorkerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(l.lines("slow_refund")) == 1 })
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/proto"
 
@@ -49,7 +48,7 @@ steps:
 	}
 	fs := temporal.NewFlows()
 	fs.Add(p)
-	ts.NewWorkerWithOptions(queue, register(fs), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(fs), workerOptions)
 	c := ts.GetDefaultClient()
 	if _, err := temporal.StartRun(context.Background(), c, p, map[string]any{}, temporal.StartOptions{RunID: "run-big", TaskQueue: queue, Namespace: ts.GetDefaultNamespace()}); err != nil {
 		t.Fatal(err)

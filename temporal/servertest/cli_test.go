@@ -52,7 +52,7 @@ func TestAgentCommand(t *testing.T) {
 	}
 	ts.NewWorkerWithOptions("rein", func(r worker.Registry) {
 		temporal.Register(r, &temporal.Workflow{Flows: fs}, &temporal.Activities{Flows: fs})
-	}, worker.Options{})
+	}, workerOptions)
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
 	run := func(args ...string) (int, string, string) {
 		var out, errs bytes.Buffer

@@ -40,7 +40,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.NewWorkerWithOptions(queue, register(fs), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(fs), workerOptions)
 	conformance.Run(t, &onTemporal{ts: ts, c: ts.GetDefaultClient(), fs: fs}, conformanceSkip)
 }
 
@@ -131,7 +131,7 @@ func (r *onTemporal) StartKilled(ctx context.Context, c *conformance.Case, id st
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	r.ts.NewWorkerWithOptions(q, register(r.fs), worker.Options{})
+	r.ts.NewWorkerWithOptions(q, register(r.fs), workerOptions)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func TestConformanceChildWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, os.Getenv("REIN_CHILD_QUEUE"), worker.Options{})
+	w := worker.New(c, os.Getenv("REIN_CHILD_QUEUE"), workerOptions)
 	register(fs)(w)
 	if err := w.Run(make(chan any)); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestContinueAsNewEndToEnd(t *testing.T) {
 	fs := l.flows(t, false)
 	ts.NewWorkerWithOptions(queue, func(r worker.Registry) {
 		temporal.Register(r, &temporal.Workflow{Flows: fs, Heartbeat: beat, ContinueAsNewAfter: 8}, &temporal.Activities{Flows: fs, Heartbeat: beat})
-	}, worker.Options{})
+	}, workerOptions)
 	c := ts.GetDefaultClient()
 	ctx := context.Background()
 	const id = "run-can"

@@ -13,7 +13,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
@@ -62,7 +61,7 @@ func TestFlowFeaturesEndToEnd(t *testing.T) {
 	}
 	fs := temporal.NewFlows()
 	fs.Add(p)
-	ts.NewWorkerWithOptions(queue, register(fs), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(fs), workerOptions)
 	const id = "run-features"
 	if _, err := temporal.StartRun(ctx, c, p, map[string]any{}, temporal.StartOptions{RunID: id, TaskQueue: queue, Tenant: "acme", Namespace: ns}); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/worker"
-
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/temporal"
 )
@@ -30,7 +28,7 @@ func TestGateParkEndToEnd(t *testing.T) {
 	}
 	fs := temporal.NewFlows()
 	fs.Add(p)
-	ts.NewWorkerWithOptions(queue, register(fs), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(fs), workerOptions)
 	const id = "run-gate"
 	if _, err := temporal.StartRun(ctx, c, p, map[string]any{"amount": 250, "items": []any{3, 400}}, temporal.StartOptions{RunID: id, TaskQueue: queue}); err != nil {
 		t.Fatal(err)

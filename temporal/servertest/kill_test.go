@@ -30,7 +30,7 @@ func TestChildWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &ledger{path: os.Getenv("REIN_CHILD_LEDGER")}
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, queue, workerOptions)
 	register(l.flows(t, true))(w)
 	if err := w.Run(make(chan any)); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestWorkerKilled(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(l.lines("slow_safe")) == 1 && len(l.lines("slow_charge")) == 1 })
 	// both calls run in the child: start the second worker, kill the first.
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestEachItemWorkerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(l.lines("slow_refund")) == 1 })
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/temporal"
@@ -44,7 +43,7 @@ func TestRetryEndToEnd(t *testing.T) {
 	}
 	fs := temporal.NewFlows()
 	fs.Add(p)
-	ts.NewWorkerWithOptions(queue, register(fs), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(fs), workerOptions)
 	const id = "run-retry"
 	if _, err := temporal.StartRun(ctx, c, p, map[string]any{}, temporal.StartOptions{RunID: id, TaskQueue: queue}); err != nil {
 		t.Fatal(err)

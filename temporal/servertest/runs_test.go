@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/reinhq/rein/temporal"
 )
@@ -34,7 +33,7 @@ func TestRunsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	prog := filepath.Join(t.TempDir(), "rein-temporal")
 	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
 		t.Fatalf("build rein-temporal: %v\n%s", err, out)

@@ -60,7 +60,7 @@ func TestSagaEndToEnd(t *testing.T) {
 	// the run closes as it fails (no retry window): its history is whole.
 	ts.NewWorkerWithOptions(queue, func(r worker.Registry) {
 		temporal.Register(r, &temporal.Workflow{Flows: fs, Heartbeat: beat, RetryWindow: -1}, &temporal.Activities{Flows: fs, Heartbeat: beat})
-	}, worker.Options{})
+	}, workerOptions)
 	const id = "run-saga"
 	if _, err := temporal.StartRun(ctx, c, p, map[string]any{}, temporal.StartOptions{RunID: id, TaskQueue: queue}); err != nil {
 		t.Fatal(err)

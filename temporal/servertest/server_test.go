@@ -30,8 +30,12 @@ import (
 const queue = "rein-test"
 
 // beat is the attempts' heartbeat here: a killed worker's attempt times
-// out after three of them.
-const beat = 200 * time.Millisecond
+// out after three of them. workerOptions are every test worker's: the SDK
+// sends each heartbeat (temporal.WorkerOptions), so a live attempt has two
+// beats of slack on a loaded machine.
+const beat = time.Second
+
+var workerOptions = temporal.WorkerOptions(worker.Options{}, beat)
 
 // ledger appends one line per tool execution to a file, from every
 // process: "tool key pid".
@@ -131,7 +135,7 @@ func follow(t *testing.T, c client.Client, id string) *temporal.Status {
 func TestApprovalEndToEnd(t *testing.T) {
 	ts := server(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
-	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
+	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
 	c := ts.GetDefaultClient()
 	ctx := context.Background()
 	p := load(t, "approve", l)

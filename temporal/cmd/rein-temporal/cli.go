@@ -162,7 +162,7 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := temporal.RegisterSearchAttributes(ctx, cl, c.namespace); err != nil {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
 	}
-	w := worker.New(cl, c.queue, worker.Options{})
+	w := worker.New(cl, c.queue, temporal.WorkerOptions(worker.Options{}, 0))
 	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s (run store %s)\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "), dsn)
 	return w.Run(stopOn(ctx))
