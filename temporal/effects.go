@@ -180,4 +180,3 @@ func remediationOf(a *activityRec, kind string) journal.Remediation {
 	}
 	return m
 }
-
