@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -192,6 +193,10 @@ type runHistory struct {
 	// once it completed, failed, cancelled; running while it is open (a
 	// status query says whether it waits).
 	Status string
+	// Final is the Status the run closed with (its result, or the
+	// details of its failure or cancellation), nil while open or when the
+	// close carries none.
+	Final *Status
 	// Began and Ended are the first event's and the last close event's
 	// times.
 	Began, Ended time.Time
@@ -290,12 +295,9 @@ func foldHistory(dc converter.DataConverter, runID string, execs []Execution) (*
 				enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 				h.Closed = strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
 				h.Ended = ev.GetEventTime().AsTime()
-				h.Status = closedStatus(ev)
-				if p := ev.GetWorkflowExecutionCompletedEventAttributes().GetResult().GetPayloads(); len(p) > 0 {
-					var st Status
-					if dc.FromPayload(p[0], &st) == nil && st.Status != "" {
-						h.Status = st.Status
-					}
+				h.Status, h.Final = closedStatus(ev), finalStatus(dc, ev)
+				if h.Final != nil {
+					h.Status = h.Final.Status
 				}
 			}
 		}
@@ -314,6 +316,30 @@ func closedStatus(ev *historypb.HistoryEvent) string {
 		return "running"
 	}
 	return strings.ToLower(strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_WORKFLOW_EXECUTION_"))
+}
+
+// finalStatus is the Status a close event carries: a completed run's
+// result, a failed run's Closed, a cancelled run's details.
+func finalStatus(dc converter.DataConverter, ev *historypb.HistoryEvent) *Status {
+	var p []*commonpb.Payload
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		p = ev.GetWorkflowExecutionCompletedEventAttributes().GetResult().GetPayloads()
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+		var cl Closed
+		d := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetApplicationFailureInfo().GetDetails().GetPayloads()
+		if len(d) > 0 && dc.FromPayload(d[0], &cl) == nil && cl.Status != nil && cl.Status.Status != "" {
+			return cl.Status
+		}
+		return nil
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		p = ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails().GetPayloads()
+	}
+	var st Status
+	if len(p) == 0 || dc.FromPayload(p[0], &st) != nil || st.Status == "" {
+		return nil
+	}
+	return &st
 }
 
 // stepID is the id of step index i, as the run's activities named it.

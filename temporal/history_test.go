@@ -245,3 +245,37 @@ func TestHistoryBlobs(t *testing.T) {
 		t.Errorf("read without the blob store: %v", err)
 	}
 }
+
+// TestHistoryTrace: the committed runs summarised as rein runs trace
+// summarises a journal: the saga's failed ship step and its failure, the
+// features run's retried charge step, the agent's tokens and model calls
+// summed from its turns, each step's attempts.
+func TestHistoryTrace(t *testing.T) {
+	now := time.Now()
+	sum := traceOf(fold(t, nil, "run-saga", committed(t, "run-saga", nil)), now)
+	r := sum.Runs[0]
+	if r.Status != "failed" || r.Failure == nil || len(r.Steps) != 2 || r.Steps[1].StepID != "ship" || r.Steps[1].Status != "failed" ||
+		r.Steps[1].Failure == nil || r.Steps[1].Failure.Class == "" || r.Steps[0].Type != "tool" || r.Duration <= 0 {
+		t.Errorf("run-saga %+v", r)
+	}
+	r = traceOf(fold(t, nil, "run-features", committed(t, "run-features", nil)), now).Runs[0]
+	for _, s := range r.Steps {
+		if s.StepID == "charge" && (s.Attempts != 2 || s.Retries != 1 || len(s.Failures) != 1) {
+			t.Errorf("charge %+v", s)
+		}
+	}
+	r = traceOf(fold(t, nil, "run-agent", committed(t, "run-agent", nil)), now).Runs[0]
+	in, calls := 0, 0
+	for _, s := range sessionsOf(fold(t, nil, "run-agent", committed(t, "run-agent", nil)))[0].Turns {
+		in += s.Usage.In
+		calls += s.LLMCalls
+	}
+	if len(r.Steps) != 1 || r.Steps[0].Type != "agent" || r.TokensIn != in || in == 0 || r.ModelCalls != calls || r.Steps[0].Status != "succeeded" {
+		t.Errorf("run-agent %+v", r)
+	}
+	// cut while its second turn's call runs: still running, to now.
+	cut := committed(t, "run-agent", func(ev *historypb.HistoryEvent) bool { return ev.GetEventId() > 30 })
+	if r := traceOf(fold(t, nil, "run-agent", cut), now).Runs[0]; r.Status != "running" || r.Steps[0].Status != "running" {
+		t.Errorf("the cut run-agent %+v", r)
+	}
+}

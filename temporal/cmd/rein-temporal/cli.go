@@ -38,7 +38,7 @@ const usage = `usage:
   rein runs show RUN --temporal HOSTPORT [--namespace NS] [-o json]
   rein runs list --temporal HOSTPORT [--namespace NS] [--flow NAME] [--status S] [--tenant T] [--limit N] [-o json]
   rein runs cancel RUN --temporal HOSTPORT [--namespace NS] [-o json]
-  rein runs effects RUN --temporal HOSTPORT [--namespace NS] [-o json]`
+  rein runs effects|trace RUN --temporal HOSTPORT [--namespace NS] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -55,7 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit, retry or effects")
+			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit, retry, effects or trace")
 			break
 		}
 		var handled bool
@@ -65,7 +65,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "agent":
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry|effects do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -261,7 +261,7 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	case temporal.ActionRetry:
 		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit, retry and effects do)", action))
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit, retry, effects and trace do)", action))
 	}
 	var c common
 	var by, comment, out, data, from, output string

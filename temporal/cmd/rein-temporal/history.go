@@ -139,6 +139,24 @@ func writeEffects(w io.Writer, v *temporal.EffectsView) {
 	}
 }
 
+// showTrace summarises a run's history as rein runs trace summarises a
+// journal: slowest steps, tokens, retries, failures.
+func showTrace(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	r, err := runCommand("trace", args)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer r.cl.Close()
+	sum, err := temporal.Trace(ctx, r.cl, r.c.dataConverter(), r.c.namespace, r.run)
+	if err != nil {
+		return exitFailed, fmt.Errorf("run %s: %w", r.run, err)
+	}
+	if r.output == "json" {
+		return exitOK, sum.WriteJSON(stdout)
+	}
+	return exitOK, sum.WriteText(stdout)
+}
+
 // orUnknown is s, or ? for what a call's activity has not reported yet.
 func orUnknown(s string) string {
 	if s == "" {

@@ -24,7 +24,9 @@ func TestEffectsUsage(t *testing.T) {
 		{[]string{"runs", "effects", "r1", "--temporal", "h:1", "-o", "dot"}, "-o dot: give text or json"},
 		{[]string{"runs", "effects", "r1"}, "--temporal HOSTPORT is required"},
 		{[]string{"runs", "effects", "r1", "--temporal", "h:1", "--from", "x"}, "flag provided but not defined: -from"},
-		{[]string{"runs", "why", "r1", "--temporal", "h:1"}, "retry and effects do"},
+		{[]string{"runs", "why", "r1", "--temporal", "h:1"}, "effects and trace do"},
+		{[]string{"runs", "trace", "--temporal", "h:1"}, "rein runs trace --temporal takes RUN"},
+		{[]string{"runs", "trace", "r1", "--temporal", "h:1", "--jsonl"}, "flag provided but not defined: -jsonl"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), c.args, &out, &errb)

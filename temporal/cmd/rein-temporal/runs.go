@@ -15,7 +15,7 @@ import (
 	"github.com/reinhq/rein/temporal"
 )
 
-// inspect runs rein runs show|list|cancel --temporal; handled is false for
+// inspect runs rein runs show|list|cancel|effects|trace --temporal; handled is false for
 // another runs command.
 func inspect(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (code int, handled bool, err error) {
 	switch action {
@@ -27,6 +27,8 @@ func inspect(ctx context.Context, action string, args []string, stdout, stderr i
 		code, err = cancelRun(ctx, args, stdout)
 	case "effects":
 		code, err = showEffects(ctx, args, stdout)
+	case "trace":
+		code, err = showTrace(ctx, args, stdout)
 	default:
 		return 0, false, nil
 	}
