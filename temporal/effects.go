@@ -90,15 +90,15 @@ func effectsOf(h *runHistory) *EffectsView {
 	}
 	for _, a := range h.Activities {
 		kind, name := a.kind()
-		switch {
-		case kind == "compensate" || kind == "undo":
+		switch kind {
+		case "compensate", "undo":
 			m := remediationOf(a, kind)
 			v.Remediations = append(v.Remediations, m)
 			if i, ok := at[m.Key]; ok {
 				v.Calls[i].State = m.Status
 			}
 			continue
-		case kind == "check":
+		case "check":
 			// a call in doubt its tool's check found had taken effect.
 			if k, ok := strings.CutSuffix(a.key(), "/check"); ok && a.Out != nil && a.Out.Reconciled != nil && a.Out.Reconciled.Happened {
 				if i, ok := at[k]; ok {
