@@ -3,6 +3,7 @@ package temporal
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,5 +278,40 @@ func TestHistoryTrace(t *testing.T) {
 	cut := committed(t, "run-agent", func(ev *historypb.HistoryEvent) bool { return ev.GetEventId() > 30 })
 	if r := traceOf(fold(t, nil, "run-agent", cut), now).Runs[0]; r.Status != "running" || r.Steps[0].Status != "running" {
 		t.Errorf("the cut run-agent %+v", r)
+	}
+}
+
+// TestHistoryRecorded: the histories TestRunsHistoryViews recorded, where
+// every attempt reports its calls' effects: the three tool steps' calls
+// and the agent's three calls, each with its tool, effect class, status
+// and place; the agent's transcript with the person's decision.
+func TestHistoryRecorded(t *testing.T) {
+	v := effectsOf(fold(t, nil, "run-fx-tools", committed(t, "run-fx-tools", nil)))
+	if v.Status != "succeeded" || len(v.Calls) != 3 {
+		t.Fatalf("run-fx-tools %+v", v)
+	}
+	for _, c := range v.Calls {
+		if c.Effect.Effect != "write" || c.Status != CallSucceeded || c.Key != "run-fx-tools/"+c.StepID+"/1" || c.Seq <= 0 || c.ArgsSHA == "" {
+			t.Errorf("call %+v", c)
+		}
+	}
+	h := fold(t, nil, "run-fx-agent", committed(t, "run-fx-agent", nil))
+	v = effectsOf(h)
+	if len(v.Calls) != 3 {
+		t.Fatalf("run-fx-agent %+v", v)
+	}
+	for i, want := range []struct {
+		tool       string
+		turn, call int
+	}{{"ok", 1, 1}, {"ok", 1, 2}, {"pay", 2, 1}} {
+		c := v.Calls[i]
+		if c.Tool != want.tool || c.Turn != want.turn || c.Call != want.call || c.StepID != "agent" || c.Status != CallSucceeded || c.Activity != "call:"+want.tool ||
+			c.Key != fmt.Sprintf("run-fx-agent/agent/1/turn%d/call%d", want.turn, want.call) {
+			t.Errorf("call %d: %+v", i, c)
+		}
+	}
+	ss := sessionsOf(h)
+	if len(ss) != 1 || len(ss[0].Turns) != 3 || ss[0].Decisions["turn2/call1"].Comment != "ok to pay" || ss[0].Turns[1].Calls[0].Status != agent.StatusOK {
+		t.Errorf("sessions %+v", ss)
 	}
 }

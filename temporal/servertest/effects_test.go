@@ -24,7 +24,9 @@ import (
 // and status; an agent run waiting on its pay call's approval lists the
 // two calls made, then, approved, the pay call too, and rein runs show
 // prints its transcript, the person's decision and the answer; rein runs
-// trace summarises it.
+// trace summarises it. REIN_UPDATE_HISTORIES=1 records both runs'
+// histories (run-fx-tools.json, run-fx-agent.json: every attempt reports
+// its calls' effects), which TestHistoryRecorded reads back.
 func TestRunsHistoryViews(t *testing.T) {
 	ts := server(t)
 	c := ts.GetDefaultClient()
@@ -86,6 +88,7 @@ func TestRunsHistoryViews(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "run run-fx-tools (takeover, succeeded): 3 calls with an effect\n") || !strings.Contains(out, "run-fx-tools/charge/1 slow_charge write succeeded\n") {
 			t.Errorf("rein runs effects: exit %d\n%s", code, out)
 		}
+		saveHistory(t, c, "run-fx-tools")
 	})
 
 	t.Run("agent", func(t *testing.T) {
@@ -145,5 +148,6 @@ func TestRunsHistoryViews(t *testing.T) {
 			len(shown.Sessions) != 1 || shown.Sessions[0].Decisions["turn2/call1"].Comment != "ok to pay" {
 			t.Errorf("rein runs show -o json: exit %d\n%s", code, out)
 		}
+		saveHistory(t, c, id)
 	})
 }
