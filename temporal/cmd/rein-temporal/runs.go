@@ -20,7 +20,7 @@ import (
 func inspect(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (code int, handled bool, err error) {
 	switch action {
 	case "show":
-		code, err = showRun(ctx, args, stdout)
+		code, err = showRun(ctx, args, stdout, stderr)
 	case "list":
 		code, err = listRuns(ctx, args, stdout, stderr)
 	case "cancel":
@@ -47,8 +47,9 @@ func oneRun(name string, args []string) (cl client.Client, run, output string, e
 
 // showRun prints a run's status, steps, its agent steps' transcripts (from
 // its history), the approvals it waits on and what may be done next, as
-// rein runs show does.
-func showRun(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+// rein runs show does. A history that cannot be read is said on stderr;
+// the rest is shown.
+func showRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	r, err := runCommand("show", args)
 	if err != nil {
 		return exitUsage, err
@@ -60,7 +61,8 @@ func showRun(ctx context.Context, args []string, stdout io.Writer) (int, error) 
 	}
 	s, err := r.withSessions(ctx, v)
 	if err != nil {
-		return exitFailed, err
+		fmt.Fprintf(stderr, "rein: %v (shown without them)\n", err)
+		s = &shown{RunView: v}
 	}
 	if r.output == "json" {
 		return exitOK, encodeJSON(stdout, s)
