@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/reinhq/rein/fault"
-	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/journal"
@@ -73,7 +72,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		return out, nil
 	case opAgent:
 		var effects effectLog
-		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.hook(f), out.noteTier)
+		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.add, out.noteTier)
 		out.Effects = effects.list()
 		if err != nil {
 			return nil, toAttemptError(err, out)
@@ -124,7 +123,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
 	var effects effectLog
-	req.OnEffect = effects.hook(f)
+	req.OnEffect = effects.add
 	req.OnTier = out.noteTier
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
@@ -251,15 +250,10 @@ type effectLog struct {
 	effs []journal.Effect
 }
 
-// hook is the log's add for a flow whose failed runs are compensated
-// (on_failure: compensate), else nil: other runs report no effects.
-func (l *effectLog) hook(f *flow.Flow) func(journal.Effect) {
-	if f.OnFailure != flow.OnFailureCompensate {
-		return nil
-	}
-	return l.add
-}
-
+// add logs e. Every attempt reports its calls with an effect, which the
+// history keeps as the run's effect record (rein runs effects --temporal:
+// effects.go); a saga takes them back (noteEffects keeps them only for a
+// flow with on_failure: compensate).
 func (l *effectLog) add(e journal.Effect) {
 	l.mu.Lock()
 	l.effs = append(l.effs, e)

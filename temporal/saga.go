@@ -84,8 +84,12 @@ type sagaEscalation struct {
 	Decision *Decision `json:"decision,omitempty"`
 }
 
-// noteEffects keeps the effect records an activity reported.
+// noteEffects keeps the effect records an activity reported, in a flow
+// whose failed runs are compensated.
 func (r *wrun) noteEffects(effs []journal.Effect) {
+	if r.f.OnFailure != flow.OnFailureCompensate {
+		return // nothing to take back: the history is their record
+	}
 	for i := range effs {
 		e := effs[i]
 		if r.saga.at == nil {

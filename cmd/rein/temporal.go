@@ -12,7 +12,7 @@ import (
 )
 
 // A command line with --temporal HOSTPORT (rein worker, rein run, rein
-// agent, rein runs show|list|cancel|approve|reject|settle|submit|retry)
+// agent, rein runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace)
 // runs on a Temporal server. Its program is
 // rein-temporal (module github.com/reinhq/rein/temporal, which links the
 // Temporal SDK): rein hands it the command line unchanged, so that rein

@@ -37,7 +37,8 @@ const usage = `usage:
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]
   rein runs show RUN --temporal HOSTPORT [--namespace NS] [-o json]
   rein runs list --temporal HOSTPORT [--namespace NS] [--flow NAME] [--status S] [--tenant T] [--limit N] [-o json]
-  rein runs cancel RUN --temporal HOSTPORT [--namespace NS] [-o json]`
+  rein runs cancel RUN --temporal HOSTPORT [--namespace NS] [-o json]
+  rein runs effects|trace RUN --temporal HOSTPORT [--namespace NS] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -54,7 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit or retry")
+			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit, retry, effects or trace")
 			break
 		}
 		var handled bool
@@ -64,7 +65,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "agent":
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -123,7 +124,7 @@ func (c *common) dial() (client.Client, error) {
 	}
 	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
 	if c.blobs != "" {
-		opts.DataConverter = temporal.NewBlobConverter(&temporal.BlobCodec{Dir: c.blobs, Threshold: c.blobMin})
+		opts.DataConverter = c.dataConverter()
 	}
 	return client.Dial(opts)
 }
@@ -268,7 +269,7 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	case temporal.ActionRetry:
 		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit and retry do)", action))
+		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit, retry, effects and trace do)", action))
 	}
 	var c common
 	var by, comment, out, data, from, output string

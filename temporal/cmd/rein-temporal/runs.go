@@ -14,16 +14,20 @@ import (
 	"github.com/reinhq/rein/temporal"
 )
 
-// inspect runs rein runs show|list|cancel --temporal; handled is false for
+// inspect runs rein runs show|list|cancel|effects|trace --temporal; handled is false for
 // another runs command.
 func inspect(ctx context.Context, action string, args []string, stdout, stderr io.Writer) (code int, handled bool, err error) {
 	switch action {
 	case "show":
-		code, err = showRun(ctx, args, stdout)
+		code, err = showRun(ctx, args, stdout, stderr)
 	case "list":
 		code, err = listRuns(ctx, args, stdout, stderr)
 	case "cancel":
 		code, err = cancelRun(ctx, args, stdout)
+	case "effects":
+		code, err = showEffects(ctx, args, stdout)
+	case "trace":
+		code, err = showTrace(ctx, args, stdout)
 	default:
 		return 0, false, nil
 	}
@@ -33,47 +37,42 @@ func inspect(ctx context.Context, action string, args []string, stdout, stderr i
 // oneRun reads the command line of rein runs NAME RUN --temporal …: the
 // run, -o, and a client of the server (a usage error when any is wrong).
 func oneRun(name string, args []string) (cl client.Client, run, output string, err error) {
-	var c common
-	fs := flag.NewFlagSet("runs "+name, flag.ContinueOnError)
-	c.add(fs)
-	fs.StringVar(&output, "o", "text", "text or json")
-	pos, err := parse(fs, args)
+	r, err := runCommand(name, args)
 	if err != nil {
 		return nil, "", "", err
 	}
-	if len(pos) != 1 {
-		return nil, "", "", usageErr("rein runs " + name + " --temporal takes RUN")
-	}
-	if err := checkOutput(output); err != nil {
-		return nil, "", "", err
-	}
-	if cl, err = c.dial(); err != nil {
-		return nil, "", "", err
-	}
-	return cl, pos[0], output, nil
+	return r.cl, r.run, r.output, nil
 }
 
-// showRun prints a run's status, steps, the approvals it waits on and what
-// may be done next, as rein runs show does.
-func showRun(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	cl, run, output, err := oneRun("show", args)
+// showRun prints a run's status, steps, its agent steps' transcripts (from
+// its history), the approvals it waits on and what may be done next, as
+// rein runs show does. A history that cannot be read is said on stderr;
+// the rest is shown.
+func showRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	r, err := runCommand("show", args)
 	if err != nil {
 		return exitUsage, err
 	}
-	defer cl.Close()
-	v, err := temporal.ShowRun(ctx, cl, run)
+	defer r.cl.Close()
+	v, err := temporal.ShowRun(ctx, r.cl, r.run)
 	if err != nil {
-		return exitFailed, fmt.Errorf("run %s: %w", run, err)
+		return exitFailed, fmt.Errorf("run %s: %w", r.run, err)
 	}
-	if output == "json" {
-		return exitOK, encodeJSON(stdout, v)
+	s, err := r.withSessions(ctx, v)
+	if err != nil {
+		fmt.Fprintf(stderr, "rein: %v (shown without them)\n", err)
+		s = &shown{RunView: v}
 	}
-	writeRunView(stdout, v)
+	if r.output == "json" {
+		return exitOK, encodeJSON(stdout, s)
+	}
+	writeRunView(stdout, v, s.Sessions)
 	return exitOK, nil
 }
 
-// writeRunView prints v in rein runs show's shape.
-func writeRunView(w io.Writer, v *temporal.RunView) {
+// writeRunView prints v, with the transcripts of ss, in rein runs show's
+// shape.
+func writeRunView(w io.Writer, v *temporal.RunView, ss []temporal.AgentSession) {
 	fmt.Fprintf(w, "run %s\n", v.RunID)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-10s %s\n", k, fmt.Sprintf(format, args...)) }
 	row("flow", "%s", v.Flow)
@@ -105,6 +104,7 @@ func writeRunView(w io.Writer, v *temporal.RunView) {
 		}
 		_ = tw.Flush()
 	}
+	writeSessions(w, ss)
 	if len(v.Pending) > 0 {
 		fmt.Fprintln(w, "waits on:")
 		for _, p := range v.Pending {

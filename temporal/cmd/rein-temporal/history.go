@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/temporal"
+)
+
+// The commands that read a run's workflow history: rein runs effects and
+// rein runs trace, and the transcripts rein runs show adds.
+
+// runCmd is the command line of rein runs NAME RUN --temporal …: the run,
+// -o, its flags and a client of the server.
+type runCmd struct {
+	c      common
+	cl     client.Client
+	run    string
+	output string
+}
+
+// runCommand reads the command line of rein runs NAME RUN --temporal …
+// (a usage error when any part is wrong) and dials the server.
+func runCommand(name string, args []string) (*runCmd, error) {
+	r := &runCmd{}
+	fs := flag.NewFlagSet("runs "+name, flag.ContinueOnError)
+	r.c.add(fs)
+	fs.StringVar(&r.output, "o", "text", "text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != 1 {
+		return nil, usageErr("rein runs " + name + " --temporal takes RUN")
+	}
+	if err := checkOutput(r.output); err != nil {
+		return nil, err
+	}
+	if r.cl, err = r.c.dial(); err != nil {
+		return nil, err
+	}
+	r.run = pos[0]
+	return r, nil
+}
+
+// dataConverter is the data converter dial gives the client: the blob
+// store's, with --blobs, so that the history's references resolve.
+func (c *common) dataConverter() converter.DataConverter {
+	if c.blobs != "" {
+		return temporal.NewBlobConverter(&temporal.BlobCodec{Dir: c.blobs, Threshold: c.blobMin})
+	}
+	return converter.GetDefaultDataConverter()
+}
+
+// showEffects prints the calls of a run that touched the world, as rein
+// runs effects does.
+func showEffects(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	r, err := runCommand("effects", args)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer r.cl.Close()
+	v, err := temporal.Effects(ctx, r.cl, r.c.dataConverter(), r.c.namespace, r.run)
+	if err != nil {
+		return exitFailed, fmt.Errorf("run %s: %w", r.run, err)
+	}
+	if v.Status == "running" {
+		// the history says open; its status query says whether it waits.
+		var st temporal.Status
+		if temporal.Query(ctx, r.cl, r.run, temporal.QueryStatus, &st) == nil && st.Status != "" {
+			v.Status = st.Status
+		}
+	}
+	if r.output == "json" {
+		return exitOK, encodeJSON(stdout, v)
+	}
+	writeEffects(stdout, v)
+	return exitOK, nil
+}
+
+// writeEffects prints v in rein runs effects' shape, each call with its
+// status on Temporal.
+func writeEffects(w io.Writer, v *temporal.EffectsView) {
+	n := len(v.Calls)
+	what := "calls"
+	if n == 1 {
+		what = "call"
+	}
+	fmt.Fprintf(w, "run %s (%s, %s): %d %s with an effect\n", v.RunID, v.Flow, v.Status, n, what)
+	for _, c := range v.Calls {
+		head := fmt.Sprintf("%s %s %s", c.Key, orUnknown(c.Tool), orUnknown(c.Effect.Effect))
+		if c.Reversibility != "" {
+			head += " " + c.Reversibility
+		}
+		head += " " + c.Status
+		if c.Outcome != "" && c.Outcome != "ok" {
+			head += " (outcome " + c.Outcome + ")"
+		}
+		if c.State != "" {
+			head += " [" + c.State + "]"
+		}
+		fmt.Fprintln(w, head)
+		fmt.Fprintf(w, "  step %s, attempt %d, activity %s\n", c.StepID, c.Attempt, c.Activity)
+		writeList(w, "reads", c.Reads)
+		writeList(w, "writes", c.Writes)
+		writeList(w, "sends", c.Sends)
+		writeList(w, "unrendered", c.Unrendered)
+		writeList(w, "tags", c.Tags)
+		for _, p := range c.Provenance {
+			ptr := p.Pointer
+			if ptr == "" {
+				ptr = "(the whole args)"
+			}
+			fmt.Fprintf(w, "  arg %s from %s\n", ptr, strings.Join(p.Origins, " + "))
+		}
+		if cp := c.Compensation; cp != nil {
+			fmt.Fprintf(w, "  %s\n", compensationLine(cp))
+		}
+	}
+	if len(v.Remediations) > 0 {
+		fmt.Fprintln(w, "remediations:")
+		for _, m := range v.Remediations {
+			fmt.Fprintf(w, "  %s %s %s: %s\n", m.Key, m.Action, m.Tool, m.Status)
+			if m.Call != nil {
+				fmt.Fprintf(w, "    called %s %s\n", m.Call.Tool, m.Call.Args)
+			}
+			if m.Error != "" {
+				fmt.Fprintf(w, "    error: %s\n", clip(m.Error, 200))
+			}
+		}
+	}
+}
+
+// showTrace summarises a run's history as rein runs trace summarises a
+// journal: slowest steps, tokens, retries, failures.
+func showTrace(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	r, err := runCommand("trace", args)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer r.cl.Close()
+	sum, err := temporal.Trace(ctx, r.cl, r.c.dataConverter(), r.c.namespace, r.run)
+	if err != nil {
+		return exitFailed, fmt.Errorf("run %s: %w", r.run, err)
+	}
+	if r.output == "json" {
+		return exitOK, sum.WriteJSON(stdout)
+	}
+	return exitOK, sum.WriteText(stdout)
+}
+
+// orUnknown is s, or ? for what a call's activity has not reported yet.
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+func compensationLine(cp *journal.Compensation) string {
+	if cp.Error != "" {
+		return fmt.Sprintf("%s: %s (cannot be made: %s)", cp.Kind, cp.Tool, cp.Error)
+	}
+	return fmt.Sprintf("%s: %s %s", cp.Kind, cp.Tool, cp.Args)
+}
+
+func writeList(w io.Writer, what string, items []string) {
+	if len(items) > 0 {
+		fmt.Fprintf(w, "  %s: %s\n", what, strings.Join(items, ", "))
+	}
+}
+
+// shown is rein runs show -o json's document: the run's view, and its
+// agent steps' transcripts as a local rein runs show gives them (agents:
+// the latest attempt's turns, by step) and in full (sessions: every
+// attempt, with the people's decisions on its calls).
+type shown struct {
+	*temporal.RunView
+	Agents   map[string][]agent.Turn `json:"agents,omitempty"`
+	Sessions []temporal.AgentSession `json:"sessions,omitempty"`
+}
+
+// withSessions adds v's agent sessions, read from its history.
+func (r *runCmd) withSessions(ctx context.Context, v *temporal.RunView) (*shown, error) {
+	ss, err := temporal.Sessions(ctx, r.cl, r.c.dataConverter(), r.c.namespace, r.run)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: its agents' transcripts: %w", r.run, err)
+	}
+	s := &shown{RunView: v, Sessions: ss}
+	for _, x := range ss {
+		if s.Agents == nil {
+			s.Agents = map[string][]agent.Turn{}
+		}
+		s.Agents[x.Step] = x.Turns // sessionsOf orders attempts: the latest stays
+	}
+	return s, nil
+}
+
+// writeSessions prints each agent session's transcript as rein runs show
+// prints an agent step's.
+func writeSessions(w io.Writer, ss []temporal.AgentSession) {
+	for _, s := range ss {
+		if len(s.Turns) == 0 {
+			continue
+		}
+		if s.Attempt > 1 {
+			fmt.Fprintf(w, "transcript of %s (attempt %d):\n", s.Step, s.Attempt)
+		} else {
+			fmt.Fprintf(w, "transcript of %s:\n", s.Step)
+		}
+		for _, t := range s.Turns {
+			fmt.Fprintf(w, "  turn %d (tokens %d/%d)", t.N, t.Usage.In, t.Usage.Out)
+			if t.Final {
+				fmt.Fprintf(w, ": answer %s\n", clip(t.Text, 200))
+				continue
+			}
+			if t.Text != "" {
+				fmt.Fprintf(w, ": %s", clip(t.Text, 200))
+			}
+			fmt.Fprintln(w)
+			for i := range t.Calls {
+				c := &t.Calls[i]
+				fmt.Fprintf(w, "    call %d %s %s -> %s", c.Index, c.Tool, clip(c.Args, 120), c.Status)
+				if c.Observation != "" {
+					fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
+				}
+				if c.Reason != "" {
+					fmt.Fprintf(w, " (%s)", c.Reason)
+				}
+				fmt.Fprintln(w)
+				if d, ok := s.Decisions[agent.Ref(t.N, c.Index)]; ok {
+					fmt.Fprintf(w, "      decided: %s", d.Verdict)
+					if d.Comment != "" {
+						fmt.Fprintf(w, " (%s)", clip(d.Comment, 120))
+					}
+					fmt.Fprintln(w)
+				}
+			}
+		}
+	}
+}
