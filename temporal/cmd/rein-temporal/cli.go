@@ -155,7 +155,7 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
 	}
 	w := worker.New(cl, c.queue, worker.Options{})
-	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
+	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows, Client: cl})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "))
 	return w.Run(stopOn(ctx))
 }
