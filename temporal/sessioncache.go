@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.temporal.io/sdk/activity"
@@ -22,6 +23,11 @@ import (
 // transient, for its on_error. A unit never runs on a session whose
 // digest is not its input's.
 const errNoSession = "no_session"
+
+// sessionQueryTimeout bounds the wait for the workflow's answer (no
+// worker may be serving its task queue): a unit not answered in time
+// fails errNoSession.
+const sessionQueryTimeout = time.Minute
 
 // defaultSessionBytes bounds the sessions a worker keeps when
 // Activities.SessionBytes is zero.
@@ -156,7 +162,9 @@ func (a *Activities) askSession(ctx context.Context, in *attemptIn) (*agentSessi
 	if a.Client == nil {
 		return nil, fmt.Errorf("this worker has no client to ask it with (temporal.Activities.Client)")
 	}
-	v, err := a.Client.QueryWorkflow(ctx, we.ID, we.RunID, QueryAgentSession, in.Step, in.Attempt)
+	qctx, cancel := context.WithTimeout(ctx, sessionQueryTimeout)
+	defer cancel()
+	v, err := a.Client.QueryWorkflow(qctx, we.ID, we.RunID, QueryAgentSession, in.Step, in.Attempt)
 	if err != nil {
 		return nil, err
 	}
