@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
@@ -29,6 +30,19 @@ type Activities struct {
 	// is alive; the workflow's HeartbeatTimeout is three times it. Zero:
 	// 2 s.
 	Heartbeat time.Duration
+	// Client lets an agent unit whose session this worker has not kept
+	// ask the run's workflow for it (QueryAgentSession, session.go); nil:
+	// such a unit fails as not run and runs again.
+	Client client.Client
+	// SessionBytes bounds the agent sessions this worker keeps in memory
+	// (least recently used out first); zero: 64 MiB; negative: none kept,
+	// every unit after an agent's first asks the workflow.
+	SessionBytes int64
+
+	sessions sessionCache
+	// querySession, when set, answers QueryAgentSession in Client's place
+	// (the SDK's test environment has no client).
+	querySession func(ctx context.Context, workflowID, runID string, step, attempt int) (*agentSession, error)
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
@@ -72,10 +86,10 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		return out, nil
 	case opAgent:
 		var effects effectLog
-		out.Agent, err = agentUnit(ctx, e.e, f, s, &in, effects.add, out.noteTier)
+		out.Agent, err = a.agentUnit(ctx, e.e, f, s, &in, effects.add, out.noteTier)
 		out.Effects = effects.list()
 		if err != nil {
-			return nil, toAttemptError(err, out)
+			return nil, agentError(err, out)
 		}
 		return out, nil
 	case opAsk:
@@ -224,7 +238,7 @@ func (o *attemptOut) noteTier(tier int) { o.Tier = max(o.Tier, tier) }
 func failureOf(err error) (f failure, lost, notRun bool) {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
-		if ae.Type() == "no_flow" {
+		if ae.Type() == "no_flow" || ae.Type() == errNoSession {
 			return failure{Class: string(fault.Transient), Message: ae.Error()}, false, true
 		}
 		if ae.HasDetails() && ae.Details(&f) == nil && f.Class != "" {

@@ -53,12 +53,19 @@ type agentRun struct {
 	units int
 }
 
-// agentIn is an agent unit's part of an activity's input.
+// agentIn is an agent unit's part of an activity's input: the session's
+// turns from Since on and the decisions on them. Since > 0 (a run that took
+// changeAgentSession) says the first Since turns, and the decisions on
+// them, are left out: Digest names them (sessionDigest), and the worker
+// gets them by reference (session.go). Since 0: Turns and Decisions are
+// the whole session.
 type agentIn struct {
 	Turns     []agent.Turn              `json:"turns,omitempty"`
 	Decisions map[string]agent.Decision `json:"decisions,omitempty"`
 	Started   time.Time                 `json:"started"`
 	Unit      agent.Unit                `json:"unit"`
+	Since     int                       `json:"since,omitempty"`
+	Digest    string                    `json:"digest,omitempty"`
 }
 
 // agentOut is an agent unit's answer: the status, the turns from From on
@@ -181,7 +188,7 @@ func (r *wrun) agentCalls(ctx workflow.Context, i int, a *agentRun, calls []int,
 // that never ran runs again as it was.
 func (r *wrun) agentUnit(ctx workflow.Context, i int, a *agentRun, u agent.Unit, v view) (*agentOut, *failure) {
 	for lost, notRun := 0, 0; ; {
-		in := &agentIn{Turns: a.turns, Decisions: a.decisions, Started: a.started, Unit: u}
+		in := r.agentInput(ctx, a, u)
 		a.units++
 		res, ff := r.exec(ctx, call{i: i, op: opAgent, item: -1, attempt: a.attempt, rerun: lost + notRun, agent: in}, v)
 		if ff == nil {
@@ -253,27 +260,33 @@ func agentActivity(stepID, key string, in *agentIn) (name, id, ckey string) {
 			return "call:" + c.Tool, c.Key, c.Key
 		}
 	}
-	id = fmt.Sprintf("%s/turn%d", key, len(in.Turns)+1)
+	id = fmt.Sprintf("%s/turn%d", key, in.Since+len(in.Turns)+1)
 	return "agent:" + stepID, id, id
 }
 
 // agentUnit carries out an opAgent activity: one unit of an agent step on
-// the worker's engine (engine.AgentUnit).
-func agentUnit(ctx context.Context, e *engine.Engine, f *flow.Flow, s *engine.Settled, in *attemptIn, onEffect func(journal.Effect), onTier func(int)) (*agentOut, error) {
+// the worker's engine (engine.AgentUnit), on its whole session
+// (sessionOf); the session it leaves is kept for the step's next unit.
+func (a *Activities) agentUnit(ctx context.Context, e *engine.Engine, f *flow.Flow, s *engine.Settled, in *attemptIn, onEffect func(journal.Effect), onTier func(int)) (*agentOut, error) {
 	if in.Agent == nil {
 		return nil, fault.BusinessErr(fmt.Errorf("agent unit of step %d: no unit given", in.Step))
 	}
-	res, err := e.AgentUnit(ctx, f, s, engine.AgentUnitRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
-		Turns: in.Agent.Turns, Decisions: in.Agent.Decisions, Started: in.Agent.Started, Unit: in.Agent.Unit, OnEffect: onEffect, OnTier: onTier})
+	turns, decisions, err := a.sessionOf(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	from := max(len(in.Agent.Turns)-1, 0)
+	res, err := e.AgentUnit(ctx, f, s, engine.AgentUnitRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
+		Turns: turns, Decisions: decisions, Started: in.Agent.Started, Unit: in.Agent.Unit, OnEffect: onEffect, OnTier: onTier})
+	if err != nil {
+		return nil, err
+	}
+	from := max(len(turns)-1, 0)
 	out := &agentOut{Status: string(res.Status), From: from, Turns: res.Turns[min(from, len(res.Turns)):], Pending: res.Pending}
 	if res.Status == agent.StatusAnswered {
 		if out.Output, err = value.Canonical(res.Output); err != nil {
 			return nil, fault.BusinessErr(fmt.Errorf("output is not JSON: %w", err))
 		}
 	}
+	a.keepSession(ctx, in, turns, decisions, out)
 	return out, nil
 }

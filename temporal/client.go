@@ -35,7 +35,7 @@ func RegisterWorkflow(r worker.WorkflowRegistry, w *Workflow) {
 // NewWorker is a worker on queue that runs the flows of fs.
 func NewWorker(c client.Client, queue string, fs *Flows, opts worker.Options) worker.Worker {
 	wk := worker.New(c, queue, WorkerOptions(opts, 0))
-	Register(wk, &Workflow{Flows: fs}, &Activities{Flows: fs})
+	Register(wk, &Workflow{Flows: fs}, &Activities{Flows: fs, Client: c})
 	return wk
 }
 

@@ -2,7 +2,10 @@ module github.com/reinhq/rein/temporal
 
 go 1.26.8
 
-require go.temporal.io/server v1.32.1
+require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	go.temporal.io/server v1.32.1
+)
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
@@ -10,7 +13,6 @@ require (
 	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect

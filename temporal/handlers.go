@@ -22,6 +22,9 @@ func (r *wrun) handlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryNextActions, func() ([]NextAction, error) { return r.nextActions(), nil }); err != nil {
 		return err
 	}
+	if err := r.agentSessionQueries(ctx); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, r.decide,
 		workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
 		return err

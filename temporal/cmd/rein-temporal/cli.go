@@ -164,7 +164,7 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
 	}
 	w := worker.New(cl, c.queue, temporal.WorkerOptions(worker.Options{}, 0))
-	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows})
+	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows, Client: cl})
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s (run store %s)\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "), dsn)
 	return w.Run(stopOn(ctx))
 }
