@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/graph"
-	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/runs"
 )
 
@@ -60,23 +58,7 @@ func writeEffects(w io.Writer, v *runs.EffectsView) {
 			head += " [" + c.State + "]"
 		}
 		fmt.Fprintln(w, head)
-		writeList(w, "reads", c.Reads)
-		writeList(w, "writes", c.Writes)
-		writeList(w, "sends", c.Sends)
-		writeList(w, "unrendered", c.Unrendered)
-		if len(c.Tags) > 0 {
-			fmt.Fprintf(w, "  tags: %s\n", strings.Join(c.Tags, ", "))
-		}
-		for _, p := range c.Provenance {
-			ptr := p.Pointer
-			if ptr == "" {
-				ptr = "(the whole args)"
-			}
-			fmt.Fprintf(w, "  arg %s from %s\n", ptr, strings.Join(p.Origins, " + "))
-		}
-		if cp := c.Compensation; cp != nil {
-			fmt.Fprintf(w, "  %s\n", compensationLine(cp))
-		}
+		runs.WriteCallDetails(w, &c)
 	}
 	if len(v.Data) > 0 {
 		fmt.Fprintln(w, "data:")
@@ -87,46 +69,8 @@ func writeEffects(w io.Writer, v *runs.EffectsView) {
 	if len(v.Remediations) > 0 {
 		fmt.Fprintln(w, "remediations:")
 		for _, m := range v.Remediations {
-			writeRemediation(w, &m)
+			runs.WriteRemediation(w, &m)
 		}
-	}
-}
-
-func compensationLine(cp *journal.Compensation) string {
-	if cp.Error != "" {
-		return fmt.Sprintf("%s: %s (cannot be made: %s)", cp.Kind, cp.Tool, cp.Error)
-	}
-	return fmt.Sprintf("%s: %s %s", cp.Kind, cp.Tool, cp.Args)
-}
-
-func writeRemediation(w io.Writer, m *journal.Remediation) {
-	line := fmt.Sprintf("  %s %s %s: %s", m.Key, m.Action, m.Tool, m.Status)
-	if m.Premise != "" {
-		line += " (premise " + m.Premise + ")"
-	}
-	fmt.Fprintln(w, line)
-	if m.Call != nil {
-		fmt.Fprintf(w, "    called %s %s\n", m.Call.Tool, m.Call.Args)
-	}
-	if m.Tier > 0 {
-		fmt.Fprintf(w, "    risk tier %d, let through by: %s\n", m.Tier, m.Control)
-	}
-	writeList(w, "  touched", m.Touched)
-	writeList(w, "  invalid", m.Invalid)
-	if m.Escalation != "" {
-		fmt.Fprintf(w, "    escalated: a person decides (rein runs approve|reject|settle RUN %s)\n", m.Escalation)
-	}
-	if m.Decision != "" {
-		fmt.Fprintf(w, "    decided: %s %s (by %s)\n", m.Decision, m.Comment, orCLI(m.DecidedBy))
-	}
-	if m.Error != "" {
-		fmt.Fprintf(w, "    error: %s\n", m.Error)
-	}
-}
-
-func writeList(w io.Writer, what string, items []string) {
-	if len(items) > 0 {
-		fmt.Fprintf(w, "  %s: %s\n", what, strings.Join(items, ", "))
 	}
 }
 

@@ -124,7 +124,7 @@ func writeImpact(w io.Writer, v *runs.ImpactView) {
 		}
 		fmt.Fprintln(w, line)
 		if c.Compensation != nil {
-			fmt.Fprintf(w, "             %s\n", compensationLine(c.Compensation))
+			fmt.Fprintf(w, "             %s\n", runs.CompensationLine(c.Compensation))
 		}
 		if len(c.Invalid) > 0 {
 			fmt.Fprintf(w, "             marks invalid: %s\n", strings.Join(c.Invalid, ", "))

@@ -5,13 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/reinhq/rein/internal/agent"
-	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -109,32 +108,12 @@ func writeEffects(w io.Writer, v *temporal.EffectsView) {
 		}
 		fmt.Fprintln(w, head)
 		fmt.Fprintf(w, "  step %s, attempt %d, activity %s\n", c.StepID, c.Attempt, c.Activity)
-		writeList(w, "reads", c.Reads)
-		writeList(w, "writes", c.Writes)
-		writeList(w, "sends", c.Sends)
-		writeList(w, "unrendered", c.Unrendered)
-		writeList(w, "tags", c.Tags)
-		for _, p := range c.Provenance {
-			ptr := p.Pointer
-			if ptr == "" {
-				ptr = "(the whole args)"
-			}
-			fmt.Fprintf(w, "  arg %s from %s\n", ptr, strings.Join(p.Origins, " + "))
-		}
-		if cp := c.Compensation; cp != nil {
-			fmt.Fprintf(w, "  %s\n", compensationLine(cp))
-		}
+		runs.WriteCallDetails(w, &c.EffectCall)
 	}
 	if len(v.Remediations) > 0 {
 		fmt.Fprintln(w, "remediations:")
 		for _, m := range v.Remediations {
-			fmt.Fprintf(w, "  %s %s %s: %s\n", m.Key, m.Action, m.Tool, m.Status)
-			if m.Call != nil {
-				fmt.Fprintf(w, "    called %s %s\n", m.Call.Tool, m.Call.Args)
-			}
-			if m.Error != "" {
-				fmt.Fprintf(w, "    error: %s\n", clip(m.Error, 200))
-			}
+			runs.WriteRemediation(w, &m)
 		}
 	}
 }
@@ -163,19 +142,6 @@ func orUnknown(s string) string {
 		return "?"
 	}
 	return s
-}
-
-func compensationLine(cp *journal.Compensation) string {
-	if cp.Error != "" {
-		return fmt.Sprintf("%s: %s (cannot be made: %s)", cp.Kind, cp.Tool, cp.Error)
-	}
-	return fmt.Sprintf("%s: %s %s", cp.Kind, cp.Tool, cp.Args)
-}
-
-func writeList(w io.Writer, what string, items []string) {
-	if len(items) > 0 {
-		fmt.Fprintf(w, "  %s: %s\n", what, strings.Join(items, ", "))
-	}
 }
 
 // shown is rein runs show -o json's document: the run's view, and its
