@@ -29,6 +29,10 @@ type Activities struct {
 	// is alive; the workflow's HeartbeatTimeout is three times it. Zero:
 	// 2 s.
 	Heartbeat time.Duration
+	// Sealed: the worker's data converter seals every payload (rein.yaml
+	// encryption:), so what an attempt returns goes to the history as is;
+	// otherwise its flow's secrets are hidden from it (hide.go).
+	Sealed bool
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
@@ -42,6 +46,12 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*at
 		// another worker may hold it: not this attempt's failure.
 		return nil, temporal.NewApplicationError(err.Error(), "no_flow")
 	}
+	out, err := a.attempt(ctx, e, in)
+	return a.hide(e, out, err)
+}
+
+// attempt carries out in on its flow's engine e.
+func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (*attemptOut, error) {
 	s, err := settledOf(&in)
 	if err != nil {
 		return nil, toApplicationError(fault.BusinessErr(err))
