@@ -295,3 +295,34 @@ func FuzzSealDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFlowsKeys: a worker seals with the one key its folders name;
+// folders naming two current keys are refused, naming which.
+func TestFlowsKeys(t *testing.T) {
+	folder := func(name, keyID string) *project.Project {
+		dir := t.TempDir()
+		for n, text := range map[string][]byte{
+			"flow.yaml": []byte("name: " + name + "\nsteps:\n  - {id: a, tool: echo, args: {}}\n"),
+			"rein.yaml": []byte("tools:\n  echo: {command: [cat], effect: none}\nencryption: {key_id: " + keyID + ", key_file: k.key}\n"),
+			"k.key":     newKeyText(t),
+		} {
+			if err := os.WriteFile(filepath.Join(dir, n), text, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := project.Load(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fs := NewFlows()
+	fs.Add(folder("a", "k1"))
+	if k, err := fs.Keys(); err != nil || k.KeyID() != "k1" {
+		t.Fatalf("one folder's key: %v %v", k, err)
+	}
+	fs.Add(folder("b", "k2"))
+	if _, err := fs.Keys(); err == nil || !strings.Contains(err.Error(), "flow a's rein.yaml seals with key k1 and flow b's with key k2") {
+		t.Fatalf("two keys: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/temporal"
 )
 
 // TestProjectKeys: --project DIR reads the keys of DIR's rein.yaml
@@ -31,6 +33,21 @@ func TestProjectKeys(t *testing.T) {
 	c = common{project: dir}
 	if err := c.loadKeys(); err != nil || c.keys.KeyID() != "k7" {
 		t.Fatalf("--project %s: %v (key %q)", dir, err, c.keys.KeyID())
+	}
+	// a worker of a flow that declares secrets, without a key, says so once.
+	write("rein.yaml", tools+"secrets: [SHOP_TOKEN]\n")
+	flows := temporal.NewFlows()
+	if err := flows.Load([]string{dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := flows.Keys()
+	if err != nil || keys != nil {
+		t.Fatalf("keys of a folder naming none: %v %v", keys, err)
+	}
+	var warned bytes.Buffer
+	warnClear(&warned, flows, keys)
+	if strings.Count(warned.String(), "keyed declare secrets and no rein.yaml encryption: key") != 1 {
+		t.Fatalf("worker warning: %q", warned.String())
 	}
 	var stderr bytes.Buffer
 	if code := Main(context.Background(), []string{"codec-server", "--temporal"}, &bytes.Buffer{}, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "needs --project DIR") {
