@@ -38,13 +38,18 @@ var sealAAD = []byte("temporal-payload")
 // SealCodec is a converter.PayloadCodec that seals every payload with
 // Keys's current key and opens those sealed with any key Keys holds. A
 // payload that is not sealed (written before a key was configured) passes
-// Decode unchanged.
+// Decode unchanged. With nil Keys it seals nothing, and a sealed payload
+// fails Decode saying which key it needs.
 type SealCodec struct {
 	Keys *seal.Codec
 }
 
-// Encode seals each payload; one already sealed passes unchanged.
+// Encode seals each payload; one already sealed passes unchanged (all do
+// with nil Keys).
 func (c *SealCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	if c.Keys == nil {
+		return payloads, nil
+	}
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		if string(p.GetMetadata()[converter.MetadataEncoding]) == sealEncoding {
@@ -109,7 +114,8 @@ func (c *SealCodec) open(data []byte) (*commonpb.Payload, error) {
 
 // Codecs are the payload codecs of a worker or client, in the order
 // converter.NewCodecDataConverter and converter.NewPayloadCodecHTTPHandler
-// take them: encoding seals first (keys, when not nil), then stores large
+// take them: encoding seals first (with keys; nil keys seal nothing, but
+// a sealed payload read then says which key it needs), then stores large
 // payloads by reference (blobs, when not nil), so that blobs are sealed
 // too; decoding goes the other way.
 func Codecs(keys *seal.Codec, blobs *BlobCodec) []converter.PayloadCodec {
@@ -117,20 +123,13 @@ func Codecs(keys *seal.Codec, blobs *BlobCodec) []converter.PayloadCodec {
 	if blobs != nil {
 		out = append(out, blobs)
 	}
-	if keys != nil {
-		out = append(out, &SealCodec{Keys: keys})
-	}
-	return out
+	return append(out, &SealCodec{Keys: keys})
 }
 
 // NewDataConverter is the default data converter with Codecs(keys, blobs):
 // what a client (client.Options.DataConverter) and so its workers use.
 func NewDataConverter(keys *seal.Codec, blobs *BlobCodec) converter.DataConverter {
-	cs := Codecs(keys, blobs)
-	if len(cs) == 0 {
-		return converter.GetDefaultDataConverter()
-	}
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), cs...)
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), Codecs(keys, blobs)...)
 }
 
 // NewFailureConverter is the failure converter of a client that seals

@@ -80,6 +80,14 @@ func TestSealCodec(t *testing.T) {
 	if err := rotated.FromPayload(p, &back); err != nil || back["token"] != secret {
 		t.Fatalf("open with the old key: %v %v", err, back)
 	}
+	// a reader without keys seals nothing, and says which key a sealed
+	// payload needs.
+	if q, err := NewDataConverter(nil, nil).ToPayload("x"); err != nil || string(q.Metadata[converter.MetadataEncoding]) == sealEncoding {
+		t.Fatalf("no keys: %v %q", err, q.Metadata)
+	}
+	if err := NewDataConverter(nil, nil).FromPayload(p, &back); err == nil || !strings.Contains(err.Error(), "sealed with key k1, and no encryption key is configured") {
+		t.Fatalf("a reader without keys: %v", err)
+	}
 	// a reader holding k2 alone.
 	err = NewDataConverter(newCodec(t, k2), nil).FromPayload(p, &back)
 	var missing *seal.MissingKeyError
