@@ -43,10 +43,14 @@ type Activities struct {
 	// querySession, when set, answers QueryAgentSession in Client's place
 	// (the SDK's test environment has no client).
 	querySession func(ctx context.Context, workflowID, runID string, step, attempt int) (*agentSession, error)
+	// Sealed: the worker's data converter seals every payload (rein.yaml
+	// encryption:), so what an attempt returns goes to the history as is;
+	// otherwise its flow's secrets are hidden from it (hide.go).
+	Sealed bool
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
-func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out *attemptOut, err error) {
+func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (*attemptOut, error) {
 	var in attemptIn
 	if err := args.Get(&in); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("activity input: "+err.Error(), string(fault.Business), err)
@@ -56,6 +60,12 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		// another worker may hold it: not this attempt's failure.
 		return nil, temporal.NewApplicationError(err.Error(), "no_flow")
 	}
+	out, err := a.attempt(ctx, e, in)
+	return a.hide(e, out, err)
+}
+
+// attempt carries out in on its flow's engine e.
+func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *attemptOut, err error) {
 	s, err := settledOf(&in)
 	if err != nil {
 		return nil, toApplicationError(fault.BusinessErr(err))

@@ -54,7 +54,8 @@ type StartOptions struct {
 }
 
 // StartInput is the workflow input of a run of p with input: its pinned
-// flow and its input.
+// flow and its input (its secrets hidden when p has no encryption key:
+// hideInput).
 func StartInput(p *project.Project, input any) (Start, error) {
 	in, err := engine.CheckInput(p.Flow, input)
 	if err != nil {
@@ -64,7 +65,7 @@ func StartInput(p *project.Project, input any) (Start, error) {
 	if err != nil {
 		return Start{}, fmt.Errorf("run input: %w", err)
 	}
-	return Start{Flow: p.Flow.Name, FlowHash: engine.FlowHash(p.Flow), FlowText: string(p.Flow.Source), Input: raw}, nil
+	return Start{Flow: p.Flow.Name, FlowHash: engine.FlowHash(p.Flow), FlowText: string(p.Flow.Source), Input: hideInput(p, raw)}, nil
 }
 
 // StartRun starts a run of p on Temporal: a workflow whose id is the

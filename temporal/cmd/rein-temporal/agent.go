@@ -46,6 +46,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitUsage, err
 	}
 	defer p.Close()
+	c.keys = p.Codec()
 	cl, err := c.dial()
 	if err != nil {
 		return exitUsage, err

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/redact/seal"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -31,7 +32,9 @@ const usage = `usage:
   rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] [--store URL] DIR...
   rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
   rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
-  (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads)
+  rein codec-server --temporal [--addr HOST:PORT] [--cors-origin URL] --project DIR [--blobs DIR]
+  (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads,
+   and --project DIR: the folder whose rein.yaml encryption: names the keys sealing the runs' payloads)
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]
@@ -64,8 +67,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "agent":
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
+	case "codec-server":
+		err = serveCodec(ctx, args[1:], stderr)
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent, codec-server and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
@@ -92,6 +97,10 @@ type common struct {
 	// the size past which a payload goes there.
 	blobs   string
 	blobMin int
+	// project is --project DIR, whose rein.yaml encryption: names the keys
+	// (keys.go); keys are those the client seals and opens with.
+	project string
+	keys    *seal.Codec
 }
 
 func (c *common) add(fs *flag.FlagSet) {
@@ -100,6 +109,7 @@ func (c *common) add(fs *flag.FlagSet) {
 	fs.StringVar(&c.queue, "task-queue", "rein", "the task queue")
 	fs.StringVar(&c.blobs, "blobs", "", "a directory every worker and client shares: payloads past --blob-threshold are stored there, by reference in the history")
 	fs.IntVar(&c.blobMin, "blob-threshold", temporal.DefaultBlobThreshold, "with --blobs: the payload size in bytes past which a payload is stored by reference")
+	fs.StringVar(&c.project, "project", "", "a flow or agent folder whose rein.yaml encryption: names the keys that seal the runs' payloads (default: the folders the command is given)")
 }
 
 // parse parses args with fs, flags and positional arguments in any order.
@@ -122,10 +132,12 @@ func (c *common) dial() (client.Client, error) {
 	if c.hostport == "" {
 		return nil, usageErr("--temporal HOSTPORT is required")
 	}
-	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
-	if c.blobs != "" {
-		opts.DataConverter = c.dataConverter()
+	if err := c.loadKeys(); err != nil {
+		return nil, err
 	}
+	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
+	opts.DataConverter = c.dataConverter()
+	opts.FailureConverter = temporal.NewFailureConverter(c.keys, opts.DataConverter)
 	return client.Dial(opts)
 }
 
@@ -155,6 +167,9 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := flows.Load(folders(dirs), nil); err != nil {
 		return err
 	}
+	if c.keys, err = flows.Keys(); err != nil {
+		return err
+	}
 	cl, err := c.dial()
 	if err != nil {
 		return err
@@ -164,7 +179,8 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "rein worker: %v (runs started now go without search attributes)\n", err)
 	}
 	w := worker.New(cl, c.queue, temporal.WorkerOptions(worker.Options{}, 0))
-	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows, Client: cl})
+	temporal.Register(w, &temporal.Workflow{Flows: flows, RetryWindow: window}, &temporal.Activities{Flows: flows, Client: cl, Sealed: c.keys != nil})
+	warnClear(stderr, flows, c.keys)
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s (run store %s)\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "), dsn)
 	return w.Run(stopOn(ctx))
 }
@@ -227,6 +243,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if err != nil {
 		return exitUsage, err
 	}
+	c.keys = p.Codec()
 	var input any = map[string]any{}
 	if inputPath == "" {
 		inputPath = p.InputPath

@@ -53,10 +53,7 @@ func runCommand(name string, args []string) (*runCmd, error) {
 // dataConverter is the data converter dial gives the client: the blob
 // store's, with --blobs, so that the history's references resolve.
 func (c *common) dataConverter() converter.DataConverter {
-	if c.blobs != "" {
-		return temporal.NewBlobConverter(&temporal.BlobCodec{Dir: c.blobs, Threshold: c.blobMin})
-	}
-	return converter.GetDefaultDataConverter()
+	return temporal.NewDataConverter(c.keys, c.blobCodec())
 }
 
 // showEffects prints the calls of a run that touched the world, as rein
