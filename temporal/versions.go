@@ -26,6 +26,10 @@ const (
 	changeRetryClosed = "rein-retry-closed"
 	// changeContinueAsNew: a long run continues as new (carry.go).
 	changeContinueAsNew = "rein-continue-as-new"
+	// changePremiseHold: a step in flight (for_each items, repeat rounds,
+	// an agent's turns and calls) starts no further unit while a failed
+	// premise waits for a person (hold.go). Before, it ran on to its end.
+	changePremiseHold = "rein-premise-hold"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

@@ -354,6 +354,11 @@ func (r *wrun) settle(o outcome) {
 		r.settleFailed(o.i, o.attempts, o.err)
 		return
 	}
+	if o.status == journal.StepSkipped { // stopped by a rejected premise (heldStop)
+		r.errs[r.f.Steps[o.i].ID] = o.lastErr
+		r.m.Settle(o.i, journal.StepSkipped, o.attempts, "")
+		return
+	}
 	if o.lastErr != "" {
 		r.errs[r.f.Steps[o.i].ID] = o.lastErr
 	}
