@@ -19,8 +19,8 @@ import (
 // premise waits for a person (sched.Machine.Units); the units in flight
 // finish. The step's coroutine waits in place (awaitUnits): approved (or
 // settled), its units go on where they stopped; rejected, it starts none
-// and ends skipped (heldStop), and the run fails with the premise's
-// rejection once the decision is carried out. A run recorded before
+// and ends failed as cancelled (heldStop), and the run fails with the
+// premise's rejection once the decision is carried out. A run recorded before
 // changePremiseHold runs its steps on to their end.
 
 // unitGate is whether a step in flight starts its next unit now, with the
@@ -69,8 +69,10 @@ func (r *wrun) premiseRejected(i int) bool {
 }
 
 // heldStop is the outcome of step i stopped by a rejected premise before
-// its remaining units: skipped, saying which premise stopped it, as a
-// local run's steps that did not finish end when a premise fails it.
+// its remaining units: failed, as a local run ends the steps it has in
+// flight when it fails ("cancelled: the run stopped because step X
+// failed"), without failing the run itself: the rejection does, with the
+// premise's error, once it is carried out (endHeld).
 func (r *wrun) heldStop(i, attempts int) outcome {
 	var ids []string
 	for _, p := range r.m.Premises() {
@@ -78,8 +80,8 @@ func (r *wrun) heldStop(i, attempts int) outcome {
 			ids = append(ids, p.ID)
 		}
 	}
-	msg := fmt.Sprintf("not finished: a person rejected the failed premise of step %s, which fails the run; this step's remaining units did not start", strings.Join(ids, ", "))
-	return outcome{i: i, status: journal.StepSkipped, attempts: attempts, lastErr: msg}
+	msg := fmt.Sprintf("cancelled: the run stopped because step %s failed", strings.Join(ids, ", "))
+	return outcome{i: i, status: journal.StepFailed, attempts: attempts, lastErr: msg}
 }
 
 // nextUnit is f's next unit (fan.Fan.Next) when gate lets one start.
@@ -88,4 +90,18 @@ func nextUnit(gate sched.UnitGate, f *fan.Fan, inFlight int) (fan.Unit, bool) {
 		return fan.Unit{}, false
 	}
 	return f.Next(inFlight)
+}
+
+// endHeld settles the steps a rejected premise stopped (stoppedHeld) as
+// failed once the run failed: not before, since a failed step stops the
+// machine, which would then never carry the rejection out.
+func (r *wrun) endHeld() {
+	if r.failure == nil || len(r.stoppedHeld) == 0 {
+		return
+	}
+	for _, o := range r.stoppedHeld {
+		r.errs[r.f.Steps[o.i].ID] = o.lastErr
+		r.m.Settle(o.i, journal.StepFailed, o.attempts, "")
+	}
+	r.stoppedHeld = nil
 }

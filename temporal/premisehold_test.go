@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,7 +89,8 @@ func openAfter(h *harness, name string, open chan<- struct{}) func(string) int {
 // TestPremiseHoldsForEach: a for_each step in flight starts no further
 // item while a premise on another branch waits; settled, its items go on
 // and the run succeeds; rejected, none starts again, the step ends
-// skipped and the run fails with the premise's rejection.
+// failed (cancelled, as a local run's) and the run fails with the
+// premise's rejection.
 func TestPremiseHoldsForEach(t *testing.T) {
 	for _, reject := range []bool{false, true} {
 		t.Run(map[bool]string{false: "settled", true: "rejected"}[reject], func(t *testing.T) {
@@ -130,8 +130,8 @@ func TestPremiseHoldsForEach(t *testing.T) {
 			if st.Status != "failed" || st.Error == nil || st.Error.Step != "lookup" || l.count("item") != 1 {
 				t.Fatalf("run %s %+v; items %d, want failed on lookup with 1 item", st.Status, st.Error, l.count("item"))
 			}
-			if s := stepOf(t, st, "each"); s.Status != "skipped" || !strings.Contains(s.Error, "rejected the failed premise of step lookup") {
-				t.Errorf("each: %+v, want skipped by the rejected premise", s)
+			if s := stepOf(t, st, "each"); s.Status != "failed" || s.Error != "cancelled: the run stopped because step lookup failed" {
+				t.Errorf("each: %+v, want failed, cancelled by the rejected premise", s)
 			}
 		})
 	}
@@ -162,7 +162,7 @@ const heldAgentScript = `replies:
 // TestPremiseHoldsAgent: an agent step in flight asks the model for no
 // further turn while a premise on another branch waits (its call in
 // flight finishes); settled, its turns go on and the run succeeds;
-// rejected, it takes none, ends skipped, and the run fails.
+// rejected, it takes none, ends failed (cancelled), and the run fails.
 func TestPremiseHoldsAgent(t *testing.T) {
 	for _, reject := range []bool{false, true} {
 		t.Run(map[bool]string{false: "settled", true: "rejected"}[reject], func(t *testing.T) {
@@ -195,8 +195,8 @@ func TestPremiseHoldsAgent(t *testing.T) {
 			if st.Status != "failed" || st.Error == nil || st.Error.Step != "lookup" || l.count("fetch") != 1 || done("agent:agent") != 1 {
 				t.Fatalf("run %s %+v; fetch %d, turns %d; want failed on lookup after 1 call and 1 turn", st.Status, st.Error, l.count("fetch"), done("agent:agent"))
 			}
-			if s := stepOf(t, st, "agent"); s.Status != "skipped" {
-				t.Errorf("agent: %+v, want skipped by the rejected premise", s)
+			if s := stepOf(t, st, "agent"); s.Status != "failed" || s.Error != "cancelled: the run stopped because step lookup failed" {
+				t.Errorf("agent: %+v, want failed, cancelled by the rejected premise", s)
 			}
 		})
 	}

@@ -144,6 +144,9 @@ type wrun struct {
 	// gate (askgate.go).
 	gateArgs map[int]json.RawMessage
 	gated    *bool
+	// stoppedHeld are the steps a rejected premise stopped (heldStop),
+	// until the rejection failed the run (endHeld).
+	stoppedHeld []outcome
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -205,6 +208,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			continue
 		}
 		// sched.Finish
+		r.endHeld()
 		class := fault.Class("")
 		if r.failure != nil {
 			class = fault.Class(r.failure.Class)
@@ -354,9 +358,8 @@ func (r *wrun) settle(o outcome) {
 		r.settleFailed(o.i, o.attempts, o.err)
 		return
 	}
-	if o.status == journal.StepSkipped { // stopped by a rejected premise (heldStop)
-		r.errs[r.f.Steps[o.i].ID] = o.lastErr
-		r.m.Settle(o.i, journal.StepSkipped, o.attempts, "")
+	if o.status == journal.StepFailed { // stopped by a rejected premise: settled once the run failed (endHeld)
+		r.stoppedHeld = append(r.stoppedHeld, o)
 		return
 	}
 	if o.lastErr != "" {

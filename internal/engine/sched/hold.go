@@ -15,8 +15,8 @@ const (
 	// is decided.
 	UnitsWait
 	// UnitsStop: a person rejected a failed premise, which fails the run:
-	// no further unit starts, and the step ends, unsettled by its own
-	// units, as skipped (the run that fails ends it).
+	// no further unit starts, and the step ends as the failed run ends
+	// the steps it has in flight (failed, class cancelled).
 	UnitsStop
 )
 
