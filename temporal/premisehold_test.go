@@ -201,3 +201,55 @@ func TestPremiseHoldsAgent(t *testing.T) {
 		})
 	}
 }
+
+const heldRepeatFlow = `name: heldrepeat
+concurrency: 2
+steps:
+  - id: lookup
+    tool: lookup
+    args: {region: ""}
+    premise: {id: region-known, claim: "the registry knows the region", check: 'output.args.region != ""'}
+  - {id: ping, tool: ping, args: {}, repeat: {max: 3, until: 'output.n >= 3'}, requires: []}
+`
+
+// TestPremiseHoldsRepeat: a repeat step in flight starts no further round
+// while a premise on another branch waits; settled, its rounds go on;
+// rejected, it starts none and ends failed (cancelled).
+func TestPremiseHoldsRepeat(t *testing.T) {
+	for _, reject := range []bool{false, true} {
+		t.Run(map[bool]string{false: "settled", true: "rejected"}[reject], func(t *testing.T) {
+			l := newLedger()
+			began, open := make(chan struct{}), make(chan struct{})
+			p := load(t, heldRepeatFlow, after(l.tool("lookup", true), began), gated(l.tool("ping", true), began, open))
+			h := newHarness(t, p)
+			openAfter(h, "tool:lookup", open)
+			var decided *updated
+			h.env.RegisterDelayedCallback(func() {
+				if n := l.count("ping"); n != 1 {
+					t.Errorf("rounds while the premise waits: %d, want 1 (the one in flight)", n)
+				}
+				d := Decision{Step: "lookup", Action: ActionSettle, Output: json.RawMessage(`{"args": {"region": "eu"}}`), By: "ana"}
+				if reject {
+					d = Decision{Step: "lookup", Action: ActionReject, By: "ana"}
+				}
+				decided = h.update(d)
+			}, time.Minute)
+			st := h.run(map[string]any{})
+			if decided == nil || !decided.done || decided.err != nil {
+				t.Fatalf("decision: %+v", decided)
+			}
+			if !reject {
+				if st.Status != "succeeded" || l.count("ping") != 3 {
+					t.Fatalf("run %s %+v; rounds %d, want 3", st.Status, st.Error, l.count("ping"))
+				}
+				return
+			}
+			if st.Status != "failed" || st.Error == nil || st.Error.Step != "lookup" || l.count("ping") != 1 {
+				t.Fatalf("run %s %+v; rounds %d; want failed on lookup after 1 round", st.Status, st.Error, l.count("ping"))
+			}
+			if s := stepOf(t, st, "ping"); s.Status != "failed" || s.Error != "cancelled: the run stopped because step lookup failed" {
+				t.Errorf("ping: %+v, want failed, cancelled by the rejected premise", s)
+			}
+		})
+	}
+}
