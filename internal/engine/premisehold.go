@@ -33,14 +33,14 @@ func (r *run) hold() {
 // holds reports whether a step in flight stops at its next unit when the
 // run is held: a step that keeps the call records a resume continues
 // from (continuable: a for_each of tool or llm calls, a repeat of tool
-// calls, a plan step), or an agent step, whose committed turns and calls
-// a resume continues its transcript from (a call the hold kept from
-// starting is committed so: agent.HeldReason), so that its settled units
-// are not made again and no call is in doubt. Any other step runs on to
-// its end.
+// calls, a plan step), or an agent step, whose transcript a resume
+// continues from its committed turns and calls (a call the hold kept
+// from starting is committed so: agent.HeldReason), so that its settled
+// units are not made again and no call is in doubt. Any other step — a
+// for_each or repeat of agents among them — runs on to its end.
 func (r *run) holds(i int) bool {
 	s := r.f.Steps[i]
-	return r.d.on && (continuable(s) || s.Type == flow.Agent)
+	return r.d.on && (continuable(s) || s.Type == flow.Agent && s.ForEach == nil && s.Repeat == nil)
 }
 
 // heldFlag is the flag step i's fan-out consults (fanout.Held): the run's
