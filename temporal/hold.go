@@ -40,10 +40,12 @@ func (r *wrun) unitGate(ctx workflow.Context) sched.UnitGate {
 // them too, with the cancellation.
 func (r *wrun) awaitUnits(ctx workflow.Context) (sched.UnitGate, *failure) {
 	var g sched.UnitGate
+	r.awaiting++
 	err := workflow.Await(ctx, func() bool {
 		g = r.m.Units(r.premiseDecided, r.premiseRejected)
 		return g != sched.UnitsWait
 	})
+	r.awaiting--
 	if err != nil {
 		return sched.UnitsStop, &failure{Class: string(fault.Cancelled), Message: err.Error()}
 	}
@@ -104,4 +106,25 @@ func (r *wrun) endHeld() {
 		r.m.Settle(o.i, journal.StepFailed, o.attempts, "")
 	}
 	r.stoppedHeld = nil
+}
+
+// shownStatus is the run's status as the status query shows it: waiting,
+// not running, while every step in flight waits on a premise (awaitUnits)
+// — as a local run is waiting once nothing is in flight — so that a
+// follower (Follow, rein run --temporal) sees the run wait for a person.
+// The status search attribute is not changed for it.
+func (r *wrun) shownStatus() journal.RunStatus {
+	if r.status != journal.RunRunning || r.awaiting == 0 {
+		return r.status
+	}
+	running := 0
+	for i := range r.f.Steps {
+		if r.m.Status(i) == journal.StepRunning {
+			running++
+		}
+	}
+	if r.awaiting < running {
+		return r.status
+	}
+	return journal.RunWaiting
 }

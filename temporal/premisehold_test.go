@@ -103,6 +103,7 @@ func TestPremiseHoldsForEach(t *testing.T) {
 			openAfter(h, "tool:lookup", open)
 			var decided *updated
 			h.env.RegisterDelayedCallback(func() {
+				wantWaiting(t, h)
 				var pend []Pending
 				h.query(QueryPending, &pend)
 				if len(pend) != 1 || pend[0].Step != "lookup" || pend[0].Kind != "premise" {
@@ -173,6 +174,7 @@ func TestPremiseHoldsAgent(t *testing.T) {
 			done := openAfter(h, "tool:lookup", open)
 			var decided *updated
 			h.env.RegisterDelayedCallback(func() {
+				wantWaiting(t, h)
 				if f, turns := l.count("fetch"), done("agent:agent"); f != 1 || turns != 1 {
 					t.Errorf("while the premise waits: %d calls of fetch, %d model turns; want 1 and 1 (no further turn)", f, turns)
 				}
@@ -225,6 +227,7 @@ func TestPremiseHoldsRepeat(t *testing.T) {
 			openAfter(h, "tool:lookup", open)
 			var decided *updated
 			h.env.RegisterDelayedCallback(func() {
+				wantWaiting(t, h)
 				if n := l.count("ping"); n != 1 {
 					t.Errorf("rounds while the premise waits: %d, want 1 (the one in flight)", n)
 				}
@@ -251,5 +254,16 @@ func TestPremiseHoldsRepeat(t *testing.T) {
 				t.Errorf("ping: %+v, want failed, cancelled by the rejected premise", s)
 			}
 		})
+	}
+}
+
+// wantWaiting checks that the status query shows the run waiting while
+// every step in flight is held by a premise.
+func wantWaiting(t *testing.T, h *harness) {
+	t.Helper()
+	var st Status
+	h.query(QueryStatus, &st)
+	if st.Status != "waiting" {
+		t.Errorf("status %q while the held steps wait on the premise, want waiting", st.Status)
 	}
 }

@@ -144,6 +144,9 @@ type wrun struct {
 	// gate (askgate.go).
 	gateArgs map[int]json.RawMessage
 	gated    *bool
+	// awaiting counts the step coroutines waiting on a premise
+	// (awaitUnits).
+	awaiting int
 	// stoppedHeld are the steps a rejected premise stopped (heldStop),
 	// until the rejection failed the run (endHeld).
 	stoppedHeld []outcome
@@ -436,7 +439,7 @@ func (r *wrun) settledView() view {
 
 // snapshot is the run's Status.
 func (r *wrun) snapshot() *Status {
-	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.status), Error: r.failure, Outputs: map[string]json.RawMessage{}}
+	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.shownStatus()), Error: r.failure, Outputs: map[string]json.RawMessage{}}
 	for i, s := range r.f.Steps {
 		st.Steps = append(st.Steps, StepStatus{ID: s.ID, Status: string(r.m.Status(i)), Attempts: r.m.Attempts(i), Error: r.errs[s.ID]})
 		if raw, ok := r.raw[s.ID]; ok {
