@@ -68,14 +68,17 @@ func (r *run) heldFunc(i int) func() bool {
 // that it failed before starting again: their rows would stay running in
 // a finished run.
 func (r *run) endResumed() {
+	why := "cancelled: the run stopped because it failed"
+	if r.failure.Step != "" {
+		why = fmt.Sprintf("cancelled: the run stopped because step %s failed", r.failure.Step)
+	}
 	for _, i := range r.d.resumedRunning {
 		if st := r.m.Status(i); st != trace.StepPending && st != trace.StepReady {
 			continue // started again, settled or parked here
 		}
 		st := &r.steps[i]
 		st.settled = r.e.cfg.Clock.Now()
-		st.err = &RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Step: r.f.Steps[i].ID,
-			Message: fmt.Sprintf("cancelled: the run stopped because step %s failed", r.failure.Step)}
+		st.err = &RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Step: r.f.Steps[i].ID, Message: why}
 		r.m.Settle(i, trace.StepFailed, st.attempts, "")
 		r.emitSettled(i, nil, nil, st.err)
 	}
