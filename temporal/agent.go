@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/engine/sched/fan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
@@ -100,6 +101,12 @@ func (r *wrun) runAgent(ctx workflow.Context, i, first int, v view) outcome {
 		if r.agentShouldContinue(ctx, i, a) {
 			return outcome{i: i, attempts: a.attempt, carry: true}
 		}
+		// a failed premise elsewhere holds the units not started (hold.go).
+		if gate, cf := r.holdGate(ctx, true); cf != nil {
+			return outcome{i: i, attempts: a.attempt, err: cf}
+		} else if gate == sched.UnitsStop {
+			return r.heldStop(i, a.attempt)
+		}
 		next := agent.NextUnits(&agent.Session{Turns: a.turns})
 		if next.Turn {
 			out, f := r.agentUnit(ctx, i, a, agent.Unit{}, v)
@@ -146,7 +153,14 @@ func (r *wrun) agentCalls(ctx workflow.Context, i int, a *agentRun, calls []int,
 	var failed *failure
 	last := len(a.turns) - 1
 	for {
-		if u, ok := m.Next(inFlight); ok && failed == nil {
+		gate, cf := r.holdGate(ctx, inFlight == 0 && failed == nil && m.CanStart(0))
+		if cf != nil && failed == nil {
+			failed = cf
+		}
+		if gate == sched.UnitsStop && inFlight == 0 {
+			return nil, failed // runAgent stops the step
+		}
+		if u, ok := nextUnit(gate, &m, inFlight); ok && failed == nil {
 			inFlight++
 			k := calls[u.Index]
 			workflow.Go(ctx, func(ctx workflow.Context) {

@@ -51,6 +51,14 @@ func (r *wrun) runRepeat(ctx workflow.Context, i, first int, v view) outcome {
 	)
 	m.Reset(s)
 	for {
+		// a failed premise elsewhere holds the rounds not started (hold.go).
+		gate, cf := r.holdGate(ctx, m.CanStart(0))
+		if cf != nil {
+			return outcome{i: i, attempts: attempts, err: cf}
+		}
+		if gate == sched.UnitsStop && m.CanStart(0) {
+			return r.heldStop(i, attempts)
+		}
 		u, ok := m.Next(0)
 		if !ok {
 			break

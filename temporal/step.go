@@ -179,7 +179,15 @@ func (r *wrun) runItems(ctx workflow.Context, i, first int, approved bool, v vie
 	}
 	done := workflow.NewChannel(ctx)
 	for {
-		if u, ok := m.Next(inFlight); ok {
+		// a failed premise elsewhere holds the items not started (hold.go).
+		gate, cf := r.holdGate(ctx, inFlight == 0 && m.CanStart(0))
+		if cf != nil {
+			return outcome{i: i, attempts: attempts, err: cf}
+		}
+		if gate == sched.UnitsStop && inFlight == 0 && m.CanStart(0) {
+			return r.heldStop(i, attempts)
+		}
+		if u, ok := nextUnit(gate, &m.Fan, inFlight); ok {
 			inFlight++
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				d := itemDone{u: u.Index, recover: u.Op == fan.Recover}

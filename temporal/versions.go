@@ -33,6 +33,10 @@ const (
 	// the step at once (the whole for_each step ran again when approved)
 	// and a lost fallback failed its step.
 	changeDoubt = "rein-doubt-check"
+	// changePremiseHold: a step in flight (for_each items, repeat rounds,
+	// an agent's turns and calls) starts no further unit while a failed
+	// premise waits for a person (hold.go). Before, it ran on to its end.
+	changePremiseHold = "rein-premise-hold"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

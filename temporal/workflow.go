@@ -153,6 +153,12 @@ type wrun struct {
 	// gate (askgate.go).
 	gateArgs map[int]json.RawMessage
 	gated    *bool
+	// awaiting counts the step coroutines waiting on a premise
+	// (awaitUnits).
+	awaiting int
+	// stoppedHeld are the steps a rejected premise stopped (heldStop),
+	// until the rejection failed the run (endHeld).
+	stoppedHeld []outcome
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
@@ -214,6 +220,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			continue
 		}
 		// sched.Finish
+		r.endHeld()
 		class := fault.Class("")
 		if r.failure != nil {
 			class = fault.Class(r.failure.Class)
@@ -363,6 +370,10 @@ func (r *wrun) settle(o outcome) {
 		r.settleFailed(o.i, o.attempts, o.err)
 		return
 	}
+	if o.status == journal.StepFailed { // stopped by a rejected premise: settled once the run failed (endHeld)
+		r.stoppedHeld = append(r.stoppedHeld, o)
+		return
+	}
 	if o.lastErr != "" {
 		r.errs[r.f.Steps[o.i].ID] = o.lastErr
 	}
@@ -437,7 +448,7 @@ func (r *wrun) settledView() view {
 
 // snapshot is the run's Status.
 func (r *wrun) snapshot() *Status {
-	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.status), Error: r.failure, Outputs: map[string]json.RawMessage{}}
+	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.shownStatus()), Error: r.failure, Outputs: map[string]json.RawMessage{}}
 	for i, s := range r.f.Steps {
 		st.Steps = append(st.Steps, StepStatus{ID: s.ID, Status: string(r.m.Status(i)), Attempts: r.m.Attempts(i), Error: r.errs[s.ID]})
 		if raw, ok := r.raw[s.ID]; ok {

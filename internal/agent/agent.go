@@ -121,6 +121,10 @@ type Config struct {
 	// Concurrency bounds the calls of one turn that run at once. Defaults
 	// to DefaultConcurrency.
 	Concurrency int
+	// Held, when set and true, stops the loop before a further turn or
+	// call starts (ErrHeld; hold.go): a failed premise elsewhere pauses
+	// the run. Set by WithHeld.
+	Held func() bool
 	// CallTimeout bounds each tool call. Defaults to DefaultCallTimeout.
 	CallTimeout time.Duration
 	// Now is the clock of the wall-time budget. Defaults to time.Now.

@@ -146,7 +146,15 @@ func (l *Loop) settle(ctx context.Context, s *Session, t *Turn, fresh bool, res 
 				continue
 			}
 		}
-		if c.Status == StatusChosen && !fresh && !invoke.Repeatable(&l.tools[c.Tool].spec) {
+		heldBack := c.Status == StatusChosen && c.Reason == HeldReason
+		if heldBack {
+			// a hold kept it from starting: it never ran. Dispatched now, so
+			// that a crash from here on finds it in doubt.
+			if err := l.dispatch(ctx, t.N, c); err != nil {
+				return err
+			}
+		}
+		if c.Status == StatusChosen && !fresh && !heldBack && !invoke.Repeatable(&l.tools[c.Tool].spec) {
 			c.Status = StatusUnknown
 			c.Reason = fmt.Sprintf("the process stopped while %s may have been running; it is neither idempotent nor read-only, so it is not run again without a person", c.Tool)
 			if len(c.Consumed) > 0 {
@@ -371,8 +379,10 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 	m.Reset(len(jobs), l.cfg.Concurrency)
 	var failed error // the first commit that failed
 	var paused error // the first call whose output contradicts a premise
-	err := fanout.Run(ctx, &m, func(cctx context.Context, u fan.Unit) bool {
+	begun := make([]bool, len(jobs))
+	err := fanout.Run(ctx, fanout.Held[fan.Unit]{Source: &m, Held: l.cfg.Held}, func(cctx context.Context, u fan.Unit) bool {
 		i := jobs[u.Index]
+		begun[u.Index] = true // each unit its own element: no race
 		return l.call(cctx, t.N, &t.Calls[i], approved[i], ev)
 	}, func(u fan.Unit, done bool) error {
 		m.Settle(u.Index)
@@ -402,7 +412,25 @@ func (l *Loop) runCalls(ctx context.Context, t *Turn, jobs []int, approved map[i
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	if !m.Done() && l.held() {
+		return l.holdCalls(ctx, t, jobs, begun)
+	}
 	return nil
+}
+
+// holdCalls commits the calls of jobs a hold kept from starting (not
+// begun) with Reason HeldReason, so that a later Run starts them as
+// never run, and returns ErrHeld.
+func (l *Loop) holdCalls(ctx context.Context, t *Turn, jobs []int, begun []bool) error {
+	for k, i := range jobs {
+		if c := &t.Calls[i]; !begun[k] && c.Status == StatusChosen {
+			c.Reason = HeldReason
+			if err := l.commitCall(ctx, t.N, c); err != nil {
+				return err
+			}
+		}
+	}
+	return ErrHeld
 }
 
 // call runs one call through the pipeline and fills in its outcome. It

@@ -202,6 +202,10 @@ func (l *Loop) Run(ctx context.Context, s *Session) (*Result, error) {
 				continue
 			}
 		}
+		if l.held() {
+			res.Usage = UsageOf(s)
+			return res, ErrHeld // no further turn: the run is paused
+		}
 		if err := l.turn(ctx, s, conv.extend(l, s)); err != nil {
 			res.Usage = UsageOf(s)
 			return res, l.cause(ctx, err)

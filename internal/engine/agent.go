@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -139,7 +140,13 @@ func (r *run) callAgent(ctx context.Context, j *job, in unitInput, attempt int) 
 	if r.ev != nil {
 		loop = loop.WithEvidence(r.ev)
 	}
+	if h := r.heldFunc(j.index); h != nil {
+		loop = loop.WithHeld(h) // no further turn or call once a failed premise holds the run
+	}
 	res, err := loop.Run(ctx, sess)
+	if errors.Is(err, agent.ErrHeld) {
+		return nil, errHeld // the step stays running; a resume continues its transcript
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,9 @@ type durability struct {
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
 	firstAttempt map[int]int
+	// resumedRunning are the steps a resumed run found running (in flight
+	// when a process stopped, or held by a failed premise): endResumed.
+	resumedRunning []int
 	// reopened by step index: the attempt at which the last rein runs
 	// retry re-opened the step (journal.StepReopened); absent for a step
 	// never re-opened. See fallbackAttempt.

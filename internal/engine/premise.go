@@ -34,7 +34,7 @@ func (e *PremiseError) Error() string {
 	if e.Tool != "" {
 		on = "the output of a call of tool " + e.Tool + " by step " + e.StepID
 	}
-	return fmt.Sprintf("premise %s%s does not hold on %s (check %q): the run is paused here, before any further effect: no step that has not started runs, and a running for_each, repeat or plan step starts no further item, round or plan step, until a person decides, whether it depends on step %s or not; "+
+	return fmt.Sprintf("premise %s%s does not hold on %s (check %q): the run is paused here, before any further effect: no step that has not started runs, and a running for_each, repeat, plan or agent step starts no further item, round, plan step, turn or call, until a person decides, whether it depends on step %s or not; "+
 		"see what the premise touched with rein runs impact %s --premise %s, take it back with rein runs remediate %s --premise %s",
 		e.ID, claim, on, e.Check, e.StepID, e.RunID, e.StepID, e.RunID, e.StepID)
 }

@@ -251,7 +251,8 @@ func TestPremiseHoldSurvivesAKill(t *testing.T) {
 
 // TestPremiseHoldRejected: a person who rejects the premise fails the run
 // with its error; the items, rounds and plan steps the premise held never
-// run.
+// run, and their steps end as a failed run ends the steps it has in
+// flight (failed, class cancelled).
 func TestPremiseHoldRejected(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -282,4 +283,7 @@ func TestPremiseHoldRejected(t *testing.T) {
 	wantCalls(t, dir, "notify", 1)
 	wantCalls(t, dir, "ping", 1)
 	wantCalls(t, dir, "charge", 1)
+	for _, id := range []string{"notify", "ping", "pl"} {
+		wantCancelledBy(t, st, res, "reject-run", id, "lookup") // not left running
+	}
 }

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 
-	"github.com/reinhq/rein/internal/fanout"
+	"github.com/reinhq/rein/fault"
+	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/trace"
 )
 
 // errHeld ends the fan-out of a step in flight when a failed premise held
@@ -15,8 +18,9 @@ import (
 var errHeld = errors.New("held: a failed premise pauses the run; the step goes on once a person decides it")
 
 // hold records that a premise failed in the run: from now on no step in
-// flight starts a new unit (for_each item, repeat round, plan step) —
-// see holdSource and heldFunc. It holds only a durable run, whose failed premise parks
+// flight starts a new unit (for_each item, repeat round, plan step, an
+// agent's next turn or call) — see heldFunc (a fan-out's fanout.Held,
+// agent.Loop.WithHeld). It holds only a durable run, whose failed premise parks
 // (store.KindPremise): elsewhere the premise fails the run, which cancels
 // what is in flight. A held run is never un-held: the person's decision
 // is carried out by a resume, in a new run.
@@ -29,35 +33,17 @@ func (r *run) hold() {
 // holds reports whether a step in flight stops at its next unit when the
 // run is held: a step that keeps the call records a resume continues
 // from (continuable: a for_each of tool or llm calls, a repeat of tool
-// calls, a plan step), so that its settled units are not made again and no call is in
-// doubt. Any other step runs on to its end.
+// calls, a plan step), or an agent step, whose transcript a resume
+// continues from its committed turns and calls (a call the hold kept
+// from starting is committed so: agent.HeldReason), so that its settled
+// units are not made again and no call is in doubt. Any other step — a
+// for_each or repeat of agents among them — runs on to its end.
 func (r *run) holds(i int) bool {
-	return r.d.on && continuable(r.f.Steps[i])
+	s := r.f.Steps[i]
+	return r.d.on && (continuable(s) || s.Type == flow.Agent && s.ForEach == nil && s.Repeat == nil)
 }
 
-// holdSource is a fan-out's source that hands out no unit once a failed
-// premise held the run (held set): the units in flight finish and settle,
-// the rest wait.
-type holdSource[U any] struct {
-	fanout.Source[U]
-	held *atomic.Bool // nil: never held
-}
-
-// Next hands out the source's next unit, none once held.
-func (h holdSource[U]) Next(inFlight int) (U, bool) {
-	if h.held != nil && h.held.Load() {
-		var u U
-		return u, false
-	}
-	return h.Source.Next(inFlight)
-}
-
-// CanStart is the source's, false once held.
-func (h holdSource[U]) CanStart(inFlight int) bool {
-	return (h.held == nil || !h.held.Load()) && h.Source.CanStart(inFlight)
-}
-
-// heldFlag is the flag step i's fan-out consults (holdSource): the run's
+// heldFlag is the flag step i's fan-out consults (fanout.Held): the run's
 // when the step holds (holds), nil otherwise.
 func (r *run) heldFlag(i int) *atomic.Bool {
 	if r.holds(i) {
@@ -73,4 +59,27 @@ func (r *run) heldFunc(i int) func() bool {
 		return h.Load
 	}
 	return nil
+}
+
+// endResumed ends, as a failed run ends the steps it has in flight
+// (failed, class cancelled: "cancelled: the run stopped because step X
+// failed"), the steps this resumed run found running — held by a failed
+// premise a person then rejected, or in flight when a process stopped —
+// that it failed before starting again: their rows would stay running in
+// a finished run.
+func (r *run) endResumed() {
+	why := "cancelled: the run stopped because it failed"
+	if r.failure.Step != "" {
+		why = fmt.Sprintf("cancelled: the run stopped because step %s failed", r.failure.Step)
+	}
+	for _, i := range r.d.resumedRunning {
+		if st := r.m.Status(i); st != trace.StepPending && st != trace.StepReady {
+			continue // started again, settled or parked here
+		}
+		st := &r.steps[i]
+		st.settled = r.e.cfg.Clock.Now()
+		st.err = &RunError{Class: fault.Cancelled, Origin: trace.OriginEngine, Step: r.f.Steps[i].ID, Message: why}
+		r.m.Settle(i, trace.StepFailed, st.attempts, "")
+		r.emitSettled(i, nil, nil, st.err)
+	}
 }

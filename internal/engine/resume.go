@@ -276,6 +276,9 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 		switch row.Status {
 		case trace.StepRunning, trace.StepWaiting, trace.StepUnknown:
 			r.m.Requeue(i) // decided again below
+			if row.Status == trace.StepRunning {
+				r.d.resumedRunning = append(r.d.resumedRunning, i)
+			}
 		case trace.StepPending:
 			if row.Attempt > 0 {
 				// re-opened by a retry (retry.go): its next attempt.

@@ -92,7 +92,7 @@ type run struct {
 	closed    bool
 	abandoned atomic.Bool
 	// held is set once a premise failed in the run (hold): the steps in
-	// flight start no new unit (holdSource).
+	// flight start no new unit (fanout.Held).
 	held atomic.Bool
 	// d is the durable part (journal batching, approvals, lease).
 	d durability
@@ -452,6 +452,9 @@ func (r *run) fail(err *RunError, step string) {
 
 func (r *run) finish(parent context.Context) *Result {
 	res := &Result{RunID: r.id, Flow: r.f.Name, Outputs: make(map[string]any, len(r.steps)), Steps: make(map[string]StepResult, len(r.steps))}
+	if r.failure != nil && !r.interrupted() {
+		r.endResumed()
+	}
 	for i, s := range r.f.Steps {
 		st := &r.steps[i]
 		res.Steps[s.ID] = StepResult{Status: r.m.Status(i), Attempts: st.attempts, Duration: st.duration, Error: st.err,

@@ -382,7 +382,7 @@ func (r *run) runItems(j *job, o *outcome) (any, error) {
 		return nil
 	}
 	held := r.heldFlag(j.index)
-	_ = fanout.Run(r.ctx, holdSource[fan.Unit]{&m, held}, call, settle) // settle keeps its error in failErr
+	_ = fanout.Run(r.ctx, fanout.Held[fan.Unit]{Source: &m, Held: r.heldFunc(j.index)}, call, settle) // settle keeps its error in failErr
 	if failErr != nil {
 		o.origin = failOrigin
 		return nil, failErr
@@ -461,7 +461,7 @@ func (r *run) runRepeat(j *job, o *outcome) (any, error) {
 		return nil
 	}
 	held := r.heldFlag(j.index)
-	_ = fanout.Run(r.ctx, holdSource[fan.Unit]{&m, held}, call, settle) // settle never fails: stop says why the rounds ended
+	_ = fanout.Run(r.ctx, fanout.Held[fan.Unit]{Source: &m, Held: r.heldFunc(j.index)}, call, settle) // settle never fails: stop says why the rounds ended
 	if stop == nil && !over && r.ctx.Err() == nil && held != nil && held.Load() {
 		return nil, errHeld // a failed premise stopped the rounds left
 	}

@@ -85,3 +85,26 @@ func Run[U, R any](ctx context.Context, src Source[U], call func(context.Context
 		}
 	}
 }
+
+// Held is a Source that hands out no unit once Held reports true (nil:
+// never): the units in flight finish and settle, the rest are not
+// started. A failed premise holds the fan-outs of a run in flight so
+// (package engine's for_each items and repeat rounds, an agent's calls).
+type Held[U any] struct {
+	Source[U]
+	Held func() bool
+}
+
+// Next hands out the source's next unit, none once held.
+func (h Held[U]) Next(inFlight int) (U, bool) {
+	if h.Held != nil && h.Held() {
+		var u U
+		return u, false
+	}
+	return h.Source.Next(inFlight)
+}
+
+// CanStart is the source's, false once held.
+func (h Held[U]) CanStart(inFlight int) bool {
+	return (h.Held == nil || !h.Held()) && h.Source.CanStart(inFlight)
+}

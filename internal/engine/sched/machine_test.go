@@ -195,3 +195,45 @@ steps:
 		t.Fatalf("held %v, command %+v: want b started", m.Held(), cmd)
 	}
 }
+
+// TestUnitsHeldByAPremise: a step in flight starts no further unit while
+// a premise waits undecided, goes on once it is approved, stops once one
+// is rejected (even while another still waits); an escalation holds
+// nothing.
+func TestUnitsHeldByAPremise(t *testing.T) {
+	t.Parallel()
+	f := parseMachineFlow(t, `name: u
+steps:
+  - {id: a, tool: x, args: {}}
+  - {id: b, tool: x, args: {}, requires: []}
+  - {id: each, tool: x, args: {}, requires: []}
+`)
+	m := New(f, "r")
+	decided, rejected := map[int]bool{}, map[int]bool{}
+	gate := func() UnitGate {
+		return m.Units(func(i int) bool { return decided[i] }, func(i int) bool { return rejected[i] })
+	}
+	if g := gate(); g != UnitsGo {
+		t.Fatalf("no approval: gate %d, want UnitsGo", g)
+	}
+	m.Park(1, store.KindEscalation, 1)
+	if g := gate(); g != UnitsGo {
+		t.Fatalf("an escalation: gate %d, want UnitsGo", g)
+	}
+	m.Park(0, store.KindPremise, 1)
+	if g := gate(); g != UnitsWait {
+		t.Fatalf("a premise undecided: gate %d, want UnitsWait", g)
+	}
+	decided[0] = true
+	if g := gate(); g != UnitsGo {
+		t.Fatalf("the premise approved: gate %d, want UnitsGo", g)
+	}
+	m.Park(2, store.KindPremise, 1)
+	if g := gate(); g != UnitsWait {
+		t.Fatalf("a second premise undecided: gate %d, want UnitsWait", g)
+	}
+	decided[0], rejected[0] = true, true
+	if g := gate(); g != UnitsStop {
+		t.Fatalf("one premise rejected, another undecided: gate %d, want UnitsStop", g)
+	}
+}
