@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/value"
 )
@@ -73,10 +74,13 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 	var spent sched.Spent
 	s.OnSpent = func(sp sched.Spent) { spent = addSpent(spent, sp) }
 	defer chargeOut(&spent, &out, &err)
+	var tainted []invoke.Taint
+	s.OnTainted = func(ts []invoke.Taint) { tainted = invoke.MergeTaints(tainted, ts) }
 	stop := a.beat(ctx)
 	defer stop()
 	f := e.p.Flow
 	out = &attemptOut{}
+	defer riskOut(out, &tainted, &out, &err)
 	switch in.Op {
 	case opItems:
 		n, err := e.e.Items(ctx, f, in.RunID, s, in.Step)
@@ -103,7 +107,7 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 		}
 		return out, nil
 	case opAsk:
-		g, err := e.e.AskGate(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: -1, Approved: in.Approved}, in.Output)
+		g, err := e.e.AskGate(ctx, f, s, engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt, Item: -1, Approved: in.Approved, OnTier: out.noteTier}, in.Output)
 		if err != nil {
 			return nil, toApplicationError(err)
 		}
@@ -209,6 +213,7 @@ func settledOf(in *attemptIn) (*engine.Settled, error) {
 		s.Statuses[id] = journal.StepStatus(st)
 	}
 	s.Tenant = in.Tenant
+	s.Tier, s.Tainted = in.Tier, in.Tainted
 	if in.Spent != nil {
 		s.Spent = *in.Spent
 	}

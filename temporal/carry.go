@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 )
@@ -54,8 +55,10 @@ type Carry struct {
 	// already (saga.go).
 	Effects  []journal.Effect `json:"effects,omitempty"`
 	Remedied []string         `json:"remedied,omitempty"`
-	// Tier is the run's highest risk tier (saga.tier).
-	Tier int `json:"tier,omitempty"`
+	// Tier is the run's highest risk tier (saga.tier), and Tainted the
+	// origins its calls tainted (saga.tainted).
+	Tier    int            `json:"tier,omitempty"`
+	Tainted []invoke.Taint `json:"tainted,omitempty"`
 	// Made counts how often each key's undo or compensation was made, and
 	// Escalations are the saga's remediations that wait on a person, by
 	// key (sagacarry.go).
@@ -149,7 +152,7 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 // carry is the run's state as Carry; agentStep (running) is carried as
 // pending, to start again from its session.
 func (r *wrun) carry(agentStep int) *Carry {
-	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier}
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier, Tainted: r.saga.tainted}
 	if r.in.Carry != nil {
 		c.Generation = r.in.Carry.Generation + 1
 	}
@@ -210,7 +213,7 @@ func (r *wrun) restore(c *Carry) {
 	r.budget.Restore(c.Spent)
 	r.noteEffects(c.Effects)
 	r.saga.init()
-	r.saga.tier = c.Tier
+	r.saga.tier, r.saga.tainted = c.Tier, c.Tainted
 	for _, k := range c.Remedied {
 		r.saga.done[k] = true
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -65,8 +66,10 @@ type saga struct {
 	made    map[string]int
 	waiting map[string]*sagaEscalation
 	// tier is the run's highest risk tier its activities reported
-	// (attemptOut.Tier): the floor of its compensations.
-	tier int
+	// (attemptOut.Tier): the floor of every later activity's calls, its
+	// compensations' too; tainted the origins they tainted (risk.go).
+	tier    int
+	tainted []invoke.Taint
 }
 
 func (s *saga) init() {

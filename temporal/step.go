@@ -313,9 +313,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
 		Round: c.round, Previous: c.previous, Effect: c.effect}
 	r.budgetIn(&in)
-	if c.op == opCompensate {
-		in.Tier = r.saga.tier // its floor: the run's highest tier, as a local run's journal reached
-	}
+	in.Tier, in.Tainted = r.saga.tier, r.saga.tainted // its floor and taint: the run's, as a local run holds them (risk.go)
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
 	if !c.fallback {
 		pos.Round = c.round // a fallback's key has no round (engine.AttemptRequest)
@@ -375,13 +373,13 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	if err == nil {
 		r.noteEffects(out.Effects)
 		r.charge(out.Spent)
-		r.saga.tier = max(r.saga.tier, out.Tier)
+		r.noteRisk(out.Tier, out.Tainted)
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
 	r.noteEffects(f.Effects)
 	r.charge(f.Spent)
-	r.saga.tier = max(r.saga.tier, f.Tier)
+	r.noteRisk(f.Tier, f.Tainted)
 	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
 }
 

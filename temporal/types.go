@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -87,6 +88,12 @@ type attemptIn struct {
 	Tenant string       `json:"tenant,omitempty"`
 	Spent  *sched.Spent `json:"spent,omitempty"`
 	Tier   int          `json:"tier,omitempty"`
+	// Tainted are the origins the run's earlier activities tainted
+	// (saga.tainted; engine.Settled.Tainted). Tier is handed to every
+	// activity, not only a compensation: the run's tier as the workflow
+	// holds it when it schedules the activity, the floor its calls start
+	// from (engine.Settled.Tier).
+	Tainted []invoke.Taint `json:"tainted,omitempty"`
 }
 
 // The activity's operations.
@@ -122,6 +129,10 @@ type attemptOut struct {
 	// Tier is the run's risk tier as the attempt left it, when the flow's
 	// runs have risk tiers (engine.AttemptRequest.OnTier).
 	Tier int `json:"tier,omitempty"`
+	// Tainted is the run's taint as the activity left it, when its calls
+	// (or the run's earlier ones) tainted an origin (engine.Settled.
+	// OnTainted).
+	Tainted []invoke.Taint `json:"tainted,omitempty"`
 }
 
 // failure is how an attempt's error crosses the activity boundary: its
@@ -142,6 +153,8 @@ type failure struct {
 	Spent *sched.Spent `json:"spent,omitempty"`
 	// Tier is attemptOut.Tier of an attempt that failed.
 	Tier int `json:"tier,omitempty"`
+	// Tainted is attemptOut.Tainted of an activity that failed.
+	Tainted []invoke.Taint `json:"tainted,omitempty"`
 }
 
 // Decision answers a step that waits (UpdateDecide).

@@ -69,6 +69,7 @@ func (e *Engine) AgentUnit(ctx context.Context, f *flow.Flow, s *Settled, req Ag
 	defer r.reportTier(req.OnTier)
 	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
+	r.assessStep(req.Step, j) // the step's start (its tools), as the runner's
 	if j.renderErr != nil {
 		return nil, j.renderErr
 	}

@@ -41,8 +41,10 @@ func (e *Engine) AskGate(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 		return GateAsk{}, err
 	}
 	defer r.end()
+	defer r.reportTier(req.OnTier)
 	r.steps[req.Step].attempts = max(req.Attempt, 1) - 1 // gateDecide asks about the next
 	j := r.prepare(req.Step)
+	r.assessStep(req.Step, j) // the runner asks the gate after it too
 	g := r.gateDecide(req.Step, j, approvedArgs, req.Approved)
 	return GateAsk{Park: g.park, Message: g.message, Args: g.args, Approved: j.approved}, nil
 }

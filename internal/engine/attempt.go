@@ -7,6 +7,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -41,6 +42,19 @@ type Settled struct {
 	// it returns, whether or not it failed: what the driver adds to the
 	// run's budget.
 	OnSpent func(sched.Spent)
+	// Tier is the run's risk tier as the driver holds it (the highest its
+	// attempts reported through OnTier): the attempt starts the run's tier
+	// there when it is above the intake's, as a resumed run of the runner
+	// starts from the tier its journal reached.
+	Tier int
+	// Tainted are the origins the run's earlier attempts tainted (their
+	// calls touched an invalidated resource, invoke.Invalid), and
+	// OnTainted, when set, is handed the run's set as the attempt left it
+	// (Tainted and what its calls tainted) once it returns, when that is
+	// not empty: what the driver hands the run's later attempts
+	// (invoke.MergeTaints). Only an engine with a store checks and taints.
+	Tainted   []invoke.Taint
+	OnTainted func([]invoke.Taint)
 }
 
 // AttemptRequest names one attempt of a step of a run.
@@ -134,6 +148,7 @@ func (e *Engine) runAt(ctx context.Context, f *flow.Flow, runID string, s *Settl
 		r.stepsNS = ns
 	}
 	r.begin(ctx)
+	r.carryIn(s)
 	r.startRisk()
 	return r, nil
 }
@@ -159,6 +174,7 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 	defer r.reportTier(req.OnTier)
 	r.onEffect = req.OnEffect
 	j := r.prepare(req.Step)
+	r.assessStep(req.Step, j) // the step's start, as the runner's
 	j.approved = req.Approved
 	if j.renderErr != nil {
 		return nil, j.renderErr

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/reinhq/rein/internal/engine/sched"
+import (
+	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/invoke"
+)
 
 // outsideRun is what an attempt outside the runner (runAt) knows of the
 // run it belongs to, beyond its scope: whether the engine has a store to
@@ -11,6 +14,8 @@ type outsideRun struct {
 	store   bool
 	from    sched.Spent
 	onSpent func(sched.Spent)
+	// onTainted is Settled.OnTainted (attempt_carry.go).
+	onTainted func([]invoke.Taint)
 }
 
 // stored reports whether o is an attempt outside the runner on an engine

@@ -228,6 +228,7 @@ func (r *run) end() {
 	}
 	r.cancel(nil)
 	r.reportSpent()
+	r.reportTainted()
 }
 
 // execute runs the scheduler loop until every step settled or the run failed.
