@@ -189,3 +189,45 @@ steps:
 		return
 	}
 }
+
+// TestRunTimeoutRetry: a run that failed on its timeout closes failed
+// (class budget); rein runs retry starts its clock again in full, as a
+// local retry does: the retried step, now succeeding after a minute's
+// backoff, settles and the run succeeds.
+func TestRunTimeoutRetry(t *testing.T) {
+	l := newLedger()
+	l.fails["t1"] = failPlan{n: 1000, class: fault.Transient}
+	p := load(t, `name: again
+budgets: {timeout: 10m}
+steps:
+  - {id: s1, tool: t1, args: {}, retries: 10, backoff: {initial: 2m, max: 2m}}
+  - {id: s2, tool: t2, args: {prev: "{s1.n}"}}
+`, l.tool("t1", true), l.tool("t2", true))
+	in, err := StartInput(p, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, p)
+	st, cl := h.execute(in)
+	if st != nil || cl == nil || cl.Status.Error == nil || cl.Status.Error.Class != string(fault.Budget) ||
+		cl.Status.Error.Message != "the run ran past its budget timeout of 10m0s" {
+		t.Fatalf("first run: %+v, closed %+v", st, cl)
+	}
+	if cl.Next.Carry == nil || cl.Next.Carry.Deadline != nil {
+		t.Errorf("a closed run carries no deadline: %+v", cl.Next.Carry)
+	}
+	l.mu.Lock()
+	l.fails["t1"] = failPlan{n: l.fails["t1"].n - 1000 + len(l.calls["t1"]) + 1, class: fault.Transient} // the retry's first attempt fails, its second succeeds
+	l.mu.Unlock()
+	next := cl.Next
+	next.Retry = &Decision{By: "ana"}
+	h2 := newHarness(t, p)
+	h2.env.SetStartTime(h.env.Now())
+	st, failed := h2.execute(next)
+	if failed != nil || st.Status != "succeeded" {
+		t.Fatalf("retried run: %+v, closed %+v", st, failed)
+	}
+	if l.count("t2") != 1 {
+		t.Errorf("t2 ran %d times", l.count("t2"))
+	}
+}
