@@ -4,7 +4,6 @@ package servertest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +19,6 @@ import (
 // the budget and its limit in the message), the running attempt's context
 // ends, and the step after never runs.
 func TestRunTimeoutEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	flowText := "name: timed\nbudgets: {timeout: 2s}\nsteps:\n  - {id: slow, tool: hang, args: {}}\n  - {id: after, tool: after, args: {prev: \"{slow}\"}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flowText), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	ended := make(chan bool, 4)
 	after := make(chan struct{}, 4)
 	tools := []tool.Tool{
@@ -43,7 +37,7 @@ func TestRunTimeoutEndToEnd(t *testing.T) {
 			return map[string]any{}, nil
 		}),
 	}
-	p, err := project.Load(dir, &project.LoadOptions{Tools: tools})
+	p, err := project.Load(filepath.Join("..", "testdata", "flows", "timed"), &project.LoadOptions{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,4 +60,5 @@ func TestRunTimeoutEndToEnd(t *testing.T) {
 	if len(after) != 0 {
 		t.Error("the step after ran")
 	}
+	saveHistory(t, c, "run-timed")
 }
