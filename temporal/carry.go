@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"encoding/json"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -48,6 +49,9 @@ type Carry struct {
 	First  map[string]int               `json:"first,omitempty"`
 	// Generation counts the runs continued so far.
 	Generation int `json:"generation"`
+	// Deadline is when the run's budgets.timeout passes, if its clock ran
+	// (runtimeout.go).
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// Agents are the sessions of agent steps, by step index.
 	Agents map[int]*carriedAgent `json:"agents,omitempty"`
 	// Effects are the calls with an effect a saga would take back, in
@@ -152,7 +156,7 @@ func (r *wrun) continueAsNew(ctx workflow.Context, agentStep int) error {
 // carry is the run's state as Carry; agentStep (running) is carried as
 // pending, to start again from its session.
 func (r *wrun) carry(agentStep int) *Carry {
-	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier, Tainted: r.saga.tainted}
+	c := &Carry{Status: string(r.status), Outputs: r.raw, Failure: r.failure, Spent: r.budget.Spent(), Published: string(r.published), Tier: r.saga.tier, Tainted: r.saga.tainted, Deadline: r.carriedDeadline()}
 	if r.in.Carry != nil {
 		c.Generation = r.in.Carry.Generation + 1
 	}

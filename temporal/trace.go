@@ -18,7 +18,9 @@ import (
 // code): per step its attempts, retries and failures (its activities'),
 // its duration (from its first activity's scheduling to its last one's
 // close: time waiting for a person between them included), and the tokens
-// and model calls of its agent's turns. dc is the client's data converter.
+// and model calls its activities reported (an llm, plan or route step's:
+// activityRec.spent) or its agent's turns made. dc is the client's data
+// converter.
 func Trace(ctx context.Context, c client.Client, dc converter.DataConverter, ns, runID string) (*summary.Summary, error) {
 	execs, err := ReadHistory(ctx, c, ns, runID)
 	if err != nil {
@@ -100,6 +102,7 @@ func traceOf(h *runHistory, now time.Time) *summary.Summary {
 				sp.failed = append(sp.failed, a.In.Attempt)
 			}
 		}
+		addSpentTo(s, a.spent()) // llm, plan and route steps' model calls
 	}
 	for _, ss := range sessionsOf(h) {
 		i, ok := at[ss.Step]

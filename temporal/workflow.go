@@ -162,6 +162,8 @@ type wrun struct {
 	// failure is the run's first failure.
 	failure *RunError
 	status  journal.RunStatus
+	// clock is the run's budgets.timeout (runtimeout.go).
+	clock runClock
 }
 
 type answer struct {
@@ -197,6 +199,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 	r.publish(ctx)
 	r.m.SettleRun(journal.RunRunning)
 	r.m.Seed()
+	sctx := r.startClock(ctx) // the steps' context: cancelled when the run's timeout passes
 	results := workflow.NewChannel(ctx)
 	inFlight := 0
 	for {
@@ -205,7 +208,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			if r.shouldContinue(ctx, inFlight) {
 				return nil, r.continueAsNew(ctx, -1) // the step starts in the new run
 			}
-			if r.dispatch(ctx, cmd.Step, results) {
+			if r.dispatch(sctx, cmd.Step, results) {
 				inFlight++
 			}
 			continue
@@ -221,6 +224,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		}
 		// sched.Finish
 		r.endHeld()
+		r.stopClock()
 		class := fault.Class("")
 		if r.failure != nil {
 			class = fault.Class(r.failure.Class)
@@ -240,6 +244,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 			r.m.SettleRun(journal.RunRunning)
 			r.m.Recount()
 			r.m.Seed()
+			sctx = r.rearmClock(ctx)
 			continue
 		}
 		if st == journal.RunFailed && r.closeFailed {
@@ -264,6 +269,7 @@ func (r *wrun) drive(ctx workflow.Context) (*Status, error) {
 		r.m.SettleRun(journal.RunRunning)
 		r.m.Recount()
 		r.m.Seed()
+		sctx = r.rearmClock(ctx)
 	}
 }
 
