@@ -63,7 +63,7 @@ func loadAgent(t *testing.T, flowYAML, script string, tools ...tool.Tool) *proje
 func lossy(t *testing.T, p *project.Project, lose ...string) (*harness, *sync.Map) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	fs := NewFlows()
 	fs.Add(p)
 	a := &Activities{Flows: fs}

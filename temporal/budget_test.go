@@ -131,7 +131,7 @@ func TestTenantBudgetAcrossRuns(t *testing.T) {
 	var got []*Status
 	for i := range 2 {
 		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
+		env := newTestEnv(&s)
 		Register(env, &Workflow{Flows: fs}, &Activities{Flows: fs})
 		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: fmt.Sprintf("run-%d", i+1)})
 		in, err := StartInput(p, map[string]any{})

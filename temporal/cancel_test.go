@@ -148,7 +148,7 @@ func TestCancelAtContinueAsNew(t *testing.T) {
 	}
 	for _, cancel := range []bool{true, false} {
 		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
+		env := newTestEnv(&s)
 		env.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: "carry-cancel"})
 		env.ExecuteWorkflow("carry-cancel", cancel)
 		var g got

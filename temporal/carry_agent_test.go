@@ -21,7 +21,7 @@ func TestAgentContinueAsNew(t *testing.T) {
 	fs.Add(p)
 	newEnv := func() *testsuite.TestWorkflowEnvironment {
 		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
+		env := newTestEnv(&s)
 		Register(env, &Workflow{Flows: fs, ContinueAfterUnits: 2}, &Activities{Flows: fs})
 		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-1"})
 		return env

@@ -41,7 +41,7 @@ steps:
 	fs.Store = st
 	fs.Add(p)
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	Register(env, &Workflow{Flows: fs}, &Activities{Flows: fs})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-1"})
 	in, err := StartInput(p, map[string]any{})
@@ -65,7 +65,7 @@ steps:
   - {id: amend, tool: amend, args: {order: "1042"}}
 `, l.toolOf(tool.Spec{Name: "amend", Effect: tool.EffectWrite, Idempotent: true, Resources: []string{"bank:payment/{args.order}"}}))
 	fs.Add(p2)
-	env2 := s.NewTestWorkflowEnvironment()
+	env2 := newTestEnv(&s)
 	Register(env2, &Workflow{Flows: fs}, &Activities{Flows: fs})
 	env2.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-2"})
 	in2, err := StartInput(p2, map[string]any{})

@@ -8,6 +8,10 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
@@ -107,4 +111,14 @@ func output(t *testing.T, st *Status, id string) map[string]any {
 		t.Fatalf("output of %s: %v (%s)", id, err, st.Outputs[id])
 	}
 	return v
+}
+
+// newTestEnv is s's test environment, whose workflow code may go a minute
+// without yielding before the SDK calls it a deadlock: its default, one
+// second, fails tests on a loaded machine (a workflow task starved of
+// CPU is not a deadlock).
+func newTestEnv(s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
 }

@@ -214,7 +214,7 @@ steps:
 	fs.Store = st
 	fs.Add(p)
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	Register(env, &Workflow{Flows: fs}, &Activities{Flows: fs})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-1"})
 	h := &harness{t: t, env: env, p: p}

@@ -217,7 +217,7 @@ steps:
 // rec) and its activities' Sealed as the worker sets it.
 func sealedHarness(t *testing.T, p *project.Project, keys *seal.Codec, rec *recorder) *harness {
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	fs := NewFlows()
 	fs.Add(p)
 	Register(env, &Workflow{Flows: fs}, &Activities{Flows: fs, Sealed: keys != nil})

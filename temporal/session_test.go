@@ -55,7 +55,7 @@ type sessionEnv struct {
 func newSessionEnv(t *testing.T, p *project.Project, a *Activities) *sessionEnv {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	fs := NewFlows()
 	fs.Add(p)
 	a.Flows = fs

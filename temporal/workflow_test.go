@@ -30,7 +30,7 @@ func newHarness(t *testing.T, p *project.Project) *harness {
 func newHarnessOf(t *testing.T, p *project.Project, w *Workflow) *harness {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newTestEnv(&s)
 	fs := NewFlows()
 	fs.Add(p)
 	w.Flows = fs
