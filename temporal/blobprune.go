@@ -71,6 +71,11 @@ func ReferencedBlobs(ctx context.Context, c client.Client, ns string, lim BlobSc
 			if err := scanHistory(ctx, c, id, run, scan); err != nil {
 				return scan, err
 			}
+			if ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				if err := scanPending(ctx, c, id, run, scan); err != nil {
+					return scan, err
+				}
+			}
 			scan.Executions++
 		}
 		if token = res.GetNextPageToken(); len(token) == 0 {
@@ -95,6 +100,23 @@ func scanHistory(ctx context.Context, c client.Client, id, run string, scan *Blo
 		if err := BlobRefs(ev, scan.Referenced); err != nil {
 			return fmt.Errorf("history of workflow %s (run %s), event %d: %w", id, run, ev.GetEventId(), err)
 		}
+	}
+	return nil
+}
+
+// scanPending adds the references an open execution holds outside its
+// history: its pending activities' heartbeat details and last failures.
+func scanPending(ctx context.Context, c client.Client, id, run string, scan *BlobScan) error {
+	d, err := c.DescribeWorkflowExecution(ctx, id, run)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("describe workflow %s (run %s): %w", id, run, err)
+	}
+	if err := BlobRefs(d, scan.Referenced); err != nil {
+		return fmt.Errorf("workflow %s (run %s), its pending activities: %w", id, run, err)
 	}
 	return nil
 }
