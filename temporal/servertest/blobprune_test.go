@@ -4,9 +4,11 @@ package servertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -100,17 +102,34 @@ steps:
 		t.Fatal(err)
 	}
 	before := time.Now().Add(-24 * time.Hour)
-
-	scan, err := temporal.ReferencedBlobs(ctx, c, ns, temporal.BlobScanLimits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := temporal.PruneBlobs(blobs, scan.Referenced, before, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("first prune: scanned %d executions, %d events; %+v", scan.Executions, scan.Events, res)
 	answers[stray] = true
+
+	// The first prune goes through the program, as rein runs prune
+	// --temporal runs it: a dry run, then the prune.
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("build rein-temporal: %v\n%s", err, out)
+	}
+	prune := func(extra ...string) []byte {
+		args := append([]string{"runs", "prune", "--temporal", ts.GetFrontendHostPort(), "--namespace", ns, "--blobs", blobs, "--older-than", "1d", "-o", "json"}, extra...)
+		out, err := exec.Command(prog, args...).Output()
+		if err != nil {
+			t.Fatalf("rein runs prune %v: %v (%s)", extra, err, out)
+		}
+		return out
+	}
+	var dry temporal.BlobPruneResult
+	if err := json.Unmarshal(prune("--dry-run"), &dry); err != nil {
+		t.Fatal(err)
+	}
+	if !dry.DryRun || !slices.Equal(sorted(dry.Pruned), sortedSums(answers)) || len(storeFiles(t, blobs)) != len(unionRefs(refsA, refsB))+len(answers) {
+		t.Fatalf("dry run: %+v, store %v", dry, storeFiles(t, blobs))
+	}
+	var res *temporal.BlobPruneResult
+	if err := json.Unmarshal(prune(), &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first prune: %+v", res)
 	if got := res.Pruned; !slices.Equal(sorted(got), sortedSums(answers)) || res.Referenced != len(unionRefs(refsA, refsB)) {
 		t.Fatalf("first prune: %+v; want the stray %s and the query answers %v gone and %d kept", res, stray, answers, len(unionRefs(refsA, refsB)))
 	}
@@ -127,7 +146,8 @@ steps:
 		t.Fatal(err)
 	}
 	waitGone(t, c, ns, "run-b")
-	if scan, err = temporal.ReferencedBlobs(ctx, c, ns, temporal.BlobScanLimits{}); err != nil {
+	scan, err := temporal.ReferencedBlobs(ctx, c, ns, temporal.BlobScanLimits{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if res, err = temporal.PruneBlobs(blobs, scan.Referenced, before, false); err != nil {

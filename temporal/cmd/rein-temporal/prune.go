@@ -53,8 +53,10 @@ func pruneBlobs(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err != nil || age < temporal.MinBlobAge {
 		return exitUsage, usageErr(fmt.Sprintf("--older-than %q: give a duration of at least %s (30d, 12h, 90m): a younger blob may belong to a run whose history does not show it yet", olderThan, temporal.MinBlobAge))
 	}
-	if fi, err := os.Stat(c.blobs); err != nil || !fi.IsDir() {
-		return exitFailed, fmt.Errorf("--blobs %s is not a directory: %v", c.blobs, err)
+	if fi, err := os.Stat(c.blobs); err != nil {
+		return exitFailed, fmt.Errorf("--blobs %s: %w", c.blobs, err)
+	} else if !fi.IsDir() {
+		return exitFailed, fmt.Errorf("--blobs %s is not a directory: give the blob store the workers write to", c.blobs)
 	}
 	before := time.Now().Add(-age) // before the scan: a blob written during it is younger
 	plain := c
