@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -135,7 +136,7 @@ func BlobRefs(m proto.Message, into map[string]bool) error {
 		if err != nil {
 			return err
 		}
-		into[ref.SHA256] = true
+		into[strings.ToLower(ref.SHA256)] = true // the store's names are lower case
 		return nil
 	})
 }

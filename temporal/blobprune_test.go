@@ -14,6 +14,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
 )
 
 // blobOf encodes v through a blob codec on dir that stores every payload
@@ -187,4 +188,33 @@ func TestPutRefreshesABlob(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the fresh blob was not put back: %v", err)
 	}
+}
+
+// FuzzBlobRefs: any event the server could send (bytes read as a history
+// event) is walked without panicking, and every reference it yields is a
+// sha256 of 64 hex digits.
+func FuzzBlobRefs(f *testing.F) {
+	ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(blobEncoding)}, Data: []byte(`{"sha256":"` + strings.Repeat("ab", 32) + `","size":10}`)}
+	ev := &historypb.HistoryEvent{EventId: 1, Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{Result: &commonpb.Payloads{Payloads: []*commonpb.Payload{ref}}}}}
+	seed, err := proto.Marshal(ev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ev historypb.HistoryEvent
+		if proto.Unmarshal(data, &ev) != nil {
+			return
+		}
+		refs := map[string]bool{}
+		if err := BlobRefs(&ev, refs); err != nil {
+			return
+		}
+		for sum := range refs {
+			if len(sum) != 64 || !isLowerHex(sum) {
+				t.Fatalf("reference %q is not a sha256", sum)
+			}
+		}
+	})
 }
