@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -146,7 +147,13 @@ func (c *BlobCodec) put(sum string, raw []byte) error {
 	}
 	dst := c.path(sum)
 	if _, err := os.Stat(dst); err == nil {
-		return nil
+		// Stored already: refresh its mtime, which a blob prune reads as
+		// "just written"; when that fails (pruned since, another owner),
+		// write it again.
+		now := time.Now()
+		if os.Chtimes(dst, now, now) == nil {
+			return nil
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return fmt.Errorf("temporal: blob store %s: %w", c.Dir, err)

@@ -41,7 +41,8 @@ const usage = `usage:
   rein runs show RUN --temporal HOSTPORT [--namespace NS] [-o json]
   rein runs list --temporal HOSTPORT [--namespace NS] [--flow NAME] [--status S] [--tenant T] [--limit N] [-o json]
   rein runs cancel RUN --temporal HOSTPORT [--namespace NS] [-o json]
-  rein runs effects|trace RUN --temporal HOSTPORT [--namespace NS] [-o json]`
+  rein runs effects|trace RUN --temporal HOSTPORT [--namespace NS] [-o json]
+  rein runs prune --temporal HOSTPORT --blobs DIR [--namespace NS] [--older-than 24h] [--dry-run] [-o json]`
 
 // Main runs one command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -58,7 +59,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = run(ctx, args[1:], stdout, stderr)
 	case "runs":
 		if len(args) < 2 {
-			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit, retry, effects or trace")
+			err = usageErr("rein runs needs show, list, cancel, approve, reject, settle, submit, retry, effects, trace or prune")
+			break
+		}
+		if args[1] == "prune" {
+			code, err = pruneBlobs(ctx, args[2:], stdout, stderr)
 			break
 		}
 		var handled bool
@@ -69,8 +74,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runAgent(ctx, args[1:], stdout, stderr)
 	case "codec-server":
 		err = serveCodec(ctx, args[1:], stderr)
+	case "blobs":
+		err = usageErr("the blob store is pruned by rein runs prune --temporal HOSTPORT --blobs DIR (did you mean it?)")
 	default:
-		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent, codec-server and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace do)", args[0]))
+		err = usageErr(fmt.Sprintf("rein %s does not take --temporal (worker, run, agent, codec-server and runs show|list|cancel|approve|reject|settle|submit|retry|effects|trace|prune do)", args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
