@@ -33,7 +33,8 @@ type Activities struct {
 	Heartbeat time.Duration
 	// Client lets an agent unit whose session this worker has not kept
 	// ask the run's workflow for it (QueryAgentSession, session.go); nil:
-	// such a unit fails as not run and runs again.
+	// the worker's own client (activity.GetClient), so a worker built with
+	// Register needs none.
 	Client client.Client
 	// SessionBytes bounds the agent sessions this worker keeps in memory
 	// (least recently used out first); zero: 64 MiB; negative: none kept,

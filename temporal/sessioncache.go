@@ -158,12 +158,16 @@ func (a *Activities) askSession(ctx context.Context, in *attemptIn) (*agentSessi
 	if a.querySession != nil {
 		return a.querySession(ctx, we.ID, we.RunID, in.Step, in.Attempt)
 	}
-	if a.Client == nil {
+	cl := a.Client
+	if cl == nil {
+		cl = activity.GetClient(ctx) // the worker's own client
+	}
+	if cl == nil {
 		return nil, fmt.Errorf("this worker has no client to ask it with (temporal.Activities.Client)")
 	}
 	qctx, cancel := context.WithTimeout(ctx, sessionQueryTimeout)
 	defer cancel()
-	v, err := a.Client.QueryWorkflow(qctx, we.ID, we.RunID, QueryAgentSession, in.Step, in.Attempt)
+	v, err := cl.QueryWorkflow(qctx, we.ID, we.RunID, QueryAgentSession, in.Step, in.Attempt)
 	if err != nil {
 		return nil, err
 	}
