@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -43,6 +43,9 @@ type Activities struct {
 	// querySession, when set, answers QueryAgentSession in Client's place
 	// (the SDK's test environment has no client).
 	querySession func(ctx context.Context, workflowID, runID string, step, attempt int) (*agentSession, error)
+	// record, when set, sends heartbeats in sendBeat's place (a test's
+	// hook).
+	record recordBeat
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
@@ -63,7 +66,8 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 	var spent sched.Spent
 	s.OnSpent = func(sp sched.Spent) { spent = addSpent(spent, sp) }
 	defer chargeOut(&spent, &out, &err)
-	stop := a.beat(ctx)
+	var effects effectLog // the calls' effect records, sent with each heartbeat (lostWork)
+	stop := a.beat(ctx, &effects)
 	defer stop()
 	f := e.p.Flow
 	out = &attemptOut{}
@@ -85,7 +89,6 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		}
 		return out, nil
 	case opAgent:
-		var effects effectLog
 		out.Agent, err = a.agentUnit(ctx, e.e, f, s, &in, effects.add, out.noteTier)
 		out.Effects = effects.list()
 		if err != nil {
@@ -136,7 +139,6 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 	}
 	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
-	var effects effectLog
 	req.OnEffect = effects.add
 	req.OnTier = out.noteTier
 	if len(in.Previous) > 0 {
@@ -156,28 +158,45 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 }
 
 // beat heartbeats while an attempt runs, so that a lost worker is found
-// within the heartbeat timeout rather than the step's.
-func (a *Activities) beat(ctx context.Context) func() {
+// within the heartbeat timeout rather than the step's. Each heartbeat
+// carries the effect records effs holds (lostWork), and one is sent as
+// soon as they change, so that the workflow knows the calls that returned
+// should the worker be lost. The func it returns stops the beats and waits
+// for the last, a change not sent yet sent first.
+func (a *Activities) beat(ctx context.Context, effs *effectLog) func() {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	done := make(chan struct{})
+	record := a.record
+	if record == nil {
+		record = sendBeat
+	}
+	effs.changed = make(chan struct{}, 1)
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
+				select {
+				case <-effs.changed: // a change not sent yet is sent still
+					record(ctx, lostWork{Effects: effs.list()})
+				default:
+				}
 				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				record(ctx, lostWork{Effects: effs.list()})
+			case <-effs.changed:
+				record(ctx, lostWork{Effects: effs.list()})
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-exited }
 }
 
 // settledOf decodes what the workflow settled into the engine's terms.
@@ -262,6 +281,8 @@ func failureOf(err error) (f failure, lost, notRun bool) {
 type effectLog struct {
 	mu   sync.Mutex
 	effs []journal.Effect
+	// changed, when set (beat), is signalled after each add.
+	changed chan struct{}
 }
 
 // add logs e. Every attempt reports its calls with an effect, which the
@@ -272,10 +293,16 @@ func (l *effectLog) add(e journal.Effect) {
 	l.mu.Lock()
 	l.effs = append(l.effs, e)
 	l.mu.Unlock()
+	if l.changed != nil {
+		select {
+		case l.changed <- struct{}{}:
+		default: // a heartbeat is due already: it reads the log then
+		}
+	}
 }
 
 func (l *effectLog) list() []journal.Effect {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.effs
+	return slices.Clip(l.effs)
 }

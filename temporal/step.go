@@ -371,6 +371,9 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
+	if lost {
+		r.noteLost(ctx, err)
+	}
 	r.noteEffects(f.Effects)
 	r.charge(f.Spent)
 	r.saga.tier = max(r.saga.tier, f.Tier)

@@ -33,6 +33,10 @@ const (
 	// the step at once (the whole for_each step ran again when approved)
 	// and a lost fallback failed its step.
 	changeDoubt = "rein-doubt-check"
+	// changeLostEffects: an activity whose worker was lost hands the
+	// workflow the effect records its heartbeats carried (lostwork.go),
+	// which a saga takes back. Before, such an activity reported nothing.
+	changeLostEffects = "rein-lost-effects"
 )
 
 // version is the version of change id this run takes: DefaultVersion in
