@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/value"
 )
@@ -66,8 +67,11 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 	var spent sched.Spent
 	s.OnSpent = func(sp sched.Spent) { spent = addSpent(spent, sp) }
 	defer chargeOut(&spent, &out, &err)
-	var effects effectLog // the calls' effect records, sent with each heartbeat (lostWork)
-	stop := a.beat(ctx, &effects)
+	// the calls' effect records and a plan's progress, sent with each
+	// heartbeat (lostWork)
+	var effects effectLog
+	var plans engine.PlanLog
+	stop := a.beat(ctx, &effects, &plans)
 	defer stop()
 	f := e.p.Flow
 	out = &attemptOut{}
@@ -141,6 +145,13 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
 	req.OnEffect = effects.add
 	req.OnTier = out.noteTier
+	req.OnPlan = func(ev plan.Event) {
+		if plans.Add(ev) {
+			effects.touch()
+		}
+	}
+	req.Plan = in.Plan
+	plans.Seed(in.Plan)
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
 			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
@@ -159,11 +170,11 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 
 // beat heartbeats while an attempt runs, so that a lost worker is found
 // within the heartbeat timeout rather than the step's. Each heartbeat
-// carries the effect records effs holds (lostWork), and one is sent as
-// soon as they change, so that the workflow knows the calls that returned
+// carries the effect records effs holds and the plan plans holds
+// (lostWork), and one is sent as soon as they change, so that the workflow knows the calls that returned
 // should the worker be lost. The func it returns stops the beats and waits
 // for the last, a change not sent yet sent first.
-func (a *Activities) beat(ctx context.Context, effs *effectLog) func() {
+func (a *Activities) beat(ctx context.Context, effs *effectLog, plans *engine.PlanLog) func() {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
@@ -183,16 +194,16 @@ func (a *Activities) beat(ctx context.Context, effs *effectLog) func() {
 			case <-done:
 				select {
 				case <-effs.changed: // a change not sent yet is sent still
-					record(ctx, lostWork{Effects: effs.list()})
+					record(ctx, workOf(effs, plans))
 				default:
 				}
 				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				record(ctx, lostWork{Effects: effs.list()})
+				record(ctx, workOf(effs, plans))
 			case <-effs.changed:
-				record(ctx, lostWork{Effects: effs.list()})
+				record(ctx, workOf(effs, plans))
 			}
 		}
 	}()
@@ -293,6 +304,11 @@ func (l *effectLog) add(e journal.Effect) {
 	l.mu.Lock()
 	l.effs = append(l.effs, e)
 	l.mu.Unlock()
+	l.touch()
+}
+
+// touch signals that what the attempt's heartbeats carry changed.
+func (l *effectLog) touch() {
 	if l.changed != nil {
 		select {
 		case l.changed <- struct{}{}:

@@ -2,13 +2,17 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -21,11 +25,33 @@ import (
 // a call whose activity reported it.
 
 // lostWork is an attempt's heartbeat details: the effect records of the
-// calls it made that returned (effectLog), kept small (no outputs: an
-// effect record holds the call's key, tool, effect and its rendered
-// compensation).
+// calls it made that returned (effectLog), and for a plan step its plan
+// and the plan steps that succeeded, with their outputs, and the calls
+// made and not returned (engine.PlanLog). No other output is sent.
 type lostWork struct {
 	Effects []journal.Effect `json:"effects,omitempty"`
+	// Plan is dropped (nil) when it would make the details larger than
+	// maxLostPlan: the plan step is then run again from its start, or
+	// parked, as before changeLostPlan.
+	Plan     *plan.Progress    `json:"plan,omitempty"`
+	InFlight []engine.PlanCall `json:"in_flight,omitempty"`
+}
+
+// maxLostPlan bounds a plan's progress in an attempt's heartbeat details
+// (its plan and its completed steps' outputs, as JSON).
+const maxLostPlan = 64 << 10
+
+// workOf is the details an attempt sends: effs's effect records and
+// plans's plan.
+func workOf(effs *effectLog, plans *engine.PlanLog) lostWork {
+	w := lostWork{Effects: effs.list()}
+	w.Plan, w.InFlight = plans.Progress()
+	if w.Plan != nil {
+		if b, err := json.Marshal(w.Plan); err != nil || len(b) > maxLostPlan {
+			w.Plan = nil
+		}
+	}
+	return w
 }
 
 // recordBeat sends details as an activity heartbeat; a test's hook stands
@@ -53,15 +79,63 @@ func lostWorkOf(err error) (w lostWork, ok bool) {
 }
 
 // noteLost notes, in a run recorded after changeLostEffects, the effect
-// records the lost activity's heartbeats carried (err its error) as a
-// reported activity's are noted (noteEffects): the saga takes them back.
-// The version is asked only when there are some in a flow that
-// compensates, so a history whose lost activities recorded none replays
-// as before.
-func (r *wrun) noteLost(ctx workflow.Context, err error) {
-	w, ok := lostWorkOf(err)
-	if !ok || len(w.Effects) == 0 || r.f.OnFailure != flow.OnFailureCompensate || version(ctx, changeLostEffects) == workflow.DefaultVersion {
+// records a lost activity's heartbeats carried (w) as a reported
+// activity's are noted (noteEffects): the saga takes them back. The
+// version is asked only when there are some in a flow that compensates,
+// so a history whose lost activities recorded none replays as before.
+func (r *wrun) noteLost(ctx workflow.Context, w lostWork) {
+	if len(w.Effects) == 0 || r.f.OnFailure != flow.OnFailureCompensate || version(ctx, changeLostEffects) == workflow.DefaultVersion {
 		return
 	}
 	r.noteEffects(w.Effects)
+}
+
+// continuePlan makes c, a plan step's attempt whose worker was lost (ff),
+// continue the plan its heartbeats carried, in a run recorded after
+// changeLostPlan: made again (its plan's tools all safe to repeat, or a
+// person approved it), it runs that plan as its number, so its calls keep
+// their keys, and the plan steps that succeeded are not made again. ff's
+// message names the calls that were in flight, for the person who
+// decides.
+func (r *wrun) continuePlan(ctx workflow.Context, c *call, ff *activityFailure) {
+	if ff.work == nil || ff.work.Plan == nil || c.item >= 0 || r.f.Steps[c.i].Type != flow.Plan || version(ctx, changeLostPlan) == workflow.DefaultVersion {
+		return
+	}
+	c.plan = ff.work.Plan
+	msg := fmt.Sprintf("; plan %d had %d plan steps succeeded (kept, not made again)", c.plan.Number, len(c.plan.Completed))
+	for _, pc := range ff.work.InFlight {
+		msg += fmt.Sprintf("; plan step %s of plan %d (tool %s, idempotency key %s) was in flight", pc.PlanStep, pc.Plan, pc.Tool, pc.Key)
+	}
+	ff.Message += msg
+}
+
+// lostPlan is a plan step's plan to continue, kept while the step waits
+// for a person, and the attempt it was lost in: continued, the plan runs
+// in that attempt again, so that its calls keep their keys.
+type lostPlan struct {
+	Progress *plan.Progress `json:"progress"`
+	Attempt  int            `json:"attempt"`
+}
+
+// parkPlan keeps the plan c continues while its step waits for a person
+// (takePlan).
+func (r *wrun) parkPlan(c call) {
+	if c.plan == nil {
+		return
+	}
+	if r.plans == nil {
+		r.plans = map[int]*lostPlan{}
+	}
+	r.plans[c.i] = &lostPlan{Progress: c.plan, Attempt: c.attempt}
+}
+
+// takePlan hands step i's kept plan to its next execution (nil: none; an
+// item's never).
+func (r *wrun) takePlan(i, item int) *lostPlan {
+	if item >= 0 {
+		return nil
+	}
+	p := r.plans[i]
+	delete(r.plans, i)
+	return p
 }

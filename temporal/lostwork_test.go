@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/tool"
 )
 
 // lossyBeats is lossy whose lost activities hand the workflow the last
@@ -23,18 +24,37 @@ import (
 // worker was lost, once each, after the activity of a type in lose did its
 // work.
 func lossyBeats(t *testing.T, p *project.Project, lose ...string) *harness {
+	return lossyAt(t, p, nil, nil, lose...)
+}
+
+// lossyAt is lossyBeats whose lost activities hand the workflow the
+// details pick chooses among those their beats sent (nil: the last), as
+// when the worker was lost then; seen, when set, is handed each.
+func lossyAt(t *testing.T, p *project.Project, pick func([]lostWork) (lostWork, bool), seen func(lostWork), lose ...string) *harness {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	fs := NewFlows()
 	fs.Add(p)
 	var mu sync.Mutex
-	last := map[string]lostWork{} // activity id → its last details
-	seen := map[string]int{}
+	if pick == nil {
+		pick = func(ws []lostWork) (lostWork, bool) {
+			if len(ws) == 0 {
+				return lostWork{}, false
+			}
+			return ws[len(ws)-1], true
+		}
+	}
+	beats := map[string][]lostWork{} // activity id → the details it sent
+	ran := map[string]int{}
 	a := &Activities{Flows: fs, Heartbeat: time.Hour, record: func(ctx context.Context, w lostWork) {
 		mu.Lock()
-		last[activity.GetInfo(ctx).ActivityID] = w
+		id := activity.GetInfo(ctx).ActivityID
+		beats[id] = append(beats[id], w)
 		mu.Unlock()
+		if seen != nil {
+			seen(w)
+		}
 		sendBeat(ctx, w)
 	}}
 	RegisterWorkflow(env, &Workflow{Flows: fs})
@@ -42,9 +62,9 @@ func lossyBeats(t *testing.T, p *project.Project, lose ...string) *harness {
 		info := activity.GetInfo(ctx)
 		out, err := a.Run(ctx, args)
 		mu.Lock()
-		seen[info.ActivityType.Name]++
-		first := seen[info.ActivityType.Name] == 1
-		w, beat := last[info.ActivityID]
+		ran[info.ActivityType.Name]++
+		first := ran[info.ActivityType.Name] == 1
+		w, beat := pick(beats[info.ActivityID])
 		mu.Unlock()
 		for _, l := range lose {
 			if l == info.ActivityType.Name && first {
@@ -99,5 +119,89 @@ func TestSagaLostCallTakenBack(t *testing.T) {
 		case !beats && len(got) != 0:
 			t.Errorf("refund calls %v without heartbeat details, want none (nothing reported)", got)
 		}
+	}
+}
+
+// planLostFlow: a plan step holds stock, then charges; neither tool is
+// safe to repeat.
+const planLostFlow = `name: planlost
+steps:
+  - id: pay
+    type: plan
+    model: m
+    goal: "hold a1 and charge 5"
+    tools: [reserve, charge]
+    max_steps: 3
+`
+
+const planLostScript = `replies:
+  - step: pay
+    decision: plan
+    plan:
+      goal: hold and charge
+      steps:
+        - {id: hold, tool: reserve, args: {sku: a1}}
+        - {id: take, tool: charge, args: {amount: 5, after: {"$ref": "hold"}}}
+`
+
+// TestLostPlanContinues: the worker of a plan step's attempt is lost while
+// its second plan step's call (charge) is in flight, the first (reserve)
+// having succeeded: what its heartbeats carried says so. Its tools are not
+// safe to repeat, so the step waits for a person, told which call was in
+// flight; approved, the step continues its plan: the planner is not asked
+// again (the script has one plan), reserve is not made again, and charge
+// is made again with the key it had.
+func TestLostPlanContinues(t *testing.T) {
+	l := newLedger()
+	inFlight := make(chan struct{})
+	var once sync.Once
+	charge := l.tool("charge", false)
+	blocking := tool.Func(charge.Spec(), func(ctx context.Context, args any) (any, error) {
+		select { // the first charge returns once a heartbeat said it is in flight
+		case <-inFlight:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return charge.Call(ctx, args)
+	})
+	p := loadAgent(t, planLostFlow, planLostScript, l.tool("reserve", false), blocking)
+	midCharge := func(w lostWork) bool { return len(w.InFlight) == 1 && w.InFlight[0].PlanStep == "take" }
+	h := lossyAt(t, p, func(ws []lostWork) (lostWork, bool) {
+		for k := len(ws) - 1; k >= 0; k-- {
+			if midCharge(ws[k]) {
+				return ws[k], true
+			}
+		}
+		return lostWork{}, false
+	}, func(w lostWork) {
+		if midCharge(w) {
+			once.Do(func() { close(inFlight) })
+		}
+	}, "plan:pay")
+	var approve *updated
+	h.env.RegisterDelayedCallback(func() {
+		var pend []Pending
+		h.query(QueryPending, &pend)
+		if len(pend) != 1 || pend[0].Step != "pay" || pend[0].Kind != "unknown" || !strings.Contains(pend[0].Error, "plan step take of plan 1 (tool charge") || !strings.Contains(pend[0].Error, "1 plan steps succeeded") {
+			t.Errorf("pending %+v", pend)
+		}
+		approve = h.update(Decision{Step: "pay", Action: ActionApprove, By: "ana"})
+	}, time.Minute)
+	st := h.run(map[string]any{})
+	if approve == nil || !approve.done || approve.err != nil {
+		t.Errorf("approve: %+v", approve)
+	}
+	if st.Status != "succeeded" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	if got := l.keys("reserve"); len(got) != 1 {
+		t.Errorf("reserve calls %v: want one, kept when the plan continued", got)
+	}
+	if got := l.keys("charge"); len(got) != 2 || got[0] != got[1] || !strings.HasPrefix(got[0], "run-1/pay/1/") {
+		t.Errorf("charge calls %v: want the lost call made again with its key", got)
+	}
+	out := output(t, st, "pay")
+	if res, _ := out["result"].(map[string]any); res == nil || res["tool"] != "charge" {
+		t.Errorf("pay output %v", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/reinhq/rein/internal/engine/sched"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -87,6 +88,9 @@ type attemptIn struct {
 	Tenant string       `json:"tenant,omitempty"`
 	Spent  *sched.Spent `json:"spent,omitempty"`
 	Tier   int          `json:"tier,omitempty"`
+	// Plan is a plan step's plan to continue, from a lost attempt's
+	// heartbeats (engine.AttemptRequest.Plan, lostwork.go).
+	Plan *plan.Progress `json:"plan,omitempty"`
 }
 
 // The activity's operations.

@@ -37,6 +37,11 @@ const (
 	// workflow the effect records its heartbeats carried (lostwork.go),
 	// which a saga takes back. Before, such an activity reported nothing.
 	changeLostEffects = "rein-lost-effects"
+	// changeLostPlan: a plan step whose attempt's worker was lost continues
+	// the plan its heartbeats carried (lostwork.go) when it is made again,
+	// its succeeded plan steps not made again. Before, it ran from its
+	// start (a new plan).
+	changeLostPlan = "rein-lost-plan"
 )
 
 // version is the version of change id this run takes: DefaultVersion in
