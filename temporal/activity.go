@@ -113,6 +113,7 @@ func (a *Activities) Run(ctx context.Context, args converter.EncodedValues) (out
 				return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
 			}
 		}
+		req.Plan, req.PlanCall = in.Plan, in.PlanCall
 		rc, err := e.e.Reconcile(ctx, f, s, req)
 		if err != nil {
 			return nil, toApplicationError(err)

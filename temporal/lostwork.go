@@ -139,3 +139,40 @@ func (r *wrun) takePlan(i, item int) *lostPlan {
 	delete(r.plans, i)
 	return p
 }
+
+// checkPlanCalls asks the check of each call c's plan had in flight when
+// its worker was lost (ff), as a local resume asks them (engine.Reconcile
+// with the plan call): one that took effect joins the plan's succeeded
+// steps with the check's output; one that did not, which may be made
+// again, is left to the plan, which makes it with its key. It reports
+// whether every call was so settled; otherwise (a tool without a check,
+// a check that cannot say) ff's message says why and the step goes to a
+// person.
+func (r *wrun) checkPlanCalls(ctx workflow.Context, c *call, ff *activityFailure, v view) bool {
+	if c.plan == nil || ff.work == nil || len(ff.work.InFlight) == 0 {
+		return false
+	}
+	for _, pc := range ff.work.InFlight {
+		if _, check := r.e.e.ReconcilesPlanCall(pc); !check {
+			return false
+		}
+	}
+	p := *c.plan
+	p.Completed = append([]plan.StepResult(nil), c.plan.Completed...)
+	for _, pc := range ff.work.InFlight {
+		res, af := r.exec(ctx, call{i: c.i, op: opReconcile, item: -1, attempt: c.attempt, approved: c.approved, plan: c.plan, planCall: &pc}, v)
+		switch {
+		case af != nil || res.Reconciled == nil:
+			return false
+		case res.Reconciled.Happened:
+			p.Completed = append(p.Completed, plan.StepResult{ID: pc.PlanStep, Tool: pc.Tool, Output: decode(res.Output)})
+		case !res.Reconciled.Again:
+			if res.Reconciled.Reason != "" {
+				ff.Message += "; plan step " + pc.PlanStep + ": " + res.Reconciled.Reason
+			}
+			return false
+		}
+	}
+	c.plan = &p
+	return true
+}

@@ -153,31 +153,7 @@ const planLostScript = `replies:
 // is made again with the key it had.
 func TestLostPlanContinues(t *testing.T) {
 	l := newLedger()
-	inFlight := make(chan struct{})
-	var once sync.Once
-	charge := l.tool("charge", false)
-	blocking := tool.Func(charge.Spec(), func(ctx context.Context, args any) (any, error) {
-		select { // the first charge returns once a heartbeat said it is in flight
-		case <-inFlight:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return charge.Call(ctx, args)
-	})
-	p := loadAgent(t, planLostFlow, planLostScript, l.tool("reserve", false), blocking)
-	midCharge := func(w lostWork) bool { return len(w.InFlight) == 1 && w.InFlight[0].PlanStep == "take" }
-	h := lossyAt(t, p, func(ws []lostWork) (lostWork, bool) {
-		for k := len(ws) - 1; k >= 0; k-- {
-			if midCharge(ws[k]) {
-				return ws[k], true
-			}
-		}
-		return lostWork{}, false
-	}, func(w lostWork) {
-		if midCharge(w) {
-			once.Do(func() { close(inFlight) })
-		}
-	}, "plan:pay")
+	h := lostPlanHarness(t, l, func(t tool.Tool) tool.Tool { return t })
 	var approve *updated
 	h.env.RegisterDelayedCallback(func() {
 		var pend []Pending
@@ -203,5 +179,70 @@ func TestLostPlanContinues(t *testing.T) {
 	out := output(t, st, "pay")
 	if res, _ := out["result"].(map[string]any); res == nil || res["tool"] != "charge" {
 		t.Errorf("pay output %v", out)
+	}
+}
+
+// lostPlanHarness runs planLostFlow with its worker lost while charge (as
+// wrap makes it, from the ledger's) is in flight: the first charge returns
+// only once a heartbeat said it was in flight, and the workflow is handed
+// that heartbeat's details.
+func lostPlanHarness(t *testing.T, l *ledger, wrap func(tool.Tool) tool.Tool) *harness {
+	inFlight := make(chan struct{})
+	var once sync.Once
+	charge := l.tool("charge", false)
+	blocking := tool.Func(charge.Spec(), func(ctx context.Context, args any) (any, error) {
+		select { // the first charge returns once a heartbeat said it is in flight
+		case <-inFlight:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return charge.Call(ctx, args)
+	})
+	p := loadAgent(t, planLostFlow, planLostScript, l.tool("reserve", false), wrap(blocking))
+	midCharge := func(w lostWork) bool { return len(w.InFlight) == 1 && w.InFlight[0].PlanStep == "take" }
+	return lossyAt(t, p, func(ws []lostWork) (lostWork, bool) {
+		for k := len(ws) - 1; k >= 0; k-- {
+			if midCharge(ws[k]) {
+				return ws[k], true
+			}
+		}
+		return lostWork{}, false
+	}, func(w lostWork) {
+		if midCharge(w) {
+			once.Do(func() { close(inFlight) })
+		}
+	}, "plan:pay")
+}
+
+// TestLostPlanCheck: as TestLostPlanContinues, but charge declares a
+// check:, asked with the call's key before a person: it finds the charge
+// took effect, so the plan step joins the succeeded ones with the check's
+// output and the plan goes on at once: nothing is made again, nobody asked.
+func TestLostPlanCheck(t *testing.T) {
+	l := newLedger()
+	asked := 0
+	h := lostPlanHarness(t, l, func(c tool.Tool) tool.Tool {
+		return tool.WithCheck(c, func(_ context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			asked++
+			for _, k := range l.calls["charge"] {
+				if k == req.IdempotencyKey {
+					return tool.CheckResult{Happened: true, Output: map[string]any{"found": k}}, nil
+				}
+			}
+			return tool.CheckResult{}, nil
+		})
+	})
+	st := h.run(map[string]any{})
+	if st.Status != "succeeded" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	if asked != 1 || l.count("charge") != 1 || l.count("reserve") != 1 {
+		t.Errorf("check asked %d times, charge made %d, reserve %d: want once each", asked, l.count("charge"), l.count("reserve"))
+	}
+	out := output(t, st, "pay")
+	if res, _ := out["result"].(map[string]any); res == nil || res["found"] != "run-1/pay/1/plan1/take" {
+		t.Errorf("pay output %v: want the check's output as the charge's", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/engine/sched/fan"
 	"github.com/reinhq/rein/internal/invoke"
@@ -116,6 +117,10 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 		if ff.lost {
 			r.continuePlan(ctx, &c, ff)
 			ok, err := r.e.e.Repeatable(r.f, i)
+			if err == nil && !ok && lost < lostReruns && r.checkPlanCalls(ctx, &c, ff, v) {
+				lost++
+				continue // its plan goes on, the calls in doubt settled
+			}
 			if err == nil && !ok && (c.item < 0 && c.round == 0 && r.reconciles(ctx, i) || (c.item >= 0 || c.round > 0) && r.checksDoubt(ctx, c)) {
 				// its tool's check: may say whether it took effect.
 				out, again, df := r.reconcileDoubt(ctx, c, &ff.failure, v)
@@ -292,8 +297,10 @@ type call struct {
 	// times it was made (from 1).
 	effect *journal.Effect
 	made   int
-	// plan is a plan step's plan to continue (lostwork.go).
-	plan *plan.Progress
+	// plan is a plan step's plan to continue (lostwork.go), planCall its
+	// call in doubt an opReconcile asks about.
+	plan     *plan.Progress
+	planCall *engine.PlanCall
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -315,7 +322,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
-		Round: c.round, Previous: c.previous, Effect: c.effect, Plan: c.plan}
+		Round: c.round, Previous: c.previous, Effect: c.effect, Plan: c.plan, PlanCall: c.planCall}
 	r.budgetIn(&in)
 	if c.op == opCompensate {
 		in.Tier = r.saga.tier // its floor: the run's highest tier, as a local run's journal reached
@@ -334,6 +341,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id = "gate:"+s.ID, r.runID+"/"+s.ID+"/gate"
 	case c.op == opAsk:
 		name, id = "ask:"+s.ID, key+"/ask"
+	case c.op == opReconcile && c.planCall != nil:
+		name, id = "check:"+s.ID, c.planCall.Key+"/check"
 	case c.op == opReconcile:
 		name, id = "check:"+s.ID, key+"/check"
 	case c.op == opAgent:

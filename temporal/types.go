@@ -3,6 +3,7 @@ package temporal
 import (
 	"encoding/json"
 
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
@@ -91,6 +92,9 @@ type attemptIn struct {
 	// Plan is a plan step's plan to continue, from a lost attempt's
 	// heartbeats (engine.AttemptRequest.Plan, lostwork.go).
 	Plan *plan.Progress `json:"plan,omitempty"`
+	// PlanCall, with Plan, is the plan's call in doubt an opReconcile asks
+	// its tool's check about.
+	PlanCall *engine.PlanCall `json:"plan_call,omitempty"`
 }
 
 // The activity's operations.

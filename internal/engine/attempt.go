@@ -89,6 +89,9 @@ type AttemptRequest struct {
 	// its number, so its calls keep their keys, and its completed steps
 	// are not made again. Set for a plan step (Item -1) only.
 	Plan *plan.Progress
+	// PlanCall, with Plan, is the plan's call in doubt that Reconcile asks
+	// its tool's check about.
+	PlanCall *PlanCall
 }
 
 // Scope is the scope of templates and expressions of a run of f that

@@ -1,12 +1,17 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/invoke"
 	"github.com/reinhq/rein/internal/plan"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/tool"
 )
 
 // A plan step's attempt outside the runner (Attempt) keeps no call
@@ -117,4 +122,67 @@ func (l *PlanLog) Progress() (*plan.Progress, []PlanCall) {
 	}
 	slices.SortFunc(calls, func(a, b PlanCall) int { return strings.Compare(a.Key, b.Key) })
 	return &p, calls
+}
+
+// reconcilePlanCall is Reconcile for req.PlanCall, a call of plan step
+// req.Step's plan req.Plan found in doubt: its tool's check is asked with
+// the args it was made with (plan.ResolveArgs over the completed steps)
+// and its key, as a local resume asks it (reconcilePlan). Happened: the
+// plan step joins the completed ones with the check's output.
+func (e *Engine) reconcilePlanCall(ctx context.Context, f *flow.Flow, s *Settled, req AttemptRequest) (*Reconciliation, error) {
+	pc, p := req.PlanCall, req.Plan
+	k := slices.IndexFunc(p.Plan.Steps, func(ps plan.Step) bool { return ps.ID == pc.PlanStep })
+	if k < 0 {
+		return &Reconciliation{Reason: fmt.Sprintf("plan %d has no step %s", p.Number, pc.PlanStep)}, nil
+	}
+	args, err := plan.ResolveArgs(&p.Plan.Steps[k], p.Completed)
+	if err != nil {
+		return &Reconciliation{Reason: "its args: " + err.Error()}, nil
+	}
+	r, err := e.runAt(ctx, f, req.RunID, s)
+	if err != nil {
+		return nil, err
+	}
+	defer r.end()
+	t, ok := r.e.cfg.Tools.Lookup(pc.Tool)
+	if !ok {
+		return nil, fmt.Errorf("engine: tool %q is not registered with the engine", pc.Tool)
+	}
+	spec := t.Spec()
+	if _, ok := t.(tool.Checker); !ok && !invoke.Repeatable(&spec) {
+		return &Reconciliation{Reason: fmt.Sprintf("tool %s declares no check: (rein.yaml check:), so whether the call took effect is a person's to say", pc.Tool)}, nil
+	}
+	st := f.Steps[req.Step]
+	if req.Approved {
+		r.d.decisions = map[string]*store.Approval{st.ID: {Status: store.ApprovalApproved}}
+	}
+	at := invoke.Position{RunID: req.RunID, StepID: st.ID, Attempt: req.Attempt, Plan: pc.Plan, PlanStep: pc.PlanStep}
+	out, happened, ok := r.askCheck(req.Step, t, pc.Tool, &spec, at, pc.Key, args)
+	switch {
+	case happened:
+		return &Reconciliation{Happened: true, Output: out}, nil
+	case ok:
+		return &Reconciliation{Again: true}, nil
+	}
+	reason := r.d.notes[req.Step]
+	if reason == "" {
+		reason = "its tool's check could not settle it"
+	}
+	return &Reconciliation{Reason: reason}, nil
+}
+
+// ReconcilesPlanCall is ReconcilesCall for a plan's call in doubt: again,
+// its tool is safe to repeat; check, it declares a check: that Reconcile
+// (with AttemptRequest.PlanCall) asks before a person.
+func (e *Engine) ReconcilesPlanCall(c PlanCall) (again, check bool) {
+	t, ok := e.cfg.Tools.Lookup(c.Tool)
+	if !ok {
+		return false, false
+	}
+	spec := t.Spec()
+	if invoke.Repeatable(&spec) {
+		return true, false
+	}
+	_, check = t.(tool.Checker)
+	return false, check
 }
