@@ -153,7 +153,7 @@ const planLostScript = `replies:
 // is made again with the key it had.
 func TestLostPlanContinues(t *testing.T) {
 	l := newLedger()
-	h := lostPlanHarness(t, l, func(t tool.Tool) tool.Tool { return t })
+	h := lostPlanHarness(t, l, false, func(t tool.Tool) tool.Tool { return t })
 	var approve *updated
 	h.env.RegisterDelayedCallback(func() {
 		var pend []Pending
@@ -182,14 +182,14 @@ func TestLostPlanContinues(t *testing.T) {
 	}
 }
 
-// lostPlanHarness runs planLostFlow with its worker lost while charge (as
+// lostPlanHarness runs planLostFlow (its tools idempotent or not) with its worker lost while charge (as
 // wrap makes it, from the ledger's) is in flight: the first charge returns
 // only once a heartbeat said it was in flight, and the workflow is handed
 // that heartbeat's details.
-func lostPlanHarness(t *testing.T, l *ledger, wrap func(tool.Tool) tool.Tool) *harness {
+func lostPlanHarness(t *testing.T, l *ledger, idempotent bool, wrap func(tool.Tool) tool.Tool) *harness {
 	inFlight := make(chan struct{})
 	var once sync.Once
-	charge := l.tool("charge", false)
+	charge := l.tool("charge", idempotent)
 	blocking := tool.Func(charge.Spec(), func(ctx context.Context, args any) (any, error) {
 		select { // the first charge returns once a heartbeat said it is in flight
 		case <-inFlight:
@@ -198,7 +198,7 @@ func lostPlanHarness(t *testing.T, l *ledger, wrap func(tool.Tool) tool.Tool) *h
 		}
 		return charge.Call(ctx, args)
 	})
-	p := loadAgent(t, planLostFlow, planLostScript, l.tool("reserve", false), wrap(blocking))
+	p := loadAgent(t, planLostFlow, planLostScript, l.tool("reserve", idempotent), wrap(blocking))
 	midCharge := func(w lostWork) bool { return len(w.InFlight) == 1 && w.InFlight[0].PlanStep == "take" }
 	return lossyAt(t, p, func(ws []lostWork) (lostWork, bool) {
 		for k := len(ws) - 1; k >= 0; k-- {
@@ -221,7 +221,7 @@ func lostPlanHarness(t *testing.T, l *ledger, wrap func(tool.Tool) tool.Tool) *h
 func TestLostPlanCheck(t *testing.T) {
 	l := newLedger()
 	asked := 0
-	h := lostPlanHarness(t, l, func(c tool.Tool) tool.Tool {
+	h := lostPlanHarness(t, l, false, func(c tool.Tool) tool.Tool {
 		return tool.WithCheck(c, func(_ context.Context, req tool.CheckRequest) (tool.CheckResult, error) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -244,5 +244,23 @@ func TestLostPlanCheck(t *testing.T) {
 	out := output(t, st, "pay")
 	if res, _ := out["result"].(map[string]any); res == nil || res["found"] != "run-1/pay/1/plan1/take" {
 		t.Errorf("pay output %v: want the check's output as the charge's", out)
+	}
+}
+
+// TestLostPlanRepeatable: as TestLostPlanContinues, with tools safe to
+// repeat: nobody is asked; the plan goes on at once, reserve not made
+// again, charge made again with its key.
+func TestLostPlanRepeatable(t *testing.T) {
+	l := newLedger()
+	h := lostPlanHarness(t, l, true, func(t tool.Tool) tool.Tool { return t })
+	st := h.run(map[string]any{})
+	if st.Status != "succeeded" {
+		t.Fatalf("run: %+v %+v", st, st.Error)
+	}
+	if got := l.keys("reserve"); len(got) != 1 {
+		t.Errorf("reserve calls %v: want one, kept when the plan continued", got)
+	}
+	if got := l.keys("charge"); len(got) != 2 || got[0] != got[1] || got[0] != "run-1/pay/1/plan1/take" {
+		t.Errorf("charge calls %v: want the lost call made again with its key", got)
 	}
 }
