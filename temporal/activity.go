@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -17,6 +17,7 @@ import (
 	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/value"
 )
@@ -49,6 +50,9 @@ type Activities struct {
 	// encryption:), so what an attempt returns goes to the history as is;
 	// otherwise its flow's secrets are hidden from it (hide.go).
 	Sealed bool
+	// record, when set, sends heartbeats in sendBeat's place (a test's
+	// hook).
+	record recordBeat
 }
 
 // Run is the dynamic activity: it decodes an attemptIn and carries it out.
@@ -77,7 +81,11 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 	defer chargeOut(&spent, &out, &err)
 	var tainted []invoke.Taint
 	s.OnTainted = func(ts []invoke.Taint) { tainted = invoke.MergeTaints(tainted, ts) }
-	stop := a.beat(ctx)
+	// the calls' effect records and a plan's progress, sent with each
+	// heartbeat (lostWork)
+	var effects effectLog
+	var plans engine.PlanLog
+	stop := a.beat(ctx, &effects, &plans)
 	defer stop()
 	f := e.p.Flow
 	out = &attemptOut{}
@@ -100,7 +108,6 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 		}
 		return out, nil
 	case opAgent:
-		var effects effectLog
 		out.Agent, err = a.agentUnit(ctx, e.e, f, s, &in, effects.add, out.noteTier)
 		out.Effects = effects.list()
 		if err != nil {
@@ -121,6 +128,7 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 				return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
 			}
 		}
+		req.Plan, req.PlanCall = in.Plan, in.PlanCall
 		rc, err := e.e.Reconcile(ctx, f, s, req)
 		if err != nil {
 			return nil, toApplicationError(err)
@@ -151,9 +159,15 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 	}
 	req := engine.AttemptRequest{RunID: in.RunID, Step: in.Step, Attempt: in.Attempt,
 		Item: in.Item, Fallback: in.Fallback, Approved: in.Approved, Round: in.Round}
-	var effects effectLog
 	req.OnEffect = effects.add
 	req.OnTier = out.noteTier
+	req.OnPlan = func(ev plan.Event) {
+		if plans.Add(ev) {
+			effects.touch()
+		}
+	}
+	req.Plan = in.Plan
+	plans.Seed(in.Plan)
 	if len(in.Previous) > 0 {
 		if err := json.Unmarshal(in.Previous, &req.Previous); err != nil {
 			return nil, toApplicationError(fault.BusinessErr(fmt.Errorf("previous round's output: %w", err)))
@@ -171,28 +185,45 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 }
 
 // beat heartbeats while an attempt runs, so that a lost worker is found
-// within the heartbeat timeout rather than the step's.
-func (a *Activities) beat(ctx context.Context) func() {
+// within the heartbeat timeout rather than the step's. Each heartbeat
+// carries the effect records effs holds and the plan plans holds
+// (lostWork), and one is sent as soon as they change, so that the workflow knows the calls that returned
+// should the worker be lost. The func it returns stops the beats and waits
+// for the last, a change not sent yet sent first.
+func (a *Activities) beat(ctx context.Context, effs *effectLog, plans *engine.PlanLog) func() {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	done := make(chan struct{})
+	record := a.record
+	if record == nil {
+		record = sendBeat
+	}
+	effs.changed = make(chan struct{}, 1)
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
+				select {
+				case <-effs.changed: // a change not sent yet is sent still
+					record(ctx, workOf(effs, plans))
+				default:
+				}
 				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				record(ctx, workOf(effs, plans))
+			case <-effs.changed:
+				record(ctx, workOf(effs, plans))
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-exited }
 }
 
 // settledOf decodes what the workflow settled into the engine's terms.
@@ -278,6 +309,8 @@ func failureOf(err error) (f failure, lost, notRun bool) {
 type effectLog struct {
 	mu   sync.Mutex
 	effs []journal.Effect
+	// changed, when set (beat), is signalled after each add.
+	changed chan struct{}
 }
 
 // add logs e. Every attempt reports its calls with an effect, which the
@@ -288,10 +321,21 @@ func (l *effectLog) add(e journal.Effect) {
 	l.mu.Lock()
 	l.effs = append(l.effs, e)
 	l.mu.Unlock()
+	l.touch()
+}
+
+// touch signals that what the attempt's heartbeats carry changed.
+func (l *effectLog) touch() {
+	if l.changed != nil {
+		select {
+		case l.changed <- struct{}{}:
+		default: // a heartbeat is due already: it reads the log then
+		}
+	}
 }
 
 func (l *effectLog) list() []journal.Effect {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.effs
+	return slices.Clip(l.effs)
 }

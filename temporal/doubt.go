@@ -39,6 +39,8 @@ type fbPending struct {
 type carryDoubt struct {
 	Items    map[int]json.RawMessage `json:"items,omitempty"`
 	Fallback *fbPending              `json:"fallback,omitempty"`
+	// Plan is a plan step's plan to continue (wrun.plans, lostwork.go).
+	Plan *lostPlan `json:"plan,omitempty"`
 }
 
 // checksDoubt reports whether the call in doubt c (a for_each item's or a
@@ -146,6 +148,9 @@ func (r *wrun) carryDoubts(c *Carry) {
 	for i, p := range r.fbDoubt {
 		c.doubtOf(r.f.Steps[i].ID).Fallback = p
 	}
+	for i, p := range r.plans {
+		c.doubtOf(r.f.Steps[i].ID).Plan = p
+	}
 }
 
 // doubtOf is c's record of step id's doubt, made when missing.
@@ -178,5 +183,11 @@ func (r *wrun) restoreDoubt(c *Carry, i int) {
 			r.fbDoubt = map[int]*fbPending{}
 		}
 		r.fbDoubt[i] = d.Fallback
+	}
+	if d.Plan != nil {
+		if r.plans == nil {
+			r.plans = map[int]*lostPlan{}
+		}
+		r.plans[i] = d.Plan
 	}
 }

@@ -46,7 +46,7 @@ func TestReplayHistories(t *testing.T) {
 		})
 	}
 	fs := NewFlows()
-	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features", "saga", "gate", "eachkill", "handover", "premise", "timed"} {
+	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "features", "saga", "gate", "eachkill", "handover", "premise", "timed", "plankill"} {
 		p, err := project.Load(filepath.Join("testdata", "flows", d), &project.LoadOptions{Tools: []tool.Tool{
 			stub("ok", true), stub("pay", false), stub("slow_safe", true), stub("slow_charge", false), checkedStub(stub("slow_refund", false)), stub("charge_once", false),
 			stub("charge", false), stub("refund", true), stub("ship", true), stub("lookup", true), stub("item", true), stub("hang", true), stub("after", true)}})

@@ -11,9 +11,11 @@ import (
 
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/flow"
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/engine/sched/fan"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/value"
@@ -87,7 +89,11 @@ func fallbackFailed(ff, f *failure, what string) *failure {
 // when the step is repeatable (engine.Engine.Repeatable); otherwise it is
 // in doubt (doubt), for a person to decide.
 func (r *wrun) unit(ctx workflow.Context, i, item, first int, approved bool, v view) (out json.RawMessage, f *failure, attempts int, doubt bool) {
-	return r.unitOf(ctx, call{i: i, op: opAttempt, item: item, approved: approved}, first, v)
+	c := call{i: i, op: opAttempt, item: item, approved: approved}
+	if lp := r.takePlan(i, item); lp != nil {
+		c.plan, first = lp.Progress, lp.Attempt // its plan's calls keep their keys
+	}
+	return r.unitOf(ctx, c, first, v)
 }
 
 // unitOf is unit for the execution c names (its step, item, or repeat
@@ -109,7 +115,12 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 			continue // it never ran: the same attempt, with the same key
 		}
 		if ff.lost {
+			r.continuePlan(ctx, &c, ff)
 			ok, err := r.e.e.Repeatable(r.f, i)
+			if err == nil && !ok && lost < lostReruns && r.checkPlanCalls(ctx, &c, ff, v) {
+				lost++
+				continue // its plan goes on, the calls in doubt settled
+			}
 			if err == nil && !ok && (c.item < 0 && c.round == 0 && r.reconciles(ctx, i) || (c.item >= 0 || c.round > 0) && r.checksDoubt(ctx, c)) {
 				// its tool's check: may say whether it took effect.
 				out, again, df := r.reconcileDoubt(ctx, c, &ff.failure, v)
@@ -125,6 +136,7 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 				return nil, df, attempt, true
 			}
 			if err != nil || !ok || lost >= lostReruns {
+				r.parkPlan(c)
 				return nil, &ff.failure, attempt, true
 			}
 			lost++
@@ -136,6 +148,7 @@ func (r *wrun) unitOf(ctx workflow.Context, c call, first int, v view) (out json
 			return nil, &ff.failure, attempt, false
 		}
 		made, lost = made+1, 0
+		c.plan = nil // a new attempt plans anew, as a local retry does
 		if wait := next.At.Sub(now); wait > 0 {
 			if err := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("%s: retry %d", r.f.Steps[i].ID, made)}).Get(ctx, nil); err != nil {
 				return nil, &failure{Class: string(fault.Cancelled), Message: err.Error()}, attempt, false
@@ -292,6 +305,10 @@ type call struct {
 	// times it was made (from 1).
 	effect *journal.Effect
 	made   int
+	// plan is a plan step's plan to continue (lostwork.go), planCall its
+	// call in doubt an opReconcile asks about.
+	plan     *plan.Progress
+	planCall *engine.PlanCall
 }
 
 // activityFailure is an activity's error, read back (failureOf).
@@ -300,6 +317,8 @@ type activityFailure struct {
 	// lost: its worker was lost while it ran (it may have had its
 	// effect); notRun: no worker could run it (it never started).
 	lost, notRun bool
+	// work is what a lost attempt's heartbeats carried (nil: none).
+	work *lostWork
 }
 
 // exec schedules one activity and waits for it. Its type is the step's
@@ -311,7 +330,7 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 	s := r.f.Steps[c.i]
 	in := attemptIn{RunID: r.runID, FlowHash: r.in.FlowHash, Op: c.op, Step: c.i, Attempt: c.attempt, Item: c.item,
 		Fallback: c.fallback, Approved: c.approved, Input: r.in.Input, Outputs: v.outputs, Statuses: v.statuses, Output: c.output, Agent: c.agent,
-		Round: c.round, Previous: c.previous, Effect: c.effect}
+		Round: c.round, Previous: c.previous, Effect: c.effect, Plan: c.plan, PlanCall: c.planCall}
 	r.budgetIn(&in)
 	in.Tier, in.Tainted = r.saga.tier, r.saga.tainted // its floor and taint: the run's, as a local run holds them (risk.go)
 	pos := invoke.Position{RunID: r.runID, StepID: s.ID, ForEach: c.item >= 0, Item: c.item, Fallback: c.fallback, Attempt: max(c.attempt, 1)}
@@ -328,6 +347,8 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		name, id = "gate:"+s.ID, r.runID+"/"+s.ID+"/gate"
 	case c.op == opAsk:
 		name, id = "ask:"+s.ID, key+"/ask"
+	case c.op == opReconcile && c.planCall != nil:
+		name, id = "check:"+s.ID, c.planCall.Key+"/check"
 	case c.op == opReconcile:
 		name, id = "check:"+s.ID, key+"/check"
 	case c.op == opAgent:
@@ -377,10 +398,15 @@ func (r *wrun) exec(ctx workflow.Context, c call, v view) (attemptOut, *activity
 		return out, nil
 	}
 	f, lost, notRun := failureOf(err)
+	af := &activityFailure{failure: f, lost: lost, notRun: notRun}
+	if w, ok := lostWorkOf(err); ok && lost {
+		af.work = &w
+		r.noteLost(ctx, w)
+	}
 	r.noteEffects(f.Effects)
 	r.charge(f.Spent)
 	r.noteRisk(f.Tier, f.Tainted)
-	return attemptOut{}, &activityFailure{failure: f, lost: lost, notRun: notRun}
+	return attemptOut{}, af
 }
 
 // decode is canonical JSON an activity made, as a value.

@@ -3,8 +3,10 @@ package temporal
 import (
 	"encoding/json"
 
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -94,6 +96,12 @@ type attemptIn struct {
 	// holds it when it schedules the activity, the floor its calls start
 	// from (engine.Settled.Tier).
 	Tainted []invoke.Taint `json:"tainted,omitempty"`
+	// Plan is a plan step's plan to continue, from a lost attempt's
+	// heartbeats (engine.AttemptRequest.Plan, lostwork.go).
+	Plan *plan.Progress `json:"plan,omitempty"`
+	// PlanCall, with Plan, is the plan's call in doubt an opReconcile asks
+	// its tool's check about.
+	PlanCall *engine.PlanCall `json:"plan_call,omitempty"`
 }
 
 // The activity's operations.

@@ -37,6 +37,15 @@ const (
 	// an agent's turns and calls) starts no further unit while a failed
 	// premise waits for a person (hold.go). Before, it ran on to its end.
 	changePremiseHold = "rein-premise-hold"
+	// changeLostEffects: an activity whose worker was lost hands the
+	// workflow the effect records its heartbeats carried (lostwork.go),
+	// which a saga takes back. Before, such an activity reported nothing.
+	changeLostEffects = "rein-lost-effects"
+	// changeLostPlan: a plan step whose attempt's worker was lost continues
+	// the plan its heartbeats carried (lostwork.go) when it is made again,
+	// its succeeded plan steps not made again. Before, it ran from its
+	// start (a new plan).
+	changeLostPlan = "rein-lost-plan"
 )
 
 // version is the version of change id this run takes: DefaultVersion in

@@ -129,6 +129,9 @@ type wrun struct {
 	// call is in doubt (doubt.go).
 	kept    map[int]map[int]json.RawMessage
 	fbDoubt map[int]*fbPending
+	// plans are the plans of plan steps parked in doubt, from their lost
+	// attempts' heartbeats, by step index (lostwork.go).
+	plans map[int]*lostPlan
 	// first is the first attempt of a step a retry re-opened (its last
 	// attempt's number + 1), by step index, until it starts.
 	first map[int]int

@@ -135,6 +135,9 @@ func (e *Engine) Reconcile(ctx context.Context, f *flow.Flow, s *Settled, req At
 		return nil, fmt.Errorf("engine: flow %s has no step %d", f.Name, req.Step)
 	}
 	st := f.Steps[req.Step]
+	if st.Type == flow.Plan && req.Plan != nil && req.PlanCall != nil {
+		return e.reconcilePlanCall(ctx, f, s, req)
+	}
 	if st.Type != flow.Tool && !req.Fallback {
 		return &Reconciliation{Reason: "only a tool call is reconciled with its tool's check"}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 )
 
@@ -91,6 +92,20 @@ type AttemptRequest struct {
 	// attempt's calls), once it ended: a driver keeps the highest as the
 	// run's tier, the floor of its compensations (Compensate).
 	OnTier func(tier int)
+	// OnPlan, when set, is handed each event of a plan step's planner and
+	// executor (the plan proposed, each plan step's call started and
+	// settled): what a driver keeps to continue the plan should the
+	// attempt be lost (PlanLog). It may be called from several goroutines
+	// at once.
+	OnPlan func(plan.Event)
+	// Plan, when set, is a plan step's plan to continue (plan.RunFrom, as
+	// a local resume continues it from its call records): its plan runs as
+	// its number, so its calls keep their keys, and its completed steps
+	// are not made again. Set for a plan step (Item -1) only.
+	Plan *plan.Progress
+	// PlanCall, with Plan, is the plan's call in doubt that Reconcile asks
+	// its tool's check about.
+	PlanCall *PlanCall
 }
 
 // Scope is the scope of templates and expressions of a run of f that
@@ -173,6 +188,7 @@ func (e *Engine) Attempt(ctx context.Context, f *flow.Flow, s *Settled, req Atte
 	defer r.end()
 	defer r.reportTier(req.OnTier)
 	r.onEffect = req.OnEffect
+	r.continuePlan(req)
 	j := r.prepare(req.Step)
 	r.assessStep(req.Step, j) // the step's start, as the runner's
 	j.approved = req.Approved

@@ -153,6 +153,9 @@ func (r *run) callPlan(ctx context.Context, j *job, in unitInput, attempt int) (
 				r.recordPlan(s, &at, &ev)
 			}
 			r.recordPlanEvent(j, ev)
+			if r.onPlan != nil {
+				r.onPlan(ev)
+			}
 		}})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/internal/engine/sched"
 	"github.com/reinhq/rein/internal/invoke"
+	"github.com/reinhq/rein/internal/plan"
 	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/store"
@@ -78,6 +79,9 @@ type run struct {
 	// handed the effect record of every call that reached a tool with an
 	// effect, as recordCall makes it; it may be called concurrently.
 	onEffect func(journal.Effect)
+	// onPlan, when set (Attempt: AttemptRequest.OnPlan), is handed each
+	// event of a plan step's planner and executor.
+	onPlan   func(plan.Event)
 	storeCtx context.Context
 	storeErr error
 	// outside is set on an attempt outside the runner (runAt): its

@@ -87,7 +87,7 @@ func (l *ledger) tools(block bool) []tool.Tool {
 // flows loads the test flows with l's tools.
 func (l *ledger) flows(t testing.TB, block bool) *temporal.Flows {
 	fs := temporal.NewFlows()
-	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "eachkill"} {
+	for _, d := range []string{"approve", "takeover", "agent", "agentkill", "eachkill", "plankill"} {
 		p, err := project.Load(filepath.Join("..", "testdata", "flows", d), &project.LoadOptions{Tools: l.tools(block)})
 		if err != nil {
 			t.Fatal(err)
