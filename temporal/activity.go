@@ -85,7 +85,7 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 	// heartbeat (lostWork)
 	var effects effectLog
 	var plans engine.PlanLog
-	stop := a.beat(ctx, &effects, &plans)
+	stop := a.beat(ctx, &effects, &plans, a.hideWork(e))
 	defer stop()
 	f := e.p.Flow
 	out = &attemptOut{}
@@ -190,7 +190,7 @@ func (a *Activities) attempt(ctx context.Context, e *entry, in attemptIn) (out *
 // (lostWork), and one is sent as soon as they change, so that the workflow knows the calls that returned
 // should the worker be lost. The func it returns stops the beats and waits
 // for the last, a change not sent yet sent first.
-func (a *Activities) beat(ctx context.Context, effs *effectLog, plans *engine.PlanLog) func() {
+func (a *Activities) beat(ctx context.Context, effs *effectLog, plans *engine.PlanLog, hide func(lostWork) lostWork) func() {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = DefaultHeartbeat
@@ -210,16 +210,16 @@ func (a *Activities) beat(ctx context.Context, effs *effectLog, plans *engine.Pl
 			case <-done:
 				select {
 				case <-effs.changed: // a change not sent yet is sent still
-					record(ctx, workOf(effs, plans))
+					record(ctx, hide(workOf(effs, plans)))
 				default:
 				}
 				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				record(ctx, workOf(effs, plans))
+				record(ctx, hide(workOf(effs, plans)))
 			case <-effs.changed:
-				record(ctx, workOf(effs, plans))
+				record(ctx, hide(workOf(effs, plans)))
 			}
 		}
 	}()

@@ -80,3 +80,30 @@ func hideInput(p *project.Project, raw []byte) []byte {
 	}
 	return p.Redactor().Bytes(raw)
 }
+
+// hideWork is what hides an attempt's heartbeat details (lostWork: effect
+// records, a plan's progress with its steps' outputs), which the server
+// keeps and writes into the history when the attempt's worker is lost:
+// the flow's secrets hidden as in hide, unless the worker seals every
+// payload.
+func (a *Activities) hideWork(e *entry) func(lostWork) lostWork {
+	if a.Sealed {
+		return func(w lostWork) lostWork { return w }
+	}
+	red := e.p.Redactor()
+	return func(w lostWork) lostWork {
+		raw, err := json.Marshal(w)
+		if err != nil {
+			return lostWork{} // nothing rather than what could not be hidden
+		}
+		hidden := red.Bytes(raw)
+		if string(hidden) == string(raw) {
+			return w
+		}
+		var back lostWork
+		if json.Unmarshal(hidden, &back) != nil {
+			return lostWork{}
+		}
+		return back
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/journal"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/redact/seal"
@@ -358,4 +361,27 @@ func BenchmarkSealCodec(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(sealedSize)/float64(proto.Size(plain)), "sealed/plain")
+}
+
+// TestHideWork: an attempt's heartbeat details (which the server writes
+// into the history when the worker is lost) hold no secret in clear: a
+// plan step's output and an effect's resource are redacted without a key,
+// and left to the sealing codec with one.
+func TestHideWork(t *testing.T) {
+	const secret = "tok-9f8e7d6c5b4a39281706"
+	p := secretFlow(t, secret, "", map[string][]byte{})
+	e := &entry{p: p}
+	w := lostWork{Effects: []journal.Effect{{StepID: "get", Key: "run/get/1", Tool: "get", Writes: []string{"token/" + secret}}},
+		InFlight: []engine.PlanCall{{Tool: "use", Key: "run/use/1/" + secret}}}
+	got := (&Activities{}).hideWork(e)(w)
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), secret) || len(got.Effects) != 1 || !strings.Contains(got.Effects[0].Writes[0], redact.Mask) {
+		t.Errorf("details without a key: %s", raw)
+	}
+	if kept := (&Activities{Sealed: true}).hideWork(e)(w); kept.Effects[0].Writes[0] != "token/"+secret {
+		t.Errorf("a sealing worker changed the details: %+v", kept)
+	}
 }

@@ -49,7 +49,7 @@ func findTemporal() (string, error) {
 	}
 	p, err := exec.LookPath(temporalProgram)
 	if err != nil {
-		return "", fmt.Errorf("--temporal is carried out by the %s program, which was not found beside rein or on PATH: install it (go install github.com/reinhq/rein/temporal/cmd/rein-temporal@latest) or name it in REIN_TEMPORAL", temporalProgram)
+		return "", fmt.Errorf("--temporal is carried out by the %s program, which was not found beside rein or on PATH: install it (go install github.com/reinhq/rein/temporal/cmd/rein-temporal@latest; from a clone of rein: cd temporal && go install ./cmd/rein-temporal) or name it in REIN_TEMPORAL", temporalProgram)
 	}
 	return p, nil
 }
