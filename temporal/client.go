@@ -51,6 +51,34 @@ type StartOptions struct {
 	// search attributes (HasSearchAttributes); empty: "default". A run
 	// whose namespace lacks them starts without them.
 	Namespace string
+	// Session is the session id a flow whose idempotency: is
+	// session_workflow_input_hash needs (StartID).
+	Session string
+}
+
+// keySpace is the UUID namespace of run ids made from start keys.
+var keySpace = uuid.MustParse("6f0a3c52-7d1e-4b8f-9a63-2c5e8d4b1f70")
+
+// StartID is the workflow id a start of p with input takes, and the start
+// key the flow's idempotency: derives (engine.StartKey, "" for none):
+// o.RunID when given; else, with a key, a UUID made from the key
+// (uuid.NewSHA1), so a second start with the same key is the same
+// workflow and, as a local start does, returns that run whatever its
+// status; else "" (StartRun makes a new UUIDv7). An input the flow
+// refuses, or a session the policy needs and lacks
+// (engine.ErrSessionRequired), is an error.
+func StartID(p *project.Project, input any, o StartOptions) (id, key string, err error) {
+	in, err := engine.CheckInput(p.Flow, input)
+	if err != nil {
+		return "", "", err
+	}
+	if key, err = engine.StartKey(p.Flow, in, o.Session); err != nil {
+		return "", "", fmt.Errorf("flow %s: %w", p.Flow.Name, err)
+	}
+	if o.RunID != "" || key == "" {
+		return o.RunID, key, nil
+	}
+	return uuid.NewSHA1(keySpace, []byte(key)).String(), key, nil
 }
 
 // StartInput is the workflow input of a run of p with input: its pinned
@@ -69,14 +97,18 @@ func StartInput(p *project.Project, input any) (Start, error) {
 }
 
 // StartRun starts a run of p on Temporal: a workflow whose id is the
-// run's id and whose type is the flow's name. A start with the id of a
-// run that is running returns that run (idempotent start).
+// run's id (StartID) and whose type is the flow's name. A start with the
+// id of a run that exists, running or closed, returns that run
+// (idempotent start).
 func StartRun(ctx context.Context, c client.Client, p *project.Project, input any, o StartOptions) (client.WorkflowRun, error) {
 	in, err := StartInput(p, input)
 	if err != nil {
 		return nil, err
 	}
-	id := o.RunID
+	id, _, err := StartID(p, input, o)
+	if err != nil {
+		return nil, err
+	}
 	if id == "" {
 		id = uuid.Must(uuid.NewV7()).String()
 	}

@@ -39,12 +39,18 @@ type entry struct {
 func NewFlows() *Flows { return &Flows{byKey: map[string]*entry{}} }
 
 // Add adds a loaded project; a second project of the same flow hash is
-// the same program, and is ignored.
+// the same program, and is ignored. A worker runs many runs of it, each
+// on its own: its script (a scripted model, script.yaml) answers every
+// run from the whole script (scripted.Model.ByRun), as a local rein run,
+// a process of its own, does.
 func (fs *Flows) Add(p *project.Project) string {
 	h := engine.FlowHash(p.Flow)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if _, ok := fs.byKey[h]; !ok {
+		if p.Script != nil {
+			p.Script.ByRun()
+		}
 		fs.byKey[h] = &entry{p: p, e: wire.Engine(p, engine.Config{Store: fs.Store})}
 	}
 	return h
@@ -78,6 +84,15 @@ func (fs *Flows) Names() []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// Holds reports whether the worker holds the flow of hash h
+// (engine.FlowHash): whether it can run a run that pinned it.
+func (fs *Flows) Holds(h string) bool {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	_, ok := fs.byKey[h]
+	return ok
 }
 
 // get is the entry of flow hash h.

@@ -54,12 +54,23 @@ func findTemporal() (string, error) {
 	return p, nil
 }
 
-// runTemporal runs args with rein-temporal and exits as it does.
+// runTemporal runs args with rein-temporal and exits as it does. When the
+// streams are this process's own (the rein program, not a test), rein
+// becomes rein-temporal (execTemporal): the pid a user holds is the
+// worker's. Otherwise, or where that is not possible, rein-temporal is
+// its child.
 func runTemporal(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog, err := findTemporal()
 	if err != nil {
 		fmt.Fprintln(stderr, "rein:", err)
 		return exitUsage
+	}
+	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) && stderr == io.Writer(os.Stderr) {
+		err := execTemporal(prog, args)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			fmt.Fprintf(stderr, "rein: %s: %v\n", prog, err)
+			return exitUsage
+		}
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

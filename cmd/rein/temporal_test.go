@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -41,5 +45,34 @@ func TestTemporalHandOff(t *testing.T) {
 	}
 	if wantsTemporal([]string{"run", ".", "--", "--temporal"}) {
 		t.Error("--temporal after -- was taken as rein's")
+	}
+}
+
+// TestTemporalIsTheProcess: the rein program becomes rein-temporal (a
+// real script here, printing its pid and arguments) rather than running
+// it as a child: the pid a user started, and kills with kill -9 to stop
+// a worker, is the one doing the work.
+func TestTemporalIsTheProcess(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("rein runs rein-temporal as its child on Windows")
+	}
+	bin, err := reinBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho \"$$ $*\"\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "worker", "--temporal", "127.0.0.1:7233", "examples/")
+	cmd.Env = append(os.Environ(), "REIN_TEMPORAL="+prog)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit: %v, want 3\n%s", err, out)
+	}
+	want := fmt.Sprintf("%d worker --temporal 127.0.0.1:7233 examples/", cmd.Process.Pid)
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("rein-temporal printed %q, want %q (rein's own pid)", got, want)
 	}
 }

@@ -119,6 +119,14 @@ func startKey(f *flow.Flow, input any, opts *RunOptions) (string, error) {
 	return idempotencyKey(f, input, opts.Session)
 }
 
+// StartKey is the start key f's idempotency: policy derives from a run's
+// input and session ("" for none), as a durable start does: a backend
+// that keys runs itself (Temporal's workflow id) dedups starts by it.
+// ErrSessionRequired when the policy needs a session and has none.
+func StartKey(f *flow.Flow, input any, session string) (string, error) {
+	return idempotencyKey(f, input, session)
+}
+
 // idempotencyKey derives a start key from the flow's idempotency: policy.
 func idempotencyKey(f *flow.Flow, input any, session string) (string, error) {
 	switch f.Idempotency {

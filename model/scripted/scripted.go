@@ -15,12 +15,34 @@ import (
 
 // Model answers requests from a script. It is safe for concurrent use; which
 // reply a call gets depends only on the script and the order of calls.
+//
+// A reply is used once by every call of the Model (the runs of a session
+// go through one script in order), or once per run after ByRun.
 type Model struct {
 	replies []Reply // never modified after New
 
 	mu    sync.Mutex
-	used  []bool
+	byRun bool
+	runs  map[string][]bool // the replies used, by run under ByRun, else under ""
+	order []string          // the runs of runs, by their first call, oldest first
+	ever  []bool            // the replies any call used (Unused)
 	calls int
+}
+
+// MaxRuns bounds the runs a Model under ByRun remembers the used replies
+// of: the oldest run's are forgotten when another run calls it (a later
+// call of that run is answered as if the run were new).
+const MaxRuns = 1024
+
+// ByRun makes m use up its replies per run (model.Request.RunID): a
+// program that runs a flow many times, each run on its own, with one
+// Model (a Temporal worker) answers every run from the whole script, as a
+// new process would. It remembers the last MaxRuns runs. Call it before
+// the first Generate.
+func (m *Model) ByRun() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byRun = true
 }
 
 var _ model.Model = (*Model)(nil)
@@ -31,7 +53,8 @@ var _ model.Model = (*Model)(nil)
 func New(replies []Reply) *Model {
 	return &Model{
 		replies: append([]Reply(nil), replies...),
-		used:    make([]bool, len(replies)),
+		runs:    map[string][]bool{},
+		ever:    make([]bool, len(replies)),
 	}
 }
 
@@ -79,8 +102,29 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	return resp, err
 }
 
+// usedBy is the set of replies run has used, made (and the oldest run
+// forgotten past MaxRuns) on its first call; m.mu must be held.
+func (m *Model) usedBy(run string) []bool {
+	if u, ok := m.runs[run]; ok {
+		return u
+	}
+	if len(m.order) >= MaxRuns {
+		delete(m.runs, m.order[0])
+		m.order = m.order[1:]
+	}
+	u := make([]bool, len(m.replies))
+	m.runs[run] = u
+	m.order = append(m.order, run)
+	return u
+}
+
 // pick finds and marks the reply for req; m.mu must be held.
 func (m *Model) pick(req *model.Request, prompt string) (int, error) {
+	run := ""
+	if m.byRun {
+		run = req.RunID
+	}
+	usedBy := m.usedBy(run)
 	var forStep, used int
 	otherDecision := false
 	for i := range m.replies {
@@ -89,7 +133,7 @@ func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 			continue
 		}
 		forStep++
-		if m.used[i] {
+		if usedBy[i] {
 			used++
 			continue
 		}
@@ -99,7 +143,7 @@ func (m *Model) pick(req *model.Request, prompt string) (int, error) {
 		}
 		if (r.Model == "" || r.Model == req.Model) && (r.Turn == 0 || r.Turn == req.Turn) &&
 			(r.Contains == "" || strings.Contains(prompt, r.Contains)) {
-			m.used[i] = true
+			usedBy[i], m.ever[i] = true, true
 			return i, nil
 		}
 	}
@@ -213,13 +257,14 @@ func ctxError(ctx context.Context, step string) error {
 	return err
 }
 
-// Unused returns the replies no call has consumed, in script order.
+// Unused returns the replies no call has consumed (under ByRun: no call
+// of any run), in script order.
 func (m *Model) Unused() []Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Reply
 	for i, r := range m.replies {
-		if !m.used[i] {
+		if !m.ever[i] {
 			out = append(out, r)
 		}
 	}

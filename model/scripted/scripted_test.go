@@ -337,3 +337,60 @@ func TestGenerateGoRepliesPrecedence(t *testing.T) {
 		t.Errorf("unknown decision filter: %v, want it never to match", err)
 	}
 }
+
+// TestRunsUseTheirOwnReplies: by default the calls of every run go
+// through the script in order (a session's runs); under ByRun one Model
+// serving many runs (a Temporal worker) answers each run from the whole
+// script; Unused lists what no run used; past MaxRuns the oldest run is
+// forgotten, not the newest.
+func TestRunsUseTheirOwnReplies(t *testing.T) {
+	t.Parallel()
+	replies := []Reply{{Step: "a", Raw: ptr("first")}, {Step: "a", Raw: ptr("second")}, {Step: "b", Raw: ptr("never")}}
+	shared := New(replies)
+	for i, run := range []string{"r1", "r2"} {
+		r := req("a", "m", "p")
+		r.RunID = run
+		resp, err := shared.Generate(context.Background(), r)
+		if want := *replies[i].Raw; err != nil || resp.Text != want {
+			t.Fatalf("shared, run %s: %v %v, want %s", run, resp, err, want)
+		}
+	}
+	m := New(replies)
+	m.ByRun()
+	ask := func(run string) (string, error) {
+		r := req("a", "m", "p")
+		r.RunID = run
+		resp, err := m.Generate(context.Background(), r)
+		if err != nil {
+			return "", err
+		}
+		return resp.Text, nil
+	}
+	for _, run := range []string{"r1", "r2", "r1", "r2"} {
+		if _, err := ask(run); err != nil {
+			t.Fatalf("run %s: %v", run, err)
+		}
+	}
+	if _, err := ask("r1"); err == nil || !strings.Contains(err.Error(), "all used") {
+		t.Errorf("a third call of run r1: %v, want the replies all used", err)
+	}
+	if got, err := ask("r3"); err != nil || got != "first" {
+		t.Errorf("a new run's first call: %q, %v; want first", got, err)
+	}
+	if u := m.Unused(); len(u) != 1 || u[0].Step != "b" {
+		t.Errorf("Unused = %+v, want the reply of step b only", u)
+	}
+	for i := range MaxRuns {
+		if _, err := ask(fmt.Sprintf("x%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := ask("r1"); err != nil || got != "first" {
+		t.Errorf("run r1 after %d newer runs: %q, %v; want it forgotten (first)", MaxRuns, got, err)
+	}
+	if got, err := ask(fmt.Sprintf("x%d", MaxRuns-1)); err != nil || got != "second" {
+		t.Errorf("the newest run's second call: %q, %v; want second", got, err)
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -1,8 +1,10 @@
 package workflowtool
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
@@ -30,6 +32,29 @@ func AgentToolsHiding(st store.Store, trusted bool, red *redact.Redactor) func(p
 			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
 		}
 		return w.Tool(), nil
+	}
+	return load.Workflow
+}
+
+// Declared returns a project.LoadOptions.Workflow for a program that
+// loads a flow to start its runs elsewhere and calls no tool itself (rein
+// run --temporal: the workers call the tools): each workflow tool an
+// agent declares is made from its folder with the spec a served one has
+// (New(path, …).Tool().Spec()), and its call fails with a business error.
+// The folders are loaded as trusted says, the workflow tools their own
+// agents declare made the same way.
+func Declared(trusted bool) func(path string) (tool.Tool, error) {
+	load := &project.LoadOptions{TrustedToolsOnly: trusted}
+	load.Workflow = func(path string) (tool.Tool, error) {
+		p, err := project.Load(path, load)
+		if err != nil {
+			return nil, fmt.Errorf("workflow tool of %s: %w", path, err)
+		}
+		defer p.Close()
+		sp := spec(p.Flow)
+		return tool.Func(sp, func(context.Context, any) (any, error) {
+			return nil, fault.Errorf(fault.Business, "workflow tool %s: this program only declares it; a worker that serves the flow calls it", sp.Name)
+		}), nil
 	}
 	return load.Workflow
 }

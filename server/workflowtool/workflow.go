@@ -190,9 +190,12 @@ func (w *Workflow) Do(ctx context.Context, req *Request) (*Answer, error) {
 // Tool returns the workflow as a tool.Tool: its input schema is
 // InputSchema, Call takes a Request (as JSON values or json.RawMessage)
 // and returns the *Answer, or an *Error.
-func (w *Workflow) Tool() tool.Tool {
-	return tool.Func(tool.Spec{Name: w.name, Description: w.description(), InputSchema: schemaFor(w.flow),
-		OutputSchema: OutputSchema(), Effect: tool.EffectWrite}, w.call)
+func (w *Workflow) Tool() tool.Tool { return tool.Func(spec(w.flow), w.call) }
+
+// spec is the spec of f's workflow tool.
+func spec(f *flow.Flow) tool.Spec {
+	return tool.Spec{Name: ToolName(f), Description: description(f), InputSchema: schemaFor(f),
+		OutputSchema: OutputSchema(), Effect: tool.EffectWrite}
 }
 
 func (w *Workflow) call(ctx context.Context, args any) (any, error) {
@@ -210,8 +213,8 @@ func (w *Workflow) call(ctx context.Context, args any) (any, error) {
 	return a, nil
 }
 
-func (w *Workflow) description() string {
-	return fmt.Sprintf("Drive workflow %s: start a task, then follow next_actions (submit each step's output, or submit_from_source), prepare_delivery once it succeeded; status and cancel at any time. Keep only task_id.", w.flow.Name)
+func description(f *flow.Flow) string {
+	return fmt.Sprintf("Drive workflow %s: start a task, then follow next_actions (submit each step's output, or submit_from_source), prepare_delivery once it succeeded; status and cancel at any time. Keep only task_id.", f.Name)
 }
 
 // Register registers the workflow's tool in reg: a tool pack's entry

@@ -41,7 +41,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if task == "" {
 		return exitUsage, usageErr("the task is empty: say what the agent should do")
 	}
-	p, err := project.LoadAgent(dir, nil)
+	p, err := project.LoadAgent(dir, declared())
 	if err != nil {
 		return exitUsage, err
 	}

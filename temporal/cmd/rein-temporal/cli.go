@@ -7,15 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/reinhq/rein/internal/engine"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact/seal"
+	"github.com/reinhq/rein/server/workflowtool"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -29,12 +34,13 @@ const (
 )
 
 const usage = `usage:
-  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] [--store URL] DIR...
-  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--tenant T] [--detach] [-o json]
+  rein worker --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--retry-window 0s] [--store URL] [--log-level info] DIR...
+  rein run DIR --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--input FILE] [--run-id ID] [--session ID] [--tenant T] [--detach] [-o json]
   rein agent DIR TASK --temporal HOSTPORT [--task-queue Q] [--namespace NS] [--run-id ID] [--detach] [-o json]
   rein codec-server --temporal [--addr HOST:PORT] [--cors-origin URL] --project DIR [--blobs DIR]
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads,
-   and --project DIR: the folder whose rein.yaml encryption: names the keys sealing the runs' payloads)
+   --project DIR: the folder whose rein.yaml encryption: names the keys sealing the runs' payloads,
+   and --log-level debug|info|warn|error: the Temporal SDK's log on stderr, info for a worker, warn otherwise)
   rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]
@@ -108,6 +114,11 @@ type common struct {
 	// (keys.go); keys are those the client seals and opens with.
 	project string
 	keys    *seal.Codec
+	// logLevel is --log-level, the level of the SDK's log. A worker sets
+	// logTo, its stderr, and logs at info by default; the other commands
+	// log on os.Stderr at warn.
+	logLevel string
+	logTo    io.Writer
 }
 
 func (c *common) add(fs *flag.FlagSet) {
@@ -117,6 +128,22 @@ func (c *common) add(fs *flag.FlagSet) {
 	fs.StringVar(&c.blobs, "blobs", "", "a directory every worker and client shares: payloads past --blob-threshold are stored there, by reference in the history")
 	fs.IntVar(&c.blobMin, "blob-threshold", temporal.DefaultBlobThreshold, "with --blobs: the payload size in bytes past which a payload is stored by reference")
 	fs.StringVar(&c.project, "project", "", "a flow or agent folder whose rein.yaml encryption: names the keys that seal the runs' payloads (default: the folders the command is given)")
+	fs.StringVar(&c.logLevel, "log-level", "", "the Temporal SDK's log on stderr: debug, info, warn or error (default: info for a worker, warn otherwise)")
+}
+
+// logger is the SDK's logger --log-level asks for, def when it is empty.
+func (c *common) logger(def slog.Level) (tlog.Logger, error) {
+	level := def
+	if c.logLevel != "" {
+		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+			return nil, usageErr(fmt.Sprintf("--log-level %q: want debug, info, warn or error", c.logLevel))
+		}
+	}
+	out := c.logTo
+	if out == nil {
+		out = os.Stderr
+	}
+	return tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))), nil
 }
 
 // parse parses args with fs, flags and positional arguments in any order.
@@ -142,7 +169,15 @@ func (c *common) dial() (client.Client, error) {
 	if err := c.loadKeys(); err != nil {
 		return nil, err
 	}
-	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace}
+	def := slog.LevelWarn
+	if c.logTo != nil {
+		def = slog.LevelInfo // a worker's
+	}
+	logger, err := c.logger(def)
+	if err != nil {
+		return nil, err
+	}
+	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace, Logger: logger}
 	opts.DataConverter = c.dataConverter()
 	opts.FailureConverter = temporal.NewFailureConverter(c.keys, opts.DataConverter)
 	return client.Dial(opts)
@@ -150,7 +185,7 @@ func (c *common) dial() (client.Client, error) {
 
 // serveWorker serves the flows of its folders until ctx ends.
 func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
-	var c common
+	c := common{logTo: stderr}
 	var window time.Duration
 	var sf storeFlag
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -169,9 +204,8 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore(st, stderr)
-	flows := temporal.NewFlows()
-	flows.Store = st
-	if err := flows.Load(folders(dirs), nil); err != nil {
+	flows, err := loadFlows(dirs, st)
+	if err != nil {
 		return err
 	}
 	if c.keys, err = flows.Keys(); err != nil {
@@ -190,6 +224,19 @@ func serveWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	warnClear(stderr, flows, c.keys)
 	fmt.Fprintf(stderr, "rein worker: task queue %s on %s serves %s (run store %s)\n", c.queue, c.hostport, strings.Join(flows.Names(), ", "), dsn)
 	return w.Run(stopOn(ctx))
+}
+
+// loadFlows loads the flow and agent folders a worker serves (folders),
+// st their engines' run store; the workflow tools their agents declare
+// are served over st (a task of one is a local run there, which any
+// worker on the same store goes on with).
+func loadFlows(dirs []string, st store.Store) (*temporal.Flows, error) {
+	flows := temporal.NewFlows()
+	flows.Store = st
+	if err := flows.Load(folders(dirs), &project.LoadOptions{Workflow: workflowtool.AgentTools(st, false)}); err != nil {
+		return nil, err
+	}
+	return flows, nil
 }
 
 // folders expands each dir that holds no flow.yaml (nor agent.yaml) but
@@ -230,13 +277,14 @@ func stopOn(ctx context.Context) <-chan any {
 // run starts a run of a folder and follows it until it settles or waits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var inputPath, runID, output, tenant string
+	var inputPath, runID, output, tenant, session string
 	var detach bool
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&inputPath, "input", "", "run input: a JSON file (default: input.json in the flow's folder)")
 	fs.StringVar(&runID, "run-id", "", "the run's id (the workflow id); a running run of that id is followed, not started again")
 	fs.StringVar(&tenant, "tenant", "", "who the run is for (its ReinTenant search attribute)")
+	fs.StringVar(&session, "session", "", "session id, for flows with idempotency: session_workflow_input_hash")
 	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
 	fs.StringVar(&output, "o", "text", "text or json")
 	pos, err := parse(fs, args)
@@ -246,7 +294,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if len(pos) != 1 {
 		return exitUsage, usageErr("rein run --temporal takes one flow folder")
 	}
-	p, err := project.Load(pos[0], nil)
+	p, err := project.Load(pos[0], declared())
 	if err != nil {
 		return exitUsage, err
 	}
@@ -264,12 +312,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			return exitUsage, usageErr(err.Error())
 		}
 	}
+	so := temporal.StartOptions{RunID: runID, TaskQueue: c.queue, Tenant: tenant, Namespace: c.namespace, Session: session}
+	id, key, err := temporal.StartID(p, input, so)
+	if errors.Is(err, engine.ErrSessionRequired) {
+		return exitUsage, usageErr(err.Error() + ": pass a session id with --session ID")
+	}
+	if err != nil {
+		return exitUsage, usageErr(err.Error())
+	}
+	so.RunID = id
 	cl, err := c.dial()
 	if err != nil {
 		return exitUsage, err
 	}
 	defer cl.Close()
-	wr, err := temporal.StartRun(ctx, cl, p, input, temporal.StartOptions{RunID: runID, TaskQueue: c.queue, Tenant: tenant, Namespace: c.namespace})
+	if key != "" && runID == "" {
+		if _, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+			fmt.Fprintf(stderr, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", id, p.Flow.Idempotency)
+		}
+	}
+	wr, err := temporal.StartRun(ctx, cl, p, input, so)
 	if err != nil {
 		return exitFailed, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/redact/seal"
+	"github.com/reinhq/rein/server/workflowtool"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -22,9 +23,9 @@ func (c *common) loadKeys() error {
 	var p *project.Project
 	var err error
 	if project.IsAgentDir(c.project) {
-		p, err = project.LoadAgent(c.project, nil)
+		p, err = project.LoadAgent(c.project, declared())
 	} else {
-		p, err = project.Load(c.project, nil)
+		p, err = project.Load(c.project, declared())
 	}
 	if err != nil {
 		return fmt.Errorf("--project %s: %w", c.project, err)
@@ -59,4 +60,12 @@ func warnClear(w io.Writer, flows *temporal.Flows, keys *seal.Codec) {
 	if names := flows.Secretive(); len(names) > 0 {
 		fmt.Fprintf(w, "rein worker: flow(s) %s declare secrets and no rein.yaml encryption: key is configured: their secrets are redacted from the history, so a step reads [REDACTED] where a local run reads the value (name a key to seal the history instead; docs/temporal.md \"Secrets\")\n", strings.Join(names, ", "))
 	}
+}
+
+// declared are the load options of a command that loads a folder to start
+// its runs or read its key, not to call its tools: the workflow tools its
+// agents declare are made from their folders' specs (a worker, which
+// calls them, serves them over its run store).
+func declared() *project.LoadOptions {
+	return &project.LoadOptions{Workflow: workflowtool.Declared(false)}
 }

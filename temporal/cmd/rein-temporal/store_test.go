@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/engine"
+	"github.com/reinhq/rein/project"
 )
 
 // TestWorkerStore: rein worker opens its run store from --store, --db (the
@@ -56,5 +59,45 @@ func TestWorkerStore(t *testing.T) {
 	sf.dsn = bad
 	if _, _, err := sf.open(context.Background()); !errors.As(err, new(*usageError)) {
 		t.Errorf("open %s: %v, want a usage error", bad, err)
+	}
+}
+
+// TestWorkerServesExamples: a worker serves every folder of examples/,
+// the process clerk too, whose tool is a workflow (served over the
+// worker's run store); the command that starts the clerk's run loads it
+// with its workflow tool declared, not served, and pins the same flow.
+func TestWorkerServesExamples(t *testing.T) {
+	var sf storeFlag
+	sf.dsn = filepath.Join(t.TempDir(), "rein.db")
+	st, _, err := sf.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	examples, err := filepath.Abs(filepath.Join("..", "..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows, err := loadFlows([]string{examples}, st)
+	if err != nil {
+		t.Fatalf("rein worker examples/: %v", err)
+	}
+	if names := strings.Join(flows.Names(), " "); !strings.Contains(names, "clerk") || !strings.Contains(names, "resume_screen") {
+		t.Errorf("the worker serves %s", names)
+	}
+	p, err := project.LoadAgent(filepath.Join(examples, "process-clerk"), declared())
+	if err != nil {
+		t.Fatalf("rein agent examples/process-clerk --temporal loads it: %v", err)
+	}
+	defer p.Close()
+	if !flows.Holds(engine.FlowHash(p.Flow)) {
+		t.Errorf("the worker does not hold the flow the command pins (%s)", flows.Names())
+	}
+	wt, ok := p.Tools.Lookup("process_workflow")
+	if !ok {
+		t.Fatal("the declared workflow tool is not registered")
+	}
+	if _, err := wt.Call(context.Background(), map[string]any{"action": "status"}); err == nil || !strings.Contains(err.Error(), "a worker that serves the flow calls it") {
+		t.Errorf("a declared workflow tool's call: %v", err)
 	}
 }
