@@ -4,11 +4,17 @@ package servertest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,48 +32,11 @@ import (
 //   - the process clerk, an agent whose tool is the process workflow: the
 //     worker serves the workflow tool over its run store.
 func TestExamplesWorker(t *testing.T) {
-	ts := server(t)
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
 	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "examples"}
-	var werr bytes.Buffer
-	w := exec.Command(prog, append([]string{"worker", examples, "--store", filepath.Join(t.TempDir(), "rein.db")}, conn...)...)
-	w.Stderr = &werr
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = w.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = w.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = w.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("the worker's stderr:\n%s", werr.String())
-		}
-	})
-	run := func(args ...string) (int, string, string) {
-		t.Helper()
-		var out, errs bytes.Buffer
-		cmd := exec.Command(prog, append(args, conn...)...)
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-	}
+	run := workerProcess(t, nil, examples)
 
 	for i := range 2 {
 		if code, out, errs := run("run", filepath.Join(examples, "resume-screen")); code != 0 || !strings.Contains(out, " succeeded\n") {
@@ -94,5 +63,123 @@ func TestExamplesWorker(t *testing.T) {
 	code, out, errs := run("agent", filepath.Join(examples, "process-clerk"), "file a welded steel frame")
 	if code != 0 || !strings.Contains(out, "Workflow results (process_workflow):") || !strings.Contains(out, "(workflow process): waiting; waits on parse (submit)") {
 		t.Errorf("rein agent examples/process-clerk: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// workerProcess builds rein-temporal, starts a real server and a worker
+// process on it (rein-temporal worker DIR…, over a SQLite run store, env
+// added to its environment), stopped with an interrupt when the test
+// ends; it returns a function that runs a command against that server and
+// returns its exit code, stdout and stderr.
+func workerProcess(t *testing.T, env []string, dirs ...string) func(args ...string) (int, string, string) {
+	t.Helper()
+	ts := server(t)
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("build rein-temporal: %v\n%s", err, out)
+	}
+	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "examples"}
+	var werr bytes.Buffer
+	w := exec.Command(prog, append(append([]string{"worker", "--store", filepath.Join(t.TempDir(), "rein.db")}, dirs...), conn...)...)
+	w.Env = append(os.Environ(), env...)
+	w.Stderr = &werr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = w.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = w.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("the worker's stderr:\n%s", werr.String())
+		}
+	})
+	return func(args ...string) (int, string, string) {
+		t.Helper()
+		var out, errs bytes.Buffer
+		cmd := exec.Command(prog, append(args, conn...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
+	}
+}
+
+// TestProviderAgent: an agent whose model is an OpenAI-compatible server
+// (here an httptest server speaking Chat Completions, sending a native
+// tool call) runs on a worker process as it runs locally: the worker
+// builds the provider's model from rein.yaml (its key from the worker's
+// environment), the tool call is made, and its result goes back to the
+// model in the tool message of the call's id.
+func TestProviderAgent(t *testing.T) {
+	var mu sync.Mutex
+	var seen []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer mock-key" || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, body)
+		mu.Unlock()
+		msg := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "call_1", "type": "function", "function": map[string]any{"name": "add", "arguments": `{"a":2,"b":3}`}}}}
+		finish := "tool_calls"
+		msgs, _ := body["messages"].([]any)
+		for _, m := range msgs {
+			if m, _ := m.(map[string]any); m["role"] == "tool" {
+				msg, finish = map[string]any{"role": "assistant", "content": fmt.Sprintf("The sum is %v.", m["content"])}, "stop"
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "created": 1, "model": "mock-1",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"agent.yaml": "name: adder\nmodel: mock\ninstructions: Add with the add tool.\ntools:\n  add: {}\n",
+		"rein.yaml": "models:\n  mock: {provider: openai, model: mock-1, base_url: \"" + srv.URL + "/v1\", api_key_env: MOCK_KEY}\n" +
+			"tools:\n  add:\n    description: Adds a and b.\n    command: [\"sh\", \"-c\", \"cat >/dev/null; echo 5\"]\n    effect: read\n" +
+			"    input_schema: {type: object, properties: {a: {type: number}, b: {type: number}}}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := workerProcess(t, []string{"MOCK_KEY=mock-key"}, dir)
+	code, out, errs := run("agent", dir, "add 2 and 3")
+	if code != 0 || !strings.HasPrefix(out, "The sum is 5.\n") {
+		t.Fatalf("rein agent --temporal: exit %d\n%s\n%s", code, out, errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("the model was asked %d times, want 2", len(seen))
+	}
+	tools, _ := seen[0]["tools"].([]any)
+	var names []string
+	for _, tl := range tools {
+		tl, _ := tl.(map[string]any)
+		fn, _ := tl["function"].(map[string]any)
+		names = append(names, fmt.Sprint(fn["name"]))
+	}
+	if !slices.Contains(names, "add") {
+		t.Errorf("the first request offers the functions %v, not add", names)
+	}
+	if msgs := fmt.Sprint(seen[1]["messages"]); !strings.Contains(msgs, "tool_call_id:call_1") || !strings.Contains(msgs, "content:5") {
+		t.Errorf("the second request does not carry the call's result: %s", msgs)
 	}
 }

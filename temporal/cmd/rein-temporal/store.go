@@ -11,8 +11,6 @@ import (
 
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
-	_ "github.com/reinhq/rein/store/postgres" // postgres:// URLs, libpq keyword/value DSNs
-	_ "github.com/reinhq/rein/store/sqlite"   // file paths, :memory:
 )
 
 // defaultDB is the run store a worker opens when neither --store nor
