@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,6 +13,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/reinhq/rein/redact/seal"
 )
 
 // RunView is what rein runs show --temporal prints: the run's Status (its
@@ -66,11 +69,21 @@ func ShowRun(ctx context.Context, c client.Client, runID string) (*RunView, erro
 		if _, retryable := ClosedOf(gerr); retryable && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
 			v.NextActions = append(v.NextActions, closedRetry(runID, st.Error)) // what RetryRun takes
 		}
+	case sealed(gerr):
+		return nil, fmt.Errorf("run %s closed %s, and its result does not open here: %w", runID, v.Workflow, gerr)
 	default:
 		v.Status = &Status{RunID: runID, Flow: info.GetType().GetName(), Status: strings.ToLower(v.Workflow),
 			Error: &RunError{Class: "workflow", Message: gerr.Error()}}
 	}
 	return v, nil
+}
+
+// sealed reports whether err is a sealed payload that did not open: one
+// of a key this client does not hold, or damaged.
+func sealed(err error) bool {
+	var missing *seal.MissingKeyError
+	var bad *seal.Error
+	return errors.As(err, &missing) || errors.As(err, &bad)
 }
 
 // ListOptions select the runs ListRuns lists; empty fields select all.

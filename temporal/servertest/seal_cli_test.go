@@ -32,8 +32,8 @@ import (
 // folder whose rein.yaml names a key. rein run seals the run's input (a
 // secret), the worker every payload: the raw history holds no secret, and
 // the run's steps read the value. rein runs show without --project cannot
-// open the run's result and says which key it needs; with --project DIR it shows
-// it. rein codec-server --project DIR answers /decode of the history's
+// open the run's result: it fails, saying which key it needs; with
+// --project DIR it shows it. rein codec-server --project DIR answers /decode of the history's
 // sealed input with the plain payload.
 func TestSealedRunCommands(t *testing.T) {
 	const secret = "tok-facade0123456789ab"
@@ -105,9 +105,7 @@ func TestSealedRunCommands(t *testing.T) {
 		}
 	}
 	code, out, errs = run("runs", "show", "run-sealed", "-o", "json")
-	// (runs show shows a closed run whose result it cannot read with the
-	// error as the run's: exit 0)
-	if both := out + errs; strings.Contains(both, secret) || !strings.Contains(both, "sealed with key k1") || !strings.Contains(both, "--project DIR") {
+	if both := out + errs; code == 0 || strings.Contains(both, secret) || !strings.Contains(both, "sealed with key k1") || !strings.Contains(both, "--project DIR") {
 		t.Fatalf("rein runs show without the key: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = run("runs", "show", "run-sealed", "--project", dir, "-o", "json")

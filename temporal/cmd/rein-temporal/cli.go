@@ -180,7 +180,11 @@ func (c *common) dial() (client.Client, error) {
 	opts := client.Options{HostPort: c.hostport, Namespace: c.namespace, Logger: logger}
 	opts.DataConverter = c.dataConverter()
 	opts.FailureConverter = temporal.NewFailureConverter(c.keys, opts.DataConverter)
-	return client.Dial(opts)
+	cl, err := client.Dial(opts)
+	if err != nil {
+		return nil, fmt.Errorf("the Temporal server at %s (namespace %s): %w: is it running, and is --temporal its frontend's HOSTPORT?", c.hostport, c.namespace, err)
+	}
+	return cl, nil
 }
 
 // serveWorker serves the flows of its folders until ctx ends.
