@@ -106,10 +106,7 @@ steps:
 
 	// The first prune goes through the program, as rein runs prune
 	// --temporal runs it: a dry run, then the prune.
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	prune := func(extra ...string) []byte {
 		args := append([]string{"runs", "prune", "--temporal", ts.GetFrontendHostPort(), "--namespace", ns, "--blobs", blobs, "--older-than", "1d", "-o", "json"}, extra...)
 		out, err := exec.Command(prog, args...).Output()

@@ -3,10 +3,7 @@
 package servertest
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,10 +38,7 @@ func TestAgentCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	fs := temporal.NewFlows()
 	if err := fs.Load([]string{support, hello}, nil); err != nil {
@@ -54,17 +48,7 @@ func TestAgentCommand(t *testing.T) {
 		temporal.Register(r, &temporal.Workflow{Flows: fs}, &temporal.Activities{Flows: fs})
 	}, workerOptions)
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
-	run := func(args ...string) (int, string, string) {
-		var out, errs bytes.Buffer
-		cmd := exec.Command(prog, append(args, conn...)...)
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-	}
+	run := commander(t, prog, conn, nil)
 
 	code, out, errs := run("agent", support, "Order 1042: I was charged twice", "--run-id", "run-cli")
 	if code != 3 || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") {

@@ -34,10 +34,7 @@ func TestRunsHistoryViews(t *testing.T) {
 	ns := ts.GetDefaultNamespace()
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), worker.Options{})
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	run := func(t *testing.T, args ...string) (int, string) {
 		t.Helper()
 		var out, errs bytes.Buffer

@@ -5,7 +5,6 @@ package servertest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -74,10 +73,7 @@ func TestExamplesWorker(t *testing.T) {
 func workerProcess(t *testing.T, env []string, dirs ...string) func(args ...string) (int, string, string) {
 	t.Helper()
 	ts := server(t)
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "examples"}
 	var werr bytes.Buffer
 	w := exec.Command(prog, append(append([]string{"worker", "--store", filepath.Join(t.TempDir(), "rein.db")}, dirs...), conn...)...)
@@ -100,19 +96,7 @@ func workerProcess(t *testing.T, env []string, dirs ...string) func(args ...stri
 			t.Logf("the worker's stderr:\n%s", werr.String())
 		}
 	})
-	return func(args ...string) (int, string, string) {
-		t.Helper()
-		var out, errs bytes.Buffer
-		cmd := exec.Command(prog, append(args, conn...)...)
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-	}
+	return commander(t, prog, conn, env)
 }
 
 // TestProviderAgent: an agent whose model is an OpenAI-compatible server

@@ -3,11 +3,8 @@
 package servertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,22 +31,9 @@ func TestRunsCommands(t *testing.T) {
 	}
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	ts.NewWorkerWithOptions(queue, register(l.flows(t, false)), workerOptions)
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ns}
-	run := func(args ...string) (int, string, string) {
-		var out, errs bytes.Buffer
-		cmd := exec.Command(prog, append(args, conn...)...)
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-	}
+	run := commander(t, prog, conn, nil)
 	const id = "run-cmds"
 	if _, err := temporal.StartRun(ctx, c, load(t, "approve", l), map[string]any{"n": 3}, temporal.StartOptions{RunID: id, TaskQueue: queue, Tenant: "acme", Namespace: ns}); err != nil {
 		t.Fatal(err)

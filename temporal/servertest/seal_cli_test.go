@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,10 +56,7 @@ func TestSealedRunCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog := filepath.Join(t.TempDir(), "rein-temporal")
-	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("build rein-temporal: %v\n%s", err, out)
-	}
+	prog := program(t)
 	dc := temporal.NewDataConverter(p.Codec(), nil)
 	ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{
 		DataConverter: dc, FailureConverter: temporal.NewFailureConverter(p.Codec(), dc)}))
@@ -70,17 +66,7 @@ func TestSealedRunCommands(t *testing.T) {
 		temporal.Register(r, &temporal.Workflow{Flows: fs}, &temporal.Activities{Flows: fs, Sealed: true})
 	}, worker.Options{})
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
-	run := func(args ...string) (int, string, string) {
-		var out, errs bytes.Buffer
-		cmd := exec.Command(prog, append(args, conn...)...)
-		cmd.Stdout, cmd.Stderr = &out, &errs
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-	}
+	run := commander(t, prog, conn, nil)
 	code, out, errs := run("run", dir, "--run-id", "run-sealed", "-o", "json")
 	var st temporal.Status
 	var use map[string]any

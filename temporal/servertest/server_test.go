@@ -7,9 +7,12 @@
 package servertest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,5 +221,35 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition never held")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// program builds the rein-temporal program into a temporary folder.
+func program(t *testing.T) string {
+	t.Helper()
+	prog := filepath.Join(t.TempDir(), "rein-temporal")
+	if out, err := exec.Command("go", "build", "-o", prog, "github.com/reinhq/rein/temporal/cmd/rein-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("build rein-temporal: %v\n%s", err, out)
+	}
+	return prog
+}
+
+// commander returns a function that runs prog with its args and then
+// conn (the server's flags), env added to its environment, and returns
+// its exit code, stdout and stderr; a program that does not start fails
+// the test.
+func commander(t *testing.T, prog string, conn, env []string) func(args ...string) (int, string, string) {
+	return func(args ...string) (int, string, string) {
+		t.Helper()
+		var out, errs bytes.Buffer
+		cmd := exec.Command(prog, append(args, conn...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
 	}
 }
