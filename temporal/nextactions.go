@@ -10,7 +10,7 @@ func commandOf(runID string, a NextAction) string {
 	case ActionRetry:
 		return fmt.Sprintf("rein runs retry %s", runID) // --from STEP re-runs from an earlier step
 	case ActionSettle:
-		return fmt.Sprintf("rein runs settle %s %s --output JSON", runID, a.Step)
+		return fmt.Sprintf("rein runs settle %s %s --value JSON", runID, a.Step)
 	case ActionSubmit:
 		return fmt.Sprintf("rein runs submit %s %s --data JSON", runID, a.Step)
 	}

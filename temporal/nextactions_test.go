@@ -53,7 +53,7 @@ func TestCommandOf(t *testing.T) {
 	}{
 		{NextAction{Action: ActionApprove, Step: "pay"}, "rein runs approve R pay"},
 		{NextAction{Action: ActionReject, Step: "agent/turn2/call1"}, "rein runs reject R agent/turn2/call1"},
-		{NextAction{Action: ActionSettle, Step: "pay"}, "rein runs settle R pay --output JSON"},
+		{NextAction{Action: ActionSettle, Step: "pay"}, "rein runs settle R pay --value JSON"},
 		{NextAction{Action: ActionSubmit, Step: "draft"}, "rein runs submit R draft --data JSON"},
 		{NextAction{Action: ActionRetry, Step: "charge"}, "rein runs retry R"},
 	} {

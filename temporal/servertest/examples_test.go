@@ -42,6 +42,26 @@ func TestExamplesWorker(t *testing.T) {
 			t.Fatalf("rein run examples/resume-screen, run %d on one worker: exit %d\n%s\n%s", i+1, code, out, errs)
 		}
 	}
+	// --output json is a local rein run's object: steps by id.
+	code, out, errs := run("run", filepath.Join(examples, "resume-screen"), "--output", "json")
+	var res struct {
+		Status  string                     `json:"status"`
+		Outputs map[string]json.RawMessage `json:"outputs"`
+		Steps   map[string]struct {
+			Status   string `json:"status"`
+			Attempts int    `json:"attempts"`
+		} `json:"steps"`
+		Error   *struct{} `json:"error"`
+		Pending []struct {
+			StepID string `json:"step_id"`
+			Kind   string `json:"kind"`
+		} `json:"pending"`
+		Existing bool `json:"existing"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Status != "succeeded" || res.Steps["extract_info"].Status != "succeeded" ||
+		res.Steps["extract_info"].Attempts != 1 || res.Outputs["score_candidate"] == nil || res.Error != nil || res.Pending == nil {
+		t.Fatalf("rein run --output json: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
 
 	process := filepath.Join(examples, "process-workflow")
 	if code, _, errs := run("run", process); code != 2 || !strings.Contains(errs, "pass a session id with --session ID") {
@@ -55,13 +75,33 @@ func TestExamplesWorker(t *testing.T) {
 	if code != 3 || again != first || !strings.Contains(errs, "was started earlier with the same idempotency key (session_workflow_input_hash)") {
 		t.Errorf("the same start again: exit %d\n%s\n%s\nwant the first run's state:\n%s", code, again, errs, first)
 	}
+	code, out, errs = run("run", process, "--session", "s1", "-o", "json")
+	res.Pending = nil
+	if err := json.Unmarshal([]byte(out), &res); code != 3 || err != nil || !res.Existing || res.Status != "waiting" ||
+		len(res.Pending) != 1 || res.Pending[0].StepID != "parse" || res.Pending[0].Kind != "submission" {
+		t.Errorf("the same start, -o json: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
 	if code, other, errs := run("run", process, "--session", "s2"); code != 3 || other == first {
 		t.Errorf("a start in another session: exit %d\n%s\n%s\nwant a run other than\n%s", code, other, errs, first)
 	}
 
-	code, out, errs := run("agent", filepath.Join(examples, "process-clerk"), "file a welded steel frame")
+	code, out, errs = run("agent", filepath.Join(examples, "process-clerk"), "file a welded steel frame")
 	if code != 0 || !strings.Contains(out, "Workflow results (process_workflow):") || !strings.Contains(out, "(workflow process): waiting; waits on parse (submit)") {
 		t.Errorf("rein agent examples/process-clerk: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = run("agent", filepath.Join(examples, "process-clerk"), "file a welded steel frame", "--output", "json")
+	var ans struct {
+		Status string `json:"status"`
+		Answer string `json:"answer"`
+		Calls  []struct {
+			Turn   int    `json:"turn"`
+			Tool   string `json:"tool"`
+			Status string `json:"status"`
+		} `json:"calls"`
+	}
+	if err := json.Unmarshal([]byte(out), &ans); code != 0 || err != nil || ans.Status != "answered" || !strings.Contains(ans.Answer, "Workflow results") ||
+		len(ans.Calls) != 1 || ans.Calls[0].Tool != "process_workflow" || ans.Calls[0].Turn != 1 {
+		t.Errorf("rein agent --output json: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
 }
 

@@ -68,7 +68,9 @@ func TestSealedRunCommands(t *testing.T) {
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()}
 	run := commander(t, prog, conn, nil)
 	code, out, errs := run("run", dir, "--run-id", "run-sealed", "-o", "json")
-	var st temporal.Status
+	var st struct {
+		Outputs map[string]json.RawMessage `json:"outputs"`
+	}
 	var use map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || json.Unmarshal(st.Outputs["use"], &use) != nil || use["read"] != secret {
 		t.Fatalf("rein run: exit %d\n%s\n%s", code, out, errs)

@@ -24,6 +24,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.StringVar(&runID, "run-id", "", "the run's id (the workflow id); a running run of that id is followed, not started again")
 	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
 	fs.StringVar(&output, "o", "text", "text or json")
+	fs.StringVar(&output, "output", "text", "the same as -o")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -61,7 +62,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		fmt.Fprintln(stdout, wr.GetID())
 		return exitOK, nil
 	}
-	return followWith(ctx, cl, wr.GetID(), output == "json", stdout, stderr, func(st *temporal.Status) {
+	var jsonOf func(*temporal.Status, []temporal.Pending) (any, error)
+	if output == "json" {
+		jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) {
+			return agentResultOf(ctx, &c, cl, st, pend)
+		}
+	}
+	return followWith(ctx, cl, wr.GetID(), jsonOf, stdout, stderr, func(st *temporal.Status) {
 		if a := answerOf(st); a != "" {
 			fmt.Fprintln(stdout, a)
 		}

@@ -41,7 +41,7 @@ const usage = `usage:
   (every command takes --blobs DIR [--blob-threshold BYTES]: the workers' blob store of large payloads,
    --project DIR: the folder whose rein.yaml encryption: names the keys sealing the runs' payloads,
    and --log-level debug|info|warn|error: the Temporal SDK's log on stderr, info for a worker, warn otherwise)
-  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--output JSON] [-o json]
+  rein runs approve|reject|settle RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] [--comment TEXT] [--value JSON] [-o json]
   rein runs submit RUN STEP --temporal HOSTPORT [--namespace NS] [--by WHO] --data JSON|@FILE [-o json]
   rein runs retry RUN --temporal HOSTPORT [--namespace NS] [--from STEP] [--by WHO] [-o json]
   rein runs show RUN --temporal HOSTPORT [--namespace NS] [-o json]
@@ -291,6 +291,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.StringVar(&session, "session", "", "session id, for flows with idempotency: session_workflow_input_hash")
 	fs.BoolVar(&detach, "detach", false, "start the run and print its id without following it")
 	fs.StringVar(&output, "o", "text", "text or json")
+	fs.StringVar(&output, "output", "text", "the same as -o")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
@@ -330,8 +331,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return exitUsage, err
 	}
 	defer cl.Close()
+	existing := false
 	if key != "" && runID == "" {
 		if _, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+			existing = true
 			fmt.Fprintf(stderr, "rein: run %s was started earlier with the same idempotency key (%s); nothing ran now, this is its state\n", id, p.Flow.Idempotency)
 		}
 	}
@@ -344,7 +347,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fmt.Fprintln(stdout, wr.GetID())
 		return exitOK, nil
 	}
-	return follow(ctx, cl, wr.GetID(), output == "json", stdout, stderr)
+	var jsonOf func(*temporal.Status, []temporal.Pending) (any, error)
+	if output == "json" {
+		jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) {
+			return resultOf(st, pend, existing), nil
+		}
+	}
+	return followWith(ctx, cl, wr.GetID(), jsonOf, stdout, stderr, nil)
 }
 
 // decide sends a decision on a waiting step (approve, reject, settle), a
@@ -367,13 +376,24 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	c.add(fs)
 	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides")
 	fs.StringVar(&comment, "comment", "", "why")
-	fs.StringVar(&out, "output", "", "settle: the step's output, JSON")
+	fs.StringVar(&out, "value", "", "settle: the step's output, JSON")
 	fs.StringVar(&data, "data", "", "submit: the step's output, JSON or @FILE")
 	fs.StringVar(&from, "from", "", "retry: run again from this step (the failed one, or one that settled before it)")
 	fs.StringVar(&output, "o", "text", "text or json")
+	var outputArg string
+	fs.StringVar(&outputArg, "output", "", "text or json, the same as -o; any other value is settle's --value (its earlier name)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
+	}
+	switch outputArg {
+	case "":
+	case "text", "json":
+		output = outputArg
+	default:
+		if out == "" {
+			out = outputArg
+		}
 	}
 	var d temporal.Decision
 	switch action {
@@ -391,7 +411,7 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	switch action {
 	case temporal.ActionSettle:
 		if !json.Valid([]byte(out)) {
-			return exitUsage, usageErr("rein runs settle needs --output JSON")
+			return exitUsage, usageErr("rein runs settle needs --value JSON (the step's output)")
 		}
 		d.Output = json.RawMessage(out)
 	case temporal.ActionSubmit:
@@ -454,14 +474,20 @@ func dataArg(v string) (json.RawMessage, error) {
 }
 
 // follow prints each step as it settles and the run's end, and exits as
-// rein run does with the run's status.
+// rein run does with the run's status; asJSON prints the run as rein run
+// --output json does instead (resultOf).
 func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
-	return followWith(ctx, cl, runID, asJSON, stdout, stderr, nil)
+	var jsonOf func(*temporal.Status, []temporal.Pending) (any, error)
+	if asJSON {
+		jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) { return resultOf(st, pend, false), nil }
+	}
+	return followWith(ctx, cl, runID, jsonOf, stdout, stderr, nil)
 }
 
-// followWith is follow, with first printing what comes before the run's
-// text report (rein agent: the answer).
-func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer, first func(*temporal.Status)) (int, error) {
+// followWith is follow, with jsonOf, when set, making the one object
+// printed instead of the text report, and first printing what comes
+// before the text report (rein agent: the answer).
+func followWith(ctx context.Context, cl client.Client, runID string, jsonOf func(*temporal.Status, []temporal.Pending) (any, error), stdout, stderr io.Writer, first func(*temporal.Status)) (int, error) {
 	seen := map[string]string{}
 	st, err := temporal.Follow(ctx, cl, runID, 200*time.Millisecond, func(s *temporal.Status) {
 		for _, step := range s.Steps {
@@ -474,10 +500,20 @@ func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool
 	if err != nil {
 		return exitFailed, err
 	}
-	if asJSON {
+	var pend []temporal.Pending
+	if st.Status == "waiting" {
+		if err := temporal.Query(ctx, cl, runID, temporal.QueryPending, &pend); err != nil {
+			return exitFailed, fmt.Errorf("run %s waits: what on: %w", runID, err)
+		}
+	}
+	if jsonOf != nil {
+		v, err := jsonOf(st, pend)
+		if err != nil {
+			return exitFailed, err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := enc.Encode(v); err != nil {
 			return exitFailed, err
 		}
 	} else {
@@ -491,17 +527,12 @@ func followWith(ctx context.Context, cl client.Client, runID string, asJSON bool
 				fmt.Fprintf(stdout, "  retry: rein runs retry %s [--from STEP] --temporal …\n", st.RunID)
 			}
 		}
-		if st.Status == "waiting" {
-			var pend []temporal.Pending
-			if err := temporal.Query(ctx, cl, runID, temporal.QueryPending, &pend); err == nil {
-				for _, p := range pend {
-					if p.Kind == "submission" {
-						fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs submit %s %s --data JSON --temporal …\n", p.Step, p.Kind, runID, p.Step)
-						continue
-					}
-					fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs approve|reject|settle %s %s --temporal …\n", p.Step, p.Kind, runID, p.Step)
-				}
+		for _, p := range pend {
+			if p.Kind == "submission" {
+				fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs submit %s %s --data JSON --temporal …\n", p.Step, p.Kind, runID, p.Step)
+				continue
 			}
+			fmt.Fprintf(stdout, "  waits: step %s (%s): rein runs approve|reject|settle %s %s --temporal …\n", p.Step, p.Kind, runID, p.Step)
 		}
 	}
 	switch st.Status {

@@ -36,6 +36,7 @@ func pruneBlobs(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.StringVar(&olderThan, "older-than", "24h", "delete only blobs last written longer ago than this (at least 1h; 30d, 12h, 90m)")
 	fs.BoolVar(&dryRun, "dry-run", false, "list the blobs that would be deleted; delete nothing")
 	fs.StringVar(&output, "o", "text", "text or json")
+	fs.StringVar(&output, "output", "text", "the same as -o")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err

@@ -142,6 +142,7 @@ func listRuns(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.StringVar(&o.Tenant, "tenant", "", "only runs for this tenant (ReinTenant)")
 	fs.IntVar(&o.Limit, "limit", 100, "at most this many runs")
 	fs.StringVar(&output, "o", "text", "text or json")
+	fs.StringVar(&output, "output", "text", "the same as -o")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage, err
