@@ -45,6 +45,7 @@ func TestExamplesWorker(t *testing.T) {
 	// --output json is a local rein run's object: steps by id.
 	code, out, errs := run("run", filepath.Join(examples, "resume-screen"), "--output", "json")
 	var res struct {
+		RunID   string                     `json:"run_id"`
 		Status  string                     `json:"status"`
 		Outputs map[string]json.RawMessage `json:"outputs"`
 		Steps   map[string]struct {
@@ -80,6 +81,26 @@ func TestExamplesWorker(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); code != 3 || err != nil || !res.Existing || res.Status != "waiting" ||
 		len(res.Pending) != 1 || res.Pending[0].StepID != "parse" || res.Pending[0].Kind != "submission" {
 		t.Errorf("the same start, -o json: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	// rein runs show --output json holds a local show's run, steps and
+	// approvals; rein runs list --output json a local list's id.
+	code, out, errs = run("runs", "show", res.RunID, "--output", "json")
+	var shown struct {
+		Run struct {
+			ID, Status string
+		} `json:"run"`
+		Steps []struct {
+			StepID string `json:"step_id"`
+			Status string `json:"status"`
+		} `json:"steps"`
+		Approvals []struct {
+			StepID string `json:"step_id"`
+			Kind   string `json:"kind"`
+		} `json:"approvals"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); code != 0 || err != nil || shown.Run.ID != res.RunID || shown.Run.Status != "waiting" ||
+		len(shown.Steps) == 0 || shown.Steps[0].StepID != "parse" || shown.Steps[0].Status != "waiting" || len(shown.Approvals) != 1 || shown.Approvals[0].Kind != "submission" {
+		t.Errorf("rein runs show --output json: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
 	if code, other, errs := run("run", process, "--session", "s2"); code != 3 || other == first {
 		t.Errorf("a start in another session: exit %d\n%s\n%s\nwant a run other than\n%s", code, other, errs, first)

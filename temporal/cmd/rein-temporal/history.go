@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -33,6 +35,7 @@ func runCommand(name string, args []string) (*runCmd, error) {
 	fs := flag.NewFlagSet("runs "+name, flag.ContinueOnError)
 	r.c.add(fs)
 	fs.StringVar(&r.output, "o", "text", "text or json")
+	fs.StringVar(&r.output, "output", "text", "the same as -o")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -145,10 +148,56 @@ func orUnknown(s string) string {
 // agent steps' transcripts as a local rein runs show gives them (agents:
 // the latest attempt's turns, by step) and in full (sessions: every
 // attempt, with the people's decisions on its calls).
+//
+// It also carries what a local rein runs show --output json holds, under
+// the same names, so that a program reads either: run (id, flow, status,
+// created_at), steps as step rows (run_id, step_id, status, attempt, its
+// output; besides this view's id and attempts) and approvals (those the
+// run waits on, as rein run --output json's pending).
 type shown struct {
 	*temporal.RunView
-	Agents   map[string][]agent.Turn `json:"agents,omitempty"`
-	Sessions []temporal.AgentSession `json:"sessions,omitempty"`
+	Run       shownRun                `json:"run"`
+	Steps     []shownStep             `json:"steps"`
+	Approvals []pendingJSON           `json:"approvals"`
+	Agents    map[string][]agent.Turn `json:"agents,omitempty"`
+	Sessions  []temporal.AgentSession `json:"sessions,omitempty"`
+}
+
+type shownRun struct {
+	ID        string    `json:"id"`
+	Flow      string    `json:"flow"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	ClosedAt  time.Time `json:"closed_at,omitzero"`
+}
+
+type shownStep struct {
+	RunID  string `json:"run_id"`
+	StepID string `json:"step_id"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	// Attempt is the local row's name, Attempts this view's.
+	Attempt  int             `json:"attempt"`
+	Attempts int             `json:"attempts,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// newShown is v's document, its steps and approvals in a local show's
+// names too.
+func newShown(v *temporal.RunView) *shown {
+	s := &shown{RunView: v, Steps: []shownStep{}, Approvals: []pendingJSON{}}
+	if v.Status == nil {
+		return s
+	}
+	st := v.Status
+	s.Run = shownRun{ID: st.RunID, Flow: st.Flow, Status: st.Status, CreatedAt: v.Started, ClosedAt: v.Closed}
+	for _, x := range st.Steps {
+		s.Steps = append(s.Steps, shownStep{RunID: st.RunID, StepID: x.ID, ID: x.ID, Status: x.Status, Attempt: x.Attempts,
+			Attempts: x.Attempts, Output: st.Outputs[x.ID], Error: x.Error})
+	}
+	s.Approvals = pendingOf(st.RunID, v.Pending)
+	return s
 }
 
 // withSessions adds v's agent sessions, read from its history.
@@ -157,7 +206,8 @@ func (r *runCmd) withSessions(ctx context.Context, v *temporal.RunView) (*shown,
 	if err != nil {
 		return nil, fmt.Errorf("run %s: its agents' transcripts: %w", r.run, err)
 	}
-	s := &shown{RunView: v, Sessions: ss}
+	s := newShown(v)
+	s.Sessions = ss
 	for _, x := range ss {
 		if s.Agents == nil {
 			s.Agents = map[string][]agent.Turn{}

@@ -61,7 +61,7 @@ func showRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	s, err := r.withSessions(ctx, v)
 	if err != nil {
 		fmt.Fprintf(stderr, "rein: %v (shown without them)\n", err)
-		s = &shown{RunView: v}
+		s = newShown(v)
 	}
 	if r.output == "json" {
 		return exitOK, encodeJSON(stdout, s)
@@ -169,7 +169,11 @@ func listRuns(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return exitFailed, err
 	}
 	if output == "json" {
-		return exitOK, encodeJSON(stdout, rows)
+		listed := make([]listedRun, len(rows))
+		for i, r := range rows {
+			listed[i] = listedRun{RunRow: r, ID: r.RunID, CreatedAt: r.Started}
+		}
+		return exitOK, encodeJSON(stdout, listed)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(stderr, "rein: no runs in namespace %s on %s match\n", c.namespace, c.hostport)
@@ -212,6 +216,14 @@ func checkOutput(o string) error {
 		return usageErr(fmt.Sprintf("-o %s: give text or json", o))
 	}
 	return nil
+}
+
+// listedRun is a row of rein runs list --output json: the run's row, and
+// its id and start under a local list's names (id, created_at).
+type listedRun struct {
+	temporal.RunRow
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func encodeJSON(w io.Writer, v any) error {
