@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/reinhq/rein/flow"
@@ -267,8 +268,9 @@ func (p *stepProgress) fromRounds(calls []*store.Call, from int) (ok bool, err e
 		p.rounds = append(p.rounds, v)
 		p.succeeded++
 	}
+	latest := latestAttempts(started, func(c *store.Call) string { return strconv.Itoa(c.Round) })
 	for _, c := range started {
-		if c.Round == len(p.rounds)+1 {
+		if c.Round == len(p.rounds)+1 && c.Attempt == latest[strconv.Itoa(c.Round)] {
 			p.doubt = append(p.doubt, fmt.Sprintf("round %d (tool %s, idempotency key %s)", c.Round, c.Name, c.Key))
 			p.inDoubt = append(p.inDoubt, c)
 		}
@@ -293,12 +295,21 @@ func (p *stepProgress) fromItems(calls []*store.Call, from int) error {
 		}
 		p.items[c.Item] = v
 	}
+	itemUnit := func(c *store.Call) string { return strconv.Itoa(c.Item) + "/" + strconv.FormatBool(c.Fallback) }
+	latest := latestAttempts(calls, func(c *store.Call) string {
+		if c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting || !sinceReopened(c, from) {
+			return ""
+		}
+		return itemUnit(c)
+	})
 	for _, c := range calls {
 		switch {
 		case c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting || !sinceReopened(c, from): // a waiting call was not made
 		case c.Status == store.CallSucceeded:
 			p.succeeded++
 		case c.Status.Settled():
+		case c.Attempt < latest[itemUnit(c)]:
+			// a person approved making it again: the later record is the question
 		default:
 			if _, ok := p.items[c.Item]; !ok {
 				p.doubt = append(p.doubt, fmt.Sprintf("item %d (tool %s, idempotency key %s)", c.Item, c.Name, c.Key))
@@ -351,6 +362,8 @@ func (p *stepProgress) fromPlan(calls []*store.Call, from int) error {
 	}
 	prog := &plan.Progress{Plan: pl, Number: last.Plan, Executed: len(steps)}
 	slices.SortStableFunc(steps, func(a, b *store.Call) int { return a.Plan - b.Plan })
+	planUnit := func(c *store.Call) string { return strconv.Itoa(c.Plan) + "/" + c.PlanStep }
+	latest := latestAttempts(steps, planUnit)
 	seen := map[string]bool{}
 	for _, c := range steps {
 		switch {
@@ -361,7 +374,7 @@ func (p *stepProgress) fromPlan(calls []*store.Call, from int) error {
 				return fmt.Errorf("output of call %s does not decode: %w", c.Key, err)
 			}
 			prog.Completed = append(prog.Completed, plan.StepResult{ID: c.PlanStep, Tool: c.Name, Output: v})
-		case !c.Status.Settled() && !done[c.PlanStep]:
+		case !c.Status.Settled() && !done[c.PlanStep] && c.Attempt == latest[planUnit(c)]:
 			p.doubt = append(p.doubt, fmt.Sprintf("plan step %s of plan %d (tool %s, idempotency key %s)", c.PlanStep, c.Plan, c.Name, c.Key))
 			if c.Plan == prog.Number {
 				p.inDoubt = append(p.inDoubt, c)
@@ -373,6 +386,24 @@ func (p *stepProgress) fromPlan(calls []*store.Call, from int) error {
 	}
 	p.plan = prog
 	return nil
+}
+
+// latestAttempts is, by unit (unit(c): an item, a round, a plan step;
+// "" for a record that does not count), the highest attempt among calls.
+// A call in doubt that a person approved is made again at the step's next
+// attempt, under a new key; its earlier record stays started. Only the
+// latest attempt's record of a unit can be in doubt: asking about the
+// earlier one again (a person already answered that it did not happen)
+// names a call that is no longer the question, and a person who checks
+// that key finds nothing and approves making the unit a third time.
+func latestAttempts(calls []*store.Call, unit func(*store.Call) string) map[string]int {
+	out := map[string]int{}
+	for _, c := range calls {
+		if u := unit(c); u != "" && c.Attempt > out[u] {
+			out[u] = c.Attempt
+		}
+	}
+	return out
 }
 
 // fallbackAttempt is the attempt step i's fallback calls are made and

@@ -46,6 +46,8 @@ func TestFromRounds(t *testing.T) {
 		{"the execution before a retry is left out", []*store.Call{round(1, 1, ok, 1), round(2, 1, store.CallFailed, nil), round(1, 2, store.CallStarted, nil)},
 			true, 0, "round 1 (tool pay, idempotency key run/r#1/2)", 0, 2},
 		{"re-opened by a retry, killed before a round of it was recorded", []*store.Call{round(1, 1, ok, 1), round(2, 1, ok, 2)}, false, 0, "", 0, 2},
+		{"in doubt, approved, and in doubt again: only the latest attempt's call is asked about", []*store.Call{round(1, 1, ok, 1), round(2, 1, store.CallStarted, nil), round(2, 2, store.CallStarted, nil)},
+			true, 1, "round 2 (tool pay, idempotency key run/r#2/2)", 1, 1},
 		{"re-opened by a retry, its second round in doubt", []*store.Call{round(1, 1, ok, 1), round(2, 1, ok, 2), round(1, 2, ok, 1), round(2, 2, store.CallStarted, nil)},
 			true, 1, "round 2 (tool pay, idempotency key run/r#2/2)", 1, 2},
 	}
