@@ -295,16 +295,20 @@ func (p *stepProgress) fromItems(calls []*store.Call, from int) error {
 		}
 		p.items[c.Item] = v
 	}
-	itemUnit := func(c *store.Call) string { return strconv.Itoa(c.Item) + "/" + strconv.FormatBool(c.Fallback) }
-	latest := latestAttempts(calls, func(c *store.Call) string {
-		if c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting || !sinceReopened(c, from) {
+	// an item's call of this execution; a waiting call was not made
+	counts := func(c *store.Call) bool {
+		return c.Item >= 0 && c.PlanStep == "" && c.Status != store.CallWaiting && sinceReopened(c, from)
+	}
+	itemUnit := func(c *store.Call) string {
+		if !counts(c) {
 			return ""
 		}
-		return itemUnit(c)
-	})
+		return strconv.Itoa(c.Item) + "/" + strconv.FormatBool(c.Fallback)
+	}
+	latest := latestAttempts(calls, itemUnit)
 	for _, c := range calls {
 		switch {
-		case c.Item < 0 || c.PlanStep != "" || c.Status == store.CallWaiting || !sinceReopened(c, from): // a waiting call was not made
+		case !counts(c):
 		case c.Status == store.CallSucceeded:
 			p.succeeded++
 		case c.Status.Settled():

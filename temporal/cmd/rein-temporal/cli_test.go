@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +32,40 @@ func TestDataArg(t *testing.T) {
 		}
 		if err != nil || string(got) != c.want {
 			t.Errorf("dataArg(%q) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}
+
+// TestFlagsBeforeDial: what the --temporal commands check before they
+// reach a server, against an address where none listens: a bad
+// --log-level is bad usage; settle takes its output as --value, or as
+// --output (its earlier name) when that is not text or json, and a
+// settle without JSON is refused before dialing; a server that cannot be
+// reached is named in the error.
+func TestFlagsBeforeDial(t *testing.T) {
+	const addr = "127.0.0.1:1"
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		var out, errs bytes.Buffer
+		code := Main(context.Background(), append(args, "--temporal", addr), &out, &errs)
+		return code, errs.String()
+	}
+	if code, errs := run("runs", "show", "r", "--log-level", "loud"); code != exitUsage || !strings.Contains(errs, `--log-level "loud": want debug, info, warn or error`) {
+		t.Errorf("a bad --log-level: exit %d, %s", code, errs)
+	}
+	if code, errs := run("runs", "settle", "r", "s", "--value", "not json"); code != exitUsage || !strings.Contains(errs, "needs --value JSON") {
+		t.Errorf("settle --value without JSON: exit %d, %s", code, errs)
+	}
+	if code, errs := run("runs", "settle", "r", "s", "--output", "json"); code != exitUsage || !strings.Contains(errs, "needs --value JSON") {
+		t.Errorf("settle --output json (the format) without --value: exit %d, %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"runs", "settle", "r", "s", "--output", `{"ok":true}`}, // the earlier name of --value
+		{"runs", "settle", "r", "s", "--value", `{"ok":true}`, "--output", "json"},
+		{"runs", "show", "r", "--output", "json"},
+	} {
+		if _, errs := run(args...); !strings.Contains(errs, "the Temporal server at "+addr+" (namespace default)") {
+			t.Errorf("%v: %s, want the server it could not reach named", args, errs)
 		}
 	}
 }
