@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/reinhq/rein/store"
@@ -84,19 +86,25 @@ func TestOpenWithoutItsDriver(t *testing.T) {
 	}
 }
 
+var registerRuns atomic.Int64
+
 // A driver registered for a scheme gets the DSN as given; Register
 // refuses a second driver for a scheme, a nil one and a non-scheme.
 func TestRegister(t *testing.T) {
 	t.Parallel()
+	// a scheme of this run's own: the registry is the process's, and
+	// go test -count=N runs this N times in one process.
+	n := registerRuns.Add(1)
+	scheme := fmt.Sprintf("rein-test%d+x", n)
 	var got string
-	store.Register("Rein-Test+x", func(ctx context.Context, dsn string) (store.Store, error) {
+	store.Register(fmt.Sprintf("Rein-Test%d+X", n), func(ctx context.Context, dsn string) (store.Store, error) {
 		got = dsn
 		return sqlite.Open(ctx, ":memory:", nil)
 	})
-	if !slices.Contains(store.Schemes(), "rein-test+x") || !slices.Contains(store.Schemes(), store.SchemeFile) {
-		t.Errorf("Schemes() = %v, want rein-test+x and file among them", store.Schemes())
+	if !slices.Contains(store.Schemes(), scheme) || !slices.Contains(store.Schemes(), store.SchemeFile) {
+		t.Errorf("Schemes() = %v, want %s and file among them", store.Schemes(), scheme)
 	}
-	for _, dsn := range []string{"rein-test+x://anything?at=all", "REIN-TEST+X:opaque"} {
+	for _, dsn := range []string{scheme + "://anything?at=all", strings.ToUpper(scheme) + ":opaque"} {
 		st, err := store.Open(t.Context(), dsn)
 		if err != nil {
 			t.Fatalf("Open(%q): %v", dsn, err)
@@ -112,7 +120,7 @@ func TestRegister(t *testing.T) {
 		open   store.Opener
 		want   string
 	}{
-		{"rein-test+x", nop, "twice"},
+		{scheme, nop, "twice"},
 		{"FILE", nop, "twice"},
 		{"rein-test-nil", nil, "nil"},
 		{"x", nop, "not a URL scheme"},

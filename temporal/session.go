@@ -31,8 +31,9 @@ import (
 
 // QueryAgentSession answers an agent step's whole session (its turns and
 // the decisions on its calls) at an attempt; its arguments are the step's
-// index and the attempt. A worker asks it for a unit whose session it has
-// not kept.
+// index and the attempt (0: whichever attempt the workflow holds). A
+// worker asks it for a unit whose session it has not kept; rein agent
+// --temporal, to print each call as it settles (AgentSessionNow).
 const QueryAgentSession = "agent-session"
 
 // changeAgentSession: an agent unit's input carries its session by
@@ -47,12 +48,12 @@ type agentSession struct {
 	Decisions map[string]agent.Decision `json:"decisions,omitempty"`
 }
 
-// agentSessionQuery answers QueryAgentSession for step i at attempt: the
-// session the workflow holds, or an error when it holds none at that
-// attempt (the step moved on).
+// agentSessionQuery answers QueryAgentSession for step i at attempt (0:
+// the latest): the session the workflow holds, or an error when it holds
+// none at that attempt (the step moved on, or has not started).
 func (r *wrun) agentSessionQuery(i, attempt int) (*agentSession, error) {
 	a := r.agents[i]
-	if a == nil || a.attempt != attempt {
+	if a == nil || attempt != 0 && a.attempt != attempt {
 		return nil, fmt.Errorf("no session of step %d at attempt %d", i, attempt)
 	}
 	return &agentSession{Attempt: a.attempt, Turns: a.turns, Decisions: a.decisions}, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,6 +200,49 @@ func TestAgentSessionDigestMismatch(t *testing.T) {
 	// the last unit kept the session it ran on: the workflow's.
 	if s, ok := se.a.sessions.get(key); !ok || len(s.Turns) != 5 || s.Turns[0].Text == "altered" {
 		t.Errorf("kept session %+v (%v)", s, ok)
+	}
+}
+
+// TestAgentSessionLatest: QueryAgentSession at attempt 0 answers the
+// session the workflow holds at whichever attempt is current (what rein
+// agent --temporal prints calls from as they settle): the same as at
+// attempt 1 here, growing unit by unit; another attempt is refused.
+func TestAgentSessionLatest(t *testing.T) {
+	p, l := approvalAgent(t)
+	se := newSessionEnv(t, p, &Activities{})
+	var grew []int
+	se.before = func(k int, _ *attemptIn) {
+		if k == 1 {
+			return // the step's first unit: the workflow holds no session yet
+		}
+		var now, first agentSession
+		v, err := se.h.env.QueryWorkflow(QueryAgentSession, 0, 0)
+		if err == nil {
+			err = v.Get(&now)
+		}
+		if err != nil {
+			t.Errorf("unit %d: at attempt 0: %v", k, err)
+			return
+		}
+		if v, err := se.h.env.QueryWorkflow(QueryAgentSession, 0, 1); err != nil || v.Get(&first) != nil {
+			t.Errorf("unit %d: at attempt 1: %v", k, err)
+		}
+		a, _ := json.Marshal(now)
+		if c, _ := json.Marshal(first); string(a) != string(c) || now.Attempt != 1 {
+			t.Errorf("unit %d: latest %s, attempt 1 %s", k, a, c)
+		}
+		if _, err := se.h.env.QueryWorkflow(QueryAgentSession, 0, 2); err == nil {
+			t.Errorf("unit %d: a session at attempt 2 answered", k)
+		}
+		calls := 0
+		for _, turn := range now.Turns {
+			calls += len(turn.Calls)
+		}
+		grew = append(grew, len(now.Turns)*100+calls)
+	}
+	runApprovalAgent(t, se, l)
+	if len(grew) < 4 || !slices.IsSorted(grew) || grew[0] == grew[len(grew)-1] {
+		t.Errorf("the session answered at each unit (turns×100+calls): %v", grew)
 	}
 }
 

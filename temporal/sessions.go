@@ -37,6 +37,24 @@ func Sessions(ctx context.Context, c client.Client, dc converter.DataConverter, 
 	return sessionsOf(h), nil
 }
 
+// AgentSessionNow asks run runID's workflow for the session of its agent
+// step (by index in the flow) as it holds it now, at whichever attempt
+// is current: what rein agent --temporal prints each call from as it
+// settles. It fails when the step has not started (or the run's workflow
+// is closed and no worker can answer the query); Sessions reads a closed
+// run's from its history.
+func AgentSessionNow(ctx context.Context, c client.Client, runID, step string, index int) (*AgentSession, error) {
+	v, err := c.QueryWorkflow(ctx, runID, "", QueryAgentSession, index, 0)
+	if err != nil {
+		return nil, err
+	}
+	var s agentSession
+	if err := v.Get(&s); err != nil {
+		return nil, err
+	}
+	return &AgentSession{Step: step, Attempt: s.Attempt, Turns: s.Turns, Decisions: s.Decisions}, nil
+}
+
 // sessionsOf folds the agent units of h as the workflow folds them
 // (runAgent, agentCalls): a turn unit's result replaces the turns from its
 // From on, a call unit's result its call of the last turn. A session

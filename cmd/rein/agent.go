@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
@@ -240,67 +240,10 @@ func toAgentJSON(rep *session.Reply) agentJSON {
 			if !json.Valid(args) {
 				args, _ = json.Marshal(c.Args)
 			}
-			out.Calls = append(out.Calls, agentCallJSON{Turn: t.N, Tool: c.Tool, Args: args, Status: c.Status, Observation: clip(c.Observation, 200)})
+			out.Calls = append(out.Calls, agentCallJSON{Turn: t.N, Tool: c.Tool, Args: args, Status: c.Status, Observation: runs.Clip(c.Observation, 200)})
 		}
 	}
 	return out
-}
-
-// writeTranscript prints an agent's turns: each call with its arguments,
-// status and a preview of its observation, then the answer.
-func writeTranscript(w io.Writer, prefix string, turns []session.Turn) {
-	for _, t := range turns {
-		fmt.Fprintf(w, "%sturn %d (tokens %d/%d)", prefix, t.N, t.Usage.In, t.Usage.Out)
-		if t.Final {
-			fmt.Fprintf(w, ": answer %s\n", clip(t.Text, 200))
-			for _, g := range t.Guard {
-				fmt.Fprintf(w, "%s  held for a person: %s guardrail %s tripped (on_trip: ask): %s\n", prefix, g.Side, g.Name, clip(g.Reason, 200))
-			}
-			continue
-		}
-		fmt.Fprintln(w)
-		for i := range t.Calls {
-			c := &t.Calls[i]
-			writeCall(w, fmt.Sprintf("%s  call %d ", prefix, c.Index), prefix+"    ", c)
-		}
-	}
-}
-
-// writePlanRun prints the sub-run of an execute_plan call: its status and
-// step budget, then each plan step.
-func writePlanRun(w io.Writer, prefix string, r *session.PlanRun) {
-	if r.Status == session.PlanRejected {
-		fmt.Fprintf(w, "%splan rejected (%s): nothing ran (max_steps %d)\n", prefix, r.ErrorType, r.MaxSteps)
-		return
-	}
-	fmt.Fprintf(w, "%splan %s: %d of max_steps %d tool calls", prefix, r.Status, r.Executed, r.MaxSteps)
-	if r.ErrorType != "" {
-		fmt.Fprintf(w, " (%s)", r.ErrorType)
-	}
-	fmt.Fprintln(w)
-	for _, s := range r.Steps {
-		fmt.Fprintf(w, "%s  %s %s -> %s", prefix, s.ID, s.Tool, s.Status)
-		if s.Error != "" {
-			fmt.Fprintf(w, ": %s", clip(s.Error, 160))
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-// writeSubRun prints the sub-run of a call of an agent called as a tool,
-// or of a handoff: who answered, its status and usage, then its own
-// transcript, indented.
-func writeSubRun(w io.Writer, prefix string, r *session.SubRun) {
-	what := "agent"
-	if r.Handoff {
-		what = "handed over to agent" // its answer is the caller's
-	}
-	fmt.Fprintf(w, "%s%s %s %s: %d turns, %d tool calls", prefix, what, r.Agent, r.Status, r.Usage.Turns, r.Usage.ToolCalls)
-	if r.ErrorType != "" {
-		fmt.Fprintf(w, " (%s: %s)", r.ErrorType, clip(r.Error, 160))
-	}
-	fmt.Fprintln(w)
-	writeTranscript(w, prefix+"  ", r.Turns)
 }
 
 // serveWorkflows sets o.Workflow, unless it is set, to serve the workflow

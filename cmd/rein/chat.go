@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/session"
 )
 
@@ -153,7 +154,7 @@ func refuseRest(s *streams, sc *bufio.Scanner, sessionID, why string) {
 			continue
 		}
 		n++
-		fmt.Fprintf(s.err, "rein chat: not sent: %q: %s\n", clip(msg, 80), why)
+		fmt.Fprintf(s.err, "rein chat: not sent: %q: %s\n", runs.Clip(msg, 80), why)
 	}
 	if n > 0 {
 		fmt.Fprintf(s.err, "rein chat: %d message(s) not sent; send them again with rein chat --session %s once the session takes messages (a waiting run: once rein runs approve/reject has finished it)\n", n, printable(sessionID))

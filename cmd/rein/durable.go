@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/redact"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 )
 
@@ -106,7 +107,7 @@ func writePending(w io.Writer, runID, dsn string, pending []*store.Approval, nee
 			fmt.Fprintf(w, " tool %s", a.Tool)
 		}
 		if len(a.Args) > 0 {
-			fmt.Fprintf(w, " args %s", clip(string(a.Args), 200))
+			fmt.Fprintf(w, " args %s", runs.Clip(string(a.Args), 200))
 		}
 		fmt.Fprintln(w)
 		if a.Message != "" {
@@ -174,7 +175,7 @@ func preview(raw json.RawMessage, n int) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	return clip(string(raw), n)
+	return runs.Clip(string(raw), n)
 }
 
 // encodeJSON writes v as indented JSON to s.out.

@@ -18,7 +18,7 @@ func writeFailures(w io.Writer, fs []runs.Failure) {
 	}
 	fmt.Fprintln(w, "failed attempts:")
 	for _, f := range fs {
-		fmt.Fprintf(w, "  %s attempt=%d (%s): %s\n", f.StepID, f.Attempt, f.Class, clip(f.Error, 200))
+		fmt.Fprintf(w, "  %s attempt=%d (%s): %s\n", f.StepID, f.Attempt, f.Class, runs.Clip(f.Error, 200))
 		for _, c := range f.Chain {
 			pad := strings.Repeat("  ", 2+c.Depth)
 			line := c.Type

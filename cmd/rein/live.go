@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/trace"
 )
@@ -84,46 +85,7 @@ func (l *live) Emit(_ context.Context, e *trace.Event) {
 	defer l.mu.Unlock()
 	l.endLine()
 	if e.Kind != trace.AgentTurn {
-		writeLiveCall(l.w, "  ", &c)
-	}
-}
-
-// writeLiveCall prints call c as one line after indent ("-> tool args ->
-// status: observation"), then, when it ran a sub-agent, each call of the
-// sub-run as one line under it ("-> agent: tool args -> status"); a
-// handoff's line says who answered, not the answer, which the
-// conversation shows.
-func writeLiveCall(w io.Writer, indent string, c *session.Call) {
-	if c.Sub == nil {
-		writeCall(w, indent+"-> ", indent+"  ", c)
-		return
-	}
-	sr := c.Sub
-	fmt.Fprintf(w, "%s-> %s %s -> ", indent, c.Tool, clip(c.Args, 120))
-	switch {
-	case sr.Handoff && sr.Status == session.SubAnswered:
-		fmt.Fprintf(w, "%s answered", sr.Agent)
-	case sr.Status == session.SubHandedBack && sr.Back != nil:
-		fmt.Fprintf(w, "%s handed the conversation back to %s", sr.Back.By, sr.Back.To)
-	case c.Status == session.StatusOK && !sr.Handoff && sr.Status == session.SubAnswered:
-		fmt.Fprintf(w, "%s: %s", c.Status, clip(c.Observation, 160))
-	default:
-		fmt.Fprintf(w, "%s (agent %s %s", c.Status, sr.Agent, sr.Status)
-		if sr.ErrorType != "" {
-			fmt.Fprintf(w, ", %s: %s", sr.ErrorType, clip(sr.Error, 160))
-		}
-		fmt.Fprint(w, ")")
-	}
-	fmt.Fprintln(w)
-	for i := range sr.Turns {
-		for j := range sr.Turns[i].Calls {
-			sc := sr.Turns[i].Calls[j]
-			if sc.Back != nil {
-				continue // said on the line of the call it ended
-			}
-			sc.Tool = sr.Agent + ": " + sc.Tool
-			writeLiveCall(w, indent+"  ", &sc)
-		}
+		runs.WriteLiveCall(l.w, "  ", &c)
 	}
 }
 
@@ -153,26 +115,6 @@ func (l *live) finish(turns []session.Turn, answer any) {
 	}
 	if a, ok := answer.(string); ok && len(a) > len(text) && strings.HasPrefix(a, text) {
 		fmt.Fprintln(l.w, strings.TrimPrefix(a[len(text):], "\n"))
-	}
-}
-
-// writeCall prints one call after prefix: tool, arguments, status, the
-// observation's start and why it waits, then its plan run (indented by
-// planPrefix) when it ran one.
-func writeCall(w io.Writer, prefix, planPrefix string, c *session.Call) {
-	fmt.Fprintf(w, "%s%s %s -> %s", prefix, c.Tool, clip(c.Args, 120), c.Status)
-	if c.Observation != "" {
-		fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
-	}
-	if c.Reason != "" {
-		fmt.Fprintf(w, " (%s)", c.Reason)
-	}
-	fmt.Fprintln(w)
-	if c.PlanRun != nil {
-		writePlanRun(w, planPrefix, c.PlanRun)
-	}
-	if c.Sub != nil {
-		writeSubRun(w, planPrefix, c.Sub)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/reinhq/rein/decide"
 	"github.com/reinhq/rein/fault"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/safety"
 	"github.com/reinhq/rein/server/mcp"
 )
@@ -347,7 +348,7 @@ func (pp *planProgress) event(e decide.PlanEvent) {
 		}
 	}
 	if e.ErrorClass != "" {
-		fmt.Fprintf(&b, " [%s] %s", e.ErrorClass, clip(e.Error, 200))
+		fmt.Fprintf(&b, " [%s] %s", e.ErrorClass, runs.Clip(e.Error, 200))
 	}
 	fmt.Fprintln(pp.w, b.String())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinhq/rein/flow"
 	"github.com/reinhq/rein/journal"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/trace"
 )
@@ -110,7 +111,7 @@ func (p *progress) Emit(_ context.Context, e *trace.Event) {
 			row.status, row.duration = e.Status, e.Duration()
 			row.note = ""
 			if e.Error != "" {
-				row.note = clip(e.Error, 60)
+				row.note = runs.Clip(e.Error, 60)
 			}
 		}
 	}
@@ -150,7 +151,7 @@ func (p *progress) line(e *trace.Event) {
 	if e.Kind == trace.RiskTier || e.Kind == trace.ReviewDone {
 		fmt.Fprintf(&b, " %s", e.Decision)
 		if c, err := journal.DecodeTierChange(e.Data); err == nil && e.Kind == trace.RiskTier && len(c.Reasons) > 0 {
-			fmt.Fprintf(&b, " (%s: %s)", c.Stage, clip(c.Reasons[0], 120))
+			fmt.Fprintf(&b, " (%s: %s)", c.Stage, runs.Clip(c.Reasons[0], 120))
 		}
 	}
 	if e.Model != "" && e.Kind == trace.ModelCall {
@@ -160,7 +161,7 @@ func (p *progress) line(e *trace.Event) {
 		fmt.Fprintf(&b, " %s", e.Duration().Round(time.Microsecond))
 	}
 	if e.ErrorClass != "" {
-		fmt.Fprintf(&b, " [%s/%s] %s", e.ErrorClass, e.Origin, clip(e.Error, 200))
+		fmt.Fprintf(&b, " [%s/%s] %s", e.ErrorClass, e.Origin, runs.Clip(e.Error, 200))
 	}
 	fmt.Fprintln(p.w, printable(b.String()))
 }
@@ -202,14 +203,6 @@ func symbol(status string) string {
 		return "?"
 	}
 	return " "
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // seed shows the steps a resumed run already has in their journaled state.

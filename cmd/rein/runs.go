@@ -242,7 +242,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 			case len(st.Error) > 0:
 				var re rein.RunError
 				if json.Unmarshal(st.Error, &re) == nil {
-					detail = fmt.Sprintf("error (%s): %s", re.Class, clip(re.Message, 120))
+					detail = fmt.Sprintf("error (%s): %s", re.Class, runs.Clip(re.Message, 120))
 				} else {
 					detail = "error: " + preview(st.Error, 120)
 				}
@@ -267,7 +267,7 @@ func writeRunView(w io.Writer, v *runs.View, dsn string) {
 	for _, st := range v.Steps {
 		if turns := v.Agents[st.StepID]; len(turns) > 0 {
 			fmt.Fprintf(w, "transcript of %s:\n", st.StepID)
-			writeTranscript(w, "  ", turns)
+			runs.WriteTranscript(w, "  ", turns, nil)
 		}
 	}
 	writeGuardrails(w, v.Guardrails)

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/store"
 )
 
@@ -23,7 +24,7 @@ func writeCalls(w io.Writer, calls []*store.Call) {
 		detail := ""
 		switch {
 		case c.Error != "":
-			detail = fmt.Sprintf("error (%s): %s", c.ErrorClass, clip(c.Error, 100))
+			detail = fmt.Sprintf("error (%s): %s", c.ErrorClass, runs.Clip(c.Error, 100))
 		case len(c.Output) > 0:
 			detail = "output: " + preview(c.Output, 80)
 		}

@@ -163,7 +163,7 @@ func newSessionsShowCmd(s *streams) *cobra.Command {
 						if g.OnTrip == "ask" {
 							did = "asked a person"
 						}
-						fmt.Fprintf(s.out, "  guardrail %s (%s, %s) tripped and %s: %s\n", g.Name, g.Kind, g.Side, did, printable(clip(g.Reason, 200)))
+						fmt.Fprintf(s.out, "  guardrail %s (%s, %s) tripped and %s: %s\n", g.Name, g.Kind, g.Side, did, printable(runs.Clip(g.Reason, 200)))
 					}
 					if m.AnsweredBy != "" {
 						fmt.Fprintf(s.out, "  answered by: %s\n", printable(m.AnsweredBy))
@@ -196,19 +196,19 @@ func writeItems(s *streams, items []session.Message) {
 	for _, m := range items {
 		switch m.Role {
 		case "user":
-			fmt.Fprintf(s.out, "  user: %s\n", printable(clip(m.Content, 400)))
+			fmt.Fprintf(s.out, "  user: %s\n", printable(runs.Clip(m.Content, 400)))
 		case "tool":
 			status := "ok"
 			if m.IsError {
 				status = "error"
 			}
-			fmt.Fprintf(s.out, "    -> %s %s: %s\n", m.Tool, status, printable(clip(m.Content, 200)))
+			fmt.Fprintf(s.out, "    -> %s %s: %s\n", m.Tool, status, printable(runs.Clip(m.Content, 200)))
 		default:
 			if m.Content != "" {
-				fmt.Fprintf(s.out, "  assistant: %s\n", printable(clip(m.Content, 400)))
+				fmt.Fprintf(s.out, "  assistant: %s\n", printable(runs.Clip(m.Content, 400)))
 			}
 			for _, c := range m.ToolCalls {
-				fmt.Fprintf(s.out, "  call %s %s\n", c.Tool, printable(clip(c.Args, 200)))
+				fmt.Fprintf(s.out, "  call %s %s\n", c.Tool, printable(runs.Clip(c.Args, 200)))
 			}
 		}
 	}

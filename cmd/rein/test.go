@@ -261,10 +261,10 @@ func writeTestReport(s *streams, rep *testReport) {
 			fmt.Fprintf(s.out, "%s: approved %s to reach the step\n", r.Name, strings.Join(r.Approved, ", "))
 		}
 		if r.Why != "" {
-			fmt.Fprintf(s.out, "%s: %s: %s\n", r.Name, r.Result, clip(r.Why, 200))
+			fmt.Fprintf(s.out, "%s: %s: %s\n", r.Name, r.Result, runs.Clip(r.Why, 200))
 		}
 		if r.Result == resultUnexpected && r.Error != "" {
-			fmt.Fprintf(s.out, "%s: error: %s\n", r.Name, clip(r.Error, 200))
+			fmt.Fprintf(s.out, "%s: error: %s\n", r.Name, runs.Clip(r.Error, 200))
 		}
 	}
 	writeDropped(s, rep.Dropped)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/agent"
+	"github.com/reinhq/rein/temporal"
 )
 
 // TestAgentUsage: rein agent --temporal checks its command line before it
@@ -48,4 +51,34 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestLiveCalls: rein agent --temporal prints a turn's text once and each
+// call once it settles, as a local rein agent does ("  -> tool args ->
+// status: observation"), again when its status changed (it waited for a
+// person, then ran), never a call only chosen or the final turn (the
+// answer is printed after the conversation); a new attempt's turns are
+// new.
+func TestLiveCalls(t *testing.T) {
+	var out bytes.Buffer
+	l := &liveCalls{w: &out, shown: map[string]agent.CallStatus{}, said: map[string]bool{}}
+	lookup := agent.Call{Index: 1, Tool: "lookup", Args: `{"id":1}`, Status: agent.StatusOK, Observation: `{"total":5}`}
+	refund := agent.Call{Index: 2, Tool: "refund", Args: `{"id":1}`, Status: agent.StatusChosen}
+	s := &temporal.AgentSession{Step: "agent", Attempt: 1, Turns: []agent.Turn{{N: 1, Text: "Looking it up.", Calls: []agent.Call{lookup, refund}}}}
+	l.show(s)
+	l.show(s) // a poll that found nothing new
+	s.Turns[0].Calls[1].Status, s.Turns[0].Calls[1].Reason = agent.StatusWaiting, "policy asks a person"
+	l.show(s)
+	s.Turns[0].Calls[1].Status, s.Turns[0].Calls[1].Reason, s.Turns[0].Calls[1].Observation = agent.StatusOK, "", `"refunded"`
+	s.Turns = append(s.Turns, agent.Turn{N: 2, Final: true, Text: "Refunded."})
+	l.show(s)
+	l.show(&temporal.AgentSession{Step: "agent", Attempt: 2, Turns: []agent.Turn{{N: 1, Calls: []agent.Call{lookup}}}})
+	want := "Looking it up.\n" +
+		"  -> lookup {\"id\":1} -> ok: {\"total\":5}\n" +
+		"  -> refund {\"id\":1} -> waiting (policy asks a person)\n" +
+		"  -> refund {\"id\":1} -> ok: \"refunded\"\n" +
+		"  -> lookup {\"id\":1} -> ok: {\"total\":5}\n"
+	if out.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+	}
 }

@@ -353,7 +353,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			return resultOf(st, pend, existing), nil
 		}
 	}
-	return followWith(ctx, cl, wr.GetID(), jsonOf, stdout, stderr, nil)
+	return followWith(ctx, cl, wr.GetID(), follower{jsonOf: jsonOf}, stdout, stderr)
 }
 
 // decide sends a decision on a waiting step (approve, reject, settle), a
@@ -477,17 +477,29 @@ func dataArg(v string) (json.RawMessage, error) {
 // rein run does with the run's status; asJSON prints the run as rein run
 // --output json does instead (resultOf).
 func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
-	var jsonOf func(*temporal.Status, []temporal.Pending) (any, error)
+	var f follower
 	if asJSON {
-		jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) { return resultOf(st, pend, false), nil }
+		f.jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) { return resultOf(st, pend, false), nil }
 	}
-	return followWith(ctx, cl, runID, jsonOf, stdout, stderr, nil)
+	return followWith(ctx, cl, runID, f, stdout, stderr)
 }
 
-// followWith is follow, with jsonOf, when set, making the one object
-// printed instead of the text report, and first printing what comes
-// before the text report (rein agent: the answer).
-func followWith(ctx context.Context, cl client.Client, runID string, jsonOf func(*temporal.Status, []temporal.Pending) (any, error), stdout, stderr io.Writer, first func(*temporal.Status)) (int, error) {
+// follower says what followWith prints besides each step's line: all
+// three may be nil.
+type follower struct {
+	// jsonOf, when set, makes the one object printed instead of the text
+	// report.
+	jsonOf func(*temporal.Status, []temporal.Pending) (any, error)
+	// progress is called on each status polled (rein agent: its calls as
+	// they settle).
+	progress func(*temporal.Status)
+	// first prints what comes before the text report (rein agent: the
+	// answer), once the run settled or waits.
+	first func(*temporal.Status)
+}
+
+// followWith is follow, printing what f adds.
+func followWith(ctx context.Context, cl client.Client, runID string, f follower, stdout, stderr io.Writer) (int, error) {
 	seen := map[string]string{}
 	st, err := temporal.Follow(ctx, cl, runID, 200*time.Millisecond, func(s *temporal.Status) {
 		for _, step := range s.Steps {
@@ -495,6 +507,9 @@ func followWith(ctx context.Context, cl client.Client, runID string, jsonOf func
 				fmt.Fprintf(stderr, "  %-24s %s\n", step.ID, step.Status)
 			}
 			seen[step.ID] = step.Status
+		}
+		if f.progress != nil {
+			f.progress(s)
 		}
 	})
 	if err != nil {
@@ -506,8 +521,8 @@ func followWith(ctx context.Context, cl client.Client, runID string, jsonOf func
 			return exitFailed, fmt.Errorf("run %s waits: what on: %w", runID, err)
 		}
 	}
-	if jsonOf != nil {
-		v, err := jsonOf(st, pend)
+	if f.jsonOf != nil {
+		v, err := f.jsonOf(st, pend)
 		if err != nil {
 			return exitFailed, err
 		}
@@ -517,8 +532,8 @@ func followWith(ctx context.Context, cl client.Client, runID string, jsonOf func
 			return exitFailed, err
 		}
 	} else {
-		if first != nil {
-			first(st)
+		if f.first != nil {
+			f.first(st)
 		}
 		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
 		if st.Error != nil {

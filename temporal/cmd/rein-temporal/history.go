@@ -229,34 +229,6 @@ func writeSessions(w io.Writer, ss []temporal.AgentSession) {
 		} else {
 			fmt.Fprintf(w, "transcript of %s:\n", s.Step)
 		}
-		for _, t := range s.Turns {
-			fmt.Fprintf(w, "  turn %d (tokens %d/%d)", t.N, t.Usage.In, t.Usage.Out)
-			if t.Final {
-				fmt.Fprintf(w, ": answer %s\n", clip(t.Text, 200))
-				continue
-			}
-			if t.Text != "" {
-				fmt.Fprintf(w, ": %s", clip(t.Text, 200))
-			}
-			fmt.Fprintln(w)
-			for i := range t.Calls {
-				c := &t.Calls[i]
-				fmt.Fprintf(w, "    call %d %s %s -> %s", c.Index, c.Tool, clip(c.Args, 120), c.Status)
-				if c.Observation != "" {
-					fmt.Fprintf(w, ": %s", clip(c.Observation, 160))
-				}
-				if c.Reason != "" {
-					fmt.Fprintf(w, " (%s)", c.Reason)
-				}
-				fmt.Fprintln(w)
-				if d, ok := s.Decisions[agent.Ref(t.N, c.Index)]; ok {
-					fmt.Fprintf(w, "      decided: %s", d.Verdict)
-					if d.Comment != "" {
-						fmt.Fprintf(w, " (%s)", clip(d.Comment, 120))
-					}
-					fmt.Fprintln(w)
-				}
-			}
-		}
+		runs.WriteTranscript(w, "  ", s.Turns, s.Decisions)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -96,9 +97,9 @@ func writeRunView(w io.Writer, v *temporal.RunView, ss []temporal.AgentSession) 
 			detail := ""
 			switch {
 			case st.Error != "":
-				detail = "error: " + clip(st.Error, 120)
+				detail = "error: " + runs.Clip(st.Error, 120)
 			case len(v.Outputs[st.ID]) > 0:
-				detail = "output: " + clip(string(v.Outputs[st.ID]), 100)
+				detail = "output: " + runs.Clip(string(v.Outputs[st.ID]), 100)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\tattempts=%d\t%s\n", st.ID, st.Status, st.Attempts, detail)
 		}
@@ -113,7 +114,7 @@ func writeRunView(w io.Writer, v *temporal.RunView, ss []temporal.AgentSession) 
 				fmt.Fprintf(w, ", attempt %d", p.Attempt)
 			}
 			if p.Error != "" {
-				fmt.Fprintf(w, ": %s", clip(p.Error, 120))
+				fmt.Fprintf(w, ": %s", runs.Clip(p.Error, 120))
 			}
 			fmt.Fprintln(w)
 		}
@@ -237,12 +238,4 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format("2006-01-02 15:04:05")
-}
-
-// clip is s cut to n bytes, with an ellipsis when it was longer.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
