@@ -3,6 +3,7 @@
 package servertest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -136,6 +137,16 @@ func workerProcess(t *testing.T, env []string, dirs ...string) func(args ...stri
 	ts := server(t)
 	prog := program(t)
 	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "examples"}
+	startWorker(t, prog, conn, env, dirs...)
+	return commander(t, prog, conn, env)
+}
+
+// startWorker starts prog worker over dirs with conn (the server's flags)
+// and a SQLite run store of its own, env added to its environment; the
+// test's cleanup stops it (SIGINT, then SIGKILL after 30 s) and, when the
+// test failed, logs its stderr.
+func startWorker(t *testing.T, prog string, conn, env []string, dirs ...string) {
+	t.Helper()
 	var werr bytes.Buffer
 	w := exec.Command(prog, append(append([]string{"worker", "--store", filepath.Join(t.TempDir(), "rein.db")}, dirs...), conn...)...)
 	w.Env = append(os.Environ(), env...)
@@ -157,7 +168,72 @@ func workerProcess(t *testing.T, env []string, dirs ...string) func(args ...stri
 			t.Logf("the worker's stderr:\n%s", werr.String())
 		}
 	})
-	return commander(t, prog, conn, env)
+}
+
+// TestNoWorker: a run started on a task queue no worker polls is not
+// waited on in silence: rein run says so on stderr, naming the queue and
+// the command that starts a worker, keeps waiting, and ends as usual once
+// a worker comes.
+func TestNoWorker(t *testing.T) {
+	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := server(t)
+	prog := program(t)
+	conn := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "lonely"}
+	cmd := exec.Command(prog, append([]string{"run", filepath.Join(examples, "resume-screen")}, conn...)...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	errs, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var stderr strings.Builder
+	told := make(chan struct{})
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(errs)
+		said := false
+		for sc.Scan() {
+			mu.Lock()
+			stderr.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if !said && strings.Contains(sc.Text(), `no worker polls task queue "lonely"`) && strings.Contains(sc.Text(), "rein worker --temporal") {
+				said = true
+				close(told)
+			}
+		}
+	}()
+	waited := make(chan error, 1)
+	go func() { <-drained; waited <- cmd.Wait() }()
+	select {
+	case <-told:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-waited
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("rein run on a queue no worker polls said nothing of it in a minute:\n%s", stderr.String())
+	}
+	startWorker(t, prog, conn, nil, examples)
+	select {
+	case err := <-waited:
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || !strings.Contains(out.String(), " succeeded\n") {
+			t.Fatalf("once a worker came: %v\n%s\n%s", err, out.String(), stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-waited
+		t.Fatal("the run did not end in 2 minutes once a worker came")
+	}
 }
 
 // TestProviderAgent: an agent whose model is an OpenAI-compatible server

@@ -85,7 +85,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			}
 		}
 	}
-	return followWith(ctx, cl, wr.GetID(), f, stdout, stderr)
+	return followWith(ctx, &c, cl, wr.GetID(), f, stdout, stderr)
 }
 
 // liveCalls prints an agent run's calls as they settle, from the session

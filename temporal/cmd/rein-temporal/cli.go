@@ -353,7 +353,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			return resultOf(st, pend, existing), nil
 		}
 	}
-	return followWith(ctx, cl, wr.GetID(), follower{jsonOf: jsonOf}, stdout, stderr)
+	return followWith(ctx, &c, cl, wr.GetID(), follower{jsonOf: jsonOf}, stdout, stderr)
 }
 
 // decide sends a decision on a waiting step (approve, reject, settle), a
@@ -426,17 +426,24 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 		return exitUsage, err
 	}
 	defer cl.Close()
+	// an update waits for a worker to take it: say so when none polls.
+	stderr = &lockedWriter{w: stderr}
+	answered, stop := watchWorkers(ctx, cl, c.hostport, c.namespace, pos[0], stderr)
 	if action == temporal.ActionRetry {
 		// an open run takes the update, a closed one starts again.
-		if err := temporal.RetryRun(ctx, cl, pos[0], d); err != nil {
-			return exitUsage, fmt.Errorf("run %s: %w; nothing was done", pos[0], err)
-		}
-		return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+		err = temporal.RetryRun(ctx, cl, pos[0], d)
+	} else {
+		err = temporal.Update(ctx, cl, pos[0], update, d)
 	}
-	if err := temporal.Update(ctx, cl, pos[0], update, d); err != nil {
+	answered()
+	stop()
+	switch {
+	case err != nil && action == temporal.ActionRetry:
+		return exitUsage, fmt.Errorf("run %s: %w; nothing was done", pos[0], err)
+	case err != nil:
 		return exitUsage, fmt.Errorf("run %s, step %s: %w", pos[0], pos[1], err)
 	}
-	return follow(ctx, cl, pos[0], output == "json", stdout, stderr)
+	return follow(ctx, &c, cl, pos[0], output == "json", stdout, stderr)
 }
 
 // maxData bounds a submission's --data (a JSON text or an @FILE).
@@ -476,12 +483,12 @@ func dataArg(v string) (json.RawMessage, error) {
 // follow prints each step as it settles and the run's end, and exits as
 // rein run does with the run's status; asJSON prints the run as rein run
 // --output json does instead (resultOf).
-func follow(ctx context.Context, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
+func follow(ctx context.Context, c *common, cl client.Client, runID string, asJSON bool, stdout, stderr io.Writer) (int, error) {
 	var f follower
 	if asJSON {
 		f.jsonOf = func(st *temporal.Status, pend []temporal.Pending) (any, error) { return resultOf(st, pend, false), nil }
 	}
-	return followWith(ctx, cl, runID, f, stdout, stderr)
+	return followWith(ctx, c, cl, runID, f, stdout, stderr)
 }
 
 // follower says what followWith prints besides each step's line: all
@@ -498,10 +505,15 @@ type follower struct {
 	first func(*temporal.Status)
 }
 
-// followWith is follow, printing what f adds.
-func followWith(ctx context.Context, cl client.Client, runID string, f follower, stdout, stderr io.Writer) (int, error) {
+// followWith is follow, printing what f adds. When the run's workflow
+// does not answer, it says whether a worker polls its task queue
+// (watchWorkers).
+func followWith(ctx context.Context, c *common, cl client.Client, runID string, f follower, stdout, stderr io.Writer) (int, error) {
 	seen := map[string]string{}
+	stderr = &lockedWriter{w: stderr}
+	answered, stop := watchWorkers(ctx, cl, c.hostport, c.namespace, runID, stderr)
 	st, err := temporal.Follow(ctx, cl, runID, 200*time.Millisecond, func(s *temporal.Status) {
+		answered()
 		for _, step := range s.Steps {
 			if seen[step.ID] != step.Status && step.Status != "pending" && step.Status != "running" {
 				fmt.Fprintf(stderr, "  %-24s %s\n", step.ID, step.Status)
@@ -512,6 +524,7 @@ func followWith(ctx context.Context, cl client.Client, runID string, f follower,
 			f.progress(s)
 		}
 	})
+	stop()
 	if err != nil {
 		return exitFailed, err
 	}
