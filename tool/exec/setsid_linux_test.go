@@ -12,10 +12,10 @@ import (
 )
 
 // escape starts a grandchild that leaves the call's process group and
-// session (setsid), writes its pid, and would write the effect file two
+// session (setsid), writes its pid, and would write the effect file four
 // seconds later; the script waits until the pid is written, then ends as
 // $ENDING says (exit: prints "done"; hang: sleeps past the timeout).
-const escape = `setsid sh -c 'echo $$ > "$PIDFILE"; sleep 2; echo late > "$EFFECT"' </dev/null >/dev/null 2>&1 &
+const escape = `setsid sh -c 'echo $$ > "$PIDFILE"; sleep 4; echo late > "$EFFECT"' </dev/null >/dev/null 2>&1 &
 while [ ! -s "$PIDFILE" ]; do sleep 0.01; done
 if [ "$ENDING" = hang ]; then sleep 30; fi
 echo '"done"'`
@@ -32,7 +32,13 @@ func TestCallStopsSetsidGrandchild(t *testing.T) {
 			dir := t.TempDir()
 			pidfile, effect := filepath.Join(dir, "grandchild.pid"), filepath.Join(dir, "effect")
 			tl := scriptTool(t, escape, func(c *Config) {
-				c.Timeout = 2 * time.Second
+				// the hang times out 2.5 s before the effect is due: a
+				// margin for stopping the call on a loaded machine (the
+				// effect due as the timeout fell failed under load).
+				c.Timeout = 1500 * time.Millisecond
+				if ending == "exit" {
+					c.Timeout = time.Minute
+				}
 				c.Env = map[string]string{"PIDFILE": pidfile, "EFFECT": effect, "ENDING": ending}
 			})
 			_, err := tl.Call(context.Background(), nil)
@@ -44,9 +50,9 @@ func TestCallStopsSetsidGrandchild(t *testing.T) {
 				t.Errorf("the setsid grandchild %d still runs after the call returned", pid)
 				defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
 			}
-			// The effect was due two seconds after the grandchild started:
+			// The effect was due four seconds after the grandchild started:
 			// had it lived, it would be written by now.
-			time.Sleep(2500 * time.Millisecond)
+			time.Sleep(4500 * time.Millisecond)
 			if _, err := os.Stat(effect); err == nil {
 				t.Error("the setsid grandchild wrote its effect after the call ended")
 			}
