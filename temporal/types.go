@@ -198,6 +198,20 @@ type Status struct {
 	Steps   []StepStatus               `json:"steps"`
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 	Error   *RunError                  `json:"error,omitempty"`
+	// Usage is what the run spent against its budgets, as a local run's
+	// Result.Usage counts it (rein.Usage); nil from a run recorded before
+	// the status carried it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage counts what a run consumed against its budgets: for_each items,
+// repeat rounds and agent turns (iterations), model calls and tokens. Its
+// JSON is a local run's (rein.Usage).
+type Usage struct {
+	Iterations int `json:"iterations"`
+	LLMCalls   int `json:"llm_calls"`
+	TokensIn   int `json:"tokens_in"`
+	TokensOut  int `json:"tokens_out"`
 }
 
 // StepStatus is one step's state in Status.

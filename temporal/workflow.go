@@ -457,7 +457,9 @@ func (r *wrun) settledView() view {
 
 // snapshot is the run's Status.
 func (r *wrun) snapshot() *Status {
-	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.shownStatus()), Error: r.failure, Outputs: map[string]json.RawMessage{}}
+	sp := r.budget.Spent()
+	st := &Status{RunID: r.runID, Flow: r.f.Name, Status: string(r.shownStatus()), Error: r.failure, Outputs: map[string]json.RawMessage{},
+		Usage: &Usage{Iterations: sp.Iterations, LLMCalls: sp.LLMCalls, TokensIn: sp.TokensIn, TokensOut: sp.TokensOut}}
 	for i, s := range r.f.Steps {
 		st.Steps = append(st.Steps, StepStatus{ID: s.ID, Status: string(r.m.Status(i)), Attempts: r.m.Attempts(i), Error: r.errs[s.ID]})
 		if raw, ok := r.raw[s.ID]; ok {

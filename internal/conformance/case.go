@@ -46,6 +46,9 @@ type Expected struct {
 	Steps map[string]string `json:"steps"`
 	// Ledger is each tool's execution count at the end (absent: 0).
 	Ledger map[string]int `json:"ledger"`
+	// Usage, when set, is the run's spend at the end (a case whose spend
+	// does not depend on timing: no worker killed mid-call).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Kill says when the worker running the case is killed: once the ledger

@@ -5,7 +5,9 @@
 // flow.yaml, input.json, a script.yaml when it calls a model, and
 // expected.json, the observable result: the run's final status and error
 // class, each step's status, the decisions a person sends and what the
-// run waits on before each, and each tool's execution count.
+// run waits on before each, each tool's execution count, and, where it
+// does not depend on timing, what the run spent (iterations, model calls,
+// tokens: rein run --output json's usage).
 //
 // The counts are observed outside rein: every tool of the table is
 // testdata/tool.sh (testdata/rein.yaml names it many times), an exec tool

@@ -213,7 +213,8 @@ func (l *local) observe(ctx context.Context, id string) (*conformance.Observed, 
 	if err != nil {
 		return nil, err
 	}
-	o := &conformance.Observed{Status: string(res.Status), Steps: map[string]string{}}
+	o := &conformance.Observed{Status: string(res.Status), Steps: map[string]string{},
+		Usage: &conformance.Usage{Iterations: res.Usage.Iterations, LLMCalls: res.Usage.LLMCalls, TokensIn: res.Usage.TokensIn, TokensOut: res.Usage.TokensOut}}
 	if res.Error != nil {
 		o.Class = string(res.Error.Class)
 	}

@@ -25,6 +25,18 @@ type Observed struct {
 	// Pending are the steps (or agent calls, step/ref) that wait for a
 	// person, sorted.
 	Pending []string `json:"pending,omitempty"`
+	// Usage is what the run spent against its budgets, as the backend
+	// reports it (rein run --output json's usage).
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is a run's spend: iterations (for_each items, repeat rounds,
+// agent turns), model calls and tokens.
+type Usage struct {
+	Iterations int `json:"iterations"`
+	LLMCalls   int `json:"llm_calls"`
+	TokensIn   int `json:"tokens_in"`
+	TokensOut  int `json:"tokens_out"`
 }
 
 // Runner runs the table's cases on one backend. Each method returns the
@@ -125,6 +137,9 @@ func runCase(t *testing.T, r Runner, c *Case) {
 		}
 	}
 	checkLedger(t, "at the end", led, w.Ledger)
+	if w.Usage != nil && (obs.Usage == nil || *obs.Usage != *w.Usage) {
+		t.Errorf("usage %+v, want %+v", obs.Usage, *w.Usage)
+	}
 }
 
 func checkLedger(t *testing.T, where string, led *Ledger, want map[string]int) {

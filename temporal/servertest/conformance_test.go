@@ -171,6 +171,9 @@ func (r *onTemporal) observe(ctx context.Context, id string) (*conformance.Obser
 		return nil, err
 	}
 	o := &conformance.Observed{Status: st.Status, Steps: map[string]string{}}
+	if u := st.Usage; u != nil {
+		o.Usage = &conformance.Usage{Iterations: u.Iterations, LLMCalls: u.LLMCalls, TokensIn: u.TokensIn, TokensOut: u.TokensOut}
+	}
 	if st.Error != nil {
 		o.Class = st.Error.Class
 	}

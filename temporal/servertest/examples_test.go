@@ -59,9 +59,14 @@ func TestExamplesWorker(t *testing.T) {
 			Kind   string `json:"kind"`
 		} `json:"pending"`
 		Existing bool `json:"existing"`
+		Usage    struct {
+			LLMCalls int `json:"llm_calls"`
+			TokensIn int `json:"tokens_in"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Status != "succeeded" || res.Steps["extract_info"].Status != "succeeded" ||
-		res.Steps["extract_info"].Attempts != 1 || res.Outputs["score_candidate"] == nil || res.Error != nil || res.Pending == nil {
+		res.Steps["extract_info"].Attempts != 1 || res.Outputs["score_candidate"] == nil || res.Error != nil || res.Pending == nil ||
+		res.Usage.LLMCalls < 2 || res.Usage.TokensIn == 0 {
 		t.Fatalf("rein run --output json: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
 

@@ -549,6 +549,9 @@ func followWith(ctx context.Context, c *common, cl client.Client, runID string, 
 			f.first(st)
 		}
 		fmt.Fprintf(stdout, "run %s %s\n", st.RunID, st.Status)
+		if u := st.Usage; u != nil && u.LLMCalls > 0 {
+			fmt.Fprintf(stdout, "  model calls: %d, tokens: %d in / %d out\n", u.LLMCalls, u.TokensIn, u.TokensOut)
+		}
 		if st.Error != nil {
 			fmt.Fprintf(stdout, "  error (%s) at step %s: %s\n", st.Error.Class, st.Error.Step, st.Error.Message)
 			if st.Status == "failed" {

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/project"
 	"github.com/reinhq/rein/temporal"
 )
@@ -17,8 +18,9 @@ import (
 // rein run and rein agent print (cmd/rein resultJSON, agentJSON), so that
 // a program reading them reads a run on Temporal as it reads a local one:
 // steps keyed by id, the error's class, step and message, and the
-// approvals the run waits on. What the run's status does not hold is left
-// out rather than given as zero: the usage, a step's duration, tokens and
+// approvals the run waits on, and the run's usage (an agent's: its
+// turns', from the history). What the run's status does not hold is left
+// out rather than given as zero: a step's duration, tokens and
 // corrections (rein runs trace --temporal counts them from the history),
 // an approval's id and creation time.
 
@@ -29,6 +31,7 @@ type resultJSON struct {
 	Status  string                     `json:"status"`
 	Outputs map[string]json.RawMessage `json:"outputs"`
 	Steps   map[string]stepJSON        `json:"steps"`
+	Usage   temporal.Usage             `json:"usage"`
 	Error   *temporal.RunError         `json:"error"`
 	Pending []pendingJSON              `json:"pending"`
 	// Existing: the flow's idempotency: key returned a run started
@@ -62,6 +65,9 @@ func resultOf(st *temporal.Status, pend []temporal.Pending, existing bool) resul
 	if out.Outputs == nil {
 		out.Outputs = map[string]json.RawMessage{}
 	}
+	if st.Usage != nil {
+		out.Usage = *st.Usage
+	}
 	for _, s := range st.Steps {
 		j := stepJSON{Status: s.Status, Attempts: s.Attempts}
 		if s.Error != "" {
@@ -90,6 +96,7 @@ type agentResultJSON struct {
 	Status  string             `json:"status"`
 	Answer  any                `json:"answer"`
 	Calls   []agentCallJSON    `json:"calls"`
+	Usage   agent.Usage        `json:"usage"`
 	Error   *temporal.RunError `json:"error"`
 	Pending []pendingJSON      `json:"pending"`
 }
@@ -124,6 +131,7 @@ func agentResultOf(ctx context.Context, c *common, cl client.Client, st *tempora
 	if len(ss) == 0 {
 		return out, nil
 	}
+	out.Usage = agent.UsageOf(&agent.Session{Turns: ss[len(ss)-1].Turns})
 	for _, t := range ss[len(ss)-1].Turns { // the latest attempt's
 		for _, call := range t.Calls {
 			args := json.RawMessage(call.Args)
