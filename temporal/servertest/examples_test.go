@@ -221,7 +221,7 @@ func TestNoWorker(t *testing.T) {
 	case <-told:
 	case <-time.After(time.Minute):
 		_ = cmd.Process.Kill()
-		<-waited
+		t.Log("rein run, killed:", <-waited)
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("rein run on a queue no worker polls said nothing of it in a minute:\n%s", stderr.String())
@@ -236,7 +236,7 @@ func TestNoWorker(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
-		<-waited
+		t.Log("rein run, killed:", <-waited)
 		t.Fatal("the run did not end in 2 minutes once a worker came")
 	}
 }
