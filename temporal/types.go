@@ -204,15 +204,10 @@ type Status struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// Usage counts what a run consumed against its budgets: for_each items,
-// repeat rounds and agent turns (iterations), model calls and tokens. Its
-// JSON is a local run's (rein.Usage).
-type Usage struct {
-	Iterations int `json:"iterations"`
-	LLMCalls   int `json:"llm_calls"`
-	TokensIn   int `json:"tokens_in"`
-	TokensOut  int `json:"tokens_out"`
-}
+// Usage counts what a run consumed against its budgets: step executions,
+// for_each items, repeat rounds and agent steps (iterations), model calls
+// and tokens. It is a local run's (rein.Usage), JSON included.
+type Usage = engine.Usage
 
 // StepStatus is one step's state in Status.
 type StepStatus struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/engine"
 )
 
 // Observed is a run as a backend shows it after an operation returned.
@@ -30,14 +32,9 @@ type Observed struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// Usage is a run's spend: iterations (for_each items, repeat rounds,
-// agent turns), model calls and tokens.
-type Usage struct {
-	Iterations int `json:"iterations"`
-	LLMCalls   int `json:"llm_calls"`
-	TokensIn   int `json:"tokens_in"`
-	TokensOut  int `json:"tokens_out"`
-}
+// Usage is a run's spend: iterations (step executions, for_each items,
+// repeat rounds), model calls and tokens, as every backend counts it.
+type Usage = engine.Usage
 
 // Runner runs the table's cases on one backend. Each method returns the
 // run once it settled or waits for a person, as the backend's own status
