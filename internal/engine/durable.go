@@ -56,6 +56,13 @@ type durability struct {
 	// the attempt it had (same idempotency key), an approved unknown one
 	// with the next.
 	firstAttempt map[int]int
+	// continued are the agent steps that waited for people on their calls
+	// and continue their session at the same attempt once all are decided:
+	// their unit was charged to the run's budget when it first ran (the
+	// usage written as it parked carries it), so runUnit does not charge
+	// it again; a step run counts 1 (docs/flow-format.md max_iterations),
+	// as on Temporal.
+	continued map[int]bool
 	// resumedRunning are the steps a resumed run found running (in flight
 	// when a process stopped, or held by a failed premise): endResumed.
 	resumedRunning []int

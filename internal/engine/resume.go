@@ -328,7 +328,12 @@ func (r *run) restore(events []*trace.Event, rows []*store.Step, approvals []*st
 			r.d.toPark = append(r.d.toPark, i)
 		case trace.StepWaiting, trace.StepUnknown:
 			if s.Type == flow.Agent && !stepApprovalCurrent(latest[s.ID], approvals, s.ID) {
-				r.restoreAgent(i, row, approvals)
+				if r.restoreAgent(i, row, approvals) != nil {
+					if r.d.continued == nil {
+						r.d.continued = map[int]bool{}
+					}
+					r.d.continued[i] = true // its session goes on: not a new step run
+				}
 				continue
 			}
 			if s.Type == flow.LLM {

@@ -12,16 +12,19 @@ import (
 )
 
 // runUnit is one execution of a step (one for_each item, one repeat round,
-// or the step itself): it charges the iteration to the run's budget, makes
-// the attempts, and after each failure carries out what the machine
+// or the step itself): it charges the iteration to the run's budget (not
+// again for an agent step continuing its session: durability.continued),
+// makes the attempts, and after each failure carries out what the machine
 // decides (sched.Machine.Retry: attempt n+1 at time T, waited for with the
 // engine's clock, or a final failure). A format error from a model was
 // already corrected once inside the call (model.Decide).
 func (r *run) runUnit(ctx context.Context, j *job, in unitInput, o *outcome) (any, error) {
 	s := j.step
-	if err := r.budget.Iteration(); err != nil {
-		o.origin = trace.OriginEngine
-		return nil, err
+	if !r.d.continued[j.index] { // an agent step continuing its session was charged when it first ran
+		if err := r.budget.Iteration(); err != nil {
+			o.origin = trace.OriginEngine
+			return nil, err
+		}
 	}
 	done := 0 // retries made
 	first := 1
