@@ -356,6 +356,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	return followWith(ctx, &c, cl, wr.GetID(), follower{jsonOf: jsonOf}, stdout, stderr)
 }
 
+// notOnTemporal says, for a local runs command that has no --temporal
+// form, what stands in for it on Temporal.
+var notOnTemporal = map[string]string{
+	"resume":    "a run on Temporal goes on by itself while a worker serves its task queue (rein worker --temporal HOSTPORT --task-queue Q DIR...); nothing is left to resume",
+	"check":     "runs on Temporal are its histories, not rows of a rein store: there is no store to check",
+	"why":       "rein runs effects RUN --temporal shows where each argument of a call came from",
+	"impact":    "not yet on Temporal (docs/temporal.md, Limits); rein runs effects RUN --temporal lists what the run touched",
+	"remediate": "a saga's compensation runs inside the workflow; rein runs effects RUN --temporal shows its remediations",
+	"artifacts": "rein runs show RUN --temporal --output json holds each step's output",
+}
+
 // decide sends a decision on a waiting step (approve, reject, settle), a
 // submission (submit) or a retry of a failed run (retry) as the run's
 // update, then follows the run.
@@ -368,7 +379,11 @@ func decide(ctx context.Context, action string, args []string, stdout, stderr io
 	case temporal.ActionRetry:
 		update = temporal.UpdateRetry
 	default:
-		return exitUsage, usageErr(fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit, retry, effects and trace do)", action))
+		msg := fmt.Sprintf("rein runs %s does not take --temporal (show, list, cancel, approve, reject, settle, submit, retry, effects, trace and prune do)", action)
+		if hint := notOnTemporal[action]; hint != "" {
+			msg += ": " + hint
+		}
+		return exitUsage, usageErr(msg)
 	}
 	var c common
 	var by, comment, out, data, from, output string

@@ -69,3 +69,22 @@ func TestFlagsBeforeDial(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsNotOnTemporal: a local runs command with no --temporal form is
+// a usage error (exit 2) that lists those that have one and says what
+// stands in for it on Temporal; it never dials.
+func TestRunsNotOnTemporal(t *testing.T) {
+	for action, want := range map[string]string{
+		"resume":     "goes on by itself while a worker serves its task queue",
+		"why":        "rein runs effects RUN --temporal",
+		"impact":     "not yet on Temporal",
+		"artifacts":  "--output json holds each step's output",
+		"frobnicate": "effects, trace and prune do)",
+	} {
+		var out, errs bytes.Buffer
+		code := Main(context.Background(), []string{"runs", action, "r1", "--temporal", "127.0.0.1:1"}, &out, &errs)
+		if code != exitUsage || !strings.Contains(errs.String(), "rein runs "+action+" does not take --temporal") || !strings.Contains(errs.String(), want) {
+			t.Errorf("runs %s: exit %d, stderr %q; want exit %d and %q", action, code, errs.String(), exitUsage, want)
+		}
+	}
+}
