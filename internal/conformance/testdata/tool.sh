@@ -5,6 +5,7 @@
 #   {"fail": N, "exit": C}  the first N calls with this key (its attempts:
 #                           the key without its last segment) exit C
 #                           (75 transient, anything else business; default 3)
+#   {"sleep": S}            it sleeps S seconds before it answers
 # With block, it waits while the file $REIN_CONFORMANCE_LEDGER.block exists
 # (the process running it is to be killed). It answers
 # {"tool": NAME, "n": <calls with this key>, "args": ARGS}.
@@ -20,6 +21,10 @@ code=$(printf '%s' "$args" | sed -n 's/.*"exit":\([0-9][0-9]*\).*/\1/p')
 if [ -n "$fail" ] && [ "$n" -le "$fail" ]; then
   echo "$name: failure $n of $fail" >&2
   exit "${code:-3}"
+fi
+nap=$(printf '%s' "$args" | sed -n 's/.*"sleep":\([0-9][0-9]*\).*/\1/p')
+if [ -n "$nap" ]; then
+  sleep "$nap"
 fi
 if [ "${2:-}" = block ]; then
   while [ -e "$led.block" ]; do sleep 0.05; done
