@@ -51,7 +51,10 @@ func TestAgentCommand(t *testing.T) {
 	run := commander(t, prog, conn, nil)
 
 	code, out, errs := run("agent", support, "Order 1042: I was charged twice", "--run-id", "run-cli")
-	if code != 3 || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") {
+	// each call as it settled (the refund waiting for a person), as a
+	// local rein agent prints them, then the report.
+	if code != 3 || !strings.Contains(out, "run run-cli waiting") || !strings.Contains(out, "waits: step agent/turn2/call1 (approval)") ||
+		!strings.Contains(out, "  -> lookup_order ") || !strings.Contains(out, "  -> issue_refund ") || !strings.Contains(out, " -> waiting") {
 		t.Fatalf("rein agent: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = run("runs", "approve", "run-cli", "agent/turn2/call1", "--by", "ana")
@@ -64,7 +67,7 @@ func TestAgentCommand(t *testing.T) {
 	}
 
 	code, out, errs = run("agent", hello, "say hello", "--run-id", "run-hello")
-	if code != 0 || out != "hello there\nrun run-hello succeeded\n" {
+	if code != 0 || out != "hello there\nrun run-hello succeeded\n  model calls: 1, tokens: 3 in / 3 out\n" {
 		t.Fatalf("rein agent: exit %d\n%q\n%s", code, out, errs)
 	}
 }
