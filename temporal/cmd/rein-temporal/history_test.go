@@ -24,7 +24,7 @@ func TestEffectsUsage(t *testing.T) {
 		{[]string{"runs", "effects", "r1", "--temporal", "h:1", "-o", "dot"}, "-o dot: give text or json"},
 		{[]string{"runs", "effects", "r1"}, "--temporal HOSTPORT is required"},
 		{[]string{"runs", "effects", "r1", "--temporal", "h:1", "--from", "x"}, "flag provided but not defined: -from"},
-		{[]string{"runs", "why", "r1", "--temporal", "h:1"}, "effects and trace do"},
+		{[]string{"runs", "why", "r1", "--temporal", "h:1"}, "effects, trace and prune do"},
 		{[]string{"runs", "trace", "--temporal", "h:1"}, "rein runs trace --temporal takes RUN"},
 		{[]string{"runs", "trace", "r1", "--temporal", "h:1", "--jsonl"}, "flag provided but not defined: -jsonl"},
 	} {
