@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/reinhq/rein/internal/agent"
 	"github.com/reinhq/rein/project"
+	"github.com/reinhq/rein/runs"
 	"github.com/reinhq/rein/temporal"
 )
 
@@ -138,11 +138,8 @@ func agentResultOf(ctx context.Context, c *common, cl client.Client, st *tempora
 			if !json.Valid(args) {
 				args, _ = json.Marshal(call.Args)
 			}
-			obs := strings.ReplaceAll(call.Observation, "\n", " ")
-			if r := []rune(obs); len(r) > maxObservation {
-				obs = string(r[:maxObservation]) + "…"
-			}
-			out.Calls = append(out.Calls, agentCallJSON{Turn: t.N, Tool: call.Tool, Args: args, Status: string(call.Status), Observation: obs})
+			out.Calls = append(out.Calls, agentCallJSON{Turn: t.N, Tool: call.Tool, Args: args, Status: string(call.Status),
+				Observation: runs.Clip(call.Observation, maxObservation)})
 		}
 	}
 	return out, nil
